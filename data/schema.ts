@@ -1,0 +1,3 @@
+/** The drizzle schema index: every domain's tables, for drizzle-kit (STYLE C7). */
+export * from '../handlers/auth/schema.ts';
+export * from '../handlers/routing/schema.ts';

@@ -1,0 +1,118 @@
+/**
+ * loadConfig(): defaults ← JSON file ← environment ← explicit overrides
+ * (CLI flags), validated once with every problem listed, then frozen.
+ * Semantic checks the schema cannot express live in verifyConfig().
+ */
+import { readFileSync } from 'node:fs';
+import { type Config, type ConfigInput, configSchema, ENV_NAMES } from './schema.ts';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface LoadConfigOptions {
+  env?: Record<string, string | undefined>;
+  /** Path of a JSON config file; `PLATFORM_CONFIG_FILE` when omitted. */
+  file?: string | undefined;
+  /** Highest precedence (CLI flags, tests). */
+  overrides?: ConfigInput;
+}
+
+type Tree = Record<string, unknown>;
+
+export function loadConfig(options: LoadConfigOptions = {}): Readonly<Config> {
+  const env = options.env ?? process.env;
+  const problems: string[] = [];
+  const merged: Tree = {};
+  const file = options.file ?? env.PLATFORM_CONFIG_FILE;
+  if (file) deepMerge(merged, readConfigFile(file, problems));
+  deepMerge(merged, fromEnv(env, problems));
+  if (options.overrides) deepMerge(merged, options.overrides as Tree);
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) problems.push(`${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  } else {
+    problems.push(...verifyConfig(parsed.data));
+  }
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+  return deepFreeze(parsed.data);
+}
+
+/** Cross-field rules (OpenFGA's Verify): origin agreement, TLS file pairs. */
+export function verifyConfig(config: Config): string[] {
+  const problems: string[] = [];
+  if ((config.tlsCertFile === null) !== (config.tlsKeyFile === null)) {
+    problems.push('tlsCertFile/tlsKeyFile: give both or neither');
+  }
+  if (config.externalUrl && config.origin && new URL(config.externalUrl).origin !== config.origin.replace(/\/$/, '')) {
+    problems.push(`origin: PLATFORM_ORIGIN (${config.origin}) must equal the origin of PLATFORM_EXTERNAL_URL (${new URL(config.externalUrl).origin})`);
+  }
+  for (const [key, value] of [['externalUrl', config.externalUrl], ['origin', config.origin]] as const) {
+    if (!value) continue;
+    const host = new URL(value).hostname.replace(/^\[|\]$/g, '');
+    if (!config.hostnames.includes(host) && host !== config.bind) {
+      problems.push(`${key}: host '${host}' is not one of hostnames (${config.hostnames.join(', ')}), so the certificate would not match`);
+    }
+  }
+  return problems;
+}
+
+function readConfigFile(path: string, problems: string[]): Tree {
+  try {
+    const value: unknown = JSON.parse(readFileSync(path, 'utf8'));
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Tree;
+    problems.push(`config file ${path}: must hold a JSON object`);
+  } catch (error) {
+    problems.push(`config file ${path}: ${(error as Error).message}`);
+  }
+  return {};
+}
+
+function fromEnv(env: Record<string, string | undefined>, problems: string[]): Tree {
+  const tree: Tree = {};
+  for (const [name, { path, kind }] of Object.entries(ENV_NAMES)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    let value: unknown = raw;
+    if (kind === 'csv') value = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    if (kind === 'number' || kind === 'nullable-number') {
+      value = kind === 'nullable-number' && raw === 'none' ? null : Number(raw);
+      if (typeof value === 'number' && !Number.isFinite(value)) {
+        problems.push(`${name}: '${raw}' is not a number`);
+        continue;
+      }
+    }
+    setPath(tree, path, value);
+  }
+  return tree;
+}
+
+function setPath(tree: Tree, path: string[], value: unknown): void {
+  let node = tree;
+  for (const key of path.slice(0, -1)) node = (node[key] ??= {}) as Tree;
+  node[path[path.length - 1] as string] = value;
+}
+
+function deepMerge(target: Tree, source: Tree): void {
+  for (const [key, value] of Object.entries(source)) {
+    if (value === undefined) continue;
+    const prior = target[key];
+    if (isPlainObject(value) && isPlainObject(prior)) deepMerge(prior, value);
+    else target[key] = isPlainObject(value) ? structuredClone(value) : value;
+  }
+}
+
+function isPlainObject(value: unknown): value is Tree {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function deepFreeze<T>(value: T): Readonly<T> {
+  if (value && typeof value === 'object') {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,24 @@
+/**
+ * One SQLite database per gateway (DESIGN.md §5): WAL, foreign keys, full
+ * sync so a committed change survives a crash before the response leaves.
+ * Drizzle migrations from data/migrations run before the listener opens.
+ */
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3';
+import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
+
+export type Db = BetterSQLite3Database;
+
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../data/migrations', import.meta.url));
+
+export function openDatabase(file: string): { sqlite: Database.Database; db: Db } {
+  const sqlite = new Database(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = FULL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = drizzle(sqlite);
+  migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  return { sqlite, db };
+}

@@ -1,0 +1,17 @@
+/** Reasons owned by the gateway itself: transport, limits, paths, authentication. */
+import { defineErrors } from './api-error.ts';
+
+export const GatewayErrors = defineErrors('gateway', {
+  request_validation_failed: { status: 422, doc: 'The request body or query failed validation; `detail` is a FastAPI-style list of problems.' },
+  not_authenticated: { status: 401, doc: 'No credential, or the bearer token / PAT is invalid, expired or revoked.', stringDetail: 'Not authenticated' },
+  admin_required: { status: 403, doc: 'The endpoint requires a native-realm administrator.' },
+  endpoint_requires_native_realm: { status: 403, doc: 'The endpoint refuses credentials that arrived through the mesh (spec: Authentication 3).' },
+  route_not_found: { status: 404, doc: 'No route matches the path.' },
+  method_not_allowed: { status: 405, doc: 'The path exists but not for this method.' },
+  service_disabled: { status: 404, doc: 'The path belongs to a service turned off in the routing configuration.' },
+  non_canonical_path: { status: 400, doc: 'The path has `..` or `.` segments, `//`, a backslash, control characters, bad percent-encoding, or an encoded slash outside a URN route.' },
+  body_too_large: { status: 413, doc: 'The request body exceeds `limits.maxBodyBytes`.' },
+  headers_too_large: { status: 431, doc: 'Too many request headers, or their total size exceeds the limit.' },
+  unsupported_media_type: { status: 415, doc: 'The body has a content type the endpoint does not accept.' },
+  internal_error: { status: 500, doc: 'An unexpected failure; the body carries only the request id, the log has the cause.' },
+});

@@ -1,0 +1,45 @@
+/**
+ * The typed per-request object every stage and handler sees (STYLE C1):
+ * an explicit field set, no symbol-keyed bags on req/res. Requests may be
+ * HTTP/1.1 or HTTP/2 (the TLS listener allows both), so req/res are unions.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Logger } from 'pino';
+import type { Principal } from '../../handlers/principal.ts';
+import type { CompiledRoute } from '../routing/router.ts';
+
+export type NodeRequest = IncomingMessage | Http2ServerRequest;
+export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+export interface RequestContext {
+  readonly requestId: string;
+  readonly req: NodeRequest;
+  readonly res: NodeResponse;
+  readonly method: string;
+  /** Path exactly as received (still percent-encoded), without the query. */
+  readonly rawPath: string;
+  readonly query: URLSearchParams;
+  readonly startedAt: bigint;
+  readonly logger: Logger;
+  /** Set by canonicalPath: the path holds %2F, allowed only on URN routes. */
+  hasEncodedSlash: boolean;
+  /** Set by routeMatch. */
+  route: CompiledRoute | null;
+  /** Service the path belongs to (api, models, apps, ...), set by routeMatch. */
+  service: string | null;
+  /** Path below the service prefix (raw), set by routeMatch. */
+  rest: string;
+  params: Record<string, string>;
+  /** Set by authenticate; null for anonymous routes. */
+  principal: Principal | null;
+  /** Raw bearer credential presented (for mesh egress as the peer token). */
+  bearer: string | null;
+}
+
+/** What a handler returns; `undefined` means it wrote the response itself (streams, proxies). */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}

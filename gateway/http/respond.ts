@@ -1,0 +1,41 @@
+/** The one place replies and errors are written to the wire (STYLE C4 mapping point). */
+import type { ServerResponse } from 'node:http';
+import { ApiError } from '../errors/api-error.ts';
+import { GatewayErrors } from '../errors/gateway-errors.ts';
+import type { NodeResponse, Reply, RequestContext } from './context.ts';
+
+export function sendReply(response: NodeResponse, reply: Reply): void {
+  // Http2ServerResponse has the same writeHead/end shape; the union's overloads just do not unify.
+  const res = response as ServerResponse;
+  const headers: Record<string, string | number> = { ...reply.headers };
+  if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
+    res.writeHead(reply.status, headers);
+    res.end();
+    return;
+  }
+  const payload = Buffer.from(JSON.stringify(reply.body));
+  headers['content-type'] ??= 'application/json';
+  headers['content-length'] = payload.length;
+  res.writeHead(reply.status, headers);
+  res.end(payload);
+}
+
+/** Turns any thrown value into a response; non-ApiErrors become an opaque 500. */
+export function sendError(ctx: RequestContext, error: unknown): void {
+  const apiError = error instanceof ApiError ? error : GatewayErrors.make.internal_error();
+  if (!(error instanceof ApiError)) ctx.logger.error({ err: error, req_id: ctx.requestId }, 'unhandled error');
+  else if (apiError.status >= 500) ctx.logger.warn({ reason: apiError.reason, cause: describeCause(apiError.cause) }, 'request failed');
+  if (ctx.res.headersSent) {
+    // Mid-stream failure: the status is gone, so the only honest signal is an aborted body.
+    ctx.res.destroy();
+    return;
+  }
+  const headers: Record<string, string> = {};
+  if (apiError.status === 401) headers['www-authenticate'] = 'Bearer';
+  sendReply(ctx.res, { status: apiError.status, body: apiError.body(ctx.requestId), headers });
+}
+
+function describeCause(cause: unknown): string | undefined {
+  if (cause === undefined) return undefined;
+  return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+}

@@ -1,0 +1,91 @@
+/**
+ * The only contract between the gateway and a domain (STYLE C3). A domain
+ * exports one HandlerModule; init() receives the gateway's dependencies and
+ * returns an instance with its routes and mounts, so several gateways can
+ * live in one process (tests) without module-level state.
+ */
+import type Database from 'better-sqlite3';
+import type { Logger } from 'pino';
+import type { Config } from './config/schema.ts';
+import type { Db } from './db/open.ts';
+import type { ErrorTable } from './errors/api-error.ts';
+import type { Reply, RequestContext } from './http/context.ts';
+import type { ServiceRegistry } from './services.ts';
+
+export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
+
+/**
+ * none: anonymous. optional: a credential is parsed when present.
+ * user: any authenticated caller. admin: a native-realm administrator.
+ */
+export type AuthMode = 'none' | 'optional' | 'user' | 'admin';
+
+export interface RouteDef {
+  method: HttpMethod | readonly HttpMethod[];
+  /** Relative to the api prefix: '/auth/token', '/cluster/federations/:id', '/catalog/datasets/v2/*urn'. */
+  path: string;
+  auth: AuthMode;
+  /** Refuse mesh-brokered principals with endpoint_requires_native_realm. */
+  nativeOnly?: boolean;
+  /** The path may hold %2F (URN routes, contract §7.2). */
+  allowEncodedSlash?: boolean;
+  handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
+}
+
+/** A non-API service (models, apps, tools, frontend, ...) served below its routing prefix. */
+export interface ServiceMount {
+  service: string;
+  auth: AuthMode;
+  handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
+}
+
+export interface RuntimeInfo {
+  /** The canonical public HTTPS origin (PLATFORM_ORIGIN), known once listening. */
+  origin(): string;
+  /** PLATFORM_EXTERNAL_URL. */
+  externalUrl(): string;
+  /** This gateway's platform CA (PEM). */
+  caPem(): string;
+}
+
+export interface GatewayDeps {
+  readonly config: Readonly<Config>;
+  readonly db: Db;
+  readonly sqlite: Database.Database;
+  readonly logger: Logger;
+  readonly services: ServiceRegistry;
+  readonly runtime: RuntimeInfo;
+  readonly now: () => Date;
+  /** Operator-facing lines printed once to stdout, not logged (the bootstrap admin password). */
+  announce(line: string): void;
+}
+
+export interface HandlerInstance {
+  routes?: readonly RouteDef[];
+  mounts?: readonly ServiceMount[];
+  close?(): Promise<void> | void;
+}
+
+/** What a domain's CLI subcommand gets: configuration and the opened database, nothing global. */
+export interface CliEnv {
+  readonly config: Readonly<Config>;
+  openDatabase(): { db: Db; sqlite: Database.Database };
+  readStdin(): Promise<string>;
+  out(line: string): void;
+  err(line: string): void;
+}
+
+export interface CliCommand {
+  readonly name: string;
+  readonly summary: string;
+  readonly usage: string;
+  /** Returns the process exit code. */
+  run(args: string[], env: CliEnv): Promise<number>;
+}
+
+export interface HandlerModule {
+  readonly name: string;
+  readonly errors?: ErrorTable;
+  readonly commands?: readonly CliCommand[];
+  init(deps: GatewayDeps): Promise<HandlerInstance> | HandlerInstance;
+}

@@ -1,0 +1,36 @@
+/** Runs the prelude stages, then the matched route's compiled stages; one catch for all. */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { NodeRequest, NodeResponse, RequestContext } from '../http/context.ts';
+import { sendError } from '../http/respond.ts';
+import type { Stage } from './stage.ts';
+
+export function createPipeline(prelude: readonly Stage[], logger: Logger) {
+  return async function handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const ctx: RequestContext = {
+      requestId: randomUUID(),
+      req,
+      res,
+      method: (req.method ?? 'GET').toUpperCase(),
+      rawPath: q === -1 ? url : url.slice(0, q),
+      query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
+      startedAt: process.hrtime.bigint(),
+      logger,
+      hasEncodedSlash: false,
+      route: null,
+      service: null,
+      rest: '',
+      params: {},
+      principal: null,
+      bearer: null,
+    };
+    try {
+      for (const stage of prelude) if ((await stage.run(ctx)) === 'done') return;
+      for (const stage of ctx.route?.stages ?? []) if ((await stage.run(ctx)) === 'done') return;
+    } catch (error) {
+      sendError(ctx, error);
+    }
+  };
+}

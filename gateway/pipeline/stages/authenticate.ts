@@ -1,0 +1,41 @@
+/**
+ * authenticate: `Authorization: Bearer <JWT or PAT>` → Principal, through
+ * the Authenticator the auth domain provides (spec: Authentication 1).
+ * Compiled only onto routes that take credentials.
+ */
+import type { Principal } from '../../../handlers/principal.ts';
+import { GatewayErrors } from '../../errors/gateway-errors.ts';
+import type { RequestContext } from '../../http/context.ts';
+import type { AuthMode } from '../../module.ts';
+import { createServiceKey } from '../../services.ts';
+import type { Stage, StageResult } from '../stage.ts';
+
+export interface Authenticator {
+  /** Resolves a bearer credential; throws not_authenticated (401) when it is not valid. */
+  authenticate(bearer: string): Promise<Principal>;
+}
+
+export const AUTHENTICATOR = createServiceKey<Authenticator>('authenticator');
+
+export function bearerOf(ctx: RequestContext): string | null {
+  const header = ctx.req.headers.authorization;
+  if (typeof header !== 'string') return null;
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  return match ? (match[1] as string) : null;
+}
+
+export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authenticator: Authenticator): Stage {
+  return {
+    name: 'authenticate',
+    async run(ctx: RequestContext): Promise<StageResult> {
+      const bearer = bearerOf(ctx);
+      if (bearer === null) {
+        if (mode === 'optional') return 'continue';
+        throw GatewayErrors.make.not_authenticated();
+      }
+      ctx.principal = await authenticator.authenticate(bearer);
+      ctx.bearer = bearer;
+      return 'continue';
+    },
+  };
+}

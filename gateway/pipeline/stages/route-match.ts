@@ -1,0 +1,46 @@
+/**
+ * routeMatch: path → service (live routing config) → API route or service
+ * mount. Sets ctx.route, whose compiled stages the runner runs next.
+ */
+import { GatewayErrors } from '../../errors/gateway-errors.ts';
+import type { RequestContext } from '../../http/context.ts';
+import { sendReply } from '../../http/respond.ts';
+import type { ServiceTable } from '../../routing/service-table.ts';
+import type { Stage } from '../stage.ts';
+
+export function createRouteMatchStage(currentTable: () => ServiceTable): Stage {
+  return {
+    name: 'routeMatch',
+    run(ctx: RequestContext) {
+      const table = currentTable();
+      const resolved = table.resolve(ctx.rawPath);
+      if (!resolved) throw GatewayErrors.make.route_not_found();
+      ctx.service = resolved.service;
+      ctx.rest = resolved.rest;
+      if (!resolved.enabled) throw GatewayErrors.make.service_disabled({ service: resolved.service });
+      if (resolved.service !== 'api') {
+        const mount = table.mounts.get(resolved.service);
+        if (!mount) throw GatewayErrors.make.route_not_found();
+        ctx.route = mount;
+        return 'continue';
+      }
+      const lookup = table.api.lookup(ctx.method, resolved.rest);
+      if (lookup.kind === 'redirect') {
+        const prefix = ctx.rawPath.slice(0, ctx.rawPath.length - resolved.rest.length);
+        const query = ctx.query.size > 0 ? `?${ctx.query}` : '';
+        sendReply(ctx.res, { status: 307, headers: { location: `${prefix}${lookup.path}${query}` } });
+        return 'done';
+      }
+      if (lookup.kind === 'method_not_allowed') {
+        throw GatewayErrors.make.method_not_allowed({ allowed: lookup.allowed });
+      }
+      if (lookup.kind === 'miss') throw GatewayErrors.make.route_not_found();
+      if (ctx.hasEncodedSlash && !lookup.route.def.allowEncodedSlash) {
+        throw GatewayErrors.make.non_canonical_path({ problem: 'encoded_slash' });
+      }
+      ctx.route = lookup.route;
+      ctx.params = lookup.params;
+      return 'continue';
+    },
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Compiles route definitions and service mounts into the live tables, with
+ * each route's stage list decided once here, never per request (STYLE C1).
+ */
+import type { AuthMode, HandlerInstance, RouteDef } from '../module.ts';
+import { type Authenticator, createAuthenticateStage } from '../pipeline/stages/authenticate.ts';
+import { createAuthorizeStage } from '../pipeline/stages/authorize.ts';
+import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
+import type { Stage } from '../pipeline/stage.ts';
+import { type CompiledRoute, parsePattern, RouteTable } from './router.ts';
+import { type RoutingSnapshot, ServiceTable } from './service-table.ts';
+
+function routeStages(auth: AuthMode, nativeOnly: boolean, handle: RouteDef['handle'], authenticator: Authenticator): Stage[] {
+  const stages: Stage[] = [];
+  if (auth !== 'none') stages.push(createAuthenticateStage(auth, authenticator));
+  if (auth === 'admin' || nativeOnly) stages.push(createAuthorizeStage(auth, nativeOnly));
+  stages.push(createDispatchStage(handle));
+  return stages;
+}
+
+export interface CompiledHandlers {
+  api: RouteTable;
+  mounts: ReadonlyMap<string, CompiledRoute>;
+}
+
+export function compileHandlers(instances: readonly HandlerInstance[], authenticator: Authenticator): CompiledHandlers {
+  const routes: CompiledRoute[] = [];
+  const mounts = new Map<string, CompiledRoute>();
+  for (const instance of instances) {
+    for (const def of instance.routes ?? []) {
+      routes.push({ def, segments: parsePattern(def.path), stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, authenticator) });
+    }
+    for (const mount of instance.mounts ?? []) {
+      if (mounts.has(mount.service)) throw new Error(`service '${mount.service}' is mounted twice`);
+      const def: RouteDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
+      mounts.set(mount.service, { def, segments: [], stages: routeStages(mount.auth, false, mount.handle, authenticator) });
+    }
+  }
+  return { api: new RouteTable(routes), mounts };
+}
+
+export function buildServiceTable(snapshot: RoutingSnapshot, compiled: CompiledHandlers): ServiceTable {
+  return new ServiceTable(snapshot, compiled.api, compiled.mounts);
+}

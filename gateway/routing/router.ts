@@ -1,0 +1,118 @@
+/**
+ * The API route table: method + segment patterns, compiled once per
+ * routing-config version. `:name` takes one decoded segment; a final
+ * `*name` takes the decoded rest (URNs with slashes, contract §7.2).
+ * Static segments outrank parameters, so `/datasets/by-urn` beats
+ * `/datasets/:urn`. A miss that would hit with the trailing slash toggled
+ * answers 307, as FastAPI does (spec: Mesh proxy rule 5).
+ */
+import type { HttpMethod, RouteDef } from '../module.ts';
+import type { Stage } from '../pipeline/stage.ts';
+
+export interface CompiledRoute {
+  readonly def: RouteDef;
+  readonly segments: readonly Segment[];
+  /** Per-route stages after routeMatch, compiled at startup (STYLE C1). */
+  readonly stages: readonly Stage[];
+}
+
+type Segment = { kind: 'static'; value: string } | { kind: 'param'; name: string } | { kind: 'rest'; name: string };
+
+export type RouteLookup =
+  | { kind: 'match'; route: CompiledRoute; params: Record<string, string> }
+  | { kind: 'redirect'; path: string }
+  | { kind: 'method_not_allowed'; allowed: string[] }
+  | { kind: 'miss' };
+
+export function parsePattern(path: string): Segment[] {
+  const parts = path.split('/').slice(1);
+  return parts.map((part, index) => {
+    if (part.startsWith(':')) return { kind: 'param', name: part.slice(1) };
+    if (part.startsWith('*')) {
+      if (index !== parts.length - 1) throw new Error(`route ${path}: '*' must be the last segment`);
+      return { kind: 'rest', name: part.slice(1) };
+    }
+    return { kind: 'static', value: part };
+  });
+}
+
+function specificity(segments: readonly Segment[]): number[] {
+  // Compare segment by segment: static (2) > param (1) > rest (0); longer wins ties.
+  return [...segments.map((s) => (s.kind === 'static' ? 2 : s.kind === 'param' ? 1 : 0)), segments.length];
+}
+
+function compareSpecificity(a: readonly Segment[], b: readonly Segment[]): number {
+  const sa = specificity(a);
+  const sb = specificity(b);
+  for (let i = 0; i < Math.max(sa.length, sb.length); i++) {
+    const diff = (sb[i] ?? -1) - (sa[i] ?? -1);
+    if (diff !== 0) return diff;
+  }
+  return 0;
+}
+
+export class RouteTable {
+  readonly #byMethod = new Map<string, CompiledRoute[]>();
+
+  constructor(routes: readonly CompiledRoute[]) {
+    for (const route of routes) {
+      const methods = typeof route.def.method === 'string' ? [route.def.method] : route.def.method;
+      for (const method of methods as HttpMethod[]) {
+        const list = this.#byMethod.get(method) ?? [];
+        list.push(route);
+        this.#byMethod.set(method, list);
+      }
+    }
+    for (const list of this.#byMethod.values()) list.sort((a, b) => compareSpecificity(a.segments, b.segments));
+  }
+
+  lookup(method: string, rawPath: string): RouteLookup {
+    const hit = this.#find(method, rawPath);
+    if (hit) return hit;
+    const allowed = [...this.#byMethod.keys()].filter((m) => m !== method && this.#find(m, rawPath));
+    if (allowed.length > 0) return { kind: 'method_not_allowed', allowed };
+    if (rawPath !== '/') {
+      const toggled = rawPath.endsWith('/') ? rawPath.slice(0, -1) : `${rawPath}/`;
+      if (this.#find(method, toggled)) return { kind: 'redirect', path: toggled };
+    }
+    return { kind: 'miss' };
+  }
+
+  #find(method: string, rawPath: string): Extract<RouteLookup, { kind: 'match' }> | null {
+    const routes = this.#byMethod.get(method === 'HEAD' && !this.#byMethod.has('HEAD') ? 'GET' : method);
+    if (!routes) return null;
+    const parts = rawPath.split('/').slice(1);
+    for (const route of routes) {
+      const params = matchSegments(route.segments, parts);
+      if (params) return { kind: 'match', route, params };
+    }
+    return null;
+  }
+}
+
+function matchSegments(segments: readonly Segment[], parts: string[]): Record<string, string> | null {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i] as Segment;
+    if (segment.kind === 'rest') {
+      const rest = parts.slice(i).join('/');
+      if (rest === '') return null;
+      params[segment.name] = safeDecode(rest);
+      return params;
+    }
+    const part = parts[i];
+    if (part === undefined) return null;
+    if (segment.kind === 'static') {
+      if (part !== segment.value) return null;
+    } else {
+      if (part === '') return null;
+      params[segment.name] = safeDecode(part);
+    }
+  }
+  return parts.length === segments.length ? params : null;
+}
+
+function safeDecode(value: string): string {
+  // canonicalPath already rejected malformed escapes; decode once, never twice.
+  return decodeURIComponent(value);
+}

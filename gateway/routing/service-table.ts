@@ -1,0 +1,47 @@
+/**
+ * Which service a path belongs to, from the live routing configuration
+ * (spec: "Routing configuration"; default prefixes api=/api, frontend=/,
+ * models=/runtime/models, ...). Longest prefix wins; `/` is the catch-all.
+ * Rebuilt as a whole and swapped atomically when the config changes (STYLE C5).
+ */
+import { createServiceKey } from '../services.ts';
+import type { CompiledRoute, RouteTable } from './router.ts';
+
+export interface RoutingSnapshot {
+  readonly prefixes: Readonly<Record<string, string>>;
+  readonly enabled: Readonly<Record<string, boolean>>;
+}
+
+/** Provided by the routing-config domain; the gateway subscribes to swap tables. */
+export interface RoutingSource {
+  current(): RoutingSnapshot;
+  subscribe(listener: (snapshot: RoutingSnapshot) => void): void;
+}
+
+export const ROUTING_SOURCE = createServiceKey<RoutingSource>('routingSource');
+
+export type ServiceResolution = { service: string; rest: string; enabled: boolean };
+
+export class ServiceTable {
+  readonly #entries: { service: string; prefix: string; enabled: boolean }[];
+
+  constructor(
+    snapshot: RoutingSnapshot,
+    readonly api: RouteTable,
+    readonly mounts: ReadonlyMap<string, CompiledRoute>,
+  ) {
+    this.#entries = Object.entries(snapshot.prefixes)
+      .map(([service, prefix]) => ({ service, prefix, enabled: snapshot.enabled[service] !== false }))
+      .sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
+  resolve(rawPath: string): ServiceResolution | null {
+    for (const { service, prefix, enabled } of this.#entries) {
+      if (prefix === '/') return { service, rest: rawPath, enabled };
+      if (rawPath === prefix || rawPath.startsWith(`${prefix}/`)) {
+        return { service, rest: rawPath.slice(prefix.length) || '/', enabled };
+      }
+    }
+    return null;
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * createGateway(config): TLS material → database → domains → compiled
+ * tables → listeners. The HTTPS listener speaks HTTP/2 with HTTP/1.1
+ * fallback (DESIGN.md §3 item 7, gRPC later); an optional plain-HTTP
+ * listener serves local development.
+ */
+import { mkdirSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import type { AddressInfo, Socket } from 'node:net';
+import { join } from 'node:path';
+import type { DestinationStream, Logger } from 'pino';
+import { HANDLER_MODULES } from '../handlers/index.ts';
+import type { Config } from './config/schema.ts';
+import { openDatabase } from './db/open.ts';
+import { GatewayErrors } from './errors/gateway-errors.ts';
+import { buildErrorRegistry } from './errors/registry.ts';
+import { createLogger } from './log.ts';
+import type { GatewayDeps, HandlerInstance } from './module.ts';
+import { createPipeline } from './pipeline/run.ts';
+import { createAccessLogStage } from './pipeline/stages/access-log.ts';
+import { AUTHENTICATOR } from './pipeline/stages/authenticate.ts';
+import { createCanonicalPathStage } from './pipeline/stages/canonical-path.ts';
+import { createLimitsStage } from './pipeline/stages/limits.ts';
+import { createRequestIdStage } from './pipeline/stages/request-id.ts';
+import { createRouteMatchStage } from './pipeline/stages/route-match.ts';
+import { buildServiceTable, compileHandlers } from './routing/compile.ts';
+import { ROUTING_SOURCE, type ServiceTable } from './routing/service-table.ts';
+import { ServiceRegistry } from './services.ts';
+import { ensureTlsMaterial } from './tls/material.ts';
+
+export interface GatewayOptions {
+  logDestination?: DestinationStream;
+  announce?: (line: string) => void;
+  now?: () => Date;
+}
+
+export interface Gateway {
+  readonly httpsUrl: string;
+  readonly httpUrl: string | null;
+  readonly origin: string;
+  readonly caPem: string;
+  readonly deps: GatewayDeps;
+  close(graceMs?: number): Promise<void>;
+}
+
+/** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
+export const ERROR_TABLES = [GatewayErrors, ...HANDLER_MODULES.flatMap((m) => (m.errors ? [m.errors] : []))];
+
+export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
+  buildErrorRegistry(ERROR_TABLES);
+  const logger = createLogger(config.logLevel, options.logDestination);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
+  const tls = await ensureTlsMaterial({
+    tlsDir: join(config.dataDir, 'tls'),
+    names,
+    clusterName: config.clusterName,
+    operatorCertFile: config.tlsCertFile,
+    operatorKeyFile: config.tlsKeyFile,
+  });
+
+  const { sqlite, db } = openDatabase(join(config.dataDir, 'meshgate.db'));
+  // The origin depends on the bound port (0 = any); domains read it only at request time.
+  let origin = config.origin?.replace(/\/$/, '') ?? '';
+  let externalUrl = config.externalUrl?.replace(/\/$/, '') ?? '';
+  const deps: GatewayDeps = {
+    config,
+    db,
+    sqlite,
+    logger,
+    services: new ServiceRegistry(),
+    runtime: { origin: () => origin, externalUrl: () => externalUrl, caPem: () => tls.caPem },
+    now: options.now ?? (() => new Date()),
+    announce: options.announce ?? ((line) => process.stdout.write(`${line}\n`)),
+  };
+  const instances: HandlerInstance[] = [];
+  try {
+    for (const module of HANDLER_MODULES) instances.push(await module.init(deps));
+  } catch (error) {
+    await closeAll(instances, logger);
+    sqlite.close();
+    throw error;
+  }
+
+  const compiled = compileHandlers(instances, deps.services.get(AUTHENTICATOR));
+  const routing = deps.services.get(ROUTING_SOURCE);
+  let table: ServiceTable = buildServiceTable(routing.current(), compiled);
+  routing.subscribe((snapshot) => {
+    table = buildServiceTable(snapshot, compiled);
+  });
+  const handle = createPipeline(
+    [createRequestIdStage(), createAccessLogStage(), createLimitsStage(config.limits), createCanonicalPathStage(), createRouteMatchStage(() => table)],
+    logger,
+  );
+  const server = createSecureServer({ allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
+  const sockets = trackSockets(server);
+  const httpsPort = await listen(server, config.httpsPort, config.bind);
+  origin ||= deriveOrigin(config.hostnames[0] as string, httpsPort);
+  externalUrl ||= origin;
+  let httpServer: HttpServer | null = null;
+  let httpUrl: string | null = null;
+  if (config.httpPort !== null) {
+    httpServer = createHttpServer({ maxHeaderSize: Math.max(16384, config.limits.maxHeaderBytes * 2) }, handle);
+    httpServer.headersTimeout = config.limits.headersTimeoutMs;
+    httpServer.requestTimeout = config.limits.requestTimeoutMs;
+    trackSockets(httpServer, sockets);
+    httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind)}`;
+  }
+  const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
+  logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
+
+  return {
+    httpsUrl,
+    httpUrl,
+    origin,
+    caPem: tls.caPem,
+    deps,
+    async close(graceMs = 5000) {
+      const closing = [closeServer(server), httpServer ? closeServer(httpServer) : Promise.resolve()];
+      for (const socket of sockets) if (!hasInflight(socket)) socket.destroy();
+      const timer = setTimeout(() => {
+        for (const socket of sockets) socket.destroy();
+      }, graceMs);
+      await Promise.all(closing);
+      clearTimeout(timer);
+      await closeAll(instances, logger);
+      sqlite.close();
+    },
+  };
+}
+
+function deriveOrigin(host: string, port: number): string {
+  return `https://${hostForUrl(host)}${port === 443 ? '' : `:${port}`}`;
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+function listen(server: HttpServer | Http2SecureServer, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+type Tracked = Socket & { _meshgateInflight?: number };
+
+function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<Tracked>()): Set<Tracked> {
+  const event = 'setSecureContext' in server ? 'secureConnection' : 'connection';
+  server.on(event, (socket: Tracked) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('request', (req: { socket: Tracked }, res: { once(e: string, f: () => void): void }) => {
+    const socket = req.socket;
+    socket._meshgateInflight = (socket._meshgateInflight ?? 0) + 1;
+    res.once('close', () => {
+      socket._meshgateInflight = (socket._meshgateInflight ?? 1) - 1;
+    });
+  });
+  return sockets;
+}
+
+function hasInflight(socket: Tracked): boolean {
+  return (socket._meshgateInflight ?? 0) > 0;
+}
+
+function closeServer(server: HttpServer | Http2SecureServer): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+async function closeAll(instances: HandlerInstance[], logger: Logger): Promise<void> {
+  for (const instance of [...instances].reverse()) {
+    try {
+      await instance.close?.();
+    } catch (error) {
+      logger.warn({ err: error }, 'domain close failed');
+    }
+  }
+}

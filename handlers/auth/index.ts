@@ -1,0 +1,38 @@
+/**
+ * The native realm (issue 2): local users, tokens, PATs, JWKS. Provides the
+ * gateway's Authenticator and the USER_DIRECTORY other domains use.
+ */
+import type { HandlerModule } from '../../gateway/module.ts';
+import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
+import { userCommand } from './cli.ts';
+import { AuthErrors } from './errors.ts';
+import { loadSigningKey } from './keys.ts';
+import { authRoutes } from './routes.ts';
+import { AuthService } from './service.ts';
+import { createAuthStore } from './store.ts';
+import { TokenSigner } from './tokens.ts';
+import { USER_DIRECTORY, UserDirectory } from './users.ts';
+
+export { USER_DIRECTORY, type UserDirectory } from './users.ts';
+
+export const authModule: HandlerModule = {
+  name: 'auth',
+  errors: AuthErrors,
+  commands: [userCommand],
+  async init(deps) {
+    const store = createAuthStore(deps.db);
+    const key = await loadSigningKey(deps.config.dataDir);
+    const signer = new TokenSigner(key, () => `${deps.runtime.origin()}/api/auth`);
+    let service: AuthService | undefined;
+    const users = new UserDirectory(store, deps.now, () => service?.cache.clear());
+    service = new AuthService(store, signer, deps.config.auth, deps.now);
+    const generated = await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword);
+    if (generated) {
+      deps.announce(`meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`);
+    }
+    deps.services.provide(AUTHENTICATOR, service);
+    deps.services.provide(USER_DIRECTORY, users);
+    const jwks = { keys: [key.publicJwk] };
+    return { routes: authRoutes(service, signer, () => jwks, deps.config.limits.maxBodyBytes) };
+  },
+};

@@ -1,0 +1,111 @@
+/** HTTP surface of the native realm (contract §1): parsing only, logic in service.ts. */
+import { z } from 'zod';
+import { parseQuery, readForm, readJson } from '../../gateway/http/body.ts';
+import type { RequestContext } from '../../gateway/http/context.ts';
+import type { RouteDef } from '../../gateway/module.ts';
+import type { Principal } from '../principal.ts';
+import { AuthErrors } from './errors.ts';
+import type { AuthService } from './service.ts';
+import type { TokenSigner } from './tokens.ts';
+
+const tokenForm = z.object({
+  grant_type: z.string().default('password'),
+  username: z.string().optional(),
+  password: z.string().optional(),
+  refresh_token: z.string().optional(),
+  scope: z.string().optional(),
+  client_id: z.string().optional(),
+  client_secret: z.string().optional(),
+});
+
+const patInput = z.object({
+  name: z.string().max(200).optional(),
+  ttl_seconds: z.coerce.number().int().optional(),
+  scope: z.string().optional(),
+  aud: z.string().optional(),
+});
+
+const me = (ctx: RequestContext): Principal => ctx.principal as Principal;
+
+export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () => unknown, maxBody: number): RouteDef[] {
+  return [
+    {
+      method: 'POST',
+      path: '/auth/token',
+      auth: 'none',
+      async handle(ctx) {
+        const form = await readForm(ctx.req, maxBody, tokenForm);
+        if (form.grant_type === 'password') {
+          return { status: 200, body: await service.login(form.username ?? '', form.password ?? ''), headers: { 'cache-control': 'no-store' } };
+        }
+        if (form.grant_type === 'refresh_token') {
+          return { status: 200, body: await service.refresh(form.refresh_token ?? ''), headers: { 'cache-control': 'no-store' } };
+        }
+        throw AuthErrors.make.unsupported_grant_type({ grant_type: form.grant_type });
+      },
+    },
+    {
+      // Contract §1.1: the refresh token travels in the query string.
+      method: 'POST',
+      path: '/auth/refresh',
+      auth: 'none',
+      async handle(ctx) {
+        const { refresh_token } = parseQuery(ctx.query, z.object({ refresh_token: z.string().min(1) }));
+        return { status: 200, body: await service.refresh(refresh_token), headers: { 'cache-control': 'no-store' } };
+      },
+    },
+    { method: 'POST', path: '/auth/logout', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.logout(me(ctx)) }) },
+    { method: 'GET', path: '/auth/users/me', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(me(ctx)) }) },
+    {
+      // Contract §1.3: the SDK sends query parameters; a JSON body is also accepted.
+      method: 'POST',
+      path: '/auth/pats',
+      auth: 'user',
+      nativeOnly: true,
+      async handle(ctx) {
+        const fromQuery = parseQuery(ctx.query, patInput);
+        const hasBody = Number(ctx.req.headers['content-length'] ?? 0) > 0 || ctx.req.headers['transfer-encoding'] !== undefined;
+        const fromBody = hasBody ? await readJson(ctx.req, maxBody, patInput.optional()) : undefined;
+        return { status: 200, body: await service.createPat(me(ctx), { ...fromBody, ...stripUndefined(fromQuery) }) };
+      },
+    },
+    { method: 'GET', path: '/auth/pats', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.listPats(me(ctx)) }) },
+    {
+      method: 'DELETE',
+      path: '/auth/pats/:jti',
+      auth: 'user',
+      nativeOnly: true,
+      handle: (ctx) => ({ status: 200, body: service.revokePat(me(ctx), ctx.params.jti as string) }),
+    },
+    { method: 'GET', path: '/auth/pat-config', auth: 'user', handle: () => ({ status: 200, body: service.patConfig() }) },
+    { method: 'GET', path: '/auth/jwks', auth: 'none', handle: () => ({ status: 200, body: jwks(), headers: { 'cache-control': 'public, max-age=300' } }) },
+    {
+      method: 'GET',
+      path: '/auth/.well-known/openid-configuration',
+      auth: 'none',
+      handle: () => ({ status: 200, body: discovery(signer.issuerUrl) }),
+    },
+    { method: 'GET', path: '/auth/health', auth: 'none', handle: () => ({ status: 200, body: { status: 'healthy', PLATFORM_USE_AUTH: true } }) },
+    { method: 'GET', path: '/auth/', auth: 'none', handle: () => ({ status: 200, body: { message: 'Platform Auth Service', issuer: signer.issuerUrl } }) },
+  ];
+}
+
+function discovery(issuer: string) {
+  return {
+    issuer,
+    jwks_uri: `${issuer}/jwks`,
+    token_endpoint: `${issuer}/token`,
+    userinfo_endpoint: `${issuer}/users/me`,
+    end_session_endpoint: `${issuer}/logout`,
+    grant_types_supported: ['password', 'refresh_token'],
+    response_types_supported: ['token'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: ['ES256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'jti', 'preferred_username', 'email', 'roles', 'tenant_id'],
+  };
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,113 @@
+/**
+ * Local users of this cluster: created by the bootstrap, the CLI, the
+ * subjects API, or (for mesh-brokered callers) at first admission. Other
+ * domains reach it through the USER_DIRECTORY service key.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServiceKey } from '../../gateway/services.ts';
+import { DEFAULT_TENANT } from '../principal.ts';
+import { AuthErrors } from './errors.ts';
+import { generatePassword, hashPassword } from './password.ts';
+import type { AuthStore, UserRow } from './store.ts';
+import type { TokenSubject } from './tokens.ts';
+
+export interface NewUserInput {
+  username: string;
+  password?: string | null;
+  roles?: string[];
+  email?: string | null;
+  attributes?: Record<string, unknown>;
+  source?: 'local' | 'mesh';
+  externalId?: string | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export class UserDirectory {
+  constructor(
+    private readonly store: AuthStore,
+    private readonly now: () => Date,
+    /** Called when users change, so caches of verified credentials drop stale entries. */
+    private readonly onChange: () => void,
+  ) {}
+
+  async create(input: NewUserInput): Promise<UserRow> {
+    if (this.store.userByUsername(input.username)) throw AuthErrors.make.user_exists({ username: input.username });
+    const at = this.now().toISOString();
+    const row = {
+      id: randomUUID(),
+      username: input.username,
+      email: input.email ?? null,
+      passwordHash: input.password ? await hashPassword(input.password) : null,
+      roles: input.roles ?? [],
+      attributes: input.attributes ?? {},
+      source: input.source ?? 'local',
+      externalId: input.externalId ?? null,
+      disabled: false,
+      createdAt: at,
+      updatedAt: at,
+    } satisfies UserRow;
+    this.store.insertUser(row);
+    return row;
+  }
+
+  /** By uuid or username, as the subjects API and the CLI address users. */
+  resolve(idOrUsername: string): UserRow | undefined {
+    return (UUID.test(idOrUsername) ? this.store.userById(idOrUsername) : undefined) ?? this.store.userByUsername(idOrUsername);
+  }
+
+  byId(id: string): UserRow | undefined {
+    return this.store.userById(id);
+  }
+
+  byExternalId(externalId: string): UserRow | undefined {
+    return this.store.userByExternalId(externalId);
+  }
+
+  list(): UserRow[] {
+    return this.store.listUsers();
+  }
+
+  async setPassword(idOrUsername: string, password: string): Promise<UserRow> {
+    const user = this.resolve(idOrUsername);
+    if (!user) throw AuthErrors.make.user_not_found({ user: idOrUsername });
+    this.store.updateUser(user.id, { passwordHash: await hashPassword(password), updatedAt: this.now().toISOString() });
+    this.store.revokeUserRefresh(user.id);
+    this.onChange();
+    return user;
+  }
+
+  update(id: string, patch: { roles?: string[]; attributes?: Record<string, unknown>; email?: string | null; disabled?: boolean }): void {
+    this.store.updateUser(id, { ...patch, updatedAt: this.now().toISOString() });
+    this.onChange();
+  }
+
+  delete(id: string): void {
+    this.store.deleteUser(id);
+    this.onChange();
+  }
+
+  /**
+   * First start only: creates the administrator. Returns the generated
+   * password when none was configured, so the caller can print it once.
+   */
+  async ensureBootstrapAdmin(username: string, configured: string | null): Promise<string | null> {
+    if (this.store.countUsers() > 0) return null;
+    const password = configured ?? generatePassword();
+    await this.create({ username, password, roles: ['admin'] });
+    return configured ? null : password;
+  }
+}
+
+export function subjectOf(user: UserRow): TokenSubject {
+  return {
+    userId: user.id,
+    username: user.username,
+    email: user.email,
+    roles: user.roles,
+    attributes: user.attributes,
+    tenantId: DEFAULT_TENANT,
+  };
+}
+
+export const USER_DIRECTORY = createServiceKey<UserDirectory>('userDirectory');

@@ -1,0 +1,9 @@
+/**
+ * The list of domains, in init order (a module may use services provided by
+ * those before it). This is the only place the gateway learns of domains.
+ */
+import type { HandlerModule } from '../gateway/module.ts';
+import { authModule } from './auth/index.ts';
+import { routingModule } from './routing/index.ts';
+
+export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, routingModule];

@@ -1,0 +1,5 @@
+import { defineErrors } from '../../gateway/errors/api-error.ts';
+
+export const RoutingErrors = defineErrors('routing', {
+  routing_config_invalid: { status: 422, doc: 'A routing PATCH would produce an invalid table; `problems` lists every problem and nothing is applied.' },
+});

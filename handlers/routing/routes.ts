@@ -1,0 +1,30 @@
+/** GET/PATCH /api/config/routing (contract §2.1–2.2) and GET /api/ping (§2.3). */
+import { z } from 'zod';
+import { readJson } from '../../gateway/http/body.ts';
+import type { RouteDef } from '../../gateway/module.ts';
+import type { RoutingService } from './service.ts';
+
+const fields = {
+  base_host: z.string().nullish(),
+  service_prefixes: z.record(z.string(), z.string()).nullish(),
+  enabled_services: z.record(z.string(), z.boolean()).nullish(),
+};
+// Contract header decision 6: the flat fields, or the same fields nested under `routing`.
+const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
+
+export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date): RouteDef[] {
+  return [
+    { method: 'GET', path: '/ping', auth: 'none', handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }) },
+    { method: 'GET', path: '/config/routing', auth: 'user', handle: () => ({ status: 200, body: service.view() }) },
+    {
+      method: 'PATCH',
+      path: '/config/routing',
+      auth: 'admin',
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, patchBody);
+        const { routing, ...flat } = body;
+        return { status: 200, body: service.patch({ ...routing, ...flat }) };
+      },
+    },
+  ];
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Debian packages the test suite and its peers need. Idempotent: installs
+# only what is missing, so a developer machine pays nothing the second time.
+set -euo pipefail
+packages=(curl ca-certificates)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing Debian packages: ${missing[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,133 @@
+/**
+ * Starts a real gateway in-process for a test: its own temp data dir, HTTPS
+ * on port 0, TLS verified against the CA it generated (never disabled),
+ * logs captured in memory so tests can scan them. Closed in t.after.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { Agent, request as undiciRequest } from 'undici';
+import { loadConfig } from '../../gateway/config/load.ts';
+import type { ConfigInput } from '../../gateway/config/schema.ts';
+import { type Gateway, startGateway } from '../../gateway/server.ts';
+
+export const ADMIN_PASSWORD = 'admin-password-for-tests';
+
+export interface After {
+  after(fn: () => unknown): void;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: any;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  json?: unknown;
+  form?: Record<string, string>;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export class TestGateway {
+  readonly logs: string[] = [];
+  readonly announced: string[] = [];
+  gateway!: Gateway;
+  agent!: Agent;
+  #adminToken: string | null = null;
+
+  constructor(
+    readonly dataDir: string,
+    readonly overrides: ConfigInput,
+  ) {}
+
+  /** https://localhost:<port>: the certificate's name, so hostname verification really runs. */
+  get url(): string {
+    return this.gateway.origin;
+  }
+
+  async start(): Promise<this> {
+    const config = loadConfig({
+      env: {},
+      overrides: { dataDir: this.dataDir, httpsPort: 0, bind: '127.0.0.1', hostnames: ['localhost'], logLevel: 'info', bootstrapAdminPassword: ADMIN_PASSWORD, ...this.overrides },
+    });
+    const logs = this.logs;
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        logs.push(String(chunk));
+        done();
+      },
+    });
+    this.gateway = await startGateway(config, { logDestination: sink, announce: (line) => this.announced.push(line) });
+    this.agent = new Agent({ connect: { ca: this.gateway.caPem } });
+    this.#adminToken = null;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    await this.agent.close();
+    await this.gateway.close(1000);
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | Buffer | undefined = options.body;
+    if (options.json !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      body = JSON.stringify(options.json);
+    }
+    if (options.form) {
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+      body = new URLSearchParams(options.form).toString();
+    }
+    const res = await undiciRequest(`${this.url}${path}`, { method: method as 'GET', headers, body, dispatcher: this.agent });
+    const text = await res.body.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.statusCode, headers: res.headers, text, json };
+  }
+
+  async login(username: string, password: string): Promise<string> {
+    const res = await this.request('POST', '/api/auth/token', { form: { username, password, grant_type: 'password' } });
+    if (res.status !== 200) throw new Error(`login ${username} failed: ${res.status} ${res.text}`);
+    return res.json.access_token as string;
+  }
+
+  async adminToken(): Promise<string> {
+    this.#adminToken ??= await this.login('admin', ADMIN_PASSWORD);
+    return this.#adminToken;
+  }
+
+  /** Creates a local non-admin user through the directory and returns a token for it. */
+  async userToken(username: string, options: { roles?: string[]; attributes?: Record<string, unknown> } = {}): Promise<{ token: string; id: string }> {
+    const { USER_DIRECTORY } = await import('../../handlers/auth/index.ts');
+    const users = this.gateway.deps.services.get(USER_DIRECTORY);
+    const password = `${username}-password`;
+    const user = users.resolve(username) ?? (await users.create({ username, password, roles: options.roles ?? [], attributes: options.attributes ?? {} }));
+    return { token: await this.login(username, password), id: user.id };
+  }
+}
+
+export async function startTestGateway(t: After, overrides: ConfigInput = {}): Promise<TestGateway> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-test-'));
+  const gw = await new TestGateway(dataDir, overrides).start();
+  t.after(async () => {
+    await gw.stop().catch(() => {});
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  return gw;
+}
