@@ -40,6 +40,18 @@ CREATE TABLE `users` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `users_username_unique` ON `users` (`username`);--> statement-breakpoint
 CREATE UNIQUE INDEX `users_external_id_unique` ON `users` (`external_id`);--> statement-breakpoint
+CREATE TABLE `authz_tuples` (
+	`subject_ns` text NOT NULL,
+	`subject_id` text NOT NULL,
+	`relation` text NOT NULL,
+	`object_ns` text NOT NULL,
+	`object_id` text NOT NULL,
+	`tenant` text NOT NULL,
+	`created_at` text NOT NULL
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `authz_tuples_unique` ON `authz_tuples` (`subject_ns`,`subject_id`,`object_ns`,`object_id`,`relation`,`tenant`);--> statement-breakpoint
+CREATE INDEX `authz_tuples_object` ON `authz_tuples` (`object_ns`,`object_id`,`tenant`);--> statement-breakpoint
 CREATE TABLE `routing_config` (
 	`id` integer PRIMARY KEY NOT NULL,
 	`base_host` text,

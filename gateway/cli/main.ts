@@ -4,14 +4,14 @@
  * the gateway, knows domains only through handlers/index.ts.
  */
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { HANDLER_MODULES } from '../../handlers/index.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { ConfigInput } from '../config/schema.ts';
 import { openDatabase } from '../db/open.ts';
 import type { CliCommand, CliEnv } from '../module.ts';
-import { serveCommand } from './serve.ts';
 import { configFlagOptions, configFromFlags } from './flags.ts';
-import { parseArgs } from 'node:util';
+import { serveCommand } from './serve.ts';
 
 const COMMANDS: readonly CliCommand[] = [serveCommand, ...HANDLER_MODULES.flatMap((m) => m.commands ?? [])];
 

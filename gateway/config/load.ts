@@ -50,7 +50,10 @@ export function verifyConfig(config: Config): string[] {
   if (config.externalUrl && config.origin && new URL(config.externalUrl).origin !== config.origin.replace(/\/$/, '')) {
     problems.push(`origin: PLATFORM_ORIGIN (${config.origin}) must equal the origin of PLATFORM_EXTERNAL_URL (${new URL(config.externalUrl).origin})`);
   }
-  for (const [key, value] of [['externalUrl', config.externalUrl], ['origin', config.origin]] as const) {
+  for (const [key, value] of [
+    ['externalUrl', config.externalUrl],
+    ['origin', config.origin],
+  ] as const) {
     if (!value) continue;
     const host = new URL(value).hostname.replace(/^\[|\]$/g, '');
     if (!config.hostnames.includes(host) && host !== config.bind) {
@@ -77,7 +80,11 @@ function fromEnv(env: Record<string, string | undefined>, problems: string[]): T
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
     let value: unknown = raw;
-    if (kind === 'csv') value = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    if (kind === 'csv')
+      value = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     if (kind === 'number' || kind === 'nullable-number') {
       value = kind === 'nullable-number' && raw === 'none' ? null : Number(raw);
       if (typeof value === 'number' && !Number.isFinite(value)) {
@@ -92,7 +99,10 @@ function fromEnv(env: Record<string, string | undefined>, problems: string[]): T
 
 function setPath(tree: Tree, path: string[], value: unknown): void {
   let node = tree;
-  for (const key of path.slice(0, -1)) node = (node[key] ??= {}) as Tree;
+  for (const key of path.slice(0, -1)) {
+    node[key] ??= {};
+    node = node[key] as Tree;
+  }
   node[path[path.length - 1] as string] = value;
 }
 

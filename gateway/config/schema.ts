@@ -15,9 +15,17 @@ export const configSchema = z.strictObject({
   httpPort: port.nullable().default(null).describe('Optional plain-HTTP listener for local development; null = none.'),
   bind: z.string().min(1).default('127.0.0.1').describe('Address both listeners bind.'),
   hostnames: csv.min(1).default(['localhost']).describe('Names in the server certificate and accepted as SNI; the first is the deployment domain.'),
-  clusterName: z.string().min(1).max(128).default('meshgate').describe('This cluster\'s display name, advertised to peers at pairing.'),
-  externalUrl: z.url({ protocol: /^https$/ }).nullable().default(null).describe('PLATFORM_EXTERNAL_URL; derived from the first hostname and the HTTPS port when null.'),
-  origin: z.url({ protocol: /^https$/ }).nullable().default(null).describe('PLATFORM_ORIGIN; must equal the origin of externalUrl.'),
+  clusterName: z.string().min(1).max(128).default('meshgate').describe("This cluster's display name, advertised to peers at pairing."),
+  externalUrl: z
+    .url({ protocol: /^https$/ })
+    .nullable()
+    .default(null)
+    .describe('PLATFORM_EXTERNAL_URL; derived from the first hostname and the HTTPS port when null.'),
+  origin: z
+    .url({ protocol: /^https$/ })
+    .nullable()
+    .default(null)
+    .describe('PLATFORM_ORIGIN; must equal the origin of externalUrl.'),
   tlsCertFile: z.string().nullable().default(null).describe('Operator-supplied server certificate (PEM); null = issue one from the platform CA.'),
   tlsKeyFile: z.string().nullable().default(null).describe('Private key for tlsCertFile (PEM).'),
   bootstrapAdminUsername: z.string().min(1).default('admin').describe('Username of the administrator created at first start.'),
@@ -27,7 +35,12 @@ export const configSchema = z.strictObject({
     .strictObject({
       maxHeaderCount: z.number().int().min(8).max(1000).default(100).describe('Most request headers accepted (431 beyond).'),
       maxHeaderBytes: z.number().int().min(1024).max(1048576).default(16384).describe('Most total request-header bytes (431 beyond).'),
-      maxBodyBytes: z.number().int().min(1024).default(16 * 1024 * 1024).describe('Most bytes of a buffered API request body (413 beyond).'),
+      maxBodyBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(16 * 1024 * 1024)
+        .describe('Most bytes of a buffered API request body (413 beyond).'),
       headersTimeoutMs: z.number().int().min(100).default(30_000).describe('Time allowed to receive request headers.'),
       requestTimeoutMs: z.number().int().min(0).default(300_000).describe('Time allowed to receive a whole request; 0 = none.'),
     })
@@ -35,9 +48,24 @@ export const configSchema = z.strictObject({
   auth: z
     .strictObject({
       accessTokenTtlSeconds: z.number().int().min(30).max(86400).default(900).describe('Lifetime of access tokens from /api/auth/token.'),
-      refreshTokenTtlSeconds: z.number().int().min(60).default(7 * 86400).describe('Lifetime of refresh tokens.'),
-      patDefaultTtlSeconds: z.number().int().min(60).default(90 * 86400).describe('PAT lifetime when none is asked for.'),
-      patMaxTtlSeconds: z.number().int().min(60).default(365 * 86400).describe('Longest PAT lifetime allowed.'),
+      refreshTokenTtlSeconds: z
+        .number()
+        .int()
+        .min(60)
+        .default(7 * 86400)
+        .describe('Lifetime of refresh tokens.'),
+      patDefaultTtlSeconds: z
+        .number()
+        .int()
+        .min(60)
+        .default(90 * 86400)
+        .describe('PAT lifetime when none is asked for.'),
+      patMaxTtlSeconds: z
+        .number()
+        .int()
+        .min(60)
+        .default(365 * 86400)
+        .describe('Longest PAT lifetime allowed.'),
     })
     .prefault({}),
 });

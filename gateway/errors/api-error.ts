@@ -68,8 +68,7 @@ export function defineErrors<R extends string>(domain: string, defs: Record<R, E
   const make = {} as Record<R, ErrorFactory>;
   for (const reason of Object.keys(defs) as R[]) {
     const def = defs[reason];
-    make[reason] = (extra = {}, cause) =>
-      new ApiError(def.status, reason, extra, { cause, ...(def.stringDetail ? { stringDetail: def.stringDetail } : {}) });
+    make[reason] = (extra = {}, cause) => new ApiError(def.status, reason, extra, { cause, ...(def.stringDetail ? { stringDetail: def.stringDetail } : {}) });
   }
   return Object.freeze({ domain, defs: Object.freeze(defs), make: Object.freeze(make) });
 }

@@ -9,7 +9,10 @@ export const GatewayErrors = defineErrors('gateway', {
   route_not_found: { status: 404, doc: 'No route matches the path.' },
   method_not_allowed: { status: 405, doc: 'The path exists but not for this method.' },
   service_disabled: { status: 404, doc: 'The path belongs to a service turned off in the routing configuration.' },
-  non_canonical_path: { status: 400, doc: 'The path has `..` or `.` segments, `//`, a backslash, control characters, bad percent-encoding, or an encoded slash outside a URN route.' },
+  non_canonical_path: {
+    status: 400,
+    doc: 'The path has `..` or `.` segments, `//`, a backslash, control characters, bad percent-encoding, or an encoded slash outside a URN route.',
+  },
   body_too_large: { status: 413, doc: 'The request body exceeds `limits.maxBodyBytes`.' },
   headers_too_large: { status: 431, doc: 'Too many request headers, or their total size exceeds the limit.' },
   unsupported_media_type: { status: 415, doc: 'The body has a content type the endpoint does not accept.' },

@@ -38,7 +38,7 @@ export function validationError(problems: ValidationProblem[]): ApiError {
 
 export async function readJson<S extends z.ZodType>(req: NodeRequest, maxBytes: number, schema: S): Promise<z.infer<S>> {
   const raw = await readBody(req, maxBytes);
-  let value: unknown = undefined;
+  let value: unknown;
   if (raw.length > 0) {
     try {
       value = JSON.parse(raw.toString('utf8'));

@@ -3,10 +3,10 @@
  * each route's stage list decided once here, never per request (STYLE C1).
  */
 import type { AuthMode, HandlerInstance, RouteDef } from '../module.ts';
+import type { Stage } from '../pipeline/stage.ts';
 import { type Authenticator, createAuthenticateStage } from '../pipeline/stages/authenticate.ts';
 import { createAuthorizeStage } from '../pipeline/stages/authorize.ts';
 import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
-import type { Stage } from '../pipeline/stage.ts';
 import { type CompiledRoute, parsePattern, RouteTable } from './router.ts';
 import { type RoutingSnapshot, ServiceTable } from './service-table.ts';
 

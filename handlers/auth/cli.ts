@@ -26,7 +26,11 @@ export const userCommand: CliCommand = {
     });
     const [action, username] = positionals;
     const { db, sqlite } = env.openDatabase();
-    const users = new UserDirectory(createAuthStore(db), () => new Date(), () => {});
+    const users = new UserDirectory(
+      createAuthStore(db),
+      () => new Date(),
+      () => {},
+    );
     const password = async () => (values['password-stdin'] ? (await env.readStdin()).replace(/\r?\n$/, '') : generatePassword());
     try {
       if (action === 'list' && !username) {

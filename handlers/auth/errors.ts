@@ -7,7 +7,7 @@ export const AuthErrors = defineErrors('auth', {
   unsupported_grant_type: { status: 400, doc: 'grant_type is neither `password` nor `refresh_token`.' },
   pat_not_found: { status: 404, doc: 'No PAT with that jti belongs to the caller.' },
   pat_ttl_out_of_range: { status: 422, doc: 'ttl_seconds is outside the allowed PAT lifetime (see GET /api/auth/pat-config).' },
-  pat_scope_invalid: { status: 422, doc: 'scope is not one of the available PAT scopes, or exceeds the caller\'s own roles.' },
+  pat_scope_invalid: { status: 422, doc: "scope is not one of the available PAT scopes, or exceeds the caller's own roles." },
   user_exists: { status: 409, doc: 'A user with that username already exists.' },
   user_not_found: { status: 404, doc: 'No local user with that id or username.' },
 });

@@ -9,7 +9,9 @@ export const users = sqliteTable('users', {
   passwordHash: text('password_hash'),
   roles: text('roles', { mode: 'json' }).$type<string[]>().notNull(),
   attributes: text('attributes', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
-  source: text('source', { enum: ['local', 'mesh'] }).notNull().default('local'),
+  source: text('source', { enum: ['local', 'mesh'] })
+    .notNull()
+    .default('local'),
   /** Mesh-brokered users: `<source_user>@<source_cluster>`. */
   externalId: text('external_id').unique(),
   disabled: integer('disabled', { mode: 'boolean' }).notNull().default(false),

@@ -109,7 +109,14 @@ export class AuthService implements Authenticator {
     return principal;
   }
 
-  #principal(userId: string, username: string, email: string | null, roles: readonly string[], attributes: Record<string, unknown>, authMethod: 'jwt' | 'pat'): Principal {
+  #principal(
+    userId: string,
+    username: string,
+    email: string | null,
+    roles: readonly string[],
+    attributes: Record<string, unknown>,
+    authMethod: 'jwt' | 'pat',
+  ): Principal {
     return Object.freeze({ userId, username, email, roles, attributes, tenantId: DEFAULT_TENANT, source: 'local' as const, authMethod });
   }
 
@@ -125,7 +132,10 @@ export class AuthService implements Authenticator {
     };
   }
 
-  async createPat(principal: Principal, input: { name?: string | undefined; ttl_seconds?: number | undefined; scope?: string | undefined; aud?: string | undefined }) {
+  async createPat(
+    principal: Principal,
+    input: { name?: string | undefined; ttl_seconds?: number | undefined; scope?: string | undefined; aud?: string | undefined },
+  ) {
     const ttl = input.ttl_seconds ?? this.settings.patDefaultTtlSeconds;
     if (ttl < 60 || ttl > this.settings.patMaxTtlSeconds) {
       throw AuthErrors.make.pat_ttl_out_of_range({ min_seconds: 60, max_seconds: this.settings.patMaxTtlSeconds });
@@ -138,7 +148,19 @@ export class AuthService implements Authenticator {
     const aud = input.aud ?? PLATFORM_AUDIENCE;
     const { token, jti, exp } = await this.signer.sign(subjectOf(user), 'pat', ttl, { scope, aud });
     const at = this.now().toISOString();
-    const row = { jti, ownerId: user.id, name: input.name ?? null, scope, aud, exp, tokenHash: sha256(token), tenantId: DEFAULT_TENANT, revoked: false, createdAt: at, updatedAt: at };
+    const row = {
+      jti,
+      ownerId: user.id,
+      name: input.name ?? null,
+      scope,
+      aud,
+      exp,
+      tokenHash: sha256(token),
+      tenantId: DEFAULT_TENANT,
+      revoked: false,
+      createdAt: at,
+      updatedAt: at,
+    };
     this.store.insertPat(row);
     return { token, pat: patView(row) };
   }
@@ -158,7 +180,11 @@ export class AuthService implements Authenticator {
   patConfig() {
     return {
       scope_hierarchy: [...PAT_SCOPES],
-      scope_labels: { openid: 'Sign-in only (no administrator role)', write: 'Read and write as the owner (no administrator role)', admin: 'Everything the owner may do, administrator role included' },
+      scope_labels: {
+        openid: 'Sign-in only (no administrator role)',
+        write: 'Read and write as the owner (no administrator role)',
+        admin: 'Everything the owner may do, administrator role included',
+      },
       available_scopes: [...PAT_SCOPES],
       default_scope: 'write',
       ttl: { default_seconds: this.settings.patDefaultTtlSeconds, min_seconds: 60, max_seconds: this.settings.patMaxTtlSeconds },

@@ -41,7 +41,11 @@ export function createAuthStore(db: Db): AuthStore {
     refreshByHash: (hash) => db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, hash)).get(),
     revokeRefresh: (hash) => void db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.tokenHash, hash)).run(),
     revokeUserRefresh: (userId) =>
-      db.update(refreshTokens).set({ revoked: true }).where(and(eq(refreshTokens.userId, userId), eq(refreshTokens.revoked, false))).run().changes,
+      db
+        .update(refreshTokens)
+        .set({ revoked: true })
+        .where(and(eq(refreshTokens.userId, userId), eq(refreshTokens.revoked, false)))
+        .run().changes,
     insertPat: (row) => void db.insert(pats).values(row).run(),
     patByJti: (jti) => db.select().from(pats).where(eq(pats.jti, jti)).get(),
     listPats: (ownerId) => db.select().from(pats).where(eq(pats.ownerId, ownerId)).orderBy(asc(pats.createdAt)).all(),

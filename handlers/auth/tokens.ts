@@ -5,7 +5,7 @@
  * expire: a jose verify costs 120–250 µs, a map hit well under 1 µs.
  */
 import { randomUUID } from 'node:crypto';
-import { errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
+import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import type { SigningKey } from './keys.ts';
 
 export const PLATFORM_AUDIENCE = 'platform';
@@ -14,10 +14,43 @@ export const AUDIENCE_ALIASES = [PLATFORM_AUDIENCE, 'kamiwaza-platform'];
 
 /** Claims with a standard meaning; everything else is a custom user attribute (X-User-Attributes). */
 const STANDARD_CLAIMS = new Set([
-  'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'typ', 'azp', 'scope', 'scp', 'sid', 'auth_time', 'acr', 'amr',
-  'at_hash', 'c_hash', 'nonce', 'session_state', 'preferred_username', 'email', 'email_verified', 'name',
-  'given_name', 'family_name', 'roles', 'realm_access', 'resource_access', 'groups', 'tenant_id', 'tenant',
-  'allowed-origins', 'client_id', 'kid', 'cnf', 'act', 'may_act',
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'nbf',
+  'iat',
+  'jti',
+  'typ',
+  'azp',
+  'scope',
+  'scp',
+  'sid',
+  'auth_time',
+  'acr',
+  'amr',
+  'at_hash',
+  'c_hash',
+  'nonce',
+  'session_state',
+  'preferred_username',
+  'email',
+  'email_verified',
+  'name',
+  'given_name',
+  'family_name',
+  'roles',
+  'realm_access',
+  'resource_access',
+  'groups',
+  'tenant_id',
+  'tenant',
+  'allowed-origins',
+  'client_id',
+  'kid',
+  'cnf',
+  'act',
+  'may_act',
 ]);
 
 export function customClaims(payload: JWTPayload): Record<string, unknown> {

@@ -44,7 +44,9 @@ export function routingProblems(table: RoutingTable): string[] {
       continue;
     }
     if (!/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/.test(prefix) || problemWithPath(prefix)) {
-      problems.push(`service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved characters in canonical segments`);
+      problems.push(
+        `service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved characters in canonical segments`,
+      );
     }
   }
   const entries = Object.entries(table.prefixes).filter(([service]) => service !== 'frontend');

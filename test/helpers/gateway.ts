@@ -53,7 +53,15 @@ export class TestGateway {
   async start(): Promise<this> {
     const config = loadConfig({
       env: {},
-      overrides: { dataDir: this.dataDir, httpsPort: 0, bind: '127.0.0.1', hostnames: ['localhost'], logLevel: 'info', bootstrapAdminPassword: ADMIN_PASSWORD, ...this.overrides },
+      overrides: {
+        dataDir: this.dataDir,
+        httpsPort: 0,
+        bind: '127.0.0.1',
+        hostnames: ['localhost'],
+        logLevel: 'info',
+        bootstrapAdminPassword: ADMIN_PASSWORD,
+        ...this.overrides,
+      },
     });
     const logs = this.logs;
     const sink = new Writable({

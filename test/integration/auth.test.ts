@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SignJWT, generateKeyPair, base64url } from 'jose';
+import { base64url, generateKeyPair, SignJWT } from 'jose';
 import { ADMIN_PASSWORD, startTestGateway } from '../helpers/gateway.ts';
 
 test('password grant issues a bearer token accepted by /users/me', async (t) => {
@@ -19,7 +19,10 @@ test('password grant issues a bearer token accepted by /users/me', async (t) => 
 
 test('bad credentials answer 401 with the contract string detail and leak nothing', async (t) => {
   const gw = await startTestGateway(t);
-  for (const form of [{ username: 'admin', password: 'wrong-password' }, { username: 'nobody', password: 'x' }]) {
+  for (const form of [
+    { username: 'admin', password: 'wrong-password' },
+    { username: 'nobody', password: 'x' },
+  ]) {
     const res = await gw.request('POST', '/api/auth/token', { form: { ...form, grant_type: 'password' } });
     assert.equal(res.status, 401);
     assert.deepEqual(res.json, { detail: 'Invalid credentials' });

@@ -1,17 +1,25 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { defineErrors } from '../../gateway/errors/api-error.ts';
 import { buildErrorRegistry } from '../../gateway/errors/registry.ts';
 import { ERROR_TABLES } from '../../gateway/server.ts';
 import { renderErrorsDoc } from '../../scripts/errors-doc.ts';
-import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 test('ERRORS.md lists exactly the registered reasons (regenerate: npx tsx scripts/errors-doc.ts)', () => {
   const doc = readFileSync(new URL('../../ERRORS.md', import.meta.url), 'utf8');
   const documented = new Set([...doc.matchAll(/^\| \d{3} \| `([a-z0-9_]+)` \|/gm)].map((m) => m[1]));
   const registered = new Set(buildErrorRegistry(ERROR_TABLES).keys());
-  assert.deepEqual([...registered].filter((r) => !documented.has(r)), [], 'registered but not in ERRORS.md');
-  assert.deepEqual([...documented].filter((r) => !registered.has(r as string)), [], 'in ERRORS.md but not registered');
+  assert.deepEqual(
+    [...registered].filter((r) => !documented.has(r)),
+    [],
+    'registered but not in ERRORS.md',
+  );
+  assert.deepEqual(
+    [...documented].filter((r) => !registered.has(r as string)),
+    [],
+    'in ERRORS.md but not registered',
+  );
   assert.equal(doc, renderErrorsDoc(), 'ERRORS.md is stale');
 });
 

@@ -1,0 +1,53 @@
+/**
+ * The ReBAC model, declared as data (issue 4; spec "ReBAC tuple"; contract
+ * §6.1). Each namespace lists its relations and, for each, the relations
+ * that imply it (owner ⊇ editor ⊇ viewer). The checker evaluates this
+ * table; there are no namespace-specific branches anywhere else.
+ */
+export interface NamespaceModel {
+  /** relation → relations that also grant it (direct implication; closure computed below). */
+  readonly relations: Readonly<Record<string, readonly string[]>>;
+  /** A fixed object id, when the namespace has exactly one object (cluster_jobs: `__all__`). */
+  readonly fixedObjectId?: string;
+}
+
+export const MODEL: Readonly<Record<string, NamespaceModel>> = {
+  federation: { relations: { owner: [], operator: ['owner'], viewer: ['operator'] } },
+  dataset: { relations: { owner: [], editor: ['owner'], viewer: ['editor'] } },
+  model: { relations: { owner: [], editor: ['owner'], viewer: ['editor'] } },
+  cluster_jobs: { relations: { executor: [] }, fixedObjectId: '__all__' },
+  cluster: { relations: { owner: [], viewer: ['owner'] } },
+};
+
+/** Subject namespaces a tuple may name. */
+export const SUBJECT_NAMESPACES = ['user'] as const;
+
+/** For each namespace and relation, every relation whose tuple satisfies it (itself included). */
+export const SATISFIED_BY: ReadonlyMap<string, ReadonlyMap<string, readonly string[]>> = compileClosure(MODEL);
+
+function compileClosure(model: Readonly<Record<string, NamespaceModel>>): Map<string, Map<string, string[]>> {
+  const out = new Map<string, Map<string, string[]>>();
+  for (const [namespace, { relations }] of Object.entries(model)) {
+    const closures = new Map<string, string[]>();
+    for (const relation of Object.keys(relations)) {
+      const seen = new Set<string>([relation]);
+      const queue = [relation];
+      while (queue.length > 0) {
+        for (const implier of relations[queue.shift() as string] ?? []) {
+          if (!relations[implier]) throw new Error(`model: ${namespace}#${implier} is not a relation`);
+          if (!seen.has(implier)) {
+            seen.add(implier);
+            queue.push(implier);
+          }
+        }
+      }
+      closures.set(relation, [...seen]);
+    }
+    out.set(namespace, closures);
+  }
+  return out;
+}
+
+export function isKnownRelation(namespace: string, relation: string): boolean {
+  return SATISFIED_BY.get(namespace)?.has(relation) ?? false;
+}
