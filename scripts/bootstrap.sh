@@ -22,7 +22,10 @@ fi
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   cd "$root"
-  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-    npm ci --no-audit --no-fund --loglevel=error
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ] || [ package.json -nt node_modules/.package-lock.json ]; then
+    # `npm install`, not `npm ci`: npm 11 writes lockfiles that omit some optional
+    # platform packages (biome's), which `npm ci` then rejects as out of sync.
+    # Versions are pinned exactly in package.json and resolved by the lockfile.
+    npm install --no-audit --no-fund --loglevel=error
   fi
 fi
