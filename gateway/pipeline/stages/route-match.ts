@@ -34,10 +34,11 @@ export function createRouteMatchStage(currentTable: () => ServiceTable): Stage {
       if (lookup.kind === 'method_not_allowed') {
         throw GatewayErrors.make.method_not_allowed({ allowed: lookup.allowed });
       }
-      if (lookup.kind === 'miss') throw GatewayErrors.make.route_not_found();
-      if (ctx.hasEncodedSlash && !lookup.route.def.allowEncodedSlash) {
+      // %2F is admitted on URN routes only (DESIGN.md §3); elsewhere it is a non-canonical path, matched or not.
+      if (ctx.hasEncodedSlash && (lookup.kind === 'miss' || !lookup.route.def.allowEncodedSlash)) {
         throw GatewayErrors.make.non_canonical_path({ problem: 'encoded_slash' });
       }
+      if (lookup.kind === 'miss') throw GatewayErrors.make.route_not_found();
       ctx.route = lookup.route;
       ctx.params = lookup.params;
       return 'continue';
