@@ -71,10 +71,33 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
     for (const r of rows) added += insert.run(r.subjectNs, r.subjectId, r.relation, r.objectNs, r.objectId, r.tenant, at).changes;
     return added;
   });
+  const exists = sqlite.prepare(
+    'SELECT 1 FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND relation = ? AND object_ns = ? AND object_id = ? AND tenant = ?',
+  );
+  // A caller may write inside its own transaction (a dataset row and its
+  // owner tuple together), which can still roll back after we return. Such
+  // changes enter the index at once (reads on this connection see them too)
+  // and are re-read from SQLite in a microtask: better-sqlite3 transactions
+  // are synchronous, so by then the outer one has committed or rolled back.
+  let pending: Tuple[] = [];
+  const reconcile = () => {
+    const rows = pending;
+    pending = [];
+    for (const t of rows) {
+      if (exists.get(t.subjectNs, t.subjectId, t.relation, t.objectNs, t.objectId, t.tenant)) index.add(t);
+      else index.remove(t);
+    }
+  };
+  const touched = (rows: readonly Tuple[]) => {
+    if (!sqlite.inTransaction || rows.length === 0) return;
+    if (pending.length === 0) queueMicrotask(reconcile);
+    pending.push(...rows);
+  };
   // RETURNING gives the rows actually removed, so the index drops exactly those.
   const removeRows = (sql: string, ...args: string[]) => {
     const removed = sqlite.prepare(`${sql} RETURNING ${COLUMNS}`).all(...args) as Tuple[];
     for (const row of removed) index.remove(row);
+    touched(removed);
     if (removed.length > 0) revision++;
     return removed.length;
   };
@@ -94,6 +117,7 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
     write(rows, at) {
       const added = writeMany(rows, at);
       for (const row of rows) index.add(row);
+      touched(rows);
       if (added > 0) revision++;
       return added;
     },
