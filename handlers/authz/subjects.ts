@@ -21,6 +21,8 @@ export interface SubjectUpsert {
 }
 
 const USERNAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$/;
+/** A uuid in the path addresses an existing user; it never becomes a new username. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class SubjectsService {
   constructor(
@@ -34,6 +36,7 @@ export class SubjectsService {
     if (reserved.length > 0) throw AuthzErrors.make.attribute_name_reserved({ names: reserved });
     const existing = this.users.resolve(idOrUsername);
     if (!existing) {
+      if (UUID.test(idOrUsername)) throw AuthzErrors.make.subject_not_found({ subject: idOrUsername });
       if (!USERNAME.test(idOrUsername)) throw AuthzErrors.make.subject_name_invalid({ username: idOrUsername });
       const row = await this.users.create({ username: idOrUsername, password: input.password ?? null, attributes: input.attributes ?? {} });
       return { created: true, subject: this.view(row) };

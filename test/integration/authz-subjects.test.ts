@@ -54,6 +54,8 @@ test('PUT refuses reserved claim names, bad attribute names and bad usernames, w
   const badUser = await gw.request('PUT', `/api/authz/subjects/${encodeURIComponent('-eve')}`, { token: admin, json: {} });
   assert.equal(badUser.status, 422);
   assert.equal(badUser.json.detail.reason, 'subject_name_invalid');
+  const uuid = await gw.request('PUT', '/api/authz/subjects/0c3e5a90-1d2b-4c8e-a7f3-2b9d4e6f8a10', { token: admin, json: {} });
+  assert.deepEqual([uuid.status, uuid.json.detail.reason], [404, 'subject_not_found'], 'a uuid never becomes a username');
   assert.equal((await gw.request('GET', '/api/authz/subjects/eve', { token: admin })).status, 404);
 });
 
