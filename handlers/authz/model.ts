@@ -11,6 +11,7 @@ export interface NamespaceModel {
   readonly fixedObjectId?: string;
 }
 
+/** Relations are declared strongest first; the check API names the first one held as `via`. */
 export const MODEL: Readonly<Record<string, NamespaceModel>> = {
   federation: { relations: { owner: [], operator: ['owner'], viewer: ['operator'] } },
   dataset: { relations: { owner: [], editor: ['owner'], viewer: ['editor'] } },
@@ -47,6 +48,22 @@ function compileClosure(model: Readonly<Record<string, NamespaceModel>>): Map<st
   }
   return out;
 }
+
+/**
+ * The same closure as bit masks, for the in-memory index: each relation of a
+ * namespace gets one bit (declaration order); a check needs any bit of the
+ * mask of the relations that satisfy it.
+ */
+export const RELATION_BIT: ReadonlyMap<string, ReadonlyMap<string, number>> = new Map(
+  Object.entries(MODEL).map(([namespace, { relations }]) => [namespace, new Map(Object.keys(relations).map((r, i) => [r, 1 << i]))]),
+);
+
+export const SATISFIED_MASK: ReadonlyMap<string, ReadonlyMap<string, number>> = new Map(
+  [...SATISFIED_BY].map(([namespace, closures]) => {
+    const bits = RELATION_BIT.get(namespace) as ReadonlyMap<string, number>;
+    return [namespace, new Map([...closures].map(([relation, by]) => [relation, by.reduce((mask, r) => mask | (bits.get(r) ?? 0), 0)]))];
+  }),
+);
 
 export function isKnownRelation(namespace: string, relation: string): boolean {
   return SATISFIED_BY.get(namespace)?.has(relation) ?? false;

@@ -1,9 +1,11 @@
 /**
  * Tuple storage behind the narrow reader/writer interfaces the checker and
- * the API need (OpenFGA's RelationshipTupleReader). Prepared statements:
- * a check is one indexed probe.
+ * the API need (OpenFGA's RelationshipTupleReader). SQLite is the source of
+ * truth; checks and object listings read the in-memory TupleIndex, which is
+ * loaded from SQLite here and updated only after a write has committed.
  */
 import type Database from 'better-sqlite3';
+import { TupleIndex } from './memory-index.ts';
 
 export interface Tuple {
   subjectNs: string;
@@ -14,17 +16,30 @@ export interface Tuple {
   tenant: string;
 }
 
+/** A stored tuple as listed: with its row id (the resource grants API's grant_id) and creation time. */
+export interface TupleRow extends Tuple {
+  rowid: number;
+  createdAt: string;
+}
+
+export interface TupleFilter extends Partial<Tuple> {
+  limit?: number;
+  offset?: number;
+}
+
 export interface TupleReader {
-  /** True when the subject holds any of `relations` on the object. */
-  hasAny(subjectNs: string, subjectId: string, objectNs: string, objectId: string, relations: readonly string[], tenant: string): boolean;
-  /** Object ids of `objectNs` on which the subject holds any of `relations`. */
-  objectIds(subjectNs: string, subjectId: string, objectNs: string, relations: readonly string[], tenant: string): string[];
-  list(filter: Partial<Tuple>): Tuple[];
+  /** Relation bits (model.RELATION_BIT) the subject holds on the object; 0 when none. */
+  mask(subjectNs: string, subjectId: string, objectNs: string, objectId: string, tenant: string): number;
+  /** Object ids of `objectNs` on which the subject holds any bit of `required`. */
+  objectIds(subjectNs: string, subjectId: string, objectNs: string, required: number, tenant: string): string[];
+  list(filter: TupleFilter): TupleRow[];
+  /** Increases on every change; the resource grants API returns it as `zedtoken`. */
+  readonly revision: number;
 }
 
 export interface TupleWriter {
-  /** Idempotent: writing an existing tuple changes nothing. All or nothing. */
-  write(tuples: readonly Tuple[], at: string): void;
+  /** Idempotent: writing an existing tuple changes nothing. All or nothing. Returns how many were new. */
+  write(tuples: readonly Tuple[], at: string): number;
   /** Deletes matching tuples; a null relation matches every relation. Returns the count. */
   delete(match: Omit<Tuple, 'relation'> & { relation: string | null }): number;
   deleteObject(objectNs: string, objectId: string, tenant: string): number;
@@ -35,53 +50,83 @@ export type TupleStore = TupleReader & TupleWriter;
 
 const COLUMNS = 'subject_ns AS subjectNs, subject_id AS subjectId, relation, object_ns AS objectNs, object_id AS objectId, tenant';
 
+const FILTER_COLUMN: Record<keyof Tuple, string> = {
+  subjectNs: 'subject_ns',
+  subjectId: 'subject_id',
+  relation: 'relation',
+  objectNs: 'object_ns',
+  objectId: 'object_id',
+  tenant: 'tenant',
+};
+
 export function createTupleStore(sqlite: Database.Database): TupleStore {
+  const index = new TupleIndex();
+  index.load(sqlite.prepare(`SELECT ${COLUMNS} FROM authz_tuples`).iterate() as Iterable<Tuple>);
+  let revision = 0;
   const insert = sqlite.prepare(
     'INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const writeMany = sqlite.transaction((rows: readonly Tuple[], at: string) => {
-    for (const r of rows) insert.run(r.subjectNs, r.subjectId, r.relation, r.objectNs, r.objectId, r.tenant, at);
+    let added = 0;
+    for (const r of rows) added += insert.run(r.subjectNs, r.subjectId, r.relation, r.objectNs, r.objectId, r.tenant, at).changes;
+    return added;
   });
-  const probes = new Map<number, Database.Statement>();
-  const probe = (n: number) => {
-    let stmt = probes.get(n);
-    if (!stmt) {
-      stmt = sqlite.prepare(
-        `SELECT 1 FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ? AND relation IN (${Array(n).fill('?').join(',')}) LIMIT 1`,
-      );
-      probes.set(n, stmt);
+  const exists = sqlite.prepare(
+    'SELECT 1 FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND relation = ? AND object_ns = ? AND object_id = ? AND tenant = ?',
+  );
+  // A caller may write inside its own transaction (a dataset row and its
+  // owner tuple together), which can still roll back after we return. Such
+  // changes enter the index at once (reads on this connection see them too)
+  // and are re-read from SQLite in a microtask: better-sqlite3 transactions
+  // are synchronous, so by then the outer one has committed or rolled back.
+  let pending: Tuple[] = [];
+  const reconcile = () => {
+    const rows = pending;
+    pending = [];
+    for (const t of rows) {
+      if (exists.get(t.subjectNs, t.subjectId, t.relation, t.objectNs, t.objectId, t.tenant)) index.add(t);
+      else index.remove(t);
     }
-    return stmt;
+  };
+  const touched = (rows: readonly Tuple[]) => {
+    if (!sqlite.inTransaction || rows.length === 0) return;
+    if (pending.length === 0) queueMicrotask(reconcile);
+    pending.push(...rows);
+  };
+  // RETURNING gives the rows actually removed, so the index drops exactly those.
+  const removeRows = (sql: string, ...args: string[]) => {
+    const removed = sqlite.prepare(`${sql} RETURNING ${COLUMNS}`).all(...args) as Tuple[];
+    for (const row of removed) index.remove(row);
+    touched(removed);
+    if (removed.length > 0) revision++;
+    return removed.length;
   };
   return {
-    hasAny: (sNs, sId, oNs, oId, relations, tenant) => probe(relations.length).get(sNs, sId, oNs, oId, tenant, ...relations) !== undefined,
-    objectIds(sNs, sId, oNs, relations, tenant) {
-      const sql = `SELECT DISTINCT object_id AS id FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND object_ns = ? AND tenant = ? AND relation IN (${relations.map(() => '?').join(',')})`;
-      return (sqlite.prepare(sql).all(sNs, sId, oNs, tenant, ...relations) as { id: string }[]).map((r) => r.id);
+    mask: (sNs, sId, oNs, oId, tenant) => index.mask(tenant, sNs, sId, oNs, oId),
+    objectIds: (sNs, sId, oNs, required, tenant) => index.objectIds(tenant, sNs, sId, oNs, required),
+    get revision() {
+      return revision;
     },
     list(filter) {
-      const column: Record<keyof Tuple, string> = {
-        subjectNs: 'subject_ns',
-        subjectId: 'subject_id',
-        relation: 'relation',
-        objectNs: 'object_ns',
-        objectId: 'object_id',
-        tenant: 'tenant',
-      };
-      const keys = (Object.keys(filter) as (keyof Tuple)[]).filter((k) => filter[k] !== undefined);
-      const where = keys.length ? `WHERE ${keys.map((k) => `${column[k]} = ?`).join(' AND ')}` : '';
-      return sqlite.prepare(`SELECT ${COLUMNS} FROM authz_tuples ${where} ORDER BY created_at, rowid`).all(...keys.map((k) => filter[k])) as Tuple[];
-    },
-    write: (rows, at) => writeMany(rows, at),
-    delete(m) {
-      const byRelation = m.relation === null ? '' : ' AND relation = ?';
-      const args = [m.subjectNs, m.subjectId, m.objectNs, m.objectId, m.tenant, ...(m.relation === null ? [] : [m.relation])];
+      const keys = (Object.keys(FILTER_COLUMN) as (keyof Tuple)[]).filter((k) => filter[k] !== undefined);
+      const where = keys.length ? `WHERE ${keys.map((k) => `${FILTER_COLUMN[k]} = ?`).join(' AND ')}` : '';
       return sqlite
-        .prepare(`DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ?${byRelation}`)
-        .run(...args).changes;
+        .prepare(`SELECT rowid, ${COLUMNS}, created_at AS createdAt FROM authz_tuples ${where} ORDER BY rowid LIMIT ? OFFSET ?`)
+        .all(...keys.map((k) => filter[k]), filter.limit ?? -1, filter.offset ?? 0) as TupleRow[];
     },
-    deleteObject: (oNs, oId, tenant) =>
-      sqlite.prepare('DELETE FROM authz_tuples WHERE object_ns = ? AND object_id = ? AND tenant = ?').run(oNs, oId, tenant).changes,
-    deleteSubject: (sNs, sId) => sqlite.prepare('DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ?').run(sNs, sId).changes,
+    write(rows, at) {
+      const added = writeMany(rows, at);
+      for (const row of rows) index.add(row);
+      touched(rows);
+      if (added > 0) revision++;
+      return added;
+    },
+    delete(m) {
+      const base = 'DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ?';
+      const args = [m.subjectNs, m.subjectId, m.objectNs, m.objectId, m.tenant];
+      return m.relation === null ? removeRows(base, ...args) : removeRows(`${base} AND relation = ?`, ...args, m.relation);
+    },
+    deleteObject: (oNs, oId, tenant) => removeRows('DELETE FROM authz_tuples WHERE object_ns = ? AND object_id = ? AND tenant = ?', oNs, oId, tenant),
+    deleteSubject: (sNs, sId) => removeRows('DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ?', sNs, sId),
   };
 }
