@@ -15,8 +15,6 @@ import { splitV2Tail, type V2Target } from './urn.ts';
 
 const V2 = '/catalog/containers/v2/*urn';
 const v2Target = (ctx: RequestContext): V2Target => splitV2Tail(rawTail(ctx, '/catalog/containers/v2/'), 'datasets', 'balanced');
-const added = { message: 'ok' };
-const removed = { message: 'removed' };
 
 export function containerRoutes(service: ContainerService, maxBody: number): RouteDef[] {
   const page = (ctx: RequestContext) => {
@@ -25,12 +23,20 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
   };
   const get = (ctx: RequestContext, urn: string): Reply => ok(service.get(principalOf(ctx), urn, page(ctx)));
   const change = async (ctx: RequestContext, urn: string): Promise<Reply> => {
-    if (ctx.method === 'DELETE') return (service.delete(urn), noContent());
+    if (ctx.method === 'DELETE') {
+      service.delete(urn);
+      return noContent();
+    }
     return ok(service.patch(principalOf(ctx), urn, await readJson(ctx.req, maxBody, containerPatchBody)));
   };
   const addMember = async (ctx: RequestContext, urn: string): Promise<Reply> => {
     const body = await readJson(ctx.req, maxBody, membershipBody);
-    return (service.addDataset(urn, body.dataset_urn), ok(added));
+    service.addDataset(urn, body.dataset_urn);
+    return ok({ message: 'ok' });
+  };
+  const removeMember = (urn: string, datasetUrn: string): Reply => {
+    service.removeDataset(urn, datasetUrn);
+    return ok({ message: 'removed' });
   };
   const reader = { auth: 'user', nativeOnly: true } as const;
   const admin = { auth: 'admin' } as const;
@@ -50,7 +56,7 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
       ...admin,
       method: 'DELETE',
       path: '/catalog/containers/by-urn/datasets',
-      handle: (ctx) => (service.removeDataset(urnFromQuery(ctx, 'container_urn'), urnFromQuery(ctx, 'dataset_urn')), ok(removed)),
+      handle: (ctx) => removeMember(urnFromQuery(ctx, 'container_urn'), urnFromQuery(ctx, 'dataset_urn')),
     },
     {
       ...reader,
@@ -72,7 +78,7 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
         const { urn, sub, rest } = v2Target(ctx);
         if (!sub && ctx.method !== 'POST') return change(ctx, urn);
         if (sub && ctx.method === 'POST' && rest === null) return addMember(ctx, urn);
-        if (sub && ctx.method === 'DELETE' && rest !== null) return (service.removeDataset(urn, rest), ok(removed));
+        if (sub && ctx.method === 'DELETE' && rest !== null) return removeMember(urn, rest);
         throw GatewayErrors.make.route_not_found();
       },
     },

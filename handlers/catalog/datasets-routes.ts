@@ -20,7 +20,10 @@ export function datasetRoutes(service: DatasetService, maxBody: number): RouteDe
     const principal = principalOf(ctx);
     if (ctx.method === 'GET') return ok(service.get(principal, urn));
     if (ctx.method === 'PATCH') return ok(service.patch(principal, urn, await readJson(ctx.req, maxBody, datasetPatchBody)));
-    if (ctx.method === 'DELETE') return (service.delete(principal, urn), noContent());
+    if (ctx.method === 'DELETE') {
+      service.delete(principal, urn);
+      return noContent();
+    }
     throw GatewayErrors.make.method_not_allowed({ allowed: ['GET', 'PATCH', 'DELETE'] });
   };
   const schema = async (ctx: RequestContext, urn: string): Promise<Reply> => {

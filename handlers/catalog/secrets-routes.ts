@@ -35,6 +35,10 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
   };
   const listRoute = (ctx: RequestContext) => ok(service.list(principalOf(ctx), textFromQuery(ctx, 'query')));
   const v2Urn = (ctx: RequestContext) => ctx.params.urn as string;
+  const remove = (ctx: RequestContext, urn: string) => {
+    service.delete(principalOf(ctx), urn);
+    return noContent();
+  };
   return [
     // Both spellings: the interface lists /catalog/secrets, the contract and the SDK use the trailing slash.
     ...['/catalog/secrets/', '/catalog/secrets'].flatMap((path): RouteDef[] => [
@@ -46,7 +50,7 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
       ...base,
       method: 'DELETE',
       path: '/catalog/secrets/by-urn',
-      handle: (ctx) => (service.delete(principalOf(ctx), urnFromQuery(ctx)), noContent()),
+      handle: (ctx) => remove(ctx, urnFromQuery(ctx)),
     },
     { ...base, method: 'GET', path: '/catalog/secrets/v2/*urn', allowEncodedSlash: true, handle: (ctx) => ok(service.get(principalOf(ctx), v2Urn(ctx))) },
     {
@@ -54,7 +58,7 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
       method: 'DELETE',
       path: '/catalog/secrets/v2/*urn',
       allowEncodedSlash: true,
-      handle: (ctx) => (service.delete(principalOf(ctx), v2Urn(ctx)), noContent()),
+      handle: (ctx) => remove(ctx, v2Urn(ctx)),
     },
   ];
 }
