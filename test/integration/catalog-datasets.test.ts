@@ -43,6 +43,8 @@ test('create answers 201 with the URN as a JSON string; the creator reads it thr
     );
   }
   assert.equal((await gw.request('POST', '/api/catalog/datasets', { token, json: {} })).status, 307, 'wrong trailing slash');
+  const head = await gw.request('HEAD', `/api/catalog/datasets/v2/${res.json}`, { token });
+  assert.deepEqual([head.status, head.text], [200, '']);
 });
 
 test('hostile names round-trip through create, every addressing form, patch, schema and delete', async (t) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createDataset, secretsAccess } from '../helpers/catalog.ts';
+import { createDataset, meshPrincipal, secretsAccess } from '../helpers/catalog.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 
 async function createSecret(gw: TestGateway, token: string, body: Record<string, unknown>, clobber = 'false') {
@@ -152,4 +152,16 @@ test('datasets may reference only secrets their writer can see', async (t) => {
   assert.equal(keep.status, 200);
   assert.equal(secretsAccess(gw).reveal(keep.json.properties.password), 'alice-pw');
   assert.equal((await createDataset(gw, admin, { name: 'admin-orders', platform: 'postgres', properties: { password: adminSecret } })).length > 0, true);
+});
+
+test('mesh principals see no secret, not even with a remote admin role (service level; the routes are native-only)', async (t) => {
+  const gw = await startTestGateway(t);
+  const alice = await gw.userToken('alice');
+  const urn = (await createSecret(gw, alice.token, { name: 'pg', value: 'v' })).json;
+  const service = secretsAccess(gw);
+  for (const roles of [[], ['admin']]) {
+    // Same receiver-local user id as the owner: arriving through the mesh still does not make it the owner.
+    assert.equal(service.canUse(meshPrincipal(alice.id, roles), urn), false);
+  }
+  assert.equal(service.canUse({ ...meshPrincipal(alice.id), source: 'local', authMethod: 'jwt' }, urn), true);
 });
