@@ -2,4 +2,5 @@
 export * from '../handlers/auth/schema.ts';
 export * from '../handlers/authz/schema.ts';
 export * from '../handlers/catalog/schema.ts';
+export * from '../handlers/federation/schema.ts';
 export * from '../handlers/routing/schema.ts';
