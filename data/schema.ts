@@ -2,3 +2,4 @@
 export * from '../handlers/auth/schema.ts';
 export * from '../handlers/authz/schema.ts';
 export * from '../handlers/routing/schema.ts';
+export * from '../handlers/serving/schema.ts';

@@ -6,5 +6,6 @@ import type { HandlerModule } from '../gateway/module.ts';
 import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
 import { routingModule } from './routing/index.ts';
+import { servingModule } from './serving/index.ts';
 
-export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule];
+export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, servingModule];
