@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, buildConnector, type Dispatcher, request } from 'undici';
 import type { CliCommand } from '../../gateway/module.ts';
 
 export interface SmokeOptions {
@@ -37,19 +37,33 @@ class CheckFailed extends Error {}
 
 const FORGED_HOST = 'smoke-forged-host.invalid';
 
+/**
+ * An agent whose TLS name stays the origin's whatever Host a request carries
+ * (undici otherwise derives SNI from Host), so a forged Host reaches the
+ * gateway over a verified connection.
+ */
+export function forgedHostAgent(origin: string, ca: string | undefined): Agent {
+  const servername = new URL(origin).hostname;
+  const connector = buildConnector(ca ? { ca } : {});
+  return new Agent({ connect: (options, callback) => connector({ ...options, servername }, callback) });
+}
+
 class Probe {
   readonly agent: Agent;
+  readonly forged: Agent;
   routing: { service_prefixes?: Record<string, string>; enabled_services?: Record<string, boolean>; base_host?: string } | null = null;
 
   constructor(readonly opts: SmokeOptions) {
     this.agent = new Agent({ connect: opts.ca ? { ca: opts.ca } : {} });
+    this.forged = forgedHostAgent(opts.origin, opts.ca);
   }
 
   async get(path: string, headers: Record<string, string> = {}, withToken = true): Promise<Reply> {
     const all = { ...headers, ...(withToken && this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}) };
+    const dispatcher = headers.host ? this.forged : this.agent;
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${this.opts.origin}${path}`, { method: 'GET', headers: all, dispatcher: this.agent, headersTimeout: 15_000, bodyTimeout: 15_000 });
+      res = await request(`${this.opts.origin}${path}`, { method: 'GET', headers: all, dispatcher, headersTimeout: 15_000, bodyTimeout: 15_000 });
     } catch (error) {
       const code = (error as { code?: string }).code;
       const hint = code?.includes('CERT') || code?.includes('SIGNATURE') ? ' (pass the platform CA with --cacert)' : '';
@@ -190,7 +204,7 @@ export async function runSmoke(opts: SmokeOptions): Promise<CheckResult[]> {
     }
     return results;
   } finally {
-    await probe.agent.close();
+    await Promise.all([probe.agent.close(), probe.forged.close()]);
   }
 }
 
