@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { WebSocketServer } from 'ws';
-import type { After } from './gateway.ts';
+import type { After, TestGateway } from './gateway.ts';
 
 export interface Upstream {
   server: Server;
@@ -184,4 +184,11 @@ export async function startDroppingServer(t: After): Promise<string> {
   await once(server, 'listening');
   t.after(() => new Promise((resolve) => server.close(resolve)));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Registers a deployment as the admin; returns the 201 record. */
+export async function deploy(gw: TestGateway, body: Record<string, unknown>): Promise<{ id: string; runtime_path: string }> {
+  const res = await gw.request('POST', '/api/serving/deployments', { token: await gw.adminToken(), json: body });
+  if (res.status !== 201) throw new Error(`deploy failed: ${res.status} ${res.text}`);
+  return res.json;
 }

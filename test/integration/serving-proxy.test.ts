@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { Agent, request } from 'undici';
 import { forgedHostAgent } from '../../handlers/serving/smoke.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { DEAD_UPSTREAM, Gate, startDroppingServer, startModelServer, startToolServer } from '../helpers/upstreams.ts';
+import { DEAD_UPSTREAM, deploy, Gate, startDroppingServer, startModelServer, startToolServer } from '../helpers/upstreams.ts';
 
 function h1Agent(t: { after(fn: () => unknown): void }, gw: TestGateway): Agent {
   const agent = new Agent({ connect: { ca: gw.gateway.caPem }, allowH2: false });
@@ -20,12 +20,6 @@ function h1Agent(t: { after(fn: () => unknown): void }, gw: TestGateway): Agent 
 
 function* chunksOf(buffer: Buffer, size: number): Generator<Buffer> {
   for (let i = 0; i < buffer.length; i += size) yield buffer.subarray(i, i + size);
-}
-
-export async function deploy(gw: TestGateway, body: Record<string, unknown>): Promise<{ id: string; runtime_path: string }> {
-  const res = await gw.request('POST', '/api/serving/deployments', { token: await gw.adminToken(), json: body });
-  assert.equal(res.status, 201, res.text);
-  return res.json;
 }
 
 test('chat completions stream as SSE: the first chunk arrives before the upstream finishes, over HTTP/1.1 and HTTP/2', async (t) => {
