@@ -22,8 +22,9 @@ export type DeploymentKind = DeploymentRow['kind'];
 export const KIND_SERVICE: Readonly<Record<DeploymentKind, string>> = { model: 'models', app: 'apps', tool: 'tools' };
 
 const upstreamUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
-  const url = new URL(u);
-  return !url.username && !url.password && !url.search && !url.hash;
+  // Refinements run even after the URL check failed (zod 4); that failure is already reported.
+  const url = URL.parse(u);
+  return !url || (!url.username && !url.password && !url.search && !url.hash);
 }, 'must carry no credentials, query or fragment');
 
 /** The create body (and the CLI's flags): unknown fields are ignored (contract §0.3). */
