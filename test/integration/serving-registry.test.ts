@@ -44,7 +44,10 @@ test('admins create, read and delete deployments; records carry runtime and Open
     },
   );
   assert.deepEqual((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json, d);
-  assert.equal((await gw.request('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9' } })).status, 409);
+  assert.equal(
+    (await gw.request('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9' } })).status,
+    409,
+  );
   const app = await deploy(gw, { kind: 'app', name: 'llama', upstream: 'https://app.internal:8443' });
   assert.equal(app.runtime_path, `/runtime/apps/${app.id}`);
   const listed = await gw.request('GET', '/api/serving/deployments', { token });
@@ -94,7 +97,9 @@ test('non-admins see only the models they hold a model relation on, without upst
   const app = await deploy(gw, { kind: 'app', name: 'web', upstream: 'http://127.0.0.1:9' });
   const alice = await gw.userToken('alice');
   assert.deepEqual((await gw.request('GET', '/api/serving/deployments', { token: alice.token })).json, []);
-  gw.gateway.deps.services.get(AUTHZ).write([{ subject: { namespace: 'user', id: alice.id }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
+  gw.gateway.deps.services
+    .get(AUTHZ)
+    .write([{ subject: { namespace: 'user', id: alice.id }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
   const listed = await gw.request('GET', '/api/serving/deployments', { token: alice.token });
   assert.deepEqual(
     listed.json.map((x: { id: string }) => x.id),
