@@ -72,7 +72,7 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
     handle(ctx) {
       const page = pages[`${ctx.method} ${ctx.rest}`];
       if (page) return page(ctx);
-      if (upstream) return forward(ctx, upstream, ctx.rest, new URL(auth.origin()), ctx.principal);
+      if (upstream) return forward(ctx, upstream, ctx.rest, auth.originUrl(), ctx.principal);
       if (ctx.rest === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
         return sendHtml(ctx.res, 200, homePage({ clusterName: deps.clusterName, origin: auth.origin(), prefixes: deps.prefixes() }));
       }
@@ -111,14 +111,14 @@ export function operatorMount(service: string, upstream: string | null, adminOnl
       gate(principal);
       const { prefix, below } = split(ctx);
       if (below === '') return slashRedirect(ctx);
-      return forward(ctx, targetFor(prefix), below, new URL(deps.auth.origin()), principal);
+      return forward(ctx, targetFor(prefix), below, deps.auth.originUrl(), principal);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
       const principal = await deps.auth.principal(ctx);
       if (!principal) throw GatewayErrors.make.not_authenticated();
       gate(principal);
       const { prefix, below } = split(ctx);
-      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, new URL(deps.auth.origin()), principal);
+      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal);
     },
   };
 }

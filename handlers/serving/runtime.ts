@@ -73,13 +73,13 @@ function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps): ServiceMount {
       const { row, principal, below, target } = await admit(ctx);
       if (row.requiresAuth && !principal) return deps.auth.unauthenticated(ctx);
       if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
-      return forward(ctx, target, below, new URL(deps.auth.origin()), principal);
+      return forward(ctx, target, below, deps.auth.originUrl(), principal);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
       const { row, principal, below, target } = await admit(ctx);
       if (row.requiresAuth && !principal) throw GatewayErrors.make.not_authenticated();
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
-      await proxyUpgrade(ctx, socket, head, target, below, new URL(deps.auth.origin()), principal);
+      await proxyUpgrade(ctx, socket, head, target, below, deps.auth.originUrl(), principal);
     },
   };
 }

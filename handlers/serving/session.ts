@@ -22,6 +22,8 @@ interface Caller {
 }
 
 export class RuntimeAuth {
+  #origin: { text: string; url: URL } | null = null;
+
   constructor(
     private readonly authenticator: Authenticator,
     readonly origin: () => string,
@@ -51,6 +53,13 @@ export class RuntimeAuth {
       return { status: 302, headers: { location: this.loginUrl(`${caller.rawPath}${query}`), 'cache-control': 'no-store' } };
     }
     throw GatewayErrors.make.not_authenticated();
+  }
+
+  /** The configured origin parsed once (it is fixed after listen), for X-Forwarded-Host/Port on every proxied request. */
+  originUrl(): URL {
+    const text = this.origin();
+    if (this.#origin?.text !== text) this.#origin = { text, url: new URL(text) };
+    return this.#origin.url;
   }
 
   loginUrl(next: string): string {
