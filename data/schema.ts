@@ -4,3 +4,4 @@ export * from '../handlers/authz/schema.ts';
 export * from '../handlers/catalog/schema.ts';
 export * from '../handlers/federation/schema.ts';
 export * from '../handlers/routing/schema.ts';
+export * from '../handlers/serving/schema.ts';

@@ -4,6 +4,8 @@
  * returns an instance with its routes and mounts, so several gateways can
  * live in one process (tests) without module-level state.
  */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
@@ -37,6 +39,25 @@ export interface ServiceMount {
   service: string;
   auth: AuthMode;
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
+  /**
+   * HTTP/1.1 Upgrade requests (websockets) below the prefix. The pipeline does
+   * not run for them, so the mount authenticates itself. A rejection before the
+   * mount wrote to the socket is answered as an error response by the gateway.
+   */
+  upgrade?(ctx: UpgradeContext, socket: Duplex, head: Buffer): Promise<void>;
+}
+
+/** What an upgrade handler gets: the resolved service and path, like a RequestContext without a response. */
+export interface UpgradeContext {
+  readonly requestId: string;
+  readonly req: IncomingMessage;
+  readonly method: string;
+  readonly rawPath: string;
+  readonly query: URLSearchParams;
+  readonly service: string;
+  /** Path below the service prefix (raw). */
+  readonly rest: string;
+  readonly logger: Logger;
 }
 
 export interface RuntimeInfo {

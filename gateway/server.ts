@@ -15,6 +15,7 @@ import type { Config } from './config/schema.ts';
 import { openDatabase } from './db/open.ts';
 import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
+import { createUpgradeListener } from './http/upgrade.ts';
 import { createLogger } from './log.ts';
 import type { GatewayDeps, HandlerInstance } from './module.ts';
 import { createPipeline } from './pipeline/run.ts';
@@ -94,6 +95,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
   );
   const server = createSecureServer({ allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
+  const upgrades = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
+  const onUpgrade = createUpgradeListener(() => table, upgrades, logger);
+  server.on('upgrade', onUpgrade);
   const sockets = trackSockets(server);
   const httpsPort = await listen(server, config.httpsPort, config.bind);
   origin ||= deriveOrigin(config.hostnames[0] as string, httpsPort);
@@ -104,6 +108,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     httpServer = createHttpServer({ maxHeaderSize: Math.max(16384, config.limits.maxHeaderBytes * 2) }, handle);
     httpServer.headersTimeout = config.limits.headersTimeoutMs;
     httpServer.requestTimeout = config.limits.requestTimeoutMs;
+    httpServer.on('upgrade', onUpgrade);
     trackSockets(httpServer, sockets);
     httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind)}`;
   }

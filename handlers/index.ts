@@ -8,5 +8,6 @@ import { authzModule } from './authz/index.ts';
 import { catalogModule } from './catalog/index.ts';
 import { federationModule } from './federation/index.ts';
 import { routingModule } from './routing/index.ts';
+import { servingModule } from './serving/index.ts';
 
-export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, catalogModule, federationModule];
+export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, catalogModule, federationModule, servingModule];

@@ -8,6 +8,10 @@ import { z } from 'zod';
 
 const port = z.number().int().min(0).max(65535);
 const csv = z.array(z.string().min(1));
+const upstream = z
+  .url({ protocol: /^https?$/ })
+  .nullable()
+  .default(null);
 
 export const configSchema = z.strictObject({
   dataDir: z.string().min(1).default('data/var').describe('Folder for the SQLite database, keys and TLS material.'),
@@ -43,6 +47,14 @@ export const configSchema = z.strictObject({
         .describe('Most bytes of a buffered API request body (413 beyond).'),
       headersTimeoutMs: z.number().int().min(100).default(30_000).describe('Time allowed to receive request headers.'),
       requestTimeoutMs: z.number().int().min(0).default(300_000).describe('Time allowed to receive a whole request; 0 = none.'),
+    })
+    .prefault({}),
+  serving: z
+    .strictObject({
+      frontendUpstream: upstream.describe('Proxy the frontend (`/`) to this http(s) origin instead of the built-in home page; null = built-in.'),
+      notebooksUpstream: upstream.describe('Upstream of `/notebooks` when that service is enabled; null = not offered.'),
+      adminComputeUpstream: upstream.describe('Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.'),
+      defaultTimeoutSeconds: z.number().positive().max(3600).default(600).describe('Upstream response timeout of a deployment that sets none.'),
     })
     .prefault({}),
   auth: z
@@ -117,6 +129,9 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_MAX_HEADER_COUNT: { path: ['limits', 'maxHeaderCount'], kind: 'number' },
   PLATFORM_MAX_HEADER_BYTES: { path: ['limits', 'maxHeaderBytes'], kind: 'number' },
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },
+  PLATFORM_FRONTEND_UPSTREAM: { path: ['serving', 'frontendUpstream'], kind: 'string' },
+  PLATFORM_NOTEBOOKS_UPSTREAM: { path: ['serving', 'notebooksUpstream'], kind: 'string' },
+  PLATFORM_ADMIN_COMPUTE_UPSTREAM: { path: ['serving', 'adminComputeUpstream'], kind: 'string' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },

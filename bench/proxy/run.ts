@@ -1,0 +1,221 @@
+/**
+ * bench/proxy: RPS, p50/p99 and CPU per request of (a) the upstream direct,
+ * (b) nginx as a keep-alive reverse proxy, (c) meshgate's runtime proxy with
+ * a bearer token — same box, same run, short runs repeated in rotating
+ * order, medians reported with ratios; then streaming throughput (curl,
+ * 512 MiB) and RSS with a stalled client. Never run by the test suite.
+ *   npx tsx bench/proxy/run.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
+ */
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const REPS = Number(process.env.BENCH_REPS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const STREAM_MB = 512;
+const here = import.meta.dirname;
+const children: ChildProcess[] = [];
+
+function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
+  const proc = fork(join(here, file), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  children.push(proc);
+  return new Promise((resolve, reject) => {
+    proc.once('message', (hello) => resolve({ proc, hello: hello as T }));
+    proc.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+  });
+}
+
+function ask<T>(proc: ChildProcess): Promise<T> {
+  return new Promise((resolve) => {
+    proc.once('message', (m) => resolve(m as T));
+    proc.send('usage');
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+async function startNginx(upstreamPort: number): Promise<{ url: string; pid: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
+  mkdirSync(join(dir, 'logs'));
+  const port = await freePort();
+  const user = process.getuid?.() === 0 ? 'user root;' : '';
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `${user} worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log ${dir}/logs/access.log; client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/f; uwsgi_temp_path ${dir}/u; scgi_temp_path ${dir}/s;
+  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://bench; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off;
+      proxy_set_header X-Forwarded-For $remote_addr; proxy_set_header X-Forwarded-Proto $scheme;
+    }
+  }
+}`,
+  );
+  const proc = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs/error.log')], { stdio: 'inherit' });
+  children.push(proc);
+  proc.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  for (let i = 0; i < 50; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const ok = await new Promise<boolean>((resolve) =>
+      connect(port, '127.0.0.1')
+        .once('connect', function (this: import('node:net').Socket) {
+          this.destroy();
+          resolve(true);
+        })
+        .once('error', () => resolve(false)),
+    );
+    if (ok) return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number };
+  }
+  throw new Error('nginx did not start');
+}
+
+/** CPU seconds of a process and its children (nginx master + worker), from /proc. */
+function procCpuMicros(pid: number): number {
+  const ticks = (p: number) => {
+    const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  return ((ticks(pid) + kids.reduce((sum, k) => sum + ticks(k), 0)) * 1e6) / 100; // USER_HZ = 100
+}
+
+interface WrkResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  errors: number;
+}
+
+function toMs(text: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(text);
+  if (!m) return Number.NaN;
+  return Number(m[1]) * (m[2] === 'us' ? 0.001 : m[2] === 's' ? 1000 : 1);
+}
+
+function wrk(url: string, token?: string): WrkResult {
+  const args = ['-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...(token ? ['-H', `Authorization: Bearer ${token}`] : []), url];
+  const out = execFileSync('wrk', args, { encoding: 'utf8' });
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    p50: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1]),
+    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors: .*?(\d+) timeout/.exec(out)?.[1] ?? 0),
+  };
+}
+
+function curlMBps(url: string, token?: string): number {
+  const args = [
+    '-s',
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{speed_download}',
+    ...(token ? ['-H', `Authorization: Bearer ${token}`] : []),
+    `${url}/stream?mb=${STREAM_MB}`,
+  ];
+  return Number(execFileSync('curl', args, { encoding: 'utf8' })) / 1e6;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+type Usage = { cpu: { user: number; system: number }; rss: number };
+
+async function main(): Promise<void> {
+  const upstream = await child<{ port: number }>('upstream.ts', []);
+  const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
+  const gateway = await child<{ url: string; token: string }>('gateway.ts', [upstreamUrl]);
+  const nginx = await startNginx(upstream.hello.port);
+  const targets = {
+    direct: { url: upstreamUrl, token: undefined as string | undefined },
+    nginx: { url: nginx.url, token: undefined as string | undefined },
+    meshgate: { url: gateway.hello.url, token: gateway.hello.token },
+  };
+  const names = Object.keys(targets) as (keyof typeof targets)[];
+  const runs: Record<string, WrkResult[]> = { direct: [], nginx: [], meshgate: [] };
+  const cpu: Record<string, number[]> = { nginx: [], meshgate: [] };
+  let peakRss = 0;
+  for (const name of names) wrk(`${targets[name].url}/hello`, targets[name].token); // warm-up (JIT, pools, token cache)
+  for (let rep = 0; rep < REPS; rep++) {
+    for (const name of [...names.slice(rep % 3), ...names.slice(0, rep % 3)]) {
+      const before = name === 'meshgate' ? await ask<Usage>(gateway.proc) : null;
+      const nginxBefore = name === 'nginx' ? procCpuMicros(nginx.pid) : 0;
+      const result = wrk(`${targets[name].url}/hello`, targets[name].token);
+      runs[name]?.push(result);
+      if (before) {
+        const after = await ask<Usage>(gateway.proc);
+        cpu.meshgate?.push((after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / result.requests);
+        peakRss = Math.max(peakRss, after.rss);
+      }
+      if (name === 'nginx') cpu.nginx?.push((procCpuMicros(nginx.pid) - nginxBefore) / result.requests);
+      process.stderr.write(`rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`);
+    }
+  }
+  const stream: Record<string, number> = {};
+  for (const name of names) stream[name] = median(Array.from({ length: REPS }, () => curlMBps(targets[name].url, targets[name].token)));
+  const stalled = await stalledClientRss(gateway);
+  const m = (name: string, key: keyof WrkResult) => median((runs[name] ?? []).map((r) => r[key]));
+  const summary = {
+    settings: { seconds: SECONDS, reps: REPS, connections: CONNECTIONS, stream_mb: STREAM_MB, cores: execFileSync('nproc', { encoding: 'utf8' }).trim() },
+    rps: Object.fromEntries(names.map((n) => [n, Math.round(m(n, 'rps'))])),
+    p50_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p50')])),
+    p99_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p99')])),
+    errors: Object.fromEntries(names.map((n) => [n, (runs[n] ?? []).reduce((s, r) => s + r.errors, 0)])),
+    cpu_us_per_request: { nginx: round(median(cpu.nginx ?? [])), meshgate: round(median(cpu.meshgate ?? [])) },
+    ratios: {
+      meshgate_vs_nginx_rps: round(m('meshgate', 'rps') / m('nginx', 'rps'), 2),
+      meshgate_vs_direct_rps: round(m('meshgate', 'rps') / m('direct', 'rps'), 2),
+      meshgate_vs_nginx_p99: round(m('meshgate', 'p99') / m('nginx', 'p99'), 2),
+      meshgate_vs_nginx_stream: round((stream.meshgate ?? 0) / (stream.nginx ?? 1), 2),
+    },
+    stream_MBps: Object.fromEntries(names.map((n) => [n, Math.round(stream[n] ?? 0)])),
+    meshgate_rss_mb: { peak_under_load: round(peakRss / 2 ** 20), ...stalled },
+  };
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  mkdirSync('.bench-out', { recursive: true });
+  writeFileSync('.bench-out/proxy.json', JSON.stringify(summary, null, 2));
+}
+
+/** A client that asks for 1 GiB and reads nothing: the proxy must stop pulling from the upstream, not buffer it. */
+async function stalledClientRss(gateway: { proc: ChildProcess; hello: { url: string; token: string } }) {
+  const url = new URL(gateway.hello.url);
+  const before = (await ask<Usage>(gateway.proc)).rss;
+  const socket = connect(Number(url.port), url.hostname);
+  socket.write(`GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.hello.token}\r\n\r\n`);
+  socket.pause();
+  await new Promise((resolve) => setTimeout(resolve, 3000));
+  const during = (await ask<Usage>(gateway.proc)).rss;
+  socket.destroy();
+  return { stalled_client_before: round(before / 2 ** 20), stalled_client_after_3s: round(during / 2 ** 20) };
+}
+
+function round(x: number, digits = 1): number {
+  return Number(x.toFixed(digits));
+}
+
+main()
+  .catch((error: unknown) => {
+    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const c of children) {
+      if (c.connected) c.disconnect();
+      else c.kill('SIGTERM');
+    }
+  });

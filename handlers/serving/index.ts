@@ -1,0 +1,52 @@
+/**
+ * Serving (issue 3): the deployments registry, the runtime URL proxy for
+ * models, apps and tools, the frontend with login/logout, the operator
+ * services (/notebooks, /admin/compute), and the `deploy` / `smoke` commands.
+ */
+import type { HandlerModule } from '../../gateway/module.ts';
+import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
+import { ROUTING_SOURCE } from '../../gateway/routing/service-table.ts';
+import { AUTHZ } from '../authz/index.ts';
+import { deployCommand } from './cli.ts';
+import { ServingErrors } from './errors.ts';
+import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
+import { UpstreamPools } from './proxy.ts';
+import { servingRoutes } from './routes.ts';
+import { runtimeMounts } from './runtime.ts';
+import { DeploymentService } from './service.ts';
+import { RuntimeAuth } from './session.ts';
+import { smokeCommand } from './smoke.ts';
+import { createDeploymentStore } from './store.ts';
+
+export const servingModule: HandlerModule = {
+  name: 'serving',
+  errors: ServingErrors,
+  commands: [deployCommand, smokeCommand],
+  init(deps) {
+    const routing = deps.services.get(ROUTING_SOURCE);
+    const authz = deps.services.get(AUTHZ);
+    const prefixes = () => routing.current().prefixes;
+    const deployments = new DeploymentService(createDeploymentStore(deps.db), authz, { prefixes, origin: deps.runtime.origin }, deps.now);
+    const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
+    const pools = new UpstreamPools();
+    const { serving } = deps.config;
+    const site: FrontendDeps = {
+      auth,
+      pools,
+      clusterName: deps.config.clusterName,
+      prefixes,
+      frontendUpstream: serving.frontendUpstream,
+      timeoutMs: serving.defaultTimeoutSeconds * 1000,
+    };
+    return {
+      routes: servingRoutes(deployments, deps.config.limits.maxBodyBytes),
+      mounts: [
+        ...runtimeMounts({ deployments, authz, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds }),
+        frontendMount(site),
+        operatorMount('notebooks', serving.notebooksUpstream, false, site),
+        operatorMount('admin_compute', serving.adminComputeUpstream, true, site),
+      ],
+      close: () => pools.close(),
+    };
+  },
+};

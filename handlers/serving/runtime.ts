@@ -1,0 +1,96 @@
+/**
+ * The runtime URL mounts (spec "Public runtime URL shapes"):
+ * `<models prefix>/<id>/...`, `<apps prefix>/<id>/...`, `<tools prefix>/<id>/...`;
+ * `/runtime/models/<id>/v1` is simply the upstream's `/v1` (the OpenAI-
+ * compatible base) when the deployment strips its prefix, the default.
+ */
+import type { Duplex } from 'node:stream';
+import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
+import type { RequestContext } from '../../gateway/http/context.ts';
+import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
+import type { AuthzService } from '../authz/index.ts';
+import type { Principal } from '../principal.ts';
+import { ServingErrors } from './errors.ts';
+import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
+import type { DeploymentKind, DeploymentService } from './service.ts';
+import { KIND_SERVICE } from './service.ts';
+import type { RuntimeAuth } from './session.ts';
+import type { DeploymentRow } from './store.ts';
+import { proxyUpgrade } from './websocket.ts';
+
+export interface RuntimeDeps {
+  deployments: DeploymentService;
+  authz: AuthzService;
+  auth: RuntimeAuth;
+  pools: UpstreamPools;
+  defaultTimeoutSeconds: number;
+}
+
+/** `/<id>/rest...` → id and the rest (raw, '' when the URL ends at the id). */
+function splitId(rest: string): { id: string; below: string } {
+  const slash = rest.indexOf('/', 1);
+  return slash === -1 ? { id: rest.slice(1), below: '' } : { id: rest.slice(1, slash), below: rest.slice(slash) };
+}
+
+export function runtimeMounts(deps: RuntimeDeps): ServiceMount[] {
+  return (Object.keys(KIND_SERVICE) as DeploymentKind[]).map((kind) => runtimeMount(kind, deps));
+}
+
+function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps): ServiceMount {
+  // Targets are rebuilt only when the row or the public prefix changes (a routing PATCH).
+  const targets = new WeakMap<DeploymentRow, ProxyTarget>();
+  const targetFor = (row: DeploymentRow, prefix: string): ProxyTarget => {
+    let target = targets.get(row);
+    if (!target || target.prefix !== prefix) {
+      target = buildTarget(deps.pools, {
+        upstream: row.upstream,
+        prefix,
+        stripPrefix: row.stripPrefix,
+        timeoutMs: Math.round((row.timeoutSeconds ?? deps.defaultTimeoutSeconds) * 1000),
+        forwardAuthorization: row.forwardAuthorization,
+        label: row.id,
+      });
+      targets.set(row, target);
+    }
+    return target;
+  };
+
+  /** Resolves and authorizes; returns the target or throws / answers for the caller. */
+  async function admit(ctx: RequestContext | UpgradeContext) {
+    const { id, below } = splitId(ctx.rest);
+    const row = id ? deps.deployments.resolve(kind, id) : null;
+    if (!row) throw ServingErrors.make.deployment_not_found({ kind, id });
+    const principal = await deps.auth.principal(ctx);
+    if (principal) authorizeRuntime(deps.authz, principal, row);
+    const prefix = ctx.rawPath.slice(0, ctx.rawPath.length - below.length);
+    return { row, principal, below, target: targetFor(row, prefix) };
+  }
+
+  return {
+    service: KIND_SERVICE[kind],
+    auth: 'optional',
+    async handle(ctx) {
+      const { row, principal, below, target } = await admit(ctx);
+      if (row.requiresAuth && !principal) return deps.auth.unauthenticated(ctx);
+      if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
+      return forward(ctx, target, below, deps.auth.originUrl(), principal);
+    },
+    async upgrade(ctx, socket: Duplex, head: Buffer) {
+      const { row, principal, below, target } = await admit(ctx);
+      if (row.requiresAuth && !principal) throw GatewayErrors.make.not_authenticated();
+      if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
+      await proxyUpgrade(ctx, socket, head, target, below, deps.auth.originUrl(), principal);
+    },
+  };
+}
+
+/**
+ * Local callers need only a valid credential. Mesh callers reach a model
+ * only through a model relation the receiver granted (spec: Authentication
+ * 5 and 10, no admin bypass), and never reach apps or tools.
+ */
+function authorizeRuntime(authz: AuthzService, principal: Principal, row: DeploymentRow): void {
+  if (principal.source !== 'mesh') return;
+  if (row.kind !== 'model') throw GatewayErrors.make.endpoint_requires_native_realm();
+  authz.require(principal, 'viewer', { namespace: 'model', id: row.id });
+}

@@ -1,0 +1,22 @@
+/** Deployments (issue 3): one row per model, app or tool fronted under its runtime URL. */
+import { integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+export const deployments = sqliteTable(
+  'deployments',
+  {
+    id: text('id').primaryKey(),
+    kind: text('kind', { enum: ['model', 'app', 'tool'] }).notNull(),
+    name: text('name').notNull(),
+    /** http(s) origin, optionally with a base path the runtime path is appended to. */
+    upstream: text('upstream').notNull(),
+    stripPrefix: integer('strip_prefix', { mode: 'boolean' }).notNull(),
+    websocket: integer('websocket', { mode: 'boolean' }).notNull(),
+    /** null = the gateway's serving.defaultTimeoutSeconds. */
+    timeoutSeconds: real('timeout_seconds'),
+    requiresAuth: integer('requires_auth', { mode: 'boolean' }).notNull(),
+    forwardAuthorization: integer('forward_authorization', { mode: 'boolean' }).notNull(),
+    createdBy: text('created_by').notNull(),
+    createdAt: text('created_at').notNull(),
+  },
+  (t) => [uniqueIndex('deployments_kind_name').on(t.kind, t.name)],
+);

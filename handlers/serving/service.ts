@@ -1,0 +1,149 @@
+/**
+ * The deployments registry (issue 3; spec "Public runtime URL shapes"):
+ * create, list, get and delete models, apps and tools, and resolve one for
+ * the runtime proxy. Transport-free: takes a Principal, knows no HTTP.
+ * Visibility: native admins see everything; others see the models they hold
+ * `model:<id>#viewer` (or better) on; a mesh caller with no model relation
+ * is refused (spec "Mesh proxy": remote model listing answers 403 unless
+ * the receiver granted a model relation; Authentication 10).
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
+import { AuthzErrors } from '../authz/errors.ts';
+import type { AuthzService } from '../authz/index.ts';
+import { isNativeAdmin, type Principal } from '../principal.ts';
+import { ServingErrors } from './errors.ts';
+import type { DeploymentRow, DeploymentStore } from './store.ts';
+
+export type DeploymentKind = DeploymentRow['kind'];
+
+/** Deployment kind → the routing service that serves it. */
+export const KIND_SERVICE: Readonly<Record<DeploymentKind, string>> = { model: 'models', app: 'apps', tool: 'tools' };
+
+const upstreamUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
+  // Refinements run even after the URL check failed (zod 4); that failure is already reported.
+  const url = URL.parse(u);
+  return !url || (!url.username && !url.password && !url.search && !url.hash);
+}, 'must carry no credentials, query or fragment');
+
+/** The create body (and the CLI's flags): unknown fields are ignored (contract §0.3). */
+export const deploymentInput = z.object({
+  kind: z.enum(['model', 'app', 'tool']),
+  name: z.string().trim().min(1).max(128),
+  upstream: upstreamUrl,
+  strip_prefix: z.boolean().default(true),
+  websocket: z.boolean().default(true),
+  timeout_seconds: z.number().positive().max(3600).nullish(),
+  requires_auth: z.boolean().default(true),
+  forward_authorization: z.boolean().default(false),
+});
+export type DeploymentInput = z.output<typeof deploymentInput>;
+
+export interface PublicUrls {
+  /** Live routing prefixes (service → prefix). */
+  prefixes(): Readonly<Record<string, string>>;
+  origin(): string;
+}
+
+export class DeploymentService {
+  readonly #cache = new Map<string, { row: DeploymentRow | undefined; at: number }>();
+
+  constructor(
+    private readonly store: DeploymentStore,
+    private readonly authz: AuthzService,
+    private readonly urls: PublicUrls,
+    private readonly now: () => Date,
+    /** How long the proxy may use a looked-up row; the CLI writes the same database from another process. */
+    private readonly cacheMs = 1000,
+  ) {}
+
+  create(principal: Principal, input: DeploymentInput) {
+    requireAdmin(principal);
+    if (this.store.findByName(input.kind, input.name)) throw ServingErrors.make.deployment_name_taken({ kind: input.kind, name: input.name });
+    const row: DeploymentRow = {
+      id: randomUUID(),
+      kind: input.kind,
+      name: input.name,
+      upstream: input.upstream.replace(/\/+$/, ''),
+      stripPrefix: input.strip_prefix,
+      websocket: input.websocket,
+      timeoutSeconds: input.timeout_seconds ?? null,
+      requiresAuth: input.requires_auth,
+      forwardAuthorization: input.forward_authorization,
+      createdBy: principal.username,
+      createdAt: this.now().toISOString(),
+    };
+    this.store.insert(row);
+    this.#cache.delete(row.id);
+    return this.view(row, true);
+  }
+
+  list(principal: Principal, kind?: DeploymentKind) {
+    const visible = this.authz.visibleIds(principal, 'model');
+    if (visible !== 'all' && visible.size === 0 && principal.source === 'mesh') {
+      throw AuthzErrors.make.rebac_denied({ relation: 'viewer', object: 'model:*' });
+    }
+    return this.store
+      .list()
+      .filter((row) => (kind === undefined || row.kind === kind) && canSee(visible, row))
+      .map((row) => this.view(row, visible === 'all'));
+  }
+
+  get(principal: Principal, id: string) {
+    const row = this.store.get(id);
+    const visible = this.authz.visibleIds(principal, 'model');
+    if (!row || !canSee(visible, row)) throw ServingErrors.make.deployment_not_found({ id });
+    return this.view(row, visible === 'all');
+  }
+
+  remove(principal: Principal, id: string): void {
+    requireAdmin(principal);
+    const row = this.store.get(id);
+    if (!row || !this.store.delete(id)) throw ServingErrors.make.deployment_not_found({ id });
+    this.#cache.delete(id);
+    // Grants on a removed model must not carry over to a future object with the same id.
+    if (row.kind === 'model') this.authz.deleteObject({ namespace: 'model', id });
+  }
+
+  /** The proxy's lookup: cached briefly, so the hot path costs no query per request. */
+  resolve(kind: DeploymentKind, id: string): DeploymentRow | null {
+    const at = Date.now();
+    let hit = this.#cache.get(id);
+    if (!hit || at - hit.at > this.cacheMs) {
+      hit = { row: this.store.get(id), at };
+      this.#cache.set(id, hit);
+    }
+    return hit.row?.kind === kind ? hit.row : null;
+  }
+
+  /** The API record; `upstream` (an internal address) only for administrators. */
+  view(row: DeploymentRow, admin: boolean) {
+    const runtimePath = `${this.urls.prefixes()[KIND_SERVICE[row.kind]]}/${row.id}`;
+    const url = `${this.urls.origin()}${runtimePath}`;
+    return {
+      id: row.id,
+      kind: row.kind,
+      name: row.name,
+      ...(admin ? { upstream: row.upstream } : {}),
+      strip_prefix: row.stripPrefix,
+      websocket: row.websocket,
+      timeout_seconds: row.timeoutSeconds,
+      requires_auth: row.requiresAuth,
+      forward_authorization: row.forwardAuthorization,
+      runtime_path: runtimePath,
+      url,
+      ...(row.kind === 'model' ? { openai_base_url: `${url}/v1` } : {}),
+      created_by: row.createdBy,
+      created_at: row.createdAt,
+    };
+  }
+}
+
+function canSee(visible: ReadonlySet<string> | 'all', row: DeploymentRow): boolean {
+  return visible === 'all' || (row.kind === 'model' && visible.has(row.id));
+}
+
+function requireAdmin(principal: Principal): void {
+  if (!isNativeAdmin(principal)) throw GatewayErrors.make.admin_required();
+}

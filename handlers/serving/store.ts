@@ -1,0 +1,29 @@
+/** Deployment rows behind the narrow interface the service needs (STYLE C3). */
+import { and, asc, eq } from 'drizzle-orm';
+import type { Db } from '../../gateway/db/open.ts';
+import { deployments } from './schema.ts';
+
+export type DeploymentRow = typeof deployments.$inferSelect;
+
+export interface DeploymentStore {
+  list(): DeploymentRow[];
+  get(id: string): DeploymentRow | undefined;
+  findByName(kind: DeploymentRow['kind'], name: string): DeploymentRow | undefined;
+  insert(row: DeploymentRow): void;
+  delete(id: string): boolean;
+}
+
+export function createDeploymentStore(db: Db): DeploymentStore {
+  return {
+    list: () => db.select().from(deployments).orderBy(asc(deployments.createdAt), asc(deployments.id)).all(),
+    get: (id) => db.select().from(deployments).where(eq(deployments.id, id)).get(),
+    findByName: (kind, name) =>
+      db
+        .select()
+        .from(deployments)
+        .where(and(eq(deployments.kind, kind), eq(deployments.name, name)))
+        .get(),
+    insert: (row) => void db.insert(deployments).values(row).run(),
+    delete: (id) => db.delete(deployments).where(eq(deployments.id, id)).run().changes > 0,
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * Real upstreams on loopback for the serving tests: an OpenAI-compatible
+ * model server (SSE streaming with a gate the test opens, so incremental
+ * delivery is proven, not timed), an app with cookies, redirects and a
+ * websocket, and a tool that streams bodies both ways. Each records the
+ * last request's headers. Closed in t.after.
+ */
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
+import { WebSocketServer } from 'ws';
+import type { After, TestGateway } from './gateway.ts';
+
+export interface Upstream {
+  server: Server;
+  url: string;
+  lastHeaders: IncomingHttpHeaders | null;
+  lastPath: string | null;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, up: Upstream) => void | Promise<void>;
+
+async function serve(t: After, routes: Record<string, Handler>): Promise<Upstream> {
+  const up: Upstream = { server: createServer(), url: '', lastHeaders: null, lastPath: null };
+  up.server.on('request', (req, res) => {
+    const path = (req.url ?? '/').split('?')[0] as string;
+    up.lastHeaders = req.headers;
+    up.lastPath = req.url ?? null;
+    const route = routes[`${req.method} ${path}`] ?? routes[`* ${path}`];
+    if (!route) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"upstream 404"}');
+      return;
+    }
+    void route(req, res, up);
+  });
+  up.server.listen(0, '127.0.0.1');
+  await once(up.server, 'listening');
+  up.url = `http://127.0.0.1:${(up.server.address() as AddressInfo).port}`;
+  t.after(async () => {
+    up.server.closeAllConnections();
+    await new Promise((resolve) => up.server.close(resolve));
+  });
+  return up;
+}
+
+async function readJsonBody(req: IncomingMessage): Promise<any> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
+}
+
+/** A gate the test opens: the model server holds its stream after the first chunk until then. */
+export class Gate {
+  #open!: () => void;
+  readonly opened = new Promise<void>((resolve) => {
+    this.#open = resolve;
+  });
+  open(): void {
+    this.#open();
+  }
+}
+
+export async function startModelServer(t: After, gate?: Gate): Promise<Upstream> {
+  const chunk = (content: string, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'test-model', choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+  return serve(t, {
+    'GET /v1/models': (_req, res) => {
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ object: 'list', data: [{ id: 'test-model', object: 'model', owned_by: 'tests' }] }));
+    },
+    'POST /v1/chat/completions': async (req, res) => {
+      const body = await readJsonBody(req);
+      const words = ['Hello', ' from', ' the', ' model'];
+      if (!body.stream) {
+        const message = { role: 'assistant', content: words.join('') };
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message, finish_reason: 'stop' }] }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write(chunk(words[0] as string));
+      await gate?.opened;
+      for (const word of words.slice(1)) res.write(chunk(word));
+      res.write(chunk('', 'stop'));
+      res.end('data: [DONE]\n\n');
+    },
+    'GET /slow': async (_req, res) => {
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      if (!res.destroyed) res.end('late');
+    },
+  });
+}
+
+export async function startAppServer(t: After): Promise<Upstream> {
+  const up = await serve(t, {
+    'GET /': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body><a href="dashboard">dashboard</a></body></html>');
+    },
+    'POST /session': (_req, res) => {
+      res.writeHead(303, {
+        location: '/dashboard',
+        'set-cookie': ['sid=abc123; Path=/; HttpOnly', 'pref=dark; Path=/settings; Domain=upstream.internal; SameSite=Lax'],
+      });
+      res.end();
+    },
+    'GET /dashboard': (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ cookie: req.headers.cookie ?? null }));
+    },
+    'GET /absolute-redirect': (_req, res) => {
+      res.writeHead(302, { location: `${up.url}/dashboard?from=abs` }).end();
+    },
+    'GET /external-redirect': (_req, res) => {
+      res.writeHead(302, { location: 'https://example.org/elsewhere' }).end();
+    },
+    'GET /headers': (req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive, x-hop', 'x-hop': 'secret', 'keep-alive': 'timeout=5' });
+      res.end(JSON.stringify(req.headers));
+    },
+  });
+  const wss = new WebSocketServer({ noServer: true });
+  up.server.on('upgrade', (req, socket, head) => {
+    up.lastHeaders = req.headers;
+    up.lastPath = req.url ?? null;
+    if (!req.url?.startsWith('/ws')) {
+      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on('message', (data, binary) => ws.send(binary ? data : `echo:${String(data)}`));
+    });
+  });
+  t.after(() => {
+    for (const client of wss.clients) client.terminate();
+    wss.close();
+  });
+  return up;
+}
+
+export async function startToolServer(t: After): Promise<Upstream> {
+  return serve(t, {
+    'POST /upload': async (req, res) => {
+      const hash = createHash('sha256');
+      let bytes = 0;
+      for await (const chunk of req) {
+        hash.update(chunk as Buffer);
+        bytes += (chunk as Buffer).length;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ bytes, sha256: hash.digest('hex') }));
+    },
+    'GET /bytes': (req, res) => {
+      const total = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('n') ?? 0);
+      const block = Buffer.alloc(64 * 1024, 7);
+      let sent = 0;
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });
+      const pump = () => {
+        while (sent < total) {
+          const piece = block.subarray(0, Math.min(block.length, total - sent));
+          sent += piece.length;
+          if (!res.write(piece)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    },
+    'POST /run': async (req, res) => {
+      const body = await readJsonBody(req);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ tool: 'calculator', result: Number(body.a) + Number(body.b) }));
+    },
+  });
+}
+
+/**
+ * A dead upstream without reserving a port (STYLE §5): nothing listens on
+ * tcp/1 (tcpmux) on loopback, so connecting is refused at once.
+ */
+export const DEAD_UPSTREAM = 'http://127.0.0.1:1';
+
+/** An upstream that accepts and drops every connection before answering. */
+export async function startDroppingServer(t: After): Promise<string> {
+  const server = createNetServer((socket) => socket.destroy());
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => new Promise((resolve) => server.close(resolve)));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** Registers a deployment as the admin; returns the 201 record. */
+export async function deploy(gw: TestGateway, body: Record<string, unknown>): Promise<{ id: string; runtime_path: string }> {
+  const res = await gw.request('POST', '/api/serving/deployments', { token: await gw.adminToken(), json: body });
+  if (res.status !== 201) throw new Error(`deploy failed: ${res.status} ${res.text}`);
+  return res.json;
+}

@@ -1,0 +1,163 @@
+/**
+ * The deployments registry (issue 3): admin-only writes, validation,
+ * ReBAC-filtered reads, live prefixes in runtime URLs, and `meshgate deploy`
+ * against the data dir of a running gateway.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { loadConfig } from '../../gateway/config/load.ts';
+import { openDatabase } from '../../gateway/db/open.ts';
+import type { CliEnv } from '../../gateway/module.ts';
+import { AUTHZ } from '../../handlers/authz/index.ts';
+import { deployCommand } from '../../handlers/serving/cli.ts';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { deploy, startModelServer } from '../helpers/upstreams.ts';
+
+test('admins create, read and delete deployments; records carry runtime and OpenAI URLs on the origin', async (t) => {
+  const gw = await startTestGateway(t);
+  const token = await gw.adminToken();
+  const created = await gw.request('POST', '/api/serving/deployments', {
+    token,
+    json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9/base/', timeout_seconds: 30, extra_field: 'ignored' },
+  });
+  assert.equal(created.status, 201);
+  const d = created.json;
+  assert.match(d.id, /^[0-9a-f-]{36}$/);
+  assert.deepEqual(
+    { ...d, id: undefined, created_at: undefined },
+    {
+      id: undefined,
+      kind: 'model',
+      name: 'llama',
+      upstream: 'http://127.0.0.1:9/base',
+      strip_prefix: true,
+      websocket: true,
+      timeout_seconds: 30,
+      requires_auth: true,
+      forward_authorization: false,
+      runtime_path: `/runtime/models/${d.id}`,
+      url: `${gw.url}/runtime/models/${d.id}`,
+      openai_base_url: `${gw.url}/runtime/models/${d.id}/v1`,
+      created_by: 'admin',
+      created_at: undefined,
+    },
+  );
+  assert.deepEqual((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json, d);
+  assert.equal(
+    (await gw.request('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9' } })).status,
+    409,
+  );
+  const app = await deploy(gw, { kind: 'app', name: 'llama', upstream: 'https://app.internal:8443' });
+  assert.equal(app.runtime_path, `/runtime/apps/${app.id}`);
+  const listed = await gw.request('GET', '/api/serving/deployments', { token });
+  assert.deepEqual(
+    listed.json.map((x: { id: string }) => x.id),
+    [d.id, app.id],
+  );
+  const apps = await gw.request('GET', '/api/serving/deployments?kind=app', { token });
+  assert.deepEqual(
+    apps.json.map((x: { id: string }) => x.id),
+    [app.id],
+  );
+  assert.equal((await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token })).status, 204);
+  assert.equal((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json.detail.reason, 'deployment_not_found');
+  assert.equal((await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token })).status, 404);
+});
+
+test('bad deployment bodies are 422 lists; writes need an admin', async (t) => {
+  const gw = await startTestGateway(t);
+  const token = await gw.adminToken();
+  const bodies = [
+    { kind: 'database', name: 'x', upstream: 'http://127.0.0.1:9' },
+    { kind: 'model', name: '', upstream: 'http://127.0.0.1:9' },
+    { kind: 'model', name: 'x', upstream: 'ftp://127.0.0.1:9' },
+    { kind: 'model', name: 'x', upstream: 'http://user:pw@127.0.0.1:9' },
+    { kind: 'model', name: 'x', upstream: 'http://127.0.0.1:9/?q=1' },
+    { kind: 'model', name: 'x', upstream: 'http://127.0.0.1:9', timeout_seconds: -1 },
+  ];
+  for (const json of bodies) {
+    const res = await gw.request('POST', '/api/serving/deployments', { token, json });
+    assert.equal(res.status, 422, JSON.stringify(json));
+    assert.ok(Array.isArray(res.json.detail) && res.json.detail[0].loc[0] === 'body');
+    assert.ok(!res.text.includes('pw@'), 'credentials in a rejected URL are not echoed');
+  }
+  const { token: alice } = await gw.userToken('alice');
+  const body = { kind: 'model', name: 'x', upstream: 'http://127.0.0.1:9' };
+  assert.equal((await gw.request('POST', '/api/serving/deployments', { token: alice, json: body })).json.detail.reason, 'admin_required');
+  assert.equal((await gw.request('POST', '/api/serving/deployments', { json: body })).status, 401);
+  const d = await deploy(gw, body);
+  assert.equal((await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token: alice })).status, 403);
+});
+
+test('non-admins see only the models they hold a model relation on, without upstream addresses', async (t) => {
+  const gw = await startTestGateway(t);
+  const model = await deploy(gw, { kind: 'model', name: 'granted', upstream: 'http://127.0.0.1:9' });
+  const other = await deploy(gw, { kind: 'model', name: 'other', upstream: 'http://127.0.0.1:9' });
+  const app = await deploy(gw, { kind: 'app', name: 'web', upstream: 'http://127.0.0.1:9' });
+  const alice = await gw.userToken('alice');
+  assert.deepEqual((await gw.request('GET', '/api/serving/deployments', { token: alice.token })).json, []);
+  gw.gateway.deps.services
+    .get(AUTHZ)
+    .write([{ subject: { namespace: 'user', id: alice.id }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
+  const listed = await gw.request('GET', '/api/serving/deployments', { token: alice.token });
+  assert.deepEqual(
+    listed.json.map((x: { id: string }) => x.id),
+    [model.id],
+  );
+  assert.equal(listed.json[0].upstream, undefined);
+  assert.equal((await gw.request('GET', `/api/serving/deployments/${model.id}`, { token: alice.token })).status, 200);
+  for (const hidden of [other.id, app.id]) {
+    assert.equal((await gw.request('GET', `/api/serving/deployments/${hidden}`, { token: alice.token })).status, 404);
+  }
+  // Deleting the model removes its grants, so they cannot leak onto anything later.
+  assert.equal((await gw.request('DELETE', `/api/serving/deployments/${model.id}`, { token: await gw.adminToken() })).status, 204);
+  assert.deepEqual(gw.gateway.deps.services.get(AUTHZ).list({ objectNs: 'model', objectId: model.id }), []);
+});
+
+test('runtime URLs follow the live routing prefixes', async (t) => {
+  const gw = await startTestGateway(t);
+  const upstream = await startModelServer(t);
+  const token = await gw.adminToken();
+  const d = await deploy(gw, { kind: 'model', name: 'llm', upstream: upstream.url });
+  const patch = await gw.request('PATCH', '/api/config/routing', { token, json: { service_prefixes: { models: '/ai/models' } } });
+  assert.equal(patch.status, 200);
+  assert.equal((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json.openai_base_url, `${gw.url}/ai/models/${d.id}/v1`);
+  assert.equal((await gw.request('GET', `/ai/models/${d.id}/v1/models`, { token })).status, 200);
+  assert.equal(upstream.lastHeaders?.['x-forwarded-prefix'], `/ai/models/${d.id}`);
+  assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token })).status, 404);
+});
+
+function cliEnv(gw: TestGateway, out: string[], err: string[]): CliEnv {
+  return {
+    config: loadConfig({ env: {}, overrides: { dataDir: gw.dataDir, origin: gw.url, hostnames: ['localhost'] } }),
+    openDatabase: () => openDatabase(join(gw.dataDir, 'meshgate.db')),
+    readStdin: async () => '',
+    out: (line) => out.push(line),
+    err: (line) => err.push(line),
+  };
+}
+
+test('`meshgate deploy` manages deployments on the data dir of a running gateway', async (t) => {
+  const gw = await startTestGateway(t);
+  const upstream = await startModelServer(t);
+  const out: string[] = [];
+  const err: string[] = [];
+  const env = cliEnv(gw, out, err);
+  assert.equal(await deployCommand.run(['add', '--kind', 'model', '--name', 'cli-llm', '--upstream', upstream.url, '--timeout', '5'], env), 0, err.join('\n'));
+  const record = JSON.parse(out.join('\n'));
+  assert.equal(record.openai_base_url, `${gw.url}/runtime/models/${record.id}/v1`);
+  assert.equal(record.created_by, 'operator (cli)');
+  const token = await gw.adminToken();
+  assert.equal((await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token })).status, 200, 'the running gateway serves it');
+
+  out.length = 0;
+  assert.equal(await deployCommand.run(['list'], env), 0);
+  assert.match(out.join('\n'), new RegExp(`^${record.id}  model  cli-llm  /runtime/models/${record.id}  -> ${upstream.url}$`));
+  assert.equal(await deployCommand.run(['add', '--kind', 'model', '--name', 'bad', '--upstream', 'not a url'], env), 1);
+  assert.match(err.join('\n'), /request_validation_failed upstream: must be an http/);
+  assert.equal(await deployCommand.run(['remove', record.id], env), 0);
+  assert.equal((await gw.request('GET', `/api/serving/deployments/${record.id}`, { token })).status, 404);
+  assert.equal(await deployCommand.run(['get', record.id], env), 1);
+  assert.equal(await deployCommand.run(['frobnicate'], env), 2);
+});

@@ -1,0 +1,80 @@
+/**
+ * Deployment visibility for mesh callers (spec "Mesh proxy": remote model
+ * listing answers 403 unless the receiver granted a model relation; admin
+ * bypass never applies to mesh principals), over a real migrated SQLite.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { openDatabase } from '../../../gateway/db/open.ts';
+import { ApiError } from '../../../gateway/errors/api-error.ts';
+import { AuthzService } from '../../../handlers/authz/service.ts';
+import { createTupleStore } from '../../../handlers/authz/store.ts';
+import type { Principal } from '../../../handlers/principal.ts';
+import { DeploymentService } from '../../../handlers/serving/service.ts';
+import { createDeploymentStore } from '../../../handlers/serving/store.ts';
+
+const admin: Principal = {
+  userId: 'u-admin',
+  username: 'admin',
+  email: null,
+  roles: ['admin'],
+  attributes: {},
+  tenantId: '__default__',
+  source: 'local',
+  authMethod: 'jwt',
+};
+const meshAdmin: Principal = { ...admin, userId: 'u-mesh', username: 'remote-admin', source: 'mesh', authMethod: 'mesh', externalId: 'x@y' };
+
+test('a mesh caller without a model relation is refused the listing (403 rebac_denied), even with the admin role', (t) => {
+  const { sqlite, db } = openDatabase(':memory:');
+  t.after(() => sqlite.close());
+  const authz = new AuthzService(createTupleStore(sqlite), () => new Date());
+  const service = new DeploymentService(
+    createDeploymentStore(db),
+    authz,
+    { prefixes: () => ({ models: '/runtime/models' }), origin: () => 'https://p.example' },
+    () => new Date(),
+  );
+  const model = service.create(admin, {
+    kind: 'model',
+    name: 'm',
+    upstream: 'http://127.0.0.1:9',
+    strip_prefix: true,
+    websocket: true,
+    requires_auth: true,
+    forward_authorization: false,
+  });
+  service.create(admin, {
+    kind: 'app',
+    name: 'a',
+    upstream: 'http://127.0.0.1:9',
+    strip_prefix: true,
+    websocket: true,
+    requires_auth: true,
+    forward_authorization: false,
+  });
+  assert.throws(
+    () => service.list(meshAdmin),
+    (error: unknown) => error instanceof ApiError && error.status === 403 && error.reason === 'rebac_denied',
+  );
+  assert.throws(
+    () =>
+      service.create(meshAdmin, {
+        kind: 'tool',
+        name: 't',
+        upstream: 'http://127.0.0.1:9',
+        strip_prefix: true,
+        websocket: true,
+        requires_auth: true,
+        forward_authorization: false,
+      }),
+    /admin_required/,
+  );
+  authz.write([{ subject: { namespace: 'user', id: meshAdmin.userId }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
+  assert.deepEqual(
+    service.list(meshAdmin).map((d) => [d.id, 'upstream' in d]),
+    [[model.id, false]],
+  );
+  assert.equal(service.resolve('model', model.id)?.id, model.id);
+  assert.equal(service.resolve('app', model.id), null, 'a model id does not resolve under apps');
+});
