@@ -68,6 +68,18 @@ export const configSchema = z.strictObject({
         .describe('Longest PAT lifetime allowed.'),
     })
     .prefault({}),
+  secrets: z
+    .strictObject({
+      kekDir: z
+        .string()
+        .min(1)
+        .nullable()
+        .default(null)
+        .describe(
+          "Folder of the catalog's versioned key-encryption keys (kek-v<N>.key, mode 0600); null = <dataDir>/keys/kek. Keep it off the database's disk in production.",
+        ),
+    })
+    .prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -92,4 +104,5 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_MAX_HEADER_BYTES: { path: ['limits', 'maxHeaderBytes'], kind: 'number' },
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
+  PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
 };

@@ -1,0 +1,115 @@
+/**
+ * Catalog URNs (contract §7.1) and the raw-path split of the v2 addressing
+ * form (§7.2). URNs are opaque keys once built: names are kept verbatim
+ * (slashes, parentheses, commas, `%`, `+`, unicode), so a URN is parsed back
+ * only by the fixed parts around the name — the platform and the
+ * environment, which the create bodies restrict to [A-Za-z0-9_.-].
+ */
+
+export const DATASET_PREFIX = 'urn:li:dataset:';
+export const CONTAINER_PREFIX = 'urn:li:container:';
+export const SECRET_PREFIX = 'urn:li:dataHubSecret:';
+const PLATFORM_PREFIX = 'urn:li:dataPlatform:';
+
+/** Platform and environment tokens: no `,` `(` `)` `/`, so the name between them is unambiguous. */
+export const TOKEN_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
+export interface UrnParts {
+  platform: string;
+  name: string;
+  environment: string;
+}
+
+function build(prefix: string, parts: UrnParts): string {
+  return `${prefix}(${PLATFORM_PREFIX}${parts.platform},${parts.name},${parts.environment})`;
+}
+
+function parse(prefix: string, urn: string): UrnParts | null {
+  const head = `${prefix}(${PLATFORM_PREFIX}`;
+  if (!urn.startsWith(head) || !urn.endsWith(')')) return null;
+  const body = urn.slice(head.length, -1);
+  const first = body.indexOf(',');
+  const last = body.lastIndexOf(',');
+  if (first < 0 || last <= first) return null;
+  const parts = { platform: body.slice(0, first), name: body.slice(first + 1, last), environment: body.slice(last + 1) };
+  return TOKEN_PATTERN.test(parts.platform) && TOKEN_PATTERN.test(parts.environment) ? parts : null;
+}
+
+/** `urn:li:dataset:(urn:li:dataPlatform:<platform>,<name>,<ENV>)` (contract §7.1). */
+export const datasetUrn = (parts: UrnParts): string => build(DATASET_PREFIX, parts);
+export const parseDatasetUrn = (urn: string): UrnParts | null => parse(DATASET_PREFIX, urn);
+
+/** `urn:li:container:(urn:li:dataPlatform:<platform|"platform">,<name>,PROD)` (contract §7.1 [I]). */
+export const containerUrn = (platform: string, name: string): string => build(CONTAINER_PREFIX, { platform, name, environment: 'PROD' });
+export const parseContainerUrn = (urn: string): UrnParts | null => parse(CONTAINER_PREFIX, urn);
+
+/** `urn:li:dataHubSecret:<name>` (contract §7.1 [I]). */
+export const secretUrn = (name: string): string => `${SECRET_PREFIX}${name}`;
+export function parseSecretUrn(urn: string): string | null {
+  return urn.startsWith(SECRET_PREFIX) && urn.length > SECRET_PREFIX.length ? urn.slice(SECRET_PREFIX.length) : null;
+}
+
+export interface V2Target {
+  /** The decoded URN. */
+  urn: string;
+  /** The sub-resource keyword (`schema`, `datasets`) when the path names one. */
+  sub: string | null;
+  /** Decoded path after the keyword (a member dataset URN), or null. */
+  rest: string | null;
+}
+
+/**
+ * Splits the raw (still percent-encoded) tail after `/v2/` into URN and
+ * sub-resource. The tail is decoded exactly once, so a URN may come raw or
+ * percent-encoded; a URN holding a literal `%`, `//` or `?` must come
+ * encoded. The keyword is recognized only as an unencoded segment:
+ *
+ * - `last`: the keyword must be the final raw segment (dataset `/schema`).
+ *   Dataset URNs we build always end in `,<ENV>)`, so a dataset URN never
+ *   ends in `/schema` and the split is never ambiguous.
+ * - `balanced`: the first keyword segment whose decoded prefix has balanced
+ *   parentheses (container `/datasets[/<dataset urn>]`). A container name
+ *   with unbalanced parentheses and a raw `/datasets/` inside must be sent
+ *   percent-encoded.
+ *
+ * Anything else, including `%2F`-encoded keywords, is part of the URN.
+ */
+export function splitV2Tail(rawTail: string, keyword: string, mode: 'last' | 'balanced'): V2Target {
+  const parts = rawTail.split('/');
+  const whole = { urn: decodeURIComponent(rawTail), sub: null, rest: null };
+  if (mode === 'last') {
+    if (parts.length < 2 || parts[parts.length - 1] !== keyword) return whole;
+    return { urn: decodeURIComponent(parts.slice(0, -1).join('/')), sub: keyword, rest: null };
+  }
+  let depth = 0;
+  for (let i = 0; i < parts.length - 1; i++) {
+    depth += parenBalance(decodeURIComponent(parts[i] as string));
+    if (depth === 0 && parts[i + 1] === keyword) {
+      const rest = parts.slice(i + 2).join('/');
+      return { urn: decodeURIComponent(parts.slice(0, i + 1).join('/')), sub: keyword, rest: rest === '' ? null : decodeURIComponent(rest) };
+    }
+  }
+  return whole;
+}
+
+function parenBalance(text: string): number {
+  let n = 0;
+  for (const ch of text) {
+    if (ch === '(') n++;
+    else if (ch === ')') n--;
+  }
+  return n;
+}
+
+/** Secret URNs held anywhere in a connector's properties (strings only, any depth). */
+export function secretReferences(value: unknown, found = new Set<string>(), depth = 0): Set<string> {
+  if (depth > 16) return found;
+  if (typeof value === 'string') {
+    if (value.startsWith(SECRET_PREFIX)) found.add(value);
+  } else if (Array.isArray(value)) {
+    for (const item of value) secretReferences(item, found, depth + 1);
+  } else if (value !== null && typeof value === 'object') {
+    for (const item of Object.values(value)) secretReferences(item, found, depth + 1);
+  }
+  return found;
+}
