@@ -4,6 +4,7 @@
  * returns an instance with its routes and mounts, so several gateways can
  * live in one process (tests) without module-level state.
  */
+import type { ConnectRouter } from '@connectrpc/connect';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
@@ -63,6 +64,8 @@ export interface GatewayDeps {
 export interface HandlerInstance {
   routes?: readonly RouteDef[];
   mounts?: readonly ServiceMount[];
+  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener (STYLE C6). */
+  rpc?(router: ConnectRouter): void;
   close?(): Promise<void> | void;
 }
 

@@ -6,6 +6,7 @@ import type { HandlerModule } from '../gateway/module.ts';
 import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
 import { catalogModule } from './catalog/index.ts';
+import { retrievalModule } from './retrieval/index.ts';
 import { routingModule } from './routing/index.ts';
 
-export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, catalogModule];
+export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, catalogModule, retrievalModule];
