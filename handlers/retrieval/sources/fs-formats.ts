@@ -6,6 +6,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream';
 import { parse } from 'csv-parse';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
@@ -45,27 +46,39 @@ async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal: AbortS
   if (batch.length > 0) yield batch;
 }
 
-function csvRows(path: string, signal: AbortSignal): AsyncIterable<Row> {
-  return createReadStream(path, { signal }).pipe(parse({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: true }));
+// Leaving the iteration early (limit reached, abort) destroys the parser, and pipeline() the file stream with it.
+function csvRows(path: string): AsyncIterable<Row> {
+  const parser = parse({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: true });
+  pipeline(createReadStream(path), parser, () => {});
+  return parser;
 }
 
-async function* jsonLines(path: string, signal: AbortSignal): AsyncGenerator<Row> {
-  const lines = createInterface({ input: createReadStream(path, { signal }), crlfDelay: Number.POSITIVE_INFINITY });
+async function* jsonLines(path: string): AsyncGenerator<Row> {
+  const input = createReadStream(path);
+  const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
   let number = 0;
-  for await (const line of lines) {
-    number++;
-    if (line.trim() === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      throw RetrievalErrors.make.source_unavailable({ problem: 'invalid JSON line', line: number });
+  try {
+    for await (const line of lines) {
+      number++;
+      if (line.trim() !== '') yield parseLine(line, number);
     }
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      throw RetrievalErrors.make.source_unavailable({ problem: 'JSON line is not an object', line: number });
-    }
-    yield value as Row;
+  } finally {
+    lines.close();
+    input.destroy();
   }
+}
+
+function parseLine(line: string, number: number): Row {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw RetrievalErrors.make.source_unavailable({ problem: 'invalid JSON line', line: number });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw RetrievalErrors.make.source_unavailable({ problem: 'JSON line is not an object', line: number });
+  }
+  return value as Row;
 }
 
 async function* parquetBatches(path: string, read: RawRead): AsyncGenerator<Row[]> {
@@ -86,7 +99,7 @@ async function* parquetBatches(path: string, read: RawRead): AsyncGenerator<Row[
 /** Raw batches; `skipped` says how many of read.skip rows the format already skipped. */
 export function readFile(path: string, format: FileFormat, read: RawRead): { batches: AsyncIterable<Row[]>; skipped: number } {
   if (format === 'parquet') return { batches: parquetBatches(path, read), skipped: read.skip };
-  const rows = format === 'csv' ? csvRows(path, read.signal) : jsonLines(path, read.signal);
+  const rows = format === 'csv' ? csvRows(path) : jsonLines(path);
   return { batches: batchesOf(rows, read.batchSize, read.signal), skipped: 0 };
 }
 
@@ -102,15 +115,9 @@ export async function fileSchema(path: string, format: FileFormat, signal: Abort
     const metadata = await parquetMetadataAsync(await asyncBufferFromFile(path));
     return parquetSchema(metadata).children.map((c) => ({ name: c.element.name, type: String(c.element.logical_type?.type ?? c.element.type ?? 'GROUP') }));
   }
-  const controller = new AbortController();
-  const stop = () => controller.abort();
-  signal.addEventListener('abort', stop, { once: true });
-  try {
-    const rows = format === 'csv' ? csvRows(path, controller.signal) : jsonLines(path, controller.signal);
-    for await (const row of rows) return Object.entries(row).map(([name, value]) => ({ name, type: format === 'csv' ? 'string' : jsonType(value) }));
-    return [];
-  } finally {
-    signal.removeEventListener('abort', stop);
-    controller.abort();
+  signal.throwIfAborted();
+  for await (const row of format === 'csv' ? csvRows(path) : jsonLines(path)) {
+    return Object.entries(row).map(([name, value]) => ({ name, type: format === 'csv' ? 'string' : jsonType(value) }));
   }
+  return [];
 }
