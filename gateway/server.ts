@@ -91,7 +91,13 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     table = buildServiceTable(snapshot, compiled);
   });
   const handle = createPipeline(
-    [createRequestIdStage(), createAccessLogStage(), createLimitsStage(config.limits), createCanonicalPathStage(), createRouteMatchStage(() => table, compileRpc(instances))],
+    [
+      createRequestIdStage(),
+      createAccessLogStage(),
+      createLimitsStage(config.limits),
+      createCanonicalPathStage(),
+      createRouteMatchStage(() => table, compileRpc(instances)),
+    ],
     logger,
   );
   const server = createSecureServer({ allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);

@@ -91,7 +91,7 @@ export const configSchema = z.strictObject({
       fsRoots: csv.default([]).describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
       batchSize: z.number().int().min(1).max(100_000).default(1000).describe('Rows per chunk when a job does not ask for a batch_size.'),
       heartbeatMs: z.number().int().min(10).default(15_000).describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
-      grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe('Lifetime of the gRPC stream token in a job\'s `grpc` block.'),
+      grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
     })
     .prefault({}),
 });

@@ -20,7 +20,10 @@ export const RetrievalErrors = defineErrors('retrieval', {
   },
   source_not_found: { status: 404, doc: 'The file (or table) the dataset names does not exist.' },
   unknown_column: { status: 422, doc: 'A requested column or filter key is not in the source schema; `column` names it.' },
-  source_unavailable: { status: 502, doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.' },
+  source_unavailable: {
+    status: 502,
+    doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',
+  },
   source_credentials_missing: { status: 400, doc: 'The Postgres dataset names no user, or its secret or `credential_override` is not usable.' },
   grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
   dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },

@@ -85,8 +85,18 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
 test('filters (equality, list = IN), columns, offset and limit mean the same in every format', async (t) => {
   const { gw, alice, urns, rows } = await world(t);
   const cases = [
-    { body: { filters: { region: 'north' }, columns: ['id', 'amount'], offset: 5, limit_rows: 10 }, where: (r: TextRow) => r.region === 'north', skip: 5, take: 10 },
-    { body: { filters: { region: ['south', 'east'], amount: 74 }, columns: ['note', 'id'] }, where: (r: TextRow) => r.region !== 'north' && r.amount === '74', skip: 0, take: 1e9 },
+    {
+      body: { filters: { region: 'north' }, columns: ['id', 'amount'], offset: 5, limit_rows: 10 },
+      where: (r: TextRow) => r.region === 'north',
+      skip: 5,
+      take: 10,
+    },
+    {
+      body: { filters: { region: ['south', 'east'], amount: 74 }, columns: ['note', 'id'] },
+      where: (r: TextRow) => r.region !== 'north' && r.amount === '74',
+      skip: 0,
+      take: 1e9,
+    },
     { body: { offset: 2490, batch_size: 3 }, where: () => true, skip: 2490, take: 1e9 },
     { body: { filters: { region: 'nowhere' } }, where: () => false, skip: 0, take: 1e9 },
   ];
@@ -169,7 +179,10 @@ test('a caller without viewer gets 404 on create, status and stream; jobs are li
   );
   assert.deepEqual((await gw.request('GET', '/api/retrieval/jobs', { token: bob.token })).json, []);
   const all = await gw.request('GET', '/api/retrieval/jobs', { token: admin });
-  assert.ok(all.json.some((j: { job_id: string }) => j.job_id === aliceJob.job_id), 'a native admin lists every job');
+  assert.ok(
+    all.json.some((j: { job_id: string }) => j.job_id === aliceJob.job_id),
+    'a native admin lists every job',
+  );
   const canceled = await gw.request('POST', `/api/retrieval/jobs/${aliceJob.job_id}/cancel`, { token: alice });
   assert.equal(canceled.json.status, 'CANCELED');
   const stream = await readSse(gw, aliceJob.job_id, alice);

@@ -5,8 +5,8 @@
  * and client disconnect stop the server-side read.
  */
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { type PostgresPeer, startPostgres } from '../helpers/peers/postgres.ts';
 import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows } from '../helpers/retrieval.ts';
@@ -32,7 +32,10 @@ async function world(t: { after(fn: () => unknown): void }): Promise<World> {
     INSERT INTO big SELECT i, repeat('x', 40) FROM generate_series(1, 300000) i;`);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'pg-creds', value: JSON.stringify({ user: pg.user, password: pg.password }) } });
+  const secret = await gw.request('POST', '/api/catalog/secrets/', {
+    token: admin,
+    json: { name: 'pg-creds', value: JSON.stringify({ user: pg.user, password: pg.password }) },
+  });
   assert.equal(secret.status, 201, secret.text);
   const properties = { host: pg.host, port: pg.port, database: pg.database, secret_urn: secret.json };
   const urn = await createDataset(gw, admin, { name: 'items', platform: 'postgres', properties });
@@ -43,7 +46,8 @@ async function world(t: { after(fn: () => unknown): void }): Promise<World> {
   return { gw, pg, admin, alice: alice.token, urn, bigUrn };
 }
 
-const backends = async (pg: PostgresPeer, jobId: string) => Number(await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'meshgate-retrieval:${jobId}'`));
+const backends = async (pg: PostgresPeer, jobId: string) =>
+  Number(await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'meshgate-retrieval:${jobId}'`));
 
 async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
   for (let i = 0; i < 100; i++) {

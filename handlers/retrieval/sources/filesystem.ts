@@ -5,8 +5,8 @@
  * pushed into the Parquet reader; filters are applied in process.
  */
 import { RetrievalErrors } from '../errors.ts';
-import { allowedPath } from './fs-path.ts';
 import { fileSchema, formatOf, readFile } from './fs-formats.ts';
+import { allowedPath } from './fs-path.ts';
 import { scanBatches } from './scan.ts';
 import type { ReadRequest, Source, SourceFactory, SourceInput } from './types.ts';
 

@@ -88,7 +88,13 @@ async function* parquetBatches(path: string, read: RawRead): AsyncGenerator<Row[
   const columns = read.needed ? [...read.needed] : undefined;
   for (let start = Math.min(read.skip, total); start < total; start += read.batchSize) {
     read.signal.throwIfAborted();
-    const rows = await parquetReadObjects({ file, metadata, rowStart: start, rowEnd: Math.min(total, start + read.batchSize), ...(columns ? { columns } : {}) });
+    const rows = await parquetReadObjects({
+      file,
+      metadata,
+      rowStart: start,
+      rowEnd: Math.min(total, start + read.batchSize),
+      ...(columns ? { columns } : {}),
+    });
     yield rows.map((row) => {
       for (const key of Object.keys(row)) row[key] = jsonSafe(row[key]);
       return row as Row;
