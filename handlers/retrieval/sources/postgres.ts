@@ -14,6 +14,9 @@ import type { FilterValue, ReadRequest, Row, SchemaField, Source, SourceFactory 
 
 const { Client, escapeIdentifier } = pg;
 
+/** Rows per FETCH round trip: with one prefetched, at most 2 × this many rows are held. */
+const FETCH_ROWS = 5000;
+
 function classify(error: unknown): Error {
   const code = (error as { code?: string }).code;
   if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
@@ -79,16 +82,20 @@ async function* cursorBatches(client: pg.Client, target: PgTarget, request: Read
   // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number.
   await client.query('SET LOCAL synchronize_seqscans = off');
   await client.query(`DECLARE meshgate_retrieval NO SCROLL CURSOR FOR ${statement.text}`, statement.values);
-  const fetch = `FETCH FORWARD ${request.batchSize} FROM meshgate_retrieval`;
+  // Fetch in round trips of at least FETCH_ROWS (fewer round trips), hand out batchSize slices.
+  const fetchRows = Math.max(request.batchSize, FETCH_ROWS);
+  const fetch = `FETCH FORWARD ${fetchRows} FROM meshgate_retrieval`;
   let pending = client.query<Row>(fetch);
   for (;;) {
     const { rows } = await pending;
     if (rows.length === 0) return;
-    // Prefetch the next batch while this one is gated and sent.
-    pending = rows.length === request.batchSize ? client.query<Row>(fetch) : Promise.resolve({ rows: [] as Row[] } as pg.QueryResult<Row>);
+    // Prefetch the next round while this one is gated and sent.
+    pending = rows.length === fetchRows ? client.query<Row>(fetch) : Promise.resolve({ rows: [] as Row[] } as pg.QueryResult<Row>);
     pending.catch(() => {}); // observed on the next turn, or dropped with the connection
-    request.signal.throwIfAborted();
-    yield rows;
+    for (let i = 0; i < rows.length; i += request.batchSize) {
+      request.signal.throwIfAborted();
+      yield rows.slice(i, i + request.batchSize);
+    }
   }
 }
 
