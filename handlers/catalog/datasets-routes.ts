@@ -15,10 +15,12 @@ import { splitV2Tail } from './urn.ts';
 
 const V2_PREFIX = '/catalog/datasets/v2/';
 
+// The router answers HEAD with the GET route, so the handlers below treat HEAD as GET.
+
 export function datasetRoutes(service: DatasetService, maxBody: number): RouteDef[] {
   const item = async (ctx: RequestContext, urn: string): Promise<Reply> => {
     const principal = principalOf(ctx);
-    if (ctx.method === 'GET') return ok(service.get(principal, urn));
+    if (ctx.method === 'GET' || ctx.method === 'HEAD') return ok(service.get(principal, urn));
     if (ctx.method === 'PATCH') return ok(service.patch(principal, urn, await readJson(ctx.req, maxBody, datasetPatchBody)));
     if (ctx.method === 'DELETE') {
       service.delete(principal, urn);
@@ -28,7 +30,7 @@ export function datasetRoutes(service: DatasetService, maxBody: number): RouteDe
   };
   const schema = async (ctx: RequestContext, urn: string): Promise<Reply> => {
     const principal = principalOf(ctx);
-    if (ctx.method === 'GET') return ok(service.getSchema(principal, urn));
+    if (ctx.method === 'GET' || ctx.method === 'HEAD') return ok(service.getSchema(principal, urn));
     if (ctx.method === 'PUT') return ok(service.putSchema(principal, urn, await readJson(ctx.req, maxBody, schemaBody)));
     throw GatewayErrors.make.method_not_allowed({ allowed: ['GET', 'PUT'] });
   };

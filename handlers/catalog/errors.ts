@@ -4,12 +4,12 @@ import { defineErrors } from '../../gateway/errors/api-error.ts';
 export const CatalogErrors = defineErrors('catalog', {
   catalog_dataset_not_found: {
     status: 404,
-    doc: 'No dataset with that URN is visible to the caller (absent, or no viewer/editor/owner relation): `{"detail":"Dataset not found"}` (contract §7.3).',
+    doc: 'No dataset with that URN is visible to the caller: absent, or no viewer/editor/owner relation (contract §7.3).',
     stringDetail: 'Dataset not found',
   },
   catalog_schema_update_not_found: {
     status: 404,
-    doc: 'Schema PUT on a dataset the caller cannot see: the exact string the SDK matches (contract §1.6, §7.3).',
+    doc: 'Schema PUT on a dataset the caller cannot see; the SDK matches this exact string (contract §1.6, §7.3).',
     stringDetail: 'Dataset not found or schema could not be updated',
   },
   catalog_schema_not_set: { status: 404, doc: 'The dataset has no schema yet.', stringDetail: 'Dataset schema not found' },

@@ -8,18 +8,12 @@ import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
+import { catalogName } from './datasets-wire.ts';
 import { created, flagFromQuery, noContent, ok, principalOf, textFromQuery, urnFromQuery } from './route-kit.ts';
 import type { SecretsService } from './secrets-service.ts';
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what names may not hold.
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 const createBody = z.object({
-  name: z
-    .string()
-    .min(1)
-    .max(256)
-    .refine((s) => !CONTROL.test(s), 'must not contain control characters'),
+  name: catalogName(256),
   value: z.string().min(1).max(65_536),
   owner: z.string().max(512).nullish(),
   description: z.string().max(4096).nullish(),
