@@ -27,10 +27,14 @@ const cleanups: (() => unknown)[] = [];
 async function startGateway(): Promise<{ url: string; ca: string; pid: number; child: ChildProcess }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/cli/main.ts', 'serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'], {
-    env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'gateway/cli/main.ts', 'serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
+    {
+      env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   cleanups.push(() => child.kill('SIGTERM'));
   for await (const line of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
     const match = /meshgate listening (https:\/\/\S+)/.exec(line);
@@ -56,15 +60,22 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: numb
 async function main(): Promise<void> {
   const pg: PostgresPeer = await startPostgres({ after: (fn) => cleanups.push(fn) }, { settings: { shared_buffers: '256MB' } });
   const fill = (table: string, n: number) =>
-    pg.psql(`CREATE TABLE ${table} (id int, region text, amount int, note text);
-      INSERT INTO ${table} SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % 1000, 'row-' || i FROM generate_series(1, ${n}) i;`).then(() => pg.psql(`VACUUM ANALYZE ${table}`));
+    pg
+      .psql(`CREATE TABLE ${table} (id int, region text, amount int, note text);
+      INSERT INTO ${table} SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % 1000, 'row-' || i FROM generate_series(1, ${n}) i;`)
+      .then(() => pg.psql(`VACUUM ANALYZE ${table}`));
   await fill('small', smallRows);
   await fill('large', largeRows);
   const gw = await startGateway();
   const agent = new Agent({ connect: { ca: gw.ca } });
   const api = async (method: string, path: string, token: string | null, body?: unknown) => {
     const headers: Record<string, string> = token ? { authorization: `Bearer ${token}`, 'content-type': 'application/json' } : {};
-    const res = await request(`${gw.url}${path}`, { method: method as 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body), dispatcher: agent });
+    const res = await request(`${gw.url}${path}`, {
+      method: method as 'POST',
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      dispatcher: agent,
+    });
     return res.body.json() as Promise<any>;
   };
   const login = await request(`${gw.url}/api/auth/token`, {
@@ -76,7 +87,11 @@ async function main(): Promise<void> {
   const token = ((await login.body.json()) as { access_token: string }).access_token;
   const secret = await api('POST', '/api/catalog/secrets/', token, { name: 'bench-pg', value: JSON.stringify({ user: pg.user, password: pg.password }) });
   const urnOf = async (table: string) =>
-    api('POST', '/api/catalog/datasets/', token, { name: table, platform: 'postgres', properties: { host: pg.host, port: pg.port, database: pg.database, secret_urn: secret } });
+    api('POST', '/api/catalog/datasets/', token, {
+      name: table,
+      platform: 'postgres',
+      properties: { host: pg.host, port: pg.port, database: pg.database, secret_urn: secret },
+    });
   const urns = { small: await urnOf('small'), large: await urnOf('large') };
 
   const copy = async (table: string) => {
@@ -118,16 +133,16 @@ async function main(): Promise<void> {
     if (watch) rss = { base, peak };
     if (s.value !== n || g.value !== n) throw new Error(`row count mismatch: sse ${s.value}, grpc ${g.value}, want ${n}`);
     const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
-    results.push(
-      `| ${name} | ${n} | ${rate(c)} | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) |`,
-    );
+    results.push(`| ${name} | ${n} | ${rate(c)} | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) |`);
   }
   const inlineRuns = 20;
   const inline = await timed(async () => {
     for (let i = 0; i < inlineRuns; i++) await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urns.small, transport: 'inline', limit_rows: 10_000 });
   });
   results.push('', `inline (10k rows, ${inlineRuns} jobs): ${Math.round((inlineRuns * 10_000) / inline.seconds)} rows/s`);
-  results.push(`gateway RSS while streaming the large table: ${rss.base.toFixed(0)} MB → peak ${rss.peak.toFixed(0)} MB (growth ${(rss.peak - rss.base).toFixed(0)} MB)`);
+  results.push(
+    `gateway RSS while streaming the large table: ${rss.base.toFixed(0)} MB → peak ${rss.peak.toFixed(0)} MB (growth ${(rss.peak - rss.base).toFixed(0)} MB)`,
+  );
   process.stdout.write(`${results.join('\n')}\n`);
   await agent.close();
 }
