@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ConnectRouter } from '@connectrpc/connect';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
@@ -84,6 +85,8 @@ export interface GatewayDeps {
 export interface HandlerInstance {
   routes?: readonly RouteDef[];
   mounts?: readonly ServiceMount[];
+  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener (STYLE C6). */
+  rpc?(router: ConnectRouter): void;
   close?(): Promise<void> | void;
 }
 

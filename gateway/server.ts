@@ -26,6 +26,7 @@ import { createLimitsStage } from './pipeline/stages/limits.ts';
 import { createRequestIdStage } from './pipeline/stages/request-id.ts';
 import { createRouteMatchStage } from './pipeline/stages/route-match.ts';
 import { buildServiceTable, compileHandlers } from './routing/compile.ts';
+import { compileRpc } from './routing/rpc.ts';
 import { ROUTING_SOURCE, type ServiceTable } from './routing/service-table.ts';
 import { ServiceRegistry } from './services.ts';
 import { ensureTlsMaterial } from './tls/material.ts';
@@ -91,7 +92,13 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     table = buildServiceTable(snapshot, compiled);
   });
   const handle = createPipeline(
-    [createRequestIdStage(), createAccessLogStage(), createLimitsStage(config.limits), createCanonicalPathStage(), createRouteMatchStage(() => table)],
+    [
+      createRequestIdStage(),
+      createAccessLogStage(),
+      createLimitsStage(config.limits),
+      createCanonicalPathStage(),
+      createRouteMatchStage(() => table, compileRpc(instances)),
+    ],
     logger,
   );
   const server = createSecureServer({ allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);

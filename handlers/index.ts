@@ -7,7 +7,16 @@ import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
 import { catalogModule } from './catalog/index.ts';
 import { federationModule } from './federation/index.ts';
+import { retrievalModule } from './retrieval/index.ts';
 import { routingModule } from './routing/index.ts';
 import { servingModule } from './serving/index.ts';
 
-export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, catalogModule, federationModule, servingModule];
+export const HANDLER_MODULES: readonly HandlerModule[] = [
+  authModule,
+  authzModule,
+  routingModule,
+  catalogModule,
+  retrievalModule,
+  federationModule,
+  servingModule,
+];

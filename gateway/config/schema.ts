@@ -106,6 +106,20 @@ export const configSchema = z.strictObject({
       peerTimeoutMs: z.number().int().min(100).max(120_000).default(15_000).describe('Connect and answer timeout of peer-protocol calls and diagnose probes.'),
     })
     .prefault({}),
+  retrieval: z
+    .strictObject({
+      inlineThresholdBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(1024 * 1024)
+        .describe('Largest serialized JSON result answered inline (contract §8.1); `auto` streams over SSE beyond it, `inline` is refused with 422.'),
+      fsRoots: csv.default([]).describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
+      batchSize: z.number().int().min(1).max(100_000).default(1000).describe('Rows per chunk when a job does not ask for a batch_size.'),
+      heartbeatMs: z.number().int().min(10).default(15_000).describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
+      grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
+    })
+    .prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -136,4 +150,6 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },
   PLATFORM_TRUSTED_SHARED_ISSUERS: { path: ['federation', 'trustedSharedIssuers'], kind: 'csv' },
+  PLATFORM_RETRIEVAL_FS_ROOTS: { path: ['retrieval', 'fsRoots'], kind: 'csv' },
+  PLATFORM_RETRIEVAL_INLINE_THRESHOLD_BYTES: { path: ['retrieval', 'inlineThresholdBytes'], kind: 'number' },
 };

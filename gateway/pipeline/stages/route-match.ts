@@ -5,13 +5,21 @@
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import { sendReply } from '../../http/respond.ts';
+import type { RpcMount } from '../../routing/rpc.ts';
 import type { ServiceTable } from '../../routing/service-table.ts';
 import type { Stage } from '../stage.ts';
 
-export function createRouteMatchStage(currentTable: () => ServiceTable): Stage {
+export function createRouteMatchStage(currentTable: () => ServiceTable, rpc: RpcMount | null = null): Stage {
   return {
     name: 'routeMatch',
     run(ctx: RequestContext) {
+      // Connect-RPC paths (`/<package>.<Service>/<Method>`) come before the prefix table (STYLE C6).
+      const rpcRoute = rpc?.match(ctx.rawPath);
+      if (rpcRoute) {
+        ctx.service = 'rpc';
+        ctx.route = rpcRoute;
+        return 'continue';
+      }
       const table = currentTable();
       const resolved = table.resolve(ctx.rawPath);
       if (!resolved) throw GatewayErrors.make.route_not_found();

@@ -1,0 +1,154 @@
+/**
+ * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
+ * (DESIGN.md §8): a real PostgreSQL, a meshgate started as its own process
+ * (`meshgate serve`), and loopback clients for inline, SSE and gRPC. Prints
+ * rows/s per transport and table size, the ratio to COPY, and the gateway's
+ * RSS growth while it streams the large table. Never run by the test suite.
+ *
+ *   npx tsx bench/retrieval/run.ts [smallRows=1000000] [largeRows=10000000]
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { Agent, request } from 'undici';
+import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
+import { type PostgresPeer, startPostgres } from '../../test/helpers/peers/postgres.ts';
+
+const execFileAsync = promisify(execFile);
+const [smallRows = 1_000_000, largeRows = 10_000_000] = process.argv.slice(2).map(Number);
+const PASSWORD = 'bench-admin-password';
+const cleanups: (() => unknown)[] = [];
+
+async function startGateway(): Promise<{ url: string; ca: string; pid: number; child: ChildProcess }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'gateway/cli/main.ts', 'serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
+    {
+      env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  cleanups.push(() => child.kill('SIGTERM'));
+  for await (const line of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
+    const match = /meshgate listening (https:\/\/\S+)/.exec(line);
+    if (match) {
+      const port = new URL(match[1] as string).port;
+      return { url: `https://localhost:${port}`, ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8'), pid: child.pid as number, child };
+    }
+  }
+  throw new Error('gateway did not start');
+}
+
+function rssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
+  return Number(line?.[1] ?? 0) / 1024;
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: number }> {
+  const start = process.hrtime.bigint();
+  const value = await fn();
+  return { value, seconds: Number(process.hrtime.bigint() - start) / 1e9 };
+}
+
+async function main(): Promise<void> {
+  const pg: PostgresPeer = await startPostgres({ after: (fn) => cleanups.push(fn) }, { settings: { shared_buffers: '256MB' } });
+  const fill = (table: string, n: number) =>
+    pg
+      .psql(`CREATE TABLE ${table} (id int, region text, amount int, note text);
+      INSERT INTO ${table} SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % 1000, 'row-' || i FROM generate_series(1, ${n}) i;`)
+      .then(() => pg.psql(`VACUUM ANALYZE ${table}`));
+  await fill('small', smallRows);
+  await fill('large', largeRows);
+  const gw = await startGateway();
+  const agent = new Agent({ connect: { ca: gw.ca } });
+  const api = async (method: string, path: string, token: string | null, body?: unknown) => {
+    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}`, 'content-type': 'application/json' } : {};
+    const res = await request(`${gw.url}${path}`, {
+      method: method as 'POST',
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      dispatcher: agent,
+    });
+    return res.body.json() as Promise<any>;
+  };
+  const login = await request(`${gw.url}/api/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: `username=admin&password=${PASSWORD}`,
+    dispatcher: agent,
+  });
+  const token = ((await login.body.json()) as { access_token: string }).access_token;
+  const secret = await api('POST', '/api/catalog/secrets/', token, { name: 'bench-pg', value: JSON.stringify({ user: pg.user, password: pg.password }) });
+  const urnOf = async (table: string) =>
+    api('POST', '/api/catalog/datasets/', token, {
+      name: table,
+      platform: 'postgres',
+      properties: { host: pg.host, port: pg.port, database: pg.database, secret_urn: secret },
+    });
+  const urns = { small: await urnOf('small'), large: await urnOf('large') };
+
+  const copy = async (table: string) => {
+    const env = { ...process.env, PGPASSWORD: pg.password };
+    await execFileAsync(
+      join(pg.binDir, 'psql'),
+      ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database, '-c', `COPY ${table} TO STDOUT`, '-o', '/dev/null'],
+      { env },
+    );
+  };
+  const sse = async (urn: string) => {
+    const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'sse' });
+    const res = await request(`${gw.url}/api/retrieval/jobs/${job.job_id}/stream`, { headers: { authorization: `Bearer ${token}` }, dispatcher: agent });
+    let tail = '';
+    for await (const piece of res.body) tail = (tail + Buffer.from(piece).toString('latin1')).slice(-4096);
+    return Number(/"rows":(\d+)/.exec(tail.slice(tail.lastIndexOf('event: complete')))?.[1]);
+  };
+  const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: gw.url, nodeOptions: { ca: gw.ca } }));
+  const grpc = async (urn: string) => {
+    const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc' });
+    let rows = 0;
+    for await (const chunk of client.streamData({ jobId: job.job_id, token: job.grpc.token })) rows += Number(chunk.rowCount);
+    return rows;
+  };
+  const results: string[] = ['| table | rows | COPY rows/s | SSE rows/s (×COPY) | gRPC rows/s (×COPY) |', '|---|---|---|---|---|'];
+  let rss = { base: 0, peak: 0 };
+  for (const [name, n] of [
+    ['small', smallRows],
+    ['large', largeRows],
+  ] as const) {
+    const c = await timed(() => copy(name));
+    const watch = name === 'large';
+    const base = rssMb(gw.pid);
+    let peak = base;
+    const sampler = watch ? setInterval(() => (peak = Math.max(peak, rssMb(gw.pid))), 100) : undefined;
+    const s = await timed(() => sse(urns[name]));
+    const g = await timed(() => grpc(urns[name]));
+    clearInterval(sampler);
+    if (watch) rss = { base, peak };
+    if (s.value !== n || g.value !== n) throw new Error(`row count mismatch: sse ${s.value}, grpc ${g.value}, want ${n}`);
+    const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
+    results.push(`| ${name} | ${n} | ${rate(c)} | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) |`);
+  }
+  const inlineRuns = 20;
+  const inline = await timed(async () => {
+    for (let i = 0; i < inlineRuns; i++) await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urns.small, transport: 'inline', limit_rows: 10_000 });
+  });
+  results.push('', `inline (10k rows, ${inlineRuns} jobs): ${Math.round((inlineRuns * 10_000) / inline.seconds)} rows/s`);
+  results.push(
+    `gateway RSS while streaming the large table: ${rss.base.toFixed(0)} MB → peak ${rss.peak.toFixed(0)} MB (growth ${(rss.peak - rss.base).toFixed(0)} MB)`,
+  );
+  process.stdout.write(`${results.join('\n')}\n`);
+  await agent.close();
+}
+
+try {
+  await main();
+} finally {
+  for (const fn of cleanups.reverse()) await fn();
+}

@@ -1,0 +1,34 @@
+/** Reasons of the retrieval service and dataset gates (contract §8, §9, §10). */
+import { defineErrors } from '../../gateway/errors/api-error.ts';
+
+export const RetrievalErrors = defineErrors('retrieval', {
+  retrieval_job_not_found: { status: 404, doc: 'No retrieval job with that id belongs to the caller (a native administrator sees every job).' },
+  retrieval_job_canceled: { status: 409, doc: 'The job was canceled; it cannot be streamed any more.' },
+  inline_threshold_exceeded: {
+    status: 422,
+    doc: 'The result is larger than the inline threshold (`retrieval.inlineThresholdBytes`, 1 MiB of JSON by default); use `transport` `sse`, `grpc` or `auto` (contract §8.1).',
+  },
+  source_unsupported: { status: 422, doc: "No retrieval source serves the dataset's `platform` (or its file format)." },
+  dataset_location_missing: {
+    status: 400,
+    doc: 'The dataset has no `properties.path`/`location` (or Postgres connection properties) to read from.',
+    stringDetail: 'Dataset is missing a location property',
+  },
+  path_not_allowed: {
+    status: 403,
+    doc: 'The dataset path is outside the allowed roots (`PLATFORM_RETRIEVAL_FS_ROOTS`), holds `..`, or passes through a symbolic link.',
+  },
+  source_not_found: { status: 404, doc: 'The file (or table) the dataset names does not exist.' },
+  unknown_column: { status: 422, doc: 'A requested column or filter key is not in the source schema; `column` names it.' },
+  source_unavailable: {
+    status: 502,
+    doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',
+  },
+  source_credentials_missing: { status: 400, doc: 'The Postgres dataset names no user, or its secret or `credential_override` is not usable.' },
+  grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
+  dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },
+  not_configured: { status: 404, doc: 'The dataset has no gate bound (GET/DELETE …/gate, contract §9.1).' },
+  wrong_kind: { status: 400, doc: 'The gate type is not an attribute (per-record) gate (contract §9.1).' },
+  classpath_not_allowed: { status: 403, doc: 'The gate type is not a built-in gate class path or alias (contract §9.1).' },
+  gate_config_invalid: { status: 400, doc: "The gate `config` does not match the gate's config schema; `problems` lists why." },
+});

@@ -1,0 +1,80 @@
+/**
+ * HTTP surface of retrieval (contract §8.1–8.4) and of dataset gate binding
+ * (§9.1): parsing only; logic in service.ts and gates/binding.ts.
+ */
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { parseQuery, readJson } from '../../gateway/http/body.ts';
+import type { RequestContext } from '../../gateway/http/context.ts';
+import type { RouteDef } from '../../gateway/module.ts';
+import type { Principal } from '../principal.ts';
+import type { GateBindings } from './gates/binding.ts';
+import type { RetrievalService } from './service.ts';
+import { streamSse } from './transports/sse.ts';
+import { createBody, listQuery } from './wire.ts';
+
+const gateBody = z.object({ type: z.string().min(1).max(1024), config: z.unknown().optional() });
+
+function me(ctx: RequestContext): Principal {
+  if (!ctx.principal) throw new Error('retrieval route ran without a principal');
+  return ctx.principal;
+}
+
+const ok = (body: unknown) => ({ status: 200, body });
+
+export interface RouteDeps {
+  readonly service: RetrievalService;
+  readonly gates: GateBindings;
+  readonly maxBody: number;
+  readonly heartbeatMs: number;
+  readonly logger: Logger;
+}
+
+export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }: RouteDeps): RouteDef[] {
+  const id = (ctx: RequestContext) => ctx.params.id as string;
+  const urn = (ctx: RequestContext) => ctx.params.urn as string;
+  const gateRoute = { path: '/catalog/datasets/:urn/gate', auth: 'user', allowEncodedSlash: true } as const;
+  return [
+    {
+      method: 'POST',
+      path: '/retrieval/jobs',
+      auth: 'user',
+      async handle(ctx) {
+        return { status: 201, body: await service.create(me(ctx), await readJson(ctx.req, maxBody, createBody)) };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/retrieval/jobs',
+      auth: 'user',
+      handle(ctx) {
+        const { limit, offset } = parseQuery(ctx.query, listQuery);
+        return ok(service.list(me(ctx), limit, offset));
+      },
+    },
+    { method: 'GET', path: '/retrieval/jobs/:id', auth: 'user', handle: (ctx) => ok(service.status(me(ctx), id(ctx))) },
+    { method: 'POST', path: '/retrieval/jobs/:id/cancel', auth: 'user', handle: (ctx) => ok(service.cancel(me(ctx), id(ctx))) },
+    {
+      method: 'GET',
+      path: '/retrieval/jobs/:id/stream',
+      auth: 'user',
+      async handle(ctx) {
+        // Denials are thrown before the first byte, so they stay small JSON bodies (contract §8.4).
+        const stream = await service.stream(me(ctx), id(ctx));
+        await streamSse(ctx.res, stream, heartbeatMs, logger);
+        return undefined;
+      },
+    },
+    {
+      ...gateRoute,
+      method: 'PUT',
+      nativeOnly: true,
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, gateBody);
+        return ok(gates.put(me(ctx), urn(ctx), body.type, body.config ?? {}));
+      },
+    },
+    { ...gateRoute, method: 'GET', handle: (ctx) => ok(gates.get(me(ctx), urn(ctx))) },
+    { ...gateRoute, method: 'DELETE', nativeOnly: true, handle: (ctx) => ok(gates.delete(me(ctx), urn(ctx))) },
+  ];
+}

@@ -1,0 +1,95 @@
+/**
+ * Live state of running streams: their abort controllers (cancel reaches
+ * every stream of a job), their progress (kept in memory, written to the
+ * job row at most once a second and at the end, so a 10M-row stream does
+ * not turn into 10k synchronous database writes), and the in-memory
+ * credential overrides (never persisted, contract §8.1 `credential_override`).
+ */
+import type { JobChanges, JobStore } from './store.ts';
+import type { Progress } from './wire.ts';
+
+const FLUSH_MS = 1000;
+const OVERRIDE_TTL_MS = 6 * 3600 * 1000;
+
+interface Live {
+  controllers: Set<AbortController>;
+  progress: Progress;
+  flushedAt: number;
+}
+
+export class ActiveRuns {
+  readonly #live = new Map<string, Live>();
+  readonly #overrides = new Map<string, { value: string; until: number }>();
+
+  constructor(
+    private readonly store: JobStore,
+    private readonly now: () => Date,
+  ) {}
+
+  /** Registers a stream of the job; the controller is aborted by cancel() or release(). */
+  begin(jobId: string): AbortController {
+    const controller = new AbortController();
+    let live = this.#live.get(jobId);
+    if (!live) {
+      live = { controllers: new Set(), progress: { rows: 0, bytes: 0, chunks: 0 }, flushedAt: 0 };
+      this.#live.set(jobId, live);
+    }
+    live.controllers.add(controller);
+    this.#write(jobId, { status: 'RUNNING', rows: 0, bytes: 0, chunks: 0, error: null });
+    live.progress = { rows: 0, bytes: 0, chunks: 0 };
+    return controller;
+  }
+
+  advance(jobId: string, rows: number, bytes: number): void {
+    const live = this.#live.get(jobId);
+    if (!live) return;
+    live.progress.rows += rows;
+    live.progress.bytes += bytes;
+    live.progress.chunks += 1;
+    const at = this.now().getTime();
+    if (at - live.flushedAt >= FLUSH_MS) {
+      live.flushedAt = at;
+      this.#write(jobId, { ...live.progress });
+    }
+  }
+
+  /** Ends one stream: final progress and status (unless the job was canceled meanwhile). */
+  end(jobId: string, controller: AbortController, outcome: { status: 'COMPLETED' | 'FAILED'; error: string | null }, canceled: boolean): void {
+    const live = this.#live.get(jobId);
+    controller.abort();
+    if (!live) return;
+    live.controllers.delete(controller);
+    const changes: JobChanges = { ...live.progress };
+    if (!canceled) Object.assign(changes, outcome);
+    this.#write(jobId, changes);
+    if (live.controllers.size === 0) this.#live.delete(jobId);
+  }
+
+  cancel(jobId: string): void {
+    for (const controller of this.#live.get(jobId)?.controllers ?? []) controller.abort();
+    this.#overrides.delete(jobId);
+  }
+
+  progress(jobId: string): Progress | undefined {
+    const live = this.#live.get(jobId);
+    return live ? { ...live.progress } : undefined;
+  }
+
+  rememberOverride(jobId: string, value: string | null): void {
+    if (value !== null) this.#overrides.set(jobId, { value, until: this.now().getTime() + OVERRIDE_TTL_MS });
+  }
+
+  override(jobId: string): string | null {
+    const at = this.now().getTime();
+    for (const [id, entry] of this.#overrides) if (entry.until <= at) this.#overrides.delete(id);
+    return this.#overrides.get(jobId)?.value ?? null;
+  }
+
+  abortAll(): void {
+    for (const live of this.#live.values()) for (const controller of live.controllers) controller.abort();
+  }
+
+  #write(jobId: string, changes: JobChanges): void {
+    this.store.update(jobId, { ...changes, updatedAt: this.now().toISOString() });
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Retrieval jobs (contract §8.1–8.3). A job keeps the request it was created
+ * with, the dataset summary, the caller it belongs to (with the attributes
+ * its gates evaluate, read from the token at creation: contract §9.2) and
+ * its progress. `credential_override` is never stored: it lives in memory
+ * for the job's lifetime only.
+ */
+import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+
+export const retrievalJobs = sqliteTable(
+  'retrieval_jobs',
+  {
+    id: text('id').primaryKey(),
+    ownerId: text('owner_id').notNull(),
+    principal: text('principal', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    datasetUrn: text('dataset_urn').notNull(),
+    dataset: text('dataset', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    transport: text('transport').notNull(),
+    status: text('status').notNull(),
+    request: text('request', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    rows: integer('rows').notNull().default(0),
+    bytes: integer('bytes').notNull().default(0),
+    chunks: integer('chunks').notNull().default(0),
+    error: text('error'),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+  },
+  (t) => [index('retrieval_jobs_owner').on(t.ownerId, t.createdAt), index('retrieval_jobs_created').on(t.createdAt)],
+);

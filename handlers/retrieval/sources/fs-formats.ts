@@ -1,0 +1,129 @@
+/**
+ * File format readers for the filesystem source: CSV (csv-parse, header
+ * row, cells as text), JSON lines (one object per line) and Parquet
+ * (hyparquet, read one slice of rows at a time so memory stays bounded).
+ * Each yields raw row batches in file order; scan.ts applies the request.
+ */
+import { createReadStream } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { pipeline } from 'node:stream';
+import { parse } from 'csv-parse';
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
+import { RetrievalErrors } from '../errors.ts';
+import { jsonSafe } from './scan.ts';
+import type { Row, SchemaField } from './types.ts';
+
+export type FileFormat = 'csv' | 'jsonl' | 'parquet';
+
+const EXTENSIONS: Readonly<Record<string, FileFormat>> = { csv: 'csv', jsonl: 'jsonl', ndjson: 'jsonl', json: 'jsonl', parquet: 'parquet' };
+
+/** `format_hint` wins over the extension (contract §8.6: the format is inferred from the extension). */
+export function formatOf(path: string, hint: string | null): FileFormat | null {
+  if (hint && EXTENSIONS[hint.toLowerCase()]) return EXTENSIONS[hint.toLowerCase()] as FileFormat;
+  const dot = path.lastIndexOf('.');
+  return dot < 0 ? null : (EXTENSIONS[path.slice(dot + 1).toLowerCase()] ?? null);
+}
+
+export interface RawRead {
+  /** Columns the caller needs (projection ∪ filter keys); null = all. A format may read fewer columns from disk. */
+  readonly needed: readonly string[] | null;
+  /** Rows to skip before the first batch, when the format can seek (no filters in play). */
+  readonly skip: number;
+  readonly batchSize: number;
+  readonly signal: AbortSignal;
+}
+
+async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal: AbortSignal): AsyncGenerator<Row[]> {
+  let batch: Row[] = [];
+  for await (const row of rows) {
+    signal.throwIfAborted();
+    batch.push(row);
+    if (batch.length >= size) {
+      yield batch;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+// Leaving the iteration early (limit reached, abort) destroys the parser, and pipeline() the file stream with it.
+function csvRows(path: string): AsyncIterable<Row> {
+  const parser = parse({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: true });
+  pipeline(createReadStream(path), parser, () => {});
+  return parser;
+}
+
+async function* jsonLines(path: string): AsyncGenerator<Row> {
+  const input = createReadStream(path);
+  const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
+  let number = 0;
+  try {
+    for await (const line of lines) {
+      number++;
+      if (line.trim() !== '') yield parseLine(line, number);
+    }
+  } finally {
+    lines.close();
+    input.destroy();
+  }
+}
+
+function parseLine(line: string, number: number): Row {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw RetrievalErrors.make.source_unavailable({ problem: 'invalid JSON line', line: number });
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw RetrievalErrors.make.source_unavailable({ problem: 'JSON line is not an object', line: number });
+  }
+  return value as Row;
+}
+
+async function* parquetBatches(path: string, read: RawRead): AsyncGenerator<Row[]> {
+  const file = await asyncBufferFromFile(path);
+  const metadata = await parquetMetadataAsync(file);
+  const total = Number(metadata.num_rows);
+  const columns = read.needed ? [...read.needed] : undefined;
+  for (let start = Math.min(read.skip, total); start < total; start += read.batchSize) {
+    read.signal.throwIfAborted();
+    const rows = await parquetReadObjects({
+      file,
+      metadata,
+      rowStart: start,
+      rowEnd: Math.min(total, start + read.batchSize),
+      ...(columns ? { columns } : {}),
+    });
+    yield rows.map((row) => {
+      for (const key of Object.keys(row)) row[key] = jsonSafe(row[key]);
+      return row as Row;
+    });
+  }
+}
+
+/** Raw batches; `skipped` says how many of read.skip rows the format already skipped. */
+export function readFile(path: string, format: FileFormat, read: RawRead): { batches: AsyncIterable<Row[]>; skipped: number } {
+  if (format === 'parquet') return { batches: parquetBatches(path, read), skipped: read.skip };
+  const rows = format === 'csv' ? csvRows(path) : jsonLines(path);
+  return { batches: batchesOf(rows, read.batchSize, read.signal), skipped: 0 };
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/** Typed schema: Parquet from its metadata; CSV header cells as `string`; JSON lines from the first object. */
+export async function fileSchema(path: string, format: FileFormat, signal: AbortSignal): Promise<SchemaField[]> {
+  if (format === 'parquet') {
+    const metadata = await parquetMetadataAsync(await asyncBufferFromFile(path));
+    return parquetSchema(metadata).children.map((c) => ({ name: c.element.name, type: String(c.element.logical_type?.type ?? c.element.type ?? 'GROUP') }));
+  }
+  signal.throwIfAborted();
+  for await (const row of format === 'csv' ? csvRows(path) : jsonLines(path)) {
+    return Object.entries(row).map(([name, value]) => ({ name, type: format === 'csv' ? 'string' : jsonType(value) }));
+  }
+  return [];
+}

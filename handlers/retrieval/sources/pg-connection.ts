@@ -1,0 +1,78 @@
+/**
+ * Where a Postgres dataset lives and with which credentials (contract §8.6
+ * ingestion kwargs `host`, `port`, `database`, `user`, `password`,
+ * `schema`). Credentials come from a catalog secret (a property whose value
+ * is a secret URN, or `secret_urn` holding `{"user","password"}` JSON or a
+ * bare password) or from the job's `credential_override`, which may set the
+ * user and password only: the dataset owner, not the caller, decides which
+ * server is contacted. Values are never logged or put in an error.
+ */
+import { RetrievalErrors } from '../errors.ts';
+import type { SourceInput } from './types.ts';
+
+const SECRET_PREFIX = 'urn:li:dataHubSecret:';
+
+/** The slice of the catalog's SECRETS service a connector uses. */
+export interface SecretReader {
+  reveal(urn: string): string;
+}
+
+export interface PgTarget {
+  readonly connection: { host: string; port: number; database: string };
+  readonly schema: string;
+  readonly table: string;
+}
+
+export interface PgCredentials {
+  user: string;
+  password: string | undefined;
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+
+export function pgTarget(input: SourceInput): PgTarget {
+  const p = input.properties;
+  const host = text(p.host);
+  if (!host) throw RetrievalErrors.make.dataset_location_missing();
+  const port = Number(p.port ?? 5432);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw RetrievalErrors.make.dataset_location_missing();
+  return {
+    connection: { host, port, database: text(p.database) ?? text(p.dbname) ?? 'postgres' },
+    schema: text(p.schema) ?? 'public',
+    table: text(p.table) ?? text(input.options.table) ?? input.name,
+  };
+}
+
+/** `{"user","password"}` (or `username`) JSON, else the whole text is a password. */
+function parseCredentialText(value: string): Partial<PgCredentials> {
+  try {
+    const parsed = JSON.parse(value) as Record<string, unknown>;
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      return { user: text(parsed.user) ?? text(parsed.username), password: text(parsed.password) };
+    }
+  } catch {
+    // not JSON: a bare password
+  }
+  return { password: value };
+}
+
+function revealed(value: unknown, secrets: SecretReader | undefined): string | undefined {
+  const raw = text(value);
+  if (!raw?.startsWith(SECRET_PREFIX)) return raw;
+  if (!secrets) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secrets service unavailable' });
+  try {
+    return secrets.reveal(raw);
+  } catch {
+    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: raw });
+  }
+}
+
+export function pgCredentials(input: SourceInput, secrets: SecretReader | undefined): PgCredentials {
+  const p = input.properties;
+  const fromSecret = text(p.secret_urn) ? parseCredentialText(revealed(p.secret_urn, secrets) as string) : {};
+  const fromOverride = input.credentialOverride ? parseCredentialText(input.credentialOverride) : {};
+  const user = fromOverride.user ?? fromSecret.user ?? revealed(p.user ?? p.username, secrets);
+  const password = fromOverride.password ?? fromSecret.password ?? revealed(p.password, secrets);
+  if (!user) throw RetrievalErrors.make.source_credentials_missing({ problem: 'no user' });
+  return { user, password };
+}

@@ -1,0 +1,61 @@
+/**
+ * The one interface every retrieval source implements (issue 9 item 3;
+ * DESIGN.md §6): typed schema discovery, then row batches read with the
+ * request's columns, filters, limit and offset pushed down where the source
+ * can, cancelled through an AbortSignal. Sources of issue 10 (S3, Kafka,
+ * Hive, Slack) add a factory to the registry and run the contract suite in
+ * test/contract/source.contract.ts.
+ */
+export type Row = Record<string, unknown>;
+
+/** A filter value: a scalar means equality, a list means IN (contract §8.1 [I]). */
+export type FilterValue = string | number | boolean | null | readonly (string | number | boolean | null)[];
+
+export interface ReadRequest {
+  /** Columns to return, in this order; null = every column. */
+  readonly columns: readonly string[] | null;
+  /** AND of equalities; an empty object = no filter. */
+  readonly filters: Readonly<Record<string, FilterValue>>;
+  readonly offset: number;
+  /** Most rows to return; null = all. */
+  readonly limit: number | null;
+  /** Rows per yielded batch (a source may yield fewer, never more). */
+  readonly batchSize: number;
+  readonly signal: AbortSignal;
+}
+
+export interface SchemaField {
+  readonly name: string;
+  /** Source type name (`text`, `int8`, `string`, `INT64`, ...). */
+  readonly type: string;
+}
+
+export interface Source {
+  /** Typed schema for the catalog and for validating columns and filters. */
+  schema(signal: AbortSignal): Promise<SchemaField[]>;
+  /** Row batches; stops reading the underlying source when the signal aborts or iteration is left. */
+  read(request: ReadRequest): AsyncIterable<Row[]>;
+}
+
+/** What a source is built from: the dataset's catalog record plus the job's source-specific inputs. */
+export interface SourceInput {
+  readonly urn: string;
+  readonly platform: string;
+  /** URN name part (`orders`, `/srv/x.csv`, `bucket/key`). */
+  readonly name: string;
+  readonly properties: Readonly<Record<string, unknown>>;
+  readonly options: Readonly<Record<string, unknown>>;
+  readonly credentialOverride: string | null;
+  readonly formatHint: string | null;
+  /** Tag for the source's connections (Postgres application_name), to observe one job's reads. */
+  readonly tag: string;
+}
+
+export interface SourceFactory {
+  /** Dataset `platform` values this factory serves (contract §8.6). */
+  readonly platforms: readonly string[];
+  /** Validates the inputs and builds the source; throws an ApiError (4xx) on bad configuration. */
+  create(input: SourceInput): Promise<Source> | Source;
+  /** Format and location summary for the job's `dataset` block. */
+  describe(input: SourceInput): { path: string | null; format: string | null };
+}

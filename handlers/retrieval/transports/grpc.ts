@@ -1,0 +1,74 @@
+/**
+ * gRPC transport (contract §8.5): `platform.retrieval.v1.RetrievalService/
+ * StreamData`, server streaming, served by Connect-RPC on the TLS listener.
+ * The chunk payload is the UTF-8 JSON array of rows — the same bytes the
+ * SSE stream sends, serialized once per batch, so no per-row protobuf
+ * encoding; the terminal message has `final = true`, an empty payload and
+ * the footer in `metadata`. The token comes in the request or as
+ * `authorization: Bearer <token>`; `from_sequence` resumes a stream.
+ */
+import { create } from '@bufbuild/protobuf';
+import type { ConnectRouter } from '@connectrpc/connect';
+import { toConnectError } from '../../../gateway/errors/connect-error.ts';
+import { RPC_CONTEXT } from '../../../gateway/routing/rpc.ts';
+import { type DataChunk, DataChunkSchema, RetrievalService as RetrievalRpc } from '../../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
+import { RetrievalErrors } from '../errors.ts';
+import type { ChunkMetadata } from '../pipeline.ts';
+import type { JobStream, RetrievalService } from '../service.ts';
+import { footer } from './inline.ts';
+
+function stringMap(metadata: ChunkMetadata | Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(metadata)) out[key] = typeof value === 'string' ? value : JSON.stringify(value);
+  return out;
+}
+
+function tokenOf(given: string, authorization: string | null): string {
+  if (given) return given;
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(authorization ?? '');
+  if (!match) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'missing' });
+  return match[1] as string;
+}
+
+function finalChunk(stream: JobStream): DataChunk {
+  const { rows, chunks, filtered } = stream.summary;
+  const metadata = stringMap({ ...footer(stream.summary), filtered, rows, chunks });
+  return create(DataChunkSchema, { sequence: BigInt(chunks + 1), mediaType: 'application/json', final: true, metadata });
+}
+
+export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalService): void {
+  router.service(RetrievalRpc, {
+    async *streamData(request, context) {
+      let stream: JobStream;
+      try {
+        stream = await service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization')));
+      } catch (error) {
+        throw toConnectError(error);
+      }
+      const from = Number(request.fromSequence);
+      const disconnected = () => stream.finish({ reason: 'client_disconnected' });
+      context.signal.addEventListener('abort', disconnected, { once: true });
+      try {
+        for await (const chunk of stream.chunks) {
+          if (chunk.sequence < from) continue;
+          yield create(DataChunkSchema, {
+            sequence: BigInt(chunk.sequence),
+            payload: Buffer.from(chunk.dataJson),
+            mediaType: 'application/json',
+            rowCount: BigInt(chunk.rows.length),
+            metadata: stringMap(chunk.metadata),
+          });
+        }
+        yield finalChunk(stream);
+        stream.finish();
+      } catch (thrown) {
+        const error = stream.signal.aborted && !context.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
+        if (!(error instanceof Error && error.name === 'ApiError')) context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
+        stream.finish(error);
+        throw toConnectError(error);
+      } finally {
+        context.signal.removeEventListener('abort', disconnected);
+      }
+    },
+  });
+}

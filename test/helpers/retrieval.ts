@@ -1,0 +1,103 @@
+/**
+ * Retrieval clients for tests: catalog setup through the real API, an SSE
+ * reader (eventsource-parser over an undici stream), and a gRPC reader
+ * (Connect's gRPC transport over HTTP/2, TLS verified with the gateway's CA).
+ */
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { request as undiciRequest } from 'undici';
+import { AUTHZ } from '../../handlers/authz/index.ts';
+import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
+import type { TestGateway } from './gateway.ts';
+
+export type Row = Record<string, unknown>;
+
+/** Creates a dataset through the catalog API as `token`'s user (its owner) and returns the URN. */
+export async function createDataset(gw: TestGateway, token: string, body: { name: string; platform: string; properties: Record<string, unknown> }) {
+  const res = await gw.request('POST', '/api/catalog/datasets/', { token, json: body });
+  if (res.status !== 201) throw new Error(`dataset create failed: ${res.status} ${res.text}`);
+  return res.json as string;
+}
+
+export function grantViewer(gw: TestGateway, urn: string, userId: string): void {
+  gw.gateway.deps.services.get(AUTHZ).write([{ subject: { namespace: 'user', id: userId }, relation: 'viewer', object: { namespace: 'dataset', id: urn } }]);
+}
+
+export interface SseResult {
+  status: number;
+  contentType: string;
+  comments: string[];
+  events: { event: string; data: any }[];
+  json: any;
+}
+
+/** Drains a job's SSE stream; `stopAfterChunks` disconnects after that many chunk events. */
+export async function readSse(gw: TestGateway, jobId: string, token: string, stopAfterChunks = Number.POSITIVE_INFINITY): Promise<SseResult> {
+  const controller = new AbortController();
+  const res = await undiciRequest(`${gw.url}/api/retrieval/jobs/${jobId}/stream`, {
+    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    dispatcher: gw.agent,
+    signal: controller.signal,
+  });
+  const contentType = String(res.headers['content-type'] ?? '');
+  if (!contentType.startsWith('text/event-stream')) {
+    const text = await res.body.text();
+    return { status: res.statusCode, contentType, comments: [], events: [], json: text ? JSON.parse(text) : undefined };
+  }
+  const result: SseResult = { status: res.statusCode, contentType, comments: [], events: [], json: undefined };
+  let chunks = 0;
+  const parser = createParser({
+    onEvent: (message: EventSourceMessage) => {
+      result.events.push({ event: message.event ?? 'message', data: JSON.parse(message.data) });
+      if (message.event === 'chunk') chunks++;
+    },
+    onComment: (comment) => result.comments.push(comment),
+  });
+  try {
+    for await (const piece of res.body) {
+      parser.feed(Buffer.from(piece).toString('utf8'));
+      if (chunks >= stopAfterChunks) {
+        controller.abort();
+        break;
+      }
+    }
+  } catch (error) {
+    if (!controller.signal.aborted) throw error;
+  }
+  return result;
+}
+
+export function sseRows(result: SseResult): Row[] {
+  return result.events.filter((e) => e.event === 'chunk').flatMap((e) => e.data.data as Row[]);
+}
+
+export function grpcClient(gw: TestGateway) {
+  const transport = createGrpcTransport({ baseUrl: gw.url, nodeOptions: { ca: gw.gateway.caPem } });
+  return createClient(RetrievalService, transport);
+}
+
+export interface GrpcResult {
+  chunks: { sequence: number; rows: Row[]; metadata: Record<string, string>; final: boolean }[];
+}
+
+/** Reads a gRPC job's stream with the token of its `grpc` block. */
+export async function readGrpc(gw: TestGateway, job: { job_id: string; grpc: { token: string } }, fromSequence = 0): Promise<GrpcResult> {
+  const out: GrpcResult = { chunks: [] };
+  for await (const chunk of grpcClient(gw).streamData({ jobId: job.job_id, token: job.grpc.token, fromSequence: BigInt(fromSequence) })) {
+    const rows = chunk.final ? [] : (JSON.parse(Buffer.from(chunk.payload).toString('utf8')) as Row[]);
+    out.chunks.push({ sequence: Number(chunk.sequence), rows, metadata: chunk.metadata, final: chunk.final });
+  }
+  return out;
+}
+
+export function grpcRows(result: GrpcResult): Row[] {
+  return result.chunks.flatMap((c) => c.rows);
+}
+
+/** Creates a job and returns its body (asserting 201). */
+export async function createJob(gw: TestGateway, token: string, body: Record<string, unknown>) {
+  const res = await gw.request('POST', '/api/retrieval/jobs', { token, json: body });
+  if (res.status !== 201) throw new Error(`job create failed: ${res.status} ${res.text}`);
+  return res.json;
+}
