@@ -85,6 +85,13 @@ function fromEnv(env: Record<string, string | undefined>, problems: string[]): T
         .split(',')
         .map((s) => s.trim())
         .filter(Boolean);
+    if (kind === 'boolean') {
+      if (!/^(true|false|1|0)$/i.test(raw)) {
+        problems.push(`${name}: '${raw}' is not a boolean (true/false)`);
+        continue;
+      }
+      value = /^(true|1)$/i.test(raw);
+    }
     if (kind === 'number' || kind === 'nullable-number') {
       value = kind === 'nullable-number' && raw === 'none' ? null : Number(raw);
       if (typeof value === 'number' && !Number.isFinite(value)) {

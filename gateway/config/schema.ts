@@ -68,13 +68,27 @@ export const configSchema = z.strictObject({
         .describe('Longest PAT lifetime allowed.'),
     })
     .prefault({}),
+  federation: z
+    .strictObject({
+      allowUntrustedFederation: z
+        .boolean()
+        .default(false)
+        .describe(
+          'PLATFORM_ALLOW_UNTRUSTED_FEDERATION: allow new `peer_kc` (source-trusted) federations; off refuses them with untrusted_federation_disabled.',
+        ),
+      trustedSharedIssuers: csv
+        .default([])
+        .describe('PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose tokens mesh ingress accepts (shared_idp); empty trusts none.'),
+      peerTimeoutMs: z.number().int().min(100).max(120_000).default(15_000).describe('Connect and answer timeout of peer-protocol calls and diagnose probes.'),
+    })
+    .prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
 
 /** Env var → key path. Lists and numbers are parsed from their text forms. */
-export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string' | 'number' | 'csv' | 'nullable-number' }>> = {
+export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string' | 'number' | 'csv' | 'nullable-number' | 'boolean' }>> = {
   PLATFORM_DATA_DIR: { path: ['dataDir'], kind: 'string' },
   PLATFORM_HTTPS_PORT: { path: ['httpsPort'], kind: 'number' },
   PLATFORM_HTTP_PORT: { path: ['httpPort'], kind: 'nullable-number' },
@@ -92,4 +106,6 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_MAX_HEADER_BYTES: { path: ['limits', 'maxHeaderBytes'], kind: 'number' },
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
+  PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },
+  PLATFORM_TRUSTED_SHARED_ISSUERS: { path: ['federation', 'trustedSharedIssuers'], kind: 'csv' },
 };

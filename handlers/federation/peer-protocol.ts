@@ -1,0 +1,171 @@
+/**
+ * The answering side of the peer protocol, `/api/cluster/remote/*`
+ * (contract §3.9), authenticated only by the PSK signature over headers
+ * and body (§4.4). Transport-free: routes hand in the signed call. Each
+ * accepted signature is recorded once (replays are refused), and every
+ * success answer carries a response signature binding it to the request.
+ */
+import type { KeyObject } from 'node:crypto';
+import type { z } from 'zod';
+import { validate } from '../../gateway/http/body.ts';
+import {
+  canonicalizeRequest,
+  canonicalizeResponse,
+  checkTimestamp,
+  SIGNATURE_MAX_AGE_SECONDS,
+  SIGNATURE_MAX_FUTURE_SECONDS,
+  signatureMatches,
+  signCanonical,
+  unixSeconds,
+} from '../../gateway/mesh/canonical.ts';
+import { type FederationContext, pskOf } from './context.ts';
+import { FederationErrors } from './errors.ts';
+import { MESH_HEADERS } from './peer-client.ts';
+import { disconnectRequest, pairRequest } from './requests.ts';
+import type { FederationRow } from './store.ts';
+
+/** Pairing tolerates less skew than the mesh window (spec: Limits, "clock difference for pairing: under 60 seconds"). */
+export const PAIRING_MAX_SKEW_SECONDS = 60;
+
+export interface SignedCall {
+  sourceClusterId: string;
+  route: string;
+  signature: string;
+  ts: number;
+  /** The path as received (the signed x-forwarded-uri). */
+  path: string;
+  rawBody: Buffer;
+}
+
+export interface PeerReply {
+  status: number;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+function canonicalOf(call: SignedCall): string {
+  return canonicalizeRequest({
+    sourceClusterId: call.sourceClusterId,
+    userId: '',
+    roles: '',
+    route: call.route,
+    method: 'POST',
+    uri: call.path,
+    ts: call.ts,
+    body: call.rawBody,
+  });
+}
+
+/** Rows whose PSK verifies the call; the PSK travels only as this proof (never in the body). */
+function signers(ctx: FederationContext, call: SignedCall, rows: readonly FederationRow[]): { row: FederationRow; key: KeyObject }[] {
+  const canonical = canonicalOf(call);
+  const out: { row: FederationRow; key: KeyObject }[] = [];
+  for (const row of rows) {
+    const key = pskOf(ctx, row);
+    if (key && signatureMatches(key, canonical, call.signature)) out.push({ row, key });
+  }
+  return out;
+}
+
+function acceptOnce(ctx: FederationContext, call: SignedCall, nowSeconds: number): void {
+  const expiresAt = call.ts + SIGNATURE_MAX_AGE_SECONDS + SIGNATURE_MAX_FUTURE_SECONDS;
+  if (!ctx.nonces.acceptOnce(call.signature, expiresAt, nowSeconds)) throw FederationErrors.make.signature_replayed();
+}
+
+function signedReply(ctx: FederationContext, call: SignedCall, key: KeyObject, body: Record<string, unknown>): PeerReply {
+  const ts = unixSeconds(ctx.now());
+  // sendReply serializes with JSON.stringify as well, so the signed bytes are the sent bytes.
+  const raw = JSON.stringify(body);
+  const canonical = canonicalizeResponse({ responderClusterId: ctx.local.id, requestSignature: call.signature, status: 200, ts, body: raw });
+  return {
+    status: 200,
+    body,
+    headers: {
+      [MESH_HEADERS.sourceClusterId]: ctx.local.id,
+      [MESH_HEADERS.ts]: String(ts),
+      [MESH_HEADERS.responseSignature]: signCanonical(key, canonical),
+      [MESH_HEADERS.requestSignature]: call.signature,
+    },
+  };
+}
+
+function parseBody<S extends z.ZodType>(schema: S, raw: Buffer): z.infer<S> {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  return validate(schema, value, 'body');
+}
+
+/** POST /remote/pair: the unique WAITING record whose PSK verifies becomes PAIRED with the initiator's identity and CA. */
+export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply {
+  const nowSeconds = unixSeconds(ctx.now());
+  const matches = signers(ctx, call, ctx.records.byStatus(['WAITING']));
+  if (matches.length === 0) throw FederationErrors.make.invalid_signature();
+  if (matches.length > 1) throw FederationErrors.make.psk_ambiguous({ candidates: matches.length });
+  const { row, key } = matches[0] as { row: FederationRow; key: KeyObject };
+  const skew = call.ts - nowSeconds;
+  if (Math.abs(skew) >= PAIRING_MAX_SKEW_SECONDS) throw FederationErrors.make.pairing_clock_skew({ skew_seconds: skew });
+  const body = parseBody(pairRequest, call.rawBody);
+  if (body.local_cluster_id !== call.sourceClusterId.toLowerCase()) throw FederationErrors.make.invalid_signature();
+  if (body.local_cluster_id === ctx.local.id) throw FederationErrors.make.peer_identity_aliases_local({ cluster_id: body.local_cluster_id });
+  acceptOnce(ctx, call, nowSeconds);
+  const at = ctx.now().toISOString();
+  const paired = ctx.records.update(row.id, {
+    remoteClusterId: body.local_cluster_id,
+    // Contract §3.1: the handshake overwrites the receiver's label with the initiator's advertised name.
+    remoteClusterName: body.local_cluster_name,
+    remoteIps: row.remoteIps.length > 0 ? row.remoteIps : body.local_ips,
+    remoteCaPem: body.local_ca_cert,
+    peerKcIssuerUrl: body.peer_kc_issuer_url ?? null,
+    peerKcJwksUrl: body.peer_kc_jwks_url ?? null,
+    peerBrokerClientId: body.peer_broker_client_id ?? null,
+    peerBrokerClientSecretUrn: body.peer_broker_client_secret ?? null,
+    status: 'PAIRED',
+    lastActivity: at,
+    updatedAt: at,
+  });
+  ctx.logger.info({ federation_id: paired.id, remote_cluster_id: paired.remoteClusterId }, 'federation paired (receiver)');
+  return signedReply(ctx, call, key, {
+    federation_id: paired.id,
+    cluster_id: ctx.local.id,
+    cluster_name: ctx.local.name,
+    ca_cert: ctx.local.caPem(),
+    identity_mode: paired.identityMode,
+    status: 'PAIRED',
+  });
+}
+
+/** The record a paired peer's call belongs to: looked up by its cluster id, proven by the signature (contract §4.4). */
+function pairedSigner(ctx: FederationContext, call: SignedCall): { row: FederationRow; key: KeyObject } {
+  const nowSeconds = unixSeconds(ctx.now());
+  const match = signers(ctx, call, ctx.records.byRemoteClusterId(call.sourceClusterId.toLowerCase(), ['PAIRED', 'DISCONNECTED']))[0];
+  if (!match) throw FederationErrors.make.invalid_signature();
+  const window = checkTimestamp(call.ts, nowSeconds);
+  if (!window.ok) throw FederationErrors.make[window.reason]();
+  acceptOnce(ctx, call, nowSeconds);
+  return match;
+}
+
+/** POST /remote/ping: proves the pairing end to end and answers this cluster's id. */
+export function remotePing(ctx: FederationContext, call: SignedCall): PeerReply {
+  const { row, key } = pairedSigner(ctx, call);
+  if (row.status !== 'PAIRED') throw FederationErrors.make.federation_not_active({ status: row.status });
+  ctx.records.update(row.id, { lastActivity: ctx.now().toISOString() });
+  return signedReply(ctx, call, key, { cluster_id: ctx.local.id, cluster_name: ctx.local.name, status: 'PAIRED' });
+}
+
+/** POST /remote/disconnect: the peer asks us to drop the pairing; idempotent for an already disconnected record. */
+export function remoteDisconnect(ctx: FederationContext, call: SignedCall): PeerReply {
+  const { row, key } = pairedSigner(ctx, call);
+  const body = parseBody(disconnectRequest, call.rawBody);
+  if (body.cluster_id !== call.sourceClusterId.toLowerCase()) throw FederationErrors.make.invalid_signature();
+  if (row.status === 'PAIRED') {
+    const at = ctx.now().toISOString();
+    ctx.records.update(row.id, { status: 'DISCONNECTED', lastActivity: at, updatedAt: at });
+    ctx.logger.info({ federation_id: row.id, reason: body.reason ?? null }, 'federation disconnected by peer');
+  }
+  return signedReply(ctx, call, key, { acknowledged: true, cluster_id: ctx.local.id, federation_id: row.id });
+}

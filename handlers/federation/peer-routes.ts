@@ -1,0 +1,46 @@
+/**
+ * `/api/cluster/remote/{pair,ping,disconnect}` (contract §3.9): no user
+ * credential at the route level — the PSK signature over the headers and
+ * the raw body is the only authentication, checked in peer-protocol.ts.
+ */
+import { readBody } from '../../gateway/http/body.ts';
+import type { RequestContext } from '../../gateway/http/context.ts';
+import { parseTs } from '../../gateway/mesh/canonical.ts';
+import type { RouteDef } from '../../gateway/module.ts';
+import type { FederationContext } from './context.ts';
+import { FederationErrors } from './errors.ts';
+import { MESH_HEADERS } from './peer-client.ts';
+import { type PeerReply, remoteDisconnect, remotePair, remotePing, type SignedCall } from './peer-protocol.ts';
+
+/** Peer bodies are small JSON documents; a CA PEM is the largest part. */
+const MAX_PEER_BODY = 256 * 1024;
+
+async function signedCall(ctx: RequestContext): Promise<SignedCall> {
+  const header = (name: string) => {
+    const value = ctx.req.headers[name];
+    return typeof value === 'string' ? value : '';
+  };
+  const rawBody = await readBody(ctx.req, MAX_PEER_BODY);
+  const call = {
+    sourceClusterId: header(MESH_HEADERS.sourceClusterId),
+    route: header(MESH_HEADERS.route),
+    signature: header(MESH_HEADERS.signature),
+    ts: parseTs(ctx.req.headers[MESH_HEADERS.ts]),
+    path: ctx.rawPath,
+    rawBody,
+  };
+  if (!call.sourceClusterId || !call.signature || Number.isNaN(call.ts)) throw FederationErrors.make.invalid_signature();
+  return call;
+}
+
+function peerRoute(path: string, answer: (fctx: FederationContext, call: SignedCall) => PeerReply, fctx: FederationContext): RouteDef {
+  return { method: 'POST', path, auth: 'none', handle: async (ctx) => answer(fctx, await signedCall(ctx)) };
+}
+
+export function peerRoutes(fctx: FederationContext): RouteDef[] {
+  return [
+    peerRoute('/cluster/remote/pair', remotePair, fctx),
+    peerRoute('/cluster/remote/ping', remotePing, fctx),
+    peerRoute('/cluster/remote/disconnect', remoteDisconnect, fctx),
+  ];
+}
