@@ -6,6 +6,7 @@ import type { HandlerModule } from '../gateway/module.ts';
 import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
 import { federationModule } from './federation/index.ts';
+import { meshModule } from './mesh/index.ts';
 import { routingModule } from './routing/index.ts';
 
-export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, federationModule];
+export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, federationModule, meshModule];

@@ -20,6 +20,7 @@ import {
 } from '../../gateway/mesh/canonical.ts';
 import { type FederationContext, pskOf } from './context.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
+import { negotiateFeatures } from '../../gateway/mesh/features.ts';
 import { FederationErrors } from './errors.ts';
 import { MESH_HEADERS } from './peer-client.ts';
 import { disconnectRequest, pairRequest } from './requests.ts';
@@ -124,6 +125,7 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
     peerKcJwksUrl: body.peer_kc_jwks_url ?? null,
     peerBrokerClientId: body.peer_broker_client_id ?? null,
     peerBrokerClientSecretUrn: body.peer_broker_client_secret ?? null,
+    meshFeatures: negotiateFeatures(body.mesh_features, ctx.meshFeatures),
     status: 'PAIRED',
     lastActivity: at,
     updatedAt: at,
@@ -136,6 +138,7 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
     ca_cert: ctx.local.caPem(),
     identity_mode: paired.identityMode,
     status: 'PAIRED',
+    mesh_features: paired.meshFeatures,
   });
 }
 
