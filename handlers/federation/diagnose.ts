@@ -168,7 +168,7 @@ async function signedProbe(ctx: FederationContext, row: FederationRow): Promise<
       const peer = error.extra.peer_reason;
       return {
         ok: false,
-        reason: error.reason === 'peer_pair_rejected' && peer === 'federation_not_active' ? 'federation_not_active' : error.reason,
+        reason: error.reason === 'peer_refused' && peer === 'federation_not_active' ? 'federation_not_active' : error.reason,
         detail: typeof error.extra.detail === 'string' ? error.extra.detail : null,
       };
     }

@@ -48,7 +48,10 @@ export const FederationErrors = defineErrors('federation', {
   },
   clock_skew: { status: 502, doc: 'The peer refused our timestamp, or its clock differs too much (60 s at pairing). Remedy: synchronize clocks (NTP).' },
   peer_identity_mismatch: { status: 502, doc: 'The peer answered with a cluster id other than the remote_cluster_id stored at pairing. Remedy: re-pair.' },
-  peer_pair_rejected: { status: 502, doc: 'The receiver refused the handshake for another reason; `peer_status` and `peer_reason` say which.' },
+  peer_refused: {
+    status: 502,
+    doc: 'The peer refused the signed call for another reason (e.g. federation_not_active); `peer_status` and `peer_reason` say which.',
+  },
   peer_response_invalid: { status: 502, doc: 'The peer answered a peer-protocol call with a body that is not the expected shape.' },
   peer_disconnect_failed: {
     status: 502,

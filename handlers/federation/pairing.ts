@@ -118,7 +118,7 @@ function refusalError(answer: PeerAnswer) {
     case 'peer_identity_aliases_local':
       return FederationErrors.make.peer_identity_aliases_local({ peer: true });
     default:
-      return FederationErrors.make.peer_pair_rejected({ peer_status: answer.status, peer_reason: reason });
+      return FederationErrors.make.peer_refused({ peer_status: answer.status, peer_reason: reason });
   }
 }
 

@@ -43,7 +43,7 @@ export function probeTcp(address: string, port: number, timeoutMs: number): Prom
     };
     socket.setTimeout(timeoutMs, () => done(fail('connection_timeout', `no connection within ${timeoutMs} ms`)));
     socket.once('connect', () => done({ ok: true, detail: null }));
-    socket.once('error', (error) => done(fail(classifyTransportError(error).reason, (error as NodeJS.ErrnoException).code ?? null)));
+    socket.on('error', (error) => done(fail(classifyTransportError(error).reason, (error as NodeJS.ErrnoException).code ?? null)));
   });
 }
 
@@ -79,7 +79,7 @@ export function probeTls(
       resolve(facts);
     };
     socket.setTimeout(timeoutMs, () => done({ probe: fail('connection_timeout', 'TLS handshake timed out'), dnsNames: [] }));
-    socket.once('error', (error) => {
+    socket.on('error', (error) => {
       const failure = classifyTransportError(error);
       done({ probe: fail(failure.reason, failure.detail), dnsNames: [] });
     });

@@ -40,14 +40,23 @@ export class TestGateway {
   agent!: Agent;
   #adminToken: string | null = null;
 
+  /** The port of the first start, kept across restart() so peers that stored this address still reach it. */
+  #port = 0;
+
   constructor(
     readonly dataDir: string,
     readonly overrides: ConfigInput,
+    readonly options: TestGatewayOptions = {},
   ) {}
 
-  /** https://localhost:<port>: the certificate's name, so hostname verification really runs. */
+  /** https://<first hostname>:<port>: the public origin. Requests connect to 127.0.0.1 with that name as SNI. */
   get url(): string {
     return this.gateway.origin;
+  }
+
+  /** The bound port (https://127.0.0.1:<port>). */
+  get port(): number {
+    return this.#port;
   }
 
   async start(): Promise<this> {
@@ -55,7 +64,7 @@ export class TestGateway {
       env: {},
       overrides: {
         dataDir: this.dataDir,
-        httpsPort: 0,
+        httpsPort: this.#port,
         bind: '127.0.0.1',
         hostnames: ['localhost'],
         logLevel: 'info',
@@ -70,8 +79,15 @@ export class TestGateway {
         done();
       },
     });
-    this.gateway = await startGateway(config, { logDestination: sink, announce: (line) => this.announced.push(line) });
-    this.agent = new Agent({ connect: { ca: this.gateway.caPem } });
+    this.gateway = await startGateway(config, {
+      logDestination: sink,
+      announce: (line) => this.announced.push(line),
+      ...(this.options.now ? { now: this.options.now } : {}),
+    });
+    this.#port = Number(new URL(this.gateway.httpsUrl).port);
+    // Connect to the bound loopback address, verify the certificate for the first configured
+    // hostname (SNI), so names like fed-a.test need no /etc/hosts entry.
+    this.agent = new Agent({ connect: { ca: this.gateway.caPem, servername: config.hostnames[0] as string } });
     this.#adminToken = null;
     return this;
   }
@@ -98,7 +114,7 @@ export class TestGateway {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(options.form).toString();
     }
-    const res = await undiciRequest(`${this.url}${path}`, { method: method as 'GET', headers, body, dispatcher: this.agent });
+    const res = await undiciRequest(`${this.gateway.httpsUrl}${path}`, { method: method as 'GET', headers, body, dispatcher: this.agent });
     const text = await res.body.text();
     let json: unknown;
     try {
@@ -130,9 +146,14 @@ export class TestGateway {
   }
 }
 
-export async function startTestGateway(t: After, overrides: ConfigInput = {}): Promise<TestGateway> {
+export interface TestGatewayOptions {
+  /** The gateway's injected clock (clock-skew tests). */
+  now?: () => Date;
+}
+
+export async function startTestGateway(t: After, overrides: ConfigInput = {}, options: TestGatewayOptions = {}): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-test-'));
-  const gw = await new TestGateway(dataDir, overrides).start();
+  const gw = await new TestGateway(dataDir, overrides, options).start();
   t.after(async () => {
     await gw.stop().catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
