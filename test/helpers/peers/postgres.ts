@@ -1,0 +1,111 @@
+/**
+ * A throwaway PostgreSQL cluster for one test (DESIGN.md §7): the Debian
+ * server binaries (scripts/peers/postgres.sh), initdb into a temp dir, TCP on
+ * 127.0.0.1 with a random port (retried when taken), password auth
+ * (scram-sha-256) for a superuser, durability off for speed. PostgreSQL
+ * refuses to run as root, so under root the cluster belongs to the Debian
+ * `postgres` system user and both initdb and the server run with its uid.
+ * Stopped and deleted in t.after.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type After, type PeerProcess, peerScript, randomPort, spawnPeer, withPortRetry } from './process.ts';
+
+const execFileAsync = promisify(execFile);
+
+export interface PostgresPeer {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+  /** postgresql://user:password@127.0.0.1:port/database */
+  url: string;
+  /** Folder of the server's binaries (psql, pg_dump ...), e.g. for a COPY reference in benchmarks. */
+  binDir: string;
+  /** Runs SQL through the real psql client; returns its unaligned, tuples-only output, trimmed. */
+  psql(sql: string): Promise<string>;
+  /** Fast shutdown now (e.g. "the source goes away mid-stream"); t.after also calls it. */
+  stop(): Promise<void>;
+}
+
+export interface PostgresOptions {
+  /** Extra server settings, e.g. { work_mem: '64MB' }. */
+  settings?: Record<string, string>;
+}
+
+export async function startPostgres(t: After, options: PostgresOptions = {}): Promise<PostgresPeer> {
+  const binDir = await peerScript('postgres');
+  const owner = process.getuid?.() === 0 ? systemUser('postgres') : undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-pg-'));
+  let server: PeerProcess | undefined;
+  const stop = async () => {
+    await server?.stop('SIGINT', 10_000); // SIGINT: PostgreSQL's fast shutdown
+  };
+  t.after(async () => {
+    await stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const user = 'meshgate';
+  const password = randomBytes(18).toString('base64url');
+  writeFileSync(join(dir, 'pwfile'), `${password}\n`, { mode: 0o600 });
+  if (owner) {
+    chownSync(dir, owner.uid, owner.gid);
+    chownSync(join(dir, 'pwfile'), owner.uid, owner.gid);
+  }
+  const data = join(dir, 'data');
+  const initdbArgs = ['-D', data, '-U', user, `--pwfile=${join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '-N'];
+  await execFileAsync(join(binDir, 'initdb'), initdbArgs, { uid: owner?.uid, gid: owner?.gid }).catch((error) => {
+    throw new Error(`test peer postgres: initdb failed: ${error.stderr || error.message}`);
+  });
+  const settings: Record<string, string> = {
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: dir,
+    fsync: 'off',
+    synchronous_commit: 'off',
+    full_page_writes: 'off',
+    shared_buffers: '64MB',
+    max_connections: '50',
+    ...options.settings,
+  };
+  const port = await withPortRetry(async () => {
+    const candidate = randomPort();
+    const args = ['-D', data, '-p', String(candidate), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+    server = await spawnPeer('postgres', join(binDir, 'postgres'), args, {
+      uid: owner?.uid,
+      gid: owner?.gid,
+      ready: /database system is ready to accept connections/,
+      portInUse: /could not bind IPv4 address .*Address already in use|could not create any TCP\/IP sockets/,
+      timeoutMs: 20_000,
+    });
+    return candidate;
+  });
+  const host = '127.0.0.1';
+  const database = 'postgres';
+  const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${port}/${database}`;
+  const psql = async (sql: string) => {
+    const args = ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', host, '-p', String(port), '-U', user, '-d', database, '-c', sql];
+    try {
+      const env = { ...process.env, PGPASSWORD: password }; // not on the command line, where ps shows it
+      const { stdout } = await execFileAsync(join(binDir, 'psql'), args, { env, maxBuffer: 64 << 20 });
+      return stdout.trim();
+    } catch (error) {
+      const e = error as { stderr?: string; message: string };
+      throw new Error(`psql failed: ${e.stderr || e.message}`);
+    }
+  };
+  return { host, port, user, password, database, url, binDir, psql, stop };
+}
+
+function systemUser(name: string): { uid: number; gid: number } {
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name}:`));
+  if (!line) throw new Error(`test peer postgres: running as root needs the '${name}' system user (installed with the postgresql package)`);
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}
