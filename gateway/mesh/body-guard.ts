@@ -16,11 +16,14 @@ export function guardMeshBody(req: NodeRequest): void {
   if (typeof expected !== 'string' || req.headers[MESH.signature] === undefined) return;
   const hash = createHash('sha256');
   const push = req.push.bind(req);
+  let ended = false;
   req.push = (chunk: unknown, encoding?: BufferEncoding) => {
+    if (ended) return push(chunk, encoding);
     if (chunk !== null) {
       hash.update(chunk as Buffer);
       return push(chunk, encoding);
     }
+    ended = true;
     if (hash.digest('hex') !== expected.toLowerCase()) {
       req.destroy(MeshErrors.make.body_digest_mismatch());
       return false;
