@@ -113,8 +113,16 @@ export const configSchema = z.strictObject({
       features: z
         .array(z.enum(['nonce', 'body-sha256']))
         .default(['nonce', 'body-sha256'])
-        .describe('PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, signed body digest); [] keeps the spec envelope only.'),
-      replayCacheSize: z.number().int().min(100).max(10_000_000).default(100_000).describe('Nonces remembered per peer for replay refusal (oldest dropped beyond).'),
+        .describe(
+          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, signed body digest); [] keeps the spec envelope only.',
+        ),
+      replayCacheSize: z
+        .number()
+        .int()
+        .min(100)
+        .max(10_000_000)
+        .default(100_000)
+        .describe('Nonces remembered per peer for replay refusal (oldest dropped beyond).'),
     })
     .prefault({}),
 });

@@ -47,7 +47,10 @@ export function upstreamErrors(): Dispatcher.DispatcherComposeInterceptor {
       onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
       // A caller abort is not an upstream failure: pass it as is.
       onResponseError: (controller, error) =>
-        handler.onResponseError?.(controller, error.name === 'AbortError' || (error as { code?: string }).code === 'UND_ERR_ABORTED' ? error : upstreamError(error)),
+        handler.onResponseError?.(
+          controller,
+          error.name === 'AbortError' || (error as { code?: string }).code === 'UND_ERR_ABORTED' ? error : upstreamError(error),
+        ),
     });
 }
 

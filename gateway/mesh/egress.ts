@@ -9,7 +9,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { Http2ServerRequest } from 'node:http2';
 import { pipeline } from 'node:stream/promises';
 import { type Dispatcher, request } from 'undici';
 import type { Principal } from '../../handlers/principal.ts';
@@ -18,6 +17,7 @@ import { ApiError } from '../errors/api-error.ts';
 import { readBody } from '../http/body.ts';
 import type { RequestContext } from '../http/context.ts';
 import type { HttpMethod, RouteDef } from '../module.ts';
+import { hasBody } from './body-guard.ts';
 import { unixSeconds } from './canonical.ts';
 import type { MeshDirectory, MeshPeer } from './directory.ts';
 import { composeMeshDispatcher, upstreamError } from './dispatcher.ts';
@@ -54,12 +54,6 @@ export function extendRoute(inbound: readonly string[], localId: string): string
   return [...inbound, self];
 }
 
-function hasBody(ctx: RequestContext): boolean {
-  const stream = (ctx.req as Http2ServerRequest).stream;
-  if (stream) return !stream.endAfterHeaders;
-  return Number(ctx.req.headers['content-length'] ?? 0) > 0 || ctx.req.headers['transfer-encoding'] !== undefined;
-}
-
 export function createMeshEgressRoute(deps: EgressDeps): RouteDef {
   const deadlines = { apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000, runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000 };
   const dispatchers = new Map<string, { agent: Dispatcher; dispatcher: Dispatcher }>();
@@ -90,7 +84,8 @@ export function createMeshEgressRoute(deps: EgressDeps): RouteDef {
     const url = ctx.req.url ?? '';
     const query = url.includes('?') ? url.slice(url.indexOf('?')) : '';
     const clientCorrelation = ctx.req.headers[MESH.correlationId];
-    const correlationId = ctx.meshPeer?.correlationId ?? (typeof clientCorrelation === 'string' && UUID.test(clientCorrelation) ? clientCorrelation : randomUUID());
+    const correlationId =
+      ctx.meshPeer?.correlationId ?? (typeof clientCorrelation === 'string' && UUID.test(clientCorrelation) ? clientCorrelation : randomUUID());
     const headers: Record<string, string> = {
       ...forwardableRequestHeaders(ctx.req.headers),
       ...identityHeaders(principal, ctx.bearer),
@@ -100,7 +95,7 @@ export function createMeshEgressRoute(deps: EgressDeps): RouteDef {
     };
     // Hardened peers sign the body digest: the body is read first (bounded), then sent with its length.
     let body: Buffer | RequestContext['req'] | undefined;
-    if (hasBody(ctx)) body = peer.features.includes('body-sha256') ? await readBody(ctx.req, deps.config.limits.maxBodyBytes) : ctx.req;
+    if (hasBody(ctx.req)) body = peer.features.includes('body-sha256') ? await readBody(ctx.req, deps.config.limits.maxBodyBytes) : ctx.req;
     if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
     const abort = new AbortController();
     ctx.res.once('close', () => {

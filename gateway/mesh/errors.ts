@@ -9,7 +9,7 @@ import { defineErrors } from '../errors/api-error.ts';
 export const MeshErrors = defineErrors('mesh', {
   mesh_target_not_found: { status: 404, doc: 'Egress: the selector matches no PAIRED federation (by id, remote cluster id, name or unique name prefix).' },
   mesh_target_ambiguous: { status: 409, doc: 'Egress: the selector name or prefix matches several PAIRED federations; use the federation UUID.' },
-  mesh_target_is_local: { status: 400, doc: "Egress: the selector names this cluster itself; call the local API directly." },
+  mesh_target_is_local: { status: 400, doc: 'Egress: the selector names this cluster itself; call the local API directly.' },
   mesh_proxy_bad_gateway: {
     status: 502,
     doc: 'Egress: the peer could not be reached (connection, TLS or upstream failure); `layer` and `cause` name the failing layer (contract §4.6).',

@@ -4,8 +4,9 @@
  * fresh timestamp and nonce. It reads the identity headers egress already
  * set, builds the ONE canonical form (canonical.ts) and only sets headers.
  */
-import { randomBytes } from 'node:crypto';
+
 import type { KeyObject } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Dispatcher } from 'undici';
 import { canonicalizeRequest, sha256Hex, signCanonical } from './canonical.ts';
 import type { MeshFeature } from './directory.ts';

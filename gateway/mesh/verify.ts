@@ -11,6 +11,7 @@
 import type { Config } from '../config/schema.ts';
 import type { RequestContext } from '../http/context.ts';
 import type { Stage, StageResult } from '../pipeline/stage.ts';
+import { EMPTY_SHA256, hasBody } from './body-guard.ts';
 import { canonicalizeRequest, checkTimestamp, parseTs, signatureMatches, unixSeconds } from './canonical.ts';
 import type { MeshDirectory, MeshEnvelope, MeshPeer } from './directory.ts';
 import { MeshErrors } from './errors.ts';
@@ -78,6 +79,7 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
     if (route.length > MAX_HOPS || route.includes(deps.directory.localClusterId().toLowerCase())) {
       throw MeshErrors.make.mesh_hop_limit_exceeded({ hops: route.length, max_hops: MAX_HOPS });
     }
+    if (hardened.has('body-sha256') && !hasBody(ctx.req) && h[MESH.bodySha256] !== EMPTY_SHA256) throw MeshErrors.make.body_digest_mismatch();
     const nonce = h[MESH.nonce];
     if (hardened.has('nonce') && nonce && !replay.accept(peer.id, nonce, ts + window.maxAge, nowSeconds)) throw MeshErrors.make.signature_replayed();
     return peer;
@@ -100,7 +102,12 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
       };
       ctx.principal = await deps.directory.admit(peer, envelope);
       ctx.bearer = envelope.peerToken ?? null;
-      ctx.meshPeer = { federationId: peer.id, sourceClusterId: envelope.sourceClusterId, route: parseRoute(h[MESH.route] as string), correlationId: h[MESH.correlationId] ?? null };
+      ctx.meshPeer = {
+        federationId: peer.id,
+        sourceClusterId: envelope.sourceClusterId,
+        route: parseRoute(h[MESH.route] as string),
+        correlationId: h[MESH.correlationId] ?? null,
+      };
       scrubHeaders(ctx);
       return 'continue';
     },

@@ -39,7 +39,11 @@ export function compileHandlers(instances: readonly HandlerInstance[], sources: 
   const mounts = new Map<string, CompiledRoute>();
   for (const instance of instances) {
     for (const def of instance.routes ?? []) {
-      routes.push({ def, segments: parsePattern(def.path), stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, sources, def.acceptSharedRealm) });
+      routes.push({
+        def,
+        segments: parsePattern(def.path),
+        stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, sources, def.acceptSharedRealm),
+      });
     }
     for (const mount of instance.mounts ?? []) {
       if (mounts.has(mount.service)) throw new Error(`service '${mount.service}' is mounted twice`);

@@ -18,9 +18,9 @@ import {
   signCanonical,
   unixSeconds,
 } from '../../gateway/mesh/canonical.ts';
-import { type FederationContext, pskOf } from './context.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
 import { negotiateFeatures } from '../../gateway/mesh/features.ts';
+import { type FederationContext, pskOf } from './context.ts';
 import { FederationErrors } from './errors.ts';
 import { MESH_HEADERS } from './peer-client.ts';
 import { disconnectRequest, pairRequest } from './requests.ts';

@@ -6,9 +6,9 @@
  * Principal is source=mesh, so admin bypass never applies.
  */
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
+import type { UserDirectory } from '../auth/index.ts';
 import type { AuthzService } from '../authz/index.ts';
 import type { AllowlistEntryView, FederationDirectory, FederationRecordView } from '../federation/index.ts';
-import type { UserDirectory } from '../auth/index.ts';
 import { DEFAULT_TENANT, type Principal } from '../principal.ts';
 import type { CallerIdentity } from './identity.ts';
 

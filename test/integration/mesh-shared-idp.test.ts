@@ -101,7 +101,10 @@ test('shared_idp: an issuer the receiver does not trust refuses every caller', a
 test('shared_idp: brokering disabled on the receiver refuses receiver-controlled admission', async (t) => {
   const { oidc, pair, source, receiver } = await sharedIdpMesh(t);
   await allow(pair, oidc.subjectOf('fed-clr-u'));
-  const put = await receiver.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, { token: await receiver.adminToken(), json: { brokering_enabled: false } });
+  const put = await receiver.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, {
+    token: await receiver.adminToken(),
+    json: { brokering_enabled: false },
+  });
   assert.equal(put.status, 200, put.text);
   const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await oidc.passwordToken('fed-clr-u', 'pw-u') });
   assert.equal(res.status, 403);
