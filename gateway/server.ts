@@ -103,7 +103,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
     guardMeshBody,
   );
-  const server = createSecureServer({ allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
+  const server = createSecureServer({ allowHTTP1: true, noDelay: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
   const sockets = trackSockets(server);
   const httpsPort = await listen(server, config.httpsPort, config.bind);
   origin ||= deriveOrigin(config.hostnames[0] as string, httpsPort);

@@ -109,7 +109,6 @@ export function createMeshEgressRoute(deps: EgressDeps): RouteDef {
     }
     const res = ctx.res as ServerResponse;
     res.writeHead(upstream.statusCode, { ...forwardableResponseHeaders(upstream.headers), [MESH.correlationId]: correlationId });
-    res.flushHeaders();
     try {
       await pipeline(upstream.body, res);
     } catch (error) {

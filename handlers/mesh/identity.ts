@@ -46,10 +46,13 @@ export class IdentityResolver {
   /** A shared-realm token, verified against the issuer's JWKS over TLS trusting `caPem` (system CAs when null). */
   async verifySharedToken(token: string, issuer: string, caPem: string | null): Promise<JWTPayload> {
     const dispatcher = this.verifier.dispatcherFor(caPem);
-    return guarded(async () => {
-      const jwksUrl = await this.#jwksUrl(issuer, dispatcher);
-      return this.verifier.verify(token, { issuer: issuer.replace(/\/+$/, ''), jwksUrl, dispatcher });
-    });
+    return guarded(() =>
+      this.verifier.verify(token, `shared ${issuer}`, async () => ({
+        issuer: issuer.replace(/\/+$/, ''),
+        jwksUrl: await this.#jwksUrl(issuer, dispatcher),
+        dispatcher,
+      })),
+    );
   }
 
   #jwksUrl(issuer: string, dispatcher: Parameters<typeof sharedJwksUrl>[1]): Promise<string> {
@@ -66,10 +69,12 @@ export class IdentityResolver {
   async #sourceTrusted(record: FederationRecordView, envelope: MeshEnvelope): Promise<CallerIdentity> {
     if (record.require_peer_jwt) {
       if (!envelope.peerToken) throw MeshErrors.make.peer_jwt_required();
-      const agent = this.federations.peerAgent(record.id);
-      if (!agent) throw MeshErrors.make.peer_jwks({ error: 'peer not reachable' });
-      const realm = { issuer: record.peer_kc_issuer_url, jwksUrl: `${agent.origin}/api/auth/jwks`, dispatcher: agent.agent };
-      const payload = await guarded(() => this.verifier.verify(envelope.peerToken as string, realm));
+      const realmOf = () => {
+        const agent = this.federations.peerAgent(record.id);
+        if (!agent) throw MeshErrors.make.peer_jwks({ error: 'peer not reachable' });
+        return { issuer: record.peer_kc_issuer_url, jwksUrl: `${agent.origin}/api/auth/jwks`, dispatcher: agent.agent };
+      };
+      const payload = await guarded(() => this.verifier.verify(envelope.peerToken as string, `peer ${record.id}`, realmOf));
       // The token must be the asserted user's own, not any token of that realm.
       if (payload.sub !== envelope.userId) throw MeshErrors.make.peer_jwt_validation_failed({ error: 'sub does not match the signed user id' });
     }

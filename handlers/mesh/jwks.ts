@@ -72,11 +72,15 @@ export class RealmVerifier {
     return set;
   }
 
-  /** The verified payload; throws TokenFailed. Cached per (token, realm) until `exp`. */
-  async verify(token: string, realm: RealmSpec): Promise<JWTPayload> {
-    const cacheKey = `${realm.jwksUrl}\n${token}`;
+  /**
+   * The verified payload; throws TokenFailed. Cached per (scope, token) until
+   * `exp`; the realm is only worked out on a miss (it may need lookups).
+   */
+  async verify(token: string, scope: string, realmOf: () => RealmSpec | Promise<RealmSpec>): Promise<JWTPayload> {
+    const cacheKey = `${scope}\n${token}`;
     const hit = this.#cache.get(cacheKey);
     if (hit) return hit;
+    const realm = await realmOf();
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, this.#keySet(realm), {
