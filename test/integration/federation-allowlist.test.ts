@@ -121,7 +121,12 @@ test('mesh ingress lookups: entry by external_id, provisioning mark, rendered re
 
   // The jobs domain subscribes through this key when it lands; the hook gets the provisioned local user.
   const calls: string[] = [];
-  b.gateway.deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => (calls.push(localUserId), 2) });
+  b.gateway.deps.services.provide(BROKERED_JOB_CANCELLER, {
+    cancelActiveJobs: ({ localUserId }) => {
+      calls.push(localUserId);
+      return 2;
+    },
+  });
   const revoked = await b.request('POST', `/api/cluster/federations/${rec.id}/users/${encodeURIComponent(externalId)}/revoke?cancel_in_flight_jobs=true`, {
     token,
   });
