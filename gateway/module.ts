@@ -32,6 +32,8 @@ export interface RouteDef {
   nativeOnly?: boolean;
   /** The path may hold %2F (URN routes, contract §7.2). */
   allowEncodedSlash?: boolean;
+  /** Also accept bearer tokens of trusted shared-realm issuers (contract §1.5: at least mesh egress). */
+  acceptSharedRealm?: boolean;
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
 }
 

@@ -17,6 +17,10 @@ import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
 import { createUpgradeListener } from './http/upgrade.ts';
 import { createLogger } from './log.ts';
+import { guardMeshBody } from './mesh/body-guard.ts';
+import { MESH_DIRECTORY } from './mesh/directory.ts';
+import { MeshErrors } from './mesh/errors.ts';
+import { createMeshVerifyStage } from './mesh/verify.ts';
 import type { GatewayDeps, HandlerInstance } from './module.ts';
 import { createPipeline } from './pipeline/run.ts';
 import { createAccessLogStage } from './pipeline/stages/access-log.ts';
@@ -47,7 +51,7 @@ export interface Gateway {
 }
 
 /** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
-export const ERROR_TABLES = [GatewayErrors, ...HANDLER_MODULES.flatMap((m) => (m.errors ? [m.errors] : []))];
+export const ERROR_TABLES = [GatewayErrors, MeshErrors, ...HANDLER_MODULES.flatMap((m) => (m.errors ? [m.errors] : []))];
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   buildErrorRegistry(ERROR_TABLES);
@@ -85,7 +89,12 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     throw error;
   }
 
-  const compiled = compileHandlers(instances, deps.services.get(AUTHENTICATOR));
+  const mesh = deps.services.find(MESH_DIRECTORY);
+  const compiled = compileHandlers(instances, {
+    authenticator: deps.services.get(AUTHENTICATOR),
+    sharedRealmAuthenticator: mesh?.egressAuthenticator,
+    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: config.mesh, now: deps.now }) : undefined,
+  });
   const routing = deps.services.get(ROUTING_SOURCE);
   let table: ServiceTable = buildServiceTable(routing.current(), compiled);
   routing.subscribe((snapshot) => {
@@ -100,8 +109,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       createRouteMatchStage(() => table, compileRpc(instances)),
     ],
     logger,
+    guardMeshBody,
   );
-  const server = createSecureServer({ allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
+  const server = createSecureServer({ allowHTTP1: true, noDelay: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
   const upgrades = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
   const onUpgrade = createUpgradeListener(() => table, upgrades, logger);
   server.on('upgrade', onUpgrade);

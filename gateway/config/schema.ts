@@ -120,6 +120,49 @@ export const configSchema = z.strictObject({
       grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
     })
     .prefault({}),
+  mesh: z
+    .strictObject({
+      proxyReadTimeoutSeconds: z
+        .number()
+        .positive()
+        .max(3600)
+        .default(60)
+        .describe('PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: egress wait for the peer on /api paths (headers, then between body chunks); 504 beyond.'),
+      runtimeReadTimeoutSeconds: z
+        .number()
+        .positive()
+        .max(86400)
+        .default(600)
+        .describe('PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS: the same for /runtime paths (model streaming).'),
+      signatureTtlSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(3600)
+        .default(300)
+        .describe('auth_forward_header_signature_ttl_seconds: oldest accepted mesh signature (spec: Limits).'),
+      signatureFutureSkewSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .max(600)
+        .default(60)
+        .describe('auth_forward_header_signature_allowed_future_skew_seconds: furthest-ahead accepted signature.'),
+      features: z
+        .array(z.enum(['nonce', 'body-sha256']))
+        .default(['nonce', 'body-sha256'])
+        .describe(
+          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, signed body digest); [] keeps the spec envelope only.',
+        ),
+      replayCacheSize: z
+        .number()
+        .int()
+        .min(100)
+        .max(10_000_000)
+        .default(100_000)
+        .describe('Nonces remembered per peer for replay refusal (oldest dropped beyond).'),
+    })
+    .prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -152,4 +195,9 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_TRUSTED_SHARED_ISSUERS: { path: ['federation', 'trustedSharedIssuers'], kind: 'csv' },
   PLATFORM_RETRIEVAL_FS_ROOTS: { path: ['retrieval', 'fsRoots'], kind: 'csv' },
   PLATFORM_RETRIEVAL_INLINE_THRESHOLD_BYTES: { path: ['retrieval', 'inlineThresholdBytes'], kind: 'number' },
+  PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: { path: ['mesh', 'proxyReadTimeoutSeconds'], kind: 'number' },
+  PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS: { path: ['mesh', 'runtimeReadTimeoutSeconds'], kind: 'number' },
+  PLATFORM_MESH_SIGNATURE_TTL_SECONDS: { path: ['mesh', 'signatureTtlSeconds'], kind: 'number' },
+  PLATFORM_MESH_SIGNATURE_FUTURE_SKEW_SECONDS: { path: ['mesh', 'signatureFutureSkewSeconds'], kind: 'number' },
+  PLATFORM_MESH_FEATURES: { path: ['mesh', 'features'], kind: 'csv' },
 };

@@ -35,6 +35,17 @@ export interface RequestContext {
   principal: Principal | null;
   /** Raw bearer credential presented (for mesh egress as the peer token). */
   bearer: string | null;
+  /** Set by meshVerify for a signed mesh request: where it came from (the principal is the brokered user). */
+  meshPeer: MeshInbound | null;
+}
+
+/** A verified inbound mesh hop (contract §4.3–§4.5). */
+export interface MeshInbound {
+  readonly federationId: string;
+  readonly sourceClusterId: string;
+  /** The route trace as received (the source appended itself last). */
+  readonly route: readonly string[];
+  readonly correlationId: string | null;
 }
 
 /** What a handler returns; `undefined` means it wrote the response itself (streams, proxies). */

@@ -32,6 +32,10 @@ export interface CanonicalFields {
   userAttributes?: string | null | undefined;
   /** Peer-protocol calls only: the raw request body, hashed. Mesh proxy: absent → ''. */
   body?: Buffer | string | null | undefined;
+  /** Hardened mesh (negotiated at pairing): the body digest (lower hex) when the body itself is streamed. */
+  bodySha256?: string | undefined;
+  /** Hardened mesh: the per-request nonce; adds one line, so the spec form is unchanged without it. */
+  nonce?: string | undefined;
 }
 
 export function sha256Hex(data: Buffer | string): string {
@@ -55,7 +59,8 @@ export function canonicalizeRequest(fields: CanonicalFields): string {
     `x-kz-mesh-signature-ts:${fields.ts}`,
     `x-kz-mesh-peer-token-sha256:${optionalHash(fields.peerToken)}`,
     `x-kz-mesh-user-attributes-sha256:${optionalHash(fields.userAttributes)}`,
-    `x-kz-mesh-body-sha256:${optionalHash(fields.body)}`,
+    `x-kz-mesh-body-sha256:${fields.bodySha256 ?? optionalHash(fields.body)}`,
+    ...(fields.nonce === undefined ? [] : [`x-kz-mesh-nonce:${fields.nonce}`]),
   ].join('\n');
 }
 

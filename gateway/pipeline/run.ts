@@ -5,8 +5,10 @@ import type { NodeRequest, NodeResponse, RequestContext } from '../http/context.
 import { sendError } from '../http/respond.ts';
 import type { Stage } from './stage.ts';
 
-export function createPipeline(prelude: readonly Stage[], logger: Logger) {
+/** `onArrival` runs synchronously before any stage, while no body byte has been read yet (mesh body digest). */
+export function createPipeline(prelude: readonly Stage[], logger: Logger, onArrival?: (req: NodeRequest) => void) {
   return async function handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+    onArrival?.(req);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const ctx: RequestContext = {
@@ -25,6 +27,7 @@ export function createPipeline(prelude: readonly Stage[], logger: Logger) {
       params: {},
       principal: null,
       bearer: null,
+      meshPeer: null,
     };
     try {
       for (const stage of prelude) if ((await stage.run(ctx)) === 'done') return;

@@ -10,8 +10,19 @@ import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
 import { type CompiledRoute, parsePattern, RouteTable } from './router.ts';
 import { type RoutingSnapshot, ServiceTable } from './service-table.ts';
 
-function routeStages(auth: AuthMode, nativeOnly: boolean, handle: RouteDef['handle'], authenticator: Authenticator): Stage[] {
+/** What route compilation draws on besides the route itself. */
+export interface StageSources {
+  authenticator: Authenticator;
+  /** Native + trusted shared-realm tokens, for routes that accept them; the native one when absent. */
+  sharedRealmAuthenticator?: Authenticator | undefined;
+  /** Mesh ingress, compiled onto every route that takes an identity (anonymous routes take none to verify). */
+  meshVerify?: Stage | undefined;
+}
+
+function routeStages(auth: AuthMode, nativeOnly: boolean, handle: RouteDef['handle'], sources: StageSources, sharedRealm = false): Stage[] {
   const stages: Stage[] = [];
+  if (auth !== 'none' && sources.meshVerify) stages.push(sources.meshVerify);
+  const authenticator = sharedRealm ? (sources.sharedRealmAuthenticator ?? sources.authenticator) : sources.authenticator;
   if (auth !== 'none') stages.push(createAuthenticateStage(auth, authenticator));
   if (auth === 'admin' || nativeOnly) stages.push(createAuthorizeStage(auth, nativeOnly));
   stages.push(createDispatchStage(handle));
@@ -23,17 +34,21 @@ export interface CompiledHandlers {
   mounts: ReadonlyMap<string, CompiledRoute>;
 }
 
-export function compileHandlers(instances: readonly HandlerInstance[], authenticator: Authenticator): CompiledHandlers {
+export function compileHandlers(instances: readonly HandlerInstance[], sources: StageSources): CompiledHandlers {
   const routes: CompiledRoute[] = [];
   const mounts = new Map<string, CompiledRoute>();
   for (const instance of instances) {
     for (const def of instance.routes ?? []) {
-      routes.push({ def, segments: parsePattern(def.path), stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, authenticator) });
+      routes.push({
+        def,
+        segments: parsePattern(def.path),
+        stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, sources, def.acceptSharedRealm),
+      });
     }
     for (const mount of instance.mounts ?? []) {
       if (mounts.has(mount.service)) throw new Error(`service '${mount.service}' is mounted twice`);
       const def: RouteDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
-      mounts.set(mount.service, { def, segments: [], stages: routeStages(mount.auth, false, mount.handle, authenticator) });
+      mounts.set(mount.service, { def, segments: [], stages: routeStages(mount.auth, false, mount.handle, sources) });
     }
   }
   return { api: new RouteTable(routes), mounts };

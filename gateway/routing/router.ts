@@ -79,10 +79,14 @@ export class RouteTable {
   }
 
   #find(method: string, rawPath: string): Extract<RouteLookup, { kind: 'match' }> | null {
-    const routes = this.#byMethod.get(method === 'HEAD' && !this.#byMethod.has('HEAD') ? 'GET' : method);
-    if (!routes) return null;
     const parts = rawPath.split('/').slice(1);
-    for (const route of routes) {
+    const hit = this.#findIn(method, parts);
+    // HEAD is GET without a body (RFC 9110 §9.3.2): a path with no HEAD route of its own answers through GET.
+    return hit ?? (method === 'HEAD' ? this.#findIn('GET', parts) : null);
+  }
+
+  #findIn(method: string, parts: string[]): Extract<RouteLookup, { kind: 'match' }> | null {
+    for (const route of this.#byMethod.get(method) ?? []) {
       const params = matchSegments(route.segments, parts);
       if (params) return { kind: 'match', route, params };
     }

@@ -32,6 +32,8 @@ export interface FederationContext {
   readonly vault: PskVault;
   readonly local: LocalCluster;
   readonly policy: Readonly<Config['federation']>;
+  /** Mesh hardening this cluster offers at pairing (config mesh.features). */
+  readonly meshFeatures: readonly string[];
   readonly authz: AuthzService;
   readonly services: ServiceRegistry;
   readonly logger: Logger;

@@ -2,8 +2,8 @@
  * Reasons of the federation domain (contract §3, §3.7, §3.9, §10). Peer
  * transport and trust failures on the calling side use the diagnose layer
  * reasons so a failed pair, ping or disconnect names the same cause
- * diagnose would. The signature reasons (invalid_signature, ...) are shared
- * with mesh ingress, which imports this table.
+ * diagnose would. The envelope reasons (invalid_signature, ...) live with the
+ * envelope in gateway/mesh/errors.ts, shared with mesh ingress.
  */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
@@ -26,15 +26,10 @@ export const FederationErrors = defineErrors('federation', {
     doc: 'More than one WAITING receiver record verifies the handshake: the PSK is not unique. Delete one and re-pair with a fresh PSK.',
   },
   peer_identity_aliases_local: { status: 409, doc: 'The peer reports this cluster’s own id (a self-pair, or the address points back here). Fix remote_ips.' },
-  invalid_signature: { status: 403, doc: 'Peer call or mesh request: the HMAC does not verify under any matching PSK, or identity headers are missing.' },
-  signature_expired: { status: 403, doc: 'The signature timestamp is more than 300 s old (contract §4.4).' },
-  signature_in_future: { status: 403, doc: 'The signature timestamp is more than 60 s ahead (contract §4.4).' },
-  signature_replayed: { status: 403, doc: 'A peer call with this exact signature was already accepted (once-only handshake and peer calls).' },
   pairing_clock_skew: {
     status: 403,
     doc: 'Receiver side of /remote/pair: the clocks differ by 60 s or more (spec: Limits); `skew_seconds` says by how much.',
   },
-  federation_not_active: { status: 403, doc: 'The signature verified, but the federation record is not PAIRED (disconnected or deleted).' },
   federation_user_exists: { status: 409, doc: 'The allowlist already has an entry for that external_id (release 1.3.3 semantics).' },
   federation_user_not_found: { status: 404, doc: 'No allowlist entry with that external_id on this federation.' },
   dns_unresolvable: { status: 502, doc: 'The peer address is a DNS name that does not resolve. Remedy: fix the name or use an IP in remote_ips[].ip.' },

@@ -43,6 +43,7 @@ export const federationModule: HandlerModule = {
         hostnames: deps.config.hostnames,
       },
       policy: deps.config.federation,
+      meshFeatures: deps.config.mesh.features,
       authz: deps.services.get(AUTHZ),
       services: deps.services,
       logger: deps.logger.child({ domain: 'federation' }),

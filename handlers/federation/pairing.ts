@@ -7,6 +7,7 @@
  */
 import { isIP } from 'node:net';
 import { unixSeconds } from '../../gateway/mesh/canonical.ts';
+import { negotiateFeatures } from '../../gateway/mesh/features.ts';
 import { createPeerAgent, parsePeerAddress, verifyLeafIssuedBy } from '../../gateway/mesh/peer-agent.ts';
 import type { Principal } from '../principal.ts';
 import { type FederationContext, pskOf, requireRecord } from './context.ts';
@@ -41,6 +42,7 @@ export async function pair(ctx: FederationContext, principal: Principal, id: str
     const paired = ctx.records.update(row.id, {
       remoteClusterId: parsed.data.cluster_id,
       remoteCaPem: parsed.data.ca_cert,
+      meshFeatures: negotiateFeatures(parsed.data.mesh_features, ctx.meshFeatures),
       status: 'PAIRED',
       lastPing: at,
       lastActivity: at,
@@ -66,6 +68,7 @@ function pairBody(ctx: FederationContext, row: FederationRow, principal: Princip
     peer_kc_jwks_url: row.localKc?.jwks_url ?? null,
     peer_broker_client_id: row.localKc?.client_id ?? null,
     peer_broker_client_secret: row.localKc?.client_secret_urn ?? null,
+    mesh_features: ctx.meshFeatures,
   };
 }
 

@@ -18,6 +18,8 @@ import {
   signCanonical,
   unixSeconds,
 } from '../../gateway/mesh/canonical.ts';
+import { MeshErrors } from '../../gateway/mesh/errors.ts';
+import { negotiateFeatures } from '../../gateway/mesh/features.ts';
 import { type FederationContext, pskOf } from './context.ts';
 import { FederationErrors } from './errors.ts';
 import { MESH_HEADERS } from './peer-client.ts';
@@ -69,7 +71,7 @@ function signers(ctx: FederationContext, call: SignedCall, rows: readonly Federa
 
 function acceptOnce(ctx: FederationContext, call: SignedCall, nowSeconds: number): void {
   const expiresAt = call.ts + SIGNATURE_MAX_AGE_SECONDS + SIGNATURE_MAX_FUTURE_SECONDS;
-  if (!ctx.nonces.acceptOnce(call.signature, expiresAt, nowSeconds)) throw FederationErrors.make.signature_replayed();
+  if (!ctx.nonces.acceptOnce(call.signature, expiresAt, nowSeconds)) throw MeshErrors.make.signature_replayed();
 }
 
 function signedReply(ctx: FederationContext, call: SignedCall, key: KeyObject, body: Record<string, unknown>): PeerReply {
@@ -103,13 +105,13 @@ function parseBody<S extends z.ZodType>(schema: S, raw: Buffer): z.infer<S> {
 export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply {
   const nowSeconds = unixSeconds(ctx.now());
   const matches = signers(ctx, call, ctx.records.byStatus(['WAITING']));
-  if (matches.length === 0) throw FederationErrors.make.invalid_signature();
+  if (matches.length === 0) throw MeshErrors.make.invalid_signature();
   if (matches.length > 1) throw FederationErrors.make.psk_ambiguous({ candidates: matches.length });
   const { row, key } = matches[0] as { row: FederationRow; key: KeyObject };
   const skew = call.ts - nowSeconds;
   if (Math.abs(skew) >= PAIRING_MAX_SKEW_SECONDS) throw FederationErrors.make.pairing_clock_skew({ skew_seconds: skew });
   const body = parseBody(pairRequest, call.rawBody);
-  if (body.local_cluster_id !== call.sourceClusterId.toLowerCase()) throw FederationErrors.make.invalid_signature();
+  if (body.local_cluster_id !== call.sourceClusterId.toLowerCase()) throw MeshErrors.make.invalid_signature();
   if (body.local_cluster_id === ctx.local.id) throw FederationErrors.make.peer_identity_aliases_local({ cluster_id: body.local_cluster_id });
   acceptOnce(ctx, call, nowSeconds);
   const at = ctx.now().toISOString();
@@ -123,6 +125,7 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
     peerKcJwksUrl: body.peer_kc_jwks_url ?? null,
     peerBrokerClientId: body.peer_broker_client_id ?? null,
     peerBrokerClientSecretUrn: body.peer_broker_client_secret ?? null,
+    meshFeatures: negotiateFeatures(body.mesh_features, ctx.meshFeatures),
     status: 'PAIRED',
     lastActivity: at,
     updatedAt: at,
@@ -135,6 +138,7 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
     ca_cert: ctx.local.caPem(),
     identity_mode: paired.identityMode,
     status: 'PAIRED',
+    mesh_features: paired.meshFeatures,
   });
 }
 
@@ -142,9 +146,9 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
 function pairedSigner(ctx: FederationContext, call: SignedCall): { row: FederationRow; key: KeyObject } {
   const nowSeconds = unixSeconds(ctx.now());
   const match = signers(ctx, call, ctx.records.byRemoteClusterId(call.sourceClusterId.toLowerCase(), ['PAIRED', 'DISCONNECTED']))[0];
-  if (!match) throw FederationErrors.make.invalid_signature();
+  if (!match) throw MeshErrors.make.invalid_signature();
   const window = checkTimestamp(call.ts, nowSeconds);
-  if (!window.ok) throw FederationErrors.make[window.reason]();
+  if (!window.ok) throw MeshErrors.make[window.reason]();
   acceptOnce(ctx, call, nowSeconds);
   return match;
 }
@@ -152,7 +156,7 @@ function pairedSigner(ctx: FederationContext, call: SignedCall): { row: Federati
 /** POST /remote/ping: proves the pairing end to end and answers this cluster's id. */
 export function remotePing(ctx: FederationContext, call: SignedCall): PeerReply {
   const { row, key } = pairedSigner(ctx, call);
-  if (row.status !== 'PAIRED') throw FederationErrors.make.federation_not_active({ status: row.status });
+  if (row.status !== 'PAIRED') throw MeshErrors.make.federation_not_active({ status: row.status });
   ctx.records.update(row.id, { lastActivity: ctx.now().toISOString() });
   return signedReply(ctx, call, key, { cluster_id: ctx.local.id, cluster_name: ctx.local.name, status: 'PAIRED' });
 }
@@ -161,7 +165,7 @@ export function remotePing(ctx: FederationContext, call: SignedCall): PeerReply 
 export function remoteDisconnect(ctx: FederationContext, call: SignedCall): PeerReply {
   const { row, key } = pairedSigner(ctx, call);
   const body = parseBody(disconnectRequest, call.rawBody);
-  if (body.cluster_id !== call.sourceClusterId.toLowerCase()) throw FederationErrors.make.invalid_signature();
+  if (body.cluster_id !== call.sourceClusterId.toLowerCase()) throw MeshErrors.make.invalid_signature();
   if (row.status === 'PAIRED') {
     const at = ctx.now().toISOString();
     ctx.records.update(row.id, { status: 'DISCONNECTED', lastActivity: at, updatedAt: at });

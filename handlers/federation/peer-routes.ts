@@ -6,9 +6,9 @@
 import { readBody } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import { parseTs } from '../../gateway/mesh/canonical.ts';
+import { MeshErrors } from '../../gateway/mesh/errors.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { FederationContext } from './context.ts';
-import { FederationErrors } from './errors.ts';
 import { MESH_HEADERS } from './peer-client.ts';
 import { type PeerReply, remoteDisconnect, remotePair, remotePing, type SignedCall } from './peer-protocol.ts';
 
@@ -29,7 +29,7 @@ async function signedCall(ctx: RequestContext): Promise<SignedCall> {
     path: ctx.rawPath,
     rawBody,
   };
-  if (!call.sourceClusterId || !call.signature || Number.isNaN(call.ts)) throw FederationErrors.make.invalid_signature();
+  if (!call.sourceClusterId || !call.signature || Number.isNaN(call.ts)) throw MeshErrors.make.invalid_signature();
   return call;
 }
 

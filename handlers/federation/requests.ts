@@ -104,6 +104,9 @@ export const preflightBody = z.object({ remote_ips: z.array(remoteIpSchema).min(
 export const resolveBody = z.object({ address });
 
 /** The peer protocol (contract §3.9). Every body carries the caller's nonce (peer-client.ts). */
+/** Mesh hardening offered at pairing; a peer that sends none speaks the spec envelope only. */
+const meshFeaturesOffer = z.array(z.string().max(32)).max(16).default([]);
+
 export const pairRequest = z.object({
   local_cluster_id: z.uuid(),
   local_cluster_name: z.string().trim().min(1).max(128),
@@ -114,6 +117,7 @@ export const pairRequest = z.object({
   peer_kc_jwks_url: z.string().max(2048).nullish(),
   peer_broker_client_id: z.string().max(256).nullish(),
   peer_broker_client_secret: z.string().max(1024).nullish(),
+  mesh_features: meshFeaturesOffer,
   nonce: z.string().min(1).max(64),
 });
 
@@ -123,6 +127,7 @@ export const pairAnswer = z.object({
   ca_cert: certificatePem,
   federation_id: z.string().optional(),
   status: z.literal('PAIRED'),
+  mesh_features: meshFeaturesOffer,
 });
 
 export const disconnectRequest = z.object({

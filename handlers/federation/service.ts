@@ -96,6 +96,7 @@ export class FederationService {
       sharedCaPem: body.shared_ca_pem ?? null,
       ...identity,
       grandfathered: false,
+      meshFeatures: [],
     };
     this.ctx.records.insert(row);
     this.ctx.authz.write([{ subject: { namespace: 'user', id: principal.userId }, relation: 'operator', object: { namespace: 'federation', id } }]);

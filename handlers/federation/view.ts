@@ -35,6 +35,7 @@ export function recordView(row: FederationRow) {
     identity_mode: row.identityMode,
     trust_posture: row.trustPosture,
     grandfathered: row.grandfathered,
+    mesh_features: row.meshFeatures,
     peer_ca_fingerprint: caFingerprint(row.remoteCaPem),
   };
 }

@@ -18,6 +18,7 @@ const table = new RouteTable([
   route('POST', '/cluster/federations/:id/pair'),
   route('GET', '/auth/'),
   route('GET', '/retrieval/jobs'),
+  route('HEAD', '/mesh/*rest'),
 ]);
 
 const cases: { desc: string; method: string; path: string; expect: string; params?: Record<string, string> }[] = [
@@ -34,6 +35,8 @@ const cases: { desc: string; method: string; path: string; expect: string; param
   { desc: 'method list', method: 'DELETE', path: '/cluster/federations/f1', expect: '/cluster/federations/:id', params: { id: 'f1' } },
   { desc: 'longer static path', method: 'POST', path: '/cluster/federations/f1/pair', expect: '/cluster/federations/:id/pair' },
   { desc: 'HEAD falls back to GET', method: 'HEAD', path: '/retrieval/jobs', expect: '/retrieval/jobs' },
+  { desc: 'HEAD falls back to GET even when another path has a HEAD route', method: 'HEAD', path: '/auth/', expect: '/auth/' },
+  { desc: 'an explicit HEAD route wins', method: 'HEAD', path: '/mesh/x/y', expect: '/mesh/*rest' },
   { desc: 'trailing-slash route', method: 'GET', path: '/auth/', expect: '/auth/' },
   { desc: 'missing trailing slash redirects', method: 'POST', path: '/catalog/datasets', expect: 'redirect:/catalog/datasets/' },
   { desc: 'extra trailing slash redirects', method: 'GET', path: '/retrieval/jobs/', expect: 'redirect:/retrieval/jobs' },

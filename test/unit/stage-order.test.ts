@@ -11,7 +11,7 @@ const authenticator: Authenticator = {
 };
 
 test('the ingress order is the one DESIGN.md §3 and ARCHITECTURE.md state', () => {
-  assert.deepEqual(STAGE_ORDER, ['requestId', 'accessLog', 'limits', 'canonicalPath', 'routeMatch', 'authenticate', 'authorize', 'dispatch']);
+  assert.deepEqual(STAGE_ORDER, ['requestId', 'accessLog', 'limits', 'canonicalPath', 'routeMatch', 'meshVerify', 'authenticate', 'authorize', 'dispatch']);
 });
 
 test('each route compiles only the stages it uses, in STAGE_ORDER', () => {
@@ -27,7 +27,7 @@ test('each route compiles only the stages it uses, in STAGE_ORDER', () => {
         ],
       },
     ],
-    authenticator,
+    { authenticator },
   );
   const stagesOf = (path: string) => {
     const hit = api.lookup('GET', path);
@@ -51,5 +51,5 @@ test('each route compiles only the stages it uses, in STAGE_ORDER', () => {
 
 test('a service mounted twice is a wiring error at start', () => {
   const mount = { service: 'models', auth: 'none' as const, handle: () => ({ status: 200 }) };
-  assert.throws(() => compileHandlers([{ mounts: [mount] }, { mounts: [mount] }], authenticator), /mounted twice/);
+  assert.throws(() => compileHandlers([{ mounts: [mount] }, { mounts: [mount] }], { authenticator }), /mounted twice/);
 });

@@ -28,6 +28,8 @@ export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authent
   return {
     name: 'authenticate',
     async run(ctx: RequestContext): Promise<StageResult> {
+      // meshVerify already admitted a signed mesh request as its brokered principal.
+      if (ctx.meshPeer) return 'continue';
       const bearer = bearerOf(ctx);
       if (bearer === null) {
         if (mode === 'optional') return 'continue';

@@ -1,0 +1,1 @@
+ALTER TABLE `federations` ADD `mesh_features` text DEFAULT '[]' NOT NULL;

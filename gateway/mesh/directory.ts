@@ -1,0 +1,54 @@
+/**
+ * What the mesh needs from the domains, as one service key the gateway
+ * reads (gateway/ knows no domain by name): the PAIRED peers for egress,
+ * the record a signed request claims to come from, and admission of the
+ * caller as a local brokered Principal (identity mode, allowlist,
+ * provisioning). handlers/mesh provides it over the federation domain.
+ */
+import type { KeyObject } from 'node:crypto';
+import type { Principal } from '../../handlers/principal.ts';
+import type { Authenticator } from '../pipeline/stages/authenticate.ts';
+import { createServiceKey } from '../services.ts';
+import type { PeerAgent } from './peer-agent.ts';
+
+/** Hardening features two meshgates agree on at pairing (issue 6 item 4). */
+export type MeshFeature = 'nonce' | 'body-sha256';
+
+export interface MeshPeer {
+  /** Federation record id. */
+  readonly id: string;
+  readonly remoteClusterId: string;
+  readonly remoteClusterName: string;
+  readonly status: 'WAITING' | 'PAIRING' | 'PAIRED' | 'DISCONNECTED' | 'DELETED';
+  /** Features both sides announced at pairing; empty for a peer that only speaks the spec envelope. */
+  readonly features: readonly MeshFeature[];
+}
+
+/** The signed claims of an inbound mesh request, handed to admission once the envelope verified. */
+export interface MeshEnvelope {
+  readonly sourceClusterId: string;
+  readonly userId: string;
+  readonly roles: readonly string[];
+  /** Raw X-KZ-Mesh-User-Attributes (trusted only in source-trusted modes). */
+  readonly userAttributes: string | undefined;
+  readonly peerToken: string | undefined;
+}
+
+export interface MeshDirectory {
+  localClusterId(): string;
+  localClusterName(): string;
+  /** PAIRED records, for selector resolution. */
+  paired(): readonly MeshPeer[];
+  /** The record a request claims to come from: PAIRED first, else the latest other one. */
+  bySourceCluster(clusterId: string): MeshPeer | undefined;
+  /** The PSK as a KeyObject (never serialized); null once the record is deleted. */
+  key(peer: MeshPeer): KeyObject | null;
+  /** The peer's undici agent (stored CA, SNI hostname); null when it has no route or CA. */
+  agent(peer: MeshPeer): PeerAgent | null;
+  /** Identity by mode, allowlist admission, first-request provisioning; throws the mesh reasons. */
+  admit(peer: MeshPeer, envelope: MeshEnvelope): Promise<Principal>;
+  /** Egress: accepts native credentials and bearer tokens of trusted shared issuers (contract §1.5). */
+  readonly egressAuthenticator: Authenticator;
+}
+
+export const MESH_DIRECTORY = createServiceKey<MeshDirectory>('mesh-directory');

@@ -1,0 +1,130 @@
+/**
+ * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}` (spec: Mesh
+ * proxy; contract §4.1–§4.3, §4.6): resolve the selector among PAIRED
+ * records, rebuild the header set (credentials and any client-sent mesh or
+ * identity header removed, the envelope regenerated), extend the route
+ * trace, and stream the request to the peer through its signing dispatcher
+ * and the answer back unchanged: status, headers, body, redirects and peer
+ * errors alike, SSE included, never buffered.
+ */
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import { type Dispatcher, request } from 'undici';
+import type { Principal } from '../../handlers/principal.ts';
+import type { Config } from '../config/schema.ts';
+import { ApiError } from '../errors/api-error.ts';
+import { readBody } from '../http/body.ts';
+import type { RequestContext } from '../http/context.ts';
+import type { HttpMethod, RouteDef } from '../module.ts';
+import { hasBody } from './body-guard.ts';
+import { unixSeconds } from './canonical.ts';
+import type { MeshDirectory, MeshPeer } from './directory.ts';
+import { composeMeshDispatcher, upstreamError } from './dispatcher.ts';
+import { MeshErrors } from './errors.ts';
+import { forwardableRequestHeaders, forwardableResponseHeaders, MAX_HOPS, MESH, remoteUri } from './headers.ts';
+import { resolveSelector } from './selector.ts';
+
+const METHODS: readonly HttpMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface EgressDeps {
+  directory: MeshDirectory;
+  config: Readonly<Config>;
+  now(): Date;
+}
+
+/** The mesh identity headers for the caller (contract §4.3), before signing. */
+export function identityHeaders(principal: Principal, bearer: string | null): Record<string, string> {
+  const headers: Record<string, string> = {
+    [MESH.userId]: principal.userId,
+    [MESH.userRoles]: principal.roles.join(','),
+  };
+  if (bearer) headers[MESH.peerToken] = bearer;
+  if (Object.keys(principal.attributes).length > 0) headers[MESH.userAttributes] = JSON.stringify(principal.attributes);
+  return headers;
+}
+
+/** The trace this hop sends: the inbound one (verified hops only) plus this cluster; 508 on a loop or past 8 hops. */
+export function extendRoute(inbound: readonly string[], localId: string): string[] {
+  const self = localId.toLowerCase();
+  if (inbound.includes(self) || inbound.length + 1 > MAX_HOPS) {
+    throw MeshErrors.make.mesh_hop_limit_exceeded({ hops: inbound.length + 1, max_hops: MAX_HOPS });
+  }
+  return [...inbound, self];
+}
+
+export function createMeshEgressRoute(deps: EgressDeps): RouteDef {
+  const deadlines = { apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000, runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000 };
+  const dispatchers = new Map<string, { agent: Dispatcher; dispatcher: Dispatcher }>();
+
+  /** One signing dispatcher per peer, rebuilt when the federation hands out a new agent (new CA or route). */
+  function dispatcherFor(peer: MeshPeer): { origin: string; dispatcher: Dispatcher } {
+    const peerAgent = deps.directory.agent(peer);
+    const key = deps.directory.key(peer);
+    if (!peerAgent || !key) throw MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'tls', cause: 'peer_not_reachable_unpaired' });
+    let cached = dispatchers.get(peer.id);
+    if (cached?.agent !== peerAgent.agent) {
+      const sign = { key, features: new Set(peer.features), nowSeconds: () => unixSeconds(deps.now()) };
+      cached = { agent: peerAgent.agent, dispatcher: composeMeshDispatcher(peerAgent.agent, sign, deadlines) };
+      dispatchers.set(peer.id, cached);
+    }
+    return { origin: peerAgent.origin, dispatcher: cached.dispatcher };
+  }
+
+  async function forward(ctx: RequestContext): Promise<undefined> {
+    const principal = ctx.principal as Principal;
+    const local = { id: deps.directory.localClusterId(), name: deps.directory.localClusterName() };
+    const peer = resolveSelector(ctx.params.selector ?? '', deps.directory.paired(), local);
+    const route = extendRoute(ctx.meshPeer?.route ?? [], local.id);
+    const { origin, dispatcher } = dispatcherFor(peer);
+    // ctx.rest is `/mesh/<selector>/<remote>`, still percent-encoded: the peer sees the caller's exact bytes.
+    const afterMesh = ctx.rest.slice('/mesh/'.length);
+    const uri = remoteUri(afterMesh.slice(afterMesh.indexOf('/') + 1));
+    const url = ctx.req.url ?? '';
+    const query = url.includes('?') ? url.slice(url.indexOf('?')) : '';
+    const clientCorrelation = ctx.req.headers[MESH.correlationId];
+    const correlationId =
+      ctx.meshPeer?.correlationId ?? (typeof clientCorrelation === 'string' && UUID.test(clientCorrelation) ? clientCorrelation : randomUUID());
+    const headers: Record<string, string> = {
+      ...forwardableRequestHeaders(ctx.req.headers),
+      ...identityHeaders(principal, ctx.bearer),
+      [MESH.sourceClusterId]: local.id,
+      [MESH.route]: route.join(','),
+      [MESH.correlationId]: correlationId,
+    };
+    // Hardened peers sign the body digest: the body is read first (bounded), then sent with its length.
+    let body: Buffer | RequestContext['req'] | undefined;
+    if (hasBody(ctx.req)) body = peer.features.includes('body-sha256') ? await readBody(ctx.req, deps.config.limits.maxBodyBytes) : ctx.req;
+    if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
+    const abort = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) abort.abort();
+    });
+    let upstream: Dispatcher.ResponseData;
+    try {
+      upstream = await request(`${origin}${uri}${query}`, { method: ctx.method as HttpMethod, headers, body, dispatcher, signal: abort.signal });
+    } catch (error) {
+      throw error instanceof ApiError ? error : upstreamError(error);
+    }
+    const res = ctx.res as ServerResponse;
+    res.writeHead(upstream.statusCode, { ...forwardableResponseHeaders(upstream.headers), [MESH.correlationId]: correlationId });
+    try {
+      await pipeline(upstream.body, res);
+    } catch (error) {
+      ctx.logger.warn({ req_id: ctx.requestId, federation_id: peer.id, err: error instanceof ApiError ? error.reason : String(error) }, 'mesh stream aborted');
+      res.destroy();
+    }
+    return undefined;
+  }
+
+  return {
+    method: METHODS,
+    path: '/mesh/:selector/*remote',
+    auth: 'user',
+    acceptSharedRealm: true,
+    // The peer decides what its own paths may hold (URN routes take %2F).
+    allowEncodedSlash: true,
+    handle: forward,
+  };
+}
