@@ -5,6 +5,7 @@
 import type { HandlerModule } from '../gateway/module.ts';
 import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
+import { jobsModule } from './jobs/index.ts';
 import { routingModule } from './routing/index.ts';
 
-export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule];
+export const HANDLER_MODULES: readonly HandlerModule[] = [authModule, authzModule, routingModule, jobsModule];
