@@ -101,7 +101,10 @@ export class JobTracker {
     const settle = () => {
       for (const done of [...(this.#waiters.get(runtimeJobId) ?? [])]) done();
     };
-    if (!row) return settle();
+    if (!row) {
+      settle();
+      return;
+    }
     this.refresh(row)
       .catch((error) => this.logger.error({ err: error, job_id: row.id }, 'job refresh failed'))
       .finally(settle);

@@ -191,10 +191,10 @@ export class LocalJobRuntime implements JobRuntime {
   #exited(id: string, entry: Entry, paths: JobPaths, code: number | null, signal: NodeJS.Signals | null): void {
     if (entry.pid !== null) signalGroup(entry.pid, 'SIGKILL'); // stragglers the entrypoint left in its group
     const exit = readExit(paths);
-    if (exit) return this.#finish(id, entry, outcome(exit, entry));
-    if (code === null && signal === null)
-      return this.#finish(id, entry, { status: 'FAILED', errorType: 'spawn_failed', errorMessage: 'the job process could not be started' });
-    this.#finish(id, entry, outcome({ step: 'entrypoint', code: code ?? 128, at: new Date() }, entry, signal));
+    if (exit) this.#finish(id, entry, outcome(exit, entry));
+    else if (code === null && signal === null)
+      this.#finish(id, entry, { status: 'FAILED', errorType: 'spawn_failed', errorMessage: 'the job process could not be started' });
+    else this.#finish(id, entry, outcome({ step: 'entrypoint', code: code ?? 128, at: new Date() }, entry, signal));
   }
 
   #finish(id: string, entry: Entry, result: Pick<Entry, 'status'> & Partial<Entry>): void {
