@@ -262,7 +262,7 @@ function outcome(exit: ExitRecord, entry: Entry | null, signal?: NodeJS.Signals 
   }
   if (signal) return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the job process was killed by ${signal}` };
   if (exit.code === 0) return { status: 'SUCCEEDED' };
-  return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the entrypoint exited with code ${exit.code}` };
+  return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the entrypoint failed with exit code ${exit.code}` };
 }
 
 function snapshot(entry: Entry): RuntimeSnapshot {
