@@ -1,5 +1,5 @@
 /** Job records and the gate binding behind narrow interfaces (STYLE C3). */
-import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../gateway/db/open.ts';
 import { executionGate, type JobStatus, jobs } from './schema.ts';
 
@@ -56,7 +56,7 @@ export function createJobStore(db: Db): JobStore {
         .select()
         .from(jobs)
         .where(and(...conditions))
-        .orderBy(desc(jobs.submittedAt), desc(jobs.createdAt))
+        .orderBy(desc(jobs.submittedAt), desc(sql`rowid`))
         .limit(filter.limit)
         .offset(filter.offset)
         .all();

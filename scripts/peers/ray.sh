@@ -59,8 +59,10 @@ stop() {
   [ -f "$temp_dir/head.pid" ] || return 0
   pid=$(cat "$temp_dir/head.pid")
   kill -TERM -- "-$pid" 2>/dev/null || true
-  for _ in $(seq 1 30); do
-    kill -0 -- "-$pid" 2>/dev/null || break
+  # Zombies count as gone: where PID 1 does not reap, they linger harmlessly.
+  # The head and its log monitor may hang on SIGTERM; SIGKILL follows after 5 s.
+  for _ in $(seq 1 5); do
+    ps -eo pgid=,stat= | awk -v g="$pid" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }' || break
     sleep 1
   done
   kill -KILL -- "-$pid" 2>/dev/null || true

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
-import { type TestGateway, startTestGateway } from '../helpers/gateway.ts';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { executorToken, MARKER, py, submit, waitFor } from '../helpers/jobs.ts';
 
 export interface RuntimeUnderTest {
@@ -70,7 +70,10 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
     });
 
     test('the job sees env_vars and the platform identity; other runtime_env keys are stripped', async () => {
-      const code = 'import os,json; print("' + MARKER + '"+json.dumps({k:os.environ.get(k) for k in ["FOO","PLATFORM_USER_ID","KAMIWAZA_USER_ID","PLATFORM_USER_ATTRS","KAMIWAZA_USER_ATTRS","PLATFORM_API_URL"]}))';
+      const code =
+        'import os,json; print("' +
+        MARKER +
+        '"+json.dumps({k:os.environ.get(k) for k in ["FOO","PLATFORM_USER_ID","KAMIWAZA_USER_ID","PLATFORM_USER_ATTRS","KAMIWAZA_USER_ATTRS","PLATFORM_API_URL"]}))';
       const res = await gw.request('POST', '/api/cluster/jobs/run', {
         token,
         json: {
@@ -110,7 +113,10 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
     });
 
     test('run: the marker comes back; timeout_seconds stops the job (STOPPED, timed_out)', async () => {
-      const ok = await gw.request('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: `echo '${MARKER}{"n":1}'; echo '${MARKER}{"n":2}'; echo trailing` } });
+      const ok = await gw.request('POST', '/api/cluster/jobs/run', {
+        token,
+        json: { entrypoint: `echo '${MARKER}{"n":1}'; echo '${MARKER}{"n":2}'; echo trailing` },
+      });
       assert.equal(ok.status, 200);
       assert.equal(ok.json.status, 'SUCCEEDED');
       assert.deepEqual(ok.json.result, { n: 2 });
@@ -148,7 +154,10 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
       const missing = await gw.request('GET', `/api/cluster/jobs/${plain.json.id}/result`, { token });
       assert.equal(missing.status, 410);
       assert.equal(missing.json.detail.reason, 'job_result_missing');
-      const crash = await gw.request('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: `echo '${MARKER}{"partial":1}'; echo '${MARKER}{oops'; exit 1` } });
+      const crash = await gw.request('POST', '/api/cluster/jobs/run', {
+        token,
+        json: { entrypoint: `echo '${MARKER}{"partial":1}'; echo '${MARKER}{oops'; exit 1` },
+      });
       assert.equal(crash.json.status, 'FAILED');
       assert.deepEqual(crash.json.result, { partial: 1 });
       const crashResult = await gw.request('GET', `/api/cluster/jobs/${crash.json.id}/result`, { token });
