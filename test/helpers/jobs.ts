@@ -33,7 +33,7 @@ export async function waitFor(
   throw new Error(`job ${jobId} did not settle in ${timeoutMs} ms; last: ${last?.text}`);
 }
 
-export function submit(gw: TestGateway, token: string, json: Record<string, unknown>): Promise<TestResponse> {
+export function submit(gw: TestGateway, token: string | null, json: Record<string, unknown>): Promise<TestResponse> {
   return gw.request('POST', '/api/cluster/jobs/submit', { token, json });
 }
 
