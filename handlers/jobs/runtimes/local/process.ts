@@ -27,8 +27,13 @@ if [ -s "$dir/requirements.txt" ]; then
   fi
   PATH="$dir/venv/bin:$PATH"; VIRTUAL_ENV="$dir/venv"; export PATH VIRTUAL_ENV
 fi
-/bin/sh -c "$1"
-code=$?
+# The leader outlives SIGTERM (a handler, not an ignore, which the entrypoint would
+# inherit) so the entrypoint gets the whole grace before SIGKILL, and its status is kept.
+trap : TERM
+/bin/sh -c "$1" &
+child=$!
+wait "$child"; code=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
 printf 'entrypoint %s\\n' "$code" > "$dir/exit.tmp" && mv "$dir/exit.tmp" "$dir/exit"
 exit $code
 `;
