@@ -8,13 +8,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { executorToken, MARKER, py, submit, waitFor } from '../helpers/jobs.ts';
+import { executorToken, MARKER, py, submit, waitFor, wheelFolder } from '../helpers/jobs.ts';
 
 export interface RuntimeUnderTest {
   name: string;
   /** Gateway config selecting the runtime; called once the peer (if any) is up. */
   config(): ConfigInput;
 }
+
+/** The approved package every runtime must install from the operator's wheel folder (contract §5.8). */
+const PROBE = { name: 'meshgate-probe', version: '1.0.0', value: 'probe-ok' };
 
 export function runJobRuntimeContract(target: RuntimeUnderTest): void {
   describe(`job runtime contract: ${target.name}`, () => {
@@ -23,7 +26,12 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
     let userId: string;
     const hooks: (() => unknown)[] = [];
     before(async () => {
-      gw = await startTestGateway({ after: (fn) => hooks.push(fn) }, target.config());
+      const t = { after: (fn: () => unknown) => hooks.push(fn) };
+      const wheels = wheelFolder(t);
+      const sha256 = wheels.build(PROBE.name, PROBE.version, PROBE.value);
+      const pythonPackages = { catalogFile: wheels.catalog([{ name: PROBE.name, version: PROBE.version, sha256: [sha256] }]), wheelDir: wheels.dir };
+      const config = target.config();
+      gw = await startTestGateway(t, { ...config, jobs: { ...config.jobs, pythonPackages } });
       ({ token, id: userId } = await executorToken(gw, 'runner', { clearance: 'S' }));
     });
     after(async () => {
@@ -162,6 +170,16 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
       assert.deepEqual(crash.json.result, { partial: 1 });
       const crashResult = await gw.request('GET', `/api/cluster/jobs/${crash.json.id}/result`, { token });
       assert.equal(crashResult.status, 409);
+    });
+
+    test('an approved python package is installed for the job; an unapproved one is refused', async () => {
+      const code = `import json, meshgate_probe; print("${MARKER}" + json.dumps({"value": meshgate_probe.VALUE}))`;
+      const run = await gw.request('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: py(code), python_packages: [`${PROBE.name}==${PROBE.version}`] } });
+      const logs = async () => (await gw.request('GET', `/api/cluster/jobs/${run.json.id}/logs`, { token })).json.logs;
+      assert.equal(run.json.status, 'SUCCEEDED', await logs());
+      assert.deepEqual(run.json.result, { value: PROBE.value });
+      const refused = await submit(gw, token, { entrypoint: py(code), python_packages: [`${PROBE.name}==9.9.9`] });
+      assert.deepEqual([refused.status, refused.json.detail.reason], [400, 'python_package_not_approved']);
     });
   });
 }

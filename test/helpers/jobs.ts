@@ -1,4 +1,9 @@
 /** Job test helpers: an executor user, polling until a job settles. */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { AUTHZ } from '../../handlers/authz/index.ts';
 import type { TestGateway, TestResponse } from './gateway.ts';
 
@@ -40,4 +45,20 @@ export function submit(gw: TestGateway, token: string | null, json: Record<strin
 /** A python one-liner entrypoint, quoted for `sh -c`. */
 export function py(code: string): string {
   return `python3 -c '${code.replaceAll("'", `'"'"'`)}'`;
+}
+
+const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/jobs/make_wheel.py', import.meta.url));
+
+/** A throwaway wheel folder: build(name, version, value) returns the wheel's sha256; catalog() writes the catalog file. */
+export function wheelFolder(t: { after(fn: () => void): void }) {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-wheels-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const build = (name: string, version: string, value: string) =>
+    execFileSync('python3', [MAKE_WHEEL, dir, name, version, value], { encoding: 'utf8' }).trim().split(' ')[1] as string;
+  const catalog = (entries: unknown[]) => {
+    const file = join(dir, 'catalog.json');
+    writeFileSync(file, JSON.stringify(entries));
+    return file;
+  };
+  return { dir, build, catalog };
 }

@@ -4,28 +4,10 @@
  * The wheels are built in the test, offline (test/fixtures/jobs/make_wheel.py).
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startTestGateway } from '../helpers/gateway.ts';
-import { MARKER, py } from '../helpers/jobs.ts';
-
-const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/jobs/make_wheel.py', import.meta.url));
-
-function wheelFolder(t: { after(fn: () => void): void }) {
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-wheels-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const build = (name: string, version: string, value: string) => execFileSync('python3', [MAKE_WHEEL, dir, name, version, value], { encoding: 'utf8' }).trim().split(' ')[1] as string;
-  const catalog = (entries: unknown[]) => {
-    const file = join(dir, 'catalog.json');
-    writeFileSync(file, JSON.stringify(entries));
-    return file;
-  };
-  return { dir, build, catalog };
-}
+import { MARKER, py, wheelFolder } from '../helpers/jobs.ts';
 
 const probe = py(`import json, sys, meshgate_probe; print("${MARKER}" + json.dumps({"value": meshgate_probe.VALUE, "venv": sys.prefix}))`);
 
