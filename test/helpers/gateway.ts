@@ -132,10 +132,11 @@ export class TestGateway {
 
 export async function startTestGateway(t: After, overrides: ConfigInput = {}): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-test-'));
-  const gw = await new TestGateway(dataDir, overrides).start();
+  const gw = new TestGateway(dataDir, overrides);
+  // Registered before start, so a gateway that fails to start leaves no data dir behind.
   t.after(async () => {
     await gw.stop().catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
   });
-  return gw;
+  return gw.start();
 }

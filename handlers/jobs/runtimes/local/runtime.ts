@@ -50,6 +50,8 @@ export class LocalJobRuntime implements JobRuntime {
   readonly #queue: string[] = [];
   readonly #listeners = new Set<(id: string) => void>();
   #running = 0;
+  /** After close nothing new starts: queued jobs stay PENDING and are queued again at the next start. */
+  #closed = false;
   readonly #ticker: NodeJS.Timeout;
 
   constructor(private readonly options: LocalRuntimeOptions) {
@@ -142,6 +144,7 @@ export class LocalJobRuntime implements JobRuntime {
 
   /** Running jobs keep running (they are reconciled at the next start); only pending kills are hastened. */
   async close(): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#ticker);
     for (const entry of this.#entries.values()) {
       if (entry.killTimer) clearTimeout(entry.killTimer);
@@ -155,7 +158,7 @@ export class LocalJobRuntime implements JobRuntime {
   }
 
   #pump(): void {
-    while (this.#running < this.options.maxConcurrent && this.#queue.length > 0) {
+    while (!this.#closed && this.#running < this.options.maxConcurrent && this.#queue.length > 0) {
       const id = this.#queue.shift() as string;
       const entry = this.#entries.get(id);
       if (!entry?.spec || entry.status !== 'PENDING') continue;
@@ -170,7 +173,7 @@ export class LocalJobRuntime implements JobRuntime {
     try {
       if (spec.packages.length > 0 && !this.options.wheelDir) throw new Error('no wheel directory is configured for python_packages');
       await prepareJobDir(paths, spec.packages);
-      if (entry.stopRequested) return;
+      if (entry.stopRequested || this.#closed) return;
       entry.pid = spawnJob({
         paths,
         entrypoint: spec.entrypoint,
