@@ -208,7 +208,9 @@ export class JobsService {
       if (row.logsPurgedAt === null) await this.deps.tracker.purge(row);
       return 'expired' as const;
     }
-    const source = await this.deps.runtime.openLogs(row.runtimeJobId);
+    const source = await this.deps.runtime.openLogs(row.runtimeJobId).catch((error: unknown) => {
+      throw JobsErrors.make.job_runtime_unavailable({ runtime: this.deps.runtime.kind }, error);
+    });
     return source === null && TERMINAL_STATUSES.has(row.status) && row.startedAt !== null ? ('expired' as const) : source;
   }
 

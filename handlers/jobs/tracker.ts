@@ -45,7 +45,14 @@ export class JobTracker {
   /** The record as of now: asks the runtime about an active job and stores what changed. */
   async refresh(row: JobRow): Promise<JobRow> {
     if (TERMINAL_STATUSES.has(row.status)) return row;
-    const snap = await this.runtime.status(row.runtimeJobId);
+    let snap: RuntimeSnapshot;
+    try {
+      snap = await this.runtime.status(row.runtimeJobId);
+    } catch (error) {
+      // An unreachable runtime (Ray down) leaves the last known record; the next read tries again.
+      this.logger.warn({ err: error, job_id: row.id, runtime: this.runtime.kind }, 'job runtime status unavailable');
+      return row;
+    }
     const patch = transition(row, snap, this.now());
     return patch ? (this.patchActive(row.id, patch) ?? this.store.get(row.id) ?? row) : row;
   }

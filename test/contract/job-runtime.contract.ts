@@ -174,7 +174,10 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
 
     test('an approved python package is installed for the job; an unapproved one is refused', async () => {
       const code = `import json, meshgate_probe; print("${MARKER}" + json.dumps({"value": meshgate_probe.VALUE}))`;
-      const run = await gw.request('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: py(code), python_packages: [`${PROBE.name}==${PROBE.version}`] } });
+      const run = await gw.request('POST', '/api/cluster/jobs/run', {
+        token,
+        json: { entrypoint: py(code), python_packages: [`${PROBE.name}==${PROBE.version}`] },
+      });
       const logs = async () => (await gw.request('GET', `/api/cluster/jobs/${run.json.id}/logs`, { token })).json.logs;
       assert.equal(run.json.status, 'SUCCEEDED', await logs());
       assert.deepEqual(run.json.result, { value: PROBE.value });

@@ -146,3 +146,15 @@ test('list: newest first, own jobs only for non-admins, paging, trailing slash',
   assert.equal((await gw.request('GET', `${JOBS}/?limit=0`, { token: alice.token })).status, 422);
   for (const id of [...ids, bobs]) await waitFor(gw, await gw.adminToken(), id);
 });
+
+test('an unreachable runtime: submit answers 503 job_runtime_unavailable and records nothing', async (t) => {
+  // Nothing listens on the discard port.
+  const gw = await startTestGateway(t, { jobs: { runtime: 'ray', ray: { dashboardUrl: 'http://127.0.0.1:9', requestTimeoutMs: 2000 } } });
+  const token = await gw.adminToken();
+  for (const path of ['submit', 'run']) {
+    const res = await gw.request('POST', `${JOBS}/${path}`, { token, json: { entrypoint: 'true' } });
+    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.runtime], [503, 'job_runtime_unavailable', 'ray']);
+    assert.ok(!res.text.includes('ECONNREFUSED'), 'no internals in the answer');
+  }
+  assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
+});

@@ -26,7 +26,11 @@ test('concurrency limit: queued jobs stay PENDING and start in FIFO order', asyn
   const done = await Promise.all(ids.map((id) => waitFor(gw, token, id)));
   assert.ok(done.every((d) => d.status === 'SUCCEEDED'));
   const starts = done.map((d) => Date.parse(d.started_at));
-  assert.deepEqual([...starts].sort((a, b) => a - b), starts, 'FIFO');
+  assert.deepEqual(
+    [...starts].sort((a, b) => a - b),
+    starts,
+    'FIFO',
+  );
   const firstEnd = Math.min(Date.parse(done[0].ended_at), Date.parse(done[1].ended_at));
   assert.ok((starts[2] as number) >= firstEnd - 5, 'the third starts only when a slot frees');
 });
@@ -115,7 +119,10 @@ test('huge logs: the marker after 20 MB is found; /logs returns the tail after a
 test('output beyond the log cap stops the job: FAILED log_limit_exceeded', async (t) => {
   const gw = await startTestGateway(t, { jobs: { local: { maxLogBytes: 256 * 1024, stopGraceMs: 200 } } });
   const token = await gw.adminToken();
-  const run = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint: 'while :; do echo 0123456789abcdef0123456789abcdef; done', timeout_seconds: 60 } });
+  const run = await gw.request('POST', `${JOBS}/run`, {
+    token,
+    json: { entrypoint: 'while :; do echo 0123456789abcdef0123456789abcdef; done', timeout_seconds: 60 },
+  });
   assert.equal(run.json.status, 'FAILED');
   assert.equal(run.json.error_type, 'log_limit_exceeded');
   assert.equal(run.json.timed_out, false);

@@ -2,13 +2,15 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { type TestGateway, startTestGateway } from '../helpers/gateway.ts';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { MARKER, submit, waitFor } from '../helpers/jobs.ts';
 
 const JOBS = '/api/cluster/jobs';
 const status = async (gw: TestGateway, id: string) => (await gw.request('GET', `${JOBS}/${id}/status`, { token: await gw.adminToken() })).json;
 const killGroup = (gw: TestGateway, id: string) => {
-  const [pid] = readFileSync(join(gw.dataDir, 'jobs', id, 'pid'), 'utf8').trim().split(' ');
+  const [pid] = readFileSync(join(gw.dataDir, 'jobs', id, 'pid'), 'utf8')
+    .trim()
+    .split(' ');
   process.kill(-Number(pid), 'SIGKILL');
 };
 
