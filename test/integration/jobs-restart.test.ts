@@ -48,7 +48,7 @@ test('restart: a job whose process vanished without an exit status is FAILED run
   await gw.stop();
   killGroup(gw, id);
   await gw.start();
-  const now = await status(gw, id);
+  const now = await waitFor(gw, await gw.adminToken(), id, undefined, 5000);
   assert.deepEqual([now.status, now.error_type], ['FAILED', 'runtime_lost']);
   assert.ok(now.ended_at);
 });

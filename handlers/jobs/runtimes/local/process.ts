@@ -119,11 +119,15 @@ export function spawnJob(options: SpawnOptions): number {
   }
 }
 
-/** Field 22 of /proc/<pid>/stat: tells a live job apart from a later process that reused its pid. */
+/**
+ * Field 22 of /proc/<pid>/stat: tells a live job apart from a later process
+ * that reused its pid. null when gone or a zombie (dead, not yet reaped).
+ */
 export function processStartTime(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || fields[0] === 'X' ? null : (fields[19] ?? null);
   } catch {
     return null;
   }
