@@ -55,17 +55,22 @@ start() {
   return 1
 }
 
+# The head's session (setsid) holds every process it started, including workers
+# that moved to process groups of their own; nothing outside it is touched.
+session_alive() { ps -eo sid=,stat= | awk -v s="$1" '$1 == s && $2 !~ /^Z/ { found = 1 } END { exit !found }'; }
+signal_session() { ps -eo pid=,sid= | awk -v s="$1" '$2 == s { print $1 }' | xargs -r kill "-$2" 2>/dev/null || true; }
+
 stop() {
   [ -f "$temp_dir/head.pid" ] || return 0
-  pid=$(cat "$temp_dir/head.pid")
-  kill -TERM -- "-$pid" 2>/dev/null || true
+  sid=$(cat "$temp_dir/head.pid")
+  signal_session "$sid" TERM
+  # The head and its monitor may hang on SIGTERM; SIGKILL follows after 5 s.
   # Zombies count as gone: where PID 1 does not reap, they linger harmlessly.
-  # The head and its log monitor may hang on SIGTERM; SIGKILL follows after 5 s.
   for _ in $(seq 1 5); do
-    ps -eo pgid=,stat= | awk -v g="$pid" '$1 == g && $2 !~ /^Z/ { found = 1 } END { exit !found }' || break
+    session_alive "$sid" || break
     sleep 1
   done
-  kill -KILL -- "-$pid" 2>/dev/null || true
+  signal_session "$sid" KILL
   rm -f "$temp_dir/head.pid"
 }
 
