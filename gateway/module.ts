@@ -111,7 +111,8 @@ export interface CliCommand {
 
 export interface HandlerModule {
   readonly name: string;
-  readonly errors?: ErrorTable;
+  /** The domain's reasons; a table shared by several domains (handlers/gate-errors.ts) is registered once. */
+  readonly errors?: ErrorTable | readonly ErrorTable[];
   readonly commands?: readonly CliCommand[];
   init(deps: GatewayDeps): Promise<HandlerInstance> | HandlerInstance;
 }

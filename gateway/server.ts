@@ -13,6 +13,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { HANDLER_MODULES } from '../handlers/index.ts';
 import type { Config } from './config/schema.ts';
 import { openDatabase } from './db/open.ts';
+import type { ErrorTable } from './errors/api-error.ts';
 import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
 import { createUpgradeListener } from './http/upgrade.ts';
@@ -51,7 +52,13 @@ export interface Gateway {
 }
 
 /** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
-export const ERROR_TABLES = [GatewayErrors, MeshErrors, ...HANDLER_MODULES.flatMap((m) => (m.errors ? [m.errors] : []))];
+export const ERROR_TABLES: readonly ErrorTable[] = [
+  ...new Set([
+    GatewayErrors,
+    MeshErrors,
+    ...HANDLER_MODULES.flatMap((m) => (m.errors === undefined ? [] : Array.isArray(m.errors) ? m.errors : [m.errors as ErrorTable])),
+  ]),
+];
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   buildErrorRegistry(ERROR_TABLES);

@@ -7,6 +7,7 @@ import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
 import { catalogModule } from './catalog/index.ts';
 import { federationModule } from './federation/index.ts';
+import { jobsModule } from './jobs/index.ts';
 import { meshModule } from './mesh/index.ts';
 import { retrievalModule } from './retrieval/index.ts';
 import { routingModule } from './routing/index.ts';
@@ -20,5 +21,6 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   retrievalModule,
   federationModule,
   meshModule,
+  jobsModule,
   servingModule,
 ];

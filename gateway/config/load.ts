@@ -60,6 +60,12 @@ export function verifyConfig(config: Config): string[] {
       problems.push(`${key}: host '${host}' is not one of hostnames (${config.hostnames.join(', ')}), so the certificate would not match`);
     }
   }
+  if (config.jobs.runtime === 'ray' && config.jobs.ray.dashboardUrl === null) {
+    problems.push('jobs.ray.dashboardUrl: required when jobs.runtime is ray (PLATFORM_RAY_DASHBOARD_URL)');
+  }
+  if (config.jobs.pythonPackages.catalogFile !== null && config.jobs.pythonPackages.wheelDir === null) {
+    problems.push('jobs.pythonPackages.wheelDir: required when a package catalog is configured');
+  }
   return problems;
 }
 

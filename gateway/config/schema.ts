@@ -163,6 +163,63 @@ export const configSchema = z.strictObject({
         .describe('Nonces remembered per peer for replay refusal (oldest dropped beyond).'),
     })
     .prefault({}),
+  jobs: z
+    .strictObject({
+      runtime: z
+        .enum(['local', 'ray'])
+        .default('local')
+        .describe('Job runtime: the embedded local process runner, or a Ray cluster through its Jobs REST API.'),
+      defaultRunTimeoutSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(86400)
+        .default(600)
+        .describe('timeout_seconds of POST /cluster/jobs/run when the request names none.'),
+      logRetentionSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .default(7 * 86400)
+        .describe('How long a finished job keeps its logs; afterwards /logs and /result answer 410.'),
+      logsResponseMaxBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(8 * 1024 * 1024)
+        .describe('Most log bytes GET /logs returns (the tail, after a notice line).'),
+      runPollIntervalMs: z.number().int().min(10).max(60_000).default(250).describe('Longest wait between status checks while POST /run waits for a job.'),
+      local: z
+        .strictObject({
+          maxConcurrent: z.number().int().min(1).max(1024).default(8).describe('Local jobs running at once; more wait PENDING in a FIFO queue.'),
+          maxLogBytes: z
+            .number()
+            .int()
+            .min(1024)
+            .default(64 * 1024 * 1024)
+            .describe('Output cap per local job; a job writing more is stopped as FAILED log_limit_exceeded.'),
+          stopGraceMs: z.number().int().min(0).max(600_000).default(5000).describe('Time between SIGTERM and SIGKILL when a local job is canceled.'),
+          python: z.string().min(1).default('python3').describe('Interpreter that creates per-job virtualenvs for python_packages.'),
+        })
+        .prefault({}),
+      ray: z
+        .strictObject({
+          dashboardUrl: z
+            .url({ protocol: /^https?$/ })
+            .nullable()
+            .default(null)
+            .describe('Ray dashboard base URL (it serves the Jobs API); required with runtime=ray.'),
+          requestTimeoutMs: z.number().int().min(100).default(15_000).describe('Timeout of each call to the Ray Jobs API.'),
+        })
+        .prefault({}),
+      pythonPackages: z
+        .strictObject({
+          catalogFile: z.string().nullable().default(null).describe('JSON file of approved packages [{name, version, sha256[]}]; null = none approved.'),
+          wheelDir: z.string().nullable().default(null).describe('Folder of the approved wheels; pip installs from it only (--no-index --find-links).'),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -200,4 +257,10 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_MESH_SIGNATURE_TTL_SECONDS: { path: ['mesh', 'signatureTtlSeconds'], kind: 'number' },
   PLATFORM_MESH_SIGNATURE_FUTURE_SKEW_SECONDS: { path: ['mesh', 'signatureFutureSkewSeconds'], kind: 'number' },
   PLATFORM_MESH_FEATURES: { path: ['mesh', 'features'], kind: 'csv' },
+  PLATFORM_JOBS_RUNTIME: { path: ['jobs', 'runtime'], kind: 'string' },
+  PLATFORM_RAY_DASHBOARD_URL: { path: ['jobs', 'ray', 'dashboardUrl'], kind: 'string' },
+  PLATFORM_JOBS_MAX_CONCURRENT: { path: ['jobs', 'local', 'maxConcurrent'], kind: 'number' },
+  PLATFORM_JOBS_LOG_RETENTION_SECONDS: { path: ['jobs', 'logRetentionSeconds'], kind: 'number' },
+  PLATFORM_JOBS_PACKAGE_CATALOG: { path: ['jobs', 'pythonPackages', 'catalogFile'], kind: 'string' },
+  PLATFORM_JOBS_WHEEL_DIR: { path: ['jobs', 'pythonPackages', 'wheelDir'], kind: 'string' },
 };

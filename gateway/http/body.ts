@@ -21,7 +21,7 @@ export async function readBody(req: NodeRequest, maxBytes: number): Promise<Buff
   return Buffer.concat(chunks);
 }
 
-export function validate<S extends z.ZodType>(schema: S, value: unknown, root: 'body' | 'query'): z.infer<S> {
+export function validate<S extends z.ZodType>(schema: S, value: unknown, root: 'body' | 'query' | 'path'): z.infer<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const problems: ValidationProblem[] = parsed.error.issues.map((issue) => ({

@@ -27,8 +27,5 @@ export const RetrievalErrors = defineErrors('retrieval', {
   source_credentials_missing: { status: 400, doc: 'The Postgres dataset names no user, or its secret or `credential_override` is not usable.' },
   grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
   dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },
-  not_configured: { status: 404, doc: 'The dataset has no gate bound (GET/DELETE …/gate, contract §9.1).' },
   wrong_kind: { status: 400, doc: 'The gate type is not an attribute (per-record) gate (contract §9.1).' },
-  classpath_not_allowed: { status: 403, doc: 'The gate type is not a built-in gate class path or alias (contract §9.1).' },
-  gate_config_invalid: { status: 400, doc: "The gate `config` does not match the gate's config schema; `problems` lists why." },
 });

@@ -6,6 +6,7 @@
  */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { DATASETS, SECRETS } from '../catalog/index.ts';
+import { GateErrors } from '../gate-errors.ts';
 import { catalogDatasets } from './catalog-adapter.ts';
 import { RetrievalErrors } from './errors.ts';
 import { GateBindings } from './gates/binding.ts';
@@ -21,7 +22,7 @@ import { registerRetrievalRpc } from './transports/grpc.ts';
 
 export const retrievalModule: HandlerModule = {
   name: 'retrieval',
-  errors: RetrievalErrors,
+  errors: [RetrievalErrors, GateErrors],
   init(deps) {
     const settings = deps.config.retrieval;
     const datasets = catalogDatasets(deps.services.get(DATASETS));

@@ -153,10 +153,11 @@ export interface TestGatewayOptions {
 
 export async function startTestGateway(t: After, overrides: ConfigInput = {}, options: TestGatewayOptions = {}): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-test-'));
-  const gw = await new TestGateway(dataDir, overrides, options).start();
+  const gw = new TestGateway(dataDir, overrides, options);
+  // Registered before start, so a gateway that fails to start leaves no data dir behind.
   t.after(async () => {
     await gw.stop().catch(() => {});
     rmSync(dataDir, { recursive: true, force: true });
   });
-  return gw;
+  return gw.start();
 }

@@ -66,7 +66,7 @@ test('unknown routes, wrong methods and wrong trailing slashes get precise answe
   assert.ok(missing.json.detail.request_id);
   const method = await gw.request('DELETE', '/api/ping');
   assert.equal(method.status, 405);
-  assert.deepEqual(method.json.detail.allowed, ['GET']);
+  assert.deepEqual(method.json.detail.allowed, ['GET', 'HEAD'], 'HEAD is answered wherever GET is');
   const slash = await gw.request('GET', '/api/ping/?x=1');
   assert.equal(slash.status, 307);
   assert.equal(slash.headers.location, '/api/ping?x=1', 'a relative Location: never derived from the Host header');

@@ -6,6 +6,7 @@
  * the gate's schema. Unknown or invisible URN → `dataset_not_found`.
  */
 import { ApiError } from '../../../gateway/errors/api-error.ts';
+import { GateErrors } from '../../gate-errors.ts';
 import type { Principal } from '../../principal.ts';
 import type { DatasetGateStore } from '../catalog-adapter.ts';
 import { RetrievalErrors } from '../errors.ts';
@@ -27,10 +28,10 @@ export class GateBindings {
     const definition = findGate(type);
     if (!definition) {
       if (/ExecutionGate$/.test(type)) throw RetrievalErrors.make.wrong_kind({ type, expected: 'attribute' });
-      throw RetrievalErrors.make.classpath_not_allowed({ type });
+      throw GateErrors.make.classpath_not_allowed({ type });
     }
     const parsed = definition.parseConfig(config);
-    if ('problems' in parsed) throw RetrievalErrors.make.gate_config_invalid({ problems: parsed.problems });
+    if ('problems' in parsed) throw GateErrors.make.gate_config_invalid({ problems: parsed.problems });
     const dataset = this.#dataset(principal, urn);
     this.datasets.setProperties(principal, urn, { ...dataset.properties, gate: { type, config: parsed.config } });
     return { dataset_urn: urn, type, config: parsed.config, gate_name: definition.name, kind: 'attribute' };
@@ -38,13 +39,13 @@ export class GateBindings {
 
   get(principal: Principal, urn: string): GateView {
     const binding = gateBindingOf(this.#dataset(principal, urn));
-    if (!binding) throw RetrievalErrors.make.not_configured({ dataset_urn: urn });
+    if (!binding) throw GateErrors.make.not_configured({ dataset_urn: urn });
     return { dataset_urn: urn, type: binding.type, config: binding.config, gate_name: findGate(binding.type)?.name ?? binding.type, kind: 'attribute' };
   }
 
   delete(principal: Principal, urn: string): { dataset_urn: string; deleted: true } {
     const dataset = this.#dataset(principal, urn);
-    if (!gateBindingOf(dataset)) throw RetrievalErrors.make.not_configured({ dataset_urn: urn });
+    if (!gateBindingOf(dataset)) throw GateErrors.make.not_configured({ dataset_urn: urn });
     const { gate: _removed, ...rest } = dataset.properties;
     this.datasets.setProperties(principal, urn, rest);
     return { dataset_urn: urn, deleted: true };

@@ -1,0 +1,90 @@
+/**
+ * Jobs (issue 7): submit/run/status/result/logs/cancel/list over the
+ * configured runtime, and the execution gate. Provides JOBS (the allowlist
+ * revoke hook calls cancelActiveJobsOf). Uses AUTHZ, so it follows authz.
+ */
+import { join } from 'node:path';
+import type { Config } from '../../gateway/config/schema.ts';
+import type { HandlerModule } from '../../gateway/module.ts';
+import { AUTHZ } from '../authz/index.ts';
+import { GateErrors } from '../gate-errors.ts';
+import { JobsErrors } from './errors.ts';
+import { ExecutionGateService } from './gate.ts';
+import { PackageCatalog } from './packages.ts';
+import { gateRoutes, jobRoutes } from './routes.ts';
+import { LocalJobRuntime } from './runtimes/local/runtime.ts';
+import { RayJobRuntime } from './runtimes/ray.ts';
+import type { JobRuntime } from './runtimes/types.ts';
+import { JOBS, JobsService } from './service.ts';
+import { createGateStore, createJobStore } from './store.ts';
+import { JobTracker } from './tracker.ts';
+
+export { JOBS, type JobsService } from './service.ts';
+
+export const jobsModule: HandlerModule = {
+  name: 'jobs',
+  errors: [JobsErrors, GateErrors],
+  async init(deps) {
+    const jobsConfig = deps.config.jobs;
+    const catalog = PackageCatalog.load(jobsConfig.pythonPackages.catalogFile);
+    const runtime = createRuntime(deps.config);
+    const store = createJobStore(deps.db);
+    const apiUrl = () => `${deps.runtime.origin()}/api`;
+    const tracker = new JobTracker(store, runtime, { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl }, deps.now, deps.logger);
+    const gate = new ExecutionGateService(createGateStore(deps.db), deps.now);
+    const service = new JobsService({
+      store,
+      runtime,
+      tracker,
+      gate,
+      catalog,
+      authz: deps.services.get(AUTHZ),
+      options: {
+        defaultRunTimeoutSeconds: jobsConfig.defaultRunTimeoutSeconds,
+        logsResponseMaxBytes: jobsConfig.logsResponseMaxBytes,
+        runPollIntervalMs: jobsConfig.runPollIntervalMs,
+        apiUrl,
+      },
+      now: deps.now,
+      logger: deps.logger,
+    });
+    deps.services.provide(JOBS, service);
+    await tracker.start();
+    return {
+      routes: [...jobRoutes(service, deps.config.limits.maxBodyBytes), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
+      async close() {
+        tracker.close();
+        await runtime.close();
+      },
+    };
+  },
+};
+
+function createRuntime(config: Readonly<Config>): JobRuntime {
+  const { jobs } = config;
+  if (jobs.runtime === 'ray') {
+    return new RayJobRuntime({
+      dashboardUrl: jobs.ray.dashboardUrl as string,
+      requestTimeoutMs: jobs.ray.requestTimeoutMs,
+      wheelDir: jobs.pythonPackages.wheelDir,
+    });
+  }
+  return new LocalJobRuntime({
+    jobsDir: join(config.dataDir, 'jobs'),
+    maxConcurrent: jobs.local.maxConcurrent,
+    maxLogBytes: jobs.local.maxLogBytes,
+    stopGraceMs: jobs.local.stopGraceMs,
+    python: jobs.local.python,
+    wheelDir: jobs.pythonPackages.wheelDir,
+    baseEnv: cleanBaseEnv(),
+  });
+}
+
+/** Spec item 3: jobs start from PATH, HOME and LANG only, never the gateway's own environment. */
+function cleanBaseEnv(): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/',
+    LANG: process.env.LANG ?? 'C.UTF-8',
+  };
+}

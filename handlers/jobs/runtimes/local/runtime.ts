@@ -1,0 +1,281 @@
+/**
+ * The embedded local job runtime (issue 7 item 3; DESIGN.md §6): processes
+ * on this machine, at most `maxConcurrent` at a time with a FIFO queue
+ * (queued jobs stay PENDING), cancel = SIGTERM to the group then SIGKILL
+ * after a grace, output capped at `maxLogBytes` (a job that writes more is
+ * stopped as FAILED log_limit_exceeded). One ticker watches log sizes and
+ * jobs re-attached after a restart.
+ */
+import { open, rm } from 'node:fs/promises';
+import type { JobStatus } from '../../schema.ts';
+import type { JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
+import { type ExitRecord, type JobPaths, jobPaths, livePid, logSize, prepareJobDir, readExit, signalGroup, spawnJob, wasStarted } from './process.ts';
+
+export interface LocalRuntimeOptions {
+  jobsDir: string;
+  maxConcurrent: number;
+  maxLogBytes: number;
+  stopGraceMs: number;
+  python: string;
+  wheelDir: string | null;
+  /** The clean base environment every job starts from (PATH, HOME, LANG). */
+  baseEnv: Record<string, string>;
+  tickMs?: number;
+}
+
+interface Entry {
+  readonly jobId: string;
+  spec: RuntimeJobSpec | null;
+  status: JobStatus;
+  startedAt: Date | null;
+  endedAt: Date | null;
+  errorType: string | null;
+  errorMessage: string | null;
+  pid: number | null;
+  /** Re-attached after a restart: not our child, so the ticker polls for its end. */
+  adopted: boolean;
+  stopRequested: boolean;
+  killTimer: NodeJS.Timeout | null;
+  /** Counts against maxConcurrent: set from start (or re-attachment) until the job ends. */
+  holdsSlot: boolean;
+}
+
+const PREFIX = 'local-';
+/** Terminal entries are dropped this long after the end; the service has recorded them by then. */
+const FORGET_AFTER_MS = 60_000;
+
+export class LocalJobRuntime implements JobRuntime {
+  readonly kind = 'local';
+  readonly #entries = new Map<string, Entry>();
+  readonly #queue: string[] = [];
+  readonly #listeners = new Set<(id: string) => void>();
+  #running = 0;
+  /** After close nothing new starts: queued jobs stay PENDING and are queued again at the next start. */
+  #closed = false;
+  readonly #ticker: NodeJS.Timeout;
+
+  constructor(private readonly options: LocalRuntimeOptions) {
+    this.#ticker = setInterval(() => this.#tick(), options.tickMs ?? 500);
+    this.#ticker.unref();
+  }
+
+  idFor(jobId: string): string {
+    return `${PREFIX}${jobId}`;
+  }
+
+  async submit(spec: RuntimeJobSpec): Promise<void> {
+    const id = this.idFor(spec.jobId);
+    this.#entries.set(id, newEntry(spec.jobId, spec));
+    this.#queue.push(id);
+    this.#pump();
+  }
+
+  async status(runtimeJobId: string): Promise<RuntimeSnapshot> {
+    const entry = this.#entries.get(runtimeJobId);
+    if (entry) return snapshot(entry);
+    const exit = readExit(this.#paths(runtimeJobId));
+    if (exit) return snapshot(finishedEntry(jobIdOf(runtimeJobId), exit));
+    return { status: 'FAILED', errorType: 'runtime_lost', errorMessage: 'the local runtime has no record of this job' };
+  }
+
+  async openLogs(runtimeJobId: string): Promise<LogSource | null> {
+    const handle = await open(this.#paths(runtimeJobId).log, 'r').catch(() => null);
+    if (!handle) return null;
+    const { size } = await handle.stat();
+    return {
+      size,
+      async read(position, length) {
+        const buffer = Buffer.alloc(length);
+        const { bytesRead } = await handle.read(buffer, 0, length, position);
+        return buffer.subarray(0, bytesRead);
+      },
+      close: () => handle.close(),
+    };
+  }
+
+  async stop(runtimeJobId: string): Promise<void> {
+    const entry = this.#entries.get(runtimeJobId);
+    if (!entry || isTerminal(entry.status)) return;
+    entry.stopRequested = true;
+    if (entry.pid === null) {
+      const queued = this.#queue.indexOf(runtimeJobId);
+      if (queued >= 0) this.#queue.splice(queued, 1);
+      this.#finish(runtimeJobId, entry, { status: 'STOPPED' });
+      return;
+    }
+    this.#terminate(entry);
+  }
+
+  async purge(runtimeJobId: string): Promise<void> {
+    const entry = this.#entries.get(runtimeJobId);
+    if (entry && !isTerminal(entry.status)) return;
+    this.#entries.delete(runtimeJobId);
+    await rm(this.#paths(runtimeJobId).dir, { recursive: true, force: true });
+  }
+
+  async recover(jobs: readonly RecoverableJob[]): Promise<void> {
+    for (const job of jobs) {
+      const paths = this.#paths(job.runtimeJobId);
+      const exit = readExit(paths);
+      const pid = exit ? null : livePid(paths);
+      if (exit) {
+        this.#entries.set(job.runtimeJobId, finishedEntry(job.spec.jobId, exit));
+      } else if (pid !== null) {
+        const entry: Entry = { ...newEntry(job.spec.jobId, null), status: 'RUNNING', pid, adopted: true, holdsSlot: true, startedAt: new Date() };
+        this.#entries.set(job.runtimeJobId, entry);
+        this.#running++;
+      } else if (wasStarted(paths)) {
+        this.#entries.set(job.runtimeJobId, {
+          ...newEntry(job.spec.jobId, null),
+          ...lost('the job process ended while the gateway was down and left no exit status'),
+        });
+      } else {
+        this.#entries.set(job.runtimeJobId, newEntry(job.spec.jobId, job.spec));
+        this.#queue.push(job.runtimeJobId);
+      }
+    }
+    this.#pump();
+  }
+
+  onChange(listener: (runtimeJobId: string) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Running jobs keep running (they are reconciled at the next start); only pending kills are hastened. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#ticker);
+    for (const entry of this.#entries.values()) {
+      if (entry.killTimer) clearTimeout(entry.killTimer);
+      if (entry.stopRequested && entry.pid !== null && !isTerminal(entry.status)) signalGroup(entry.pid, 'SIGKILL');
+    }
+    this.#listeners.clear();
+  }
+
+  #paths(runtimeJobId: string): JobPaths {
+    return jobPaths(this.options.jobsDir, jobIdOf(runtimeJobId));
+  }
+
+  #pump(): void {
+    while (!this.#closed && this.#running < this.options.maxConcurrent && this.#queue.length > 0) {
+      const id = this.#queue.shift() as string;
+      const entry = this.#entries.get(id);
+      if (!entry?.spec || entry.status !== 'PENDING') continue;
+      entry.holdsSlot = true;
+      this.#running++;
+      void this.#start(id, entry, entry.spec);
+    }
+  }
+
+  async #start(id: string, entry: Entry, spec: RuntimeJobSpec): Promise<void> {
+    const paths = this.#paths(id);
+    try {
+      if (spec.packages.length > 0 && !this.options.wheelDir) throw new Error('no wheel directory is configured for python_packages');
+      await prepareJobDir(paths, spec.packages);
+      if (entry.stopRequested || this.#closed) return;
+      entry.pid = spawnJob({
+        paths,
+        entrypoint: spec.entrypoint,
+        env: { ...this.options.baseEnv, ...spec.env },
+        packages: spec.packages,
+        python: this.options.python,
+        wheelDir: this.options.wheelDir ?? '',
+        onExit: (code, signal) => this.#exited(id, entry, paths, code, signal),
+      });
+      entry.status = 'RUNNING';
+      entry.startedAt = new Date();
+      this.#emit(id);
+    } catch (error) {
+      this.#finish(id, entry, { status: 'FAILED', errorType: 'spawn_failed', errorMessage: (error as Error).message });
+    }
+  }
+
+  #exited(id: string, entry: Entry, paths: JobPaths, code: number | null, signal: NodeJS.Signals | null): void {
+    if (entry.pid !== null) signalGroup(entry.pid, 'SIGKILL'); // stragglers the entrypoint left in its group
+    const exit = readExit(paths);
+    if (exit) this.#finish(id, entry, outcome(exit, entry));
+    else if (code === null && signal === null)
+      this.#finish(id, entry, { status: 'FAILED', errorType: 'spawn_failed', errorMessage: 'the job process could not be started' });
+    else this.#finish(id, entry, outcome({ step: 'entrypoint', code: code ?? 128, at: new Date() }, entry, signal));
+  }
+
+  #finish(id: string, entry: Entry, result: Pick<Entry, 'status'> & Partial<Entry>): void {
+    if (isTerminal(entry.status)) return;
+    if (entry.holdsSlot) this.#running--;
+    if (entry.killTimer) clearTimeout(entry.killTimer);
+    const ended = { endedAt: result.endedAt ?? new Date(), spec: null, killTimer: null, holdsSlot: false };
+    Object.assign(entry, { errorType: null, errorMessage: null, ...result, ...ended });
+    setTimeout(() => this.#entries.get(id) === entry && this.#entries.delete(id), FORGET_AFTER_MS).unref();
+    this.#emit(id);
+    this.#pump();
+  }
+
+  #terminate(entry: Entry): void {
+    if (entry.pid === null || entry.killTimer) return;
+    const pid = entry.pid;
+    signalGroup(pid, 'SIGTERM');
+    entry.killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), this.options.stopGraceMs);
+    entry.killTimer.unref();
+  }
+
+  /** Log caps for running jobs; the end of re-attached jobs, which are not our children. */
+  #tick(): void {
+    for (const [id, entry] of this.#entries) {
+      if (entry.status !== 'RUNNING' || entry.pid === null) continue;
+      const paths = this.#paths(id);
+      if (!entry.stopRequested && logSize(paths) > this.options.maxLogBytes) {
+        entry.errorType = 'log_limit_exceeded';
+        entry.stopRequested = true;
+        this.#terminate(entry);
+      }
+      if (!entry.adopted) continue;
+      const exit = readExit(paths);
+      if (exit) this.#finish(id, entry, outcome(exit, entry));
+      else if (livePid(paths) === null) this.#finish(id, entry, lost('the re-attached job process ended without an exit status'));
+    }
+  }
+
+  #emit(id: string): void {
+    for (const listener of this.#listeners) listener(id);
+  }
+}
+
+function newEntry(jobId: string, spec: RuntimeJobSpec | null): Entry {
+  const base = { startedAt: null, endedAt: null, errorType: null, errorMessage: null, pid: null };
+  return { jobId, spec, status: 'PENDING', ...base, adopted: false, stopRequested: false, killTimer: null, holdsSlot: false };
+}
+
+function finishedEntry(jobId: string, exit: ExitRecord): Entry {
+  return { ...newEntry(jobId, null), ...outcome(exit, null), endedAt: exit.at };
+}
+
+function lost(message: string): Pick<Entry, 'status' | 'errorType' | 'errorMessage'> {
+  return { status: 'FAILED', errorType: 'runtime_lost', errorMessage: message };
+}
+
+/** Maps how the job ended to a status; a job stopped on request is STOPPED whatever its exit. */
+function outcome(exit: ExitRecord, entry: Entry | null, signal?: NodeJS.Signals | null): Pick<Entry, 'status'> & Partial<Entry> {
+  if (entry?.errorType === 'log_limit_exceeded') {
+    return { status: 'FAILED', errorType: 'log_limit_exceeded', errorMessage: 'the job wrote more output than the log size cap and was stopped' };
+  }
+  if (entry?.stopRequested) return { status: 'STOPPED' };
+  if (exit.step === 'install') {
+    return { status: 'FAILED', errorType: 'python_package_install_failed', errorMessage: 'installing the approved python packages failed (see the job logs)' };
+  }
+  if (signal) return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the job process was killed by ${signal}` };
+  if (exit.code === 0) return { status: 'SUCCEEDED' };
+  return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the entrypoint failed with exit code ${exit.code}` };
+}
+
+function snapshot(entry: Entry): RuntimeSnapshot {
+  return { status: entry.status, startedAt: entry.startedAt, endedAt: entry.endedAt, errorType: entry.errorType, errorMessage: entry.errorMessage };
+}
+
+function isTerminal(status: JobStatus): boolean {
+  return status !== 'PENDING' && status !== 'RUNNING';
+}
+
+function jobIdOf(runtimeJobId: string): string {
+  return runtimeJobId.startsWith(PREFIX) ? runtimeJobId.slice(PREFIX.length) : runtimeJobId;
+}

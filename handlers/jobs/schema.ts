@@ -1,0 +1,68 @@
+/**
+ * Tables of the jobs domain: one row per job with every stored attribute of
+ * contract §5.3 (and what a restart needs to re-queue a PENDING job), and the
+ * single execution-gate binding of contract §5.7.
+ */
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+
+export interface ApprovedPackage {
+  name: string;
+  version: string;
+  sha256: string[];
+}
+
+export interface DelegatedAccess {
+  datasets?: { urn: string; operations: string[] }[];
+  models?: { deployment_id: string; operations: string[] }[];
+}
+
+export const JOB_STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'STOPPED'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const jobs = sqliteTable(
+  'jobs',
+  {
+    id: text('id').primaryKey(),
+    /** Which runtime owns the job (`local` or `ray`), so a config change never confuses old records. */
+    runtime: text('runtime').notNull(),
+    runtimeJobId: text('runtime_job_id').notNull(),
+    status: text('status', { enum: JOB_STATUSES }).notNull(),
+    source: text('source', { enum: ['local', 'mesh'] }).notNull(),
+    sourceClusterId: text('source_cluster_id'),
+    sourceClusterName: text('source_cluster_name'),
+    userId: text('user_id').notNull(),
+    tenantId: text('tenant_id').notNull(),
+    /** The originating identity (contract §5.2 audit_actor): sub, or external_id for mesh callers. */
+    auditActor: text('audit_actor').notNull(),
+    clusterSelector: text('cluster_selector').notNull(),
+    entrypoint: text('entrypoint').notNull(),
+    /** Only `env_vars` survives (spec "Job"); kept so a queued job can be re-queued after a restart. */
+    envVars: text('env_vars', { mode: 'json' }).$type<Record<string, string>>().notNull(),
+    /** The submitter's attributes, for PLATFORM_USER_ATTRS when a queued job starts after a restart. */
+    userAttrs: text('user_attrs', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    metadata: text('metadata', { mode: 'json' }).$type<Record<string, string>>().notNull(),
+    delegatedAccess: text('delegated_access', { mode: 'json' }).$type<DelegatedAccess>(),
+    pythonPackages: text('python_packages', { mode: 'json' }).$type<ApprovedPackage[]>().notNull(),
+    timeoutSeconds: integer('timeout_seconds'),
+    timedOut: integer('timed_out', { mode: 'boolean' }).notNull().default(false),
+    errorType: text('error_type'),
+    errorMessage: text('error_message'),
+    submittedAt: text('submitted_at').notNull(),
+    startedAt: text('started_at'),
+    endedAt: text('ended_at'),
+    /** Set when the retention sweep removed the logs (then /logs and /result answer 410). */
+    logsPurgedAt: text('logs_purged_at'),
+    createdAt: text('created_at').notNull(),
+    updatedAt: text('updated_at').notNull(),
+  },
+  (t) => [index('jobs_user_submitted').on(t.userId, t.submittedAt), index('jobs_status').on(t.status), uniqueIndex('jobs_runtime_job_id').on(t.runtimeJobId)],
+);
+
+export const executionGate = sqliteTable('execution_gate', {
+  /** Always 1: one binding per cluster. */
+  id: integer('id').primaryKey(),
+  type: text('type').notNull(),
+  config: text('config', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+  boundBy: text('bound_by').notNull(),
+  boundAt: text('bound_at').notNull(),
+});

@@ -1,0 +1,109 @@
+/** Job records and the gate binding behind narrow interfaces (STYLE C3). */
+import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL, sql } from 'drizzle-orm';
+import type { Db } from '../../gateway/db/open.ts';
+import { executionGate, type JobStatus, jobs } from './schema.ts';
+
+export type JobRow = typeof jobs.$inferSelect;
+export type JobPatch = Partial<Omit<JobRow, 'id' | 'createdAt'>>;
+export type GateRow = typeof executionGate.$inferSelect;
+
+export const ACTIVE_STATUSES: readonly JobStatus[] = ['PENDING', 'RUNNING'];
+
+export interface JobListFilter {
+  /** Only these users' jobs; undefined = everyone's (native admins). */
+  userId?: string | undefined;
+  sourceClusterId?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+export interface JobStore {
+  insert(row: JobRow): void;
+  get(id: string): JobRow | undefined;
+  getByRuntimeId(runtimeJobId: string): JobRow | undefined;
+  /** Applies the patch only while the job is still active, so a terminal record never changes. */
+  updateActive(id: string, patch: JobPatch): JobRow | undefined;
+  update(id: string, patch: JobPatch): void;
+  delete(id: string): void;
+  list(filter: JobListFilter): JobRow[];
+  active(runtime: string): JobRow[];
+  /** Active jobs of a runtime other than `runtime` (the configured one changed). */
+  activeOtherThan(runtime: string): JobRow[];
+  activeOf(userId: string): JobRow[];
+  /** Terminal jobs that ended at or before `cutoff` and still have logs. */
+  expiredLogs(cutoff: string): JobRow[];
+}
+
+export function createJobStore(db: Db): JobStore {
+  return {
+    insert: (row) => void db.insert(jobs).values(row).run(),
+    get: (id) => db.select().from(jobs).where(eq(jobs.id, id)).get(),
+    getByRuntimeId: (runtimeJobId) => db.select().from(jobs).where(eq(jobs.runtimeJobId, runtimeJobId)).get(),
+    updateActive: (id, patch) =>
+      db
+        .update(jobs)
+        .set(patch)
+        .where(and(eq(jobs.id, id), inArray(jobs.status, [...ACTIVE_STATUSES])))
+        .returning()
+        .get(),
+    update: (id, patch) => void db.update(jobs).set(patch).where(eq(jobs.id, id)).run(),
+    delete: (id) => void db.delete(jobs).where(eq(jobs.id, id)).run(),
+    list(filter) {
+      const conditions: SQL[] = [];
+      if (filter.userId !== undefined) conditions.push(eq(jobs.userId, filter.userId));
+      if (filter.sourceClusterId !== undefined) conditions.push(eq(jobs.sourceClusterId, filter.sourceClusterId));
+      return db
+        .select()
+        .from(jobs)
+        .where(and(...conditions))
+        .orderBy(desc(jobs.submittedAt), desc(sql`rowid`))
+        .limit(filter.limit)
+        .offset(filter.offset)
+        .all();
+    },
+    active: (runtime) =>
+      db
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.runtime, runtime), inArray(jobs.status, [...ACTIVE_STATUSES])))
+        .orderBy(jobs.submittedAt)
+        .all(),
+    activeOtherThan: (runtime) =>
+      db
+        .select()
+        .from(jobs)
+        .where(and(ne(jobs.runtime, runtime), inArray(jobs.status, [...ACTIVE_STATUSES])))
+        .all(),
+    activeOf: (userId) =>
+      db
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.userId, userId), inArray(jobs.status, [...ACTIVE_STATUSES])))
+        .all(),
+    expiredLogs: (cutoff) =>
+      db
+        .select()
+        .from(jobs)
+        .where(and(isNotNull(jobs.endedAt), lte(jobs.endedAt, cutoff), isNull(jobs.logsPurgedAt)))
+        .all(),
+  };
+}
+
+export interface GateStore {
+  get(): GateRow | undefined;
+  put(row: Omit<GateRow, 'id'>): void;
+  clear(): void;
+}
+
+export function createGateStore(db: Db): GateStore {
+  return {
+    get: () => db.select().from(executionGate).where(eq(executionGate.id, 1)).get(),
+    put: (row) =>
+      void db
+        .insert(executionGate)
+        .values({ id: 1, ...row })
+        .onConflictDoUpdate({ target: executionGate.id, set: row })
+        .run(),
+    clear: () => void db.delete(executionGate).where(eq(executionGate.id, 1)).run(),
+  };
+}
