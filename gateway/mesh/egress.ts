@@ -5,7 +5,10 @@
  * identity header removed, the envelope regenerated), extend the route
  * trace, and stream the request to the peer through its signing dispatcher
  * and the answer back unchanged: status, headers, body, redirects and peer
- * errors alike, SSE included, never buffered.
+ * errors alike, SSE included, never buffered. The core (`createMeshEgress`)
+ * is also provided in process as MESH_EGRESS, so a domain can send a mesh
+ * request as its caller without a second signer or selector (the jobs
+ * compatibility shim, contract §5.6).
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -15,8 +18,9 @@ import type { Principal } from '../../handlers/principal.ts';
 import type { Config } from '../config/schema.ts';
 import { ApiError } from '../errors/api-error.ts';
 import { readBody } from '../http/body.ts';
-import type { RequestContext } from '../http/context.ts';
+import type { MeshInbound, NodeRequest, RequestContext } from '../http/context.ts';
 import type { HttpMethod, RouteDef } from '../module.ts';
+import { createServiceKey } from '../services.ts';
 import { hasBody } from './body-guard.ts';
 import { unixSeconds } from './canonical.ts';
 import type { MeshDirectory, MeshPeer } from './directory.ts';
@@ -54,7 +58,43 @@ export function extendRoute(inbound: readonly string[], localId: string): string
   return [...inbound, self];
 }
 
-export function createMeshEgressRoute(deps: EgressDeps): RouteDef {
+/** One mesh request, from the egress route or from a domain acting for its caller. */
+export interface MeshCall {
+  principal: Principal;
+  /** The caller's credential; it travels as X-KZ-Mesh-Peer-Token, never as Authorization. */
+  bearer: string | null;
+  selector: string;
+  method: HttpMethod;
+  /** The remote path after the selector, still percent-encoded; `/api` is prepended per contract §4.1. */
+  remotePath: string;
+  /** `?…` as received, or ''; forwarded, not signed. */
+  query: string;
+  /** Client headers allowed across the hop (forwardableRequestHeaders). */
+  headers: Record<string, string>;
+  body?: Buffer | NodeRequest | undefined;
+  /** The verified inbound hop when this cluster is itself a mesh hop: its route trace and correlation id. */
+  inbound: MeshInbound | null;
+  /** A client-chosen correlation id (kept when it is a UUID and there is no inbound one). */
+  correlationId?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface MeshAnswer {
+  peer: MeshPeer;
+  correlationId: string;
+  /** The peer's answer, body unread: the caller streams or reads it. */
+  response: Dispatcher.ResponseData;
+}
+
+export interface MeshEgress {
+  /** Resolves, signs and sends; transport failures throw the mesh reasons (502/504/508, selector 4xx). */
+  send(call: MeshCall): Promise<MeshAnswer>;
+}
+
+/** The egress core for domains (provided by handlers/mesh next to MESH_DIRECTORY). */
+export const MESH_EGRESS = createServiceKey<MeshEgress>('mesh-egress');
+
+export function createMeshEgress(deps: EgressDeps): MeshEgress {
   const deadlines = { apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000, runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000 };
   const dispatchers = new Map<string, { agent: Dispatcher; dispatcher: Dispatcher }>();
 
@@ -72,45 +112,62 @@ export function createMeshEgressRoute(deps: EgressDeps): RouteDef {
     return { origin: peerAgent.origin, dispatcher: cached.dispatcher };
   }
 
-  async function forward(ctx: RequestContext): Promise<undefined> {
-    const principal = ctx.principal as Principal;
+  async function send(call: MeshCall): Promise<MeshAnswer> {
     const local = { id: deps.directory.localClusterId(), name: deps.directory.localClusterName() };
-    const peer = resolveSelector(ctx.params.selector ?? '', deps.directory.paired(), local);
-    const route = extendRoute(ctx.meshPeer?.route ?? [], local.id);
+    const peer = resolveSelector(call.selector, deps.directory.paired(), local);
+    const route = extendRoute(call.inbound?.route ?? [], local.id);
     const { origin, dispatcher } = dispatcherFor(peer);
-    // ctx.rest is `/mesh/<selector>/<remote>`, still percent-encoded: the peer sees the caller's exact bytes.
-    const afterMesh = ctx.rest.slice('/mesh/'.length);
-    const uri = remoteUri(afterMesh.slice(afterMesh.indexOf('/') + 1));
-    const url = ctx.req.url ?? '';
-    const query = url.includes('?') ? url.slice(url.indexOf('?')) : '';
-    const clientCorrelation = ctx.req.headers[MESH.correlationId];
-    const correlationId =
-      ctx.meshPeer?.correlationId ?? (typeof clientCorrelation === 'string' && UUID.test(clientCorrelation) ? clientCorrelation : randomUUID());
+    const correlationId = call.inbound?.correlationId ?? (call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID());
     const headers: Record<string, string> = {
-      ...forwardableRequestHeaders(ctx.req.headers),
-      ...identityHeaders(principal, ctx.bearer),
+      ...call.headers,
+      ...identityHeaders(call.principal, call.bearer),
       [MESH.sourceClusterId]: local.id,
       [MESH.route]: route.join(','),
       [MESH.correlationId]: correlationId,
     };
-    // Hardened peers sign the body digest: the body is read first (bounded), then sent with its length.
-    let body: Buffer | RequestContext['req'] | undefined;
-    if (hasBody(ctx.req)) body = peer.features.includes('body-sha256') ? await readBody(ctx.req, deps.config.limits.maxBodyBytes) : ctx.req;
+    // Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length.
+    let body = call.body;
+    if (body !== undefined && !Buffer.isBuffer(body) && peer.features.includes('body-sha256')) body = await readBody(body, deps.config.limits.maxBodyBytes);
     if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
+    try {
+      const uri = `${origin}${remoteUri(call.remotePath)}${call.query}`;
+      const response = await request(uri, { method: call.method, headers, body, dispatcher, signal: call.signal });
+      return { peer, correlationId, response };
+    } catch (error) {
+      throw error instanceof ApiError ? error : upstreamError(error);
+    }
+  }
+
+  return { send };
+}
+
+export function createMeshEgressRoute(egress: MeshEgress): RouteDef {
+  async function forward(ctx: RequestContext): Promise<undefined> {
+    // ctx.rest is `/mesh/<selector>/<remote>`, still percent-encoded: the peer sees the caller's exact bytes.
+    const afterMesh = ctx.rest.slice('/mesh/'.length);
+    const url = ctx.req.url ?? '';
+    const clientCorrelation = ctx.req.headers[MESH.correlationId];
     const abort = new AbortController();
     ctx.res.once('close', () => {
       if (!ctx.res.writableFinished) abort.abort();
     });
-    let upstream: Dispatcher.ResponseData;
-    try {
-      upstream = await request(`${origin}${uri}${query}`, { method: ctx.method as HttpMethod, headers, body, dispatcher, signal: abort.signal });
-    } catch (error) {
-      throw error instanceof ApiError ? error : upstreamError(error);
-    }
+    const { peer, correlationId, response } = await egress.send({
+      principal: ctx.principal as Principal,
+      bearer: ctx.bearer,
+      selector: ctx.params.selector ?? '',
+      method: ctx.method as HttpMethod,
+      remotePath: afterMesh.slice(afterMesh.indexOf('/') + 1),
+      query: url.includes('?') ? url.slice(url.indexOf('?')) : '',
+      headers: forwardableRequestHeaders(ctx.req.headers),
+      body: hasBody(ctx.req) ? ctx.req : undefined,
+      inbound: ctx.meshPeer,
+      correlationId: typeof clientCorrelation === 'string' ? clientCorrelation : undefined,
+      signal: abort.signal,
+    });
     const res = ctx.res as ServerResponse;
-    res.writeHead(upstream.statusCode, { ...forwardableResponseHeaders(upstream.headers), [MESH.correlationId]: correlationId });
+    res.writeHead(response.statusCode, { ...forwardableResponseHeaders(response.headers), [MESH.correlationId]: correlationId });
     try {
-      await pipeline(upstream.body, res);
+      await pipeline(response.body, res);
     } catch (error) {
       ctx.logger.warn({ req_id: ctx.requestId, federation_id: peer.id, err: error instanceof ApiError ? error.reason : String(error) }, 'mesh stream aborted');
       res.destroy();

@@ -129,6 +129,9 @@ export class AuthService implements Authenticator {
       roles: [...principal.roles],
       urn: `urn:li:corpuser:${principal.username}`,
       attributes: principal.attributes,
+      source: principal.source,
+      // Mesh callers: who they are at the source (spec: Authentication 5–6).
+      ...(principal.source === 'mesh' ? { external_id: principal.externalId ?? null, source_cluster_id: principal.sourceClusterId ?? null } : {}),
     };
   }
 

@@ -16,10 +16,6 @@ export const JobsErrors = defineErrors('jobs', {
     status: 400,
     doc: 'A `python_packages` coordinate (`package`) is not in the operator’s approved catalog; nothing was run.',
   },
-  mesh_job_forwarding_unavailable: {
-    status: 400,
-    doc: 'The job names a `cluster_selector`/`target_cluster` other than `local`; forwarding jobs through the mesh is not available on this gateway.',
-  },
   job_runtime_unavailable: {
     status: 503,
     doc: 'The job runtime (the local process runner or the Ray cluster) refused or failed the submission; no job was recorded.',

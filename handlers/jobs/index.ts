@@ -1,14 +1,19 @@
 /**
  * Jobs (issue 7): submit/run/status/result/logs/cancel/list over the
- * configured runtime, and the execution gate. Provides JOBS (the allowlist
- * revoke hook calls cancelActiveJobsOf). Uses AUTHZ, so it follows authz.
+ * configured runtime, the execution gate, and the contract §5.6 shim that
+ * forwards non-local selectors through MESH_EGRESS. Provides JOBS and the
+ * federation's BROKERED_JOB_CANCELLER. Uses AUTHZ and MESH_EGRESS, so it
+ * follows authz and mesh.
  */
 import { join } from 'node:path';
 import type { Config } from '../../gateway/config/schema.ts';
+import { MESH_EGRESS } from '../../gateway/mesh/egress.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHZ } from '../authz/index.ts';
+import { BROKERED_JOB_CANCELLER } from '../federation/index.ts';
 import { GateErrors } from '../gate-errors.ts';
 import { JobsErrors } from './errors.ts';
+import { MeshJobForwarder } from './forward.ts';
 import { ExecutionGateService } from './gate.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
@@ -16,7 +21,7 @@ import { LocalJobRuntime } from './runtimes/local/runtime.ts';
 import { RayJobRuntime } from './runtimes/ray.ts';
 import type { JobRuntime } from './runtimes/types.ts';
 import { JOBS, JobsService } from './service.ts';
-import { createGateStore, createJobStore } from './store.ts';
+import { createGateStore, createJobStore, createShadowStore } from './store.ts';
 import { JobTracker } from './tracker.ts';
 
 export { JOBS, type JobsService } from './service.ts';
@@ -49,9 +54,12 @@ export const jobsModule: HandlerModule = {
       logger: deps.logger,
     });
     deps.services.provide(JOBS, service);
+    // Allowlist revoke with cancel_in_flight_jobs=true (contract §3.8) stops the brokered user's jobs here.
+    deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId) });
+    const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
     await tracker.start();
     return {
-      routes: [...jobRoutes(service, deps.config.limits.maxBodyBytes), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
+      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
       async close() {
         tracker.close();
         await runtime.close();

@@ -66,3 +66,19 @@ export const executionGate = sqliteTable('execution_gate', {
   boundBy: text('bound_by').notNull(),
   boundAt: text('bound_at').notNull(),
 });
+
+/**
+ * Contract §5.6 shim, item 2: a job this cluster forwarded through the mesh
+ * on a local submit with a non-local selector. Local status/result/logs/
+ * cancel for `jobId` (the peer's id) are proxied to `federationId`, for the
+ * submitter only.
+ */
+export const jobShadows = sqliteTable('job_shadows', {
+  jobId: text('job_id').primaryKey(),
+  federationId: text('federation_id').notNull(),
+  /** The selector the caller gave (echoed as cluster_selector). */
+  clusterSelector: text('cluster_selector').notNull(),
+  /** The local caller who submitted it (a local user id, or the shared-realm sub). */
+  userId: text('user_id').notNull(),
+  createdAt: text('created_at').notNull(),
+});

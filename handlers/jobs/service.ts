@@ -3,6 +3,8 @@
  * logs, cancel and list over one JobRuntime. Transport-free; every call
  * takes the caller's Principal. A job is visible to its submitter (and to
  * native admins); a mesh caller sees only jobs from its own source cluster.
+ * Jobs run on this cluster: a request naming another cluster never reaches
+ * here (routes.ts hands it to the contract §5.6 shim in forward.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -121,9 +123,6 @@ export class JobsService {
   }
 
   async #create(principal: Principal, input: JobRequestInput): Promise<JobRow> {
-    const selector = input.cluster_selector ?? input.target_cluster ?? 'local';
-    // TODO(issue-6): forward non-local selectors through the mesh (contract §5.6).
-    if (selector !== 'local') throw JobsErrors.make.mesh_job_forwarding_unavailable({ cluster_selector: selector });
     this.deps.authz.require(principal, 'executor', JOBS_OBJECT);
     const decision = this.deps.gate.enforce({
       source: principal.source,
@@ -132,7 +131,7 @@ export class JobsService {
       attributes: principal.attributes,
     });
     const packages = this.deps.catalog.resolve(input.python_packages ?? []);
-    const row = this.#newRow(principal, input, packages, selector);
+    const row = this.#newRow(principal, input, packages);
     this.deps.store.insert(row);
     try {
       await this.deps.runtime.submit(specFor(row, this.deps.options.apiUrl()));
@@ -145,7 +144,7 @@ export class JobsService {
     return row;
   }
 
-  #newRow(principal: Principal, input: JobRequestInput, packages: JobRow['pythonPackages'], selector: string): JobRow {
+  #newRow(principal: Principal, input: JobRequestInput, packages: JobRow['pythonPackages']): JobRow {
     const id = randomUUID();
     const at = this.deps.now().toISOString();
     return {
@@ -159,7 +158,7 @@ export class JobsService {
       userId: principal.userId,
       tenantId: principal.tenantId,
       auditActor: principal.externalId ?? principal.userId,
-      clusterSelector: selector,
+      clusterSelector: 'local',
       entrypoint: input.entrypoint,
       envVars: input.runtime_env?.env_vars ?? {},
       userAttrs: { ...principal.attributes, sub: principal.userId, user_id: principal.userId, email: principal.email, preferred_username: principal.username },

@@ -1,11 +1,12 @@
 /** Job records and the gate binding behind narrow interfaces (STYLE C3). */
 import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL, sql } from 'drizzle-orm';
 import type { Db } from '../../gateway/db/open.ts';
-import { executionGate, type JobStatus, jobs } from './schema.ts';
+import { executionGate, type JobStatus, jobShadows, jobs } from './schema.ts';
 
 export type JobRow = typeof jobs.$inferSelect;
 export type JobPatch = Partial<Omit<JobRow, 'id' | 'createdAt'>>;
 export type GateRow = typeof executionGate.$inferSelect;
+export type ShadowRow = typeof jobShadows.$inferSelect;
 
 export const ACTIVE_STATUSES: readonly JobStatus[] = ['PENDING', 'RUNNING'];
 
@@ -105,5 +106,19 @@ export function createGateStore(db: Db): GateStore {
         .onConflictDoUpdate({ target: executionGate.id, set: row })
         .run(),
     clear: () => void db.delete(executionGate).where(eq(executionGate.id, 1)).run(),
+  };
+}
+
+/** Forwarded submissions (contract §5.6 shim): the peer's job id → the federation it runs on. */
+export interface ShadowStore {
+  insert(row: ShadowRow): void;
+  get(jobId: string): ShadowRow | undefined;
+}
+
+export function createShadowStore(db: Db): ShadowStore {
+  return {
+    // A peer reusing a job id (it never should: ids are UUIDs) overwrites the old pointer rather than failing the submit.
+    insert: (row) => void db.insert(jobShadows).values(row).onConflictDoUpdate({ target: jobShadows.jobId, set: row }).run(),
+    get: (jobId) => db.select().from(jobShadows).where(eq(jobShadows.jobId, jobId)).get(),
   };
 }

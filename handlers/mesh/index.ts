@@ -1,11 +1,12 @@
 /**
  * The mesh proxy's domain side (issue 6): adapts the federation records,
  * the allowlist, the user directory and ReBAC into the MESH_DIRECTORY the
- * gateway's egress route and meshVerify stage use, and mounts egress.
+ * gateway's egress route and meshVerify stage use, provides the egress
+ * core (MESH_EGRESS) to other domains, and mounts egress.
  */
 import type { KeyObject } from 'node:crypto';
 import { MESH_DIRECTORY, type MeshDirectory, type MeshFeature, type MeshPeer } from '../../gateway/mesh/directory.ts';
-import { createMeshEgressRoute } from '../../gateway/mesh/egress.ts';
+import { createMeshEgress, createMeshEgressRoute, MESH_EGRESS } from '../../gateway/mesh/egress.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
 import { USER_DIRECTORY } from '../auth/index.ts';
@@ -79,6 +80,8 @@ export const meshModule: HandlerModule = {
       egressAuthenticator: createEgressAuthenticator(deps.services.get(AUTHENTICATOR), federations, identity),
     };
     deps.services.provide(MESH_DIRECTORY, directory);
-    return { routes: [createMeshEgressRoute({ directory, config: deps.config, now: deps.now })], close: () => verifier.close() };
+    const egress = createMeshEgress({ directory, config: deps.config, now: deps.now });
+    deps.services.provide(MESH_EGRESS, egress);
+    return { routes: [createMeshEgressRoute(egress)], close: () => verifier.close() };
   },
 };

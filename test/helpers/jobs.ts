@@ -1,6 +1,6 @@
 /** Job test helpers: an executor user, polling until a job settles. */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,16 @@ import type { TestGateway, TestResponse } from './gateway.ts';
 
 export const MARKER = 'KZ_MESH_RUN_ON_JSON::';
 export const TERMINAL = new Set(['SUCCEEDED', 'FAILED', 'STOPPED']);
+
+/** Whether a process is still running (a zombie awaiting its reaper counts as gone). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z');
+  } catch {
+    return false;
+  }
+}
 
 /** A non-admin user holding cluster_jobs:__all__#executor (spec "Authorization tuples"). */
 export async function executorToken(gw: TestGateway, username: string, attributes: Record<string, unknown> = {}): Promise<{ token: string; id: string }> {

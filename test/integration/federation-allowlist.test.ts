@@ -100,7 +100,7 @@ test('recipes are validated against the ReBAC model at add and restore time', as
   assert.equal(restore.status, 422);
 });
 
-test('mesh ingress lookups: entry by external_id, provisioning mark, rendered recipe, job-cancel hook on revoke', async (t) => {
+test('mesh ingress lookups: entry by external_id, provisioning mark, rendered recipe, job-cancel hook provided', async (t) => {
   const b = await startPeer(t, 'fed-b');
   const token = await b.adminToken();
   const rec = await createRecord(b, { remote_cluster_name: 'a', role: 'receiver', preshared_key: newPsk() });
@@ -119,22 +119,14 @@ test('mesh ingress lookups: entry by external_id, provisioning mark, rendered re
   assert.ok(directory.psk(rec.id), 'the PSK is reachable in process as a KeyObject');
   assert.equal(directory.isTrustedSharedIssuer('https://idp.test/realms/federation'), false, 'an empty trusted-issuer list trusts none');
 
-  // The jobs domain subscribes through this key when it lands; the hook gets the provisioned local user.
-  const calls: string[] = [];
-  b.gateway.deps.services.provide(BROKERED_JOB_CANCELLER, {
-    cancelActiveJobs: ({ localUserId }) => {
-      calls.push(localUserId);
-      return 2;
-    },
-  });
+  // The jobs domain provides the revoke hook; this user has no jobs (stopping real ones: mesh-jobs.test.ts).
+  assert.ok(b.gateway.deps.services.find(BROKERED_JOB_CANCELLER), 'the jobs domain provides the job canceller');
   const revoked = await b.request('POST', `/api/cluster/federations/${rec.id}/users/${encodeURIComponent(externalId)}/revoke?cancel_in_flight_jobs=true`, {
     token,
   });
-  assert.equal(revoked.json.cancelled_jobs, 2);
-  assert.deepEqual(calls, [localUser]);
-  const plain = await b.request('POST', `/api/cluster/federations/${rec.id}/users/${encodeURIComponent(externalId)}/revoke`, { token });
-  assert.equal(plain.json.cancelled_jobs, 0);
-  assert.deepEqual(calls, [localUser], 'without the flag no jobs are touched');
+  assert.equal(revoked.status, 200, revoked.text);
+  assert.equal(revoked.json.cancelled_jobs, 0);
+  assert.ok(revoked.json.disabled_at);
 });
 
 test('PLATFORM_TRUSTED_SHARED_ISSUERS decides which shared issuers mesh ingress may trust', async (t) => {

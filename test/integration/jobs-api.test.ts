@@ -78,7 +78,7 @@ test('delegated_access and unknown fields: validated, stored, echoed; extras ign
   assert.deepEqual(status.json.delegated_access, delegated);
 });
 
-test('a selector other than local answers mesh_job_forwarding_unavailable; target_cluster is its alias', async (t) => {
+test('a selector other than local is sent through the mesh (contract §5.6); target_cluster is its alias; nothing runs here', async (t) => {
   const gw = await startTestGateway(t);
   const token = await gw.adminToken();
   for (const json of [
@@ -87,14 +87,15 @@ test('a selector other than local answers mesh_job_forwarding_unavailable; targe
   ]) {
     for (const path of ['submit', 'run']) {
       const res = await gw.request('POST', `${JOBS}/${path}`, { token, json });
-      assert.equal(res.status, 400);
-      assert.equal(res.json.detail.reason, 'mesh_job_forwarding_unavailable');
-      assert.equal(res.json.detail.cluster_selector, 'peer-cluster');
+      assert.equal(res.status, 404, 'no PAIRED federation answers to that selector');
+      assert.equal(res.json.detail.reason, 'mesh_target_not_found');
+      assert.equal(res.json.detail.selector, 'peer-cluster');
     }
   }
   assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
   const local = await submit(gw, token, { entrypoint: 'true', target_cluster: 'local' });
   assert.equal(local.status, 201);
+  assert.equal(local.json.cluster_selector, 'local');
 });
 
 test('jobs are private: another user gets 404 job_not_found everywhere; admins see all', async (t) => {

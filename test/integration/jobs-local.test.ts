@@ -3,17 +3,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway } from '../helpers/gateway.ts';
-import { MARKER, submit, waitFor } from '../helpers/jobs.ts';
+import { alive, MARKER, submit, waitFor } from '../helpers/jobs.ts';
 
 const JOBS = '/api/cluster/jobs';
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z');
-  } catch {
-    return false;
-  }
-};
 
 test('concurrency limit: queued jobs stay PENDING and start in FIFO order', async (t) => {
   const gw = await startTestGateway(t, { jobs: { local: { maxConcurrent: 2 } } });
