@@ -21,14 +21,15 @@ test('kafka peer: a KRaft broker on loopback takes messages and hands them back 
   const consumer = new Consumer({ groupId: 'smoke', clientId: 'smoke-consumer', bootstrapBrokers, deserializers: stringDeserializers });
   t.after(() => consumer.close(true));
   const stream = await consumer.consume({ topics: ['events'], mode: 'earliest', autocommit: false, maxWaitTime: 200 });
-  // Delivery is at-least-once: a group rebalance while joining can hand a partition back from
-  // `earliest` (nothing is committed), so collect distinct (partition, offset) pairs.
-  const byPosition = new Map<string, { key: string; value: string; partition: number }>();
+  // Delivery is at-least-once on both sides: a producer retry under load can store a message twice,
+  // and a group rebalance can hand a partition back from `earliest` (nothing is committed). So wait
+  // until every sent (partition, key) has arrived, and compare those.
+  const byMessage = new Map<string, { key: string; value: string; partition: number }>();
   for await (const message of stream) {
-    byPosition.set(`${message.partition}:${message.offset}`, { key: message.key, value: message.value, partition: message.partition });
-    if (byPosition.size === sent.length) break;
+    byMessage.set(`${message.partition}:${message.key}`, { key: message.key, value: message.value, partition: message.partition });
+    if (byMessage.size === sent.length) break;
   }
-  const received = [...byPosition.values()];
+  const received = [...byMessage.values()];
   const byKey = (a: { key: string }, b: { key: string }) => a.key.localeCompare(b.key);
   assert.deepEqual(
     received.sort(byKey),
