@@ -54,3 +54,13 @@ export interface Reply {
   body?: unknown;
   headers?: Record<string, string>;
 }
+
+/**
+ * The caller of a route whose auth mode is 'user' or 'admin': authenticate
+ * (or meshVerify) ran, so a principal is present; its absence is a wiring
+ * bug (the route declared 'none' or 'optional'), never a client error.
+ */
+export function principalOf(ctx: RequestContext): Principal {
+  if (!ctx.principal) throw new Error(`route ${ctx.method} ${ctx.rawPath} ran without a principal`);
+  return ctx.principal;
+}

@@ -1,9 +1,8 @@
 /** HTTP surface of the native realm (contract §1): parsing only, logic in service.ts. */
 import { z } from 'zod';
 import { parseQuery, readForm, readJson } from '../../gateway/http/body.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
+import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import type { Principal } from '../principal.ts';
 import { AuthErrors } from './errors.ts';
 import type { AuthService } from './service.ts';
 import type { TokenSigner } from './tokens.ts';
@@ -24,8 +23,6 @@ const patInput = z.object({
   scope: z.string().optional(),
   aud: z.string().optional(),
 });
-
-const me = (ctx: RequestContext): Principal => ctx.principal as Principal;
 
 export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () => unknown, maxBody: number): RouteDef[] {
   return [
@@ -54,8 +51,8 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
         return { status: 200, body: await service.refresh(refresh_token), headers: { 'cache-control': 'no-store' } };
       },
     },
-    { method: 'POST', path: '/auth/logout', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.logout(me(ctx)) }) },
-    { method: 'GET', path: '/auth/users/me', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(me(ctx)) }) },
+    { method: 'POST', path: '/auth/logout', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.logout(principalOf(ctx)) }) },
+    { method: 'GET', path: '/auth/users/me', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
     {
       // Contract §1.3: the SDK sends query parameters; a JSON body is also accepted.
       method: 'POST',
@@ -66,16 +63,16 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
         const fromQuery = parseQuery(ctx.query, patInput);
         const hasBody = Number(ctx.req.headers['content-length'] ?? 0) > 0 || ctx.req.headers['transfer-encoding'] !== undefined;
         const fromBody = hasBody ? await readJson(ctx.req, maxBody, patInput.optional()) : undefined;
-        return { status: 200, body: await service.createPat(me(ctx), { ...fromBody, ...stripUndefined(fromQuery) }) };
+        return { status: 200, body: await service.createPat(principalOf(ctx), { ...fromBody, ...stripUndefined(fromQuery) }) };
       },
     },
-    { method: 'GET', path: '/auth/pats', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.listPats(me(ctx)) }) },
+    { method: 'GET', path: '/auth/pats', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.listPats(principalOf(ctx)) }) },
     {
       method: 'DELETE',
       path: '/auth/pats/:jti',
       auth: 'user',
       nativeOnly: true,
-      handle: (ctx) => ({ status: 200, body: service.revokePat(me(ctx), ctx.params.jti as string) }),
+      handle: (ctx) => ({ status: 200, body: service.revokePat(principalOf(ctx), ctx.params.jti as string) }),
     },
     { method: 'GET', path: '/auth/pat-config', auth: 'user', handle: () => ({ status: 200, body: service.patConfig() }) },
     { method: 'GET', path: '/auth/jwks', auth: 'none', handle: () => ({ status: 200, body: jwks(), headers: { 'cache-control': 'public, max-age=300' } }) },

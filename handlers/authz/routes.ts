@@ -5,22 +5,20 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
+import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import type { Principal } from '../principal.ts';
 import { AuthzErrors } from './errors.ts';
 import { type AuthzService, validateRelation } from './service.ts';
 import type { SubjectsService } from './subjects.ts';
 import { flatRow } from './views.ts';
 import { listQuery, objectDeleteBody, tenantOf, tupleBody, tupleDeleteBody } from './wire.ts';
 
-const me = (ctx: RequestContext): Principal => ctx.principal as Principal;
 const NO_CONTENT = { status: 204 } as const;
 
 export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxBody: number): RouteDef[] {
   const list: RouteDef['handle'] = (ctx) => {
     const q = parseQuery(ctx.query, listQuery);
-    const rows = authz.listVisible(me(ctx), {
+    const rows = authz.listVisible(principalOf(ctx), {
       tenant: q.tenant ?? q.tenant_id ?? tenantOf(ctx.req, undefined),
       objectNs: q.object_namespace,
       objectId: q.object_id,
@@ -39,7 +37,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       auth: 'user',
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, tupleBody);
-        authz.writeAs(me(ctx), [{ ...body, tenantId: tenantOf(ctx.req, body.tenant_id) }]);
+        authz.writeAs(principalOf(ctx), [{ ...body, tenantId: tenantOf(ctx.req, body.tenant_id) }]);
         return NO_CONTENT;
       },
     },
@@ -49,7 +47,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       auth: 'user',
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, tupleDeleteBody);
-        authz.deleteAs(me(ctx), { ...body, relation: body.relation ?? null, tenantId: tenantOf(ctx.req, body.tenant_id) });
+        authz.deleteAs(principalOf(ctx), { ...body, relation: body.relation ?? null, tenantId: tenantOf(ctx.req, body.tenant_id) });
         return NO_CONTENT;
       },
     },
@@ -59,7 +57,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       auth: 'user',
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, objectDeleteBody);
-        authz.deleteObjectAs(me(ctx), body.object, tenantOf(ctx.req, body.tenant_id));
+        authz.deleteObjectAs(principalOf(ctx), body.object, tenantOf(ctx.req, body.tenant_id));
         return NO_CONTENT;
       },
     },
@@ -73,9 +71,9 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
         validateRelation(body.object, body.relation);
         if (body.subject.namespace !== 'user') throw AuthzErrors.make.relation_unsupported({ subject_namespace: body.subject.namespace });
         // Anyone may ask about themselves; asking about another subject reveals their grants, so it takes manager rights.
-        const self = body.subject.id === me(ctx).userId && tenant === me(ctx).tenantId;
-        if (!self) authz.requireManager(me(ctx), body.object, tenant);
-        const subject = self ? me(ctx) : subjects.principalFor(body.subject.id, tenant);
+        const self = body.subject.id === principalOf(ctx).userId && tenant === principalOf(ctx).tenantId;
+        if (!self) authz.requireManager(principalOf(ctx), body.object, tenant);
+        const subject = self ? principalOf(ctx) : subjects.principalFor(body.subject.id, tenant);
         const decision = authz.decide(subject, body.relation, body.object);
         const decisionId = randomUUID();
         ctx.logger.info(

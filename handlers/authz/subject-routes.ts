@@ -4,15 +4,13 @@
  */
 import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
+import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import type { Principal } from '../principal.ts';
 import type { AuthzService } from './service.ts';
 import type { SubjectsService } from './subjects.ts';
 import { grantView, resourceGrantView } from './views.ts';
 import { fromGrant, grantBody, resourceGrantBody, subjectBody, tenantOf } from './wire.ts';
 
-const me = (ctx: RequestContext): Principal => ctx.principal as Principal;
 const subjectParam = (ctx: RequestContext) => ctx.params.subject as string;
 
 export function subjectRoutes(subjects: SubjectsService, maxBody: number): RouteDef[] {
@@ -39,7 +37,7 @@ export function subjectRoutes(subjects: SubjectsService, maxBody: number): Route
       path: '/authz/subjects/:subject',
       handle(ctx) {
         const { cascade } = parseQuery(ctx.query, z.object({ cascade: z.enum(['grants']).optional() }));
-        subjects.remove(me(ctx), subjectParam(ctx), cascade === 'grants');
+        subjects.remove(principalOf(ctx), subjectParam(ctx), cascade === 'grants');
         return { status: 204 };
       },
     },
@@ -79,7 +77,7 @@ export function resourceRoutes(authz: AuthzService, maxBody: number): RouteDef[]
         const q = parseQuery(ctx.query, z.object({ object_id: z.string().min(1).max(1024), tenant_id: z.string().min(1).max(128).optional() }));
         const object = { namespace: ctx.params.namespace as string, id: q.object_id };
         const tenant = tenantOf(ctx.req, q.tenant_id);
-        authz.requireManager(me(ctx), object, tenant);
+        authz.requireManager(principalOf(ctx), object, tenant);
         const rows = authz.list({ objectNs: object.namespace, objectId: object.id, tenant });
         return { status: 200, body: rows.map(resourceGrantView) };
       },
@@ -91,7 +89,9 @@ export function resourceRoutes(authz: AuthzService, maxBody: number): RouteDef[]
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, resourceGrantBody);
         const object = { namespace: ctx.params.namespace as string, id: body.object_id };
-        const added = authz.writeAs(me(ctx), [{ subject: body.subject, relation: body.relation, object, tenantId: tenantOf(ctx.req, body.tenant_id) }]);
+        const added = authz.writeAs(principalOf(ctx), [
+          { subject: body.subject, relation: body.relation, object, tenantId: tenantOf(ctx.req, body.tenant_id) },
+        ]);
         return {
           status: 200,
           body: { status: added > 0 ? 'created' : 'exists', zedtoken: String(authz.revision), relation: body.relation, subject: body.subject },

@@ -6,11 +6,11 @@
  */
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
-import type { Reply, RequestContext } from '../../gateway/http/context.ts';
+import { principalOf, type Reply, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { ContainerService } from './containers-service.ts';
 import { containerCreateBody, containerPatchBody, membershipBody, pageQuery } from './containers-wire.ts';
-import { created, noContent, ok, principalOf, rawTail, textFromQuery, urnFromQuery } from './route-kit.ts';
+import { created, noContent, ok, rawTail, textFromQuery, urnFromQuery } from './route-kit.ts';
 import { splitV2Tail, type V2Target } from './urn.ts';
 
 const V2 = '/catalog/containers/v2/*urn';

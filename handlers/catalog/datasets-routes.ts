@@ -6,11 +6,11 @@
  */
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { readJson } from '../../gateway/http/body.ts';
-import type { Reply, RequestContext } from '../../gateway/http/context.ts';
+import { principalOf, type Reply, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { DatasetService } from './datasets-service.ts';
 import { datasetCreateBody, datasetPatchBody, schemaBody } from './datasets-wire.ts';
-import { created, noContent, ok, principalOf, rawTail, textFromQuery, urnFromQuery } from './route-kit.ts';
+import { created, noContent, ok, rawTail, textFromQuery, urnFromQuery } from './route-kit.ts';
 import { splitV2Tail } from './urn.ts';
 
 const V2_PREFIX = '/catalog/datasets/v2/';

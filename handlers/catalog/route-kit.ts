@@ -2,13 +2,6 @@
 import { z } from 'zod';
 import { parseQuery } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
-import type { Principal } from '../principal.ts';
-
-/** Routes with auth 'user' or 'admin' always have a principal once authenticate ran. */
-export function principalOf(ctx: RequestContext): Principal {
-  if (!ctx.principal) throw new Error('catalog route ran without a principal');
-  return ctx.principal;
-}
 
 /** The raw (undecoded) path after a static v2 prefix such as `/catalog/datasets/v2/` (contract §7.2). */
 export function rawTail(ctx: RequestContext, prefix: string): string {

@@ -6,10 +6,10 @@
  */
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
+import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { catalogName } from './datasets-wire.ts';
-import { created, flagFromQuery, noContent, ok, principalOf, textFromQuery, urnFromQuery } from './route-kit.ts';
+import { created, flagFromQuery, noContent, ok, textFromQuery, urnFromQuery } from './route-kit.ts';
 import type { SecretsService } from './secrets-service.ts';
 
 const createBody = z.object({

@@ -6,9 +6,8 @@
  */
 import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
+import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import type { Principal } from '../principal.ts';
 import type { FederationContext } from './context.ts';
 import { diagnose, preflight, resolveAddress } from './diagnose.ts';
 import { pair } from './pairing.ts';
@@ -17,7 +16,6 @@ import type { FederationService } from './service.ts';
 
 const BASE = '/cluster/federations';
 const id = (ctx: RequestContext) => ctx.params.id as string;
-const me = (ctx: RequestContext) => ctx.principal as Principal;
 const ok = (body: unknown) => ({ status: 200, body });
 
 export function federationRoutes(fctx: FederationContext, service: FederationService, maxBody: number): RouteDef[] {
@@ -27,7 +25,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'POST',
       path: BASE,
       auth: 'admin',
-      handle: async (ctx) => ok(service.create(me(ctx), await readJson(ctx.req, maxBody, createBody))),
+      handle: async (ctx) => ok(service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody))),
     },
     {
       method: 'POST',
@@ -50,7 +48,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       handle: async (ctx) => ok(service.update(id(ctx), await readJson(ctx.req, maxBody, z.record(z.string(), z.unknown())))),
     },
     { method: 'DELETE', path: `${BASE}/:id`, auth: 'admin', handle: async (ctx) => ok(await service.delete(id(ctx))) },
-    { method: 'POST', path: `${BASE}/:id/pair`, auth: 'admin', handle: async (ctx) => ok(await pair(fctx, me(ctx), id(ctx))) },
+    { method: 'POST', path: `${BASE}/:id/pair`, auth: 'admin', handle: async (ctx) => ok(await pair(fctx, principalOf(ctx), id(ctx))) },
     {
       method: 'POST',
       path: `${BASE}/:id/disconnect`,

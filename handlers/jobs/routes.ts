@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';
-import type { Reply, RequestContext } from '../../gateway/http/context.ts';
+import { principalOf, type Reply, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { Principal } from '../principal.ts';
 import { type Caller, type MeshJobForwarder, type ShadowAction, targetOf } from './forward.ts';
@@ -10,12 +10,11 @@ import type { ExecutionGateService } from './gate.ts';
 import { jobRequestSchema } from './request.ts';
 import type { JobsService } from './service.ts';
 
-const me = (ctx: RequestContext): Principal => ctx.principal as Principal;
-const caller = (ctx: RequestContext): Caller => ({ principal: me(ctx), bearer: ctx.bearer, inbound: ctx.meshPeer });
+const caller = (ctx: RequestContext): Caller => ({ principal: principalOf(ctx), bearer: ctx.bearer, inbound: ctx.meshPeer });
 /** A shared-realm token is good for the mesh only (contract §1.5): never for jobs of this cluster. */
 function localCaller(ctx: RequestContext): Principal {
-  if (me(ctx).authMethod === 'shared_jwt') throw GatewayErrors.make.not_authenticated();
-  return me(ctx);
+  if (principalOf(ctx).authMethod === 'shared_jwt') throw GatewayErrors.make.not_authenticated();
+  return principalOf(ctx);
 }
 const jsonObject = z.record(z.string(), z.unknown());
 /** Contract §5.3: job_id is a UUID path parameter; anything else is a 422. */
@@ -50,7 +49,7 @@ export function jobRoutes(service: JobsService, forwarder: MeshJobForwarder, max
       method: 'GET',
       path: '/cluster/jobs/',
       auth: 'user',
-      handle: async (ctx) => ({ status: 200, body: await service.list(me(ctx), parseQuery(ctx.query, page)) }),
+      handle: async (ctx) => ({ status: 200, body: await service.list(principalOf(ctx), parseQuery(ctx.query, page)) }),
     },
     { method: 'GET', path: '/cluster/jobs/:job_id/status', ...shim, handle: perJob('status', (p, id) => service.status(p, id)) },
     { method: 'GET', path: '/cluster/jobs/:job_id/result', ...shim, handle: perJob('result', (p, id) => service.result(p, id)) },
@@ -69,7 +68,7 @@ export function gateRoutes(gate: ExecutionGateService, maxBody: number): RouteDe
       nativeOnly: true,
       async handle(ctx) {
         const { type, config } = await readJson(ctx.req, maxBody, gateBody);
-        return { status: 200, body: gate.bind(me(ctx), type, config ?? {}) };
+        return { status: 200, body: gate.bind(principalOf(ctx), type, config ?? {}) };
       },
     },
     { method: 'DELETE', path: '/cluster/execution-gate', auth: 'admin', nativeOnly: true, handle: () => ({ status: 200, body: gate.unbind() }) },

@@ -5,20 +5,14 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
+import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import type { Principal } from '../principal.ts';
 import type { GateBindings } from './gates/binding.ts';
 import type { RetrievalService } from './service.ts';
 import { streamSse } from './transports/sse.ts';
 import { createBody, listQuery } from './wire.ts';
 
 const gateBody = z.object({ type: z.string().min(1).max(1024), config: z.unknown().optional() });
-
-function me(ctx: RequestContext): Principal {
-  if (!ctx.principal) throw new Error('retrieval route ran without a principal');
-  return ctx.principal;
-}
 
 const ok = (body: unknown) => ({ status: 200, body });
 
@@ -40,7 +34,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       path: '/retrieval/jobs',
       auth: 'user',
       async handle(ctx) {
-        return { status: 201, body: await service.create(me(ctx), await readJson(ctx.req, maxBody, createBody)) };
+        return { status: 201, body: await service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody)) };
       },
     },
     {
@@ -49,18 +43,18 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       auth: 'user',
       handle(ctx) {
         const { limit, offset } = parseQuery(ctx.query, listQuery);
-        return ok(service.list(me(ctx), limit, offset));
+        return ok(service.list(principalOf(ctx), limit, offset));
       },
     },
-    { method: 'GET', path: '/retrieval/jobs/:id', auth: 'user', handle: (ctx) => ok(service.status(me(ctx), id(ctx))) },
-    { method: 'POST', path: '/retrieval/jobs/:id/cancel', auth: 'user', handle: (ctx) => ok(service.cancel(me(ctx), id(ctx))) },
+    { method: 'GET', path: '/retrieval/jobs/:id', auth: 'user', handle: (ctx) => ok(service.status(principalOf(ctx), id(ctx))) },
+    { method: 'POST', path: '/retrieval/jobs/:id/cancel', auth: 'user', handle: (ctx) => ok(service.cancel(principalOf(ctx), id(ctx))) },
     {
       method: 'GET',
       path: '/retrieval/jobs/:id/stream',
       auth: 'user',
       async handle(ctx) {
         // Denials are thrown before the first byte, so they stay small JSON bodies (contract §8.4).
-        const stream = await service.stream(me(ctx), id(ctx));
+        const stream = await service.stream(principalOf(ctx), id(ctx));
         await streamSse(ctx.res, stream, heartbeatMs, logger);
         return undefined;
       },
@@ -71,10 +65,10 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       nativeOnly: true,
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, gateBody);
-        return ok(gates.put(me(ctx), urn(ctx), body.type, body.config ?? {}));
+        return ok(gates.put(principalOf(ctx), urn(ctx), body.type, body.config ?? {}));
       },
     },
-    { ...gateRoute, method: 'GET', handle: (ctx) => ok(gates.get(me(ctx), urn(ctx))) },
-    { ...gateRoute, method: 'DELETE', nativeOnly: true, handle: (ctx) => ok(gates.delete(me(ctx), urn(ctx))) },
+    { ...gateRoute, method: 'GET', handle: (ctx) => ok(gates.get(principalOf(ctx), urn(ctx))) },
+    { ...gateRoute, method: 'DELETE', nativeOnly: true, handle: (ctx) => ok(gates.delete(principalOf(ctx), urn(ctx))) },
   ];
 }
