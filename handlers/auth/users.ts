@@ -24,6 +24,9 @@ export interface NewUserInput {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class UserDirectory {
+  /** Rows by id, read on every brokered mesh request; every write below clears it (all user writes go through here). */
+  readonly #byId = new Map<string, UserRow>();
+
   constructor(
     private readonly store: AuthStore,
     private readonly now: () => Date,
@@ -48,6 +51,7 @@ export class UserDirectory {
       updatedAt: at,
     } satisfies UserRow;
     this.store.insertUser(row);
+    this.#byId.clear();
     return row;
   }
 
@@ -57,7 +61,12 @@ export class UserDirectory {
   }
 
   byId(id: string): UserRow | undefined {
-    return this.store.userById(id);
+    const cached = this.#byId.get(id);
+    if (cached) return cached;
+    const row = this.store.userById(id);
+    // Misses are not kept: ids come from callers, and the map stays as small as the users table.
+    if (row) this.#byId.set(id, Object.freeze(row));
+    return row;
   }
 
   byExternalId(externalId: string): UserRow | undefined {
@@ -73,17 +82,22 @@ export class UserDirectory {
     if (!user) throw AuthErrors.make.user_not_found({ user: idOrUsername });
     this.store.updateUser(user.id, { passwordHash: await hashPassword(password), updatedAt: this.now().toISOString() });
     this.store.revokeUserRefresh(user.id);
-    this.onChange();
+    this.#changed();
     return user;
   }
 
   update(id: string, patch: { roles?: string[]; attributes?: Record<string, unknown>; email?: string | null; disabled?: boolean }): void {
     this.store.updateUser(id, { ...patch, updatedAt: this.now().toISOString() });
-    this.onChange();
+    this.#changed();
   }
 
   delete(id: string): void {
     this.store.deleteUser(id);
+    this.#changed();
+  }
+
+  #changed(): void {
+    this.#byId.clear();
     this.onChange();
   }
 

@@ -11,6 +11,7 @@ import { createPeerAgent, type PeerAgent } from '../../gateway/mesh/peer-agent.t
 import type { ServiceRegistry } from '../../gateway/services.ts';
 import type { AuthzService } from '../authz/service.ts';
 import { FederationErrors } from './errors.ts';
+import type { ChangeCounter } from './memo.ts';
 import type { PskVault } from './psk-vault.ts';
 import type { AllowlistStore, FederationRow, FederationStore, NonceStore } from './store.ts';
 import { caFingerprint, primaryRoute } from './view.ts';
@@ -29,6 +30,8 @@ export interface FederationContext {
   readonly records: FederationStore;
   readonly allowlist: AllowlistStore;
   readonly nonces: NonceStore;
+  /** Bumped by every write to records and the allowlist; the mesh read cache keys on it. */
+  readonly changes: ChangeCounter;
   readonly vault: PskVault;
   readonly local: LocalCluster;
   readonly policy: Readonly<Config['federation']>;

@@ -12,6 +12,7 @@ import { federationCommand } from './cli.ts';
 import { type FederationContext, PeerAgents } from './context.ts';
 import { createDirectory, FEDERATIONS } from './directory.ts';
 import { FederationErrors } from './errors.ts';
+import { ChangeCounter } from './memo.ts';
 import { peerRoutes } from './peer-routes.ts';
 import { PskVault } from './psk-vault.ts';
 import { federationRoutes } from './routes.ts';
@@ -29,9 +30,12 @@ export const federationModule: HandlerModule = {
   commands: [federationCommand],
   init(deps) {
     const agents = new PeerAgents(deps.config.federation.peerTimeoutMs);
+    const changes = new ChangeCounter();
+    const bump = () => changes.bump();
     const ctx: FederationContext = {
-      records: createFederationStore(deps.db),
-      allowlist: createAllowlistStore(deps.db),
+      records: createFederationStore(deps.db, bump),
+      allowlist: createAllowlistStore(deps.db, bump),
+      changes,
       nonces: createNonceStore(deps.db),
       vault: PskVault.open(deps.config.dataDir),
       local: {

@@ -29,9 +29,13 @@ export interface NonceStore {
   acceptOnce(signature: string, expiresAt: number, nowSeconds: number): boolean;
 }
 
-export function createFederationStore(db: Db): FederationStore {
+/** `onWrite` runs after every insert and update (the mesh read cache, memo.ts). */
+export function createFederationStore(db: Db, onWrite: () => void): FederationStore {
   return {
-    insert: (row) => void db.insert(federations).values(row).run(),
+    insert(row) {
+      db.insert(federations).values(row).run();
+      onWrite();
+    },
     get: (id) => db.select().from(federations).where(eq(federations.id, id)).get(),
     list: ({ status, skip, limit }) =>
       db
@@ -56,21 +60,26 @@ export function createFederationStore(db: Db): FederationStore {
         .all(),
     update(id, patch) {
       const row = db.update(federations).set(patch).where(eq(federations.id, id)).returning().get();
+      onWrite();
       if (!row) throw new Error(`federation ${id} vanished during update`);
       return row;
     },
   };
 }
 
-export function createAllowlistStore(db: Db): AllowlistStore {
+export function createAllowlistStore(db: Db, onWrite: () => void): AllowlistStore {
   const key = (federationId: string, externalId: string) => and(eq(federationUsers.federationId, federationId), eq(federationUsers.externalId, externalId));
   return {
-    insert: (row) => void db.insert(federationUsers).values(row).run(),
+    insert(row) {
+      db.insert(federationUsers).values(row).run();
+      onWrite();
+    },
     get: (federationId, externalId) => db.select().from(federationUsers).where(key(federationId, externalId)).get(),
     list: (federationId) =>
       db.select().from(federationUsers).where(eq(federationUsers.federationId, federationId)).orderBy(asc(federationUsers.createdAt)).all(),
     update(federationId, externalId, patch) {
       const row = db.update(federationUsers).set(patch).where(key(federationId, externalId)).returning().get();
+      onWrite();
       if (!row) throw new Error(`allowlist entry ${externalId} vanished during update`);
       return row;
     },

@@ -4,7 +4,6 @@
  * gateway's egress route and meshVerify stage use, provides the egress
  * core (MESH_EGRESS) to other domains, and mounts egress.
  */
-import type { KeyObject } from 'node:crypto';
 import { MESH_DIRECTORY, type MeshDirectory, type MeshFeature, type MeshPeer } from '../../gateway/mesh/directory.ts';
 import { createMeshEgress, createMeshEgressRoute, MESH_EGRESS } from '../../gateway/mesh/egress.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
@@ -30,15 +29,6 @@ function toPeer(record: FederationRecordView): PeerRecord {
   };
 }
 
-/** Records carry no secrets; the PSK is opened once per record id (it never changes: no in-place rotation). */
-function keyring(federations: FederationDirectory) {
-  const keys = new Map<string, KeyObject | null>();
-  return (id: string) => {
-    if (!keys.has(id)) keys.set(id, federations.psk(id));
-    return keys.get(id) ?? null;
-  };
-}
-
 /** last_activity is written at most once a minute per record, not once per request. */
 function activityToucher(federations: FederationDirectory, now: () => Date) {
   const last = new Map<string, number>();
@@ -57,7 +47,6 @@ export const meshModule: HandlerModule = {
     const verifier = new RealmVerifier();
     const identity = new IdentityResolver(federations, verifier);
     const admission = new Admission(federations, deps.services.get(USER_DIRECTORY), deps.services.get(AUTHZ));
-    const keyOf = keyring(federations);
     const touch = activityToucher(federations, deps.now);
     const directory: MeshDirectory = {
       localClusterId: () => federations.localClusterId,
@@ -68,7 +57,7 @@ export const meshModule: HandlerModule = {
         const chosen = records.find((r) => r.status === 'PAIRED') ?? records.toSorted((a, b) => b.updated_at.localeCompare(a.updated_at))[0];
         return chosen ? toPeer(chosen) : undefined;
       },
-      key: (peer) => keyOf(peer.id),
+      key: (peer) => federations.psk(peer.id),
       agent: (peer) => federations.peerAgent(peer.id),
       async admit(peer, envelope) {
         const record = (peer as PeerRecord).record;

@@ -71,8 +71,8 @@ export const PERSONAS: Persona[] = [
 ];
 
 /** The shared realm plus two meshgates that trust it, paired in shared_idp. */
-export async function sharedIdpMesh(t: After, overrides: { source?: object; receiver?: object } = {}) {
-  const oidc = await startOidcProvider(t, { personas: PERSONAS });
+export async function sharedIdpMesh(t: After, overrides: { source?: object; receiver?: object; personas?: Persona[] } = {}) {
+  const oidc = await startOidcProvider(t, { personas: overrides.personas ?? PERSONAS });
   const trust = { federation: { peerTimeoutMs: 3000, trustedSharedIssuers: [oidc.issuer] } };
   const source = await startPeer(t, 'mesh-a', { ...trust, ...overrides.source });
   const receiver = await startPeer(t, 'mesh-b', { ...trust, ...overrides.receiver });

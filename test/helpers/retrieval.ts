@@ -33,9 +33,14 @@ export interface SseResult {
 }
 
 /** Drains a job's SSE stream; `stopAfterChunks` disconnects after that many chunk events. */
-export async function readSse(gw: TestGateway, jobId: string, token: string, stopAfterChunks = Number.POSITIVE_INFINITY): Promise<SseResult> {
+export function readSse(gw: TestGateway, jobId: string, token: string, stopAfterChunks = Number.POSITIVE_INFINITY): Promise<SseResult> {
+  return readSseAt(gw, `/api/retrieval/jobs/${jobId}/stream`, token, stopAfterChunks);
+}
+
+/** readSse on any path, e.g. a job's stream through the mesh (/api/mesh/{fed}/retrieval/jobs/{id}/stream). */
+export async function readSseAt(gw: TestGateway, path: string, token: string, stopAfterChunks = Number.POSITIVE_INFINITY): Promise<SseResult> {
   const controller = new AbortController();
-  const res = await undiciRequest(`${gw.url}/api/retrieval/jobs/${jobId}/stream`, {
+  const res = await undiciRequest(`${gw.gateway.httpsUrl}${path}`, {
     headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
     dispatcher: gw.agent,
     signal: controller.signal,
