@@ -9,6 +9,7 @@ import { createServer as createHttpServer, type Server as HttpServer } from 'nod
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import type { DestinationStream, Logger } from 'pino';
 import { HANDLER_MODULES } from '../handlers/index.ts';
 import type { Config } from './config/schema.ts';
@@ -123,6 +124,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const onUpgrade = createUpgradeListener(() => table, upgrades, logger);
   server.on('upgrade', onUpgrade);
   const sockets = trackSockets(server);
+  guardSlowClients(server, config.limits);
   const httpsPort = await listen(server, config.httpsPort, config.bind);
   origin ||= deriveOrigin(config.hostnames[0] as string, httpsPort);
   externalUrl ||= origin;
@@ -134,6 +136,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     httpServer.requestTimeout = config.limits.requestTimeoutMs;
     httpServer.on('upgrade', onUpgrade);
     trackSockets(httpServer, sockets);
+    guardSlowClients(httpServer, config.limits);
     httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind)}`;
   }
   const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
@@ -193,6 +196,25 @@ function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<
     });
   });
   return sockets;
+}
+
+/**
+ * Slow or stalled clients (DESIGN.md §3, limits): any connection or HTTP/2
+ * session that moves no bytes for idleTimeoutMs is closed, and an HTTP/1.1
+ * connection must send its first request head within headersTimeoutMs.
+ * Node's headersTimeout does not reach the HTTP/1.1 fallback of an HTTP/2
+ * server, so that guard sets the socket timeout itself.
+ */
+function guardSlowClients(server: HttpServer | Http2SecureServer, limits: Config['limits']): void {
+  server.setTimeout(limits.idleTimeoutMs);
+  if (!('setSecureContext' in server)) return; // plain HTTP: the http.Server enforces headersTimeout natively
+  server.on('secureConnection', (socket: TLSSocket) => {
+    if (socket.alpnProtocol === 'h2') return;
+    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
+  });
+  server.on('request', (req: { httpVersionMajor: number; socket: { setTimeout(ms: number): unknown } }) => {
+    if (req.httpVersionMajor === 1) req.socket.setTimeout(limits.idleTimeoutMs);
+  });
 }
 
 function hasInflight(socket: Tracked): boolean {

@@ -45,8 +45,16 @@ export const configSchema = z.strictObject({
         .min(1024)
         .default(16 * 1024 * 1024)
         .describe('Most bytes of a buffered API request body (413 beyond).'),
-      headersTimeoutMs: z.number().int().min(100).default(30_000).describe('Time allowed to receive request headers.'),
-      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('Time allowed to receive a whole request; 0 = none.'),
+      headersTimeoutMs: z.number().int().min(100).default(30_000).describe('Time a new connection has to deliver its first request head (slow-client guard).'),
+      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('Plain-HTTP listener: time allowed to receive a whole request; 0 = none.'),
+      idleTimeoutMs: z
+        .number()
+        .int()
+        .min(1000)
+        .default(650_000)
+        .describe(
+          'A connection that moves no bytes either way for this long is closed; above the 600 s mesh runtime read timeout, and SSE heartbeats keep streams alive.',
+        ),
     })
     .prefault({}),
   serving: z
@@ -243,6 +251,8 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_MAX_HEADER_COUNT: { path: ['limits', 'maxHeaderCount'], kind: 'number' },
   PLATFORM_MAX_HEADER_BYTES: { path: ['limits', 'maxHeaderBytes'], kind: 'number' },
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },
+  PLATFORM_HEADERS_TIMEOUT_MS: { path: ['limits', 'headersTimeoutMs'], kind: 'number' },
+  PLATFORM_IDLE_TIMEOUT_MS: { path: ['limits', 'idleTimeoutMs'], kind: 'number' },
   PLATFORM_FRONTEND_UPSTREAM: { path: ['serving', 'frontendUpstream'], kind: 'string' },
   PLATFORM_NOTEBOOKS_UPSTREAM: { path: ['serving', 'notebooksUpstream'], kind: 'string' },
   PLATFORM_ADMIN_COMPUTE_UPSTREAM: { path: ['serving', 'adminComputeUpstream'], kind: 'string' },

@@ -58,6 +58,41 @@ test('too many headers or too many header bytes answer 431; oversized bodies 413
   assert.equal(chunked.status, 413, 'the limit holds without a Content-Length too');
 });
 
+test('a client that never finishes its request head is cut off; one that moved on is not', async (t) => {
+  const gw = await startTestGateway(t, { limits: { headersTimeoutMs: 300, idleTimeoutMs: 60_000 } });
+  const port = Number(new URL(gw.url).port);
+  const started = Date.now();
+  const closedAfter = await new Promise<number>((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] }, () => {
+      socket.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n'); // no blank line: the head never ends
+    });
+    socket.on('close', () => resolve(Date.now() - started));
+    socket.on('error', reject);
+    setTimeout(() => {
+      resolve(Number.POSITIVE_INFINITY); // still open: the guard failed
+      socket.destroy();
+    }, 5000).unref();
+  });
+  assert.ok(closedAfter < 5000, `closed after ${closedAfter} ms`);
+  // A keep-alive connection that sent a request is held to the idle timeout instead, so it outlives the head guard.
+  const kept = await new Promise<string>((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] }, () => {
+      socket.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    });
+    let data = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => {
+      data += chunk;
+    });
+    socket.on('error', reject);
+    setTimeout(() => {
+      resolve(socket.destroyed ? 'closed' : 'open');
+      socket.destroy();
+    }, 900);
+  });
+  assert.equal(kept, 'open');
+});
+
 test('unknown routes, wrong methods and wrong trailing slashes get precise answers', async (t) => {
   const gw = await startTestGateway(t);
   const missing = await gw.request('GET', '/api/nope');

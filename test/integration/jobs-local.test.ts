@@ -21,7 +21,11 @@ test('concurrency limit: queued jobs stay PENDING and start in FIFO order', asyn
   // Jobs 0 and 1 take the two free slots at once, in either order; FIFO is a property of the queue behind them.
   const queued = starts.slice(2);
   assert.ok(Math.max(starts[0], starts[1]) <= starts[2], 'both slot jobs started before the queue moved');
-  assert.deepEqual([...queued].sort((a, b) => a - b), queued, 'queued jobs start in FIFO order');
+  assert.deepEqual(
+    [...queued].sort((a, b) => a - b),
+    queued,
+    'queued jobs start in FIFO order',
+  );
   const firstEnd = Math.min(Date.parse(done[0].ended_at), Date.parse(done[1].ended_at));
   assert.ok((starts[2] as number) >= firstEnd - 5, 'the third starts only when a slot frees');
 });
