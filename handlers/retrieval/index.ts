@@ -15,6 +15,7 @@ import { ActiveRuns } from './runs.ts';
 import { RetrievalService } from './service.ts';
 import { filesystemSources } from './sources/filesystem.ts';
 import { postgresSources } from './sources/postgres.ts';
+import { s3Sources } from './sources/s3.ts';
 import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
 import { registerRetrievalRpc } from './transports/grpc.ts';
@@ -26,7 +27,11 @@ export const retrievalModule: HandlerModule = {
     const settings = deps.config.retrieval;
     const datasets = catalogDatasets(deps.services.get(DATASETS));
     const store = createJobStore(deps.db);
-    const sources = new SourceRegistry([filesystemSources(settings.fsRoots), postgresSources(() => deps.services.find(SECRETS))]);
+    const sources = new SourceRegistry([
+      filesystemSources(settings.fsRoots),
+      postgresSources(() => deps.services.find(SECRETS)),
+      s3Sources(() => deps.services.find(SECRETS)),
+    ]);
     const service = new RetrievalService({
       store,
       datasets,
