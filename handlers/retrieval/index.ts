@@ -14,6 +14,7 @@ import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
 import { RetrievalService } from './service.ts';
 import { filesystemSources } from './sources/filesystem.ts';
+import { kafkaSources } from './sources/kafka.ts';
 import { postgresSources } from './sources/postgres.ts';
 import { s3Sources } from './sources/s3.ts';
 import { createJobStore } from './store.ts';
@@ -31,6 +32,7 @@ export const retrievalModule: HandlerModule = {
       filesystemSources(settings.fsRoots),
       postgresSources(() => deps.services.find(SECRETS)),
       s3Sources(() => deps.services.find(SECRETS)),
+      kafkaSources(),
     ]);
     const service = new RetrievalService({
       store,
