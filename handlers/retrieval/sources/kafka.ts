@@ -60,6 +60,11 @@ function consumerFor(options: KafkaOptions, tag: string): Consumer {
   return new Consumer({ clientId: 'meshgate-retrieval', groupId: tag, bootstrapBrokers: options.brokers, retries: 2, retryDelay: 250, timeout: 10_000 });
 }
 
+function clamp(value: bigint, low: bigint, high: bigint): bigint {
+  if (value < low) return low;
+  return value > high ? high : value;
+}
+
 async function startOffsets(consumer: Consumer, options: KafkaOptions, partitions: number[], earliest: bigint[], ends: bigint[]): Promise<bigint[]> {
   const { start } = options;
   if (start.kind === 'timestamp') {
@@ -73,9 +78,8 @@ async function startOffsets(consumer: Consumer, options: KafkaOptions, partition
     const low = earliest[p] as bigint;
     const high = ends[p] as bigint;
     if (start.kind === 'earliest') return low;
-    if (start.kind === 'tail') return high - BigInt(options.maxMessages ?? 0) > low ? high - BigInt(options.maxMessages ?? 0) : low;
-    const wanted = start.offsets.get(p) ?? low;
-    return wanted < low ? low : wanted > high ? high : wanted;
+    if (start.kind === 'tail') return clamp(high - BigInt(options.maxMessages ?? 0), low, high);
+    return clamp(start.offsets.get(p) ?? low, low, high);
   });
 }
 
@@ -114,8 +118,7 @@ async function* partitionMessages(consumer: Consumer, topicId: string, range: Ra
       ],
     });
     const part = response.responses[0]?.partitions[0];
-    if (!part || part.errorCode !== 0)
-      throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
+    if (part?.errorCode !== 0) throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
     const messages: Message[] = [];
     let advanced = next;
     for (const batch of part.records ?? []) {
