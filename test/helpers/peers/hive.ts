@@ -1,0 +1,148 @@
+/**
+ * A real HiveServer2 for a test file (DESIGN.md §7; docs/sources.md
+ * "HiveServer2 test peer"): Apache Hive 4.0.1 from Maven Central jars
+ * (scripts/peers/hive.sh) on Java 17, embedded Derby metastore, local file
+ * system, binary Thrift transport without SASL on 127.0.0.1 (random port,
+ * retried when taken). Hive 4.0 targets Java 8, so the JVM gets the
+ * --add-opens its reflection needs. It is heavy (a JVM of ~1 GB, 20-40 s to
+ * start on two busy cores): start one per test file and share it. `query`
+ * runs HiveQL through hive-driver, e.g. to create external tables over files
+ * written to `dataDir`. Stopped and deleted in t.after.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import hive from 'hive-driver';
+import { type After, type PeerProcess, peerScript, randomPort, spawnPeer, withPortRetry } from './process.ts';
+
+export interface HivePeer {
+  host: string;
+  port: number;
+  /** A folder Hive can read: write CSV/Parquet files here and CREATE EXTERNAL TABLE ... LOCATION 'file://<dir>'. */
+  dataDir: string;
+  /** Runs one HiveQL statement through hive-driver (NOSASL, binary) and returns its rows. */
+  query(sql: string): Promise<Record<string, unknown>[]>;
+  /** Stops the server now (e.g. "the source goes away mid-stream"); t.after also calls it. */
+  stop(): Promise<void>;
+}
+
+const OPENS = [
+  'java.base/java.lang',
+  'java.base/java.lang.invoke',
+  'java.base/java.lang.reflect',
+  'java.base/java.io',
+  'java.base/java.math',
+  'java.base/java.net',
+  'java.base/java.nio',
+  'java.base/java.text',
+  'java.base/java.time',
+  'java.base/java.util',
+  'java.base/java.util.concurrent',
+  'java.base/java.util.concurrent.atomic',
+  'java.base/java.util.jar',
+  'java.base/java.util.regex',
+  'java.base/jdk.internal.misc',
+  'java.base/sun.nio.ch',
+  'java.base/sun.security.action',
+  'java.sql/java.sql',
+].map((m) => `--add-opens=${m}=ALL-UNNAMED`);
+
+// Quiet except for the line that says the Thrift port is open.
+const LOG4J2 = `status = WARN
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d %p %c{1} %m%n
+rootLogger.level = WARN
+rootLogger.appenderRef.console.ref = console
+logger.thrift.name = org.apache.hive.service.cli.thrift.ThriftCLIService
+logger.thrift.level = INFO
+logger.datanucleus.name = DataNucleus
+logger.datanucleus.level = ERROR
+logger.metastore.name = org.apache.hadoop.hive.metastore
+logger.metastore.level = OFF
+`;
+
+export async function startHive(t: After): Promise<HivePeer> {
+  const lib = await peerScript('hive');
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-hive-'));
+  let server: PeerProcess | undefined;
+  const stop = async () => {
+    await server?.stop('SIGTERM', 10_000);
+  };
+  t.after(async () => {
+    await stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const conf = join(dir, 'conf');
+  const dataDir = join(dir, 'data');
+  for (const d of [conf, dataDir, join(dir, 'warehouse'), join(dir, 'scratch')]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(conf, 'hive-log4j2.properties'), LOG4J2);
+  const port = await withPortRetry(async () => {
+    const candidate = randomPort();
+    writeFileSync(join(conf, 'hive-site.xml'), hiveSite(dir, candidate));
+    const args = ['-Xms128m', '-Xmx1g', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', ...OPENS, `-Dderby.stream.error.file=${join(dir, 'derby.log')}`];
+    server = await spawnPeer('hive', 'java', [...args, '-cp', `${conf}:${lib}/*`, 'org.apache.hive.service.server.HiveServer2'], {
+      env: { ...process.env, HADOOP_HOME: dir, HADOOP_USER_NAME: 'meshgate' },
+      ready: new RegExp(`Starting ThriftBinaryCLIService on port ${candidate}\\b`),
+      portInUse: /Address already in use|Could not create ServerSocket/,
+      timeoutMs: 180_000,
+    });
+    return candidate;
+  });
+  const host = '127.0.0.1';
+  return { host, port, dataDir, stop, query: (sql) => hiveQuery(host, port, sql) };
+}
+
+async function hiveQuery(host: string, port: number, sql: string): Promise<Record<string, unknown>[]> {
+  const { TCLIService, TCLIService_types } = hive.thrift;
+  const client = await new hive.HiveClient(TCLIService, TCLIService_types).connect(
+    { host, port },
+    new hive.connections.TcpConnection(),
+    new hive.auth.NoSaslAuthentication(),
+  );
+  try {
+    const session = await client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 });
+    const operation = await session.executeStatement(sql, { runAsync: true });
+    const utils = new hive.HiveUtils(TCLIService_types);
+    await utils.waitUntilReady(operation, false, () => {});
+    await utils.fetchAll(operation);
+    const rows = utils.getResult(operation).getValue() as Record<string, unknown>[] | null;
+    await operation.close();
+    await session.close();
+    return rows ?? [];
+  } finally {
+    await client.close();
+  }
+}
+
+function hiveSite(dir: string, port: number): string {
+  const properties: Record<string, string> = {
+    'hive.metastore.uris': '',
+    'javax.jdo.option.ConnectionURL': `jdbc:derby:;databaseName=${join(dir, 'metastore_db')};create=true`,
+    'javax.jdo.option.ConnectionDriverName': 'org.apache.derby.jdbc.EmbeddedDriver',
+    'hive.metastore.schema.verification': 'false',
+    'datanucleus.schema.autoCreateAll': 'true',
+    'hive.metastore.warehouse.dir': `file://${join(dir, 'warehouse')}`,
+    'hive.exec.scratchdir': join(dir, 'scratch'),
+    'hive.exec.local.scratchdir': join(dir, 'scratch'),
+    'hive.querylog.location': join(dir, 'scratch'),
+    'hive.server2.logging.operation.log.location': join(dir, 'scratch', 'operation_logs'),
+    'hive.server2.thrift.port': String(port),
+    'hive.server2.thrift.bind.host': '127.0.0.1',
+    'hive.server2.transport.mode': 'binary',
+    'hive.server2.authentication': 'NOSASL',
+    'hive.server2.enable.doAs': 'false',
+    'hive.server2.webui.port': '0', // no web UI
+    'hive.server2.max.start.attempts': '1',
+    'hive.execution.engine': 'mr',
+    'fs.defaultFS': 'file:///',
+    'mapreduce.framework.name': 'local',
+    'hive.fetch.task.conversion': 'more',
+    'hive.stats.autogather': 'false',
+  };
+  const body = Object.entries(properties)
+    .map(([name, value]) => `  <property><name>${name}</name><value>${value}</value></property>`)
+    .join('\n');
+  return `<?xml version="1.0"?>\n<configuration>\n${body}\n</configuration>\n`;
+}
