@@ -17,6 +17,7 @@ import { filesystemSources } from './sources/filesystem.ts';
 import { kafkaSources } from './sources/kafka.ts';
 import { postgresSources } from './sources/postgres.ts';
 import { s3Sources } from './sources/s3.ts';
+import { slackSources } from './sources/slack.ts';
 import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
 import { registerRetrievalRpc } from './transports/grpc.ts';
@@ -33,6 +34,7 @@ export const retrievalModule: HandlerModule = {
       postgresSources(() => deps.services.find(SECRETS)),
       s3Sources(() => deps.services.find(SECRETS)),
       kafkaSources(),
+      slackSources(() => deps.services.find(SECRETS)),
     ]);
     const service = new RetrievalService({
       store,
