@@ -14,6 +14,7 @@ import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
 import { RetrievalService } from './service.ts';
 import { filesystemSources } from './sources/filesystem.ts';
+import { hiveSources } from './sources/hive.ts';
 import { kafkaSources } from './sources/kafka.ts';
 import { postgresSources } from './sources/postgres.ts';
 import { s3Sources } from './sources/s3.ts';
@@ -34,6 +35,7 @@ export const retrievalModule: HandlerModule = {
       postgresSources(() => deps.services.find(SECRETS)),
       s3Sources(() => deps.services.find(SECRETS)),
       kafkaSources(),
+      hiveSources(settings.fsRoots, () => deps.services.find(SECRETS)),
       slackSources(() => deps.services.find(SECRETS)),
     ]);
     const service = new RetrievalService({
