@@ -67,8 +67,9 @@ function hiveTarget(input: SourceInput, secrets: SecretReader | undefined): Hive
 
 function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
-  const message = error instanceof Error ? error.message : String(error);
-  if (/Table not found|Database does not exist|SemanticException.*(table|database)/i.test(message))
+  // hive-driver's StatusError carries HiveServer2's status (errorMessage, sqlState) beside its message.
+  const message = `${(error as { message?: unknown })?.message ?? ''} ${JSON.stringify(error, Object.getOwnPropertyNames(error ?? {})) ?? ''}`;
+  if (/Table not found|Database does not exist|does not exist|Error 10001/i.test(message))
     return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   return RetrievalErrors.make.source_unavailable({ problem: 'hiveserver2 unreachable, refused the query, or the read broke off' });
 }
