@@ -13,7 +13,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { Producer, stringSerializers } from '@platformatic/kafka';
+import { Admin, Producer, stringSerializers } from '@platformatic/kafka';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { request } from 'undici';
 import { startTestGateway, type TestGateway } from '../../test/helpers/gateway.ts';
@@ -71,7 +71,10 @@ async function main(): Promise<void> {
   await put('rows.parquet', parquetOf(rows));
   for (let p = 0; p < 4; p++) await put(`layout/part=${p}/rows.parquet`, parquetOf(rows / 4));
   client.destroy();
-  const producer = new Producer({ clientId: 'bench', bootstrapBrokers: [kafka.bootstrapServers], serializers: stringSerializers });
+  const admin = new Admin({ clientId: 'bench', bootstrapBrokers: [kafka.bootstrapServers] });
+  await admin.createTopics({ topics: ['bench'], partitions: 1, replicas: 1 });
+  await admin.close();
+  const producer = new Producer({ clientId: 'bench', bootstrapBrokers: [kafka.bootstrapServers], serializers: stringSerializers, idempotent: true });
   for (let i = 0; i < rows; i += 10_000) {
     await producer.send({ messages: Array.from({ length: Math.min(10_000, rows - i) }, (_, j) => ({ topic: 'bench', value: JSON.stringify(row(i + j)) })) });
   }

@@ -48,7 +48,7 @@ function page<T>(items: readonly T[], params: Record<string, string>): { items: 
 }
 
 function inWindow(message: SlackMessage, params: Record<string, string>): boolean {
-  if (message.ts === undefined) return true;
+  if (message.ts === undefined || (params.oldest === undefined && params.latest === undefined)) return true;
   const ts = Number(message.ts);
   return (params.oldest === undefined || ts >= Number(params.oldest)) && (params.latest === undefined || ts <= Number(params.latest));
 }
@@ -66,10 +66,8 @@ function answer(channels: readonly SlackChannel[], method: string, params: Recor
   if (!channel) return { ok: false, error: 'channel_not_found' };
   const source = method === 'conversations.history' ? channel.messages : channel.threads?.[params.ts ?? ''];
   if (!source) return { ok: false, error: method === 'conversations.replies' ? 'thread_not_found' : 'unknown_method' };
-  const { items, next } = page(
-    source.filter((m) => inWindow(m, params)),
-    params,
-  );
+  const windowed = params.oldest === undefined && params.latest === undefined ? source : source.filter((m) => inWindow(m, params));
+  const { items, next } = page(windowed, params);
   return { ok: true, messages: items, has_more: next !== '', pin_count: 0, response_metadata: { next_cursor: next } };
 }
 

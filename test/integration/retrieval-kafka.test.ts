@@ -32,7 +32,8 @@ async function topicWith(peer: KafkaPeer, messages: readonly Sent[], partitions 
   const topic = `t${process.pid}-${++topics}`;
   const bootstrapBrokers = [peer.bootstrapServers];
   const admin = new Admin({ clientId: 'test-admin', bootstrapBrokers });
-  const producer = new Producer({ clientId: 'test-producer', bootstrapBrokers, serializers: stringSerializers });
+  // Idempotent: a retried send right after topic creation must not write a message twice.
+  const producer = new Producer({ clientId: 'test-producer', bootstrapBrokers, serializers: stringSerializers, idempotent: true });
   try {
     await admin.createTopics({ topics: [topic], partitions, replicas: 1 });
     for (let i = 0; i < messages.length; i += 5000) {

@@ -11,6 +11,7 @@
  */
 import hive from 'hive-driver';
 import { RetrievalErrors } from '../errors.ts';
+import { abortableRead } from './abortable.ts';
 import { hivePartitionSource } from './hive-partitions.ts';
 import { hiveIdentifier, hiveSelect } from './hive-sql.ts';
 import type { SecretReader } from './pg-connection.ts';
@@ -145,25 +146,15 @@ function thriftSource(target: HiveTarget): Source {
         s?.client.close();
       }
     },
-    async *read(request) {
-      let s: Session | undefined;
-      const stop = () => s?.client.close();
-      request.signal.addEventListener('abort', stop, { once: true });
-      try {
-        s = await session(target);
+    read: (request) =>
+      abortableRead(
+        request.signal,
+        () => session(target),
+        (s) => s.client.close(),
         // Filters and the limit ran in HiveServer2; only the offset is skipped here.
-        for await (const batch of scanBatches(fetched(s, target, request), { ...request, filters: {} })) {
-          yield batch;
-          request.signal.throwIfAborted();
-        }
-      } catch (error) {
-        request.signal.throwIfAborted();
-        throw classify(error);
-      } finally {
-        request.signal.removeEventListener('abort', stop);
-        stop();
-      }
-    },
+        (s) => scanBatches(fetched(s, target, request), { ...request, filters: {} }),
+        classify,
+      ),
   };
 }
 

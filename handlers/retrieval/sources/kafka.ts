@@ -12,6 +12,7 @@
  */
 import { Admin, Consumer } from '@platformatic/kafka';
 import { RetrievalErrors } from '../errors.ts';
+import { abortableRead } from './abortable.ts';
 import { jsonType } from './fs-formats.ts';
 import { type KafkaOptions, kafkaOptions } from './kafka-options.ts';
 import { scanBatches } from './scan.ts';
@@ -59,6 +60,8 @@ function consumerFor(options: KafkaOptions, tag: string): Consumer {
   // groupId is required by the client's constructor; it is never joined (no JoinGroup, no commit).
   return new Consumer({ clientId: 'meshgate-retrieval', groupId: tag, bootstrapBrokers: options.brokers, retries: 2, retryDelay: 250, timeout: 10_000 });
 }
+
+const closeConsumer = (consumer: Consumer) => void consumer.close(true).catch(() => {});
 
 function clamp(value: bigint, low: bigint, high: bigint): bigint {
   if (value < low) return low;
@@ -117,7 +120,8 @@ async function* partitionMessages(consumer: Consumer, topicId: string, range: Ra
         },
       ],
     });
-    const part = response.responses[0]?.partitions[0];
+    // The client keeps an incremental fetch session per broker: the answer may hold other partitions too.
+    const part = response.responses.find((t) => t.topicId === topicId)?.partitions.find((p) => p.partitionIndex === range.partition);
     if (part?.errorCode !== 0) throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
     const messages: Message[] = [];
     let advanced = next;
@@ -197,7 +201,7 @@ async function schemaOf(options: KafkaOptions, tag: string): Promise<SchemaField
   } catch (error) {
     throw classify(error);
   } finally {
-    await consumer.close(true).catch(() => {});
+    closeConsumer(consumer);
   }
 }
 
@@ -209,26 +213,18 @@ export function kafkaSources(): SourceFactory {
       const options = kafkaOptions(input);
       return {
         schema: () => schemaOf(options, input.tag),
-        async *read(request) {
-          const consumer = consumerFor(options, input.tag);
-          const stop = () => void consumer.close(true).catch(() => {});
-          request.signal.addEventListener('abort', stop, { once: true });
-          const read = new Map<number, bigint>();
-          try {
-            for await (const batch of scanBatches(topicRows(consumer, options, request.signal, read), request)) {
-              yield batch;
-              // One fetch may hold many batches: a cancel must stop between them too.
-              request.signal.throwIfAborted();
-            }
-            if (options.commitGroup) await commit(options, options.commitGroup, read);
-          } catch (error) {
-            request.signal.throwIfAborted();
-            throw classify(error);
-          } finally {
-            request.signal.removeEventListener('abort', stop);
-            stop();
-          }
-        },
+        read: (request) =>
+          abortableRead(
+            request.signal,
+            () => consumerFor(options, input.tag),
+            closeConsumer,
+            async function* (consumer) {
+              const read = new Map<number, bigint>();
+              yield* scanBatches(topicRows(consumer, options, request.signal, read), request);
+              if (options.commitGroup) await commit(options, options.commitGroup, read);
+            },
+            classify,
+          ),
       };
     },
   };
