@@ -25,6 +25,10 @@ export const RetrievalErrors = defineErrors('retrieval', {
     doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',
   },
   source_credentials_missing: { status: 400, doc: 'The Postgres dataset names no user, or its secret or `credential_override` is not usable.' },
+  source_options_invalid: {
+    status: 422,
+    doc: 'A source option (`options.*` or a dataset property: Kafka offsets, Slack channels, Hive partitions …) is malformed; `option` names it (docs/sources.md).',
+  },
   grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
   dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },
   wrong_kind: { status: 400, doc: 'The gate type is not an attribute (per-record) gate (contract §9.1).' },

@@ -15,7 +15,11 @@ import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
 import { RetrievalService } from './service.ts';
 import { filesystemSources } from './sources/filesystem.ts';
+import { hiveSources } from './sources/hive.ts';
+import { kafkaSources } from './sources/kafka.ts';
 import { postgresSources } from './sources/postgres.ts';
+import { s3Sources } from './sources/s3.ts';
+import { slackSources } from './sources/slack.ts';
 import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
 import { registerRetrievalRpc } from './transports/grpc.ts';
@@ -27,7 +31,14 @@ export const retrievalModule: HandlerModule = {
     const settings = deps.config.retrieval;
     const datasets = catalogDatasets(deps.services.get(DATASETS));
     const store = createJobStore(deps.db);
-    const sources = new SourceRegistry([filesystemSources(settings.fsRoots), postgresSources(() => deps.services.find(SECRETS))]);
+    const sources = new SourceRegistry([
+      filesystemSources(settings.fsRoots),
+      postgresSources(() => deps.services.find(SECRETS)),
+      s3Sources(() => deps.services.find(SECRETS)),
+      kafkaSources(),
+      hiveSources(settings.fsRoots, () => deps.services.find(SECRETS)),
+      slackSources(() => deps.services.find(SECRETS)),
+    ]);
     const service = new RetrievalService({
       store,
       datasets,

@@ -33,7 +33,7 @@ export interface RawRead {
   readonly signal: AbortSignal;
 }
 
-async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal: AbortSignal): AsyncGenerator<Row[]> {
+export async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal: AbortSignal): AsyncGenerator<Row[]> {
   let batch: Row[] = [];
   for await (const row of rows) {
     signal.throwIfAborted();
@@ -68,7 +68,7 @@ async function* jsonLines(path: string): AsyncGenerator<Row> {
   }
 }
 
-function parseLine(line: string, number: number): Row {
+export function parseLine(line: string, number: number): Row {
   let value: unknown;
   try {
     value = JSON.parse(line);
@@ -109,7 +109,7 @@ export function readFile(path: string, format: FileFormat, read: RawRead): { bat
   return { batches: batchesOf(rows, read.batchSize, read.signal), skipped: 0 };
 }
 
-function jsonType(value: unknown): string {
+export function jsonType(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
   return typeof value;

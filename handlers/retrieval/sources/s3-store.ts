@@ -1,0 +1,168 @@
+/**
+ * Where an object-storage dataset lives and how to sign for it (contract
+ * §8.6 `s3`): endpoint and region from the dataset properties (`region`,
+ * `endpoint`, `endpoint_url`, `endpoint_override`), keys from a catalog
+ * secret (`properties.secret_urn`, JSON with `aws_access_key_id`,
+ * `aws_secret_access_key`, optional `aws_session_token`, `region`,
+ * `endpoint…`) or from the job's `credential_override` (same JSON keys), in
+ * that rising order: per-request overrides beat catalog metadata (§8.6).
+ * The SDK's default credential chain is never used, so a dataset cannot make
+ * the gateway sign with its own environment's identity; `properties.anonymous:
+ * true` sends unsigned requests. Key material is never logged or put in an error.
+ */
+import { Readable } from 'node:stream';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import type { AsyncBuffer } from 'hyparquet';
+import { RetrievalErrors } from '../errors.ts';
+import type { SecretReader } from './pg-connection.ts';
+import type { ObjectEntry, ObjectStore } from './s3-formats.ts';
+import type { SourceInput } from './types.ts';
+
+const SECRET_PREFIX = 'urn:li:dataHubSecret:';
+
+export interface S3Location {
+  readonly bucket: string;
+  /** An object key, or a prefix when it ends with `/` (or names no object). */
+  readonly key: string;
+}
+
+type Settings = Record<string, unknown>;
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+
+/** `bucket/key` from `properties.path`/`location` (`s3://` allowed) or the URN name. */
+export function s3Location(input: SourceInput): S3Location {
+  const raw = text(input.properties.path) ?? text(input.properties.location) ?? input.name;
+  const bare = raw.replace(/^s3a?:\/\//, '').replace(/^\/+/, '');
+  const slash = bare.indexOf('/');
+  const bucket = slash < 0 ? bare : bare.slice(0, slash);
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw RetrievalErrors.make.dataset_location_missing();
+  return { bucket, key: slash < 0 ? '' : bare.slice(slash + 1) };
+}
+
+function parseJson(value: string, what: string): Settings {
+  try {
+    const parsed = JSON.parse(value);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Settings;
+  } catch {
+    // reported below without the value
+  }
+  throw RetrievalErrors.make.source_credentials_missing({ problem: `${what} is not a JSON object` });
+}
+
+function fromSecret(input: SourceInput, secrets: SecretReader | undefined): Settings {
+  const urn = text(input.properties.secret_urn);
+  if (!urn) return {};
+  if (!urn.startsWith(SECRET_PREFIX) || !secrets) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
+  let value: string;
+  try {
+    value = secrets.reveal(urn);
+  } catch {
+    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
+  }
+  return parseJson(value, 'the secret');
+}
+
+const endpointOf = (s: Settings) => text(s.endpoint_override) ?? text(s.endpoint_url) ?? text(s.endpoint);
+
+/** S3 client configuration for the dataset and the job's override. */
+export function s3Config(input: SourceInput, secrets: SecretReader | undefined): S3ClientConfig {
+  const layers = [
+    input.properties as Settings,
+    fromSecret(input, secrets),
+    input.credentialOverride ? parseJson(input.credentialOverride, 'credential_override') : {},
+  ];
+  const pick = (get: (s: Settings) => string | undefined) => layers.reduce<string | undefined>((found, layer) => get(layer) ?? found, undefined);
+  const endpoint = pick(endpointOf);
+  if (endpoint && !/^https?:\/\/[^\s/]+/.test(endpoint)) throw RetrievalErrors.make.dataset_location_missing();
+  const accessKeyId = pick((s) => (s === input.properties ? undefined : text(s.aws_access_key_id)));
+  const secretAccessKey = pick((s) => (s === input.properties ? undefined : text(s.aws_secret_access_key)));
+  const sessionToken = pick((s) => (s === input.properties ? undefined : text(s.aws_session_token)));
+  const config: S3ClientConfig = {
+    region: pick((s) => text(s.region)) ?? 'us-east-1',
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    maxAttempts: 2,
+    requestHandler: { connectionTimeout: 10_000, requestTimeout: 60_000 },
+  };
+  if (accessKeyId && secretAccessKey) config.credentials = { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
+  else if (input.properties.anonymous === true) config.signer = { sign: async (request) => request };
+  else throw RetrievalErrors.make.source_credentials_missing({ problem: 'no access key (secret_urn or credential_override)' });
+  return config;
+}
+
+/** A failure as an ApiError whose message says what happened, never with a key or a signature. */
+export function classifyS3(error: unknown): Error {
+  if (error instanceof Error && error.name === 'ApiError') return error;
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  if (e.name === 'NoSuchKey' || e.name === 'NoSuchBucket' || e.name === 'NotFound') return RetrievalErrors.make.source_not_found({ problem: 'no such object' });
+  if (status === 403 || e.name === 'InvalidAccessKeyId' || e.name === 'SignatureDoesNotMatch' || e.name === 'AccessDenied') {
+    return RetrievalErrors.make.source_unavailable({ problem: 'object storage refused the credentials' });
+  }
+  return RetrievalErrors.make.source_unavailable({
+    problem: status ? `object storage answered ${status}` : 'object storage unreachable or the read broke off',
+  });
+}
+
+/** An ObjectStore over one bucket. */
+export function s3Store(client: S3Client, bucket: string): ObjectStore {
+  const call = async <T>(send: () => Promise<T>): Promise<T> => {
+    try {
+      return await send();
+    } catch (error) {
+      throw classifyS3(error);
+    }
+  };
+  return {
+    async *list(prefix, signal) {
+      let token: string | undefined;
+      do {
+        const page = await call(() =>
+          client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal }),
+        );
+        for (const o of page.Contents ?? []) if (o.Key && !o.Key.endsWith('/')) yield { key: o.Key, size: Number(o.Size ?? 0) };
+        token = page.IsTruncated ? page.NextContinuationToken : undefined;
+      } while (token);
+    },
+    async stat(key, signal) {
+      try {
+        const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal });
+        return { key, size: Number(head.ContentLength ?? 0) };
+      } catch (error) {
+        const failure = classifyS3(error);
+        if ((failure as { reason?: string }).reason === 'source_not_found') return null;
+        throw failure;
+      }
+    },
+    async open(key, signal) {
+      const got = await call(() => client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
+      return rethrowing(got.Body as Readable);
+    },
+    ranged: (entry, signal) => rangedBuffer(client, bucket, entry, signal, call),
+  };
+}
+
+// A body that breaks off mid-stream (server gone) surfaces as a classified error, not the socket's text.
+function rethrowing(body: Readable): Readable {
+  const out = new Readable({ read: () => body.resume() });
+  body.on('data', (chunk) => {
+    if (!out.push(chunk)) body.pause();
+  });
+  body.once('end', () => out.push(null));
+  body.once('error', (error) => out.destroy(classifyS3(error)));
+  out.once('close', () => body.destroy());
+  return out;
+}
+
+/** hyparquet's AsyncBuffer over ranged GetObject: each slice is one `Range: bytes=a-b` request. */
+function rangedBuffer(client: S3Client, bucket: string, entry: ObjectEntry, signal: AbortSignal, call: <T>(send: () => Promise<T>) => Promise<T>): AsyncBuffer {
+  return {
+    byteLength: entry.size,
+    async slice(start, end = entry.size) {
+      const got = await call(() =>
+        client.send(new GetObjectCommand({ Bucket: bucket, Key: entry.key, Range: `bytes=${start}-${end - 1}` }), { abortSignal: signal }),
+      );
+      const bytes = await call(() => (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
+      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    },
+  };
+}
