@@ -66,7 +66,7 @@ export const configSchema = z.strictObject({
       legacyPortListeners: z
         .boolean()
         .default(false)
-        .describe('Legacy: honour a deployment\'s `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy).'),
+        .describe("Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy)."),
     })
     .prefault({}),
   auth: z

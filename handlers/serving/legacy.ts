@@ -60,7 +60,9 @@ export class LegacyListeners implements LegacyPorts {
     const port = row.legacyPort as number;
     const { server, sockets } = this.#listener(row);
     await new Promise<void>((resolve, reject) => {
-      server.once('error', (error: NodeJS.ErrnoException) => reject(ServingErrors.make.legacy_port_unavailable({ legacy_port: port, code: error.code }, error)));
+      server.once('error', (error: NodeJS.ErrnoException) =>
+        reject(ServingErrors.make.legacy_port_unavailable({ legacy_port: port, code: error.code }, error)),
+      );
       server.listen(port, this.deps.config.bind, resolve);
     });
     this.#open.set(row.id, { server, sockets });
@@ -113,7 +115,10 @@ export class LegacyListeners implements LegacyPorts {
     const { certPem, keyPem } = info.serverTls();
     const server = createSecureServer({ allowHTTP1: true, noDelay: true, key: keyPem, cert: certPem, minVersion: 'TLSv1.2' }, handle);
     const upgrade = mount.upgrade?.bind(mount);
-    server.on('upgrade', createUpgradeListener(() => ({ resolve }), new Map(upgrade ? [[service, upgrade]] : []), logger));
+    server.on(
+      'upgrade',
+      createUpgradeListener(() => ({ resolve }), new Map(upgrade ? [[service, upgrade]] : []), logger),
+    );
     server.setTimeout(config.limits.idleTimeoutMs);
     const sockets = new Set<Socket>();
     server.on('secureConnection', (socket: Socket) => {
