@@ -5,10 +5,12 @@
  * clearly, closes on delete and reopens on restart.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { test } from 'node:test';
 import { request } from 'undici';
+import WebSocket from 'ws';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { startModelServer } from '../helpers/upstreams.ts';
+import { startAppServer, startModelServer } from '../helpers/upstreams.ts';
 
 interface Record_ {
   id: string;
@@ -109,4 +111,33 @@ test('a legacy port serves the same answers and enforces auth like the path-base
     assert.equal(error.code, 'ECONNREFUSED');
     return true;
   });
+});
+
+test('an app on a legacy port: redirects and cookies stay at the root, websockets are relayed with the same auth', async (t) => {
+  const gw = await startTestGateway(t, { serving: { legacyPortListeners: true } });
+  const app = await startAppServer(t);
+  const token = await gw.adminToken();
+  const d = await deployLegacy(gw, { kind: 'app', name: 'web', upstream: app.url });
+  const auth = { authorization: `Bearer ${token}` };
+  const session = await request(`${d.legacy_url}/session`, { method: 'POST', headers: auth, dispatcher: gw.agent });
+  await session.body.dump();
+  assert.equal(session.statusCode, 303);
+  assert.equal(session.headers.location, '/dashboard');
+  assert.deepEqual(session.headers['set-cookie'], ['sid=abc123; Path=/; HttpOnly', 'pref=dark; Path=/settings; SameSite=Lax']);
+  const absolute = await get(gw, `${d.legacy_url}/absolute-redirect`, auth);
+  assert.equal(absolute.headers.location, '/dashboard?from=abs');
+
+  const url = `${d.legacy_url?.replace('https', 'wss')}/ws?room=1`;
+  const ws = new WebSocket(url, { ca: gw.gateway.caPem, headers: auth });
+  await once(ws, 'open');
+  ws.send('ping');
+  assert.equal(String((await once(ws, 'message'))[0]), 'echo:ping');
+  ws.close();
+  await once(ws, 'close');
+  assert.equal(app.lastPath, '/ws?room=1');
+  const anonymous = new WebSocket(url, { ca: gw.gateway.caPem });
+  const [, refused] = await once(anonymous, 'unexpected-response');
+  assert.equal(refused.statusCode, 401);
+  anonymous.on('error', () => {});
+  anonymous.terminate();
 });
