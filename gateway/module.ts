@@ -70,6 +70,8 @@ export interface RuntimeInfo {
   externalUrl(): string;
   /** This gateway's platform CA (PEM). */
   caPem(): string;
+  /** The HTTPS listener's certificate chain and key (PEM), for extra listeners a domain opens (legacy runtime ports). */
+  serverTls(): { certPem: string; keyPem: string };
 }
 
 export interface GatewayDeps {

@@ -84,7 +84,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     sqlite,
     logger,
     services: new ServiceRegistry(),
-    runtime: { origin: () => origin, externalUrl: () => externalUrl, caPem: () => tls.caPem },
+    runtime: { origin: () => origin, externalUrl: () => externalUrl, caPem: () => tls.caPem, serverTls: () => tls },
     now: options.now ?? (() => new Date()),
     announce: options.announce ?? ((line) => process.stdout.write(`${line}\n`)),
   };

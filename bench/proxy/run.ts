@@ -16,11 +16,16 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const STREAM_MB = 512;
+/** Extra Node flags for the gateway child, for experiments (bench/README.md: `--max-semi-space-size=16`). */
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const here = import.meta.dirname;
 const children: ChildProcess[] = [];
 
 function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
-  const proc = fork(join(here, file), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(join(here, file), args, {
+    execArgv: [...(file === 'gateway.ts' ? NODE_FLAGS : []), '--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   children.push(proc);
   return new Promise((resolve, reject) => {
     proc.once('message', (hello) => resolve({ proc, hello: hello as T }));

@@ -63,6 +63,10 @@ export const configSchema = z.strictObject({
       notebooksUpstream: upstream.describe('Upstream of `/notebooks` when that service is enabled; null = not offered.'),
       adminComputeUpstream: upstream.describe('Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.'),
       defaultTimeoutSeconds: z.number().positive().max(3600).default(600).describe('Upstream response timeout of a deployment that sets none.'),
+      legacyPortListeners: z
+        .boolean()
+        .default(false)
+        .describe("Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy)."),
     })
     .prefault({}),
   auth: z
@@ -256,6 +260,7 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_FRONTEND_UPSTREAM: { path: ['serving', 'frontendUpstream'], kind: 'string' },
   PLATFORM_NOTEBOOKS_UPSTREAM: { path: ['serving', 'notebooksUpstream'], kind: 'string' },
   PLATFORM_ADMIN_COMPUTE_UPSTREAM: { path: ['serving', 'adminComputeUpstream'], kind: 'string' },
+  PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },

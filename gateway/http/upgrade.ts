@@ -17,7 +17,8 @@ import type { ServiceTable } from '../routing/service-table.ts';
 
 type UpgradeHandler = NonNullable<ServiceMount['upgrade']>;
 
-export function createUpgradeListener(table: () => ServiceTable, handlers: ReadonlyMap<string, UpgradeHandler>, logger: Logger) {
+/** `table` resolves a path to its service; a domain's extra listener (legacy runtime ports) passes its own. */
+export function createUpgradeListener(table: () => Pick<ServiceTable, 'resolve'>, handlers: ReadonlyMap<string, UpgradeHandler>, logger: Logger) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');

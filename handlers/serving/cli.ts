@@ -84,7 +84,7 @@ export const deployCommand: CliCommand = {
           },
           'body',
         );
-        env.out(JSON.stringify(service.create(OPERATOR, input), null, 2));
+        env.out(JSON.stringify(await service.create(OPERATOR, input), null, 2));
         return 0;
       }
       if (action === 'list' && !id) {
@@ -98,7 +98,7 @@ export const deployCommand: CliCommand = {
         return 0;
       }
       if (action === 'remove' && id) {
-        service.remove(OPERATOR, id);
+        await service.remove(OPERATOR, id);
         env.out(`removed deployment ${id}`);
         return 0;
       }

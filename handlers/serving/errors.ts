@@ -9,5 +9,10 @@ export const ServingErrors = defineErrors('serving', {
   upstream_timeout: { status: 504, doc: 'The upstream did not answer (or connect) within the deployment timeout.' },
   upstream_unavailable: { status: 503, doc: 'The connection pool of the upstream is closing (deployment removed, gateway shutting down).' },
   upstream_not_configured: { status: 503, doc: 'The service is enabled in the routing configuration but the operator configured no upstream for it.' },
+  legacy_ports_disabled: {
+    status: 422,
+    doc: '`legacy_port` was given but the operator has not enabled legacy port listeners (`serving.legacyPortListeners`, `PLATFORM_SERVING_LEGACY_PORTS`).',
+  },
+  legacy_port_unavailable: { status: 409, doc: 'The legacy port is held by another deployment, or the gateway cannot bind it (in use, privileged).' },
   websocket_not_enabled: { status: 400, doc: 'A websocket upgrade reached a deployment whose `websocket` option is off.' },
 });

@@ -70,7 +70,7 @@ export function upstreamRequestHeaders(inbound: IncomingHttpHeaders, facts: Forw
   out['x-forwarded-proto'] = facts.proto;
   out['x-forwarded-host'] = facts.originHost;
   out['x-forwarded-port'] = facts.originPort;
-  out['x-forwarded-prefix'] = facts.prefix;
+  if (facts.prefix) out['x-forwarded-prefix'] = facts.prefix; // a legacy port has none
   out['x-request-id'] = facts.requestId;
   if (facts.user) {
     out['x-forwarded-user'] = facts.user.username;
@@ -149,8 +149,8 @@ export function rewriteSetCookie(map: PathMap, cookie: string): string {
     if (lower.startsWith('domain=')) continue;
     if (lower.startsWith('path=')) {
       const mapped = publicPath(map, attr.slice(5) || '/');
-      // Path=/ becomes the bare prefix, which also matches the prefix itself (RFC 6265 §5.1.4).
-      out.push(`Path=${mapped === null ? attr.slice(5) : mapped === `${map.prefix}/` ? map.prefix : mapped}`);
+      // Path=/ becomes the bare prefix, which also matches the prefix itself (RFC 6265 §5.1.4); a legacy port (no prefix) keeps `/`.
+      out.push(`Path=${mapped === null ? attr.slice(5) : map.prefix && mapped === `${map.prefix}/` ? map.prefix : mapped}`);
       continue;
     }
     out.push(attr);

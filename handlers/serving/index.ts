@@ -1,7 +1,8 @@
 /**
  * Serving (issue 3): the deployments registry, the runtime URL proxy for
  * models, apps and tools, the frontend with login/logout, the operator
- * services (/notebooks, /admin/compute), and the `deploy` / `smoke` commands.
+ * services (/notebooks, /admin/compute), legacy per-deployment ports (off by
+ * default), and the `deploy` / `smoke` commands.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
@@ -10,9 +11,10 @@ import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
 import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
+import { LegacyListeners } from './legacy.ts';
 import { UpstreamPools } from './proxy.ts';
 import { servingRoutes } from './routes.ts';
-import { runtimeMounts } from './runtime.ts';
+import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
 import { DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand } from './smoke.ts';
@@ -22,14 +24,20 @@ export const servingModule: HandlerModule = {
   name: 'serving',
   errors: ServingErrors,
   commands: [deployCommand, smokeCommand],
-  init(deps) {
+  async init(deps) {
     const routing = deps.services.get(ROUTING_SOURCE);
     const authz = deps.services.get(AUTHZ);
     const prefixes = () => routing.current().prefixes;
-    const deployments = new DeploymentService(createDeploymentStore(deps.db), authz, { prefixes, origin: deps.runtime.origin }, deps.now);
+    const { serving } = deps.config;
+    const store = createDeploymentStore(deps.db);
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
     const pools = new UpstreamPools();
-    const { serving } = deps.config;
+    const legacy = serving.legacyPortListeners
+      ? new LegacyListeners({ runtime: () => runtime, info: deps.runtime, routing: () => routing.current(), config: deps.config, logger: deps.logger })
+      : null;
+    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
+    const runtime: RuntimeDeps = { deployments, authz, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,
       pools,
@@ -41,12 +49,15 @@ export const servingModule: HandlerModule = {
     return {
       routes: servingRoutes(deployments, deps.config.limits.maxBodyBytes),
       mounts: [
-        ...runtimeMounts({ deployments, authz, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds }),
+        ...runtimeMounts(runtime),
         frontendMount(site),
         operatorMount('notebooks', serving.notebooksUpstream, false, site),
         operatorMount('admin_compute', serving.adminComputeUpstream, true, site),
       ],
-      close: () => pools.close(),
+      close: async () => {
+        await legacy?.closeAll();
+        await pools.close();
+      },
     };
   },
 };

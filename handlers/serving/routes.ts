@@ -15,7 +15,7 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       auth: 'admin',
       async handle(ctx) {
         const input = await readJson(ctx.req, maxBody, deploymentInput);
-        return { status: 201, body: service.create(principalOf(ctx), input) };
+        return { status: 201, body: await service.create(principalOf(ctx), input) };
       },
     },
     {
@@ -34,8 +34,8 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'DELETE',
       path: '/serving/deployments/:id',
       auth: 'admin',
-      handle(ctx) {
-        service.remove(principalOf(ctx), ctx.params.id as string);
+      async handle(ctx) {
+        await service.remove(principalOf(ctx), ctx.params.id as string);
         return { status: 204 };
       },
     },

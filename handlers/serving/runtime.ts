@@ -32,11 +32,23 @@ function splitId(rest: string): { id: string; below: string } {
   return slash === -1 ? { id: rest.slice(1), below: '' } : { id: rest.slice(1, slash), below: rest.slice(slash) };
 }
 
+/**
+ * Where a mount is reached from. Path-based (the default): the configured
+ * origin. A legacy port (legacy.ts): that port's origin for X-Forwarded-*,
+ * and the path-based URL as the login page's `next` (the login page lives
+ * on the origin).
+ */
+export interface RuntimeFront {
+  origin(): URL;
+  loginPath(rawPath: string, row: DeploymentRow): string;
+}
+
 export function runtimeMounts(deps: RuntimeDeps): ServiceMount[] {
   return (Object.keys(KIND_SERVICE) as DeploymentKind[]).map((kind) => runtimeMount(kind, deps));
 }
 
-function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps): ServiceMount {
+export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: RuntimeFront): ServiceMount {
+  const origin = front ? () => front.origin() : () => deps.auth.originUrl();
   // Targets are rebuilt only when the row or the public prefix changes (a routing PATCH).
   const targets = new WeakMap<DeploymentRow, ProxyTarget>();
   const targetFor = (row: DeploymentRow, prefix: string): ProxyTarget => {
@@ -71,15 +83,15 @@ function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps): ServiceMount {
     auth: 'optional',
     async handle(ctx) {
       const { row, principal, below, target } = await admit(ctx);
-      if (row.requiresAuth && !principal) return deps.auth.unauthenticated(ctx);
+      if (row.requiresAuth && !principal) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath, row) } : ctx);
       if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
-      return forward(ctx, target, below, deps.auth.originUrl(), principal);
+      return forward(ctx, target, below, origin(), principal);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
       const { row, principal, below, target } = await admit(ctx);
       if (row.requiresAuth && !principal) throw GatewayErrors.make.not_authenticated();
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
-      await proxyUpgrade(ctx, socket, head, target, below, deps.auth.originUrl(), principal);
+      await proxyUpgrade(ctx, socket, head, target, below, origin(), principal);
     },
   };
 }

@@ -15,8 +15,10 @@ export const deployments = sqliteTable(
     timeoutSeconds: real('timeout_seconds'),
     requiresAuth: integer('requires_auth', { mode: 'boolean' }).notNull(),
     forwardAuthorization: integer('forward_authorization', { mode: 'boolean' }).notNull(),
+    /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); null = none. */
+    legacyPort: integer('legacy_port'),
     createdBy: text('created_by').notNull(),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [uniqueIndex('deployments_kind_name').on(t.kind, t.name)],
+  (t) => [uniqueIndex('deployments_kind_name').on(t.kind, t.name), uniqueIndex('deployments_legacy_port').on(t.legacyPort)],
 );

@@ -37,6 +37,8 @@ export const deploymentInput = z.object({
   timeout_seconds: z.number().positive().max(3600).nullish(),
   requires_auth: z.boolean().default(true),
   forward_authorization: z.boolean().default(false),
+  /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); honoured only when the operator enabled it. */
+  legacy_port: z.number().int().min(1).max(65535).nullish(),
 });
 export type DeploymentInput = z.output<typeof deploymentInput>;
 
@@ -44,6 +46,15 @@ export interface PublicUrls {
   /** Live routing prefixes (service → prefix). */
   prefixes(): Readonly<Record<string, string>>;
   origin(): string;
+}
+
+/** The legacy per-deployment listeners (legacy.ts); absent when `serving.legacyPortListeners` is off. */
+export interface LegacyPorts {
+  /** Starts serving the row's port; throws legacy_port_unavailable when it cannot be bound. */
+  open(row: DeploymentRow): Promise<void>;
+  close(id: string): Promise<void>;
+  /** The legacy URL while its listener is open, else null. */
+  url(row: DeploymentRow): string | null;
 }
 
 export class DeploymentService {
@@ -56,11 +67,17 @@ export class DeploymentService {
     private readonly now: () => Date,
     /** How long the proxy may use a looked-up row; the CLI writes the same database from another process. */
     private readonly cacheMs = 1000,
+    private readonly ports: LegacyPorts | null = null,
   ) {}
 
-  create(principal: Principal, input: DeploymentInput) {
+  async create(principal: Principal, input: DeploymentInput) {
     requireAdmin(principal);
     if (this.store.findByName(input.kind, input.name)) throw ServingErrors.make.deployment_name_taken({ kind: input.kind, name: input.name });
+    const legacyPort = input.legacy_port ?? null;
+    if (legacyPort !== null) {
+      if (!this.ports) throw ServingErrors.make.legacy_ports_disabled({ legacy_port: legacyPort });
+      if (this.store.findByLegacyPort(legacyPort)) throw ServingErrors.make.legacy_port_unavailable({ legacy_port: legacyPort });
+    }
     const row: DeploymentRow = {
       id: randomUUID(),
       kind: input.kind,
@@ -71,10 +88,18 @@ export class DeploymentService {
       timeoutSeconds: input.timeout_seconds ?? null,
       requiresAuth: input.requires_auth,
       forwardAuthorization: input.forward_authorization,
+      legacyPort,
       createdBy: principal.username,
       createdAt: this.now().toISOString(),
     };
-    this.store.insert(row);
+    // Bind before inserting: a port collision leaves no row behind.
+    if (legacyPort !== null) await this.ports?.open(row);
+    try {
+      this.store.insert(row);
+    } catch (error) {
+      await this.ports?.close(row.id);
+      throw error;
+    }
     this.#cache.delete(row.id);
     return this.view(row, true);
   }
@@ -97,13 +122,14 @@ export class DeploymentService {
     return this.view(row, visible === 'all');
   }
 
-  remove(principal: Principal, id: string): void {
+  async remove(principal: Principal, id: string): Promise<void> {
     requireAdmin(principal);
     const row = this.store.get(id);
     if (!row || !this.store.delete(id)) throw ServingErrors.make.deployment_not_found({ id });
     this.#cache.delete(id);
     // Grants on a removed model must not carry over to a future object with the same id.
     if (row.kind === 'model') this.authz.deleteObject({ namespace: 'model', id });
+    await this.ports?.close(id);
   }
 
   /** The proxy's lookup: cached briefly, so the hot path costs no query per request. */
@@ -134,6 +160,8 @@ export class DeploymentService {
       runtime_path: runtimePath,
       url,
       ...(row.kind === 'model' ? { openai_base_url: `${url}/v1` } : {}),
+      legacy_port: row.legacyPort,
+      legacy_url: this.ports?.url(row) ?? null,
       created_by: row.createdBy,
       created_at: row.createdAt,
     };

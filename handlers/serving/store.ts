@@ -9,6 +9,7 @@ export interface DeploymentStore {
   list(): DeploymentRow[];
   get(id: string): DeploymentRow | undefined;
   findByName(kind: DeploymentRow['kind'], name: string): DeploymentRow | undefined;
+  findByLegacyPort(port: number): DeploymentRow | undefined;
   insert(row: DeploymentRow): void;
   delete(id: string): boolean;
 }
@@ -23,6 +24,7 @@ export function createDeploymentStore(db: Db): DeploymentStore {
         .from(deployments)
         .where(and(eq(deployments.kind, kind), eq(deployments.name, name)))
         .get(),
+    findByLegacyPort: (port) => db.select().from(deployments).where(eq(deployments.legacyPort, port)).get(),
     insert: (row) => void db.insert(deployments).values(row).run(),
     delete: (id) => db.delete(deployments).where(eq(deployments.id, id)).run().changes > 0,
   };

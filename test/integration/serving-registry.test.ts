@@ -39,6 +39,8 @@ test('admins create, read and delete deployments; records carry runtime and Open
       runtime_path: `/runtime/models/${d.id}`,
       url: `${gw.url}/runtime/models/${d.id}`,
       openai_base_url: `${gw.url}/runtime/models/${d.id}/v1`,
+      legacy_port: null,
+      legacy_url: null,
       created_by: 'admin',
       created_at: undefined,
     },

@@ -25,7 +25,7 @@ const admin: Principal = {
 };
 const meshAdmin: Principal = { ...admin, userId: 'u-mesh', username: 'remote-admin', source: 'mesh', authMethod: 'mesh', externalId: 'x@y' };
 
-test('a mesh caller without a model relation is refused the listing (403 rebac_denied), even with the admin role', (t) => {
+test('a mesh caller without a model relation is refused the listing (403 rebac_denied), even with the admin role', async (t) => {
   const { sqlite, db } = openDatabase(':memory:');
   t.after(() => sqlite.close());
   const authz = new AuthzService(createTupleStore(sqlite), () => new Date());
@@ -35,7 +35,7 @@ test('a mesh caller without a model relation is refused the listing (403 rebac_d
     { prefixes: () => ({ models: '/runtime/models' }), origin: () => 'https://p.example' },
     () => new Date(),
   );
-  const model = service.create(admin, {
+  const model = await service.create(admin, {
     kind: 'model',
     name: 'm',
     upstream: 'http://127.0.0.1:9',
@@ -44,7 +44,7 @@ test('a mesh caller without a model relation is refused the listing (403 rebac_d
     requires_auth: true,
     forward_authorization: false,
   });
-  service.create(admin, {
+  await service.create(admin, {
     kind: 'app',
     name: 'a',
     upstream: 'http://127.0.0.1:9',
@@ -57,7 +57,7 @@ test('a mesh caller without a model relation is refused the listing (403 rebac_d
     () => service.list(meshAdmin),
     (error: unknown) => error instanceof ApiError && error.status === 403 && error.reason === 'rebac_denied',
   );
-  assert.throws(
+  await assert.rejects(
     () =>
       service.create(meshAdmin, {
         kind: 'tool',
