@@ -75,7 +75,7 @@ test('a client that never finishes its request head is cut off; one that moved o
   });
   assert.ok(closedAfter < 5000, `closed after ${closedAfter} ms`);
   // A keep-alive connection that sent a request is held to the idle timeout instead, so it outlives the head guard.
-  const kept = await new Promise<string>((resolve, reject) => {
+  const kept = await new Promise<{ state: string; data: string }>((resolve, reject) => {
     const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] }, () => {
       socket.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n\r\n');
     });
@@ -86,11 +86,12 @@ test('a client that never finishes its request head is cut off; one that moved o
     });
     socket.on('error', reject);
     setTimeout(() => {
-      resolve(socket.destroyed ? 'closed' : 'open');
+      resolve({ state: socket.destroyed ? 'closed' : 'open', data });
       socket.destroy();
     }, 900);
   });
-  assert.equal(kept, 'open');
+  assert.match(kept.data, /^HTTP\/1\.1 200/, 'the request was answered');
+  assert.equal(kept.state, 'open', 'and the keep-alive connection outlived the head guard');
 });
 
 test('unknown routes, wrong methods and wrong trailing slashes get precise answers', async (t) => {
