@@ -40,7 +40,10 @@ start() {
   mkdir -p "$temp_dir"
   # --block keeps the head in the foreground of its own process group (setsid), so
   # stop can end exactly the processes this script started, never anyone else's Ray.
-  RAY_USAGE_STATS_ENABLED=0 setsid "$venv/bin/ray" start --head --block --node-ip-address=127.0.0.1 --port="$gcs_port" \
+  # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 is Ray's single-node mode: without it Ray rewrites
+  # 127.0.0.1 to the machine's interface address (resolve_ip_for_localhost) and its GCS,
+  # raylet and dashboard talk over that address. Tests talk to loopback only.
+  RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0 setsid "$venv/bin/ray" start --head --block --node-ip-address=127.0.0.1 --port="$gcs_port" \
     --dashboard-host=127.0.0.1 --dashboard-port="$dash_port" --include-dashboard=true --num-cpus=1 \
     --temp-dir="$temp_dir" --disable-usage-stats >"$temp_dir/head.log" 2>&1 </dev/null &
   echo $! >"$temp_dir/head.pid"
