@@ -52,7 +52,7 @@ export function sourceColumns(columns: readonly string[] | null, gate: GateRunne
  * Deterministic for a given source order and batch size: sequence numbers,
  * and so resume, stay stable.
  */
-export const MAX_CHUNK_JSON_BYTES = 1 << 20;
+const MAX_CHUNK_JSON_BYTES = 1 << 20;
 
 function* sized(rows: readonly Row[]): Generator<{ rows: readonly Row[]; dataJson: string }> {
   const dataJson = JSON.stringify(rows);

@@ -210,7 +210,7 @@ async function* counted(chunks: AsyncGenerator<Chunk>, onChunk: (chunk: Chunk) =
  * 10× less often (bench/README.md, retrieval); MAX_CHUNK_JSON_BYTES keeps
  * each message small enough for a default client. SSE keeps the default.
  */
-export function grpcBatchSize(configured: number): number {
+function grpcBatchSize(configured: number): number {
   return Math.min(configured * 10, 100_000);
 }
 
