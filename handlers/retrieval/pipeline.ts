@@ -45,6 +45,26 @@ export function sourceColumns(columns: readonly string[] | null, gate: GateRunne
   return [...new Set([...columns, ...gate.requiredFields])];
 }
 
+/**
+ * A batch whose JSON exceeds this is sent as several chunks (halving until
+ * each fits, or is one row), so a message stays under the 4 MiB a default
+ * gRPC client accepts even with the larger gRPC batch (docs/retrieval.md).
+ * Deterministic for a given source order and batch size: sequence numbers,
+ * and so resume, stay stable.
+ */
+const MAX_CHUNK_JSON_BYTES = 1 << 20;
+
+function* sized(rows: readonly Row[]): Generator<{ rows: readonly Row[]; dataJson: string }> {
+  const dataJson = JSON.stringify(rows);
+  if (dataJson.length <= MAX_CHUNK_JSON_BYTES / 3 || rows.length === 1 || Buffer.byteLength(dataJson) <= MAX_CHUNK_JSON_BYTES) {
+    yield { rows, dataJson };
+    return;
+  }
+  const half = Math.ceil(rows.length / 2);
+  yield* sized(rows.slice(0, half));
+  yield* sized(rows.slice(half));
+}
+
 export async function* chunksOf(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<Chunk> {
   const { gate } = plan;
   const narrow = gate !== null && userColumns !== null && gate.requiredFields.some((f) => !userColumns.includes(f));
@@ -58,11 +78,12 @@ export async function* chunksOf(plan: ReadPlan, userColumns: readonly string[] |
       summary.gateAudit = gateAudit(summary.filtered);
     }
     if (rows.length === 0) continue;
-    const dataJson = JSON.stringify(rows);
-    summary.rows += rows.length;
-    summary.chunks += 1;
-    const metadata: ChunkMetadata = gate ? { gate_audit: gateAudit(summary.filtered), filtered: summary.filtered } : {};
-    yield { sequence: summary.chunks, rows, dataJson, bytes: Buffer.byteLength(dataJson), metadata };
+    for (const piece of sized(rows)) {
+      summary.rows += piece.rows.length;
+      summary.chunks += 1;
+      const metadata: ChunkMetadata = gate ? { gate_audit: gateAudit(summary.filtered), filtered: summary.filtered } : {};
+      yield { sequence: summary.chunks, ...piece, bytes: Buffer.byteLength(piece.dataJson), metadata };
+    }
   }
 }
 

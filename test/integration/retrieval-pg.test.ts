@@ -21,6 +21,7 @@ interface World {
   alice: string;
   urn: string;
   bigUrn: string;
+  wideUrn: string;
 }
 
 async function world(t: { after(fn: () => unknown): void }): Promise<World> {
@@ -29,7 +30,9 @@ async function world(t: { after(fn: () => unknown): void }): Promise<World> {
     CREATE TABLE items (id int, region text, amount int, "odd ""col""" text);
     INSERT INTO items SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % 1000, 'v' || i FROM generate_series(1, 5000) i;
     CREATE TABLE big (id int, payload text);
-    INSERT INTO big SELECT i, repeat('x', 40) FROM generate_series(1, 300000) i;`);
+    INSERT INTO big SELECT i, repeat('x', 40) FROM generate_series(1, 300000) i;
+    CREATE TABLE wide (id int, payload text);
+    INSERT INTO wide SELECT i, repeat('y', 3000) FROM generate_series(1, 1000) i;`);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const secret = await gw.request('POST', '/api/catalog/secrets/', {
@@ -40,10 +43,10 @@ async function world(t: { after(fn: () => unknown): void }): Promise<World> {
   const properties = { host: pg.host, port: pg.port, database: pg.database, secret_urn: secret.json };
   const urn = await createDataset(gw, admin, { name: 'items', platform: 'postgres', properties });
   const bigUrn = await createDataset(gw, admin, { name: 'big', platform: 'postgres', properties });
+  const wideUrn = await createDataset(gw, admin, { name: 'wide', platform: 'postgres', properties });
   const alice = await gw.userToken('alice');
-  grantViewer(gw, urn, alice.id);
-  grantViewer(gw, bigUrn, alice.id);
-  return { gw, pg, admin, alice: alice.token, urn, bigUrn };
+  for (const dataset of [urn, bigUrn, wideUrn]) grantViewer(gw, dataset, alice.id);
+  return { gw, pg, admin, alice: alice.token, urn, bigUrn, wideUrn };
 }
 
 const backends = async (pg: PostgresPeer, jobId: string) =>
@@ -80,6 +83,43 @@ test('Postgres rows are identical through inline, SSE and gRPC; pushdown semanti
   assert.deepEqual(sseRows(await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, ...body, transport: 'sse' })).job_id, alice)), expected);
   const nulls = await createJob(gw, alice, { dataset_urn: urn, filters: { region: null } });
   assert.deepEqual(nulls.inline.data, []);
+});
+
+test('gRPC: default batch is 10x the SSE one, a batch over 1 MiB of JSON is split, resume from a sequence', async (t) => {
+  const { gw, alice, bigUrn, wideUrn } = await world(t);
+  const big = await readGrpc(gw, await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc' }));
+  assert.deepEqual(
+    big.chunks.map((c) => c.rows.length),
+    [...Array.from({ length: 30 }, () => 10_000), 0],
+  );
+  assert.deepEqual(
+    grpcRows(big).map((r) => r.id),
+    Array.from({ length: 300_000 }, (_, i) => i + 1),
+  );
+
+  const job = await createJob(gw, alice, { dataset_urn: wideUrn, transport: 'grpc' });
+  const wide = await readGrpc(gw, job);
+  assert.deepEqual(
+    wide.chunks.map((c) => [c.sequence, c.rows.length, c.final]),
+    [
+      [1, 250, false],
+      [2, 250, false],
+      [3, 250, false],
+      [4, 250, false],
+      [5, 0, true],
+    ],
+  );
+  assert.ok(wide.chunks.every((c) => JSON.stringify(c.rows).length <= 1 << 20));
+  const resumed = await readGrpc(gw, job, 3);
+  assert.deepEqual(
+    resumed.chunks.map((c) => c.sequence),
+    [3, 4, 5],
+  );
+  assert.deepEqual(
+    grpcRows(resumed).map((r) => r.id),
+    Array.from({ length: 500 }, (_, i) => i + 501),
+  );
+  assert.equal(resumed.chunks.at(-1)?.metadata.rows, '1000');
 });
 
 test('SQL injection attempts in filters and columns are harmless', async (t) => {

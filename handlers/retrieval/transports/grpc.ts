@@ -36,39 +36,52 @@ function finalChunk(stream: JobStream): DataChunk {
   return create(DataChunkSchema, { sequence: BigInt(chunks + 1), mediaType: 'application/json', final: true, metadata });
 }
 
+/**
+ * Stream messages are never compressed, whatever `grpc-accept-encoding`
+ * offers (Connect's clients offer gzip by default): gzip of every chunk
+ * cost more CPU on the gateway and the client than the whole rest of the
+ * stream (bench/README.md, retrieval). Per-message flag 0 is plain gRPC;
+ * compressed requests are still accepted.
+ */
+const UNCOMPRESSED = { compressMinBytes: Number.MAX_SAFE_INTEGER };
+
 export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalService): void {
-  router.service(RetrievalRpc, {
-    async *streamData(request, context) {
-      let stream: JobStream;
-      try {
-        stream = await service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization')));
-      } catch (error) {
-        throw toConnectError(error);
-      }
-      const from = Number(request.fromSequence);
-      const disconnected = () => stream.finish({ reason: 'client_disconnected' });
-      context.signal.addEventListener('abort', disconnected, { once: true });
-      try {
-        for await (const chunk of stream.chunks) {
-          if (chunk.sequence < from) continue;
-          yield create(DataChunkSchema, {
-            sequence: BigInt(chunk.sequence),
-            payload: Buffer.from(chunk.dataJson),
-            mediaType: 'application/json',
-            rowCount: BigInt(chunk.rows.length),
-            metadata: stringMap(chunk.metadata),
-          });
+  router.service(
+    RetrievalRpc,
+    {
+      async *streamData(request, context) {
+        let stream: JobStream;
+        try {
+          stream = await service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization')));
+        } catch (error) {
+          throw toConnectError(error);
         }
-        yield finalChunk(stream);
-        stream.finish();
-      } catch (thrown) {
-        const error = stream.signal.aborted && !context.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
-        if (!(error instanceof Error && error.name === 'ApiError')) context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
-        stream.finish(error);
-        throw toConnectError(error);
-      } finally {
-        context.signal.removeEventListener('abort', disconnected);
-      }
+        const from = Number(request.fromSequence);
+        const disconnected = () => stream.finish({ reason: 'client_disconnected' });
+        context.signal.addEventListener('abort', disconnected, { once: true });
+        try {
+          for await (const chunk of stream.chunks) {
+            if (chunk.sequence < from) continue;
+            yield create(DataChunkSchema, {
+              sequence: BigInt(chunk.sequence),
+              payload: Buffer.from(chunk.dataJson),
+              mediaType: 'application/json',
+              rowCount: BigInt(chunk.rows.length),
+              metadata: stringMap(chunk.metadata),
+            });
+          }
+          yield finalChunk(stream);
+          stream.finish();
+        } catch (thrown) {
+          const error = stream.signal.aborted && !context.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
+          if (!(error instanceof Error && error.name === 'ApiError')) context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
+          stream.finish(error);
+          throw toConnectError(error);
+        } finally {
+          context.signal.removeEventListener('abort', disconnected);
+        }
+      },
     },
-  });
+    UNCOMPRESSED,
+  );
 }
