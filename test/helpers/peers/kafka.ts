@@ -68,7 +68,8 @@ export async function startKafka(t: After, options: KafkaOptions = {}): Promise<
     const properties = join(dir, 'server.properties');
     const data = join(dir, `data-${controllerPort}`);
     writeFileSync(properties, serverProperties(controllerPort, data, options.partitions ?? 1));
-    await execFileAsync('java', java('kafka.tools.StorageTool', ['format', '-t', clusterId, '-c', properties])).catch((error) => {
+    // One token: a base64url id may start with '-', which the tool's parser would read as an option.
+    await execFileAsync('java', java('kafka.tools.StorageTool', ['format', `--cluster-id=${clusterId}`, '-c', properties])).catch((error) => {
       throw new Error(`test peer kafka: storage format failed: ${error.stdout}${error.stderr || error.message}`);
     });
     server = await spawnPeer('kafka', 'java', java('kafka.Kafka', [properties]), {
