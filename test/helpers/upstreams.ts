@@ -5,6 +5,7 @@
  * websocket, and a tool that streams bodies both ways. Each records the
  * last request's headers. Closed in t.after.
  */
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -59,6 +60,33 @@ export class Gate {
   open(): void {
     this.#open();
   }
+}
+
+/**
+ * Drains a streamed chat completion from startModelServer(gate): the upstream
+ * holds the rest of its stream until the gate opens, so data seen before we
+ * open it proves nothing buffered on the way. Returns the streamed text.
+ */
+export async function readGatedCompletion(body: AsyncIterable<unknown>, gate: Gate): Promise<string> {
+  const chunks: string[] = [];
+  for await (const piece of body) {
+    chunks.push(String(piece));
+    if (chunks.length === 1) {
+      assert.match(chunks[0] as string, /"content":"Hello"/);
+      assert.ok(!chunks[0]?.includes('[DONE]'), 'the first chunk arrived before the upstream finished');
+      gate.open();
+    }
+  }
+  const events = chunks
+    .join('')
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
+  assert.equal(events.at(-1), '[DONE]');
+  return events
+    .slice(0, -1)
+    .map((e) => JSON.parse(e).choices[0].delta.content)
+    .join('');
 }
 
 export async function startModelServer(t: After, gate?: Gate): Promise<Upstream> {

@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { request } from 'undici';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { allow, sharedIdpMesh } from '../helpers/mesh.ts';
-import { deploy, Gate, startAppServer, startModelServer } from '../helpers/upstreams.ts';
+import { deploy, Gate, readGatedCompletion, startAppServer, startModelServer } from '../helpers/upstreams.ts';
 
 const CHAT = JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] });
 
@@ -38,29 +38,7 @@ test('a model viewer streams chat completions through the mesh, incrementally; w
   const res = await chat(source, pair.sourceFedId, granted.id, token);
   assert.equal(res.statusCode, 200);
   assert.match(String(res.headers['content-type']), /^text\/event-stream/);
-  const chunks: string[] = [];
-  for await (const piece of res.body) {
-    chunks.push(String(piece));
-    // The upstream holds the rest of its stream until the gate opens: data here proves nothing buffered on either side.
-    if (chunks.length === 1) {
-      assert.match(chunks[0] as string, /"content":"Hello"/);
-      assert.ok(!chunks[0]?.includes('[DONE]'));
-      gate.open();
-    }
-  }
-  const events = chunks
-    .join('')
-    .split('\n\n')
-    .filter((e) => e.startsWith('data: '))
-    .map((e) => e.slice(6));
-  assert.equal(events.at(-1), '[DONE]');
-  assert.equal(
-    events
-      .slice(0, -1)
-      .map((e) => JSON.parse(e).choices[0].delta.content)
-      .join(''),
-    'Hello from the model',
-  );
+  assert.equal(await readGatedCompletion(res.body, gate), 'Hello from the model');
   const seen = model.lastHeaders ?? {};
   assert.equal(seen.authorization, undefined, 'the caller token does not reach the upstream');
   assert.equal(seen['x-kz-mesh-peer-token'], undefined);

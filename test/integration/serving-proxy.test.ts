@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { Agent, request } from 'undici';
 import { forgedHostAgent } from '../../handlers/serving/smoke.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { DEAD_UPSTREAM, deploy, Gate, startDroppingServer, startModelServer, startToolServer } from '../helpers/upstreams.ts';
+import { DEAD_UPSTREAM, deploy, Gate, readGatedCompletion, startDroppingServer, startModelServer, startToolServer } from '../helpers/upstreams.ts';
 
 function h1Agent(t: { after(fn: () => unknown): void }, gw: TestGateway): Agent {
   const agent = new Agent({ connect: { ca: gw.gateway.caPem }, allowH2: false });
@@ -38,27 +38,7 @@ test('chat completions stream as SSE: the first chunk arrives before the upstrea
     });
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /^text\/event-stream/);
-    const chunks: string[] = [];
-    for await (const chunk of res.body) {
-      chunks.push(String(chunk));
-      // The upstream holds the rest of its stream until this gate opens: seeing data here proves no buffering.
-      if (chunks.length === 1) {
-        assert.match(chunks[0] as string, /"content":"Hello"/);
-        assert.ok(!chunks[0]?.includes('[DONE]'));
-        gate.open();
-      }
-    }
-    const events = chunks
-      .join('')
-      .split('\n\n')
-      .filter((e) => e.startsWith('data: '))
-      .map((e) => e.slice(6));
-    assert.equal(events.at(-1), '[DONE]');
-    const text = events
-      .slice(0, -1)
-      .map((e) => JSON.parse(e).choices[0].delta.content)
-      .join('');
-    assert.equal(text, 'Hello from the model', `protocol h2=${allowH2}`);
+    assert.equal(await readGatedCompletion(res.body, gate), 'Hello from the model', `protocol h2=${allowH2}`);
   }
 });
 
