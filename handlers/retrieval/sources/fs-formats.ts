@@ -6,7 +6,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { pipeline } from 'node:stream';
+import { pipeline, type Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
@@ -46,15 +46,19 @@ export async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal:
   if (batch.length > 0) yield batch;
 }
 
-// Leaving the iteration early (limit reached, abort) destroys the parser, and pipeline() the file stream with it.
-function csvRows(path: string): AsyncIterable<Row> {
+/**
+ * CSV rows of any byte stream (a file, an S3 object body). Leaving the
+ * iteration early (limit reached, abort) destroys the parser, and
+ * pipeline() the input with it.
+ */
+export function csvOf(input: Readable): AsyncIterable<Row> {
   const parser = parse({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: true });
-  pipeline(createReadStream(path), parser, () => {});
+  pipeline(input, parser, () => {});
   return parser;
 }
 
-async function* jsonLines(path: string): AsyncGenerator<Row> {
-  const input = createReadStream(path);
+/** JSON-lines rows of any byte stream; the input is destroyed when iteration ends. */
+export async function* jsonLinesOf(input: Readable): AsyncGenerator<Row> {
   const lines = createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY });
   let number = 0;
   try {
@@ -68,7 +72,10 @@ async function* jsonLines(path: string): AsyncGenerator<Row> {
   }
 }
 
-export function parseLine(line: string, number: number): Row {
+const csvRows = (path: string) => csvOf(createReadStream(path));
+const jsonLines = (path: string) => jsonLinesOf(createReadStream(path));
+
+function parseLine(line: string, number: number): Row {
   let value: unknown;
   try {
     value = JSON.parse(line);

@@ -6,12 +6,9 @@
  * (issue 10 item 1: range requests, not whole-object downloads). Each reader
  * yields raw batches in object order; scan.ts applies the request.
  */
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream';
-import { parse } from 'csv-parse';
 import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
-import { batchesOf, type FileFormat, jsonType, parseLine, type RawRead } from './fs-formats.ts';
+import { batchesOf, csvOf, type FileFormat, jsonLinesOf, jsonType, type RawRead } from './fs-formats.ts';
 import { jsonSafe } from './scan.ts';
 import type { Row, SchemaField } from './types.ts';
 
@@ -30,26 +27,6 @@ export interface ObjectStore {
   open(key: string, signal: AbortSignal): Promise<Readable>;
   /** Byte ranges of the object on demand (Parquet). */
   ranged(entry: ObjectEntry, signal: AbortSignal): AsyncBuffer;
-}
-
-function csvOf(body: Readable): AsyncIterable<Row> {
-  const parser = parse({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: true });
-  pipeline(body, parser, () => {});
-  return parser;
-}
-
-async function* jsonLinesOf(body: Readable): AsyncGenerator<Row> {
-  const lines = createInterface({ input: body, crlfDelay: Number.POSITIVE_INFINITY });
-  let number = 0;
-  try {
-    for await (const line of lines) {
-      number++;
-      if (line.trim() !== '') yield parseLine(line, number);
-    }
-  } finally {
-    lines.close();
-    body.destroy();
-  }
 }
 
 async function* streamedRows(store: ObjectStore, key: string, format: 'csv' | 'jsonl', signal: AbortSignal): AsyncGenerator<Row> {
