@@ -125,7 +125,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   server.on('upgrade', onUpgrade);
   const sockets = trackSockets(server);
   guardSlowClients(server, config.limits);
-  const httpsPort = await listen(server, config.httpsPort, config.bind);
+  // A listener that cannot bind stops start with nothing left open (domains, database, the other listener).
+  const abort = async (error: unknown): Promise<never> => {
+    server.close();
+    await closeAll(instances, logger);
+    sqlite.close();
+    throw error;
+  };
+  const httpsPort = await listen(server, config.httpsPort, config.bind).catch(abort);
   origin ||= deriveOrigin(config.hostnames[0] as string, httpsPort);
   externalUrl ||= origin;
   let httpServer: HttpServer | null = null;
@@ -137,7 +144,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     httpServer.on('upgrade', onUpgrade);
     trackSockets(httpServer, sockets);
     guardSlowClients(httpServer, config.limits);
-    httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind)}`;
+    httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind).catch(abort)}`;
   }
   const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
   logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
@@ -170,11 +177,16 @@ function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+/** Binds; a taken or forbidden address becomes one clear line for the operator, not a raw errno. */
 function listen(server: HttpServer | Http2SecureServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const onError = (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'EADDRINUSE' ? 'the address is already in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
+      reject(new Error(`cannot listen on ${hostForUrl(host)}:${port}: ${why}`, { cause: error }));
+    };
+    server.once('error', onError);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', onError);
       resolve((server.address() as AddressInfo).port);
     });
   });

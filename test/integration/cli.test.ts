@@ -120,3 +120,18 @@ test('a bad configuration stops start with every problem listed, exit 2', async 
   for (const needle of ['httpsPort', 'logLevel', 'origin']) assert.match(res.stderr, new RegExp(needle));
   assert.ok(!/at .*\.ts:\d+/.test(res.stderr), 'no stack trace');
 });
+
+test('a port already in use stops start with one clear line, exit 1', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-cli-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const first = serve(dataDir);
+  const out = await first.ready;
+  t.after(() => stopped(first.child));
+  const port = /https:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1] as string;
+  const otherDir = mkdtempSync(join(tmpdir(), 'meshgate-cli-'));
+  t.after(() => rmSync(otherDir, { recursive: true, force: true }));
+  const second = await run(['serve', '--data-dir', otherDir, '--https-port', port, '--log-level', 'warn']);
+  assert.equal(second.code, 1);
+  assert.match(second.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+  assert.ok(!/at .*\.ts:\d+/.test(second.stderr), 'no stack trace');
+});
