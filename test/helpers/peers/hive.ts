@@ -9,11 +9,10 @@
  * runs HiveQL through hive-driver, e.g. to create external tables over files
  * written to `dataDir`. Stopped and deleted in t.after.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import hive from 'hive-driver';
-import { type After, type PeerProcess, peerScript, randomPort, spawnPeer, withPortRetry } from './process.ts';
+import { type After, peerScript, peerWorkspace, randomPort, spawnPeer, withPortRetry } from './process.ts';
 
 export interface HivePeer {
   host: string;
@@ -65,15 +64,8 @@ logger.metastore.level = OFF
 
 export async function startHive(t: After): Promise<HivePeer> {
   const lib = await peerScript('hive');
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-hive-'));
-  let server: PeerProcess | undefined;
-  const stop = async () => {
-    await server?.stop('SIGTERM', 10_000);
-  };
-  t.after(async () => {
-    await stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const workspace = peerWorkspace(t, 'hive');
+  const { dir, stop } = workspace;
   const conf = join(dir, 'conf');
   const dataDir = join(dir, 'data');
   for (const d of [conf, dataDir, join(dir, 'warehouse'), join(dir, 'scratch')]) mkdirSync(d, { recursive: true });
@@ -82,12 +74,14 @@ export async function startHive(t: After): Promise<HivePeer> {
     const candidate = randomPort();
     writeFileSync(join(conf, 'hive-site.xml'), hiveSite(dir, candidate));
     const args = ['-Xms128m', '-Xmx1g', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', ...OPENS, `-Dderby.stream.error.file=${join(dir, 'derby.log')}`];
-    server = await spawnPeer('hive', 'java', [...args, '-cp', `${conf}:${lib}/*`, 'org.apache.hive.service.server.HiveServer2'], {
-      env: { ...process.env, HADOOP_HOME: dir, HADOOP_USER_NAME: 'meshgate' },
-      ready: new RegExp(`Starting ThriftBinaryCLIService on port ${candidate}\\b`),
-      portInUse: /Address already in use|Could not create ServerSocket/,
-      timeoutMs: 180_000,
-    });
+    workspace.adopt(
+      await spawnPeer('hive', 'java', [...args, '-cp', `${conf}:${lib}/*`, 'org.apache.hive.service.server.HiveServer2'], {
+        env: { ...process.env, HADOOP_HOME: dir, HADOOP_USER_NAME: 'meshgate' },
+        ready: new RegExp(`Starting ThriftBinaryCLIService on port ${candidate}\\b`),
+        portInUse: /Address already in use|Could not create ServerSocket/,
+        timeoutMs: 180_000,
+      }),
+    );
     return candidate;
   });
   const host = '127.0.0.1';

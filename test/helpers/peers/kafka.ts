@@ -9,11 +9,10 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { type After, type PeerProcess, peerScript, randomPort, spawnPeer, withPortRetry } from './process.ts';
+import { type After, peerScript, peerWorkspace, randomPort, spawnPeer, withPortRetry } from './process.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -42,15 +41,8 @@ const LOG4J2 = `<Configuration status="warn">
 
 export async function startKafka(t: After, options: KafkaOptions = {}): Promise<KafkaPeer> {
   const lib = await peerScript('kafka');
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-kafka-'));
-  let server: PeerProcess | undefined;
-  const stop = async () => {
-    await server?.stop('SIGTERM', 10_000);
-  };
-  t.after(async () => {
-    await stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const workspace = peerWorkspace(t, 'kafka');
+  const { dir, stop } = workspace;
   writeFileSync(join(dir, 'log4j2.xml'), LOG4J2);
   const java = (mainClass: string, args: string[]) => [
     '-Xms64m',
@@ -72,11 +64,13 @@ export async function startKafka(t: After, options: KafkaOptions = {}): Promise<
     await execFileAsync('java', java('kafka.tools.StorageTool', ['format', `--cluster-id=${clusterId}`, '-c', properties])).catch((error) => {
       throw new Error(`test peer kafka: storage format failed: ${error.stdout}${error.stderr || error.message}`);
     });
-    server = await spawnPeer('kafka', 'java', java('kafka.Kafka', [properties]), {
-      ready: /Kafka Server started/,
-      portInUse: /Address already in use|failed to bind/i,
-      timeoutMs: 60_000,
-    });
+    const server = workspace.adopt(
+      await spawnPeer('kafka', 'java', java('kafka.Kafka', [properties]), {
+        ready: /Kafka Server started/,
+        portInUse: /Address already in use|failed to bind/i,
+        timeoutMs: 60_000,
+      }),
+    );
     const bound = [...server.output.matchAll(/Awaiting socket connections on 127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
     const port = bound.find((p) => p !== controllerPort);
     if (!port) throw new Error(`test peer kafka: broker port not found in its log:\n${server.output}`);

@@ -9,11 +9,10 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chownSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { type After, type PeerProcess, peerScript, randomPort, spawnPeer, withPortRetry } from './process.ts';
+import { type After, peerScript, peerWorkspace, randomPort, spawnPeer, withPortRetry } from './process.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -41,15 +40,8 @@ export interface PostgresOptions {
 export async function startPostgres(t: After, options: PostgresOptions = {}): Promise<PostgresPeer> {
   const binDir = await peerScript('postgres');
   const owner = process.getuid?.() === 0 ? systemUser('postgres') : undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-pg-'));
-  let server: PeerProcess | undefined;
-  const stop = async () => {
-    await server?.stop('SIGINT', 10_000); // SIGINT: PostgreSQL's fast shutdown
-  };
-  t.after(async () => {
-    await stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const workspace = peerWorkspace(t, 'pg', 'SIGINT' /* PostgreSQL's fast shutdown */);
+  const { dir, stop } = workspace;
   const user = 'meshgate';
   const password = randomBytes(18).toString('base64url');
   writeFileSync(join(dir, 'pwfile'), `${password}\n`, { mode: 0o600 });
@@ -75,13 +67,15 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
   const port = await withPortRetry(async () => {
     const candidate = randomPort();
     const args = ['-D', data, '-p', String(candidate), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
-    server = await spawnPeer('postgres', join(binDir, 'postgres'), args, {
-      uid: owner?.uid,
-      gid: owner?.gid,
-      ready: /database system is ready to accept connections/,
-      portInUse: /could not bind IPv4 address .*Address already in use|could not create any TCP\/IP sockets/,
-      timeoutMs: 20_000,
-    });
+    workspace.adopt(
+      await spawnPeer('postgres', join(binDir, 'postgres'), args, {
+        uid: owner?.uid,
+        gid: owner?.gid,
+        ready: /database system is ready to accept connections/,
+        portInUse: /could not bind IPv4 address .*Address already in use|could not create any TCP\/IP sockets/,
+        timeoutMs: 20_000,
+      }),
+    );
     return candidate;
   });
   const host = '127.0.0.1';

@@ -6,11 +6,15 @@
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-export type { After } from '../gateway.ts';
+import type { After } from '../gateway.ts';
+
+export type { After };
 
 const execFileAsync = promisify(execFile);
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -153,4 +157,32 @@ export async function spawnPeer(name: string, command: string, args: string[], o
     if (options.portInUse?.test(peer.output)) throw new PortInUseError(peer.output);
     throw error;
   }
+}
+
+/** A peer's throwaway folder and the server later spawned in it; both go away at stop() or in t.after. */
+export interface PeerWorkspace {
+  readonly dir: string;
+  /** Records the spawned server (the last one, across port retries) so stop() ends it. */
+  adopt(server: PeerProcess): PeerProcess;
+  stop(): Promise<void>;
+}
+
+export function peerWorkspace(t: After, name: string, stopSignal: NodeJS.Signals = 'SIGTERM'): PeerWorkspace {
+  const dir = mkdtempSync(join(tmpdir(), `meshgate-${name}-`));
+  let server: PeerProcess | undefined;
+  const stop = async () => {
+    await server?.stop(stopSignal, 10_000);
+  };
+  t.after(async () => {
+    await stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    dir,
+    stop,
+    adopt(spawned) {
+      server = spawned;
+      return spawned;
+    },
+  };
 }
