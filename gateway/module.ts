@@ -13,6 +13,7 @@ import type { Config } from './config/schema.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import type { Reply, RequestContext } from './http/context.ts';
+import type { AccessSink } from './log.ts';
 import type { ServiceRegistry } from './services.ts';
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
@@ -79,6 +80,8 @@ export interface GatewayDeps {
   readonly db: Db;
   readonly sqlite: Database.Database;
   readonly logger: Logger;
+  /** The access log (log.ts: same destination, lines built by the accessLog stage). */
+  readonly accessLog: AccessSink;
   readonly services: ServiceRegistry;
   readonly runtime: RuntimeInfo;
   readonly now: () => Date;

@@ -18,7 +18,7 @@ import type { ErrorTable } from './errors/api-error.ts';
 import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
 import { createUpgradeListener } from './http/upgrade.ts';
-import { createLogger } from './log.ts';
+import { createLoggers } from './log.ts';
 import { guardMeshBody } from './mesh/body-guard.ts';
 import { MESH_DIRECTORY } from './mesh/directory.ts';
 import { MeshErrors } from './mesh/errors.ts';
@@ -63,7 +63,8 @@ export const ERROR_TABLES: readonly ErrorTable[] = [
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   buildErrorRegistry(ERROR_TABLES);
-  const logger = createLogger(config.logLevel, options.logDestination);
+  const logs = createLoggers(config.logLevel, options.logDestination);
+  const { logger, accessLog } = logs;
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
   const tls = await ensureTlsMaterial({
@@ -83,6 +84,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     db,
     sqlite,
     logger,
+    accessLog,
     services: new ServiceRegistry(),
     runtime: { origin: () => origin, externalUrl: () => externalUrl, caPem: () => tls.caPem, serverTls: () => tls },
     now: options.now ?? (() => new Date()),
@@ -94,6 +96,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   } catch (error) {
     await closeAll(instances, logger);
     sqlite.close();
+    logs.close();
     throw error;
   }
 
@@ -111,7 +114,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const handle = createPipeline(
     [
       createRequestIdStage(),
-      createAccessLogStage(),
+      createAccessLogStage(accessLog),
       createLimitsStage(config.limits),
       createCanonicalPathStage(),
       createRouteMatchStage(() => table, compileRpc(instances)),
@@ -130,6 +133,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     server.close();
     await closeAll(instances, logger);
     sqlite.close();
+    logs.close();
     throw error;
   };
   const httpsPort = await listen(server, config.httpsPort, config.bind).catch(abort);
@@ -148,6 +152,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   }
   const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
   logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
+  logger.flush(); // whoever waits for this line need not wait for the next periodic flush
 
   return {
     httpsUrl,
@@ -165,6 +170,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       clearTimeout(timer);
       await closeAll(instances, logger);
       sqlite.close();
+      logs.close();
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * The meshgate under test, in its own process so `process.cpuUsage()` is
  * the proxy's alone: a fresh data dir, the plain-HTTP listener (nginx is
- * measured without TLS too), access logs on (to a file, as nginx's are),
+ * measured without TLS too), logs as shipped (stdout, which run.ts points
+ * at a file, as nginx's access log is),
  * one model deployment in front of the bench upstream, and an admin token
  * (runtime URLs verify it on every request; verified tokens are cached).
  * Answers `usage` messages with its CPU time and RSS.
@@ -9,7 +10,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
 import { request } from 'undici';
 import { loadConfig } from '../../gateway/config/load.ts';
 import { startGateway } from '../../gateway/server.ts';
@@ -21,7 +21,7 @@ const config = loadConfig({
   env: {},
   overrides: { dataDir, httpsPort: 0, httpPort: 0, bind: '127.0.0.1', bootstrapAdminPassword: password, logLevel: 'info' },
 });
-const gateway = await startGateway(config, { logDestination: pino.destination({ dest: join(dataDir, 'access.log'), sync: false }), announce: () => {} });
+const gateway = await startGateway(config, { announce: () => {} });
 const base = gateway.httpUrl as string;
 const login = await request(`${base}/api/auth/token`, {
   method: 'POST',

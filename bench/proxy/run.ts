@@ -7,7 +7,7 @@
  *   npx tsx bench/proxy/run.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
  */
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,10 +21,10 @@ const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolea
 const here = import.meta.dirname;
 const children: ChildProcess[] = [];
 
-function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
+function child<T>(file: string, args: string[], stdout: 'inherit' | number = 'inherit'): Promise<{ proc: ChildProcess; hello: T }> {
   const proc = fork(join(here, file), args, {
     execArgv: [...(file === 'gateway.ts' ? NODE_FLAGS : []), '--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', stdout, 'inherit', 'ipc'],
   });
   children.push(proc);
   return new Promise((resolve, reject) => {
@@ -144,7 +144,9 @@ type Usage = { cpu: { user: number; system: number }; rss: number };
 async function main(): Promise<void> {
   const upstream = await child<{ port: number }>('upstream.ts', []);
   const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
-  const gateway = await child<{ url: string; token: string }>('gateway.ts', [upstreamUrl]);
+  const logDir = mkdtempSync(join(tmpdir(), 'bench-meshgate-log-'));
+  const gateway = await child<{ url: string; token: string }>('gateway.ts', [upstreamUrl], openSync(join(logDir, 'stdout.log'), 'a'));
+  gateway.proc.once('exit', () => rmSync(logDir, { recursive: true, force: true }));
   const nginx = await startNginx(upstream.hello.port);
   const targets = {
     direct: { url: upstreamUrl, token: undefined as string | undefined },

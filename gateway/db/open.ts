@@ -5,8 +5,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { type BetterSQLite3Database, drizzle } from 'drizzle-orm/better-sqlite3';
-import { migrate } from 'drizzle-orm/better-sqlite3/migrator';
+import { type BetterSQLite3Database, drizzle, migrate } from './drizzle.ts';
 
 export type Db = BetterSQLite3Database;
 

@@ -1,5 +1,5 @@
 /** Tables of the native realm: users (local and mesh-brokered), refresh tokens, PATs. */
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const users = sqliteTable('users', {
   id: text('id').primaryKey(),

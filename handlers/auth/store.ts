@@ -1,5 +1,5 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { pats, refreshTokens, users } from './schema.ts';
 

@@ -1,5 +1,5 @@
 /** Relationship tuples: (subject, relation, object) within a tenant (issue 4). */
-import { index, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, sqliteTable, text, uniqueIndex } from '../../gateway/db/drizzle.ts';
 
 export const tuples = sqliteTable(
   'authz_tuples',

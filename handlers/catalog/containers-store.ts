@@ -1,5 +1,5 @@
 /** Container rows behind the narrow interface the container service needs. */
-import { asc, eq } from 'drizzle-orm';
+import { asc, eq } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { catalogContainers } from './schema.ts';
 

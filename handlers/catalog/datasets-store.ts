@@ -1,5 +1,5 @@
 /** Dataset rows behind the narrow interface the dataset and container services need. */
-import { and, asc, eq, gt, inArray } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { catalogDatasets } from './schema.ts';
 

@@ -3,7 +3,7 @@
  * Rotation progress lives here and in each secret's kek_version, written in
  * small transactions, so an interrupted rotation resumes where it stopped.
  */
-import { eq, inArray } from 'drizzle-orm';
+import { eq, inArray } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { catalogKeks } from './schema.ts';
 

@@ -3,7 +3,7 @@
  * ledger. Secrets hold only ciphertext and a wrapped data key; key material
  * of the KEKs lives in key files (crypto.ts, kek-ring.ts), never here.
  */
-import { blob, index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { blob, index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const catalogContainers = sqliteTable(
   'catalog_containers',

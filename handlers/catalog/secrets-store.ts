@@ -1,5 +1,5 @@
 /** Secret rows behind the narrow interface the secrets service and rotation need. */
-import { and, count, eq, ne } from 'drizzle-orm';
+import { and, count, eq, ne } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { catalogSecrets } from './schema.ts';
 

@@ -3,7 +3,7 @@
  * identity, federation records (PSK encrypted at rest), the receiver's
  * brokered-user allowlist, and the once-only cache of peer-call signatures.
  */
-import { index, integer, primaryKey, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, primaryKey, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export interface RemoteIp {
   ip: string;

@@ -1,6 +1,6 @@
 /** Drizzle queries of the federation domain behind narrow interfaces (STYLE C3). */
 import { randomUUID } from 'node:crypto';
-import { and, asc, eq, inArray, lt } from 'drizzle-orm';
+import { and, asc, eq, inArray, lt } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { clusterIdentity, federations, federationUsers, peerNonces } from './schema.ts';
 

@@ -3,7 +3,7 @@
  * contract §5.3 (and what a restart needs to re-queue a PENDING job), and the
  * single execution-gate binding of contract §5.7.
  */
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { index, integer, sqliteTable, text, uniqueIndex } from '../../gateway/db/drizzle.ts';
 
 export interface ApprovedPackage {
   name: string;

@@ -1,5 +1,5 @@
 /** Job records and the gate binding behind narrow interfaces (STYLE C3). */
-import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { executionGate, type JobStatus, jobShadows, jobs } from './schema.ts';
 

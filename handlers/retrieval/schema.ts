@@ -5,7 +5,7 @@
  * its progress. `credential_override` is never stored: it lives in memory
  * for the job's lifetime only.
  */
-import { index, integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const retrievalJobs = sqliteTable(
   'retrieval_jobs',

@@ -1,5 +1,5 @@
 /** Retrieval job rows behind the narrow interface the service needs. */
-import { desc, eq } from 'drizzle-orm';
+import { desc, eq } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { retrievalJobs } from './schema.ts';
 

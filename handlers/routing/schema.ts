@@ -1,5 +1,5 @@
 /** The routing configuration: one row, replaced as a whole on every accepted PATCH. */
-import { integer, sqliteTable, text } from 'drizzle-orm/sqlite-core';
+import { integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const routingConfig = sqliteTable('routing_config', {
   id: integer('id').primaryKey(),

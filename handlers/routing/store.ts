@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm';
+import { eq } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { routingConfig } from './schema.ts';
 

@@ -33,7 +33,14 @@ export const servingModule: HandlerModule = {
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
     const pools = new UpstreamPools();
     const legacy = serving.legacyPortListeners
-      ? new LegacyListeners({ runtime: () => runtime, info: deps.runtime, routing: () => routing.current(), config: deps.config, logger: deps.logger })
+      ? new LegacyListeners({
+          runtime: () => runtime,
+          info: deps.runtime,
+          routing: () => routing.current(),
+          config: deps.config,
+          logger: deps.logger,
+          accessLog: deps.accessLog,
+        })
       : null;
     const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
     const runtime: RuntimeDeps = { deployments, authz, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };

@@ -14,6 +14,7 @@ import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import { createUpgradeListener } from '../../gateway/http/upgrade.ts';
+import type { AccessSink } from '../../gateway/log.ts';
 import type { RuntimeInfo } from '../../gateway/module.ts';
 import { createPipeline } from '../../gateway/pipeline/run.ts';
 import { createAccessLogStage } from '../../gateway/pipeline/stages/access-log.ts';
@@ -34,6 +35,7 @@ export interface LegacyDeps {
   routing: () => RoutingSnapshot;
   config: Readonly<Config>;
   logger: Logger;
+  accessLog: AccessSink;
 }
 
 interface Listener {
@@ -90,7 +92,7 @@ export class LegacyListeners implements LegacyPorts {
 
   /** One HTTPS listener: the gateway's prelude stages, then the deployment's runtime mount with an empty prefix. */
   #listener(row: DeploymentRow): Listener {
-    const { config, logger, info, routing } = this.deps;
+    const { config, logger, accessLog, info, routing } = this.deps;
     const service = KIND_SERVICE[row.kind];
     const mount = runtimeMount(row.kind, this.deps.runtime(), {
       origin: () => new URL(this.url(row) ?? info.origin()),
@@ -109,7 +111,14 @@ export class LegacyListeners implements LegacyPorts {
       },
     };
     const handle = createPipeline(
-      [createRequestIdStage(), createAccessLogStage(), createLimitsStage(config.limits), createCanonicalPathStage(), route, createDispatchStage(mount.handle)],
+      [
+        createRequestIdStage(),
+        createAccessLogStage(accessLog, { legacy_port: row.legacyPort as number }),
+        createLimitsStage(config.limits),
+        createCanonicalPathStage(),
+        route,
+        createDispatchStage(mount.handle),
+      ],
       logger.child({ legacy_port: row.legacyPort }),
     );
     const { certPem, keyPem } = info.serverTls();

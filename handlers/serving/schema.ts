@@ -1,5 +1,5 @@
 /** Deployments (issue 3): one row per model, app or tool fronted under its runtime URL. */
-import { integer, real, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core';
+import { integer, real, sqliteTable, text, uniqueIndex } from '../../gateway/db/drizzle.ts';
 
 export const deployments = sqliteTable(
   'deployments',

@@ -1,5 +1,5 @@
 /** Deployment rows behind the narrow interface the service needs (STYLE C3). */
-import { and, asc, eq } from 'drizzle-orm';
+import { and, asc, eq } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { deployments } from './schema.ts';
 

@@ -1,30 +1,43 @@
 /**
- * accessLog: one structured line per finished request. The query string is
- * never logged: it can carry credentials (`/api/auth/refresh?refresh_token=`).
+ * accessLog: one structured line per finished request, in pino's line
+ * format (`level`, `time`, `svc`, the fields, `msg: "request"`). The query
+ * string is never logged: it can carry credentials
+ * (`/api/auth/refresh?refresh_token=`). The line is built here rather than
+ * by pino, without redaction (gateway/log.ts), so only the fixed fields
+ * below may go into it — never headers, bodies or the query.
  */
+
 import type { RequestContext } from '../../http/context.ts';
+import type { AccessSink } from '../../log.ts';
 import type { Stage } from '../stage.ts';
 
-export function createAccessLogStage(): Stage {
+const INFO = 30;
+
+/** `"name":value,` for a string that may be absent (pino leaves out undefined fields). */
+function optional(name: string, value: string | null | undefined): string {
+  return value == null ? '' : `"${name}":${JSON.stringify(value)},`;
+}
+
+export function accessLine(ctx: RequestContext, bindings: string): string {
+  const ms = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+  const principal = ctx.principal;
+  return (
+    `{"level":${INFO},"time":${Date.now()},"svc":"meshgate",${bindings}"req_id":${JSON.stringify(ctx.requestId)},` +
+    `"method":${JSON.stringify(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},"status":${ctx.res.statusCode},` +
+    `${optional('service', ctx.service)}${optional('user', principal?.userId)}${optional('source', principal?.source)}` +
+    `"ms":${ms},"aborted":${!ctx.res.writableFinished},"msg":"request"}\n`
+  );
+}
+
+/** `bindings`: extra fields for every line of this listener, e.g. `{ legacy_port: 8081 }`. */
+export function createAccessLogStage(sink: AccessSink, bindings: Readonly<Record<string, string | number>> = {}): Stage {
+  const fixed = Object.entries(bindings)
+    .map(([name, value]) => `${JSON.stringify(name)}:${JSON.stringify(value)},`)
+    .join('');
   return {
     name: 'accessLog',
     run(ctx: RequestContext) {
-      ctx.res.once('close', () => {
-        ctx.logger.info(
-          {
-            req_id: ctx.requestId,
-            method: ctx.method,
-            path: ctx.rawPath,
-            status: ctx.res.statusCode,
-            service: ctx.service,
-            user: ctx.principal?.userId,
-            source: ctx.principal?.source,
-            ms: Number(process.hrtime.bigint() - ctx.startedAt) / 1e6,
-            aborted: !ctx.res.writableFinished,
-          },
-          'request',
-        );
-      });
+      if (sink.enabled) ctx.res.once('close', () => sink.write(accessLine(ctx, fixed)));
       return 'continue';
     },
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
+import { problemWithPath } from '../../../gateway/pipeline/stages/canonical-path.ts';
 
 const cases: [string, string | null][] = [
   ['/api/ping', null],
@@ -21,6 +21,10 @@ const cases: [string, string | null][] = [
   ['/api/%E0%A4%A', 'bad_percent_encoding'],
   ['http://evil/api/ping', 'not_origin_form'],
   ['*', 'not_origin_form'],
+  ['/api/x/..', 'dot_segment'], // raw paths without escapes take a fast path: same answers
+  ['/..', 'dot_segment'],
+  ['/api/.well-known/x', null],
+  ['/api/a..b/...', null],
   ['/api/..%2fetc', null], // one segment "..%2fetc" decodes to "../etc": not a dot segment, and %2F is refused by routeMatch
 ];
 
