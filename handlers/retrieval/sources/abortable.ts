@@ -22,6 +22,8 @@ export async function* abortableRead<T>(
   signal.addEventListener('abort', stop, { once: true });
   try {
     handle = await open();
+    // An abort while opening found no handle to close.
+    signal.throwIfAborted();
     for await (const batch of batches(handle)) {
       yield batch;
       signal.throwIfAborted();

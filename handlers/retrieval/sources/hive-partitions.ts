@@ -11,14 +11,13 @@
 import { createReadStream, type Dirent } from 'node:fs';
 import { lstat, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { S3Client } from '@aws-sdk/client-s3';
 import { RetrievalErrors } from '../errors.ts';
 import { type FileFormat, formatOf } from './fs-formats.ts';
 import { allowedPath } from './fs-path.ts';
 import type { SecretReader } from './pg-connection.ts';
 import { checkColumns, neededColumns } from './s3.ts';
 import { type ObjectEntry, type ObjectStore, objectSchema, readObjects } from './s3-formats.ts';
-import { classifyS3, s3Config, s3Store } from './s3-store.ts';
+import { classifyS3, openS3Store, s3Config } from './s3-store.ts';
 import { matchesFilters, scanBatches } from './scan.ts';
 import type { ReadRequest, Row, SchemaField, Source, SourceInput } from './types.ts';
 
@@ -94,9 +93,9 @@ async function layoutOf(input: SourceInput, roots: readonly string[], secrets: S
   if (typeof raw !== 'string' || raw === '') throw RetrievalErrors.make.dataset_location_missing();
   const s3 = /^s3a?:\/\/([^/]+)\/?(.*)$/.exec(raw);
   if (s3) {
-    const client = new S3Client(s3Config(input, secrets));
+    const { store, close } = await openS3Store(s3Config(input, secrets), s3[1] as string);
     const key = s3[2] as string;
-    return { store: s3Store(client, s3[1] as string), prefix: key === '' || key.endsWith('/') ? key : `${key}/`, close: () => client.destroy() };
+    return { store, prefix: key === '' || key.endsWith('/') ? key : `${key}/`, close };
   }
   const root = await allowedPath(raw, roots);
   if (!(await lstat(root)).isDirectory())

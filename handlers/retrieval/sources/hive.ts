@@ -9,11 +9,12 @@
  * (hive-partitions.ts). Auth `NOSASL` (default) or `PLAIN` (SASL with
  * user/password from `secret_urn` or `credential_override` JSON).
  */
-import hive from 'hive-driver';
+import type hive from 'hive-driver';
 import { RetrievalErrors } from '../errors.ts';
 import { abortableRead } from './abortable.ts';
 import { hivePartitionSource } from './hive-partitions.ts';
 import { hiveIdentifier, hiveSelect } from './hive-sql.ts';
+import { lazyModule } from './lazy.ts';
 import type { SecretReader } from './pg-connection.ts';
 import { checkColumns } from './s3.ts';
 import { jsonSafe, scanBatches } from './scan.ts';
@@ -31,7 +32,7 @@ interface HiveTarget {
 
 type Operation = Awaited<ReturnType<Awaited<ReturnType<hive.HiveClient['openSession']>>['executeStatement']>>;
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
-const { TCLIService, TCLIService_types } = hive.thrift;
+const hiveDriver = lazyModule('Hive', async () => (await import('hive-driver')).default);
 
 function credentials(input: SourceInput, secrets: SecretReader | undefined): { user?: string; password?: string } {
   const urn = text(input.properties.secret_urn);
@@ -76,6 +77,8 @@ function classify(error: unknown): Error {
 }
 
 async function session(target: HiveTarget) {
+  const hive = await hiveDriver();
+  const { TCLIService, TCLIService_types } = hive.thrift;
   const auth =
     target.auth === 'PLAIN'
       ? new hive.auth.PlainTcpAuthentication({ username: target.user as string, password: target.password ?? '' })

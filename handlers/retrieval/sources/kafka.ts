@@ -10,11 +10,12 @@
  * rows (their keys the columns); other values become `{value}`.
  * Filters, offset and limit are applied in process.
  */
-import { Admin, Consumer } from '@platformatic/kafka';
+import type { Consumer } from '@platformatic/kafka';
 import { RetrievalErrors } from '../errors.ts';
 import { abortableRead } from './abortable.ts';
 import { jsonType } from './fs-formats.ts';
 import { type KafkaOptions, kafkaOptions } from './kafka-options.ts';
+import { lazyModule } from './lazy.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory } from './types.ts';
 
@@ -39,6 +40,7 @@ interface Message {
   readonly value: Buffer | null;
 }
 
+const kafkaSdk = lazyModule('Kafka', () => import('@platformatic/kafka'));
 const PARTITION_MAX_BYTES = 4 << 20;
 const CONTROL_BATCH = 0x20;
 const METADATA_FIELDS: SchemaField[] = [
@@ -56,7 +58,8 @@ function classify(error: unknown): Error {
   return RetrievalErrors.make.source_unavailable({ problem: 'kafka broker unreachable or the read broke off' });
 }
 
-function consumerFor(options: KafkaOptions, tag: string): Consumer {
+async function consumerFor(options: KafkaOptions, tag: string): Promise<Consumer> {
+  const { Consumer } = await kafkaSdk();
   // groupId is required by the client's constructor; it is never joined (no JoinGroup, no commit).
   return new Consumer({ clientId: 'meshgate-retrieval', groupId: tag, bootstrapBrokers: options.brokers, retries: 2, retryDelay: 250, timeout: 10_000 });
 }
@@ -181,6 +184,7 @@ async function* topicRows(consumer: Consumer, options: KafkaOptions, signal: Abo
 
 async function commit(options: KafkaOptions, group: string, read: Map<number, bigint>): Promise<void> {
   if (read.size === 0) return;
+  const { Admin } = await kafkaSdk();
   const admin = new Admin({ clientId: 'meshgate-retrieval', bootstrapBrokers: options.brokers, retries: 2, timeout: 10_000 });
   try {
     const partitionOffsets = [...read].map(([partition, offset]) => ({ partition, offset }));
@@ -191,7 +195,7 @@ async function commit(options: KafkaOptions, group: string, read: Map<number, bi
 }
 
 async function schemaOf(options: KafkaOptions, tag: string): Promise<SchemaField[]> {
-  const consumer = consumerFor(options, tag);
+  const consumer = await consumerFor(options, tag);
   try {
     for await (const rows of topicRows(consumer, { ...options, maxMessages: 1 }, new AbortController().signal, new Map())) {
       const first = rows[0] ?? {};

@@ -11,14 +11,17 @@
  * true` sends unsigned requests. Key material is never logged or put in an error.
  */
 import { Readable } from 'node:stream';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { AsyncBuffer } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
+import { lazyModule } from './lazy.ts';
 import type { SecretReader } from './pg-connection.ts';
 import type { ObjectEntry, ObjectStore } from './s3-formats.ts';
 import type { SourceInput } from './types.ts';
 
 const SECRET_PREFIX = 'urn:li:dataHubSecret:';
+const s3Sdk = lazyModule('S3', () => import('@aws-sdk/client-s3'));
+type S3Sdk = Awaited<ReturnType<typeof s3Sdk>>;
 
 export interface S3Location {
   readonly bucket: string;
@@ -103,15 +106,26 @@ export function classifyS3(error: unknown): Error {
   });
 }
 
-/** An ObjectStore over one bucket. */
-export function s3Store(client: S3Client, bucket: string): ObjectStore {
-  const call = async <T>(send: () => Promise<T>): Promise<T> => {
+/** An ObjectStore over one bucket with a client of its own, which `close` destroys. */
+export async function openS3Store(config: S3ClientConfig, bucket: string): Promise<{ store: ObjectStore; close: () => void }> {
+  const sdk = await s3Sdk();
+  const client = new sdk.S3Client(config);
+  return { store: s3Store(sdk, client, bucket), close: () => client.destroy() };
+}
+
+type Call = <T>(send: () => Promise<T>) => Promise<T>;
+type GetObject = (key: string, signal: AbortSignal, range?: string) => Promise<{ Body?: unknown }>;
+
+function s3Store({ GetObjectCommand, HeadObjectCommand, ListObjectsV2Command }: S3Sdk, client: S3Client, bucket: string): ObjectStore {
+  const call: Call = async (send) => {
     try {
       return await send();
     } catch (error) {
       throw classifyS3(error);
     }
   };
+  const get: GetObject = (key, signal, range) =>
+    call(() => client.send(new GetObjectCommand({ Bucket: bucket, Key: key, Range: range }), { abortSignal: signal }));
   return {
     async *list(prefix, signal) {
       let token: string | undefined;
@@ -133,11 +147,8 @@ export function s3Store(client: S3Client, bucket: string): ObjectStore {
         throw failure;
       }
     },
-    async open(key, signal) {
-      const got = await call(() => client.send(new GetObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: signal }));
-      return rethrowing(got.Body as Readable);
-    },
-    ranged: (entry, signal) => rangedBuffer(client, bucket, entry, signal, call),
+    open: async (key, signal) => rethrowing((await get(key, signal)).Body as Readable),
+    ranged: (entry, signal) => rangedBuffer(entry, signal, get, call),
   };
 }
 
@@ -154,13 +165,11 @@ function rethrowing(body: Readable): Readable {
 }
 
 /** hyparquet's AsyncBuffer over ranged GetObject: each slice is one `Range: bytes=a-b` request. */
-function rangedBuffer(client: S3Client, bucket: string, entry: ObjectEntry, signal: AbortSignal, call: <T>(send: () => Promise<T>) => Promise<T>): AsyncBuffer {
+function rangedBuffer(entry: ObjectEntry, signal: AbortSignal, get: GetObject, call: Call): AsyncBuffer {
   return {
     byteLength: entry.size,
     async slice(start, end = entry.size) {
-      const got = await call(() =>
-        client.send(new GetObjectCommand({ Bucket: bucket, Key: entry.key, Range: `bytes=${start}-${end - 1}` }), { abortSignal: signal }),
-      );
+      const got = await get(entry.key, signal, `bytes=${start}-${end - 1}`);
       const bytes = await call(() => (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
       return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
     },

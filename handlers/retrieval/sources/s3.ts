@@ -8,12 +8,11 @@
  * play) are pushed into the reader; filters are applied in process. One S3
  * client per read, destroyed when the read ends or is aborted.
  */
-import { S3Client } from '@aws-sdk/client-s3';
 import { RetrievalErrors } from '../errors.ts';
 import { type FileFormat, formatOf } from './fs-formats.ts';
 import type { SecretReader } from './pg-connection.ts';
 import { type ObjectEntry, type ObjectStore, objectSchema, readObjects } from './s3-formats.ts';
-import { classifyS3, type S3Location, s3Config, s3Location, s3Store } from './s3-store.ts';
+import { classifyS3, openS3Store, type S3Location, s3Config, s3Location } from './s3-store.ts';
 import { scanBatches } from './scan.ts';
 import type { ReadRequest, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
@@ -56,11 +55,11 @@ export function neededColumns(request: Pick<ReadRequest, 'columns' | 'filters'>)
 
 async function withStore<T>(input: SourceInput, secrets: SecretReader | undefined, use: (store: ObjectStore, location: S3Location) => Promise<T>): Promise<T> {
   const location = s3Location(input);
-  const client = new S3Client(s3Config(input, secrets));
+  const { store, close } = await openS3Store(s3Config(input, secrets), location.bucket);
   try {
-    return await use(s3Store(client, location.bucket), location);
+    return await use(store, location);
   } finally {
-    client.destroy();
+    close();
   }
 }
 
@@ -84,9 +83,8 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
           }),
         async *read(request) {
           const location = s3Location(input);
-          const client = new S3Client(s3Config(input, secrets()));
+          const { store, close } = await openS3Store(s3Config(input, secrets()), location.bucket);
           try {
-            const store = s3Store(client, location.bucket);
             const objects = await resolveObjects(store, location, input.formatHint, request.signal);
             const first = objects[0] as TypedObject;
             checkColumns(await objectSchema(store, first.entry, first.format, request.signal), request);
@@ -103,7 +101,7 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
             request.signal.throwIfAborted();
             throw classifyS3(error);
           } finally {
-            client.destroy();
+            close();
           }
         },
       };

@@ -11,9 +11,10 @@
  * catalog secret `properties.secret_urn`; it is never logged. Filters,
  * offset and limit are applied in process.
  */
-import { type ConversationsHistoryResponse, type Logger, LogLevel, WebClient } from '@slack/web-api';
+import type { ConversationsHistoryResponse, Logger, WebClient } from '@slack/web-api';
 import { RetrievalErrors } from '../errors.ts';
 import { jsonType } from './fs-formats.ts';
+import { lazyModule } from './lazy.ts';
 import type { SecretReader } from './pg-connection.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
@@ -30,7 +31,7 @@ interface SlackOptions {
 
 const PAGE = 200;
 const invalid = (option: string, problem: string) => RetrievalErrors.make.source_options_invalid({ option, problem });
-const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => LogLevel.ERROR, setName() {} };
+const slackSdk = lazyModule('Slack', () => import('@slack/web-api'));
 
 /** An ISO-8601 time or a Slack ts ("1712345678.000100") → a Slack ts. */
 function slackTs(value: unknown, option: string): string | undefined {
@@ -94,7 +95,9 @@ function classify(error: unknown): Error {
   return RetrievalErrors.make.source_unavailable({ problem: 'slack unreachable or the read broke off' });
 }
 
-function client(token: string, options: SlackOptions, signal: AbortSignal): WebClient {
+async function client(token: string, options: SlackOptions, signal: AbortSignal): Promise<WebClient> {
+  const { LogLevel, WebClient } = await slackSdk();
+  const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => LogLevel.ERROR, setName() {} };
   return new WebClient(token, {
     ...(options.apiUrl ? { slackApiUrl: options.apiUrl } : {}),
     logger: silent,
@@ -174,7 +177,7 @@ export function slackSources(secrets: () => SecretReader | undefined): SourceFac
       const token = slackToken(input, secrets());
       const read = async function* (signal: AbortSignal, limit: number | null): AsyncGenerator<Row[]> {
         try {
-          yield* allMessages(client(token, options, signal), { ...options, maxMessages: limit ?? options.maxMessages }, signal);
+          yield* allMessages(await client(token, options, signal), { ...options, maxMessages: limit ?? options.maxMessages }, signal);
         } catch (error) {
           signal.throwIfAborted();
           throw classify(error);
