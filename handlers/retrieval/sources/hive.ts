@@ -9,7 +9,7 @@
  * (hive-partitions.ts). Auth `NOSASL` (default) or `PLAIN` (SASL with
  * user/password from `secret_urn` or `credential_override` JSON).
  */
-import type hive from 'hive-driver';
+import type { HiveClient } from 'hive-driver';
 import { RetrievalErrors } from '../errors.ts';
 import { abortableRead } from './abortable.ts';
 import { hivePartitionSource } from './hive-partitions.ts';
@@ -30,9 +30,10 @@ interface HiveTarget {
   readonly password?: string;
 }
 
-type Operation = Awaited<ReturnType<Awaited<ReturnType<hive.HiveClient['openSession']>>['executeStatement']>>;
+type Operation = Awaited<ReturnType<Awaited<ReturnType<HiveClient['openSession']>>['executeStatement']>>;
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
-const hiveDriver = lazyModule('Hive', async () => (await import('hive-driver')).default);
+// Named exports: under tsx's loader a dynamic import of this CommonJS (`__esModule`) package has no `default`.
+const hiveDriver = lazyModule('Hive', () => import('hive-driver'));
 
 function credentials(input: SourceInput, secrets: SecretReader | undefined): { user?: string; password?: string } {
   const urn = text(input.properties.secret_urn);
