@@ -7,25 +7,22 @@
  *   npx tsx bench/proxy/run.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
  */
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type Meshgate, startMeshgate } from './meshgate.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const STREAM_MB = 512;
-/** Extra Node flags for the gateway child, for experiments (bench/README.md: `--max-semi-space-size=16`). */
-const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const here = import.meta.dirname;
 const children: ChildProcess[] = [];
+const stops: (() => void)[] = [];
 
-function child<T>(file: string, args: string[], stdout: 'inherit' | number = 'inherit'): Promise<{ proc: ChildProcess; hello: T }> {
-  const proc = fork(join(here, file), args, {
-    execArgv: [...(file === 'gateway.ts' ? NODE_FLAGS : []), '--import', 'tsx'],
-    stdio: ['ignore', stdout, 'inherit', 'ipc'],
-  });
+function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
+  const proc = fork(join(here, file), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   children.push(proc);
   return new Promise((resolve, reject) => {
     proc.once('message', (hello) => resolve({ proc, hello: hello as T }));
@@ -33,11 +30,8 @@ function child<T>(file: string, args: string[], stdout: 'inherit' | number = 'in
   });
 }
 
-function ask<T>(proc: ChildProcess): Promise<T> {
-  return new Promise((resolve) => {
-    proc.once('message', (m) => resolve(m as T));
-    proc.send('usage');
-  });
+function rssBytes(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
 }
 
 async function freePort(): Promise<number> {
@@ -88,7 +82,7 @@ http {
   throw new Error('nginx did not start');
 }
 
-/** CPU seconds of a process and its children (nginx master + worker), from /proc. */
+/** CPU µs of a process (all its threads) and its children (nginx master + worker), from /proc. */
 function procCpuMicros(pid: number): number {
   const ticks = (p: number) => {
     const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -139,19 +133,16 @@ function curlMBps(url: string, token?: string): number {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
-type Usage = { cpu: { user: number; system: number }; rss: number };
-
 async function main(): Promise<void> {
   const upstream = await child<{ port: number }>('upstream.ts', []);
   const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
-  const logDir = mkdtempSync(join(tmpdir(), 'bench-meshgate-log-'));
-  const gateway = await child<{ url: string; token: string }>('gateway.ts', [upstreamUrl], openSync(join(logDir, 'stdout.log'), 'a'));
-  gateway.proc.once('exit', () => rmSync(logDir, { recursive: true, force: true }));
+  const gateway = await startMeshgate(upstreamUrl, await freePort());
+  stops.push(gateway.stop);
   const nginx = await startNginx(upstream.hello.port);
   const targets = {
     direct: { url: upstreamUrl, token: undefined as string | undefined },
     nginx: { url: nginx.url, token: undefined as string | undefined },
-    meshgate: { url: gateway.hello.url, token: gateway.hello.token },
+    meshgate: { url: gateway.url, token: gateway.token },
   };
   const names = Object.keys(targets) as (keyof typeof targets)[];
   const runs: Record<string, WrkResult[]> = { direct: [], nginx: [], meshgate: [] };
@@ -160,16 +151,12 @@ async function main(): Promise<void> {
   for (const name of names) wrk(`${targets[name].url}/hello`, targets[name].token); // warm-up (JIT, pools, token cache)
   for (let rep = 0; rep < REPS; rep++) {
     for (const name of [...names.slice(rep % 3), ...names.slice(0, rep % 3)]) {
-      const before = name === 'meshgate' ? await ask<Usage>(gateway.proc) : null;
-      const nginxBefore = name === 'nginx' ? procCpuMicros(nginx.pid) : 0;
+      const pid = name === 'meshgate' ? gateway.pid : name === 'nginx' ? nginx.pid : null;
+      const before = pid === null ? 0 : procCpuMicros(pid);
       const result = wrk(`${targets[name].url}/hello`, targets[name].token);
       runs[name]?.push(result);
-      if (before) {
-        const after = await ask<Usage>(gateway.proc);
-        cpu.meshgate?.push((after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system) / result.requests);
-        peakRss = Math.max(peakRss, after.rss);
-      }
-      if (name === 'nginx') cpu.nginx?.push((procCpuMicros(nginx.pid) - nginxBefore) / result.requests);
+      if (pid !== null) cpu[name]?.push((procCpuMicros(pid) - before) / result.requests);
+      if (name === 'meshgate') peakRss = Math.max(peakRss, rssBytes(gateway.pid));
       process.stderr.write(`rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`);
     }
   }
@@ -199,14 +186,14 @@ async function main(): Promise<void> {
 }
 
 /** A client that asks for 1 GiB and reads nothing: the proxy must stop pulling from the upstream, not buffer it. */
-async function stalledClientRss(gateway: { proc: ChildProcess; hello: { url: string; token: string } }) {
-  const url = new URL(gateway.hello.url);
-  const before = (await ask<Usage>(gateway.proc)).rss;
+async function stalledClientRss(gateway: Meshgate) {
+  const url = new URL(gateway.url);
+  const before = rssBytes(gateway.pid);
   const socket = connect(Number(url.port), url.hostname);
-  socket.write(`GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.hello.token}\r\n\r\n`);
+  socket.write(`GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.token}\r\n\r\n`);
   socket.pause();
   await new Promise((resolve) => setTimeout(resolve, 3000));
-  const during = (await ask<Usage>(gateway.proc)).rss;
+  const during = rssBytes(gateway.pid);
   socket.destroy();
   return { stalled_client_before: round(before / 2 ** 20), stalled_client_after_3s: round(during / 2 ** 20) };
 }
@@ -221,6 +208,7 @@ main()
     process.exitCode = 1;
   })
   .finally(() => {
+    for (const stop of stops) stop();
     for (const c of children) {
       if (c.connected) c.disconnect();
       else c.kill('SIGTERM');

@@ -1,0 +1,63 @@
+/**
+ * The meshgate under test, started as shipped — `bin/meshgate serve`, so the
+ * launcher's Node flags and malloc settings apply — on a fresh data dir with
+ * the plain-HTTP listener (nginx is measured without TLS too), its stdout
+ * (the access log) going to a file as nginx's access log does, one model
+ * deployment in front of the bench upstream, and an admin token (runtime
+ * URLs verify it on every request; verified tokens are cached).
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const PASSWORD = 'bench-admin-password';
+const repo = join(import.meta.dirname, '..', '..');
+
+export interface Meshgate {
+  /** The deployment's runtime URL (`/runtime/models/<id>`) on the plain-HTTP listener. */
+  url: string;
+  token: string;
+  pid: number;
+  stop(): void;
+}
+
+async function listeningUrl(logFile: string, exited: () => boolean): Promise<string> {
+  for (let i = 0; i < 600 && !exited(); i++) {
+    const match = /meshgate listening (http:\/\/\S+)/.exec(readFileSync(logFile, 'utf8'));
+    if (match) return match[1] as string;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`meshgate did not start; see ${logFile}`);
+}
+
+async function call(url: string, init: RequestInit): Promise<Record<string, string>> {
+  const response = await fetch(url, init);
+  if (!response.ok) throw new Error(`${init.method} ${url} answered ${response.status}`);
+  return (await response.json()) as Record<string, string>;
+}
+
+export async function startMeshgate(upstream: string, httpPort: number): Promise<Meshgate> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-meshgate-'));
+  const logFile = join(dataDir, 'stdout.log');
+  const out = openSync(logFile, 'a');
+  const args = ['serve', '--data-dir', dataDir, '--https-port', '0', '--http-port', String(httpPort), '--bind', '127.0.0.1'];
+  const proc = spawn(join(repo, 'bin', 'meshgate'), args, {
+    env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
+    stdio: ['ignore', out, out],
+  });
+  let exited = false;
+  proc.once('exit', () => {
+    exited = true;
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const base = await listeningUrl(logFile, () => exited);
+  const form = new URLSearchParams({ username: 'admin', password: PASSWORD, grant_type: 'password' });
+  const { access_token: token } = await call(`${base}/api/auth/token`, { method: 'POST', body: form });
+  const { id } = await call(`${base}/api/serving/deployments`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'model', name: 'bench', upstream }),
+  });
+  return { url: `${base}/runtime/models/${id}`, token: token as string, pid: proc.pid as number, stop: () => proc.kill('SIGTERM') };
+}
