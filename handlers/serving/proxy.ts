@@ -128,10 +128,6 @@ class ResponsePump implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | null = null;
   #done = false;
   #paused = false;
-  readonly #resume = () => {
-    this.#paused = false;
-    this.#controller?.resume();
-  };
 
   constructor(
     private readonly res: ServerResponse,
@@ -154,7 +150,11 @@ class ResponsePump implements Dispatcher.DispatchHandler {
     if (!this.res.write(chunk) && !this.#paused) {
       this.#paused = true;
       controller.pause();
-      this.res.once('drain', this.#resume);
+      // Created only when the client is slow: a per-request closure field costs every request.
+      this.res.once('drain', () => {
+        this.#paused = false;
+        this.#controller?.resume();
+      });
     }
   }
 
