@@ -147,7 +147,7 @@ export class RetrievalService {
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
-    const chunks = counted(chunksOf(plan, request.columns, summary), (c) => runs.advance(job.id, c.rows.length, c.bytes));
+    const chunks = counted(chunksOf(plan, request.columns, summary), (c) => runs.advance(job.id, c.rowCount, c.bytes));
     let finished = false;
     return {
       job,
