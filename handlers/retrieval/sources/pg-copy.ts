@@ -3,17 +3,21 @@
  * batches of JSON documents, one per row (docs/retrieval.md, Postgres). In
  * text format a row ends with a newline and a value escapes backslash and
  * the control characters `\b \f \n \r \t \v` (PostgreSQL manual, COPY "Text
- * Format"); row_to_json never emits a raw control character, so a row's
- * line holds no newline and only its backslashes need undoing.
+ * Format"); a row's line therefore holds no raw newline.
  */
 import { StringDecoder } from 'node:string_decoder';
 
-const CONTROL: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
-
-/** Undoes COPY text escaping; a line without a backslash (most rows) is returned as it is. */
+/**
+ * Undoes COPY text escaping; a line without a backslash (most rows) is
+ * returned as it is. Inside JSON strings row_to_json escapes control
+ * characters itself, so an escaped control character can only be
+ * whitespace between tokens (a `json` column keeps its input's layout):
+ * it becomes a space, and a row's JSON never holds a line break, which an
+ * SSE `data:` line could not carry.
+ */
 export function unescapeCopyText(line: string): string {
   if (!line.includes('\\')) return line;
-  return line.replace(/\\(.)/g, (_, c: string) => CONTROL[c] ?? c);
+  return line.replace(/\\(.)/g, (_, c: string) => (c === '\\' ? c : ' '));
 }
 
 /**
