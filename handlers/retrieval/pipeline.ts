@@ -48,7 +48,8 @@ export function sourceColumns(columns: readonly string[] | null, gate: GateRunne
 /**
  * A batch whose JSON exceeds this is sent as several chunks (halving until
  * each fits, or is one row), so a message stays under the 4 MiB a default
- * gRPC client accepts even with the larger gRPC batch (docs/retrieval.md).
+ * gRPC client accepts whatever the rows' width or the job's batch_size
+ * (docs/retrieval.md).
  * Deterministic for a given source order and batch size: sequence numbers,
  * and so resume, stay stable.
  */
