@@ -2,7 +2,9 @@
  * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
  * (DESIGN.md §8): a real PostgreSQL, a meshgate started as its own process
  * (`meshgate serve`), and loopback clients for inline, SSE and gRPC. Prints
- * rows/s per transport and table size, the ratio to COPY, the gateway's CPU
+ * rows/s per transport and table size, the ratio to COPY, psql's rate for
+ * the same rows as row_to_json (the rows the Postgres source reads: no
+ * stream can beat it), the gateway's CPU
  * seconds per million rows streamed (user + system from /proc/<pid>/stat;
  * the shared machine's load moves it less than rows/s), and the gateway's
  * RSS growth while it streams the large table. Never run by the test suite.
@@ -105,13 +107,13 @@ async function main(): Promise<void> {
     });
   const urns = { small: await urnOf('small'), large: await urnOf('large') };
 
-  const copy = async (table: string) => {
+  /** psql's COPY to /dev/null: the plain table (the reference), or the rows as row_to_json renders them (the gateway's source). */
+  const copy = async (table: string, json = false) => {
+    const query = json ? `COPY (SELECT row_to_json(r.*) FROM ${table} r) TO STDOUT` : `COPY ${table} TO STDOUT`;
     const env = { ...process.env, PGPASSWORD: pg.password };
-    await execFileAsync(
-      join(pg.binDir, 'psql'),
-      ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database, '-c', `COPY ${table} TO STDOUT`, '-o', '/dev/null'],
-      { env },
-    );
+    await execFileAsync(join(pg.binDir, 'psql'), ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database, '-c', query, '-o', '/dev/null'], {
+      env,
+    });
   };
   const sse = async (urn: string) => {
     const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'sse' });
@@ -134,8 +136,8 @@ async function main(): Promise<void> {
     return { ...run, cpuPerM: ((cpuSeconds(gw.pid) - cpu) * 1e6) / n };
   };
   const results: string[] = [
-    '| table | rows | COPY rows/s | SSE rows/s (×COPY) | gRPC rows/s (×COPY) | gateway CPU-s per M rows (SSE / gRPC) |',
-    '|---|---|---|---|---|---|',
+    '| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE rows/s (×COPY) | gRPC rows/s (×COPY) | gateway CPU-s per M rows (SSE / gRPC) |',
+    '|---|---|---|---|---|---|---|',
   ];
   let rss = { base: 0, peak: 0 };
   for (const [name, n] of [
@@ -143,6 +145,7 @@ async function main(): Promise<void> {
     ['large', largeRows],
   ] as const) {
     const c = await timed(() => copy(name));
+    const j = await timed(() => copy(name, true));
     const watch = name === 'large';
     const base = rssMb(gw.pid);
     let peak = base;
@@ -154,7 +157,7 @@ async function main(): Promise<void> {
     if (s.value !== n || g.value !== n) throw new Error(`row count mismatch: sse ${s.value}, grpc ${g.value}, want ${n}`);
     const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
     results.push(
-      `| ${name} | ${n} | ${rate(c)} | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) | ${s.cpuPerM.toFixed(2)} / ${g.cpuPerM.toFixed(2)} |`,
+      `| ${name} | ${n} | ${rate(c)} | ${rate(j)} (${(rate(j) / rate(c)).toFixed(2)}) | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) | ${s.cpuPerM.toFixed(2)} / ${g.cpuPerM.toFixed(2)} |`,
     );
   }
   const inlineRuns = 20;
