@@ -3,11 +3,11 @@
  * (DESIGN.md §8): a real PostgreSQL, a meshgate started as its own process
  * (`meshgate serve`), and loopback clients for inline, SSE and gRPC. Prints
  * rows/s per transport and table size, the ratio to COPY, psql's rate for
- * the same rows as row_to_json (the rows the Postgres source reads: no
- * stream can beat it), the gateway's CPU
- * seconds per million rows streamed (user + system from /proc/<pid>/stat;
- * the shared machine's load moves it less than rows/s), and the gateway's
- * RSS growth while it streams the large table. Never run by the test suite.
+ * the same rows as row_to_json (what the Postgres source reads: no stream
+ * can beat it), the gateway's CPU seconds per million rows streamed (user +
+ * system from /proc/<pid>/stat; the shared machine's load moves it less
+ * than rows/s), and the gateway's RSS growth while it streams the large
+ * table. Never run by the test suite.
  *
  *   npx tsx bench/retrieval/run.ts [smallRows=1000000] [largeRows=10000000]
  */
