@@ -51,19 +51,20 @@ const EXPECTED = [
   { id: 3, classification: 'U', big: null, amount: null, at: null, day: null, doc: null, docb: null, raw: null, note: null },
 ];
 
-async function world(t: { after(fn: () => unknown): void }) {
+/** A gateway with two datasets on `table`, one gated by clearance (every row is U, so nothing is withheld). */
+async function world(t: { after(fn: () => unknown): void }, sql = TABLE, table = 'typed') {
   const pg = await startPostgres(t);
-  await pg.psql(TABLE);
+  await pg.psql(sql);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const properties = { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password, table: 'typed' };
-  const plain = await createDataset(gw, admin, { name: 'typed', platform: 'postgres', properties });
-  const gated = await createDataset(gw, admin, { name: 'typed-gated', platform: 'postgres', properties });
+  const properties = { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password, table };
+  const plain = await createDataset(gw, admin, { name: table, platform: 'postgres', properties });
+  const gated = await createDataset(gw, admin, { name: `${table}-gated`, platform: 'postgres', properties });
   const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
   assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(gated)}/gate`, { token: admin, json: gate })).status, 200);
   const alice = await gw.userToken('alice', { attributes: { clearance: 'U' } });
   for (const urn of [plain, gated]) grantViewer(gw, urn, alice.id);
-  return { gw, alice: alice.token, plain, gated };
+  return { gw, pg, alice: alice.token, plain, gated };
 }
 
 /** The gRPC payload bytes as sent, before any client parses them. */
@@ -111,4 +112,41 @@ test('Postgres filter values are literals coerced to the column type; quotes, ba
   assert.deepEqual(await ids({ id: '1\u0000' }), []);
   assert.deepEqual(await ids({ id: ['1\u0000', 2] }), [2]);
   assert.deepEqual(await ids({ note: ['\u0000', null] }), [3]);
+});
+
+// Every type class the converter renders, and some PostgreSQL renders (to_json): arrays, enum, domain,
+// interval, time, timestamp, inet, point. json values without layout whitespace, so bytes compare exactly.
+const ORACLE_TABLE = String.raw`
+  CREATE TYPE mood AS ENUM ('sad', 'happy');
+  CREATE DOMAIN posint AS int CHECK (VALUE > 0);
+  CREATE TABLE oracle (classification text, i2 smallint, i4 int, i8 bigint, f4 real, f8 double precision, num numeric, b boolean,
+    vc varchar(20), ch char(4), u uuid, t text, nm name, arr int[], tarr text[], m mood, d posint, iv interval, tm time,
+    ts timestamp, tstz timestamptz, dt date, j json, jb jsonb, bin bytea, ip inet, pt point, "odd ""na\me"" ü" text);
+  INSERT INTO oracle VALUES
+    ('U', 1, 2, 3, 1.5, 0.1, 123.4500, true, 'vc', 'ab', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
+     E'q"\\\b\f\n\r\t\x0b\x01\x1f\x7f é 😀 \\v', 'nm', '{1,2,NULL}', ARRAY['a"b', 'c\d', NULL], 'happy', 7, '1 day 02:03:04',
+     '04:05:06.789', '2024-02-29 13:45:30', '2024-02-29 13:45:30+02', '2024-02-29', '{"k":"v\\n","n":[1,2.5e3]}',
+     '{"z": "é😀", "a": [true, null]}', '\xdeadbeef', '192.168.0.1/24', '(1.5,2)', 'x'),
+    ('U', -32768, -2147483648, -9223372036854775808, 'Infinity', 'NaN', '-Infinity', false, '', '', NULL, '', '', '{}', '{}',
+     'sad', 1, '-1 mon', '00:00', '-infinity', 'infinity', '0001-01-01 BC', 'null', '"s"', '\x', '::1', '(0,0)', ''),
+    ('U', NULL, NULL, NULL, 'NaN', '-Infinity', 'NaN', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);`;
+
+test("the converted rows are row_to_json's, byte for byte, through every transport gated and ungated", async (t) => {
+  const { gw, pg, alice, plain, gated } = await world(t, ORACLE_TABLE, 'oracle');
+  const lines = (await pg.psql("SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM oracle o")).split('\n');
+  assert.equal(lines.length, 3);
+  const oracle = lines.map((line) => JSON.parse(line));
+  const payload = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc' }));
+  assert.equal(payload, `[${lines.join(',')}]`);
+  for (const urn of [plain, gated]) {
+    assert.deepEqual((await createJob(gw, alice, { dataset_urn: urn })).inline.data, oracle, `inline ${urn}`);
+    const sse = await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 2 })).job_id, alice);
+    assert.deepEqual(sseRows(sse), oracle, `sse ${urn}`);
+    assert.deepEqual(grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc' }))), oracle, `grpc ${urn}`);
+  }
+  const columns = ['tstz', 'odd "na\\me" ü', 'arr', 'f8', 'tstz'];
+  const picked = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', columns }));
+  const select = String.raw`SELECT tstz, "odd ""na\me"" ü", arr, f8 FROM oracle`;
+  assert.equal(picked, `[${(await pg.psql(`SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM (${select}) o`)).split('\n').join(',')}]`);
 });

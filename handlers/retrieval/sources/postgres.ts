@@ -1,10 +1,10 @@
 /**
  * The Postgres source (contract §8.6, platform `postgres`): a real
- * PostgreSQL read with `COPY (SELECT row_to_json(…) …) TO STDOUT`, so the
- * server renders each row as JSON and an ungated stream sends those bytes
- * without the gateway building row objects (`readJson`; docs/retrieval.md
- * "Throughput choices"). Memory stays at the COPY buffer plus one batch
- * whatever the table size. Columns, filters, limit and offset are pushed
+ * PostgreSQL read with `COPY (SELECT …) TO STDOUT`, its text rows converted
+ * byte by byte to the JSON row_to_json would give (pg-copy.ts), so an
+ * ungated stream sends JSON without the gateway building row objects
+ * (`readJson`; docs/retrieval.md "Throughput choices"). Memory stays at the
+ * COPY buffer plus one batch whatever the table size. Columns, filters, limit and offset are pushed
  * down; the SQL is built only from escaped identifiers and escaped literals,
  * after every column and filter key was checked against the table's schema.
  */
@@ -12,9 +12,9 @@ import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { RetrievalErrors } from '../errors.ts';
 import { type PgTarget, pgCredentials, pgTarget, type SecretReader } from './pg-connection.ts';
-import { copyLineBatches } from './pg-copy.ts';
+import { type CopyColumn, copyJsonBatches, copyKind } from './pg-copy.ts';
 import { type SqlDialect, whereClause } from './sql-filter.ts';
-import type { ReadRequest, Row, SchemaField, Source, SourceFactory } from './types.ts';
+import type { ReadRequest, Row, Source, SourceFactory } from './types.ts';
 
 const { Client, escapeIdentifier, escapeLiteral } = pg;
 
@@ -48,15 +48,33 @@ function count(value: number, what: string): number {
   return value;
 }
 
-/** The pushed-down SELECT, with identifiers escaped and every value a literal. */
-export function selectStatement(target: PgTarget, request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>): string {
-  // Distinct names: a row object holds each column once, and so must row_to_json's.
-  const columns = request.columns === null ? '*' : [...new Set(request.columns)].map((c) => escapeIdentifier(c)).join(', ');
-  let text = `SELECT ${columns} FROM ${escapeIdentifier(target.schema)}.${escapeIdentifier(target.table)}`;
+interface PgColumn {
+  readonly name: string;
+  /** information_schema `data_type` (a domain's base type). */
+  readonly type: string;
+  readonly domain: boolean;
+}
+
+/**
+ * The pushed-down SELECT, with identifiers escaped and every value a
+ * literal, and how COPY's text of each of its columns becomes JSON: types
+ * the gateway does not render are selected as `to_json(col)` (pg-copy.ts).
+ */
+export function selectStatement(
+  target: PgTarget,
+  request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>,
+  table: readonly PgColumn[],
+): { text: string; columns: CopyColumn[] } {
+  const byName = new Map(table.map((c) => [c.name, c]));
+  // Distinct names: a row object holds each column once.
+  const chosen = request.columns === null ? table : [...new Set(request.columns)].map((name) => byName.get(name) as PgColumn);
+  const kinds = chosen.map((c) => copyKind(c.type, c.domain));
+  const list = chosen.map((c, i) => (kinds[i] ? escapeIdentifier(c.name) : `to_json(${escapeIdentifier(c.name)})`));
+  let text = `SELECT ${list.join(', ')} FROM ${escapeIdentifier(target.schema)}.${escapeIdentifier(target.table)}`;
   text += whereClause(PG_DIALECT, request.filters);
   if (request.limit !== null) text += ` LIMIT ${count(request.limit, 'limit')}`;
   if (request.offset > 0) text += ` OFFSET ${count(request.offset, 'offset')}`;
-  return text;
+  return { text, columns: chosen.map((c, i) => ({ name: c.name, kind: kinds[i] ?? 'json' })) };
 }
 
 async function connect(target: PgTarget, credentials: { user: string; password: string | undefined }, tag: string): Promise<pg.Client> {
@@ -70,16 +88,17 @@ async function connect(target: PgTarget, credentials: { user: string; password: 
   return client;
 }
 
-async function tableSchema(client: pg.Client, target: PgTarget): Promise<SchemaField[]> {
-  const result = await client.query<{ name: string; type: string }>(
-    'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
+async function tableColumns(client: pg.Client, target: PgTarget): Promise<PgColumn[]> {
+  const result = await client.query<PgColumn>(
+    `SELECT column_name AS name, data_type AS type, domain_name IS NOT NULL AS domain
+       FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
     [target.schema, target.table],
   );
   if (result.rows.length === 0) throw RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   return result.rows;
 }
 
-function checkColumns(fields: readonly SchemaField[], request: ReadRequest): void {
+function checkColumns(fields: readonly PgColumn[], request: ReadRequest): void {
   const known = new Set(fields.map((f) => f.name));
   for (const column of [...(request.columns ?? []), ...Object.keys(request.filters)]) {
     if (!known.has(column)) throw RetrievalErrors.make.unknown_column({ column });
@@ -87,18 +106,19 @@ function checkColumns(fields: readonly SchemaField[], request: ReadRequest): voi
 }
 
 /**
- * Rows as JSON made by PostgreSQL: `COPY (SELECT row_to_json(…) FROM (…))
- * TO STDOUT` in one read-only transaction. The socket is read only as fast
- * as batches are taken (pg-copy-streams pauses it when its buffer is full).
+ * Rows as JSON texts from `COPY (SELECT …) TO STDOUT` in one read-only
+ * transaction. The socket is read only as fast as batches are taken
+ * (pg-copy-streams pauses it when its buffer is full).
  */
-async function* copyJsonBatches(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<string[]> {
-  checkColumns(await tableSchema(client, target), request);
-  const select = selectStatement(target, request);
+async function* copyJson(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<string[]> {
+  const table = await tableColumns(client, target);
+  checkColumns(table, request);
+  const select = selectStatement(target, request, table);
   // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number;
-  // UTC makes timestamptz text the same whatever the server's TimeZone.
+  // UTC makes to_json's timestamptz text the same whatever the server's TimeZone.
   await client.query("BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'");
-  const copy = client.query(copyTo(`COPY (SELECT row_to_json(meshgate_row.*) FROM (${select}) meshgate_row) TO STDOUT`, COPY_BUFFER));
-  yield* copyLineBatches(copy, request.batchSize, request.signal);
+  const copy = client.query(copyTo(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
+  yield* copyJsonBatches(copy, select.columns, request.batchSize, request.signal);
 }
 
 export function postgresSources(secrets: () => SecretReader | undefined): SourceFactory {
@@ -115,7 +135,7 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
         request.signal.addEventListener('abort', stop, { once: true });
         let complete = false;
         try {
-          yield* copyJsonBatches(client, target, request);
+          yield* copyJson(client, target, request);
           complete = true;
         } catch (error) {
           request.signal.throwIfAborted();
@@ -130,7 +150,7 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
         async schema() {
           const client = await connect(target, credentials, input.tag);
           try {
-            return await tableSchema(client, target);
+            return (await tableColumns(client, target)).map(({ name, type }) => ({ name, type }));
           } catch (error) {
             throw classify(error);
           } finally {
