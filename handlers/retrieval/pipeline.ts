@@ -1,8 +1,9 @@
 /**
  * Source batches → gate → chunks, the one path every transport reads
- * (DESIGN.md §6): one batch in flight at a time, so memory is bounded by
- * the batch size whatever the result size; the consumer's pace (socket
- * backpressure) is the pace at which the source is read.
+ * (DESIGN.md §6): a streamed job holds at most one chunk ahead of the one
+ * being sent (readAhead), so memory is bounded by the batch size whatever
+ * the result size; the consumer's pace (socket backpressure) is the pace
+ * at which the source is read.
  */
 import { type GateRunner, gateAudit } from './gates/runner.ts';
 import { project } from './sources/scan.ts';
@@ -107,6 +108,28 @@ export async function* chunksOf(plan: ReadPlan, userColumns: readonly string[] |
     summary.chunks += 1;
     const metadata: ChunkMetadata = plan.gate ? { gate_audit: gateAudit(summary.filtered), filtered: summary.filtered } : {};
     yield { sequence: summary.chunks, ...piece, bytes: Buffer.byteLength(piece.dataJson), metadata };
+  }
+}
+
+/**
+ * Starts producing the next item while the consumer handles this one: a
+ * transport waiting for its write to drain (gRPC: until the client's HTTP/2
+ * window opens, one round trip per message) overlaps that wait with reading
+ * and encoding the next chunk (bench/README.md, retrieval). At most one
+ * item is held ahead.
+ */
+export async function* readAhead<T>(items: AsyncGenerator<T>): AsyncGenerator<T> {
+  let next = items.next();
+  try {
+    for (;;) {
+      const item = await next;
+      if (item.done) return;
+      next = items.next();
+      next.catch(() => {}); // observed on the next turn, or dropped when the consumer leaves
+      yield item.value;
+    }
+  } finally {
+    await items.return(undefined);
   }
 }
 

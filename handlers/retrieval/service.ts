@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isNativeAdmin, type Principal } from '../principal.ts';
 import { RetrievalErrors } from './errors.ts';
-import { type Chunk, chunksOf, emptySummary, type StreamSummary } from './pipeline.ts';
+import { type Chunk, chunksOf, emptySummary, readAhead, type StreamSummary } from './pipeline.ts';
 import { type DatasetReader, type DatasetRecord, datasetBlock, gateBindingOf, readPlan, type SourceRegistry, sourceInput } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { Source } from './sources/types.ts';
@@ -147,7 +147,7 @@ export class RetrievalService {
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
-    const chunks = counted(chunksOf(plan, request.columns, summary), (c) => runs.advance(job.id, c.rowCount, c.bytes));
+    const chunks = counted(readAhead(chunksOf(plan, request.columns, summary)), (c) => runs.advance(job.id, c.rowCount, c.bytes));
     let finished = false;
     return {
       job,

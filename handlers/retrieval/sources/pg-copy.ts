@@ -56,6 +56,19 @@ const QUOTE = 0x22;
 const HEX = '0123456789abcdef';
 const LITERALS = { null: Buffer.from('null'), true: Buffer.from('true'), false: Buffer.from('false') };
 
+/**
+ * Copies src[from, to) to out at o. A byte loop: Buffer#copy's argument
+ * checks cost more than the few bytes of a key or a number (profiled).
+ */
+function put(src: Uint8Array, from: number, to: number, out: Buffer, o: number): number {
+  if (to - from > 64) {
+    out.set(src.subarray(from, to), o);
+    return o + to - from;
+  }
+  for (let k = from; k < to; k++) out[o++] = src[k] as number;
+  return o;
+}
+
 /** Converts COPY text rows, fed in chunks split anywhere, to JSON object texts. */
 export class CopyJsonConverter {
   readonly #keys: Buffer[];
@@ -119,8 +132,9 @@ export class CopyJsonConverter {
     for (let f = 0; f <= last; f++) {
       const end = f === last ? newline : src.indexOf(TAB, p);
       if (end < 0 || end > newline) throw new Error('COPY row has fewer fields than the SELECT');
-      o += (this.#keys[f] as Buffer).copy(out, o);
-      o = end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e ? o + LITERALS.null.copy(out, o) : this.#value(src, p, end, f, o);
+      const key = this.#keys[f] as Buffer;
+      o = put(key, 0, key.length, out, o);
+      o = end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e ? put(LITERALS.null, 0, 4, out, o) : this.#value(src, p, end, f, o);
       p = end + 1;
     }
     out[o++] = 0x7d;
@@ -134,9 +148,9 @@ export class CopyJsonConverter {
       case 'number':
         // NaN, Infinity, -Infinity are not JSON numbers: datum_to_json quotes them.
         if (src[p] === 0x4e || src[p] === 0x49 || src[p + 1] === 0x49) return quoted(src, p, end, out, o);
-        return o + src.copy(out, o, p, end);
+        return put(src, p, end, out, o);
       case 'boolean':
-        return o + (src[p] === 0x74 ? LITERALS.true : LITERALS.false).copy(out, o);
+        return src[p] === 0x74 ? put(LITERALS.true, 0, 4, out, o) : put(LITERALS.false, 0, 5, out, o);
       case 'json':
         return json(src, p, end, out, o);
       default:
@@ -187,8 +201,8 @@ function quoted(src: Buffer, p: number, end: number, out: Buffer, o: number): nu
  */
 function json(src: Buffer, p: number, end: number, out: Buffer, o: number): number {
   let k = src.indexOf(BACKSLASH, p);
-  if (k < 0 || k >= end) return o + src.copy(out, o, p, end);
-  o += src.copy(out, o, p, k);
+  if (k < 0 || k >= end) return put(src, p, end, out, o);
+  o = put(src, p, k, out, o);
   for (; k < end; k++) {
     const c = src[k] as number;
     if (c !== BACKSLASH) out[o++] = c;
