@@ -60,7 +60,7 @@ interface PgColumn {
  * literal, and how COPY's text of each of its columns becomes JSON: types
  * the gateway does not render are selected as `to_json(col)` (pg-copy.ts).
  */
-export function selectStatement(
+function selectStatement(
   target: PgTarget,
   request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>,
   table: readonly PgColumn[],
