@@ -2,12 +2,16 @@
  * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
  * (DESIGN.md §8): a real PostgreSQL, a meshgate started as its own process
  * (`meshgate serve`), and loopback clients for inline, SSE and gRPC. Prints
- * rows/s per transport and table size, the ratio to COPY, and the gateway's
- * RSS growth while it streams the large table. Never run by the test suite.
+ * rows/s per transport and table size, the ratio to COPY, psql's rate for
+ * the same rows as row_to_json (what the Postgres source reads: no stream
+ * can beat it), the gateway's CPU seconds per million rows streamed (user +
+ * system from /proc/<pid>/stat; the shared machine's load moves it less
+ * than rows/s), and the gateway's RSS growth while it streams the large
+ * table. Never run by the test suite.
  *
  *   npx tsx bench/retrieval/run.ts [smallRows=1000000] [largeRows=10000000]
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +53,15 @@ async function startGateway(): Promise<{ url: string; ca: string; pid: number; c
 function rssMb(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
   return Number(line?.[1] ?? 0) / 1024;
+}
+
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** User + system CPU seconds the process has used (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: number }> {
@@ -94,13 +107,13 @@ async function main(): Promise<void> {
     });
   const urns = { small: await urnOf('small'), large: await urnOf('large') };
 
-  const copy = async (table: string) => {
+  /** psql's COPY to /dev/null: the plain table (the reference), or the rows as row_to_json renders them (the gateway's source). */
+  const copy = async (table: string, json = false) => {
+    const query = json ? `COPY (SELECT row_to_json(r.*) FROM ${table} r) TO STDOUT` : `COPY ${table} TO STDOUT`;
     const env = { ...process.env, PGPASSWORD: pg.password };
-    await execFileAsync(
-      join(pg.binDir, 'psql'),
-      ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database, '-c', `COPY ${table} TO STDOUT`, '-o', '/dev/null'],
-      { env },
-    );
+    await execFileAsync(join(pg.binDir, 'psql'), ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database, '-c', query, '-o', '/dev/null'], {
+      env,
+    });
   };
   const sse = async (urn: string) => {
     const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'sse' });
@@ -116,24 +129,36 @@ async function main(): Promise<void> {
     for await (const chunk of client.streamData({ jobId: job.job_id, token: job.grpc.token })) rows += Number(chunk.rowCount);
     return rows;
   };
-  const results: string[] = ['| table | rows | COPY rows/s | SSE rows/s (×COPY) | gRPC rows/s (×COPY) |', '|---|---|---|---|---|'];
+  /** Wall time, and the gateway's CPU seconds per million rows, of one stream. */
+  const measured = async (n: number, fn: () => Promise<number>) => {
+    const cpu = cpuSeconds(gw.pid);
+    const run = await timed(fn);
+    return { ...run, cpuPerM: ((cpuSeconds(gw.pid) - cpu) * 1e6) / n };
+  };
+  const results: string[] = [
+    '| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE rows/s (×COPY) | gRPC rows/s (×COPY) | gateway CPU-s per M rows (SSE / gRPC) |',
+    '|---|---|---|---|---|---|---|',
+  ];
   let rss = { base: 0, peak: 0 };
   for (const [name, n] of [
     ['small', smallRows],
     ['large', largeRows],
   ] as const) {
     const c = await timed(() => copy(name));
+    const j = await timed(() => copy(name, true));
     const watch = name === 'large';
     const base = rssMb(gw.pid);
     let peak = base;
     const sampler = watch ? setInterval(() => (peak = Math.max(peak, rssMb(gw.pid))), 100) : undefined;
-    const s = await timed(() => sse(urns[name]));
-    const g = await timed(() => grpc(urns[name]));
+    const s = await measured(n, () => sse(urns[name]));
+    const g = await measured(n, () => grpc(urns[name]));
     clearInterval(sampler);
     if (watch) rss = { base, peak };
     if (s.value !== n || g.value !== n) throw new Error(`row count mismatch: sse ${s.value}, grpc ${g.value}, want ${n}`);
     const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
-    results.push(`| ${name} | ${n} | ${rate(c)} | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) |`);
+    results.push(
+      `| ${name} | ${n} | ${rate(c)} | ${rate(j)} (${(rate(j) / rate(c)).toFixed(2)}) | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) | ${s.cpuPerM.toFixed(2)} / ${g.cpuPerM.toFixed(2)} |`,
+    );
   }
   const inlineRuns = 20;
   const inline = await timed(async () => {

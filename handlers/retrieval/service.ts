@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isNativeAdmin, type Principal } from '../principal.ts';
 import { RetrievalErrors } from './errors.ts';
-import { type Chunk, chunksOf, emptySummary, type StreamSummary } from './pipeline.ts';
+import { type Chunk, chunksOf, emptySummary, readAhead, type StreamSummary } from './pipeline.ts';
 import { type DatasetReader, type DatasetRecord, datasetBlock, gateBindingOf, readPlan, type SourceRegistry, sourceInput } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { Source } from './sources/types.ts';
@@ -52,7 +52,7 @@ export class RetrievalService {
   async create(principal: Principal, body: CreateBody): Promise<JobView> {
     const { datasets, sources, settings, store } = this.deps;
     const dataset = datasets.get(principal, body.dataset_urn);
-    const request = storedRequest(body, body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize);
+    const request = storedRequest(body, settings.batchSize);
     const id = randomUUID();
     const factory = sources.for(dataset.platform);
     const input = sourceInput(dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
@@ -147,7 +147,7 @@ export class RetrievalService {
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
-    const chunks = counted(chunksOf(plan, request.columns, summary), (c) => runs.advance(job.id, c.rows.length, c.bytes));
+    const chunks = counted(readAhead(chunksOf(plan, request.columns, summary)), (c) => runs.advance(job.id, c.rowCount, c.bytes));
     let finished = false;
     return {
       job,
@@ -202,16 +202,6 @@ async function* counted(chunks: AsyncGenerator<Chunk>, onChunk: (chunk: Chunk) =
     onChunk(chunk);
     yield chunk;
   }
-}
-
-/**
- * A gRPC job that names no batch_size reads 10× the configured batch (at
- * most 100 000 rows): the per-message cost of the Connect stream is paid
- * 10× less often (bench/README.md, retrieval); MAX_CHUNK_JSON_BYTES keeps
- * each message small enough for a default client. SSE keeps the default.
- */
-function grpcBatchSize(configured: number): number {
-  return Math.min(configured * 10, 100_000);
 }
 
 function storedRequest(body: CreateBody, defaultBatch: number): StoredRequest {

@@ -33,7 +33,37 @@ async function readAll(source: Source, request: Partial<ReadRequest> = {}): Prom
 
 const pick = (rows: readonly Record<string, string>[], columns: string[]) => rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c]])));
 
-export function runSourceContract(name: string, make: MakeSource): void {
+async function readAllJson(source: Source, request: Partial<ReadRequest>): Promise<{ rows: Row[]; batches: number[] }> {
+  assert.ok(source.readJson, 'the source offers readJson');
+  const full: ReadRequest = { columns: null, filters: {}, offset: 0, limit: null, batchSize: 10, signal: new AbortController().signal, ...request };
+  const rows: Row[] = [];
+  const batches: number[] = [];
+  for await (const batch of source.readJson(full)) {
+    batches.push(batch.length);
+    for (const text of batch) rows.push(JSON.parse(text) as Row);
+  }
+  return { rows, batches };
+}
+
+/** `readJson`: the source also offers rows as JSON texts (Source.readJson), checked against read(). */
+export function runSourceContract(name: string, make: MakeSource, options: { readJson?: boolean } = {}): void {
+  if (options.readJson) {
+    test(`${name}: readJson gives read()'s rows, in order, in batches of at most batchSize`, async (t) => {
+      const source = await make(t, CONTRACT_ROWS);
+      const requests: Partial<ReadRequest>[] = [
+        {},
+        { columns: ['val', 'id'], batchSize: 7 },
+        { filters: { grp: ['a', 'c'] }, offset: 3, limit: 9, batchSize: 4 },
+      ];
+      for (const request of requests) {
+        const json = await readAllJson(source, request);
+        assert.deepEqual(json.rows, (await readAll(source, request)).rows, JSON.stringify(request));
+        assert.ok(json.batches.every((n) => n > 0 && n <= (request.batchSize ?? 10)));
+      }
+      assert.deepEqual((await readAllJson(source, {})).rows, CONTRACT_ROWS);
+    });
+  }
+
   test(`${name}: schema lists the columns in order`, async (t) => {
     const source = await make(t, CONTRACT_ROWS);
     const schema = await source.schema(new AbortController().signal);

@@ -29,11 +29,15 @@ for (const format of FORMATS) {
   });
 }
 
-runSourceContract('postgres', async (t: After, rows) => {
-  const pg = await startPostgres(t);
-  const values = rows.map((r) => `('${r.id}', '${r.grp}', '${r.val}')`).join(',');
-  await pg.psql(`CREATE TABLE contract (id text, grp text, val text); INSERT INTO contract VALUES ${values};`);
-  const secrets = { reveal: () => JSON.stringify({ user: pg.user, password: pg.password }) };
-  const props = { host: pg.host, port: pg.port, database: pg.database, secret_urn: 'urn:li:dataHubSecret:contract' };
-  return postgresSources(() => secrets).create(input('postgres', 'contract', props));
-});
+runSourceContract(
+  'postgres',
+  async (t: After, rows) => {
+    const pg = await startPostgres(t);
+    const values = rows.map((r) => `('${r.id}', '${r.grp}', '${r.val}')`).join(',');
+    await pg.psql(`CREATE TABLE contract (id text, grp text, val text); INSERT INTO contract VALUES ${values};`);
+    const secrets = { reveal: () => JSON.stringify({ user: pg.user, password: pg.password }) };
+    const props = { host: pg.host, port: pg.port, database: pg.database, secret_urn: 'urn:li:dataHubSecret:contract' };
+    return postgresSources(() => secrets).create(input('postgres', 'contract', props));
+  },
+  { readJson: true },
+);

@@ -1,21 +1,25 @@
 /**
  * The Postgres source (contract §8.6, platform `postgres`): a real
- * PostgreSQL read through a server-side cursor (`DECLARE … CURSOR`, then
- * `FETCH FORWARD n`), one batch prefetched while the previous is sent, so
- * memory stays at two batches whatever the table size. Columns, filters,
- * limit and offset are pushed down; SQL is built only from escaped
- * identifiers and bind parameters, after every column and filter key was
- * checked against the table's schema.
+ * PostgreSQL read with `COPY (SELECT …) TO STDOUT`, its text rows converted
+ * byte by byte to the JSON row_to_json would give (pg-copy.ts), so an
+ * ungated stream sends JSON without the gateway building row objects
+ * (`readJson`; docs/retrieval.md "Throughput choices"). Memory stays at the
+ * COPY buffer plus one batch whatever the table size. Columns, filters, limit and offset are pushed
+ * down; the SQL is built only from escaped identifiers and escaped literals,
+ * after every column and filter key was checked against the table's schema.
  */
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { RetrievalErrors } from '../errors.ts';
 import { type PgTarget, pgCredentials, pgTarget, type SecretReader } from './pg-connection.ts';
-import type { FilterValue, ReadRequest, Row, SchemaField, Source, SourceFactory } from './types.ts';
+import { type CopyColumn, copyJsonBatches, copyKind } from './pg-copy.ts';
+import { type SqlDialect, whereClause } from './sql-filter.ts';
+import type { ReadRequest, Row, Source, SourceFactory } from './types.ts';
 
-const { Client, escapeIdentifier } = pg;
+const { Client, escapeIdentifier, escapeLiteral } = pg;
 
-/** Rows per FETCH round trip: with one prefetched, at most 2 × this many rows are held. */
-const FETCH_ROWS = 5000;
+/** COPY bytes buffered ahead of the consumer before the socket is paused. */
+const COPY_BUFFER = { highWaterMark: 1 << 20 };
 
 function classify(error: unknown): Error {
   const code = (error as { code?: string }).code;
@@ -25,27 +29,52 @@ function classify(error: unknown): Error {
   return RetrievalErrors.make.source_unavailable({ problem: code ? `postgres error ${code}` : 'connection failed' });
 }
 
-/** `WHERE` clause and its parameters: AND of equality; a list means IN; null means IS NULL. */
-export function whereClause(filters: Readonly<Record<string, FilterValue>>, params: unknown[]): string {
-  const terms = Object.entries(filters).map(([key, value]) => {
-    const column = escapeIdentifier(key);
-    const values = Array.isArray(value) ? value : [value];
-    const nonNull = values.filter((v) => v !== null);
-    const parts = nonNull.length > 0 ? [`${column} IN (${nonNull.map((v) => `$${params.push(v)}`).join(', ')})`] : [];
-    if (nonNull.length < values.length) parts.push(`${column} IS NULL`);
-    return parts.length === 0 ? 'FALSE' : `(${parts.join(' OR ')})`;
-  });
-  return terms.length > 0 ? ` WHERE ${terms.join(' AND ')}` : '';
+/**
+ * Filter values as quoted literals (COPY takes no bind parameters): an
+ * untyped quoted literal is coerced to the column's type as a text
+ * parameter was, so `int_col IN ('5')` matches 5. PostgreSQL text cannot
+ * hold a NUL character, so a value with one equals nothing and is left out.
+ */
+const PG_DIALECT: SqlDialect = {
+  identifier: escapeIdentifier,
+  literal: (value) => {
+    const text = String(value);
+    return text.includes('\0') ? null : escapeLiteral(text);
+  },
+};
+
+function count(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new TypeError(`${what} must be a non-negative integer`);
+  return value;
 }
 
-export function selectStatement(target: PgTarget, request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>): { text: string; values: unknown[] } {
-  const values: unknown[] = [];
-  const columns = request.columns === null ? '*' : request.columns.map((c) => escapeIdentifier(c)).join(', ');
-  let text = `SELECT ${columns} FROM ${escapeIdentifier(target.schema)}.${escapeIdentifier(target.table)}`;
-  text += whereClause(request.filters, values);
-  if (request.limit !== null) text += ` LIMIT $${values.push(request.limit)}`;
-  if (request.offset > 0) text += ` OFFSET $${values.push(request.offset)}`;
-  return { text, values };
+interface PgColumn {
+  readonly name: string;
+  /** information_schema `data_type` (a domain's base type). */
+  readonly type: string;
+  readonly domain: boolean;
+}
+
+/**
+ * The pushed-down SELECT, with identifiers escaped and every value a
+ * literal, and how COPY's text of each of its columns becomes JSON: types
+ * the gateway does not render are selected as `to_json(col)` (pg-copy.ts).
+ */
+function selectStatement(
+  target: PgTarget,
+  request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>,
+  table: readonly PgColumn[],
+): { text: string; columns: CopyColumn[] } {
+  const byName = new Map(table.map((c) => [c.name, c]));
+  // Distinct names: a row object holds each column once.
+  const chosen = request.columns === null ? table : [...new Set(request.columns)].map((name) => byName.get(name) as PgColumn);
+  const kinds = chosen.map((c) => copyKind(c.type, c.domain));
+  const list = chosen.map((c, i) => (kinds[i] ? escapeIdentifier(c.name) : `to_json(${escapeIdentifier(c.name)})`));
+  let text = `SELECT ${list.join(', ')} FROM ${escapeIdentifier(target.schema)}.${escapeIdentifier(target.table)}`;
+  text += whereClause(PG_DIALECT, request.filters);
+  if (request.limit !== null) text += ` LIMIT ${count(request.limit, 'limit')}`;
+  if (request.offset > 0) text += ` OFFSET ${count(request.offset, 'offset')}`;
+  return { text, columns: chosen.map((c, i) => ({ name: c.name, kind: kinds[i] ?? 'json' })) };
 }
 
 async function connect(target: PgTarget, credentials: { user: string; password: string | undefined }, tag: string): Promise<pg.Client> {
@@ -59,44 +88,37 @@ async function connect(target: PgTarget, credentials: { user: string; password: 
   return client;
 }
 
-async function tableSchema(client: pg.Client, target: PgTarget): Promise<SchemaField[]> {
-  const result = await client.query<{ name: string; type: string }>(
-    'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
+async function tableColumns(client: pg.Client, target: PgTarget): Promise<PgColumn[]> {
+  const result = await client.query<PgColumn>(
+    `SELECT column_name AS name, data_type AS type, domain_name IS NOT NULL AS domain
+       FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
     [target.schema, target.table],
   );
   if (result.rows.length === 0) throw RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   return result.rows;
 }
 
-function checkColumns(fields: readonly SchemaField[], request: ReadRequest): void {
+function checkColumns(fields: readonly PgColumn[], request: ReadRequest): void {
   const known = new Set(fields.map((f) => f.name));
   for (const column of [...(request.columns ?? []), ...Object.keys(request.filters)]) {
     if (!known.has(column)) throw RetrievalErrors.make.unknown_column({ column });
   }
 }
 
-async function* cursorBatches(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<Row[]> {
-  checkColumns(await tableSchema(client, target), request);
-  const statement = selectStatement(target, request);
-  await client.query('BEGIN READ ONLY');
-  // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number.
-  await client.query('SET LOCAL synchronize_seqscans = off');
-  await client.query(`DECLARE meshgate_retrieval NO SCROLL CURSOR FOR ${statement.text}`, statement.values);
-  // Fetch in round trips of at least FETCH_ROWS (fewer round trips), hand out batchSize slices.
-  const fetchRows = Math.max(request.batchSize, FETCH_ROWS);
-  const fetch = `FETCH FORWARD ${fetchRows} FROM meshgate_retrieval`;
-  let pending = client.query<Row>(fetch);
-  for (;;) {
-    const { rows } = await pending;
-    if (rows.length === 0) return;
-    // Prefetch the next round while this one is gated and sent.
-    pending = rows.length === fetchRows ? client.query<Row>(fetch) : Promise.resolve({ rows: [] as Row[] } as pg.QueryResult<Row>);
-    pending.catch(() => {}); // observed on the next turn, or dropped with the connection
-    for (let i = 0; i < rows.length; i += request.batchSize) {
-      request.signal.throwIfAborted();
-      yield rows.slice(i, i + request.batchSize);
-    }
-  }
+/**
+ * Rows as JSON texts from `COPY (SELECT …) TO STDOUT` in one read-only
+ * transaction. The socket is read only as fast as batches are taken
+ * (pg-copy-streams pauses it when its buffer is full).
+ */
+async function* copyJson(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<string[]> {
+  const table = await tableColumns(client, target);
+  checkColumns(table, request);
+  const select = selectStatement(target, request, table);
+  // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number;
+  // UTC makes to_json's timestamptz text the same whatever the server's TimeZone.
+  await client.query("BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'");
+  const copy = client.query(copyTo(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
+  yield* copyJsonBatches(copy, select.columns, request.batchSize, request.signal);
 }
 
 export function postgresSources(secrets: () => SecretReader | undefined): SourceFactory {
@@ -106,30 +128,39 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
     create(input): Source {
       const target = pgTarget(input);
       const credentials = pgCredentials(input, secrets());
+      async function* readJson(request: ReadRequest): AsyncGenerator<string[]> {
+        const client = await connect(target, credentials, input.tag);
+        // Mid-COPY the server is blocked sending, not reading a Terminate: only closing the socket ends it.
+        const stop = () => client.connection.stream.destroy();
+        request.signal.addEventListener('abort', stop, { once: true });
+        let complete = false;
+        try {
+          yield* copyJson(client, target, request);
+          complete = true;
+        } catch (error) {
+          request.signal.throwIfAborted();
+          throw classify(error);
+        } finally {
+          request.signal.removeEventListener('abort', stop);
+          if (complete) void client.end().catch(() => {});
+          else stop();
+        }
+      }
       return {
         async schema() {
           const client = await connect(target, credentials, input.tag);
           try {
-            return await tableSchema(client, target);
+            return (await tableColumns(client, target)).map(({ name, type }) => ({ name, type }));
           } catch (error) {
             throw classify(error);
           } finally {
             await client.end().catch(() => {});
           }
         },
+        readJson,
+        // One path for both: gated reads see exactly the values ungated streams send.
         async *read(request) {
-          const client = await connect(target, credentials, input.tag);
-          const stop = () => void client.end().catch(() => {});
-          request.signal.addEventListener('abort', stop, { once: true });
-          try {
-            yield* cursorBatches(client, target, request);
-          } catch (error) {
-            request.signal.throwIfAborted();
-            throw classify(error);
-          } finally {
-            request.signal.removeEventListener('abort', stop);
-            stop();
-          }
+          for await (const lines of readJson(request)) yield lines.map((line) => JSON.parse(line) as Row);
         },
       };
     },

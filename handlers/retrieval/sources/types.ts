@@ -35,6 +35,13 @@ export interface Source {
   schema(signal: AbortSignal): Promise<SchemaField[]>;
   /** Row batches; stops reading the underlying source when the signal aborts or iteration is left. */
   read(request: ReadRequest): AsyncIterable<Row[]>;
+  /**
+   * Optional: the rows `read()` would give, in the same order and batches of
+   * at most batchSize, each row already one JSON object text, for sources
+   * whose server can render JSON (Postgres): an ungated stream sends them
+   * without building row objects (pipeline.ts).
+   */
+  readJson?(request: ReadRequest): AsyncIterable<readonly string[]>;
 }
 
 /** What a source is built from: the dataset's catalog record plus the job's source-specific inputs. */

@@ -66,7 +66,7 @@ export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalSe
               sequence: BigInt(chunk.sequence),
               payload: Buffer.from(chunk.dataJson),
               mediaType: 'application/json',
-              rowCount: BigInt(chunk.rows.length),
+              rowCount: BigInt(chunk.rowCount),
               metadata: stringMap(chunk.metadata),
             });
           }

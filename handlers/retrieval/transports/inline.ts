@@ -19,7 +19,8 @@ export async function collectInline(chunks: AsyncGenerator<Chunk>, summary: Stre
       await chunks.return(undefined);
       return null;
     }
-    rows.push(...chunk.rows);
+    // Parsed back (at most the threshold's bytes) to sit in the job's JSON answer.
+    for (const row of JSON.parse(chunk.dataJson) as Row[]) rows.push(row);
   }
   return { media_type: 'application/json', data: rows, row_count: rows.length, metadata: footer(summary) };
 }

@@ -1,0 +1,242 @@
+/**
+ * `COPY (SELECT …) TO STDOUT` text rows → one JSON object text per row,
+ * converted byte by byte (docs/retrieval.md, Postgres). The result is what
+ * PostgreSQL's `row_to_json` gives for the same row: the gateway renders
+ * numbers, booleans, json/jsonb and text-like values itself (cheap), and
+ * the SELECT hands every other type to PostgreSQL as `to_json(col)`.
+ * Rendering in PostgreSQL costs about 1 CPU-µs a row on the server, which
+ * caps a stream near 1M rows/s (a third of a plain COPY); plain COPY text
+ * costs it a third of that (bench/README.md, retrieval).
+ *
+ * COPY text format (PostgreSQL manual, COPY "Text Format"): a row ends with
+ * `\n`, fields are separated by `\t`, `\N` is NULL, and a value escapes
+ * backslash and `\b \f \n \r \t \v` — JSON's own escapes but for `\v`.
+ */
+
+/**
+ * How the gateway writes a column's COPY text as JSON. `json` is also used
+ * for `to_json(col)` output. These follow PostgreSQL's datum_to_json:
+ * numbers as they are unless they are NaN or ±Infinity (then a string),
+ * booleans as true/false, json/jsonb embedded, anything else a string.
+ */
+export type CopyKind = 'number' | 'boolean' | 'json' | 'text';
+
+const KINDS: Readonly<Record<string, CopyKind>> = {
+  smallint: 'number',
+  integer: 'number',
+  bigint: 'number',
+  oid: 'number',
+  real: 'number',
+  'double precision': 'number',
+  numeric: 'number',
+  boolean: 'boolean',
+  json: 'json',
+  jsonb: 'json',
+  text: 'text',
+  'character varying': 'text',
+  character: 'text',
+  name: 'text',
+  uuid: 'text',
+};
+
+/** The kind of a column of this information_schema `data_type`; null: PostgreSQL renders it (`to_json`). */
+export function copyKind(dataType: string, isDomain: boolean): CopyKind | null {
+  return isDomain ? null : (KINDS[dataType] ?? null);
+}
+
+export interface CopyColumn {
+  readonly name: string;
+  readonly kind: CopyKind;
+}
+
+const BACKSLASH = 0x5c;
+const TAB = 0x09;
+const NEWLINE = 0x0a;
+const QUOTE = 0x22;
+const HEX = '0123456789abcdef';
+const LITERALS = { null: Buffer.from('null'), true: Buffer.from('true'), false: Buffer.from('false') };
+
+/**
+ * Copies src[from, to) to out at o. A byte loop: Buffer#copy's argument
+ * checks cost more than the few bytes of a key or a number (profiled).
+ */
+function put(src: Uint8Array, from: number, to: number, out: Buffer, o: number): number {
+  if (to - from > 64) {
+    out.set(src.subarray(from, to), o);
+    return o + to - from;
+  }
+  for (let k = from; k < to; k++) out[o++] = src[k] as number;
+  return o;
+}
+
+/** Converts COPY text rows, fed in chunks split anywhere, to JSON object texts. */
+export class CopyJsonConverter {
+  readonly #keys: Buffer[];
+  readonly #kinds: CopyKind[];
+  /** Most bytes a row's JSON adds beyond 6 per COPY byte (keys, braces, quotes, literals). */
+  readonly #overhead: number;
+  #out = Buffer.allocUnsafe(1 << 16);
+  #carry: Buffer | null = null;
+
+  constructor(columns: readonly CopyColumn[]) {
+    this.#keys = columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`));
+    this.#kinds = columns.map((c) => c.kind);
+    this.#overhead = this.#keys.reduce((n, key) => n + key.length + 6, 3);
+  }
+
+  /** The JSON texts of the rows this chunk completes. */
+  push(chunk: Buffer): string[] {
+    let o = 0;
+    let start = 0;
+    if (this.#carry) {
+      const newline = chunk.indexOf(NEWLINE);
+      if (newline < 0) {
+        this.#carry = Buffer.concat([this.#carry, chunk]);
+        return [];
+      }
+      const row = Buffer.concat([this.#carry, chunk.subarray(0, newline + 1)]);
+      this.#carry = null;
+      o = this.#rows(row, 0, row.length, o);
+      start = newline + 1;
+    }
+    const end = chunk.lastIndexOf(NEWLINE) + 1;
+    if (end > start) o = this.#rows(chunk, start, end, o);
+    if (end < chunk.length) this.#carry = Buffer.from(chunk.subarray(Math.max(start, end)));
+    if (o === 0) return [];
+    const rows = this.#out.toString('utf8', 0, o).split('\n');
+    rows.pop();
+    return rows;
+  }
+
+  /** Throws if the stream ended inside a row. */
+  end(): void {
+    if (this.#carry) throw new Error('COPY output ended inside a row');
+  }
+
+  /** Writes the rows of src[from, to) (whole lines) to the output from `o`, each followed by `\n`. */
+  #rows(src: Buffer, from: number, to: number, o: number): number {
+    let i = from;
+    while (i < to) {
+      const newline = src.indexOf(NEWLINE, i);
+      o = this.#row(src, i, newline, o);
+      i = newline + 1;
+    }
+    return o;
+  }
+
+  #row(src: Buffer, from: number, newline: number, o: number): number {
+    this.#reserve(o, (newline - from) * 6 + this.#overhead);
+    const out = this.#out;
+    const last = this.#kinds.length - 1;
+    let p = from;
+    for (let f = 0; f <= last; f++) {
+      const end = f === last ? newline : src.indexOf(TAB, p);
+      if (end < 0 || end > newline) throw new Error('COPY row has fewer fields than the SELECT');
+      const key = this.#keys[f] as Buffer;
+      o = put(key, 0, key.length, out, o);
+      o = end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e ? put(LITERALS.null, 0, 4, out, o) : this.#value(src, p, end, f, o);
+      p = end + 1;
+    }
+    out[o++] = 0x7d;
+    out[o++] = NEWLINE;
+    return o;
+  }
+
+  #value(src: Buffer, p: number, end: number, f: number, o: number): number {
+    const out = this.#out;
+    switch (this.#kinds[f]) {
+      case 'number':
+        // NaN, Infinity, -Infinity are not JSON numbers: datum_to_json quotes them.
+        if (src[p] === 0x4e || src[p] === 0x49 || src[p + 1] === 0x49) return quoted(src, p, end, out, o);
+        return put(src, p, end, out, o);
+      case 'boolean':
+        return src[p] === 0x74 ? put(LITERALS.true, 0, 4, out, o) : put(LITERALS.false, 0, 5, out, o);
+      case 'json':
+        return json(src, p, end, out, o);
+      default:
+        return quoted(src, p, end, out, o);
+    }
+  }
+
+  #reserve(o: number, bytes: number): void {
+    if (o + bytes <= this.#out.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.#out.length * 2, o + bytes));
+    this.#out.copy(bigger, 0, 0, o);
+    this.#out = bigger;
+  }
+}
+
+/**
+ * A COPY text value as a JSON string. COPY's escapes are JSON's (`\\`, `\b`,
+ * `\f`, `\n`, `\r`, `\t` are copied as they are) except `\v`; a quote and
+ * the control characters COPY leaves raw are escaped as escape_json does.
+ */
+function quoted(src: Buffer, p: number, end: number, out: Buffer, o: number): number {
+  out[o++] = QUOTE;
+  for (let k = p; k < end; k++) {
+    const c = src[k] as number;
+    if (c === BACKSLASH) {
+      const next = src[++k] as number;
+      if (next === 0x76) o += out.write('\\u000b', o, 'latin1');
+      else {
+        out[o++] = BACKSLASH;
+        out[o++] = next;
+      }
+    } else if (c === QUOTE) {
+      out[o++] = BACKSLASH;
+      out[o++] = QUOTE;
+    } else if (c < 0x20) {
+      o += out.write(`\\u00${HEX[c >> 4]}${HEX[c & 15]}`, o, 'latin1');
+    } else out[o++] = c;
+  }
+  out[o++] = QUOTE;
+  return o;
+}
+
+/**
+ * json/jsonb text embedded: `\\` is one backslash; any other escape is a
+ * control character, which valid JSON holds only as whitespace between
+ * tokens (a `json` value keeps its input's layout), so it becomes a space
+ * and a row never holds a line break (an SSE `data:` line cannot carry one).
+ */
+function json(src: Buffer, p: number, end: number, out: Buffer, o: number): number {
+  let k = src.indexOf(BACKSLASH, p);
+  if (k < 0 || k >= end) return put(src, p, end, out, o);
+  o = put(src, p, k, out, o);
+  for (; k < end; k++) {
+    const c = src[k] as number;
+    if (c !== BACKSLASH) out[o++] = c;
+    else out[o++] = src[++k] === BACKSLASH ? BACKSLASH : 0x20;
+  }
+  return o;
+}
+
+/**
+ * A COPY stream's rows as JSON texts, in batches of at most `batchSize`.
+ * Iterating the stream with `for await` reads the next chunk only when the
+ * consumer asks for the next batch, so the consumer's pace is the source's.
+ */
+export async function* copyJsonBatches(
+  chunks: AsyncIterable<Buffer>,
+  columns: readonly CopyColumn[],
+  batchSize: number,
+  signal: AbortSignal,
+): AsyncGenerator<string[]> {
+  const converter = new CopyJsonConverter(columns);
+  let batch: string[] = [];
+  for await (const chunk of chunks) {
+    for (const row of converter.push(chunk)) {
+      batch.push(row);
+      if (batch.length === batchSize) {
+        signal.throwIfAborted();
+        yield batch;
+        batch = [];
+      }
+    }
+  }
+  converter.end();
+  if (batch.length > 0) {
+    signal.throwIfAborted();
+    yield batch;
+  }
+}
