@@ -20,6 +20,10 @@ export const RetrievalErrors = defineErrors('retrieval', {
   },
   source_not_found: { status: 404, doc: 'The file (or table) the dataset names does not exist.' },
   unknown_column: { status: 422, doc: 'A requested column or filter key is not in the source schema; `column` names it.' },
+  filter_value_invalid: {
+    status: 422,
+    doc: "A filter value cannot be read as its column's type (`\"abc\"` for an integer column, a malformed date); `problem` gives the source's error class.",
+  },
   source_unavailable: {
     status: 502,
     doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',

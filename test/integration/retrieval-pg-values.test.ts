@@ -112,6 +112,12 @@ test('Postgres filter values are literals coerced to the column type; quotes, ba
   assert.deepEqual(await ids({ id: '1\u0000' }), []);
   assert.deepEqual(await ids({ id: ['1\u0000', 2] }), [2]);
   assert.deepEqual(await ids({ note: ['\u0000', null] }), [3]);
+  // A value its column's type cannot hold is the caller's mistake: 422, not a source failure.
+  for (const filters of [{ id: 'abc' }, { day: '2024-02-30' }, { big: '99999999999999999999' }]) {
+    const refused = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: plain, filters } });
+    assert.equal(refused.status, 422, JSON.stringify(filters));
+    assert.equal(refused.json.detail.reason, 'filter_value_invalid');
+  }
 });
 
 // Every type class the converter renders, and some PostgreSQL renders (to_json): arrays, enum, domain,

@@ -25,6 +25,8 @@ function classify(error: unknown): Error {
   const code = (error as { code?: string }).code;
   if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   if (code === '28P01' || code === '28000') return RetrievalErrors.make.source_unavailable({ problem: 'authentication failed' });
+  // Class 22 (data exception): stored rows are valid for their types, so it is a filter literal that is not.
+  if (code?.startsWith('22')) return RetrievalErrors.make.filter_value_invalid({ problem: `postgres error ${code}` });
   if (error instanceof Error && error.name === 'ApiError') return error;
   return RetrievalErrors.make.source_unavailable({ problem: code ? `postgres error ${code}` : 'connection failed' });
 }
