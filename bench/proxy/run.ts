@@ -175,6 +175,8 @@ async function main(): Promise<void> {
       meshgate_vs_nginx_rps: round(m('meshgate', 'rps') / m('nginx', 'rps'), 2),
       meshgate_vs_direct_rps: round(m('meshgate', 'rps') / m('direct', 'rps'), 2),
       meshgate_vs_nginx_p99: round(m('meshgate', 'p99') / m('nginx', 'p99'), 2),
+      // Each rep runs the targets back to back, so a rep's own ratio shares its moment's load.
+      meshgate_vs_nginx_rps_by_rep: (runs.meshgate ?? []).map((r, i) => round(r.rps / (runs.nginx?.[i]?.rps ?? Number.NaN), 2)),
       meshgate_vs_nginx_stream: round((stream.meshgate ?? 0) / (stream.nginx ?? 1), 2),
     },
     stream_MBps: Object.fromEntries(names.map((n) => [n, Math.round(stream[n] ?? 0)])),
