@@ -22,7 +22,7 @@ export const RetrievalErrors = defineErrors('retrieval', {
   unknown_column: { status: 422, doc: 'A requested column or filter key is not in the source schema; `column` names it.' },
   filter_value_invalid: {
     status: 422,
-    doc: 'A filter value cannot be read as its column\'s type (`"abc"` for an integer column, a malformed date); `problem` gives the source\'s error class.',
+    doc: "A filter value cannot be read as its column's type (`\"abc\"` for an integer column, a malformed date), or the column's type has no equality (`json`, `point`); `problem` gives the source's error class.",
   },
   source_unavailable: {
     status: 502,

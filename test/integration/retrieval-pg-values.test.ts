@@ -113,11 +113,19 @@ test('Postgres filter values are literals coerced to the column type; quotes, ba
   assert.deepEqual(await ids({ id: ['1\u0000', 2] }), [2]);
   assert.deepEqual(await ids({ note: ['\u0000', null] }), [3]);
   // A value its column's type cannot hold is the caller's mistake: 422, not a source failure.
-  for (const filters of [{ id: 'abc' }, { day: '2024-02-30' }, { big: '99999999999999999999' }]) {
+  for (const filters of [{ id: 'abc' }, { day: '2024-02-30' }, { big: '99999999999999999999' }, { doc: '{"a":1}' }]) {
     const refused = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: plain, filters } });
     assert.equal(refused.status, 422, JSON.stringify(filters));
     assert.equal(refused.json.detail.reason, 'filter_value_invalid');
   }
+});
+
+test('a view that fails while running is a source failure (502), not a bad filter', async (t) => {
+  const sql = 'CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 5); CREATE VIEW broken AS SELECT id, 1 / (id - 3) AS x FROM t;';
+  const { gw, alice, plain } = await world(t, sql, 'broken');
+  const failed = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: plain } });
+  assert.equal(failed.status, 502, failed.text);
+  assert.equal(failed.json.detail.reason, 'source_unavailable');
 });
 
 // Every type class the converter renders, and some PostgreSQL renders (to_json): arrays, enum, domain,

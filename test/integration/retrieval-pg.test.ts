@@ -22,6 +22,7 @@ interface World {
   urn: string;
   bigUrn: string;
   wideUrn: string;
+  slowUrn: string;
 }
 
 async function world(t: { after(fn: () => unknown): void }): Promise<World> {
@@ -32,7 +33,8 @@ async function world(t: { after(fn: () => unknown): void }): Promise<World> {
     CREATE TABLE big (id int, payload text);
     INSERT INTO big SELECT i, repeat('x', 40) FROM generate_series(1, 300000) i;
     CREATE TABLE wide (id int, payload text);
-    INSERT INTO wide SELECT i, repeat('y', 3000) FROM generate_series(1, 1000) i;`);
+    INSERT INTO wide SELECT i, repeat('y', 3000) FROM generate_series(1, 1000) i;
+    CREATE VIEW slow AS SELECT id + 0 * length(pg_sleep(0.001)::text) AS id FROM big;`);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const secret = await gw.request('POST', '/api/catalog/secrets/', {
@@ -44,9 +46,10 @@ async function world(t: { after(fn: () => unknown): void }): Promise<World> {
   const urn = await createDataset(gw, admin, { name: 'items', platform: 'postgres', properties });
   const bigUrn = await createDataset(gw, admin, { name: 'big', platform: 'postgres', properties });
   const wideUrn = await createDataset(gw, admin, { name: 'wide', platform: 'postgres', properties });
+  const slowUrn = await createDataset(gw, admin, { name: 'slow', platform: 'postgres', properties });
   const alice = await gw.userToken('alice');
-  for (const dataset of [urn, bigUrn, wideUrn]) grantViewer(gw, dataset, alice.id);
-  return { gw, pg, admin, alice: alice.token, urn, bigUrn, wideUrn };
+  for (const dataset of [urn, bigUrn, wideUrn, slowUrn]) grantViewer(gw, dataset, alice.id);
+  return { gw, pg, admin, alice: alice.token, urn, bigUrn, wideUrn, slowUrn };
 }
 
 const backends = async (pg: PostgresPeer, jobId: string) =>
@@ -193,4 +196,18 @@ test('a client that disconnects mid-stream stops the server reading the source',
   }, 'the job to record the disconnect');
   assert.equal(status.error, 'client_disconnected');
   assert.ok(status.progress.rows_processed < 300000, `read ${status.progress.rows_processed} rows, not the whole table`);
+});
+
+test('cancel stops a statement that sends nothing yet (a selective filter over a slow view), not only the socket', async (t) => {
+  const { gw, pg, alice, slowUrn } = await world(t);
+  // No row matches: the backend computes for minutes without writing, so a closed socket alone goes unnoticed.
+  const job = await createJob(gw, alice, { dataset_urn: slowUrn, transport: 'sse', filters: { id: -1 } });
+  const reading = readSse(gw, job.job_id, alice);
+  // Counts the leader and any parallel workers running the job's COPY.
+  const active = async () =>
+    Number(await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY (SELECT "id" FROM "public"."slow"%'`));
+  await eventually(async () => (await active()) > 0, 'the COPY to run');
+  assert.equal((await gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: alice })).json.status, 'CANCELED');
+  await reading;
+  await eventually(async () => (await active()) === 0, 'the statement to be canceled on the server');
 });

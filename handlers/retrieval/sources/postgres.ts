@@ -25,8 +25,12 @@ function classify(error: unknown): Error {
   const code = (error as { code?: string }).code;
   if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   if (code === '28P01' || code === '28000') return RetrievalErrors.make.source_unavailable({ problem: 'authentication failed' });
-  // Class 22 (data exception): stored rows are valid for their types, so it is a filter literal that is not.
-  if (code?.startsWith('22')) return RetrievalErrors.make.filter_value_invalid({ problem: `postgres error ${code}` });
+  // A literal the column's type cannot take (class 22 raised while parsing: it carries a `position`;
+  // a view failing at run time does not), or a type without `=` (json, point): the caller's filter.
+  const atParse = (error as { position?: string }).position !== undefined;
+  if ((code?.startsWith('22') && atParse) || code === '42883' || code === '42725') {
+    return RetrievalErrors.make.filter_value_invalid({ problem: `postgres error ${code}` });
+  }
   if (error instanceof Error && error.name === 'ApiError') return error;
   return RetrievalErrors.make.source_unavailable({ problem: code ? `postgres error ${code}` : 'connection failed' });
 }
@@ -90,6 +94,23 @@ async function connect(target: PgTarget, credentials: { user: string; password: 
   return client;
 }
 
+/**
+ * Ends a read that did not finish. Closing the socket is not enough: a
+ * backend notices a gone client only when it next writes, and a selective
+ * query over a large table (or a slow view) may run long before that. A
+ * CancelRequest — its own short connection, authorized by the backend's
+ * secret key — stops the statement at once (pg's `Client#cancel`).
+ */
+function abandon(client: pg.Client, target: PgTarget): void {
+  const active = (client as unknown as { activeQuery?: unknown }).activeQuery;
+  if (active) {
+    const canceller = new Client(target.connection) as unknown as { connection: pg.Connection; cancel(c: pg.Client, q: unknown): void };
+    canceller.connection.on('error', () => {}); // best effort: the socket is closed below anyway
+    canceller.cancel(client, active);
+  }
+  client.connection.stream.destroy();
+}
+
 async function tableColumns(client: pg.Client, target: PgTarget): Promise<PgColumn[]> {
   const result = await client.query<PgColumn>(
     `SELECT column_name AS name, data_type AS type, domain_name IS NOT NULL AS domain
@@ -123,6 +144,15 @@ async function* copyJson(client: pg.Client, target: PgTarget, request: ReadReque
   yield* copyJsonBatches(copy, select.columns, request.batchSize, request.signal);
 }
 
+/** A converted row back to an object; a parse failure never carries row text into an error or a log. */
+function parseRow(line: string): Row {
+  try {
+    return JSON.parse(line) as Row;
+  } catch {
+    throw RetrievalErrors.make.source_unavailable({ problem: 'a row could not be converted (did the table change during the read?)' });
+  }
+}
+
 export function postgresSources(secrets: () => SecretReader | undefined): SourceFactory {
   return {
     platforms: ['postgres', 'postgresql'],
@@ -132,11 +162,12 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
       const credentials = pgCredentials(input, secrets());
       async function* readJson(request: ReadRequest): AsyncGenerator<string[]> {
         const client = await connect(target, credentials, input.tag);
-        // Mid-COPY the server is blocked sending, not reading a Terminate: only closing the socket ends it.
-        const stop = () => client.connection.stream.destroy();
+        // Mid-COPY the server is sending, not reading a Terminate: cancel the statement and close the socket.
+        const stop = () => abandon(client, target);
         request.signal.addEventListener('abort', stop, { once: true });
         let complete = false;
         try {
+          request.signal.throwIfAborted(); // aborted while connecting: 'abort' will not fire again
           yield* copyJson(client, target, request);
           complete = true;
         } catch (error) {
@@ -162,7 +193,7 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
         readJson,
         // One path for both: gated reads see exactly the values ungated streams send.
         async *read(request) {
-          for await (const lines of readJson(request)) yield lines.map((line) => JSON.parse(line) as Row);
+          for await (const lines of readJson(request)) yield lines.map(parseRow);
         },
       };
     },
