@@ -147,7 +147,7 @@ export class RetrievalService {
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
-    const chunks = counted(readAhead(chunksOf(plan, request.columns, summary)), (c) => runs.advance(job.id, c.rowCount, c.bytes));
+    const chunks = counted(readAhead(chunksOf(plan, request.columns, summary)), (c) => runs.advance(job.id, c.rowCount, c.data.length));
     let finished = false;
     return {
       job,
