@@ -98,7 +98,8 @@ function* sized(encode: Encode, from: number, to: number): Generator<Piece> {
 
 /**
  * The stream's pieces. Ungated, from a source that encodes JSON itself:
- * its bytes, no row object built (the throughput path, docs/retrieval.md). Otherwise rows, through the gate when there is one.
+ * its bytes, no row object built (the throughput path, docs/retrieval.md).
+ * Otherwise rows, through the gate when there is one.
  */
 async function* pieces(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<Piece> {
   const { gate, source } = plan;

@@ -1,7 +1,7 @@
 /**
  * `COPY (SELECT …) TO STDOUT` text rows → JSON arrays of row objects as
- * bytes, converted byte by byte (docs/retrieval.md, Postgres). The result is what
- * PostgreSQL's `row_to_json` gives for the same row: the gateway renders
+ * bytes, converted byte by byte (docs/retrieval.md, Postgres). Each row is
+ * what PostgreSQL's `row_to_json` gives for it: the gateway renders
  * numbers, booleans, json/jsonb and text-like values itself (cheap), and
  * the SELECT hands every other type to PostgreSQL as `to_json(col)`.
  * Rendering in PostgreSQL costs about 1 CPU-µs a row on the server, which

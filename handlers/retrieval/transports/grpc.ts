@@ -3,8 +3,8 @@
  * StreamData`, server streaming, served by Connect-RPC on the TLS listener.
  * The chunk payload is the UTF-8 JSON array of rows — the same bytes the
  * SSE stream sends, encoded once per batch and passed on without a copy,
- * so no per-row protobuf encoding; the terminal message has `final = true`, an empty payload and
- * the footer in `metadata`. The token comes in the request or as
+ * so no per-row protobuf encoding; the terminal message has `final =
+ * true`, an empty payload and the footer in `metadata`. The token comes in the request or as
  * `authorization: Bearer <token>`; `from_sequence` resumes a stream.
  */
 import { create } from '@bufbuild/protobuf';
