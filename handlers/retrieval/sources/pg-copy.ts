@@ -71,6 +71,20 @@ function put(src: Uint8Array, from: number, to: number, out: Buffer, o: number):
 }
 
 /**
+ * The tab ending the field at p, or the row's newline. Most fields are a
+ * few bytes, for which a byte loop beats Buffer#indexOf's native call (the
+ * converter took 245 → 165 ns a row, bench/README.md retrieval); a long
+ * field goes on with indexOf.
+ */
+function fieldEnd(src: Buffer, p: number, newline: number): number {
+  const stop = Math.min(newline, p + 32);
+  for (; p < stop; p++) if (src[p] === TAB) return p;
+  if (p === newline) return p;
+  const tab = src.indexOf(TAB, p);
+  return tab < 0 || tab > newline ? newline : tab;
+}
+
+/**
  * Converts COPY text rows, fed in chunks split anywhere, to batches of at
  * most `batchSize` rows, each batch its JSON array's bytes in a buffer of
  * its own (handed on as it is: no string is made of it).
@@ -158,8 +172,8 @@ export class CopyJsonConverter {
     const last = this.#kinds.length - 1;
     let p = from;
     for (let f = 0; f <= last; f++) {
-      const end = f === last ? newline : src.indexOf(TAB, p);
-      if (end < 0 || end > newline) throw new Error('COPY row has fewer fields than the SELECT');
+      const end = f === last ? newline : fieldEnd(src, p, newline);
+      if (end === newline && f < last) throw new Error('COPY row has fewer fields than the SELECT');
       const key = this.#keys[f] as Buffer;
       o = put(key, 0, key.length, out, o);
       o = end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e ? put(LITERALS.null, 0, 4, out, o) : this.#value(src, p, end, f, o);

@@ -115,3 +115,21 @@ test('a stream that ends inside a row or a row short of fields fails; an empty s
   await assert.rejects(collect(split(Buffer.from('1\n'), []), 10), /fewer fields/);
   assert.deepEqual(await collect(split(Buffer.alloc(0), []), 10), []);
 });
+
+test('fields longer than the short-field scan end at their own tab, escaped tabs inside them included', async () => {
+  const columns: CopyColumn[] = [
+    { name: 'long', kind: 'text' },
+    { name: 'n', kind: 'number' },
+  ];
+  const rows = [
+    { long: 'x'.repeat(100), n: 1 },
+    { long: `${'y'.repeat(31)}\tz`, n: 2 },
+    { long: `${'w'.repeat(40)}\t${'v'.repeat(40)}`, n: 3 },
+    { long: 'short', n: 4 },
+  ];
+  const batches = await collect(split(Buffer.from(copyText(rows)), []), 10, columns);
+  assert.deepEqual(
+    batches.flat().map((text) => JSON.parse(text)),
+    rows,
+  );
+});
