@@ -7,7 +7,7 @@
  */
 import { type GateRunner, gateAudit } from './gates/runner.ts';
 import { project } from './sources/scan.ts';
-import type { ReadRequest, Row, Source } from './sources/types.ts';
+import type { JsonRows, ReadRequest, Row, Source } from './sources/types.ts';
 
 export interface ChunkMetadata {
   gate_audit?: ReturnType<typeof gateAudit>;
@@ -18,9 +18,11 @@ export interface Chunk {
   /** From 1 (contract §8.4). */
   readonly sequence: number;
   readonly rowCount: number;
-  /** The chunk's rows as one JSON array, built once; every transport sends these bytes. */
-  readonly dataJson: string;
-  readonly bytes: number;
+  /**
+   * The chunk's rows as one UTF-8 JSON array, built once; every transport
+   * sends these bytes as they are (docs/retrieval.md "Throughput choices").
+   */
+  readonly data: Buffer;
   readonly metadata: ChunkMetadata;
 }
 
@@ -56,36 +58,53 @@ export function sourceColumns(columns: readonly string[] | null, gate: GateRunne
  */
 const MAX_CHUNK_JSON_BYTES = 1 << 20;
 
-/** A batch as the JSON array it is sent as: row objects, or rows the source already encoded. */
-const rowsJson = (rows: readonly Row[]): string => JSON.stringify(rows);
-const linesJson = (lines: readonly string[]): string => `[${lines.join(',')}]`;
-
 interface Piece {
   readonly rowCount: number;
-  readonly dataJson: string;
+  readonly data: Buffer;
 }
 
-function* sized<T>(items: readonly T[], encode: (items: readonly T[]) => string): Generator<Piece> {
-  if (items.length === 0) return;
-  const dataJson = encode(items);
-  if (dataJson.length <= MAX_CHUNK_JSON_BYTES / 3 || items.length === 1 || Buffer.byteLength(dataJson) <= MAX_CHUNK_JSON_BYTES) {
-    yield { rowCount: items.length, dataJson };
+/** Rows [from, to) of a batch as the JSON array they are sent as. */
+type Encode = (from: number, to: number) => Buffer;
+
+/** Row objects: one JSON.stringify and one UTF-8 encode per piece. */
+const rowsJson =
+  (rows: readonly Row[]): Encode =>
+  (from, to) =>
+    Buffer.from(JSON.stringify(from === 0 && to === rows.length ? rows : rows.slice(from, to)));
+
+const OPEN = Buffer.from('[');
+const CLOSE = Buffer.from(']');
+
+/** A batch the source encoded: itself whole (no copy), or a range of its rows' bytes bracketed. */
+const encodedJson =
+  ({ json, ends }: JsonRows): Encode =>
+  (from, to) => {
+    if (from === 0 && to === ends.length) return json;
+    const start = from === 0 ? 1 : (ends[from - 1] as number) + 1;
+    return Buffer.concat([OPEN, json.subarray(start, ends[to - 1]), CLOSE]);
+  };
+
+function* sized(encode: Encode, from: number, to: number): Generator<Piece> {
+  if (to === from) return;
+  const data = encode(from, to);
+  if (to - from === 1 || data.length <= MAX_CHUNK_JSON_BYTES) {
+    yield { rowCount: to - from, data };
     return;
   }
-  const half = Math.ceil(items.length / 2);
-  yield* sized(items.slice(0, half), encode);
-  yield* sized(items.slice(half), encode);
+  const half = from + Math.ceil((to - from) / 2);
+  yield* sized(encode, from, half);
+  yield* sized(encode, half, to);
 }
 
 /**
  * The stream's pieces. Ungated, from a source that encodes JSON itself:
- * its row texts joined, no row object built (the throughput path,
- * docs/retrieval.md). Otherwise rows, through the gate when there is one.
+ * its bytes, no row object built (the throughput path, docs/retrieval.md).
+ * Otherwise rows, through the gate when there is one.
  */
 async function* pieces(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<Piece> {
   const { gate, source } = plan;
   if (gate === null && source.readJson) {
-    for await (const lines of source.readJson(plan.request)) yield* sized(lines, linesJson);
+    for await (const batch of source.readJson(plan.request)) yield* sized(encodedJson(batch), 0, batch.ends.length);
     return;
   }
   const narrow = gate !== null && userColumns !== null && gate.requiredFields.some((f) => !userColumns.includes(f));
@@ -98,7 +117,7 @@ async function* pieces(plan: ReadPlan, userColumns: readonly string[] | null, su
       rows = narrow ? outcome.released.map((r) => project(r, userColumns)) : outcome.released;
       summary.gateAudit = gateAudit(summary.filtered);
     }
-    yield* sized(rows, rowsJson);
+    yield* sized(rowsJson(rows), 0, rows.length);
   }
 }
 
@@ -107,7 +126,7 @@ export async function* chunksOf(plan: ReadPlan, userColumns: readonly string[] |
     summary.rows += piece.rowCount;
     summary.chunks += 1;
     const metadata: ChunkMetadata = plan.gate ? { gate_audit: gateAudit(summary.filtered), filtered: summary.filtered } : {};
-    yield { sequence: summary.chunks, ...piece, bytes: Buffer.byteLength(piece.dataJson), metadata };
+    yield { sequence: summary.chunks, ...piece, metadata };
   }
 }
 

@@ -38,14 +38,18 @@ async function readAllJson(source: Source, request: Partial<ReadRequest>): Promi
   const full: ReadRequest = { columns: null, filters: {}, offset: 0, limit: null, batchSize: 10, signal: new AbortController().signal, ...request };
   const rows: Row[] = [];
   const batches: number[] = [];
-  for await (const batch of source.readJson(full)) {
-    batches.push(batch.length);
-    for (const text of batch) rows.push(JSON.parse(text) as Row);
+  for await (const { json, ends } of source.readJson(full)) {
+    batches.push(ends.length);
+    const array = JSON.parse(json.toString()) as Row[];
+    // Each row's offsets cut out exactly its text (the pipeline splits a batch by them).
+    const cut = ends.map((end, i) => JSON.parse(json.toString('utf8', i === 0 ? 1 : (ends[i - 1] as number) + 1, end)) as Row);
+    assert.deepEqual(cut, array);
+    rows.push(...array);
   }
   return { rows, batches };
 }
 
-/** `readJson`: the source also offers rows as JSON texts (Source.readJson), checked against read(). */
+/** `readJson`: the source also offers rows as encoded JSON arrays (Source.readJson), checked against read(). */
 export function runSourceContract(name: string, make: MakeSource, options: { readJson?: boolean } = {}): void {
   if (options.readJson) {
     test(`${name}: readJson gives read()'s rows, in order, in batches of at most batchSize`, async (t) => {

@@ -88,12 +88,12 @@ test('Postgres rows are identical through inline, SSE and gRPC; pushdown semanti
   assert.deepEqual(nulls.inline.data, []);
 });
 
-test('gRPC: default batch is the configured one, a batch over 1 MiB of JSON is split, resume from a sequence', async (t) => {
+test('gRPC: default batch is 10x the configured one, a batch over 1 MiB of JSON is split, resume from a sequence', async (t) => {
   const { gw, alice, bigUrn, wideUrn } = await world(t);
   const big = await readGrpc(gw, await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc' }));
   assert.deepEqual(
     big.chunks.map((c) => c.rows.length),
-    [...Array.from({ length: 300 }, () => 1000), 0],
+    [...Array.from({ length: 30 }, () => 10_000), 0],
   );
   assert.deepEqual(
     grpcRows(big).map((r) => r.id),

@@ -1,7 +1,7 @@
 /**
- * `COPY (SELECT …) TO STDOUT` text rows → one JSON object text per row,
- * converted byte by byte (docs/retrieval.md, Postgres). The result is what
- * PostgreSQL's `row_to_json` gives for the same row: the gateway renders
+ * `COPY (SELECT …) TO STDOUT` text rows → JSON arrays of row objects as
+ * bytes, converted byte by byte (docs/retrieval.md, Postgres). Each row is
+ * what PostgreSQL's `row_to_json` gives for it: the gateway renders
  * numbers, booleans, json/jsonb and text-like values itself (cheap), and
  * the SELECT hands every other type to PostgreSQL as `to_json(col)`.
  * Rendering in PostgreSQL costs about 1 CPU-µs a row on the server, which
@@ -12,6 +12,7 @@
  * `\n`, fields are separated by `\t`, `\N` is NULL, and a value escapes
  * backslash and `\b \f \n \r \t \v` — JSON's own escapes but for `\v`.
  */
+import type { JsonRows } from './types.ts';
 
 /**
  * How the gateway writes a column's COPY text as JSON. `json` is also used
@@ -69,76 +70,116 @@ function put(src: Uint8Array, from: number, to: number, out: Buffer, o: number):
   return o;
 }
 
-/** Converts COPY text rows, fed in chunks split anywhere, to JSON object texts. */
+/**
+ * The tab ending the field at p, or the row's newline. Most fields are a
+ * few bytes, for which a byte loop beats Buffer#indexOf's native call (the
+ * converter took 245 → 165 ns a row, bench/README.md retrieval); a long
+ * field goes on with indexOf.
+ */
+function fieldEnd(src: Buffer, p: number, newline: number): number {
+  const stop = Math.min(newline, p + 32);
+  for (; p < stop; p++) if (src[p] === TAB) return p;
+  if (p === newline) return p;
+  const tab = src.indexOf(TAB, p);
+  return tab < 0 || tab > newline ? newline : tab;
+}
+
+/**
+ * Converts COPY text rows, fed in chunks split anywhere, to batches of at
+ * most `batchSize` rows, each batch its JSON array's bytes in a buffer of
+ * its own (handed on as it is: no string is made of it).
+ */
 export class CopyJsonConverter {
   readonly #keys: Buffer[];
   readonly #kinds: CopyKind[];
-  /** Most bytes a row's JSON adds beyond 6 per COPY byte (keys, braces, quotes, literals). */
+  readonly #batchSize: number;
+  /** Most bytes a row's JSON adds beyond 6 per COPY byte (keys, braces, quotes, literals, `,` before it, `]` after it). */
   readonly #overhead: number;
-  #out = Buffer.allocUnsafe(1 << 16);
+  #out: Buffer;
+  #o = 0;
+  #ends: number[] = [];
   #carry: Buffer | null = null;
 
-  constructor(columns: readonly CopyColumn[]) {
+  constructor(columns: readonly CopyColumn[], batchSize: number) {
     this.#keys = columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`));
     this.#kinds = columns.map((c) => c.kind);
-    this.#overhead = this.#keys.reduce((n, key) => n + key.length + 6, 3);
+    this.#batchSize = batchSize;
+    this.#overhead = this.#keys.reduce((n, key) => n + key.length + 6, 4);
+    this.#out = this.#open(1 << 16);
   }
 
-  /** The JSON texts of the rows this chunk completes. */
-  push(chunk: Buffer): string[] {
-    let o = 0;
+  /** The batches this chunk completes. */
+  push(chunk: Buffer): JsonRows[] {
+    const done: JsonRows[] = [];
     let start = 0;
     if (this.#carry) {
       const newline = chunk.indexOf(NEWLINE);
       if (newline < 0) {
         this.#carry = Buffer.concat([this.#carry, chunk]);
-        return [];
+        return done;
       }
       const row = Buffer.concat([this.#carry, chunk.subarray(0, newline + 1)]);
       this.#carry = null;
-      o = this.#rows(row, 0, row.length, o);
+      this.#rows(row, 0, row.length, done);
       start = newline + 1;
     }
     const end = chunk.lastIndexOf(NEWLINE) + 1;
-    if (end > start) o = this.#rows(chunk, start, end, o);
+    if (end > start) this.#rows(chunk, start, end, done);
     if (end < chunk.length) this.#carry = Buffer.from(chunk.subarray(Math.max(start, end)));
-    if (o === 0) return [];
-    const rows = this.#out.toString('utf8', 0, o).split('\n');
-    rows.pop();
-    return rows;
+    return done;
   }
 
-  /** Throws if the stream ended inside a row. */
-  end(): void {
+  /** The last, partial batch (null when there is none); throws if the stream ended inside a row. */
+  end(): JsonRows | null {
     if (this.#carry) throw new Error('COPY output ended inside a row');
+    return this.#ends.length > 0 ? this.#close() : null;
   }
 
-  /** Writes the rows of src[from, to) (whole lines) to the output from `o`, each followed by `\n`. */
-  #rows(src: Buffer, from: number, to: number, o: number): number {
+  /** A fresh output buffer holding `[`, sized so a batch like the last one needs no growing. */
+  #open(size: number): Buffer {
+    const out = Buffer.allocUnsafe(size);
+    out[0] = 0x5b;
+    this.#o = 1;
+    this.#ends = [];
+    return out;
+  }
+
+  /** The current batch closed with `]`; the next one gets a new buffer. */
+  #close(): JsonRows {
+    const out = this.#out;
+    out[this.#o++] = 0x5d;
+    const batch = { json: out.subarray(0, this.#o), ends: this.#ends };
+    this.#out = this.#open(Math.max(1 << 16, this.#o + (this.#o >> 3)));
+    return batch;
+  }
+
+  /** Converts the rows of src[from, to) (whole lines), closing each batch that fills into `done`. */
+  #rows(src: Buffer, from: number, to: number, done: JsonRows[]): void {
     let i = from;
     while (i < to) {
       const newline = src.indexOf(NEWLINE, i);
-      o = this.#row(src, i, newline, o);
+      this.#o = this.#row(src, i, newline, this.#o);
+      this.#ends.push(this.#o);
+      if (this.#ends.length === this.#batchSize) done.push(this.#close());
       i = newline + 1;
     }
-    return o;
   }
 
   #row(src: Buffer, from: number, newline: number, o: number): number {
     this.#reserve(o, (newline - from) * 6 + this.#overhead);
     const out = this.#out;
+    if (this.#ends.length > 0) out[o++] = 0x2c;
     const last = this.#kinds.length - 1;
     let p = from;
     for (let f = 0; f <= last; f++) {
-      const end = f === last ? newline : src.indexOf(TAB, p);
-      if (end < 0 || end > newline) throw new Error('COPY row has fewer fields than the SELECT');
+      const end = f === last ? newline : fieldEnd(src, p, newline);
+      if (end === newline && f < last) throw new Error('COPY row has fewer fields than the SELECT');
       const key = this.#keys[f] as Buffer;
       o = put(key, 0, key.length, out, o);
       o = end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e ? put(LITERALS.null, 0, 4, out, o) : this.#value(src, p, end, f, o);
       p = end + 1;
     }
     out[o++] = 0x7d;
-    out[o++] = NEWLINE;
     return o;
   }
 
@@ -212,7 +253,7 @@ function json(src: Buffer, p: number, end: number, out: Buffer, o: number): numb
 }
 
 /**
- * A COPY stream's rows as JSON texts, in batches of at most `batchSize`.
+ * A COPY stream's rows as JSON arrays of at most `batchSize` rows.
  * Iterating the stream with `for await` reads the next chunk only when the
  * consumer asks for the next batch, so the consumer's pace is the source's.
  */
@@ -221,22 +262,17 @@ export async function* copyJsonBatches(
   columns: readonly CopyColumn[],
   batchSize: number,
   signal: AbortSignal,
-): AsyncGenerator<string[]> {
-  const converter = new CopyJsonConverter(columns);
-  let batch: string[] = [];
+): AsyncGenerator<JsonRows> {
+  const converter = new CopyJsonConverter(columns, batchSize);
   for await (const chunk of chunks) {
-    for (const row of converter.push(chunk)) {
-      batch.push(row);
-      if (batch.length === batchSize) {
-        signal.throwIfAborted();
-        yield batch;
-        batch = [];
-      }
+    for (const batch of converter.push(chunk)) {
+      signal.throwIfAborted();
+      yield batch;
     }
   }
-  converter.end();
-  if (batch.length > 0) {
+  const last = converter.end();
+  if (last) {
     signal.throwIfAborted();
-    yield batch;
+    yield last;
   }
 }

@@ -2,7 +2,7 @@
  * The Postgres source (contract §8.6, platform `postgres`): a real
  * PostgreSQL read with `COPY (SELECT …) TO STDOUT`, its text rows converted
  * byte by byte to the JSON row_to_json would give (pg-copy.ts), so an
- * ungated stream sends JSON without the gateway building row objects
+ * ungated stream sends those bytes without the gateway building row objects
  * (`readJson`; docs/retrieval.md "Throughput choices"). Memory stays at the
  * COPY buffer plus one batch whatever the table size. Columns, filters, limit and offset are pushed
  * down; the SQL is built only from escaped identifiers and escaped literals,
@@ -14,7 +14,7 @@ import { RetrievalErrors } from '../errors.ts';
 import { type PgTarget, pgCredentials, pgTarget, type SecretReader } from './pg-connection.ts';
 import { type CopyColumn, copyJsonBatches, copyKind } from './pg-copy.ts';
 import { type SqlDialect, whereClause } from './sql-filter.ts';
-import type { ReadRequest, Row, Source, SourceFactory } from './types.ts';
+import type { JsonRows, ReadRequest, Row, Source, SourceFactory } from './types.ts';
 
 const { Client, escapeIdentifier, escapeLiteral } = pg;
 
@@ -129,11 +129,11 @@ function checkColumns(fields: readonly PgColumn[], request: ReadRequest): void {
 }
 
 /**
- * Rows as JSON texts from `COPY (SELECT …) TO STDOUT` in one read-only
+ * Rows as JSON arrays from `COPY (SELECT …) TO STDOUT` in one read-only
  * transaction. The socket is read only as fast as batches are taken
  * (pg-copy-streams pauses it when its buffer is full).
  */
-async function* copyJson(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<string[]> {
+async function* copyJson(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<JsonRows> {
   const table = await tableColumns(client, target);
   checkColumns(table, request);
   const select = selectStatement(target, request, table);
@@ -144,10 +144,10 @@ async function* copyJson(client: pg.Client, target: PgTarget, request: ReadReque
   yield* copyJsonBatches(copy, select.columns, request.batchSize, request.signal);
 }
 
-/** A converted row back to an object; a parse failure never carries row text into an error or a log. */
-function parseRow(line: string): Row {
+/** A converted batch back to objects; a parse failure never carries row text into an error or a log. */
+function parseRows(json: Buffer): Row[] {
   try {
-    return JSON.parse(line) as Row;
+    return JSON.parse(json.toString()) as Row[];
   } catch {
     throw RetrievalErrors.make.source_unavailable({ problem: 'a row could not be converted (did the table change during the read?)' });
   }
@@ -160,7 +160,7 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
     create(input): Source {
       const target = pgTarget(input);
       const credentials = pgCredentials(input, secrets());
-      async function* readJson(request: ReadRequest): AsyncGenerator<string[]> {
+      async function* readJson(request: ReadRequest): AsyncGenerator<JsonRows> {
         const client = await connect(target, credentials, input.tag);
         // Mid-COPY the server is sending, not reading a Terminate: cancel the statement and close the socket.
         const stop = () => abandon(client, target);
@@ -193,7 +193,7 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
         readJson,
         // One path for both: gated reads see exactly the values ungated streams send.
         async *read(request) {
-          for await (const lines of readJson(request)) yield lines.map(parseRow);
+          for await (const batch of readJson(request)) yield parseRows(batch.json);
         },
       };
     },

@@ -8,6 +8,17 @@
  */
 export type Row = Record<string, unknown>;
 
+/**
+ * A batch of rows already encoded: one JSON array `[row,row,…]` as UTF-8
+ * bytes, and where each row's text ends, so a batch can be split by rows
+ * without parsing it.
+ */
+export interface JsonRows {
+  readonly json: Buffer;
+  /** Offset just past each row's text (the `,` or `]` after it); its length is the row count. */
+  readonly ends: readonly number[];
+}
+
 /** A filter value: a scalar means equality, a list means IN (contract §8.1 [I]). */
 export type FilterValue = string | number | boolean | null | readonly (string | number | boolean | null)[];
 
@@ -37,11 +48,11 @@ export interface Source {
   read(request: ReadRequest): AsyncIterable<Row[]>;
   /**
    * Optional: the rows `read()` would give, in the same order and batches of
-   * at most batchSize, each row already one JSON object text, for sources
-   * whose server can render JSON (Postgres): an ungated stream sends them
-   * without building row objects (pipeline.ts).
+   * at most batchSize, each batch already its JSON array's bytes, for
+   * sources that can encode JSON without row objects (Postgres): an ungated
+   * stream sends those bytes as they are (pipeline.ts).
    */
-  readJson?(request: ReadRequest): AsyncIterable<readonly string[]>;
+  readJson?(request: ReadRequest): AsyncIterable<JsonRows>;
 }
 
 /** What a source is built from: the dataset's catalog record plus the job's source-specific inputs. */

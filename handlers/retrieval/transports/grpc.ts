@@ -2,9 +2,9 @@
  * gRPC transport (contract §8.5): `platform.retrieval.v1.RetrievalService/
  * StreamData`, server streaming, served by Connect-RPC on the TLS listener.
  * The chunk payload is the UTF-8 JSON array of rows — the same bytes the
- * SSE stream sends, serialized once per batch, so no per-row protobuf
- * encoding; the terminal message has `final = true`, an empty payload and
- * the footer in `metadata`. The token comes in the request or as
+ * SSE stream sends, encoded once per batch and passed on without a copy,
+ * so no per-row protobuf encoding; the terminal message has `final =
+ * true`, an empty payload and the footer in `metadata`. The token comes in the request or as
  * `authorization: Bearer <token>`; `from_sequence` resumes a stream.
  */
 import { create } from '@bufbuild/protobuf';
@@ -64,7 +64,7 @@ export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalSe
             if (chunk.sequence < from) continue;
             yield create(DataChunkSchema, {
               sequence: BigInt(chunk.sequence),
-              payload: Buffer.from(chunk.dataJson),
+              payload: chunk.data,
               mediaType: 'application/json',
               rowCount: BigInt(chunk.rowCount),
               metadata: stringMap(chunk.metadata),

@@ -14,13 +14,13 @@ export async function collectInline(chunks: AsyncGenerator<Chunk>, summary: Stre
   // Size of `[` + rows joined by `,` + `]`: each chunk's array contributes its inner bytes.
   let size = 2;
   for await (const chunk of chunks) {
-    size += chunk.bytes - 2 + (rows.length > 0 ? 1 : 0);
+    size += chunk.data.length - 2 + (rows.length > 0 ? 1 : 0);
     if (size > thresholdBytes) {
       await chunks.return(undefined);
       return null;
     }
     // Parsed back (at most the threshold's bytes) to sit in the job's JSON answer.
-    for (const row of JSON.parse(chunk.dataJson) as Row[]) rows.push(row);
+    for (const row of JSON.parse(chunk.data.toString()) as Row[]) rows.push(row);
   }
   return { media_type: 'application/json', data: rows, row_count: rows.length, metadata: footer(summary) };
 }

@@ -39,9 +39,14 @@ export async function streamSse(response: NodeResponse, stream: JobStream, heart
   const res = response as ServerResponse;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
   let lastWrite = Date.now();
-  const write = async (frame: string) => {
+  /** A frame's parts as one write to the socket (corked), the chunk's bytes never joined into a string. */
+  const write = async (...parts: (string | Buffer)[]) => {
     lastWrite = Date.now();
-    if (!res.write(frame)) await drained(res);
+    res.cork();
+    let flushed = true;
+    for (const part of parts) flushed = res.write(part);
+    res.uncork();
+    if (!flushed) await drained(res);
   };
   const heartbeat = setInterval(() => {
     if (Date.now() - lastWrite >= heartbeatMs && !res.writableEnded) void write(': heartbeat\n\n');
@@ -52,7 +57,7 @@ export async function streamSse(response: NodeResponse, stream: JobStream, heart
     await write(`: retrieval job ${stream.job.id}\n\n`);
     for await (const chunk of stream.chunks) {
       if (res.destroyed) break;
-      await write(`event: chunk\ndata: {"sequence":${chunk.sequence},"data":${chunk.dataJson},"metadata":${JSON.stringify(chunk.metadata)}}\n\n`);
+      await write(`event: chunk\ndata: {"sequence":${chunk.sequence},"data":`, chunk.data, `,"metadata":${JSON.stringify(chunk.metadata)}}\n\n`);
     }
     if (res.destroyed) return;
     const { rows, chunks } = stream.summary;

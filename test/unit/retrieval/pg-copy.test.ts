@@ -1,13 +1,15 @@
 /**
- * COPY text → JSON rows (handlers/retrieval/sources/pg-copy.ts): rows and
+ * COPY text → JSON arrays (handlers/retrieval/sources/pg-copy.ts): rows and
  * UTF-8 characters split across chunks at every byte, each kind written as
- * PostgreSQL's row_to_json writes it, batches of at most batchSize. The
+ * PostgreSQL's row_to_json writes it, batches of at most batchSize whose
+ * row offsets mark each row's text. The
  * input is COPY text format as the manual specifies it; the Postgres
  * integration tests compare against a real server's row_to_json.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type CopyColumn, CopyJsonConverter, copyJsonBatches } from '../../../handlers/retrieval/sources/pg-copy.ts';
+import type { JsonRows } from '../../../handlers/retrieval/sources/types.ts';
 
 const COLUMNS: CopyColumn[] = [
   { name: 'id', kind: 'number' },
@@ -35,9 +37,19 @@ async function* split(bytes: Buffer, at: number[]): AsyncGenerator<Buffer> {
   }
 }
 
+/** A batch's row texts, cut at its offsets; checked against the array the batch's bytes parse to. */
+function rowTexts({ json, ends }: JsonRows): string[] {
+  const texts = ends.map((end, i) => json.toString('utf8', i === 0 ? 1 : (ends[i - 1] as number) + 1, end));
+  assert.deepEqual(
+    JSON.parse(json.toString()),
+    texts.map((text) => JSON.parse(text)),
+  );
+  return texts;
+}
+
 async function collect(chunks: AsyncIterable<Buffer>, batchSize: number, columns = COLUMNS): Promise<string[][]> {
   const out: string[][] = [];
-  for await (const batch of copyJsonBatches(chunks, columns, batchSize, new AbortController().signal)) out.push(batch);
+  for await (const batch of copyJsonBatches(chunks, columns, batchSize, new AbortController().signal)) out.push(rowTexts(batch));
   return out;
 }
 
@@ -63,15 +75,18 @@ test('rows split across chunks at any byte, inside a 4-byte character too, come 
 });
 
 test('numbers, booleans and json as row_to_json writes them', () => {
-  const converter = new CopyJsonConverter([
-    { name: 'n', kind: 'number' },
-    { name: 'b', kind: 'boolean' },
-    { name: 'j', kind: 'json' },
-  ]);
-  const rows = converter.push(
+  const converter = new CopyJsonConverter(
+    [
+      { name: 'n', kind: 'number' },
+      { name: 'b', kind: 'boolean' },
+      { name: 'j', kind: 'json' },
+    ],
+    10,
+  );
+  const pushed = converter.push(
     Buffer.from(
       [
-        '12.50\tt\t{"a": "x\\\\"}',
+        '12.50\tt\t{"a": "x\\\\\\\\"}',
         'NaN\tf\t[1,\\n\\t2]',
         'Infinity\t\\N\t\\N',
         '-Infinity\tt\t"\\\\u00e9"',
@@ -80,8 +95,10 @@ test('numbers, booleans and json as row_to_json writes them', () => {
       ].join('\n'),
     ),
   );
+  assert.deepEqual(pushed, [], 'a batch is handed on when full or at the end');
+  const rows = rowTexts(converter.end() as JsonRows);
   assert.deepEqual(rows, [
-    '{"n":12.50,"b":true,"j":{"a": "x\\"}}',
+    '{"n":12.50,"b":true,"j":{"a": "x\\\\"}}',
     '{"n":"NaN","b":false,"j":[1,  2]}',
     '{"n":"Infinity","b":null,"j":null}',
     '{"n":"-Infinity","b":true,"j":"\\u00e9"}',
@@ -97,4 +114,22 @@ test('a stream that ends inside a row or a row short of fields fails; an empty s
   await assert.rejects(collect(split(Buffer.from('1\tx\n2\ty'), []), 10), /ended inside a row/);
   await assert.rejects(collect(split(Buffer.from('1\n'), []), 10), /fewer fields/);
   assert.deepEqual(await collect(split(Buffer.alloc(0), []), 10), []);
+});
+
+test('fields longer than the short-field scan end at their own tab, escaped tabs inside them included', async () => {
+  const columns: CopyColumn[] = [
+    { name: 'long', kind: 'text' },
+    { name: 'n', kind: 'number' },
+  ];
+  const rows = [
+    { long: 'x'.repeat(100), n: 1 },
+    { long: `${'y'.repeat(31)}\tz`, n: 2 },
+    { long: `${'w'.repeat(40)}\t${'v'.repeat(40)}`, n: 3 },
+    { long: 'short', n: 4 },
+  ];
+  const batches = await collect(split(Buffer.from(copyText(rows)), []), 10, columns);
+  assert.deepEqual(
+    batches.flat().map((text) => JSON.parse(text)),
+    rows,
+  );
 });
