@@ -20,6 +20,10 @@ export const RetrievalErrors = defineErrors('retrieval', {
   },
   source_not_found: { status: 404, doc: 'The file (or table) the dataset names does not exist.' },
   unknown_column: { status: 422, doc: 'A requested column or filter key is not in the source schema; `column` names it.' },
+  row_too_large: {
+    status: 422,
+    doc: 'A source row is longer than retrieval takes (`max_row_bytes`, 16 MiB of Postgres COPY text); select fewer columns.',
+  },
   source_unavailable: {
     status: 502,
     doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',
