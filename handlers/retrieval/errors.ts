@@ -24,6 +24,10 @@ export const RetrievalErrors = defineErrors('retrieval', {
     status: 422,
     doc: "A filter value cannot be read as its column's type (`\"abc\"` for an integer column, a malformed date), or the column's type has no equality (`json`, `point`); `problem` gives the source's error class.",
   },
+  row_too_large: {
+    status: 422,
+    doc: 'A source row is longer than retrieval takes (`max_row_bytes`, 16 MiB of Postgres COPY text); select fewer columns.',
+  },
   source_unavailable: {
     status: 502,
     doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',

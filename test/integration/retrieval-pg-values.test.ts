@@ -135,16 +135,16 @@ const ORACLE_TABLE = String.raw`
   CREATE DOMAIN posint AS int CHECK (VALUE > 0);
   CREATE TABLE oracle (classification text, i2 smallint, i4 int, i8 bigint, f4 real, f8 double precision, num numeric, b boolean,
     vc varchar(20), ch char(4), u uuid, t text, nm name, arr int[], tarr text[], m mood, d posint, iv interval, tm time,
-    ts timestamp, tstz timestamptz, dt date, j json, jb jsonb, bin bytea, ip inet, pt point, "odd ""na\me"" ü" text);
+    ts timestamp, tstz timestamptz, dt date, j json, jb jsonb, bin bytea, ip inet, pt point, "odd ""na\me"" ü" text, oi oid);
   INSERT INTO oracle VALUES
     ('U', 1, 2, 3, 1.5, 0.1, 123.4500, true, 'vc', 'ab', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
      E'q"\\\b\f\n\r\t\x0b\x01\x1f\x7f é 😀 \\v', 'nm', '{1,2,NULL}', ARRAY['a"b', 'c\d', NULL], 'happy', 7, '1 day 02:03:04',
      '04:05:06.789', '2024-02-29 13:45:30', '2024-02-29 13:45:30+02', '2024-02-29', '{"k":"v\\n","n":[1,2.5e3]}',
-     '{"z": "é😀", "a": [true, null]}', '\xdeadbeef', '192.168.0.1/24', '(1.5,2)', 'x'),
+     '{"z": "é😀", "a": [true, null]}', '\xdeadbeef', '192.168.0.1/24', '(1.5,2)', 'x', 4294967295),
     ('U', -32768, -2147483648, -9223372036854775808, 'Infinity', 'NaN', '-Infinity', false, '', '', NULL, '', '', '{}', '{}',
-     'sad', 1, '-1 mon', '00:00', '-infinity', 'infinity', '0001-01-01 BC', 'null', '"s"', '\x', '::1', '(0,0)', ''),
+     'sad', 1, '-1 mon', '00:00', '-infinity', 'infinity', '0001-01-01 BC', 'null', '"s"', '\x', '::1', '(0,0)', '', 0),
     ('U', NULL, NULL, NULL, 'NaN', '-Infinity', 'NaN', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);`;
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);`;
 
 test("the converted rows are row_to_json's, byte for byte, through every transport gated and ungated", async (t) => {
   const { gw, pg, alice, plain, gated } = await world(t, ORACLE_TABLE, 'oracle');

@@ -12,6 +12,7 @@
  * `\n`, fields are separated by `\t`, `\N` is NULL, and a value escapes
  * backslash and `\b \f \n \r \t \v` — JSON's own escapes but for `\v`.
  */
+import { RetrievalErrors } from '../errors.ts';
 import type { JsonRows } from './types.ts';
 
 /**
@@ -26,7 +27,6 @@ const KINDS: Readonly<Record<string, CopyKind>> = {
   smallint: 'number',
   integer: 'number',
   bigint: 'number',
-  oid: 'number',
   real: 'number',
   'double precision': 'number',
   numeric: 'number',
@@ -49,6 +49,15 @@ export interface CopyColumn {
   readonly name: string;
   readonly kind: CopyKind;
 }
+
+/**
+ * Longest COPY row taken (its JSON may be up to six times this). PostgreSQL
+ * allows values of 1 GB; a row past this fails the read with
+ * `row_too_large` rather than holding gigabytes (select fewer columns).
+ */
+export const MAX_ROW_BYTES = 16 << 20;
+/** An output buffer grown past this by one large row is not kept for the next batch. */
+const KEEP_BUFFER_BYTES = 4 << 20;
 
 const BACKSLASH = 0x5c;
 const TAB = 0x09;
@@ -98,7 +107,9 @@ export class CopyJsonConverter {
   #out: Buffer;
   #o = 0;
   #ends: number[] = [];
-  #carry: Buffer | null = null;
+  /** The start of a row not yet ended, in the pieces it arrived in (joined once, at its newline). */
+  #carry: Buffer[] = [];
+  #carryBytes = 0;
 
   constructor(columns: readonly CopyColumn[], batchSize: number) {
     this.#keys = columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`));
@@ -112,26 +123,35 @@ export class CopyJsonConverter {
   push(chunk: Buffer): JsonRows[] {
     const done: JsonRows[] = [];
     let start = 0;
-    if (this.#carry) {
+    if (this.#carryBytes > 0) {
       const newline = chunk.indexOf(NEWLINE);
       if (newline < 0) {
-        this.#carry = Buffer.concat([this.#carry, chunk]);
+        this.#hold(Buffer.from(chunk));
         return done;
       }
-      const row = Buffer.concat([this.#carry, chunk.subarray(0, newline + 1)]);
-      this.#carry = null;
+      this.#hold(chunk.subarray(0, newline + 1));
+      const row = Buffer.concat(this.#carry, this.#carryBytes);
+      this.#carry = [];
+      this.#carryBytes = 0;
       this.#rows(row, 0, row.length, done);
       start = newline + 1;
     }
     const end = chunk.lastIndexOf(NEWLINE) + 1;
     if (end > start) this.#rows(chunk, start, end, done);
-    if (end < chunk.length) this.#carry = Buffer.from(chunk.subarray(Math.max(start, end)));
+    if (end < chunk.length) this.#hold(Buffer.from(chunk.subarray(Math.max(start, end))));
     return done;
+  }
+
+  /** Keeps part of an unfinished row; a row longer than MAX_ROW_BYTES fails the read. */
+  #hold(piece: Buffer): void {
+    this.#carryBytes += piece.length;
+    if (this.#carryBytes > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
+    this.#carry.push(piece);
   }
 
   /** The last, partial batch (null when there is none); throws if the stream ended inside a row. */
   end(): JsonRows | null {
-    if (this.#carry) throw new Error('COPY output ended inside a row');
+    if (this.#carryBytes > 0) throw new Error('COPY output ended inside a row');
     return this.#ends.length > 0 ? this.#close() : null;
   }
 
@@ -149,7 +169,7 @@ export class CopyJsonConverter {
     const out = this.#out;
     out[this.#o++] = 0x5d;
     const batch = { json: out.subarray(0, this.#o), ends: this.#ends };
-    this.#out = this.#open(Math.max(1 << 16, this.#o + (this.#o >> 3)));
+    this.#out = this.#open(Math.min(KEEP_BUFFER_BYTES, Math.max(1 << 16, this.#o + (this.#o >> 3))));
     return batch;
   }
 
@@ -166,6 +186,7 @@ export class CopyJsonConverter {
   }
 
   #row(src: Buffer, from: number, newline: number, o: number): number {
+    if (newline - from > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
     this.#reserve(o, (newline - from) * 6 + this.#overhead);
     const out = this.#out;
     if (this.#ends.length > 0) out[o++] = 0x2c;

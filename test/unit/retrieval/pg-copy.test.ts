@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type CopyColumn, CopyJsonConverter, copyJsonBatches } from '../../../handlers/retrieval/sources/pg-copy.ts';
+import { type CopyColumn, CopyJsonConverter, copyJsonBatches, MAX_ROW_BYTES } from '../../../handlers/retrieval/sources/pg-copy.ts';
 import type { JsonRows } from '../../../handlers/retrieval/sources/types.ts';
 
 const COLUMNS: CopyColumn[] = [
@@ -132,4 +132,28 @@ test('fields longer than the short-field scan end at their own tab, escaped tabs
     batches.flat().map((text) => JSON.parse(text)),
     rows,
   );
+});
+
+/** `bytes` in pieces of `size`, as a socket would hand them over. */
+async function* pieces(bytes: Buffer, size: number): AsyncGenerator<Buffer> {
+  for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
+}
+
+test('a large row arriving in many small pieces comes back whole, and the rows after it too', async () => {
+  const rows = [
+    { id: 1, 'note "q"': 'z'.repeat(4 << 20) },
+    { id: 2, 'note "q"': 'after' },
+  ];
+  const batches = await collect(pieces(Buffer.from(copyText(rows)), 4096), 1);
+  assert.deepEqual(
+    batches.map((b) => JSON.parse(b[0] as string)),
+    rows,
+  );
+});
+
+test('a row longer than MAX_ROW_BYTES fails the read with row_too_large, whether it arrives whole or in pieces', async () => {
+  const huge = Buffer.from(copyText([{ id: 1, 'note "q"': 'h'.repeat(MAX_ROW_BYTES + 1) }]));
+  for (const size of [64 << 10, huge.length]) {
+    await assert.rejects(collect(pieces(huge, size), 10), (error: Error & { reason?: string }) => error.reason === 'row_too_large');
+  }
 });
