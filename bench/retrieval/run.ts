@@ -1,7 +1,7 @@
 /**
  * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
- * (DESIGN.md §8): a real PostgreSQL, a meshgate started as its own process
- * (`meshgate serve`), and loopback clients for inline, SSE and gRPC. Prints
+ * (DESIGN.md §8): a real PostgreSQL, a meshgate started as shipped
+ * (`bin/meshgate serve`), and loopback clients for inline, SSE and gRPC. Prints
  * rows/s per transport and table size, the ratio to COPY, psql's rate for
  * the same rows as row_to_json (what the Postgres source reads: no stream
  * can beat it), the gateway's CPU seconds per million rows streamed (user +
@@ -31,9 +31,10 @@ const cleanups: (() => unknown)[] = [];
 async function startGateway(): Promise<{ url: string; ca: string; pid: number; child: ChildProcess }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  // As shipped: the launcher's Node flags and malloc settings apply (bench/README.md, proxy).
   const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'gateway/cli/main.ts', 'serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
+    join(import.meta.dirname, '..', '..', 'bin', 'meshgate'),
+    ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
     {
       env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
       stdio: ['ignore', 'pipe', 'inherit'],
