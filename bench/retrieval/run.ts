@@ -32,14 +32,10 @@ async function startGateway(): Promise<{ url: string; ca: string; pid: number; c
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   // As shipped: the launcher's Node flags and malloc settings apply (bench/README.md, proxy).
-  const child = spawn(
-    join(import.meta.dirname, '..', '..', 'bin', 'meshgate'),
-    ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
-    {
-      env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const child = spawn(join(import.meta.dirname, '..', '..', 'bin', 'meshgate'), ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'], {
+    env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   cleanups.push(() => child.kill('SIGTERM'));
   for await (const line of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
     const match = /meshgate listening (https:\/\/\S+)/.exec(line);
