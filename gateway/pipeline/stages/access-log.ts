@@ -18,7 +18,7 @@ function optional(name: string, value: string | null | undefined): string {
   return value == null ? '' : `"${name}":${JSON.stringify(value)},`;
 }
 
-export function accessLine(ctx: RequestContext, bindings: string): string {
+function accessLine(ctx: RequestContext, bindings: string): string {
   const ms = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
   const principal = ctx.principal;
   return (
