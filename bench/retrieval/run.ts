@@ -1,18 +1,20 @@
 /**
  * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
  * (DESIGN.md §8): a real PostgreSQL, a meshgate started as shipped
- * (`bin/meshgate serve`), and loopback clients for inline, SSE and gRPC. Prints
+ * (`bin/meshgate serve`), and loopback clients: inline and SSE (undici), gRPC
+ * with two clients, Python grpcio (grpc_client.py; the platform's public SDK
+ * is Python) and Node's Connect gRPC transport at its defaults. Prints
  * rows/s per transport and table size, the ratio to COPY, psql's rate for
- * the same rows as row_to_json (what the Postgres source reads: no stream
- * can beat it), the gateway's CPU seconds per million rows streamed (user +
- * system from /proc/<pid>/stat; the shared machine's load moves it less
- * than rows/s), and the gateway's RSS growth while it streams the large
+ * the same rows as row_to_json (the server alone rendering them as JSON),
+ * the gateway's CPU seconds per million rows streamed (user + system from
+ * /proc/<pid>/stat; the shared machine's load moves it less than rows/s),
+ * and the gateway's RSS growth while it streams the large
  * table. Never run by the test suite.
  *
  *   npx tsx bench/retrieval/run.ts [smallRows=1000000] [largeRows=10000000]
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -26,13 +28,14 @@ import { type PostgresPeer, startPostgres } from '../../test/helpers/peers/postg
 const execFileAsync = promisify(execFile);
 const [smallRows = 1_000_000, largeRows = 10_000_000] = process.argv.slice(2).map(Number);
 const PASSWORD = 'bench-admin-password';
+const ROOT = join(import.meta.dirname, '..', '..');
 const cleanups: (() => unknown)[] = [];
 
-async function startGateway(): Promise<{ url: string; ca: string; pid: number; child: ChildProcess }> {
+async function startGateway(): Promise<{ url: string; ca: string; caFile: string; pid: number; child: ChildProcess }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   // As shipped: the launcher's Node flags and malloc settings apply (bench/README.md, proxy).
-  const child = spawn(join(import.meta.dirname, '..', '..', 'bin', 'meshgate'), ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'], {
+  const child = spawn(join(ROOT, 'bin', 'meshgate'), ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'], {
     env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -41,10 +44,44 @@ async function startGateway(): Promise<{ url: string; ca: string; pid: number; c
     const match = /meshgate listening (https:\/\/\S+)/.exec(line);
     if (match) {
       const port = new URL(match[1] as string).port;
-      return { url: `https://localhost:${port}`, ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8'), pid: child.pid as number, child };
+      const caFile = join(dataDir, 'tls', 'ca.pem');
+      return { url: `https://localhost:${port}`, ca: readFileSync(caFile, 'utf8'), caFile, pid: child.pid as number, child };
     }
   }
   throw new Error('gateway did not start');
+}
+
+/**
+ * The Python grpcio client (grpc_client.py), one long-lived process: the
+ * platform's public SDK is Python, and gRPC's C-core grows its flow-control
+ * windows with the measured bandwidth-delay product, as grpc-go and
+ * grpc-java do; Node's HTTP/2 client keeps 64 KiB windows unless told.
+ */
+function pythonGrpcClient(caFile: string): { stream(endpoint: string, jobId: string, token: string): Promise<number> } {
+  const python = process.env.BENCH_PYTHON ?? benchVenv();
+  const child = spawn(python, [join(import.meta.dirname, 'grpc_client.py'), ROOT, caFile], { stdio: ['pipe', 'pipe', 'inherit'] });
+  cleanups.push(() => child.kill('SIGTERM'));
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+  return {
+    async stream(endpoint, jobId, token) {
+      child.stdin?.write(`${endpoint} ${jobId} ${token}\n`);
+      const next = await lines.next();
+      if (next.done) throw new Error('the Python gRPC client exited (see its stderr; BENCH_PYTHON names the interpreter)');
+      return Number(String(next.value).split(' ')[0]);
+    },
+  };
+}
+
+/** A virtualenv in the git-ignored .tools/ with bench/retrieval/requirements.txt, made on first use. */
+function benchVenv(): string {
+  const venv = join(ROOT, '.tools', 'bench-py');
+  const python = join(venv, 'bin', 'python');
+  if (!existsSync(python)) {
+    process.stderr.write(`creating ${venv} (grpcio for the Python gRPC client)\n`);
+    execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' });
+    execFileSync(python, ['-m', 'pip', 'install', '-q', '-r', join(import.meta.dirname, 'requirements.txt')], { stdio: 'inherit' });
+  }
+  return python;
 }
 
 function rssMb(pid: number): number {
@@ -126,6 +163,11 @@ async function main(): Promise<void> {
     for await (const chunk of client.streamData({ jobId: job.job_id, token: job.grpc.token })) rows += Number(chunk.rowCount);
     return rows;
   };
+  const py = pythonGrpcClient(gw.caFile);
+  const grpcPy = async (urn: string) => {
+    const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc' });
+    return py.stream(job.grpc.endpoint, job.job_id, job.grpc.token);
+  };
   /** Wall time, and the gateway's CPU seconds per million rows, of one stream. */
   const measured = async (n: number, fn: () => Promise<number>) => {
     const cpu = cpuSeconds(gw.pid);
@@ -133,8 +175,8 @@ async function main(): Promise<void> {
     return { ...run, cpuPerM: ((cpuSeconds(gw.pid) - cpu) * 1e6) / n };
   };
   const results: string[] = [
-    '| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE rows/s (×COPY) | gRPC rows/s (×COPY) | gateway CPU-s per M rows (SSE / gRPC) |',
-    '|---|---|---|---|---|---|---|',
+    '| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE rows/s (×COPY) | gRPC, Python grpcio (×COPY) | gRPC, Node Connect (×COPY) | gateway CPU-s per M rows (SSE / grpcio / Connect) |',
+    '|---|---|---|---|---|---|---|---|',
   ];
   let rss = { base: 0, peak: 0 };
   for (const [name, n] of [
@@ -148,13 +190,15 @@ async function main(): Promise<void> {
     let peak = base;
     const sampler = watch ? setInterval(() => (peak = Math.max(peak, rssMb(gw.pid))), 100) : undefined;
     const s = await measured(n, () => sse(urns[name]));
+    const p = await measured(n, () => grpcPy(urns[name]));
     const g = await measured(n, () => grpc(urns[name]));
     clearInterval(sampler);
     if (watch) rss = { base, peak };
-    if (s.value !== n || g.value !== n) throw new Error(`row count mismatch: sse ${s.value}, grpc ${g.value}, want ${n}`);
+    if (s.value !== n || p.value !== n || g.value !== n)
+      throw new Error(`row count mismatch: sse ${s.value}, grpcio ${p.value}, connect ${g.value}, want ${n}`);
     const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
     results.push(
-      `| ${name} | ${n} | ${rate(c)} | ${rate(j)} (${(rate(j) / rate(c)).toFixed(2)}) | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) | ${s.cpuPerM.toFixed(2)} / ${g.cpuPerM.toFixed(2)} |`,
+      `| ${name} | ${n} | ${rate(c)} | ${rate(j)} (${(rate(j) / rate(c)).toFixed(2)}) | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(p)} (${(rate(p) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) | ${s.cpuPerM.toFixed(2)} / ${p.cpuPerM.toFixed(2)} / ${g.cpuPerM.toFixed(2)} |`,
     );
   }
   const inlineRuns = 20;
