@@ -17,6 +17,7 @@ import { openDatabase } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
+import { endUnreadUploads } from './http/early-response.ts';
 import { createUpgradeListener } from './http/upgrade.ts';
 import { createLoggers } from './log.ts';
 import { guardMeshBody } from './mesh/body-guard.ts';
@@ -128,6 +129,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   server.on('upgrade', onUpgrade);
   const sockets = trackSockets(server);
   guardSlowClients(server, config.limits);
+  endUnreadUploads(server);
   // A listener that cannot bind stops start with nothing left open (domains, database, the other listener).
   const abort = async (error: unknown): Promise<never> => {
     server.close();

@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
+import { endUnreadUploads } from '../../gateway/http/early-response.ts';
 import { createUpgradeListener } from '../../gateway/http/upgrade.ts';
 import type { AccessSink } from '../../gateway/log.ts';
 import type { RuntimeInfo } from '../../gateway/module.ts';
@@ -129,6 +130,7 @@ export class LegacyListeners implements LegacyPorts {
       createUpgradeListener(() => ({ resolve }), new Map(upgrade ? [[service, upgrade]] : []), logger),
     );
     server.setTimeout(config.limits.idleTimeoutMs);
+    endUnreadUploads(server);
     const sockets = new Set<Socket>();
     server.on('secureConnection', (socket: Socket) => {
       sockets.add(socket);

@@ -192,6 +192,10 @@ export async function startToolServer(t: After): Promise<Upstream> {
       };
       pump();
     },
+    // Answers before reading the body, as a server refusing an oversized upload does.
+    'POST /reject': (_req, res) => {
+      res.writeHead(413, { 'content-type': 'application/json' }).end('{"error":"payload too large"}');
+    },
     'POST /run': async (req, res) => {
       const body = await readJsonBody(req);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ tool: 'calculator', result: Number(body.a) + Number(body.b) }));

@@ -1,0 +1,25 @@
+/**
+ * A complete answer before the whole request body arrived over HTTP/2 (a
+ * 401 or 413 for a large upload, an upstream that replied without reading
+ * it): the client keeps sending into a stream nobody reads, its flow-control
+ * window closes, and the upload hangs until the client gives up. RFC 9113
+ * §8.1 lets a server that has sent a complete response ask the client to
+ * stop without error: RST_STREAM with NO_ERROR, which Node sends after the
+ * response's last frame. (HTTP/1.1 needs nothing here: Node's server
+ * discards a body no handler read, and a proxied body the upstream refused
+ * ends with the connection, as curl and browsers expect.)
+ */
+import { constants, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+
+function stopUnreadUpload(req: Http2ServerRequest): void {
+  const stream = req.stream;
+  // remoteClose: the client sent END_STREAM already (all its body is here, read or not).
+  if (!stream.closed && stream.state?.remoteClose === 0) stream.close(constants.NGHTTP2_NO_ERROR);
+}
+
+export function endUnreadUploads(server: Http2SecureServer): void {
+  server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    // The stream's own 'finish' (its writable side is done): the compat response emits 'finish' only once the stream closed.
+    if (req.httpVersionMajor === 2) res.stream.once('finish', () => stopUnreadUpload(req));
+  });
+}
