@@ -92,25 +92,9 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
   const host = '127.0.0.1';
   const database = 'postgres';
   const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${port}/${database}`;
+  const psqlHost = options.sslOnly ? dir : host; // the Unix socket: pg_hba takes TCP over TLS only
   const psql = async (sql: string) => {
-    const args = [
-      '-X',
-      '-q',
-      '-A',
-      '-t',
-      '-v',
-      'ON_ERROR_STOP=1',
-      '-h',
-      options.sslOnly ? dir : host,
-      '-p',
-      String(port),
-      '-U',
-      user,
-      '-d',
-      database,
-      '-c',
-      sql,
-    ];
+    const args = ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', psqlHost, '-p', String(port), '-U', user, '-d', database, '-c', sql];
     try {
       const env = { ...process.env, PGPASSWORD: password }; // not on the command line, where ps shows it
       const { stdout } = await execFileAsync(join(binDir, 'psql'), args, { env, maxBuffer: 64 << 20 });
