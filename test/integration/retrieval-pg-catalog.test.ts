@@ -8,13 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { postgresSources } from '../../handlers/retrieval/sources/postgres.ts';
 import type { SchemaField, Source } from '../../handlers/retrieval/sources/types.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { type PostgresPeer, startPostgres } from '../helpers/peers/postgres.ts';
-import { createDataset, createJob, readSse, sseRows } from '../helpers/retrieval.ts';
+import { createDataset, createJob, eventually, readSse, sseRows } from '../helpers/retrieval.ts';
 
 const TABLES = `
   CREATE TYPE mood AS ENUM ('sad', 'happy');
@@ -135,10 +134,7 @@ test('the columns are read after the relation is locked, so an ALTER COLUMN TYPE
   await alter.query("BEGIN; ALTER TABLE shifting ALTER COLUMN n TYPE text USING 'x' || n");
   const reading = createJob(gw, admin, { dataset_urn: urn });
   const waiting = () => peer.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'meshgate-retrieval:%' AND wait_event_type = 'Lock'");
-  for (let i = 0; (await waiting()) !== '1'; i++) {
-    assert.ok(i < 100, 'the read waits for the ALTER');
-    await sleep(50);
-  }
+  await eventually(async () => (await waiting()) === '1', 'the read to wait for the ALTER');
   await alter.query('COMMIT');
   await alter.end();
   // The number column became text: rendered as strings, as row_to_json does now.

@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { ensureTlsMaterial } from '../../gateway/tls/material.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { startPostgres } from '../helpers/peers/postgres.ts';
-import { createDataset, createJob, readSse, sseRows } from '../helpers/retrieval.ts';
+import { createDataset, createJob, eventually, readSse, sseRows } from '../helpers/retrieval.ts';
 
 const ROWS = Array.from({ length: 20 }, (_, i) => ({ id: i + 1, label: `r${i + 1}` }));
 
@@ -23,7 +23,8 @@ async function world(t: { after(fn: () => unknown): void }) {
   const server = await ensureTlsMaterial({ tlsDir: join(dir, 'ca'), names: ['localhost'], clusterName: 'pg-test' });
   const other = await ensureTlsMaterial({ tlsDir: join(dir, 'other'), names: ['localhost'], clusterName: 'pg-other' });
   const pg = await startPostgres(t, { ssl: { certFile: join(dir, 'ca', 'server.pem'), keyFile: join(dir, 'ca', 'server-key.pem') }, sslOnly: true });
-  await pg.psql("CREATE TABLE items (id int, label text); INSERT INTO items SELECT i, 'r' || i FROM generate_series(1, 20) i;");
+  await pg.psql(`CREATE TABLE items (id int, label text); INSERT INTO items SELECT i, 'r' || i FROM generate_series(1, 20) i;
+    CREATE VIEW slow AS SELECT i AS id FROM generate_series(1, 1000000) i WHERE length(pg_sleep(0.001)::text) = 0;`);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const secret = async (name: string, value: string) => {
@@ -36,7 +37,7 @@ async function world(t: { after(fn: () => unknown): void }) {
   /** A dataset on `items` with these connection properties. */
   const dataset = (properties: Record<string, unknown>) =>
     createDataset(gw, admin, {
-      name: `items-${++n}`,
+      name: `dataset-${++n}`,
       platform: 'postgres',
       properties: { port: pg.port, database: pg.database, secret_urn: credentials, table: 'items', ...properties },
     });
@@ -72,6 +73,21 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
   // sslrootcert as a catalog secret holding the PEM.
   const fromSecret = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: await w.secret('pg-ca', w.ca) });
   assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: fromSecret })).inline.data, ROWS);
+
+  // A cancel reaches the server without TLS (as libpq's does) and stops a statement that sends nothing yet.
+  const slow = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.ca, table: 'slow' });
+  const job = await createJob(w.gw, w.admin, { dataset_urn: slow, transport: 'sse' });
+  const reading = readSse(w.gw, job.job_id, w.admin);
+  const active = async () =>
+    Number(
+      await w.pg.psql(
+        `SELECT count(*) FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE s.ssl AND a.state = 'active' AND a.query LIKE 'COPY%slow%'`,
+      ),
+    );
+  await eventually(async () => (await active()) === 1, 'the COPY to run over TLS');
+  assert.equal((await w.gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: w.admin })).json.status, 'CANCELED');
+  await reading;
+  await eventually(async () => (await active()) === 0, 'the statement to be canceled on the server');
 });
 
 test('a certificate from another CA, or none to verify against, fails every mode; clear text is refused by the server', async (t) => {
