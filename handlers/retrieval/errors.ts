@@ -32,10 +32,14 @@ export const RetrievalErrors = defineErrors('retrieval', {
     status: 502,
     doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',
   },
+  source_access_denied: {
+    status: 403,
+    doc: "The dataset's credentials may not read the table or a selected column (Postgres SQLSTATE 42501); the message never names the user.",
+  },
   source_credentials_missing: { status: 400, doc: 'The Postgres dataset names no user, or its secret or `credential_override` is not usable.' },
   source_options_invalid: {
     status: 422,
-    doc: 'A source option (`options.*` or a dataset property: Kafka offsets, Slack channels, Hive partitions …) is malformed; `option` names it (docs/sources.md).',
+    doc: 'A source option (`options.*` or a dataset property: Kafka offsets, Slack channels, Hive partitions, Postgres `sslmode`/`sslrootcert` …) is malformed; `option` names it (docs/sources.md, docs/retrieval.md).',
   },
   grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
   dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },

@@ -3,6 +3,9 @@
  * reader (eventsource-parser over an undici stream), and a gRPC reader
  * (Connect's gRPC transport over HTTP/2, TLS verified with the gateway's CA).
  */
+
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
@@ -105,4 +108,13 @@ export async function createJob(gw: TestGateway, token: string, body: Record<str
   const res = await gw.request('POST', '/api/retrieval/jobs', { token, json: body });
   if (res.status !== 201) throw new Error(`job create failed: ${res.status} ${res.text}`);
   return res.json;
+}
+
+/** Polls `check` every 50 ms for up to 5 s. */
+export async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (await check()) return;
+    await sleep(50);
+  }
+  assert.fail(`timed out waiting for ${what}`);
 }

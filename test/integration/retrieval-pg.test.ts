@@ -6,10 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { type PostgresPeer, startPostgres } from '../helpers/peers/postgres.ts';
-import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows } from '../helpers/retrieval.ts';
+import { createDataset, createJob, eventually, grantViewer, grpcRows, readGrpc, readSse, sseRows } from '../helpers/retrieval.ts';
 
 const REGIONS = ['north', 'south', 'east'];
 const expectedRow = (i: number) => ({ id: i, region: REGIONS[i % 3], amount: (i * 37) % 1000, 'odd "col"': `v${i}` });
@@ -54,14 +53,6 @@ async function world(t: { after(fn: () => unknown): void }): Promise<World> {
 
 const backends = async (pg: PostgresPeer, jobId: string) =>
   Number(await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE application_name = 'meshgate-retrieval:${jobId}'`));
-
-async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (await check()) return;
-    await sleep(50);
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
 
 test('Postgres rows are identical through inline, SSE and gRPC; pushdown semantics hold', async (t) => {
   const { gw, alice, urn } = await world(t);

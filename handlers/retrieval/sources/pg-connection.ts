@@ -5,7 +5,8 @@
  * is a secret URN, or `secret_urn` holding `{"user","password"}` JSON or a
  * bare password) or from the job's `credential_override`, which may set the
  * user and password only: the dataset owner, not the caller, decides which
- * server is contacted. Values are never logged or put in an error.
+ * server is contacted. Values are never logged or put in an error. TLS
+ * settings are pg-tls.ts's.
  */
 import { RetrievalErrors } from '../errors.ts';
 import type { SourceInput } from './types.ts';
@@ -56,7 +57,8 @@ function parseCredentialText(value: string): Partial<PgCredentials> {
   return { password: value };
 }
 
-function revealed(value: unknown, secrets: SecretReader | undefined): string | undefined {
+/** A property's text, or, when it is a secret URN, the secret's value. */
+export function revealed(value: unknown, secrets: SecretReader | undefined): string | undefined {
   const raw = text(value);
   if (!raw?.startsWith(SECRET_PREFIX)) return raw;
   if (!secrets) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secrets service unavailable' });

@@ -6,13 +6,17 @@
  * (`readJson`; docs/retrieval.md "Throughput choices"). Memory stays at the
  * COPY buffer plus one batch whatever the table size. Columns, filters, limit and offset are pushed
  * down; the SQL is built only from escaped identifiers and escaped literals,
- * after every column and filter key was checked against the table's schema.
+ * after every column and filter key was checked against the table's schema,
+ * which is read in the COPY's own transaction (pg-schema.ts). TLS to the
+ * server is pg-tls.ts's.
  */
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { RetrievalErrors } from '../errors.ts';
-import { type PgTarget, pgCredentials, pgTarget, type SecretReader } from './pg-connection.ts';
+import { type PgCredentials, type PgTarget, pgCredentials, pgTarget, type SecretReader } from './pg-connection.ts';
 import { type CopyColumn, copyJsonBatches, copyKind } from './pg-copy.ts';
+import { lockedColumns, type PgColumn, relationName } from './pg-schema.ts';
+import { type PgTls, pgTls, tlsProblem } from './pg-tls.ts';
 import { type SqlDialect, whereClause } from './sql-filter.ts';
 import type { JsonRows, ReadRequest, Row, Source, SourceFactory } from './types.ts';
 
@@ -22,16 +26,20 @@ const { Client, escapeIdentifier, escapeLiteral } = pg;
 const COPY_BUFFER = { highWaterMark: 1 << 20 };
 
 function classify(error: unknown): Error {
+  if (error instanceof Error && error.name === 'ApiError') return error;
   const code = (error as { code?: string }).code;
   if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   if (code === '28P01' || code === '28000') return RetrievalErrors.make.source_unavailable({ problem: 'authentication failed' });
+  // Insufficient privilege: on the table, a selected column, or CONNECT on the database. Never names the role.
+  if (code === '42501') return RetrievalErrors.make.source_access_denied({ message: "the dataset's credentials may not read this table" });
+  const tls = tlsProblem(error);
+  if (tls) return RetrievalErrors.make.source_unavailable({ problem: tls });
   // A literal the column's type cannot take (class 22 raised while parsing: it carries a `position`;
   // a view failing at run time does not), or a type without `=` (json, point): the caller's filter.
   const atParse = (error as { position?: string }).position !== undefined;
   if ((code?.startsWith('22') && atParse) || code === '42883' || code === '42725') {
     return RetrievalErrors.make.filter_value_invalid({ problem: `postgres error ${code}` });
   }
-  if (error instanceof Error && error.name === 'ApiError') return error;
   return RetrievalErrors.make.source_unavailable({ problem: code ? `postgres error ${code}` : 'connection failed' });
 }
 
@@ -54,11 +62,13 @@ function count(value: number, what: string): number {
   return value;
 }
 
-interface PgColumn {
-  readonly name: string;
-  /** information_schema `data_type` (a domain's base type). */
-  readonly type: string;
-  readonly domain: boolean;
+/** Where and as whom a dataset's connections go. */
+interface PgEndpoint {
+  readonly target: PgTarget;
+  readonly ssl: PgTls;
+  readonly credentials: PgCredentials;
+  /** application_name, to observe one job's connections. */
+  readonly tag: string;
 }
 
 /**
@@ -76,15 +86,16 @@ function selectStatement(
   const chosen = request.columns === null ? table : [...new Set(request.columns)].map((name) => byName.get(name) as PgColumn);
   const kinds = chosen.map((c) => copyKind(c.type, c.domain));
   const list = chosen.map((c, i) => (kinds[i] ? escapeIdentifier(c.name) : `to_json(${escapeIdentifier(c.name)})`));
-  let text = `SELECT ${list.join(', ')} FROM ${escapeIdentifier(target.schema)}.${escapeIdentifier(target.table)}`;
+  let text = `SELECT ${list.join(', ')} FROM ${relationName(target)}`;
   text += whereClause(PG_DIALECT, request.filters);
   if (request.limit !== null) text += ` LIMIT ${count(request.limit, 'limit')}`;
   if (request.offset > 0) text += ` OFFSET ${count(request.offset, 'offset')}`;
   return { text, columns: chosen.map((c, i) => ({ name: c.name, kind: kinds[i] ?? 'json' })) };
 }
 
-async function connect(target: PgTarget, credentials: { user: string; password: string | undefined }, tag: string): Promise<pg.Client> {
-  const client = new Client({ ...target.connection, ...credentials, application_name: tag.slice(0, 63), connectionTimeoutMillis: 10_000 });
+async function connect({ target, ssl, credentials, tag }: PgEndpoint): Promise<pg.Client> {
+  const connection = { ...target.connection, ssl, ...credentials, application_name: tag.slice(0, 63), connectionTimeoutMillis: 10_000 };
+  const client = new Client(connection);
   client.on('error', () => {}); // a dropped connection surfaces on the pending query
   try {
     await client.connect();
@@ -99,26 +110,19 @@ async function connect(target: PgTarget, credentials: { user: string; password: 
  * backend notices a gone client only when it next writes, and a selective
  * query over a large table (or a slow view) may run long before that. A
  * CancelRequest — its own short connection, authorized by the backend's
- * secret key — stops the statement at once (pg's `Client#cancel`).
+ * secret key — stops the statement at once (pg's `Client#cancel`). It is
+ * sent without TLS, as libpq's PQcancel does (pg's cancel cannot negotiate
+ * TLS; the server takes it before any pg_hba rule); `ssl: false` also keeps
+ * PGSSLMODE from the environment out.
  */
 function abandon(client: pg.Client, target: PgTarget): void {
   const active = (client as unknown as { activeQuery?: unknown }).activeQuery;
   if (active) {
-    const canceller = new Client(target.connection) as unknown as { connection: pg.Connection; cancel(c: pg.Client, q: unknown): void };
+    const canceller = new Client({ ...target.connection, ssl: false }) as unknown as { connection: pg.Connection; cancel(c: pg.Client, q: unknown): void };
     canceller.connection.on('error', () => {}); // best effort: the socket is closed below anyway
     canceller.cancel(client, active);
   }
   client.connection.stream.destroy();
-}
-
-async function tableColumns(client: pg.Client, target: PgTarget): Promise<PgColumn[]> {
-  const result = await client.query<PgColumn>(
-    `SELECT column_name AS name, data_type AS type, domain_name IS NOT NULL AS domain
-       FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
-    [target.schema, target.table],
-  );
-  if (result.rows.length === 0) throw RetrievalErrors.make.source_not_found({ problem: 'table not found' });
-  return result.rows;
 }
 
 function checkColumns(fields: readonly PgColumn[], request: ReadRequest): void {
@@ -130,16 +134,18 @@ function checkColumns(fields: readonly PgColumn[], request: ReadRequest): void {
 
 /**
  * Rows as JSON arrays from `COPY (SELECT …) TO STDOUT` in one read-only
- * transaction. The socket is read only as fast as batches are taken
- * (pg-copy-streams pauses it when its buffer is full).
+ * transaction, which also reads the columns the COPY text is converted by
+ * (with the relation locked, so they cannot change before it). The socket
+ * is read only as fast as batches are taken (pg-copy-streams pauses it when
+ * its buffer is full).
  */
 async function* copyJson(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<JsonRows> {
-  const table = await tableColumns(client, target);
-  checkColumns(table, request);
-  const select = selectStatement(target, request, table);
   // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number;
   // UTC makes to_json's timestamptz text the same whatever the server's TimeZone.
   await client.query("BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'");
+  const table = await lockedColumns(client, target);
+  checkColumns(table, request);
+  const select = selectStatement(target, request, table);
   const copy = client.query(copyTo(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
   yield* copyJsonBatches(copy, select.columns, request.batchSize, request.signal);
 }
@@ -159,9 +165,9 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
     describe: (input) => ({ path: null, format: input.formatHint ?? 'table' }),
     create(input): Source {
       const target = pgTarget(input);
-      const credentials = pgCredentials(input, secrets());
+      const endpoint: PgEndpoint = { target, ssl: pgTls(input.properties, secrets()), credentials: pgCredentials(input, secrets()), tag: input.tag };
       async function* readJson(request: ReadRequest): AsyncGenerator<JsonRows> {
-        const client = await connect(target, credentials, input.tag);
+        const client = await connect(endpoint);
         // Mid-COPY the server is sending, not reading a Terminate: cancel the statement and close the socket.
         const stop = () => abandon(client, target);
         request.signal.addEventListener('abort', stop, { once: true });
@@ -181,9 +187,11 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
       }
       return {
         async schema() {
-          const client = await connect(target, credentials, input.tag);
+          const client = await connect(endpoint);
           try {
-            return (await tableColumns(client, target)).map(({ name, type }) => ({ name, type }));
+            // The read's lookup: the same columns, and the same refusal for a role that may not read them.
+            await client.query('BEGIN READ ONLY');
+            return (await lockedColumns(client, target)).map(({ name, type }) => ({ name, type }));
           } catch (error) {
             throw classify(error);
           } finally {

@@ -5,11 +5,13 @@
  * (scram-sha-256) for a superuser, durability off for speed. PostgreSQL
  * refuses to run as root, so under root the cluster belongs to the Debian
  * `postgres` system user and both initdb and the server run with its uid.
- * Stopped and deleted in t.after.
+ * With `ssl` the server offers TLS with the given certificate, and with
+ * `sslOnly` pg_hba takes TCP connections over TLS only (the helper's own
+ * psql then uses the Unix socket). Stopped and deleted in t.after.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { type After, peerScript, peerWorkspace, randomPort, spawnPeer, withPortRetry } from './process.ts';
@@ -35,6 +37,10 @@ export interface PostgresPeer {
 export interface PostgresOptions {
   /** Extra server settings, e.g. { work_mem: '64MB' }. */
   settings?: Record<string, string>;
+  /** TLS: the server certificate (chain) and its key, copied into the cluster's folder (key 0600, owned by the server's user). */
+  ssl?: { certFile: string; keyFile: string };
+  /** pg_hba accepts TCP connections over TLS only (`hostssl`); needs `ssl`. */
+  sslOnly?: boolean;
 }
 
 export async function startPostgres(t: After, options: PostgresOptions = {}): Promise<PostgresPeer> {
@@ -54,7 +60,12 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
   await execFileAsync(join(binDir, 'initdb'), initdbArgs, { uid: owner?.uid, gid: owner?.gid }).catch((error) => {
     throw new Error(`test peer postgres: initdb failed: ${error.stderr || error.message}`);
   });
+  if (options.sslOnly) {
+    if (!options.ssl) throw new Error('test peer postgres: sslOnly needs ssl');
+    writeFileSync(join(data, 'pg_hba.conf'), 'local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n');
+  }
   const settings: Record<string, string> = {
+    ...(options.ssl ? serverTls(dir, options.ssl, owner) : {}),
     listen_addresses: '127.0.0.1',
     unix_socket_directories: dir,
     fsync: 'off',
@@ -81,8 +92,9 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
   const host = '127.0.0.1';
   const database = 'postgres';
   const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${port}/${database}`;
+  const psqlHost = options.sslOnly ? dir : host; // the Unix socket: pg_hba takes TCP over TLS only
   const psql = async (sql: string) => {
-    const args = ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', host, '-p', String(port), '-U', user, '-d', database, '-c', sql];
+    const args = ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', psqlHost, '-p', String(port), '-U', user, '-d', database, '-c', sql];
     try {
       const env = { ...process.env, PGPASSWORD: password }; // not on the command line, where ps shows it
       const { stdout } = await execFileAsync(join(binDir, 'psql'), args, { env, maxBuffer: 64 << 20 });
@@ -93,6 +105,17 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
     }
   };
   return { host, port, user, password, database, url, binDir, psql, stop };
+}
+
+/** Server settings for TLS; PostgreSQL refuses a key file others may read, or one owned by another user but root. */
+function serverTls(dir: string, ssl: { certFile: string; keyFile: string }, owner: { uid: number; gid: number } | undefined): Record<string, string> {
+  const cert = join(dir, 'server.crt');
+  const key = join(dir, 'server.key');
+  copyFileSync(ssl.certFile, cert);
+  copyFileSync(ssl.keyFile, key);
+  chmodSync(key, 0o600);
+  if (owner) for (const file of [cert, key]) chownSync(file, owner.uid, owner.gid);
+  return { ssl: 'on', ssl_cert_file: cert, ssl_key_file: key };
 }
 
 function systemUser(name: string): { uid: number; gid: number } {
