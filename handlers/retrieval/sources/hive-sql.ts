@@ -9,7 +9,8 @@ import type { ReadRequest } from './types.ts';
 
 export const hiveIdentifier = (name: string): string => `\`${name.replaceAll('`', '``')}\``;
 
-const ESCAPES: Readonly<Record<string, string>> = { '\\': '\\\\', "'": "\\'", '\n': '\\n', '\r': '\\r', '\t': '\\t', '\0': '\\0', ';': '\\;' };
+// NUL as three octal digits: Hive reads `\0` and two more digits as one octal escape (`\0` then "12" is a newline).
+const ESCAPES: Readonly<Record<string, string>> = { '\\': '\\\\', "'": "\\'", '\n': '\\n', '\r': '\\r', '\t': '\\t', '\0': '\\000', ';': '\\;' };
 
 export function hiveLiteral(value: string | number | boolean): string {
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
