@@ -156,17 +156,24 @@ async function main(): Promise<void> {
     for await (const piece of res.body) tail = (tail + Buffer.from(piece).toString('latin1')).slice(-4096);
     return Number(/"rows":(\d+)/.exec(tail.slice(tail.lastIndexOf('event: complete')))?.[1]);
   };
-  const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: gw.url, nodeOptions: { ca: gw.ca } }));
-  const grpc = async (urn: string) => {
-    const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc' });
-    let rows = 0;
-    for await (const chunk of client.streamData({ jobId: job.job_id, token: job.grpc.token })) rows += Number(chunk.rowCount);
-    return rows;
+  /** A Connect gRPC client (Node's HTTP/2 client), at its defaults or with a larger stream window. */
+  const connectClient = (settings?: { initialWindowSize: number }) => {
+    const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: gw.url, nodeOptions: { ca: gw.ca, settings } }));
+    return async (jobId: string, jobToken: string) => {
+      let rows = 0;
+      for await (const chunk of client.streamData({ jobId, token: jobToken })) rows += Number(chunk.rowCount);
+      return rows;
+    };
   };
   const py = pythonGrpcClient(gw.caFile);
-  const grpcPy = async (urn: string) => {
+  const grpcClients: [string, (jobId: string, jobToken: string, endpoint: string) => Promise<number>][] = [
+    ['Python grpcio', (jobId, jobToken, endpoint) => py.stream(endpoint, jobId, jobToken)],
+    ['Node Connect', connectClient()],
+    ['Node Connect, 8 MiB window', connectClient({ initialWindowSize: 8 << 20 })],
+  ];
+  const grpc = async (urn: string, stream: (typeof grpcClients)[number][1]) => {
     const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc' });
-    return py.stream(job.grpc.endpoint, job.job_id, job.grpc.token);
+    return stream(job.job_id, job.grpc.token, job.grpc.endpoint);
   };
   /** Wall time, and the gateway's CPU seconds per million rows, of one stream. */
   const measured = async (n: number, fn: () => Promise<number>) => {
@@ -175,8 +182,8 @@ async function main(): Promise<void> {
     return { ...run, cpuPerM: ((cpuSeconds(gw.pid) - cpu) * 1e6) / n };
   };
   const results: string[] = [
-    '| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE rows/s (×COPY) | gRPC, Python grpcio (×COPY) | gRPC, Node Connect (×COPY) | gateway CPU-s per M rows (SSE / grpcio / Connect) |',
-    '|---|---|---|---|---|---|---|---|',
+    `| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE rows/s (×COPY) | ${grpcClients.map(([label]) => `gRPC, ${label} (×COPY)`).join(' | ')} | gateway CPU-s per M rows (SSE / ${grpcClients.map(([label]) => label).join(' / ')}) |`,
+    `|---|---|---|---|---|${grpcClients.map(() => '---|').join('')}---|`,
   ];
   let rss = { base: 0, peak: 0 };
   for (const [name, n] of [
@@ -189,17 +196,14 @@ async function main(): Promise<void> {
     const base = rssMb(gw.pid);
     let peak = base;
     const sampler = watch ? setInterval(() => (peak = Math.max(peak, rssMb(gw.pid))), 100) : undefined;
-    const s = await measured(n, () => sse(urns[name]));
-    const p = await measured(n, () => grpcPy(urns[name]));
-    const g = await measured(n, () => grpc(urns[name]));
+    const streams = [await measured(n, () => sse(urns[name]))];
+    for (const [, stream] of grpcClients) streams.push(await measured(n, () => grpc(urns[name], stream)));
     clearInterval(sampler);
     if (watch) rss = { base, peak };
-    if (s.value !== n || p.value !== n || g.value !== n)
-      throw new Error(`row count mismatch: sse ${s.value}, grpcio ${p.value}, connect ${g.value}, want ${n}`);
+    if (streams.some((x) => x.value !== n)) throw new Error(`row count mismatch: ${streams.map((x) => x.value).join(', ')}, want ${n}`);
     const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
-    results.push(
-      `| ${name} | ${n} | ${rate(c)} | ${rate(j)} (${(rate(j) / rate(c)).toFixed(2)}) | ${rate(s)} (${(rate(s) / rate(c)).toFixed(2)}) | ${rate(p)} (${(rate(p) / rate(c)).toFixed(2)}) | ${rate(g)} (${(rate(g) / rate(c)).toFixed(2)}) | ${s.cpuPerM.toFixed(2)} / ${p.cpuPerM.toFixed(2)} / ${g.cpuPerM.toFixed(2)} |`,
-    );
+    const ratio = (x: { seconds: number }) => `${rate(x)} (${(rate(x) / rate(c)).toFixed(2)})`;
+    results.push(`| ${name} | ${n} | ${rate(c)} | ${ratio(j)} | ${streams.map(ratio).join(' | ')} | ${streams.map((x) => x.cpuPerM.toFixed(2)).join(' / ')} |`);
   }
   const inlineRuns = 20;
   const inline = await timed(async () => {
