@@ -2,8 +2,9 @@
  * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
  * (DESIGN.md §8): a real PostgreSQL, a meshgate started as shipped
  * (`bin/meshgate serve`), and loopback clients: inline and SSE (undici), gRPC
- * with two clients, Python grpcio (grpc_client.py; the platform's public SDK
- * is Python) and Node's Connect gRPC transport at its defaults. Prints
+ * with three clients, Python grpcio (test/helpers/grpcio_client.py; the
+ * platform's public SDK is Python) and Node's Connect gRPC transport at its
+ * defaults and with an 8 MiB stream window. Prints
  * rows/s per transport and table size, the ratio to COPY, psql's rate for
  * the same rows as row_to_json (the server alone rendering them as JSON),
  * the gateway's CPU seconds per million rows streamed (user + system from
@@ -14,7 +15,7 @@
  *   npx tsx bench/retrieval/run.ts [smallRows=1000000] [largeRows=10000000]
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -23,6 +24,7 @@ import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { Agent, request } from 'undici';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
+import { startGrpcioClient } from '../../test/helpers/grpcio.ts';
 import { type PostgresPeer, startPostgres } from '../../test/helpers/peers/postgres.ts';
 
 const execFileAsync = promisify(execFile);
@@ -31,7 +33,7 @@ const PASSWORD = 'bench-admin-password';
 const ROOT = join(import.meta.dirname, '..', '..');
 const cleanups: (() => unknown)[] = [];
 
-async function startGateway(): Promise<{ url: string; ca: string; caFile: string; pid: number; child: ChildProcess }> {
+async function startGateway(): Promise<{ url: string; ca: string; pid: number; child: ChildProcess }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   // As shipped: the launcher's Node flags and malloc settings apply (bench/README.md, proxy).
@@ -44,44 +46,10 @@ async function startGateway(): Promise<{ url: string; ca: string; caFile: string
     const match = /meshgate listening (https:\/\/\S+)/.exec(line);
     if (match) {
       const port = new URL(match[1] as string).port;
-      const caFile = join(dataDir, 'tls', 'ca.pem');
-      return { url: `https://localhost:${port}`, ca: readFileSync(caFile, 'utf8'), caFile, pid: child.pid as number, child };
+      return { url: `https://localhost:${port}`, ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8'), pid: child.pid as number, child };
     }
   }
   throw new Error('gateway did not start');
-}
-
-/**
- * The Python grpcio client (grpc_client.py), one long-lived process: the
- * platform's public SDK is Python, and gRPC's C-core grows its flow-control
- * windows with the measured bandwidth-delay product, as grpc-go and
- * grpc-java do; Node's HTTP/2 client keeps 64 KiB windows unless told.
- */
-function pythonGrpcClient(caFile: string): { stream(endpoint: string, jobId: string, token: string): Promise<number> } {
-  const python = process.env.BENCH_PYTHON ?? benchVenv();
-  const child = spawn(python, [join(import.meta.dirname, 'grpc_client.py'), ROOT, caFile], { stdio: ['pipe', 'pipe', 'inherit'] });
-  cleanups.push(() => child.kill('SIGTERM'));
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
-  return {
-    async stream(endpoint, jobId, token) {
-      child.stdin?.write(`${endpoint} ${jobId} ${token}\n`);
-      const next = await lines.next();
-      if (next.done) throw new Error('the Python gRPC client exited (see its stderr; BENCH_PYTHON names the interpreter)');
-      return Number(String(next.value).split(' ')[0]);
-    },
-  };
-}
-
-/** A virtualenv in the git-ignored .tools/ with bench/retrieval/requirements.txt, made on first use. */
-function benchVenv(): string {
-  const venv = join(ROOT, '.tools', 'bench-py');
-  const python = join(venv, 'bin', 'python');
-  if (!existsSync(python)) {
-    process.stderr.write(`creating ${venv} (grpcio for the Python gRPC client)\n`);
-    execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' });
-    execFileSync(python, ['-m', 'pip', 'install', '-q', '-r', join(import.meta.dirname, 'requirements.txt')], { stdio: 'inherit' });
-  }
-  return python;
 }
 
 function rssMb(pid: number): number {
@@ -165,9 +133,9 @@ async function main(): Promise<void> {
       return rows;
     };
   };
-  const py = pythonGrpcClient(gw.caFile);
+  const py = await startGrpcioClient({ after: (fn) => cleanups.push(fn) }, gw.ca);
   const grpcClients: [string, (jobId: string, jobToken: string, endpoint: string) => Promise<number>][] = [
-    ['Python grpcio', (jobId, jobToken, endpoint) => py.stream(endpoint, jobId, jobToken)],
+    ['Python grpcio', async (job_id, token, endpoint) => (await py.stream({ endpoint, job_id, token })).rows],
     ['Node Connect', connectClient()],
     ['Node Connect, 8 MiB window', connectClient({ initialWindowSize: 8 << 20 })],
   ];

@@ -4,7 +4,7 @@
  * it): the client keeps sending into a stream nobody reads, its flow-control
  * window closes, and the upload hangs until the client gives up. RFC 9113
  * §8.1 lets a server that has sent a complete response ask the client to
- * stop without error: RST_STREAM with NO_ERROR, which Node sends after the
+ * stop without error: RST_STREAM with NO_ERROR, sent here after the
  * response's last frame. (HTTP/1.1 needs nothing here: Node's server
  * discards a body no handler read, and a proxied body the upstream refused
  * ends with the connection, as curl and browsers expect.)
@@ -17,9 +17,22 @@ function stopUnreadUpload(req: Http2ServerRequest): void {
   if (!stream.closed && stream.state?.remoteClose === 0) stream.close(constants.NGHTTP2_NO_ERROR);
 }
 
+/**
+ * After the response's last frame, trailers included: the compat response
+ * always waits for trailers (gRPC's status travels in them) and sends them
+ * from its own 'wantTrailers' listener, registered before this one, so a
+ * reset issued here follows them (Node flushes pending frames before a
+ * RST_STREAM). A reset at the body's 'finish' would cut the trailers off.
+ */
+function afterResponse(req: Http2ServerRequest, res: Http2ServerResponse): void {
+  const stream = res.stream;
+  if (stream.sentTrailers !== undefined || stream.state?.localClose === 1) stopUnreadUpload(req);
+  else stream.once('wantTrailers', () => stopUnreadUpload(req));
+}
+
 export function endUnreadUploads(server: Http2SecureServer): void {
   server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => {
-    // The stream's own 'finish' (its writable side is done): the compat response emits 'finish' only once the stream closed.
-    if (req.httpVersionMajor === 2) res.stream.once('finish', () => stopUnreadUpload(req));
+    // The stream's own 'finish' (its body is written); the compat response emits 'finish' only once the stream closed.
+    if (req.httpVersionMajor === 2) res.stream.once('finish', () => afterResponse(req, res));
   });
 }
