@@ -5,7 +5,8 @@ import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { type DeploymentService, deploymentInput } from './service.ts';
 
-const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool']).optional() });
+/** Models unless asked (issue 3, spec "Mesh proxy": this listing is the models one the SDK parses); `all` for every kind. */
+const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool', 'all']).default('model') });
 
 export function servingRoutes(service: DeploymentService, maxBody: number): RouteDef[] {
   return [
@@ -22,14 +23,19 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'GET',
       path: '/serving/deployments',
       auth: 'user',
-      handle: (ctx) => ({ status: 200, body: service.list(principalOf(ctx), parseQuery(ctx.query, listQuery).kind) }),
+      handle: (ctx) => {
+        const { kind } = parseQuery(ctx.query, listQuery);
+        return { status: 200, body: service.list(principalOf(ctx), kind === 'all' ? undefined : kind) };
+      },
     },
-    {
-      method: 'GET',
-      path: '/serving/deployments/:id',
-      auth: 'user',
-      handle: (ctx) => ({ status: 200, body: service.get(principalOf(ctx), ctx.params.id as string) }),
-    },
+    ...['/serving/deployments/:id', '/serving/deployment/:id' /* the SDK's get_deployment path */].map(
+      (path): RouteDef => ({
+        method: 'GET',
+        path,
+        auth: 'user',
+        handle: (ctx) => ({ status: 200, body: service.get(principalOf(ctx), ctx.params.id as string) }),
+      }),
+    ),
     {
       method: 'DELETE',
       path: '/serving/deployments/:id',

@@ -14,6 +14,7 @@ import { AuthzErrors } from '../authz/errors.ts';
 import type { AuthzService } from '../authz/index.ts';
 import { isNativeAdmin, type Principal } from '../principal.ts';
 import { ServingErrors } from './errors.ts';
+import { sdkModelFields } from './sdk-view.ts';
 import type { DeploymentRow, DeploymentStore } from './store.ts';
 
 export type DeploymentKind = DeploymentRow['kind'];
@@ -145,7 +146,8 @@ export class DeploymentService {
 
   /** The API record; `upstream` (an internal address) only for administrators. */
   view(row: DeploymentRow, admin: boolean) {
-    const runtimePath = `${this.urls.prefixes()[KIND_SERVICE[row.kind]]}/${row.id}`;
+    const prefix = this.urls.prefixes()[KIND_SERVICE[row.kind]];
+    const runtimePath = `${prefix}/${row.id}`;
     const url = `${this.urls.origin()}${runtimePath}`;
     return {
       id: row.id,
@@ -164,6 +166,7 @@ export class DeploymentService {
       legacy_url: this.ports?.url(row) ?? null,
       created_by: row.createdBy,
       created_at: row.createdAt,
+      ...(row.kind === 'model' ? sdkModelFields(row, runtimePath, prefix as string) : {}),
     };
   }
 }

@@ -86,6 +86,6 @@ test('remote deployments listing: granted models only; 403 without any model rel
   const noModel = await source.request('GET', `/api/mesh/${pair.sourceFedId}/serving/deployments`, { token: await oidc.passwordToken('fed-clr-s', 'pw-s') });
   assert.equal(noModel.status, 403, noModel.text);
   assert.equal(noModel.json.detail.reason, 'rebac_denied');
-  const all = await receiver.request('GET', '/api/serving/deployments', { token: await receiver.adminToken() });
+  const all = await receiver.request('GET', '/api/serving/deployments?kind=all', { token: await receiver.adminToken() });
   assert.equal(all.json.length, 3, 'the receiver holds three deployments');
 });

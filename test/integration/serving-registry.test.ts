@@ -25,7 +25,7 @@ test('admins create, read and delete deployments; records carry runtime and Open
   const d = created.json;
   assert.match(d.id, /^[0-9a-f-]{36}$/);
   assert.deepEqual(
-    { ...d, id: undefined, created_at: undefined },
+    { ...d, id: undefined, created_at: undefined, m_id: undefined, m_config_id: undefined },
     {
       id: undefined,
       kind: 'model',
@@ -43,8 +43,20 @@ test('admins create, read and delete deployments; records carry runtime and Open
       legacy_url: null,
       created_by: 'admin',
       created_at: undefined,
+      // What the platform's Python SDK reads (handlers/serving/sdk-view.ts; test/integration/sdk-python.test.ts).
+      m_id: undefined,
+      m_config_id: undefined,
+      m_name: 'llama',
+      status: 'DEPLOYED',
+      requested_at: d.created_at,
+      deployed_at: d.created_at,
+      access_path_prefix: '/runtime/models',
+      access_path: `/runtime/models/${d.id}`,
+      lb_port: 0,
+      instances: [{ id: d.id, deployment_id: d.id, deployed_at: d.created_at, status: 'DEPLOYED' }],
     },
   );
+  assert.deepEqual([d.m_id, d.m_config_id], [d.id, d.id]);
   assert.deepEqual((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json, d);
   assert.equal(
     (await gw.request('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9' } })).status,
@@ -52,11 +64,19 @@ test('admins create, read and delete deployments; records carry runtime and Open
   );
   const app = await deploy(gw, { kind: 'app', name: 'llama', upstream: 'https://app.internal:8443' });
   assert.equal(app.runtime_path, `/runtime/apps/${app.id}`);
-  const listed = await gw.request('GET', '/api/serving/deployments', { token });
+  const listed = await gw.request('GET', '/api/serving/deployments?kind=all', { token });
   assert.deepEqual(
     listed.json.map((x: { id: string }) => x.id),
     [d.id, app.id],
   );
+  const models = await gw.request('GET', '/api/serving/deployments', { token });
+  assert.deepEqual(
+    models.json.map((x: { id: string }) => x.id),
+    [d.id],
+    'without ?kind the listing is the models one',
+  );
+  assert.equal((app as { m_id?: string }).m_id, undefined, 'SDK model fields on models only');
+  assert.deepEqual((await gw.request('GET', `/api/serving/deployment/${d.id}`, { token })).json, d, "the SDK's get_deployment path");
   const apps = await gw.request('GET', '/api/serving/deployments?kind=app', { token });
   assert.deepEqual(
     apps.json.map((x: { id: string }) => x.id),

@@ -1,0 +1,77 @@
+"""The platform's public Python SDK (kamiwaza-sdk, scripts/peers/sdk.sh)
+driven against a real meshgate by test/integration/sdk-python.test.ts.
+
+    python sdk_scenarios.py <scenario> '<json arguments>'
+
+Prints one JSON object: what the SDK returned, as plain values, or
+{"error": {"type", "message"}} when the SDK raised. The test asserts on it.
+Every call goes through the SDK's own client (requests for the API, the
+openai client for runtime URLs), with TLS verified against the gateway's CA.
+"""
+
+import json
+import sys
+
+from kamiwaza_sdk import KamiwazaClient
+from kamiwaza_sdk.schemas.retrieval import RetrievalRequest
+
+
+def client_for(args: dict) -> KamiwazaClient:
+    return KamiwazaClient(base_url=args["base_url"], api_key=args["token"], ca_bundle=args["ca_file"])
+
+
+def retrieval(args: dict) -> dict:
+    """Catalog a file dataset, then read it inline, over SSE, and ask for a gRPC job."""
+    client = client_for(args)
+    dataset = client.catalog.create_dataset(dataset_name=args["name"], platform="file", properties={"path": args["path"]})
+    urn = dataset.urn
+    inline = client.retrieval.materialize(RetrievalRequest(dataset_urn=urn))
+    sse_job = client.retrieval.create_job(RetrievalRequest(dataset_urn=urn, transport="sse", batch_size=2))
+    events = [{"event": e.event, "data": e.data} for e in client.retrieval.stream_events(sse_job.job_id)]
+    status = client.retrieval.get_job(sse_job.job_id)
+    grpc_job = client.retrieval.create_job(RetrievalRequest(dataset_urn=urn, transport="grpc"))
+    return {
+        "urn": urn,
+        "listed": [d.urn for d in client.catalog.list_datasets()],
+        "inline": {"transport": inline.job.transport.value, "rows": inline.inline.data, "row_count": inline.inline.row_count},
+        "sse": {"transport": sse_job.transport.value, "events": events},
+        "status": {"status": status.status, "rows": status.progress.rows_processed, "chunks": status.progress.chunks_emitted},
+        "grpc": {
+            "transport": grpc_job.transport.value,
+            "locations": [e.location for e in grpc_job.grpc.endpoints],
+            "has_token": bool(grpc_job.grpc.token),
+        },
+    }
+
+
+def openai(args: dict) -> dict:
+    """Find a model deployment by name as the SDK does, then chat through its runtime URL."""
+    client = client_for(args)
+    deployments = client.serving.list_deployments()
+    active = client.serving.list_active_deployments()
+    oa = client.openai.get_client(model=args["model"])
+    messages = [{"role": "user", "content": "hi"}]
+    whole = oa.chat.completions.create(model="test-model", messages=messages)
+    streamed = oa.chat.completions.create(model="test-model", messages=messages, stream=True)
+    pieces = [c.choices[0].delta.content or "" for c in streamed if c.choices]
+    return {
+        "deployments": [{"id": str(d.id), "m_name": d.m_name, "status": d.status} for d in deployments],
+        "endpoints": [a.endpoint for a in active],
+        "base_url": str(oa.base_url),
+        "models": [m.id for m in oa.models.list()],
+        "content": whole.choices[0].message.content,
+        "streamed": "".join(pieces),
+    }
+
+
+def main() -> None:
+    scenario, args = sys.argv[1], json.loads(sys.argv[2])
+    try:
+        result = {"retrieval": retrieval, "openai": openai}[scenario](args)
+    except Exception as error:  # the test shows what the SDK raised
+        result = {"error": {"type": type(error).__name__, "message": str(error)[:2000]}}
+    print(json.dumps(result, default=str))
+
+
+if __name__ == "__main__":
+    main()
