@@ -114,6 +114,14 @@ test('filters (equality, list = IN), columns, offset and limit mean the same in 
       assert.deepEqual(grpcRows(await readGrpc(gw, job)), expected);
     }
   }
+  // A column or filter key the file does not have is a 422 naming it, as with every other source, not a column of nulls.
+  for (const format of FORMATS) {
+    for (const body of [{ columns: ['id', 'nope'] }, { filters: { nope: 'x' } }]) {
+      const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: urns[format], ...body } });
+      assert.equal(res.status, 422, `${format} ${res.text}`);
+      assert.deepEqual([res.json.detail.reason, res.json.detail.column], ['unknown_column', 'nope']);
+    }
+  }
 });
 
 test('auto streams beyond the inline threshold; inline is refused with 422 naming it', async (t) => {

@@ -7,19 +7,14 @@
 import { RetrievalErrors } from '../errors.ts';
 import { fileSchema, formatOf, readFile } from './fs-formats.ts';
 import { allowedPath } from './fs-path.ts';
-import { scanBatches } from './scan.ts';
-import type { ReadRequest, Source, SourceFactory, SourceInput } from './types.ts';
+import { checkColumns, neededColumns, scanBatches } from './scan.ts';
+import type { Source, SourceFactory, SourceInput } from './types.ts';
 
 function locationOf(input: SourceInput): string | null {
   const { path, location } = input.properties;
   if (typeof path === 'string' && path) return path;
   if (typeof location === 'string' && location) return location;
   return input.name.startsWith('/') ? input.name : null;
-}
-
-function neededColumns(request: ReadRequest): string[] | null {
-  if (request.columns === null) return null;
-  return [...new Set([...request.columns, ...Object.keys(request.filters)])];
 }
 
 export function filesystemSources(roots: readonly string[]): SourceFactory {
@@ -37,11 +32,13 @@ export function filesystemSources(roots: readonly string[]): SourceFactory {
       const path = await allowedPath(location, roots);
       return {
         schema: (signal) => fileSchema(path, format, signal),
-        read(request) {
-          const filtered = Object.keys(request.filters).length > 0;
+        async *read(request) {
           const needed = neededColumns(request);
+          // As every source with a schema: a column or filter key the file does not have is 422, not a column of nulls.
+          if (needed !== null || Object.keys(request.filters).length > 0) checkColumns(await fileSchema(path, format, request.signal), request);
+          const filtered = Object.keys(request.filters).length > 0;
           const raw = readFile(path, format, { needed, skip: filtered ? 0 : request.offset, batchSize: request.batchSize, signal: request.signal });
-          return scanBatches(raw.batches, { ...request, offset: request.offset - raw.skipped });
+          yield* scanBatches(raw.batches, { ...request, offset: request.offset - raw.skipped });
         },
       };
     },

@@ -15,10 +15,9 @@ import { RetrievalErrors } from '../errors.ts';
 import { type FileFormat, formatOf } from './fs-formats.ts';
 import { allowedPath } from './fs-path.ts';
 import type { SecretReader } from './pg-connection.ts';
-import { checkColumns, neededColumns } from './s3.ts';
 import { type ObjectEntry, type ObjectStore, objectSchema, readObjects } from './s3-formats.ts';
 import { classifyS3, openS3Store, s3Config } from './s3-store.ts';
-import { matchesFilters, scanBatches } from './scan.ts';
+import { checkColumns, matchesFilters, neededColumns, scanBatches } from './scan.ts';
 import type { ReadRequest, Row, SchemaField, Source, SourceInput } from './types.ts';
 
 interface PartitionFile {

@@ -16,8 +16,7 @@ import { hivePartitionSource } from './hive-partitions.ts';
 import { hiveIdentifier, hiveSelect } from './hive-sql.ts';
 import { lazyModule } from './lazy.ts';
 import type { SecretReader } from './pg-connection.ts';
-import { checkColumns } from './s3.ts';
-import { jsonSafe, scanBatches } from './scan.ts';
+import { checkColumns, jsonSafe, scanBatches } from './scan.ts';
 import type { ReadRequest, Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
 interface HiveTarget {

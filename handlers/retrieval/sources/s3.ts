@@ -13,8 +13,8 @@ import { type FileFormat, formatOf } from './fs-formats.ts';
 import type { SecretReader } from './pg-connection.ts';
 import { type ObjectEntry, type ObjectStore, objectSchema, readObjects } from './s3-formats.ts';
 import { classifyS3, openS3Store, type S3Location, s3Config, s3Location } from './s3-store.ts';
-import { scanBatches } from './scan.ts';
-import type { ReadRequest, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
+import { checkColumns, neededColumns, scanBatches } from './scan.ts';
+import type { Source, SourceFactory, SourceInput } from './types.ts';
 
 export interface TypedObject {
   readonly entry: ObjectEntry;
@@ -38,19 +38,6 @@ async function resolveObjects(store: ObjectStore, location: S3Location, hint: st
   }
   if (objects.length === 0) throw RetrievalErrors.make.source_not_found({ problem: 'no object (or no readable object under the prefix)' });
   return objects;
-}
-
-/** Every column and filter key must be in the schema (422 unknown_column otherwise). */
-export function checkColumns(fields: readonly SchemaField[], request: Pick<ReadRequest, 'columns' | 'filters'>): void {
-  const known = new Set(fields.map((f) => f.name));
-  for (const column of [...(request.columns ?? []), ...Object.keys(request.filters)]) {
-    if (!known.has(column)) throw RetrievalErrors.make.unknown_column({ column });
-  }
-}
-
-/** Columns the reader must return: the projection plus the filter keys; null = all. */
-export function neededColumns(request: Pick<ReadRequest, 'columns' | 'filters'>): string[] | null {
-  return request.columns === null ? null : [...new Set([...request.columns, ...Object.keys(request.filters)])];
 }
 
 async function withStore<T>(input: SourceInput, secrets: SecretReader | undefined, use: (store: ObjectStore, location: S3Location) => Promise<T>): Promise<T> {

@@ -4,7 +4,8 @@
  * Equality compares by value for scalars and by text form across types, so
  * a JSON filter `{"year": 2024}` matches the CSV cell "2024".
  */
-import type { FilterValue, ReadRequest, Row } from './types.ts';
+import { RetrievalErrors } from '../errors.ts';
+import type { FilterValue, ReadRequest, Row, SchemaField } from './types.ts';
 
 function sameValue(cell: unknown, wanted: string | number | boolean | null): boolean {
   if (wanted === null) return cell === null || cell === undefined;
@@ -63,4 +64,17 @@ export function jsonSafe(value: unknown): unknown {
   if (typeof value === 'bigint') return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   return value;
+}
+
+/** Every column and filter key must be in the schema (422 unknown_column otherwise). */
+export function checkColumns(fields: readonly SchemaField[], request: Pick<ReadRequest, 'columns' | 'filters'>): void {
+  const known = new Set(fields.map((f) => f.name));
+  for (const column of [...(request.columns ?? []), ...Object.keys(request.filters)]) {
+    if (!known.has(column)) throw RetrievalErrors.make.unknown_column({ column });
+  }
+}
+
+/** Columns the reader must return: the projection plus the filter keys; null = all. */
+export function neededColumns(request: Pick<ReadRequest, 'columns' | 'filters'>): string[] | null {
+  return request.columns === null ? null : [...new Set([...request.columns, ...Object.keys(request.filters)])];
 }
