@@ -28,6 +28,16 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
         return { status: 200, body: service.list(principalOf(ctx), kind === 'all' ? undefined : kind) };
       },
     },
+    {
+      // The SDK's get_deployment_status: a bare JSON string; a registered route is live (sdk-view.ts).
+      method: 'GET',
+      path: '/serving/deployment/:id/status',
+      auth: 'user',
+      handle: (ctx) => {
+        service.get(principalOf(ctx), ctx.params.id as string); // 404 when absent or not visible
+        return { status: 200, body: 'DEPLOYED' };
+      },
+    },
     ...['/serving/deployments/:id', '/serving/deployment/:id' /* the SDK's get_deployment path */].map(
       (path): RouteDef => ({
         method: 'GET',

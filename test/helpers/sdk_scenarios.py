@@ -49,6 +49,8 @@ def openai(args: dict) -> dict:
     client = client_for(args)
     deployments = client.serving.list_deployments()
     active = client.serving.list_active_deployments()
+    one = client.serving.get_deployment(deployments[0].id)
+    status = client.serving.get_deployment_status(deployments[0].id)
     oa = client.openai.get_client(model=args["model"])
     messages = [{"role": "user", "content": "hi"}]
     whole = oa.chat.completions.create(model="test-model", messages=messages)
@@ -57,6 +59,8 @@ def openai(args: dict) -> dict:
     return {
         "deployments": [{"id": str(d.id), "m_name": d.m_name, "status": d.status} for d in deployments],
         "endpoints": [a.endpoint for a in active],
+        "get": {"id": str(one.id), "m_name": one.m_name, "access_path": one.access_path},
+        "status": status,
         "base_url": str(oa.base_url),
         "models": [m.id for m in oa.models.list()],
         "content": whole.choices[0].message.content,

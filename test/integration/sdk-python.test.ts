@@ -78,6 +78,8 @@ test('the Python SDK finds a model deployment by name and chats through its runt
   const got = await sdk(gw, dir, 'openai', { model: 'llm' });
   assert.deepEqual(got.deployments, [{ id: d.id, m_name: 'llm', status: 'DEPLOYED' }]);
   assert.deepEqual(got.endpoints, [`${gw.url}/runtime/models/${d.id}/v1`]);
+  assert.deepEqual(got.get, { id: d.id, m_name: 'llm', access_path: `/runtime/models/${d.id}` });
+  assert.equal(got.status, 'DEPLOYED');
   assert.equal(got.base_url, `${gw.url}/runtime/models/${d.id}/v1/`);
   assert.deepEqual(got.models, ['test-model']);
   assert.equal(got.content, 'Hello from the model');
