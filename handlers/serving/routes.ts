@@ -55,5 +55,15 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
         return { status: 204 };
       },
     },
+    {
+      // The SDK's stop_deployment (its `force` is ignored: nothing runs here to stop); it returns the body as its bool.
+      method: 'DELETE',
+      path: '/serving/deployment/:id',
+      auth: 'admin',
+      async handle(ctx) {
+        await service.remove(principalOf(ctx), ctx.params.id as string);
+        return { status: 200, body: true };
+      },
+    },
   ];
 }

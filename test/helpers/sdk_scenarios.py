@@ -11,6 +11,7 @@ openai client for runtime URLs), with TLS verified against the gateway's CA.
 
 import json
 import sys
+import traceback
 
 from kamiwaza_sdk import KamiwazaClient
 from kamiwaza_sdk.schemas.retrieval import RetrievalRequest
@@ -56,15 +57,20 @@ def openai(args: dict) -> dict:
     whole = oa.chat.completions.create(model="test-model", messages=messages)
     streamed = oa.chat.completions.create(model="test-model", messages=messages, stream=True)
     pieces = [c.choices[0].delta.content or "" for c in streamed if c.choices]
+    models = [m.id for m in oa.models.list()]
+    stopped = client.serving.stop_deployment(deployment_id=deployments[0].id)
+    after = client.serving.list_deployments()
     return {
         "deployments": [{"id": str(d.id), "m_name": d.m_name, "status": d.status} for d in deployments],
         "endpoints": [a.endpoint for a in active],
         "get": {"id": str(one.id), "m_name": one.m_name, "access_path": one.access_path},
         "status": status,
         "base_url": str(oa.base_url),
-        "models": [m.id for m in oa.models.list()],
+        "models": models,
         "content": whole.choices[0].message.content,
         "streamed": "".join(pieces),
+        "stopped": stopped,
+        "after_stop": [str(d.id) for d in after],
     }
 
 
@@ -72,8 +78,10 @@ def main() -> None:
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     try:
         result = {"retrieval": retrieval, "openai": openai}[scenario](args)
-    except Exception as error:  # the test shows what the SDK raised
-        result = {"error": {"type": type(error).__name__, "message": str(error)[:2000]}}
+    except Exception as error:  # the test shows what the SDK raised, and where
+        ours = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__]
+        at = f"{ours[-1].name}:{ours[-1].lineno} {ours[-1].line}" if ours else None
+        result = {"error": {"type": type(error).__name__, "message": str(error)[:2000], "at": at}}
     print(json.dumps(result, default=str))
 
 

@@ -69,7 +69,7 @@ test('the Python SDK catalogs a dataset and retrieves it inline, over SSE, and g
   assert.equal(got.grpc.has_token, true);
 });
 
-test('the Python SDK finds a model deployment by name and chats through its runtime URL with the openai client', async (t) => {
+test('the Python SDK finds a model deployment by name, chats through its runtime URL with the openai client, and stops it', async (t) => {
   const dir = scratch(t);
   const gw = await startTestGateway(t);
   const model = await startModelServer(t);
@@ -85,4 +85,6 @@ test('the Python SDK finds a model deployment by name and chats through its runt
   assert.equal(got.content, 'Hello from the model');
   assert.equal(got.streamed, 'Hello from the model');
   assert.equal(model.lastHeaders?.authorization, undefined, 'the platform token stays at the gateway');
+  assert.equal(got.stopped, true, 'stop_deployment removes the route');
+  assert.deepEqual(got.after_stop, []);
 });
