@@ -3,7 +3,7 @@
  * (413 beyond, and the rest of the upload is not read), validated with zod
  * into FastAPI-style 422 lists (spec/contract.md §0.3).
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { ApiError, type ValidationProblem } from '../errors/api-error.ts';
 import { GatewayErrors } from '../errors/gateway-errors.ts';
 import type { NodeRequest } from './context.ts';
@@ -30,6 +30,11 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, root: '
     type: issue.code,
   }));
   throw validationError(problems);
+}
+
+/** A UUID path parameter (contract §5.3, §8.2: the upstream's UUID path params answer 422 to anything else). */
+export function uuidParam(params: Readonly<Record<string, string | undefined>>, name: string): string {
+  return validate(z.object({ [name]: z.uuid() }), params, 'path')[name] as string;
 }
 
 export function validationError(problems: ValidationProblem[]): ApiError {

@@ -1,7 +1,7 @@
 /** HTTP surface of jobs (spec "Jobs"; contract §5.1–5.4, the §5.6 shim dispatch) and the execution gate (§5.7): parsing only. */
 import { z } from 'zod';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
-import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';
+import { parseQuery, readJson, uuidParam, validate } from '../../gateway/http/body.ts';
 import { principalOf, type Reply, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { Principal } from '../principal.ts';
@@ -18,7 +18,7 @@ function localCaller(ctx: RequestContext): Principal {
 }
 const jsonObject = z.record(z.string(), z.unknown());
 /** Contract §5.3: job_id is a UUID path parameter; anything else is a 422. */
-const jobId = (ctx: RequestContext): string => validate(z.object({ job_id: z.uuid() }), ctx.params, 'path').job_id;
+const jobId = (ctx: RequestContext): string => uuidParam(ctx.params, 'job_id');
 const page = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100), offset: z.coerce.number().int().min(0).default(0) });
 const gateBody = z.object({ type: z.string().min(1), config: z.record(z.string(), z.unknown()).nullish() });
 

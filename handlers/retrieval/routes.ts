@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { parseQuery, readJson } from '../../gateway/http/body.ts';
+import { parseQuery, readJson, uuidParam } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { GateBindings } from './gates/binding.ts';
@@ -25,7 +25,8 @@ export interface RouteDeps {
 }
 
 export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }: RouteDeps): RouteDef[] {
-  const id = (ctx: RequestContext) => ctx.params.id as string;
+  // Contract §8.2: a UUID path parameter; anything else is a 422, as on the jobs routes.
+  const id = (ctx: RequestContext) => uuidParam(ctx.params, 'id');
   const urn = (ctx: RequestContext) => ctx.params.urn as string;
   const gateRoute = { path: '/catalog/datasets/:urn/gate', auth: 'user', allowEncodedSlash: true } as const;
   return [

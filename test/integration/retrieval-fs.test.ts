@@ -180,6 +180,18 @@ test('a caller without viewer gets 404 on create, status and stream; jobs are li
   }
   const cancel = await gw.request('POST', `/api/retrieval/jobs/${aliceJob.job_id}/cancel`, { token: bob.token });
   assert.equal(cancel.status, 404);
+  // Contract §8.2: the job id is a UUID path parameter; anything else is a 422, an unknown UUID a 404.
+  for (const [method, path] of [
+    ['GET', '/api/retrieval/jobs/not-a-uuid'],
+    ['GET', '/api/retrieval/jobs/not-a-uuid/stream'],
+    ['POST', '/api/retrieval/jobs/not-a-uuid/cancel'],
+  ] as const) {
+    const res = await gw.request(method, path, { token: alice });
+    assert.equal(res.status, 422, path);
+    assert.deepEqual(res.json.detail[0].loc, ['path', 'id'], 'a FastAPI-style problem list naming the parameter');
+  }
+  const unknown = await gw.request('GET', '/api/retrieval/jobs/00000000-0000-4000-8000-000000000000', { token: alice });
+  assert.deepEqual([unknown.status, unknown.json.detail.reason], [404, 'retrieval_job_not_found']);
   const mine = await gw.request('GET', '/api/retrieval/jobs?limit=10', { token: alice });
   assert.deepEqual(
     mine.json.map((j: { job_id: string }) => j.job_id),
