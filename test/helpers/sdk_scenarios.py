@@ -45,6 +45,24 @@ def retrieval(args: dict) -> dict:
     }
 
 
+def gated(args: dict) -> dict:
+    """Each caller reads a clearance-gated dataset inline and over SSE with their own token."""
+    out = {}
+    for label, token in args["tokens"].items():
+        client = client_for({**args, "token": token})
+        inline = client.retrieval.materialize(RetrievalRequest(dataset_urn=args["urn"]))
+        job = client.retrieval.create_job(RetrievalRequest(dataset_urn=args["urn"], transport="sse"))
+        events = list(client.retrieval.stream_events(job.job_id))
+        chunks = [e.data for e in events if e.event == "chunk"]
+        out[label] = {
+            "inline_rows": [r["id"] for r in inline.inline.data],
+            "inline_gate_audit": inline.inline.metadata.get("gate_audit"),
+            "sse_rows": [r["id"] for c in chunks for r in c["data"]],
+            "sse_filtered": [c["metadata"]["gate_audit"]["filtered"] for c in chunks],
+        }
+    return out
+
+
 def openai(args: dict) -> dict:
     """Find a model deployment by name as the SDK does, then chat through its runtime URL."""
     client = client_for(args)
@@ -77,7 +95,7 @@ def openai(args: dict) -> dict:
 def main() -> None:
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     try:
-        result = {"retrieval": retrieval, "openai": openai}[scenario](args)
+        result = {"retrieval": retrieval, "gated": gated, "openai": openai}[scenario](args)
     except Exception as error:  # the test shows what the SDK raised, and where
         ours = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__]
         at = f"{ours[-1].name}:{ours[-1].lineno} {ours[-1].line}" if ours else None

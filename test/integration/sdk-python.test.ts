@@ -2,7 +2,8 @@
  * The platform's public Python SDK against meshgate (spec/contract.md is
  * written so that it works; scripts/peers/sdk.sh installs kamiwaza-sdk from
  * PyPI): retrieval (issue 9) inline, over SSE and the gRPC handshake through
- * the SDK's own models, and the OpenAI-compatible runtime URL (issue 3) found
+ * the SDK's own models, the clearance fixture per caller (contract §9.4),
+ * and the OpenAI-compatible runtime URL (issue 3) found
  * the way the SDK finds it — the serving listing, then the official openai
  * client on `<origin>/runtime/models/<id>/v1`, plain and streamed.
  */
@@ -15,6 +16,8 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { peerScript } from '../helpers/peers/process.ts';
+import { createDataset, grantViewer } from '../helpers/retrieval.ts';
+import { CLEARANCE_ROWS, writeAllFormats } from '../helpers/retrieval-fixtures.ts';
 import { deploy, startModelServer } from '../helpers/upstreams.ts';
 
 const execFileAsync = promisify(execFile);
@@ -67,6 +70,38 @@ test('the Python SDK catalogs a dataset and retrieves it inline, over SSE, and g
   assert.equal(got.grpc.transport, 'grpc');
   assert.deepEqual(got.grpc.locations, [`grpcs://${new URL(gw.url).host}`]);
   assert.equal(got.grpc.has_token, true);
+});
+
+test("the Python SDK reads the clearance fixture with each caller's token: 3, 4, 5 rows, gate_audit as the contract says", async (t) => {
+  const dir = scratch(t);
+  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
+  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
+  const admin = await gw.adminToken();
+  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
+  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
+  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
+  const tokens: Record<string, string> = {};
+  for (const clearance of ['U', 'S', 'TS']) {
+    const user = await gw.userToken(`sdk-${clearance}`, { attributes: { clearance } });
+    grantViewer(gw, urn, user.id);
+    tokens[clearance] = user.token;
+  }
+  const got = await sdk(gw, dir, 'gated', { urn, tokens });
+  const footer = (filtered: boolean) => ({ filtered, included: null, redacted: null, total: null, gate: null });
+  for (const [clearance, count, filtered] of [
+    ['U', 3, true],
+    ['S', 4, true],
+    ['TS', 5, false],
+  ] as const) {
+    const ids = CLEARANCE_ROWS.slice(0, count).map((r) => r.id);
+    assert.deepEqual(got[clearance].inline_rows, ids, clearance);
+    assert.deepEqual(got[clearance].inline_gate_audit, footer(filtered), clearance);
+    assert.deepEqual(got[clearance].sse_rows, ids, clearance);
+    assert.ok(
+      got[clearance].sse_filtered.every((f: boolean) => f === filtered),
+      clearance,
+    );
+  }
 });
 
 test('the Python SDK finds a model deployment by name, chats through its runtime URL with the openai client, and stops it', async (t) => {
