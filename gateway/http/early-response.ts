@@ -9,7 +9,7 @@
  * discards a body no handler read, and a proxied body the upstream refused
  * ends with the connection, as curl and browsers expect.)
  */
-import { constants, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import { constants, type Http2SecureServer, type Http2Server, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 
 function stopUnreadUpload(req: Http2ServerRequest): void {
   const stream = req.stream;
@@ -18,19 +18,32 @@ function stopUnreadUpload(req: Http2ServerRequest): void {
 }
 
 /**
- * After the response's last frame, trailers included: the compat response
- * always waits for trailers (gRPC's status travels in them) and sends them
- * from its own 'wantTrailers' listener, registered before this one, so a
- * reset issued here follows them (Node flushes pending frames before a
- * RST_STREAM). A reset at the body's 'finish' would cut the trailers off.
+ * After the response's last frame, trailers included. The compat response
+ * always waits for trailers (gRPC's status travels in them): on
+ * 'wantTrailers' it queues them with setImmediate, and Node drops them once
+ * the stream is closed, so the reset is queued one turn later still (Node
+ * flushes pending frames before a RST_STREAM). A response without a body
+ * ends with its HEADERS frame instead and never asks for trailers: a turn
+ * after 'finish' its END_STREAM is out (localClose).
  */
 function afterResponse(req: Http2ServerRequest, res: Http2ServerResponse): void {
   const stream = res.stream;
-  if (stream.sentTrailers !== undefined || stream.state?.localClose === 1) stopUnreadUpload(req);
-  else stream.once('wantTrailers', () => stopUnreadUpload(req));
+  const stop = (): void => {
+    setImmediate(() => stopUnreadUpload(req));
+  };
+  if (stream.sentTrailers !== undefined || stream.state?.localClose === 1) {
+    stop();
+    return;
+  }
+  stream.once('wantTrailers', stop);
+  setImmediate(() => {
+    if (stream.state?.localClose !== 1) return;
+    stream.off('wantTrailers', stop);
+    stopUnreadUpload(req);
+  });
 }
 
-export function endUnreadUploads(server: Http2SecureServer): void {
+export function endUnreadUploads(server: Http2SecureServer | Http2Server): void {
   server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => {
     // The stream's own 'finish' (its body is written); the compat response emits 'finish' only once the stream closed.
     if (req.httpVersionMajor === 2) res.stream.once('finish', () => afterResponse(req, res));
