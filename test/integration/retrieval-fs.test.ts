@@ -114,14 +114,39 @@ test('filters (equality, list = IN), columns, offset and limit mean the same in 
       assert.deepEqual(grpcRows(await readGrpc(gw, job)), expected);
     }
   }
-  // A column or filter key the file does not have is a 422 naming it, as with every other source, not a column of nulls.
-  for (const format of FORMATS) {
+  // A column or filter key a CSV or Parquet file does not have is a 422 naming it, as with every source
+  // with a schema; JSON lines are schemaless: a key absent from a row reads as null.
+  for (const format of ['csv', 'parquet'] as const) {
     for (const body of [{ columns: ['id', 'nope'] }, { filters: { nope: 'x' } }]) {
       const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: urns[format], ...body } });
       assert.equal(res.status, 422, `${format} ${res.text}`);
       assert.deepEqual([res.json.detail.reason, res.json.detail.column], ['unknown_column', 'nope']);
     }
   }
+  const sparse = await createJob(gw, alice, { dataset_urn: urns.jsonl, columns: ['id', 'nope'], limit_rows: 2 });
+  assert.deepEqual(sparse.inline.data, [
+    { id: rows[0]?.id, nope: null },
+    { id: rows[1]?.id, nope: null },
+  ]);
+  assert.deepEqual((await createJob(gw, alice, { dataset_urn: urns.jsonl, filters: { nope: 'x' } })).inline.data, []);
+});
+
+test('files without rows, and JSON lines whose keys vary, read without a schema error', async (t) => {
+  const { gw, admin, root } = await world(t);
+  const files = { 'header-only.csv': 'id,name\n', 'empty.csv': '', 'sparse.jsonl': '{"id":1}\n{"id":2,"note":"x"}\n' };
+  const urns: Record<string, string> = {};
+  for (const [name, text] of Object.entries(files)) {
+    writeFileSync(join(root, name), text);
+    urns[name] = await createDataset(gw, admin, { name, platform: 'file', properties: { path: join(root, name) } });
+  }
+  assert.deepEqual((await createJob(gw, admin, { dataset_urn: urns['header-only.csv'], columns: ['id'] })).inline.data, []);
+  assert.deepEqual((await createJob(gw, admin, { dataset_urn: urns['empty.csv'], columns: ['id'] })).inline.data, []);
+  const sparse = urns['sparse.jsonl'] as string;
+  assert.deepEqual((await createJob(gw, admin, { dataset_urn: sparse, columns: ['id', 'note'] })).inline.data, [
+    { id: 1, note: null },
+    { id: 2, note: 'x' },
+  ]);
+  assert.deepEqual((await createJob(gw, admin, { dataset_urn: sparse, filters: { note: 'x' } })).inline.data, [{ id: 2, note: 'x' }]);
 });
 
 test('auto streams beyond the inline threshold; inline is refused with 422 naming it', async (t) => {

@@ -7,7 +7,7 @@
 import { RetrievalErrors } from '../errors.ts';
 import { fileSchema, formatOf, readFile } from './fs-formats.ts';
 import { allowedPath } from './fs-path.ts';
-import { checkColumns, neededColumns, scanBatches } from './scan.ts';
+import { checkFileColumns, neededColumns, scanBatches } from './scan.ts';
 import type { Source, SourceFactory, SourceInput } from './types.ts';
 
 function locationOf(input: SourceInput): string | null {
@@ -35,7 +35,9 @@ export function filesystemSources(roots: readonly string[]): SourceFactory {
         async *read(request) {
           const needed = neededColumns(request);
           // As every source with a schema: a column or filter key the file does not have is 422, not a column of nulls.
-          if (needed !== null || Object.keys(request.filters).length > 0) checkColumns(await fileSchema(path, format, request.signal), request);
+          if (format !== 'jsonl' && (needed !== null || Object.keys(request.filters).length > 0)) {
+            checkFileColumns(await fileSchema(path, format, request.signal), format, request);
+          }
           const filtered = Object.keys(request.filters).length > 0;
           const raw = readFile(path, format, { needed, skip: filtered ? 0 : request.offset, batchSize: request.batchSize, signal: request.signal });
           yield* scanBatches(raw.batches, { ...request, offset: request.offset - raw.skipped });

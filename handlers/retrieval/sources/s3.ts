@@ -13,7 +13,7 @@ import { type FileFormat, formatOf } from './fs-formats.ts';
 import type { SecretReader } from './pg-connection.ts';
 import { type ObjectEntry, type ObjectStore, objectSchema, readObjects } from './s3-formats.ts';
 import { classifyS3, openS3Store, type S3Location, s3Config, s3Location } from './s3-store.ts';
-import { checkColumns, neededColumns, scanBatches } from './scan.ts';
+import { checkFileColumns, neededColumns, scanBatches } from './scan.ts';
 import type { Source, SourceFactory, SourceInput } from './types.ts';
 
 export interface TypedObject {
@@ -74,7 +74,7 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
           try {
             const objects = await resolveObjects(store, location, input.formatHint, request.signal);
             const first = objects[0] as TypedObject;
-            checkColumns(await objectSchema(store, first.entry, first.format, request.signal), request);
+            checkFileColumns(await objectSchema(store, first.entry, first.format, request.signal), first.format, request);
             const filtered = Object.keys(request.filters).length > 0;
             const raw = readObjects(store, objects, {
               needed: neededColumns(request),

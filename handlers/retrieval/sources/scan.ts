@@ -5,6 +5,7 @@
  * a JSON filter `{"year": 2024}` matches the CSV cell "2024".
  */
 import { RetrievalErrors } from '../errors.ts';
+import type { FileFormat } from './fs-formats.ts';
 import type { FilterValue, ReadRequest, Row, SchemaField } from './types.ts';
 
 function sameValue(cell: unknown, wanted: string | number | boolean | null): boolean {
@@ -64,6 +65,15 @@ export function jsonSafe(value: unknown): unknown {
   if (typeof value === 'bigint') return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   return value;
+}
+
+/**
+ * Files and objects: a JSON-lines file is schemaless (a key absent from a
+ * row reads as null), and a file without rows (a CSV of a header only) has
+ * nothing to project; anything else is checked against its schema.
+ */
+export function checkFileColumns(fields: readonly SchemaField[], format: FileFormat, request: Pick<ReadRequest, 'columns' | 'filters'>): void {
+  if (format !== 'jsonl' && fields.length > 0) checkColumns(fields, request);
 }
 
 /** Every column and filter key must be in the schema (422 unknown_column otherwise). */
