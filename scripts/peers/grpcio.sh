@@ -7,4 +7,5 @@
 # virtualenv's python.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/pip-venv.sh"
-echo "$(pip_venv grpcio-venv grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2)/bin/python"
+venv="$(pip_venv grpcio-venv grpcio==1.85.1 grpcio-tools==1.85.1 protobuf==7.36.2)"
+echo "$venv/bin/python"

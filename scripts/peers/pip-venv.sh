@@ -21,8 +21,13 @@ sys.exit(any(m.version(name) != version for name, version in pins))"
   flock 9
   if ! "$venv/bin/python" -c "$check" "${pins[@]}" 2>/dev/null; then
     echo "meshgate: installing $* into $venv" >&2
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "$@" >&2
+    # A failed install must fail the caller (set -e does not reach into $(...)): check again.
+    python3 -m venv "$venv" >&2 && "$venv/bin/pip" install --quiet --disable-pip-version-check "$@" >&2 &&
+      "$venv/bin/python" -c "$check" "${pins[@]}" || {
+      echo "meshgate: could not install $* into $venv" >&2
+      exec 9>&-
+      return 1
+    }
   fi
   exec 9>&-
   echo "$venv"

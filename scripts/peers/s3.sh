@@ -4,4 +4,5 @@
 # pinned version and prints the server's path. Prints the moto_server path.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/pip-venv.sh"
-echo "$(pip_venv peers-venv "moto[server]==5.2.5")/bin/moto_server"
+venv="$(pip_venv peers-venv "moto[server]==5.2.5")"
+echo "$venv/bin/moto_server"

@@ -7,4 +7,5 @@
 # virtualenv's python.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/pip-venv.sh"
-echo "$(pip_venv sdk-venv kamiwaza-sdk==1.3.0)/bin/python"
+venv="$(pip_venv sdk-venv kamiwaza-sdk==1.3.0)"
+echo "$venv/bin/python"
