@@ -4,7 +4,7 @@
  * (`bin/meshgate serve`), and loopback clients: inline and SSE (undici), gRPC
  * with three clients, Python grpcio (test/helpers/grpcio_client.py; the
  * platform's public SDK is Python) and Node's Connect gRPC transport at its
- * defaults and with an 8 MiB stream window. Prints
+ * defaults and with 8 MiB HTTP/2 windows (stream and connection). Prints
  * rows/s per transport and table size, the ratio to COPY, psql's rate for
  * the same rows as row_to_json (the server alone rendering them as JSON),
  * the gateway's CPU seconds per million rows streamed (user + system from
@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createGrpcTransport, type GrpcTransportOptions, Http2SessionManager } from '@connectrpc/connect-node';
 import { Agent, request } from 'undici';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import { startGrpcioClient } from '../../test/helpers/grpcio.ts';
@@ -124,9 +124,25 @@ async function main(): Promise<void> {
     for await (const piece of res.body) tail = (tail + Buffer.from(piece).toString('latin1')).slice(-4096);
     return Number(/"rows":(\d+)/.exec(tail.slice(tail.lastIndexOf('event: complete')))?.[1]);
   };
-  /** A Connect gRPC client (Node's HTTP/2 client), at its defaults or with a larger stream window. */
-  const connectClient = (settings?: { initialWindowSize: number }) => {
-    const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: gw.url, nodeOptions: { ca: gw.ca, settings } }));
+  /**
+   * A Connect gRPC client (Node's HTTP/2 client), at its defaults or with
+   * `window` bytes of HTTP/2 window: the streams' (SETTINGS) and the
+   * connection's (WINDOW_UPDATE once the session is up; Node's option covers
+   * only the streams).
+   */
+  const connectClient = (window?: number) => {
+    const nodeOptions = { ca: gw.ca, ...(window ? { settings: { initialWindowSize: window } } : {}) };
+    const sessions = new Http2SessionManager(gw.url, {}, nodeOptions);
+    const sessionManager: NonNullable<GrpcTransportOptions['sessionManager']> = {
+      authority: sessions.authority,
+      async request(method, path, headers, options) {
+        const stream = await sessions.request(method, path, headers, options);
+        if (window && stream.session && stream.session.state.effectiveLocalWindowSize !== window) stream.session.setLocalWindowSize(window);
+        return stream;
+      },
+      notifyResponseByteRead: (stream) => sessions.notifyResponseByteRead(stream),
+    };
+    const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: gw.url, sessionManager }));
     return async (jobId: string, jobToken: string) => {
       let rows = 0;
       for await (const chunk of client.streamData({ jobId, token: jobToken })) rows += Number(chunk.rowCount);
@@ -137,7 +153,7 @@ async function main(): Promise<void> {
   const grpcClients: [string, (jobId: string, jobToken: string, endpoint: string) => Promise<number>][] = [
     ['Python grpcio', async (job_id, token, endpoint) => (await py.stream({ endpoint, job_id, token })).rows],
     ['Node Connect', connectClient()],
-    ['Node Connect, 8 MiB window', connectClient({ initialWindowSize: 8 << 20 })],
+    ['Node Connect, 8 MiB windows', connectClient(8 << 20)],
   ];
   const grpc = async (urn: string, stream: (typeof grpcClients)[number][1]) => {
     const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc' });
