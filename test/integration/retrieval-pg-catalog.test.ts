@@ -104,13 +104,17 @@ test('a role without SELECT is refused with 403 source_access_denied (job creati
     const res = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: urn } });
     assert.equal(res.status, 403, `${table}: ${res.text}`);
     assert.equal(res.json.detail.reason, 'source_access_denied');
-    assert.equal(res.json.detail.message, "the dataset's credentials may not read this table");
+    assert.equal(res.json.detail.problem, "the dataset's credentials may not read this table", 'in `problem`, as its sibling reasons');
     assert.ok(!leaks(res.text), res.text);
   }
   // An SSE job reads when streamed: the stream ends with the same reason, and the job records it.
   const job = await createJob(gw, admin, { dataset_urn: urns.scores, transport: 'sse' });
   const sse = await readSse(gw, job.job_id, admin);
-  assert.deepEqual(sse.events.at(-1)?.data, { event: 'error', reason: 'source_access_denied', message: 'source_access_denied' });
+  assert.deepEqual(sse.events.at(-1)?.data, {
+    event: 'error',
+    reason: 'source_access_denied',
+    message: "source_access_denied: the dataset's credentials may not read this table",
+  });
   assert.equal((await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: admin })).json.error, 'source_access_denied');
   // Schema discovery is refused alike.
   await assert.rejects(discover(peer, 'scores', login), (error: { reason?: string; message: string }) => {

@@ -121,6 +121,35 @@ test('an unknown sslmode or an sslrootcert that is not a certificate is refused 
     assert.equal(res.json.detail.reason, 'source_options_invalid');
     assert.equal(res.json.detail.option, option);
   }
+  // An sslrootcert secret deleted after the dataset was made (the catalog refuses unknown secrets at creation).
+  const doomed = await w.secret('doomed-ca', w.ca);
+  const orphan = await w.dataset({ host: 'localhost', port: 1, sslmode: 'verify-ca', sslrootcert: doomed });
+  const deleted = await w.gw.request('DELETE', `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(doomed)}`, { token: w.admin });
+  assert.ok(deleted.status < 300, deleted.text);
+  const res = await w.read(orphan);
+  assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.option], [422, 'source_options_invalid', 'sslrootcert']);
   const unreachable = await w.read(await w.dataset({ host: 'localhost', port: 1, sslmode: 'verify-full', sslrootcert: w.ca }));
   assert.equal(unreachable.status, 502, 'valid settings do connect');
+});
+
+test("the gateway's PGSSLMODE / PGSSLNEGOTIATION never change a dataset's TLS settings", async (t) => {
+  const w = await world(t);
+  const saved = { mode: process.env.PGSSLMODE, negotiation: process.env.PGSSLNEGOTIATION };
+  t.after(() => {
+    for (const [name, value] of [
+      ['PGSSLMODE', saved.mode],
+      ['PGSSLNEGOTIATION', saved.negotiation],
+    ] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+  process.env.PGSSLMODE = 'no-verify';
+  process.env.PGSSLNEGOTIATION = 'direct';
+  const verified = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.ca });
+  assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: verified })).inline.data, ROWS);
+  const unverified = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.otherCa });
+  assert.deepEqual(await refusal(w, unverified), { status: 502, reason: 'source_unavailable', problem: 'tls verification failed' });
+  const clear = await w.dataset({ host: 'localhost' });
+  assert.deepEqual(await refusal(w, clear), { status: 502, reason: 'source_unavailable', problem: 'authentication failed' });
 });

@@ -32,7 +32,12 @@ function sslMode(value: unknown): SslMode {
 }
 
 function rootCertificates(value: unknown, secrets: SecretReader | undefined): string | undefined {
-  const pem = revealed(value, secrets);
+  let pem: string | undefined;
+  try {
+    pem = revealed(value, secrets);
+  } catch {
+    throw RetrievalErrors.make.source_options_invalid({ option: 'sslrootcert', problem: 'secret not readable' });
+  }
   if (pem === undefined) return undefined;
   try {
     new X509Certificate(pem);

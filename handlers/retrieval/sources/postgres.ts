@@ -31,7 +31,7 @@ function classify(error: unknown): Error {
   if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   if (code === '28P01' || code === '28000') return RetrievalErrors.make.source_unavailable({ problem: 'authentication failed' });
   // Insufficient privilege: on the table, a selected column, or CONNECT on the database. Never names the role.
-  if (code === '42501') return RetrievalErrors.make.source_access_denied({ message: "the dataset's credentials may not read this table" });
+  if (code === '42501') return RetrievalErrors.make.source_access_denied({ problem: "the dataset's credentials may not read this table" });
   const tls = tlsProblem(error);
   if (tls) return RetrievalErrors.make.source_unavailable({ problem: tls });
   // A literal the column's type cannot take (class 22 raised while parsing: it carries a `position`;
@@ -94,7 +94,15 @@ function selectStatement(
 }
 
 async function connect({ target, ssl, credentials, tag }: PgEndpoint): Promise<pg.Client> {
-  const connection = { ...target.connection, ssl, ...credentials, application_name: tag.slice(0, 63), connectionTimeoutMillis: 10_000 };
+  // Every TLS setting explicit: PGSSLMODE / PGSSLNEGOTIATION in the gateway's environment must not change a dataset's connection.
+  const connection = {
+    ...target.connection,
+    ssl,
+    sslnegotiation: 'postgres' as const,
+    ...credentials,
+    application_name: tag.slice(0, 63),
+    connectionTimeoutMillis: 10_000,
+  };
   const client = new Client(connection);
   client.on('error', () => {}); // a dropped connection surfaces on the pending query
   try {
@@ -118,7 +126,10 @@ async function connect({ target, ssl, credentials, tag }: PgEndpoint): Promise<p
 function abandon(client: pg.Client, target: PgTarget): void {
   const active = (client as unknown as { activeQuery?: unknown }).activeQuery;
   if (active) {
-    const canceller = new Client({ ...target.connection, ssl: false }) as unknown as { connection: pg.Connection; cancel(c: pg.Client, q: unknown): void };
+    const canceller = new Client({ ...target.connection, ssl: false, sslnegotiation: 'postgres' as const }) as unknown as {
+      connection: pg.Connection;
+      cancel(c: pg.Client, q: unknown): void;
+    };
     canceller.connection.on('error', () => {}); // best effort: the socket is closed below anyway
     canceller.cancel(client, active);
   }
