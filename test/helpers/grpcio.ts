@@ -5,10 +5,12 @@
  * benchmark. Closed in t.after.
  */
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { setTimeout } from 'node:timers/promises';
 import type { After } from './gateway.ts';
 import { peerScript } from './peers/process.ts';
 import type { Row } from './retrieval.ts';
@@ -46,8 +48,11 @@ export async function startGrpcioClient(t: After, caPem: string): Promise<Grpcio
   const child = spawn(python, [join(import.meta.dirname, 'grpcio_client.py'), join(import.meta.dirname, '..', '..'), join(dir, 'ca.pem')], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  t.after(() => {
-    child.kill('SIGTERM');
+  // A client that died is reported by the next stream() call, not by an EPIPE crashing the test process.
+  child.stdin.on('error', () => {});
+  t.after(async () => {
+    child.stdin.end(); // the client exits at the end of its input (and removes its stubs)
+    if (child.exitCode === null) await Promise.race([once(child, 'exit'), setTimeout(5_000).then(() => child.kill('SIGTERM'))]);
     rmSync(dir, { recursive: true, force: true });
   });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();

@@ -14,6 +14,7 @@ repository's proto into a temporary directory at start.
     python grpcio_client.py <repo root> <CA file>
 """
 
+import atexit
 import importlib
 import json
 import shutil
@@ -29,6 +30,7 @@ def load_stubs(root: str):
     # Compiled from a copy at the top of a temporary directory: the proto's own
     # path starts with `platform/`, which Python would take for its stdlib module.
     out = tempfile.mkdtemp(prefix="grpcio-client-")
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
     shutil.copy(f"{root}/proto/platform/retrieval/v1/retrieval.proto", out)
     if protoc.main(["protoc", f"-I{out}", f"--python_out={out}", f"--grpc_python_out={out}", "retrieval.proto"]) != 0:
         raise SystemExit("protoc failed")

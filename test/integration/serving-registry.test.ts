@@ -131,7 +131,13 @@ test('non-admins see only the models they hold a model relation on, without upst
   assert.equal((await gw.request('GET', `/api/serving/deployments/${model.id}`, { token: alice.token })).status, 200);
   for (const hidden of [other.id, app.id]) {
     assert.equal((await gw.request('GET', `/api/serving/deployments/${hidden}`, { token: alice.token })).status, 404);
+    // The SDK's singular paths answer alike: no status for what the caller cannot see.
+    assert.equal((await gw.request('GET', `/api/serving/deployment/${hidden}`, { token: alice.token })).status, 404);
+    assert.equal((await gw.request('GET', `/api/serving/deployment/${hidden}/status`, { token: alice.token })).status, 404);
   }
+  assert.equal((await gw.request('GET', `/api/serving/deployment/${model.id}/status`, { token: alice.token })).json, 'DEPLOYED');
+  const stop = await gw.request('DELETE', `/api/serving/deployment/${model.id}`, { token: alice.token });
+  assert.deepEqual([stop.status, stop.json.detail.reason], [403, 'admin_required'], "the SDK's stop_deployment is for administrators");
   // Deleting the model removes its grants, so they cannot leak onto anything later.
   assert.equal((await gw.request('DELETE', `/api/serving/deployments/${model.id}`, { token: await gw.adminToken() })).status, 204);
   assert.deepEqual(gw.gateway.deps.services.get(AUTHZ).list({ objectNs: 'model', objectId: model.id }), []);
