@@ -45,7 +45,8 @@ function afterResponse(req: Http2ServerRequest, res: Http2ServerResponse): void 
 
 export function endUnreadUploads(server: Http2SecureServer | Http2Server): void {
   server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    // Only a request with a body can be left uploading (a GET ends with its HEADERS frame: no listener on that path).
     // The stream's own 'finish' (its body is written); the compat response emits 'finish' only once the stream closed.
-    if (req.httpVersionMajor === 2) res.stream.once('finish', () => afterResponse(req, res));
+    if (req.httpVersionMajor === 2 && !req.stream.endAfterHeaders) res.stream.once('finish', () => afterResponse(req, res));
   });
 }
