@@ -6,8 +6,7 @@
  * file the gateway reads back after a restart.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApprovedPackage } from '../../schema.ts';
 
@@ -86,8 +85,9 @@ export interface SpawnOptions {
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
 }
 
-export async function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackage[]): Promise<void> {
-  await mkdir(paths.work, { recursive: true, mode: 0o700 });
+/** Synchronous (two small writes) so that jobs start in the order the queue releases them. */
+export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackage[]): void {
+  mkdirSync(paths.work, { recursive: true, mode: 0o700 });
   const lines = packages.map((p) => `${p.name}==${p.version} ${p.sha256.map((h) => `--hash=sha256:${h}`).join(' ')}`);
   writeFileSync(paths.requirements, lines.length > 0 ? `${lines.join('\n')}\n` : '');
 }

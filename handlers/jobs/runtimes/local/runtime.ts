@@ -164,16 +164,15 @@ export class LocalJobRuntime implements JobRuntime {
       if (!entry?.spec || entry.status !== 'PENDING') continue;
       entry.holdsSlot = true;
       this.#running++;
-      void this.#start(id, entry, entry.spec);
+      this.#start(id, entry, entry.spec);
     }
   }
 
-  async #start(id: string, entry: Entry, spec: RuntimeJobSpec): Promise<void> {
+  #start(id: string, entry: Entry, spec: RuntimeJobSpec): void {
     const paths = this.#paths(id);
     try {
       if (spec.packages.length > 0 && !this.options.wheelDir) throw new Error('no wheel directory is configured for python_packages');
-      await prepareJobDir(paths, spec.packages);
-      if (entry.stopRequested || this.#closed) return;
+      prepareJobDir(paths, spec.packages);
       entry.pid = spawnJob({
         paths,
         entrypoint: spec.entrypoint,
