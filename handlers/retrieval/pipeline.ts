@@ -43,9 +43,10 @@ export interface ReadPlan {
 }
 
 /** Columns to read: the caller's, plus what the gate needs to decide (projected away afterwards). */
-export function sourceColumns(columns: readonly string[] | null, gate: GateRunner | null): readonly string[] | null {
-  if (columns === null || gate === null) return columns;
-  return [...new Set([...columns, ...gate.requiredFields])];
+export function sourceColumns(columns: readonly string[] | null, gate: GateRunner | null): Pick<ReadRequest, 'columns' | 'gateColumns'> {
+  if (columns === null || gate === null) return { columns };
+  const gateColumns = gate.requiredFields.filter((f) => !columns.includes(f));
+  return { columns: [...new Set([...columns, ...gateColumns])], gateColumns };
 }
 
 /**

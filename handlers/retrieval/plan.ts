@@ -78,7 +78,7 @@ export function readPlan(inputs: PlanInputs): ReadPlan {
     gate,
     onViolation: inputs.onViolation,
     request: {
-      columns: sourceColumns(request.columns, gate),
+      ...sourceColumns(request.columns, gate),
       filters: request.filters,
       offset: request.offset,
       limit: request.limit_rows,

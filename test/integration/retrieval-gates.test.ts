@@ -118,3 +118,36 @@ test('a row with an unrecognized classification is withheld even from TS', async
   assert.deepEqual(job.inline.data, CLEARANCE_ROWS);
   assert.equal(job.inline.metadata.gate_audit.filtered, true);
 });
+
+test("rows without the gate's field are withheld, and no error names a field the caller did not", async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'meshgate-gates-'));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const paths = writeAllFormats(
+    root,
+    'unlabelled',
+    CLEARANCE_ROWS.map(({ id, payload }) => ({ id, payload })),
+  );
+  const gw = await startTestGateway(t, { retrieval: { fsRoots: [root] } });
+  const admin = await gw.adminToken();
+  const ts = await gw.userToken('ts', { attributes: { clearance: 'TS' } });
+  for (const [format, path] of Object.entries(paths)) {
+    const urn = await createDataset(gw, admin, { name: `unlabelled-${format}`, platform: 'file', properties: { path } });
+    await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: { type: CLEARANCE_GATE } });
+    grantViewer(gw, urn, ts.id);
+    for (const columns of [undefined, ['id'], ['id', 'payload']]) {
+      const job = await createJob(gw, ts.token, { dataset_urn: urn, columns });
+      assert.deepEqual([job.inline.data, job.inline.metadata.gate_audit], [[], footer(true)], `${format} ${columns}`);
+    }
+    const sse = await readSse(gw, (await createJob(gw, ts.token, { dataset_urn: urn, transport: 'sse', columns: ['payload'] })).job_id, ts.token);
+    assert.deepEqual([sseRows(sse), sse.events.at(-1)?.data.metadata.gate_audit], [[], footer(true)], format);
+    if (format === 'jsonl') continue; // schemaless: a column it lacks reads as null (docs/retrieval.md)
+    for (const [body, column] of [
+      [{ columns: ['id', 'nope'] }, 'nope'],
+      [{ columns: ['id', 'classification'] }, 'classification'],
+      [{ filters: { classification: 'U' } }, 'classification'],
+    ] as const) {
+      const res = await gw.request('POST', '/api/retrieval/jobs', { token: ts.token, json: { dataset_urn: urn, ...body } });
+      assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.column], [422, 'unknown_column', column], `${format} ${JSON.stringify(body)}`);
+    }
+  }
+});

@@ -164,3 +164,20 @@ test("the converted rows are row_to_json's, byte for byte, through every transpo
   const select = String.raw`SELECT tstz, "odd ""na\me"" ü", arr, f8 FROM oracle`;
   assert.equal(picked, `[${(await pg.psql(`SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM (${select}) o`)).split('\n').join(',')}]`);
 });
+
+test("a gated table without the gate's column withholds every row and names only the caller's columns", async (t) => {
+  const sql = "CREATE TABLE unlabelled (id int, note text); INSERT INTO unlabelled VALUES (1, 'a'), (2, 'b');";
+  const { gw, alice, plain, gated } = await world(t, sql, 'unlabelled');
+  assert.deepEqual((await createJob(gw, alice, { dataset_urn: plain, columns: ['id'] })).inline.data, [{ id: 1 }, { id: 2 }]);
+  for (const columns of [undefined, ['id']]) {
+    const job = await createJob(gw, alice, { dataset_urn: gated, columns });
+    assert.deepEqual([job.inline.data, job.inline.metadata.gate_audit.filtered], [[], true], String(columns));
+  }
+  for (const [body, column] of [
+    [{ columns: ['id', 'nope'] }, 'nope'],
+    [{ filters: { classification: 'U' } }, 'classification'],
+  ] as const) {
+    const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: gated, ...body } });
+    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.column], [422, 'unknown_column', column], JSON.stringify(body));
+  }
+});

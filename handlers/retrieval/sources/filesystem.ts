@@ -32,12 +32,13 @@ export function filesystemSources(roots: readonly string[]): SourceFactory {
       const path = await allowedPath(location, roots);
       return {
         schema: (signal) => fileSchema(path, format, signal),
-        async *read(request) {
-          const needed = neededColumns(request);
-          const filtered = Object.keys(request.filters).length > 0;
+        async *read(asked) {
+          const filtered = Object.keys(asked.filters).length > 0;
           // As every source with a schema: a column or filter key the file does not have is 422, not a column of nulls.
           // The schema costs an open, so it is read only when there is something to check (JSON lines have no schema).
-          if (format !== 'jsonl' && (needed !== null || filtered)) checkFileColumns(await fileSchema(path, format, request.signal), format, request);
+          const checked = format !== 'jsonl' && (asked.columns !== null || filtered);
+          const request = checked ? checkFileColumns(await fileSchema(path, format, asked.signal), format, asked) : asked;
+          const needed = neededColumns(request);
           const raw = readFile(path, format, { needed, skip: filtered ? 0 : request.offset, batchSize: request.batchSize, signal: request.signal });
           yield* scanBatches(raw.batches, { ...request, offset: request.offset - raw.skipped });
         },

@@ -119,13 +119,13 @@ async function schemaOf(layout: Layout, files: PartitionFile[], keys: string[], 
   return [...own, ...keys.map((name) => ({ name, type: 'string' }))];
 }
 
-async function* readLayout(layout: Layout, request: ReadRequest, hint: string | null): AsyncGenerator<Row[]> {
-  const { files, keys } = await filesOf(layout, hint, request.signal);
-  const onKeys = Object.fromEntries(Object.entries(request.filters).filter(([k]) => keys.includes(k)));
+async function* readLayout(layout: Layout, asked: ReadRequest, hint: string | null): AsyncGenerator<Row[]> {
+  const { files, keys } = await filesOf(layout, hint, asked.signal);
+  const onKeys = Object.fromEntries(Object.entries(asked.filters).filter(([k]) => keys.includes(k)));
   const kept = files.filter((f) => matchesFilters(f.extra, onKeys));
   // The schema comes from a file the read keeps, so a pruned partition is never opened.
-  const fields = await schemaOf(layout, kept.length > 0 ? kept : files, keys, request.signal);
-  checkColumns(fields, request);
+  const fields = await schemaOf(layout, kept.length > 0 ? kept : files, keys, asked.signal);
+  const request = checkColumns(fields, asked);
   const needed = neededColumns(request);
   const fromFiles = needed?.filter((c) => !keys.includes(c)) ?? null;
   // A projection of partition keys only still needs one file column to count rows.

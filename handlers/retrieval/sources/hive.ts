@@ -122,8 +122,8 @@ async function describe(s: Session, target: HiveTarget): Promise<SchemaField[]> 
   return fields;
 }
 
-async function* fetched(s: Session, target: HiveTarget, request: ReadRequest): AsyncGenerator<Row[]> {
-  checkColumns(await describe(s, target), request);
+async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): AsyncGenerator<Row[]> {
+  const request = checkColumns(await describe(s, target), asked);
   const operation = await run(s, hiveSelect(target.database, target.table, request));
   operation.setMaxRows(request.batchSize);
   do {

@@ -17,6 +17,7 @@ import { type PgCredentials, type PgTarget, pgCredentials, pgTarget, type Secret
 import { type CopyColumn, copyJsonBatches, copyKind } from './pg-copy.ts';
 import { lockedColumns, type PgColumn, relationName } from './pg-schema.ts';
 import { type PgTls, pgTls, tlsProblem } from './pg-tls.ts';
+import { checkColumns } from './scan.ts';
 import { type SqlDialect, whereClause } from './sql-filter.ts';
 import type { JsonRows, ReadRequest, Row, Source, SourceFactory } from './types.ts';
 
@@ -136,13 +137,6 @@ function abandon(client: pg.Client, target: PgTarget): void {
   client.connection.stream.destroy();
 }
 
-function checkColumns(fields: readonly PgColumn[], request: ReadRequest): void {
-  const known = new Set(fields.map((f) => f.name));
-  for (const column of [...(request.columns ?? []), ...Object.keys(request.filters)]) {
-    if (!known.has(column)) throw RetrievalErrors.make.unknown_column({ column });
-  }
-}
-
 /**
  * Rows as JSON arrays from `COPY (SELECT …) TO STDOUT` in one read-only
  * transaction, which also reads the columns the COPY text is converted by
@@ -155,8 +149,7 @@ async function* copyJson(client: pg.Client, target: PgTarget, request: ReadReque
   // UTC makes to_json's timestamptz text the same whatever the server's TimeZone.
   await client.query("BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'");
   const table = await lockedColumns(client, target);
-  checkColumns(table, request);
-  const select = selectStatement(target, request, table);
+  const select = selectStatement(target, checkColumns(table, request), table);
   const copy = client.query(copyTo(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
   yield* copyJsonBatches(copy, select.columns, request.batchSize, request.signal);
 }

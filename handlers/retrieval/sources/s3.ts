@@ -68,13 +68,13 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
             const [first] = await resolveObjects(store, location, input.formatHint, signal);
             return objectSchema(store, (first as TypedObject).entry, (first as TypedObject).format, signal);
           }),
-        async *read(request) {
+        async *read(asked) {
           const location = s3Location(input);
           const { store, close } = await openS3Store(s3Config(input, secrets()), location.bucket);
           try {
-            const objects = await resolveObjects(store, location, input.formatHint, request.signal);
+            const objects = await resolveObjects(store, location, input.formatHint, asked.signal);
             const first = objects[0] as TypedObject;
-            checkFileColumns(await objectSchema(store, first.entry, first.format, request.signal), first.format, request);
+            const request = checkFileColumns(await objectSchema(store, first.entry, first.format, asked.signal), first.format, asked);
             const filtered = Object.keys(request.filters).length > 0;
             const raw = readObjects(store, objects, {
               needed: neededColumns(request),
@@ -85,7 +85,7 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
             });
             yield* scanBatches(raw, { ...request, offset: filtered ? request.offset : 0 });
           } catch (error) {
-            request.signal.throwIfAborted();
+            asked.signal.throwIfAborted();
             throw classifyS3(error);
           } finally {
             close();

@@ -72,19 +72,29 @@ export function jsonSafe(value: unknown): unknown {
  * row reads as null), and a file without rows (a CSV of a header only) has
  * nothing to project; anything else is checked against its schema.
  */
-export function checkFileColumns(fields: readonly SchemaField[], format: FileFormat, request: Pick<ReadRequest, 'columns' | 'filters'>): void {
-  if (format !== 'jsonl' && fields.length > 0) checkColumns(fields, request);
+export function checkFileColumns<R extends ColumnRequest>(fields: readonly SchemaField[], format: FileFormat, request: R): R {
+  return format !== 'jsonl' && fields.length > 0 ? checkColumns(fields, request) : request;
 }
 
-/** Every column and filter key must be in the schema (422 unknown_column otherwise). */
-export function checkColumns(fields: readonly SchemaField[], request: Pick<ReadRequest, 'columns' | 'filters'>): void {
+type ColumnRequest = Pick<ReadRequest, 'columns' | 'filters' | 'gateColumns'>;
+
+/**
+ * The request as the source reads it: every column and filter key the
+ * caller named must be in the schema (422 unknown_column otherwise); a
+ * gate's column the schema lacks is dropped (ReadRequest.gateColumns).
+ */
+export function checkColumns<R extends ColumnRequest>(fields: readonly { readonly name: string }[], request: R): R {
   const known = new Set(fields.map((f) => f.name));
-  for (const column of [...(request.columns ?? []), ...Object.keys(request.filters)]) {
+  const gateOnly = new Set(request.gateColumns ?? []);
+  const named = [...(request.columns ?? []).filter((c) => !gateOnly.has(c)), ...Object.keys(request.filters)];
+  for (const column of named) {
     if (!known.has(column)) throw RetrievalErrors.make.unknown_column({ column });
   }
+  if (request.columns === null || request.columns.every((c) => known.has(c))) return request;
+  return { ...request, columns: request.columns.filter((c) => known.has(c)) };
 }
 
 /** Columns the reader must return: the projection plus the filter keys; null = all. */
-export function neededColumns(request: Pick<ReadRequest, 'columns' | 'filters'>): string[] | null {
+export function neededColumns(request: ColumnRequest): string[] | null {
   return request.columns === null ? null : [...new Set([...request.columns, ...Object.keys(request.filters)])];
 }

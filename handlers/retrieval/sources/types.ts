@@ -25,6 +25,14 @@ export type FilterValue = string | number | boolean | null | readonly (string | 
 export interface ReadRequest {
   /** Columns to return, in this order; null = every column. */
   readonly columns: readonly string[] | null;
+  /**
+   * Those of `columns` that a per-record gate added, not the caller: read
+   * where the dataset has them, otherwise left out without an error, so
+   * that an `unknown_column` never names a field the caller did not
+   * (it would reveal the gate's configuration). Rows without the field
+   * reach the gate without it, and it withholds them (fails closed).
+   */
+  readonly gateColumns?: readonly string[];
   /** AND of equalities; an empty object = no filter. */
   readonly filters: Readonly<Record<string, FilterValue>>;
   readonly offset: number;
