@@ -69,6 +69,9 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
     const urn = await w.dataset({ host: '127.0.0.1', sslmode, sslrootcert: w.ca });
     assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: urn })).inline.data, ROWS, sslmode);
   }
+  // A bundle: the signing CA need not come first, and text between certificates (a comment) is allowed.
+  const bundle = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: `${w.otherCa}\n# the test CA\n${w.ca}` });
+  assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: bundle })).inline.data, ROWS);
 
   // sslrootcert as a catalog secret holding the PEM.
   const fromSecret = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: await w.secret('pg-ca', w.ca) });
@@ -113,6 +116,8 @@ test('an unknown sslmode or an sslrootcert that is not a certificate is refused 
     [{ sslmode: 'VERIFY-FULL' }, 'sslmode'],
     [{ sslmode: 1 }, 'sslmode'],
     [{ sslmode: 'verify-ca', sslrootcert: 'not a certificate' }, 'sslrootcert'],
+    // A bundle whose second certificate is damaged: tls.connect would skip it without a word.
+    [{ sslmode: 'verify-ca', sslrootcert: `${w.ca}\n${w.ca.replace(/\n[A-Za-z0-9+/]{8}/, '\n!!!!!!!!')}` }, 'sslrootcert'],
   ] as const;
   for (const [properties, option] of cases) {
     // Port 1 has no listener: a connection attempt would answer 502, not 422.

@@ -11,8 +11,8 @@
  *   certificate's names.
  *
  * libpq's `allow` and `prefer` (clear text whenever the server lacks TLS)
- * are refused. `sslrootcert` is PEM text or a catalog secret URN whose value
- * is the PEM. A bad value is a 422 before any connection.
+ * are refused. `sslrootcert` is PEM text (one or more CA certificates) or a
+ * catalog secret URN whose value is that PEM. A bad value is a 422 before any connection.
  */
 import { X509Certificate } from 'node:crypto';
 import type { ConnectionOptions } from 'node:tls';
@@ -31,7 +31,7 @@ function sslMode(value: unknown): SslMode {
   throw RetrievalErrors.make.source_options_invalid({ option: 'sslmode', problem: `sslmode must be one of ${MODES.join(', ')}` });
 }
 
-function rootCertificates(value: unknown, secrets: SecretReader | undefined): string | undefined {
+function rootCertificates(value: unknown, secrets: SecretReader | undefined): string[] | undefined {
   let pem: string | undefined;
   try {
     pem = revealed(value, secrets);
@@ -39,12 +39,24 @@ function rootCertificates(value: unknown, secrets: SecretReader | undefined): st
     throw RetrievalErrors.make.source_options_invalid({ option: 'sslrootcert', problem: 'secret not readable' });
   }
   if (pem === undefined) return undefined;
-  try {
-    new X509Certificate(pem);
-  } catch {
-    throw RetrievalErrors.make.source_options_invalid({ option: 'sslrootcert', problem: 'not a PEM certificate' });
+  // Every certificate of a bundle must parse (text between them, such as comments, is allowed):
+  // tls.connect would skip one it cannot read, and verification fail later with a vaguer error.
+  const blocks = pem.match(PEM_BLOCK);
+  if (!blocks?.every(isCertificate)) {
+    throw RetrievalErrors.make.source_options_invalid({ option: 'sslrootcert', problem: 'not a PEM certificate bundle' });
   }
-  return pem;
+  return blocks;
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+
+function isCertificate(block: string): boolean {
+  try {
+    new X509Certificate(block);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export function pgTls(properties: Readonly<Record<string, unknown>>, secrets: SecretReader | undefined): PgTls {
