@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import type { CliCommand } from '../../gateway/module.ts';
+import { AttributeVocabulary } from './attributes.ts';
 import { generatePassword } from './password.ts';
 import { createAuthStore } from './store.ts';
 import { UserDirectory } from './users.ts';
@@ -26,11 +27,9 @@ export const userCommand: CliCommand = {
     });
     const [action, username] = positionals;
     const { db, sqlite } = env.openDatabase();
-    const users = new UserDirectory(
-      createAuthStore(db),
-      () => new Date(),
-      () => {},
-    );
+    const store = createAuthStore(db);
+    const now = () => new Date();
+    const users = new UserDirectory(store, now, new AttributeVocabulary(store, now, () => {}), () => {});
     const password = async () => (values['password-stdin'] ? (await env.readStdin()).replace(/\r?\n$/, '') : generatePassword());
     try {
       if (action === 'list' && !username) {

@@ -10,4 +10,22 @@ export const AuthErrors = defineErrors('auth', {
   pat_scope_invalid: { status: 422, doc: "scope is not one of the available PAT scopes, or exceeds the caller's own roles." },
   user_exists: { status: 409, doc: 'A user with that username already exists.' },
   user_not_found: { status: 404, doc: 'No local user with that id or username.' },
+  attribute_name_reserved: {
+    status: 422,
+    doc: 'An attribute name collides with a standard token claim (sub, roles, tenant_id, ...); `names` lists them. Attributes become top-level claims.',
+  },
+  attribute_not_found: { status: 404, doc: 'No attribute of that name was ever declared (GET/DELETE /api/cluster/attribute-schema/{name}).' },
+  attribute_shape_conflict: {
+    status: 400,
+    doc: 'PUT /api/cluster/attribute-schema/{name} with a different type, sensitivity, authority or schema_version than the declared attribute (`fields` lists them), or a new type for a deprecated one.',
+  },
+  attribute_in_use: {
+    status: 409,
+    doc: 'Withdrawing an attribute that subjects still hold (`subjects_holding_value`); repeat with `force=true` to withdraw it anyway.',
+  },
+  attribute_not_declared: {
+    status: 400,
+    doc: 'A subject write sets a new value for a deprecated or withdrawn attribute (`state`); only declared attributes take new values.',
+  },
+  attribute_value_invalid: { status: 400, doc: "A subject write sets a value that is not of the declared attribute's `type`." },
 });

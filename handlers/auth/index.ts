@@ -1,9 +1,12 @@
 /**
- * The native realm (issue 2): local users, tokens, PATs, JWKS. Provides the
+ * The native realm (issue 2): local users, tokens, PATs, JWKS, the declared
+ * attribute vocabulary (contract §9.1). Provides the
  * gateway's Authenticator and the USER_DIRECTORY other domains use.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
+import { attributeRoutes } from './attribute-routes.ts';
+import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
 import { AuthErrors } from './errors.ts';
 import { loadSigningKey } from './keys.ts';
@@ -24,8 +27,10 @@ export const authModule: HandlerModule = {
     const key = await loadSigningKey(deps.config.dataDir);
     const signer = new TokenSigner(key, () => `${deps.runtime.origin()}/api/auth`);
     let service: AuthService | undefined;
-    const users = new UserDirectory(store, deps.now, () => service?.cache.clear());
-    service = new AuthService(store, signer, deps.config.auth, deps.now);
+    const dropCachedPrincipals = () => service?.cache.clear();
+    const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
+    const users = new UserDirectory(store, deps.now, vocabulary, dropCachedPrincipals);
+    service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary);
     const generated = await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword);
     if (generated) {
       deps.announce(`meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`);
@@ -33,6 +38,7 @@ export const authModule: HandlerModule = {
     deps.services.provide(AUTHENTICATOR, service);
     deps.services.provide(USER_DIRECTORY, users);
     const jwks = { keys: [key.publicJwk] };
-    return { routes: authRoutes(service, signer, () => jwks, deps.config.limits.maxBodyBytes) };
+    const maxBody = deps.config.limits.maxBodyBytes;
+    return { routes: [...authRoutes(service, signer, () => jwks, maxBody), ...attributeRoutes(vocabulary, maxBody)] };
   },
 };

@@ -54,3 +54,18 @@ export const pats = sqliteTable(
   },
   (t) => [index('pats_owner').on(t.ownerId)],
 );
+
+/** The realm's declared attribute vocabulary (contract §9.1; docs/attributes.md). */
+export const attributeSchema = sqliteTable('attribute_schema', {
+  name: text('name').primaryKey(),
+  type: text('type', { enum: ['string', 'int', 'bool', 'string[]'] }).notNull(),
+  state: text('state', { enum: ['declared', 'deprecated', 'withdrawn'] }).notNull(),
+  authority: text('authority', { enum: ['local_admin', 'self', 'mesh_peer', 'system'] }).notNull(),
+  /** A sensitive attribute is stored on subjects but never issued as a token claim. */
+  sensitive: integer('sensitive', { mode: 'boolean' }).notNull(),
+  schemaVersion: text('schema_version').notNull(),
+  declaredAt: text('declared_at').notNull(),
+  deprecatedAt: text('deprecated_at'),
+  withdrawnAt: text('withdrawn_at'),
+  declaredBy: text('declared_by'),
+});

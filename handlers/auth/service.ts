@@ -7,6 +7,7 @@ import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { Authenticator } from '../../gateway/pipeline/stages/authenticate.ts';
 import { DEFAULT_TENANT, type Principal } from '../principal.ts';
+import type { AttributeVocabulary } from './attributes.ts';
 import { AuthErrors } from './errors.ts';
 import { verifyPassword } from './password.ts';
 import type { AuthStore, PatRow } from './store.ts';
@@ -34,6 +35,7 @@ export class AuthService implements Authenticator {
     private readonly signer: TokenSigner,
     private readonly settings: Config['auth'],
     private readonly now: () => Date,
+    private readonly vocabulary: AttributeVocabulary,
   ) {}
 
   async login(username: string, password: string): Promise<TokenResponse> {
@@ -68,7 +70,7 @@ export class AuthService implements Authenticator {
     const user = this.store.userById(userId);
     if (!user) throw AuthErrors.make.invalid_credentials();
     const ttl = this.settings.accessTokenTtlSeconds;
-    const { token } = await this.signer.sign(subjectOf(user), 'access', ttl);
+    const { token } = await this.signer.sign(subjectOf(user, this.vocabulary), 'access', ttl);
     const refresh = randomBytes(32).toString('base64url');
     const at = this.now();
     this.store.insertRefresh({
@@ -96,9 +98,9 @@ export class AuthService implements Authenticator {
     if (payload.typ === 'pat') {
       const pat = this.store.patByJti(jti);
       if (!pat || pat.revoked || pat.ownerId !== user.id || pat.tokenHash !== sha256(bearer)) throw GatewayErrors.make.not_authenticated();
-      // A PAT is a handle on the user: live roles (capped by its scope) and attributes.
+      // A PAT is a handle on the user: live roles (capped by its scope) and the attributes a token would carry.
       const roles = pat.scope === 'admin' ? user.roles : user.roles.filter((r) => r !== 'admin');
-      principal = this.#principal(user.id, user.username, user.email, roles, user.attributes, 'pat');
+      principal = this.#principal(user.id, user.username, user.email, roles, this.vocabulary.issued(user.attributes), 'pat');
     } else if (payload.typ === 'access') {
       const roles = Array.isArray(payload.roles) ? payload.roles.map(String) : [];
       principal = this.#principal(user.id, user.username, user.email, roles, customClaims(payload), 'jwt');
@@ -149,7 +151,7 @@ export class AuthService implements Authenticator {
     const user = this.store.userById(principal.userId);
     if (!user) throw GatewayErrors.make.not_authenticated();
     const aud = input.aud ?? PLATFORM_AUDIENCE;
-    const { token, jti, exp } = await this.signer.sign(subjectOf(user), 'pat', ttl, { scope, aud });
+    const { token, jti, exp } = await this.signer.sign(subjectOf(user, this.vocabulary), 'pat', ttl, { scope, aud });
     const at = this.now().toISOString();
     const row = {
       jti,

@@ -1,12 +1,13 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
 import { and, asc, eq, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
-import { pats, refreshTokens, users } from './schema.ts';
+import { attributeSchema, pats, refreshTokens, users } from './schema.ts';
 
 export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
 export type PatRow = typeof pats.$inferSelect;
 export type RefreshRow = typeof refreshTokens.$inferSelect;
+export type AttributeSchemaRow = typeof attributeSchema.$inferSelect;
 
 export interface AuthStore {
   countUsers(): number;
@@ -25,6 +26,9 @@ export interface AuthStore {
   patByJti(jti: string): PatRow | undefined;
   listPats(ownerId: string): PatRow[];
   revokePat(jti: string, at: string): void;
+  attributeSchema(name: string): AttributeSchemaRow | undefined;
+  listAttributeSchema(): AttributeSchemaRow[];
+  putAttributeSchema(row: AttributeSchemaRow): void;
 }
 
 export function createAuthStore(db: Db): AuthStore {
@@ -50,5 +54,8 @@ export function createAuthStore(db: Db): AuthStore {
     patByJti: (jti) => db.select().from(pats).where(eq(pats.jti, jti)).get(),
     listPats: (ownerId) => db.select().from(pats).where(eq(pats.ownerId, ownerId)).orderBy(asc(pats.createdAt)).all(),
     revokePat: (jti, at) => void db.update(pats).set({ revoked: true, updatedAt: at }).where(eq(pats.jti, jti)).run(),
+    attributeSchema: (name) => db.select().from(attributeSchema).where(eq(attributeSchema.name, name)).get(),
+    listAttributeSchema: () => db.select().from(attributeSchema).orderBy(asc(attributeSchema.name)).all(),
+    putAttributeSchema: (row) => void db.insert(attributeSchema).values(row).onConflictDoUpdate({ target: attributeSchema.name, set: row }).run(),
   };
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServiceKey } from '../../gateway/services.ts';
 import { DEFAULT_TENANT } from '../principal.ts';
+import type { AttributeVocabulary } from './attributes.ts';
 import { AuthErrors } from './errors.ts';
 import { generatePassword, hashPassword } from './password.ts';
 import type { AuthStore, UserRow } from './store.ts';
@@ -30,12 +31,15 @@ export class UserDirectory {
   constructor(
     private readonly store: AuthStore,
     private readonly now: () => Date,
+    private readonly vocabulary: AttributeVocabulary,
     /** Called when users change, so caches of verified credentials drop stale entries. */
     private readonly onChange: () => void,
   ) {}
 
   async create(input: NewUserInput): Promise<UserRow> {
     if (this.store.userByUsername(input.username)) throw AuthErrors.make.user_exists({ username: input.username });
+    // Brokered users' attributes are their peer's, not this realm's vocabulary.
+    if (input.source !== 'mesh') this.vocabulary.checkValues(input.attributes ?? {});
     const at = this.now().toISOString();
     const row = {
       id: randomUUID(),
@@ -87,6 +91,8 @@ export class UserDirectory {
   }
 
   update(id: string, patch: { roles?: string[]; attributes?: Record<string, unknown>; email?: string | null; disabled?: boolean }): void {
+    const current = this.store.userById(id);
+    if (patch.attributes && current?.source === 'local') this.vocabulary.checkValues(patch.attributes, current.attributes);
     this.store.updateUser(id, { ...patch, updatedAt: this.now().toISOString() });
     this.#changed();
   }
@@ -113,13 +119,14 @@ export class UserDirectory {
   }
 }
 
-export function subjectOf(user: UserRow): TokenSubject {
+/** What a token says of a user: the attributes the vocabulary lets tokens carry (attributes.ts). */
+export function subjectOf(user: UserRow, vocabulary: AttributeVocabulary): TokenSubject {
   return {
     userId: user.id,
     username: user.username,
     email: user.email,
     roles: user.roles,
-    attributes: user.attributes,
+    attributes: vocabulary.issued(user.attributes),
     tenantId: DEFAULT_TENANT,
   };
 }

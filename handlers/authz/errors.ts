@@ -21,8 +21,4 @@ export const AuthzErrors = defineErrors('authz', {
   },
   subject_has_grants: { status: 409, doc: 'DELETE of a subject that still holds tuples; `grants` gives the count. Add `?cascade=grants` to delete them too.' },
   subject_is_caller: { status: 409, doc: 'An administrator cannot delete their own user through the subjects API.' },
-  attribute_name_reserved: {
-    status: 422,
-    doc: 'An attribute name collides with a standard token claim (sub, roles, tenant_id, ...); `names` lists them. Attributes become top-level claims.',
-  },
 });

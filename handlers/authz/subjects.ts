@@ -5,7 +5,6 @@
  * them relations in the flat form. Transport-free; the route layer gates it
  * to native administrators.
  */
-import { isStandardClaim } from '../auth/tokens.ts';
 import type { UserDirectory } from '../auth/users.ts';
 import { DEFAULT_TENANT, type Principal } from '../principal.ts';
 import { AuthzErrors } from './errors.ts';
@@ -30,10 +29,8 @@ export class SubjectsService {
     private readonly authz: AuthzService,
   ) {}
 
-  /** PUT: creates the user named by `idOrUsername` when absent; replaces attributes when given. */
+  /** PUT: creates the user named by `idOrUsername` when absent; replaces attributes when given (checked by the directory against the vocabulary). */
   async upsert(idOrUsername: string, input: SubjectUpsert): Promise<{ created: boolean; subject: ReturnType<SubjectsService['view']> }> {
-    const reserved = Object.keys(input.attributes ?? {}).filter(isStandardClaim);
-    if (reserved.length > 0) throw AuthzErrors.make.attribute_name_reserved({ names: reserved });
     const existing = this.users.resolve(idOrUsername);
     if (!existing) {
       if (UUID.test(idOrUsername)) throw AuthzErrors.make.subject_not_found({ subject: idOrUsername });

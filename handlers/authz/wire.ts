@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import type { NodeRequest } from '../../gateway/http/context.ts';
+import { ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE } from '../auth/attributes.ts';
 import { DEFAULT_TENANT } from '../principal.ts';
 import { AuthzErrors } from './errors.ts';
 import type { TupleInput } from './service.ts';
@@ -36,8 +37,7 @@ export const listQuery = z.object({
 export const grantBody = z.object({ object_namespace: name, object_id: objectId, relation: name, tenant_id: tenantId });
 export const resourceGrantBody = z.object({ object_id: objectId, subject: ref, relation: name, tenant_id: tenantId });
 
-/** Attribute names become top-level token claims and `X-User-<Name>` headers: keep them header-safe. */
-const attributeName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'letters, digits, _ and -, at most 64, not starting with a digit or -');
+const attributeName = z.string().regex(ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE);
 export const subjectBody = z.object({
   attributes: z.record(attributeName, z.json()).optional(),
   password: z.string().min(1).max(1024).optional(),

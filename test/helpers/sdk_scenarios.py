@@ -63,6 +63,31 @@ def gated(args: dict) -> dict:
     return out
 
 
+def gate_setup(args: dict) -> dict:
+    """Contract §9.4's local setup, every step through the SDK: declare the attribute,
+    catalog the dataset and bind its gate, seed subjects with clearance and grants;
+    then the vocabulary's lifecycle calls on a second attribute."""
+    client = client_for(args)
+    declared = client.cluster.declare_attribute("clearance", type="string")
+    urn = client.datasets.create(name="mini-clearance", platform="file", properties={"path": args["path"]})
+    binding = client.datasets.set_gate(urn, type="acme_gates.mini_clearance_gate.MiniClearanceGate", config={})
+    for username, clearance in args["personas"].items():
+        client.subjects.upsert(username, attributes={"clearance": clearance}, password=args["password"])
+        client.subjects.grants(username).create(object_namespace="dataset", object_id=urn, relation="viewer")
+    client.cluster.declare_attribute("badge", type="string", sensitive=True)
+    deprecated = client.cluster.deprecate_attribute("badge")
+    withdrawn = client.cluster.withdraw_attribute("badge")
+    return {
+        "urn": urn,
+        "declared": {"name": declared.name, "type": declared.type, "state": declared.state, "sensitive": declared.sensitive},
+        "gate": {"gate_name": binding.gate_name, "kind": binding.kind},
+        "listed": [(a.name, a.state) for a in client.cluster.list_attributes()],
+        "declared_only": [a.name for a in client.cluster.list_attributes(include_deprecated=False)],
+        "deprecated": {"state": deprecated.state, "deprecated_at": bool(deprecated.deprecated_at)},
+        "withdrawn": withdrawn,
+    }
+
+
 def openai(args: dict) -> dict:
     """Find a model deployment by name as the SDK does, then chat through its runtime URL."""
     client = client_for(args)
@@ -95,7 +120,7 @@ def openai(args: dict) -> dict:
 def main() -> None:
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     try:
-        result = {"retrieval": retrieval, "gated": gated, "openai": openai}[scenario](args)
+        result = {"retrieval": retrieval, "gated": gated, "gate_setup": gate_setup, "openai": openai}[scenario](args)
     except Exception as error:  # the test shows what the SDK raised, and where
         ours = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__]
         at = f"{ours[-1].name}:{ours[-1].lineno} {ours[-1].line}" if ours else None

@@ -1,0 +1,74 @@
+/**
+ * `/api/cluster/attribute-schema[/{name}]` (contract §9.1; the SDK's
+ * `declare_attribute`, `list_attributes`, `deprecate_attribute`,
+ * `withdraw_attribute`). Parsing only, logic in attributes.ts. Reading is
+ * open to any user; PUT and DELETE are native administrators' (contract §1.4,
+ * NativeRealmRequired).
+ */
+import { z } from 'zod';
+import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';
+import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
+import type { RouteDef } from '../../gateway/module.ts';
+import { ATTRIBUTE_AUTHORITIES, ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE, ATTRIBUTE_TYPES, type AttributeVocabulary } from './attributes.ts';
+
+const declareBody = z.object({
+  type: z.enum(ATTRIBUTE_TYPES),
+  sensitive: z.boolean().default(false),
+  authority: z.enum(ATTRIBUTE_AUTHORITIES).default('local_admin'),
+  schema_version: z.string().min(1).max(32).default('1.0'),
+});
+
+const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+const nameOf = (ctx: RequestContext) => validate(z.string().regex(ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE), ctx.params.name, 'path');
+
+export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number): RouteDef[] {
+  const admin = { auth: 'admin', nativeOnly: true } as const;
+  return [
+    {
+      method: 'GET',
+      path: '/cluster/attribute-schema',
+      auth: 'user',
+      handle(ctx) {
+        const q = parseQuery(ctx.query, z.object({ include_deprecated: flag.default(true) }));
+        return { status: 200, body: vocabulary.list(q.include_deprecated) };
+      },
+    },
+    { method: 'GET', path: '/cluster/attribute-schema/:name', auth: 'user', handle: (ctx) => ({ status: 200, body: vocabulary.get(nameOf(ctx)) }) },
+    {
+      ...admin,
+      method: 'PUT',
+      path: '/cluster/attribute-schema/:name',
+      async handle(ctx) {
+        const name = nameOf(ctx);
+        const shape = await readJson(ctx.req, maxBody, declareBody);
+        const { created, attribute } = vocabulary.declare(name, shape, principalOf(ctx).userId);
+        return { status: created ? 201 : 200, body: attribute };
+      },
+    },
+    {
+      ...admin,
+      method: 'DELETE',
+      path: '/cluster/attribute-schema/:name',
+      handle(ctx) {
+        const name = nameOf(ctx);
+        const q = parseQuery(ctx.query, z.object({ force: flag.optional(), subjects_holding_value: z.coerce.number().int().min(0).optional() }));
+        // Without `force` a DELETE deprecates; with it (the SDK's withdraw_attribute) it withdraws.
+        if (q.force === undefined) return { status: 200, body: vocabulary.deprecate(name) };
+        const result = vocabulary.withdraw(name, q.force);
+        if (result.forced) {
+          ctx.logger.warn(
+            {
+              attribute: name,
+              subjects_holding_value: result.subjects_holding_value,
+              acknowledged: q.subjects_holding_value ?? null,
+              actor: principalOf(ctx).userId,
+            },
+            'attribute withdrawn while subjects hold values',
+          );
+        }
+        return { status: 200, body: result };
+      },
+    },
+  ];
+}
