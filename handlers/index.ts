@@ -7,6 +7,7 @@ import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
 import { catalogModule } from './catalog/index.ts';
 import { federationModule } from './federation/index.ts';
+import { gatesModule } from './gates/index.ts';
 import { jobsModule } from './jobs/index.ts';
 import { meshModule } from './mesh/index.ts';
 import { retrievalModule } from './retrieval/index.ts';
@@ -23,4 +24,5 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   meshModule,
   jobsModule,
   servingModule,
+  gatesModule,
 ];

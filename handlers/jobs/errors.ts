@@ -25,5 +25,4 @@ export const JobsErrors = defineErrors('jobs', {
     doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster (contract §5.7); `gate` is `(unconfigured)`.',
   },
   gate_load_error: { status: 403, doc: 'The bound execution gate’s class path is no longer available; submissions fail closed until it is rebound.' },
-  classpath_unimportable: { status: 404, doc: 'The gate class path names an allowed module but no gate this gateway ships.' },
 });

@@ -6,7 +6,8 @@
  * sends and under the neutral `platform.` alias (contract §0.3).
  */
 
-import { GateErrors } from '../gate-errors.ts';
+import { GATE_MODULES, type GateCatalog } from '../gates/catalog.ts';
+import { GateErrors } from '../gates/errors.ts';
 import type { Principal } from '../principal.ts';
 import { JobsErrors } from './errors.ts';
 import type { GateStore } from './store.ts';
@@ -37,11 +38,21 @@ const allowAll: ExecutionGate = {
   decide: () => ({ allow: true, reason: 'default_allow_all' }),
 };
 
-const GATE_MODULES = ['kamiwaza.services.authz.gates.', 'platform.gates.'];
 const BUILT_IN: ReadonlyMap<string, ExecutionGate> = new Map([
   ['kamiwaza.services.authz.gates.default_gates.AllowAllExecutionGate', allowAll],
   ['platform.gates.default_gates.AllowAllExecutionGate', allowAll],
 ]);
+
+/** The execution gates this gateway ships, for discovery (handlers/gates). */
+export const executionGateCatalog: GateCatalog = {
+  describe(classpath) {
+    const gate = BUILT_IN.get(classpath);
+    if (!gate) return undefined;
+    const properties = Object.fromEntries(gate.configKeys.map((key) => [key, {}]));
+    const config_schema = { type: 'object', properties, additionalProperties: false };
+    return { name: gate.name, kind: 'execution', required_attributes: [], config_schema, classpath, location: 'builtin' };
+  },
+};
 
 export const UNCONFIGURED = '(unconfigured)';
 
@@ -67,7 +78,7 @@ export class ExecutionGateService {
   bind(principal: Principal, type: string, config: Record<string, unknown>): GateView {
     const gate = BUILT_IN.get(type);
     if (!gate) {
-      if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw JobsErrors.make.classpath_unimportable({ classpath: type });
+      if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ classpath: type });
       throw GateErrors.make.classpath_not_allowed({ classpath: type });
     }
     const unknown = Object.keys(config).filter((k) => !gate.configKeys.includes(k));

@@ -11,10 +11,10 @@ import { MESH_EGRESS } from '../../gateway/mesh/egress.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { BROKERED_JOB_CANCELLER } from '../federation/index.ts';
-import { GateErrors } from '../gate-errors.ts';
+import { EXECUTION_GATE_CATALOG } from '../gates/catalog.ts';
 import { JobsErrors } from './errors.ts';
 import { MeshJobForwarder } from './forward.ts';
-import { ExecutionGateService } from './gate.ts';
+import { ExecutionGateService, executionGateCatalog } from './gate.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
@@ -28,7 +28,7 @@ export { JOBS, type JobsService } from './service.ts';
 
 export const jobsModule: HandlerModule = {
   name: 'jobs',
-  errors: [JobsErrors, GateErrors],
+  errors: JobsErrors,
   async init(deps) {
     const jobsConfig = deps.config.jobs;
     const catalog = PackageCatalog.load(jobsConfig.pythonPackages.catalogFile);
@@ -54,6 +54,7 @@ export const jobsModule: HandlerModule = {
       logger: deps.logger,
     });
     deps.services.provide(JOBS, service);
+    deps.services.provide(EXECUTION_GATE_CATALOG, executionGateCatalog);
     // Allowlist revoke with cancel_in_flight_jobs=true (contract §3.8) stops the brokered user's jobs here.
     deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId) });
     const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);

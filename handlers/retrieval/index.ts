@@ -6,10 +6,11 @@
  */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { DATASETS, SECRETS } from '../catalog/index.ts';
-import { GateErrors } from '../gate-errors.ts';
+import { RECORD_GATE_CATALOG } from '../gates/catalog.ts';
 import { catalogDatasets } from './catalog-adapter.ts';
 import { RetrievalErrors } from './errors.ts';
 import { GateBindings } from './gates/binding.ts';
+import { recordGateCatalog } from './gates/runner.ts';
 import { SourceRegistry } from './plan.ts';
 import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
@@ -26,7 +27,7 @@ import { registerRetrievalRpc } from './transports/grpc.ts';
 
 export const retrievalModule: HandlerModule = {
   name: 'retrieval',
-  errors: [RetrievalErrors, GateErrors],
+  errors: RetrievalErrors,
   init(deps) {
     const settings = deps.config.retrieval;
     const datasets = catalogDatasets(deps.services.get(DATASETS));
@@ -50,6 +51,7 @@ export const retrievalModule: HandlerModule = {
       logger: deps.logger,
       grpcEndpoint: () => deps.runtime.origin().replace(/^https:/, 'grpcs:'),
     });
+    deps.services.provide(RECORD_GATE_CATALOG, recordGateCatalog);
     const routes = retrievalRoutes({
       service,
       gates: new GateBindings(datasets),

@@ -65,12 +65,14 @@ def gated(args: dict) -> dict:
 
 def gate_setup(args: dict) -> dict:
     """Contract §9.4's local setup, every step through the SDK: declare the attribute,
-    catalog the dataset and bind its gate, seed subjects with clearance and grants;
+    discover the gate class, catalog the dataset and bind its gate, seed subjects with clearance and grants;
     then the vocabulary's lifecycle calls on a second attribute."""
     client = client_for(args)
     declared = client.cluster.declare_attribute("clearance", type="string")
+    classpath = "acme_gates.mini_clearance_gate.MiniClearanceGate"
+    discovered = client.gates.discover(classpath)
     urn = client.datasets.create(name="mini-clearance", platform="file", properties={"path": args["path"]})
-    binding = client.datasets.set_gate(urn, type="acme_gates.mini_clearance_gate.MiniClearanceGate", config={})
+    binding = client.datasets.set_gate(urn, type=classpath, config={})
     for username, clearance in args["personas"].items():
         client.subjects.upsert(username, attributes={"clearance": clearance}, password=args["password"])
         client.subjects.grants(username).create(object_namespace="dataset", object_id=urn, relation="viewer")
@@ -80,6 +82,7 @@ def gate_setup(args: dict) -> dict:
     return {
         "urn": urn,
         "declared": {"name": declared.name, "type": declared.type, "state": declared.state, "sensitive": declared.sensitive},
+        "discovered": {"name": discovered.name, "kind": discovered.kind, "required": [a["key"] for a in discovered.required_attributes]},
         "gate": {"gate_name": binding.gate_name, "kind": binding.kind},
         "listed": [(a.name, a.state) for a in client.cluster.list_attributes()],
         "declared_only": [a.name for a in client.cluster.list_attributes(include_deprecated=False)],

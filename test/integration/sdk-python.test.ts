@@ -3,7 +3,8 @@
  * written so that it works; scripts/peers/sdk.sh installs kamiwaza-sdk from
  * PyPI): retrieval (issue 9) inline, over SSE and the gRPC handshake through
  * the SDK's own models, the clearance fixture per caller (contract §9.4)
- * with its setup — attribute, gate, subjects, grants — made by the SDK too,
+ * with its setup — attribute, gate discovery and binding, subjects, grants —
+ * made by the SDK too,
  * and the OpenAI-compatible runtime URL (issue 3) found
  * the way the SDK finds it — the serving listing, then the official openai
  * client on `<origin>/runtime/models/<id>/v1`, plain and streamed.
@@ -105,13 +106,14 @@ test("the Python SDK reads the clearance fixture with each caller's token: 3, 4,
   }
 });
 
-test('the Python SDK performs the §9.4 setup itself — declare, catalog, bind, subjects and grants — and each persona reads 3, 4, 5 rows', async (t) => {
+test('the Python SDK performs the §9.4 setup itself — declare, discover, catalog, bind, subjects and grants — and each persona reads 3, 4, 5 rows', async (t) => {
   const dir = scratch(t);
   const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
   const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
   const personas = { 'fed-clr-u': 'U', 'fed-clr-s': 'S', 'fed-clr-ts': 'TS' };
   const got = await sdk(gw, dir, 'gate_setup', { path, personas, password: 'persona-password' });
   assert.deepEqual(got.declared, { name: 'clearance', type: 'string', state: 'declared', sensitive: false });
+  assert.deepEqual(got.discovered, { name: 'clearance_gate', kind: 'attribute', required: ['clearance'] });
   assert.deepEqual(got.gate, { gate_name: 'clearance_gate', kind: 'attribute' });
   assert.deepEqual(got.listed, [
     ['badge', 'withdrawn'],

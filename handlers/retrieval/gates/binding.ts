@@ -6,7 +6,7 @@
  * the gate's schema. Unknown or invisible URN → `dataset_not_found`.
  */
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { GateErrors } from '../../gate-errors.ts';
+import { GateErrors } from '../../gates/errors.ts';
 import type { Principal } from '../../principal.ts';
 import type { DatasetGateStore } from '../catalog-adapter.ts';
 import { RetrievalErrors } from '../errors.ts';

@@ -38,6 +38,12 @@ export const clearanceGate: GateDefinition = {
   aliases: ['acme_gates.mini_clearance_gate.MiniClearanceGate'],
   name: NAME,
   kind: 'attribute',
+  requiredAttributes: [{ key: 'clearance', header: 'x-user-clearance', required: true }],
+  configSchema: {
+    type: 'object',
+    properties: { classification_field: { type: 'string', minLength: 1, maxLength: 256, default: 'classification' } },
+    additionalProperties: false,
+  },
   parseConfig(config) {
     // Config schema {"classification_field": str = "classification"}, additionalProperties false (contract §9.4).
     const value = config ?? {};

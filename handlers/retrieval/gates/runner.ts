@@ -6,6 +6,7 @@
  * transports emit carries only `filtered`; the four legacy keys are present
  * and null (the 1.3 privacy rule).
  */
+import type { GateCatalog } from '../../gates/catalog.ts';
 import type { Row } from '../sources/types.ts';
 import { clearanceGate } from './clearance.ts';
 import type { GateBinding, GateDefinition, GateResult, RecordGate } from './types.ts';
@@ -24,6 +25,16 @@ export interface GateAudit {
   total: null;
   gate: null;
 }
+
+/** The record gates this gateway ships, for discovery (handlers/gates). */
+export const recordGateCatalog: GateCatalog = {
+  describe(classpath) {
+    const gate = findGate(classpath);
+    if (!gate) return undefined;
+    const { name, kind, requiredAttributes, configSchema } = gate;
+    return { name, kind, required_attributes: requiredAttributes, config_schema: configSchema, classpath, location: 'builtin' };
+  },
+};
 
 export function gateAudit(filtered: boolean): GateAudit {
   return { filtered, included: null, redacted: null, total: null, gate: null };

@@ -36,6 +36,10 @@ export interface GateDefinition {
   readonly aliases: readonly string[];
   readonly name: string;
   readonly kind: 'attribute';
+  /** Caller attributes it reads, as discovery reports them (contract §9.2 AttributeSpec). */
+  readonly requiredAttributes: readonly { key: string; header: string; required: boolean }[];
+  /** JSON Schema of its `config`, as discovery reports it; parseConfig enforces it. */
+  readonly configSchema: Readonly<Record<string, unknown>>;
   /** Validates and fills defaults; returns problems instead of throwing. */
   parseConfig(config: unknown): { config: Record<string, unknown> } | { problems: string[] };
   create(config: Record<string, unknown>): RecordGate;

@@ -1,14 +1,18 @@
 /**
- * Reasons shared by both kinds of gate binding — the cluster execution gate
+ * Reasons shared by both kinds of gate binding and by gate discovery — the cluster execution gate
  * (jobs, contract §5.7) and per-dataset record gates (retrieval, §9.1) — so
  * one reason means one thing however it is reached.
  */
-import { defineErrors } from '../gateway/errors/api-error.ts';
+import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const GateErrors = defineErrors('gates', {
   not_configured: {
     status: 404,
     doc: "No gate is bound: the cluster execution gate (GET/DELETE `/api/cluster/execution-gate`) or a dataset's record gate (GET/DELETE `…/datasets/{urn}/gate`).",
+  },
+  classpath_unimportable: {
+    status: 404,
+    doc: 'The gate class path names a gate module (`platform.gates.`, `kamiwaza.services.authz.gates.`, `acme_gates.`) but no gate this gateway ships.',
   },
   classpath_not_allowed: { status: 403, doc: 'The gate class path is not one this gateway allows (its built-in gates and their upstream aliases).' },
   gate_config_invalid: { status: 400, doc: "The gate `config` does not match the gate's config schema; `problems` lists why." },

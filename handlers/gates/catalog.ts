@@ -1,0 +1,31 @@
+/**
+ * What gate classes this gateway ships, as `POST /authz/gates/discover`
+ * describes them (contract §5.7). The classes live with the domain that runs
+ * them — execution gates in jobs, per-record gates in retrieval — and each
+ * provides its catalog under a key here, so this module never imports them.
+ */
+import { createServiceKey } from '../../gateway/services.ts';
+
+/** A gate's reflection payload (the SDK's `GateDiscovery`). */
+export interface GateDescription {
+  readonly name: string;
+  readonly kind: 'execution' | 'attribute';
+  /** `AttributeSpec`s (contract §9.2): the caller attributes the gate reads. */
+  readonly required_attributes: readonly { key: string; header: string; required: boolean }[];
+  /** JSON Schema of the binding's `config`. */
+  readonly config_schema: Readonly<Record<string, unknown>>;
+  readonly classpath: string;
+  /** Where the class comes from: every gate here is built in. */
+  readonly location: 'builtin';
+}
+
+export interface GateCatalog {
+  /** By class path or one of its upstream aliases; undefined when this catalog has no such class. */
+  describe(classpath: string): GateDescription | undefined;
+}
+
+export const EXECUTION_GATE_CATALOG = createServiceKey<GateCatalog>('executionGateCatalog');
+export const RECORD_GATE_CATALOG = createServiceKey<GateCatalog>('recordGateCatalog');
+
+/** Modules gate classes come from: a class path under one of them that names no shipped gate is unimportable, not forbidden. */
+export const GATE_MODULES: readonly string[] = ['kamiwaza.services.authz.gates.', 'platform.gates.', 'acme_gates.'];
