@@ -48,6 +48,7 @@ test('gate binding: PUT/GET/DELETE on the percent-encoded URN, validation, owner
   const cases: [unknown, number, string][] = [
     [{ type: 'platform.gates.default.AllowAllExecutionGate' }, 400, 'wrong_kind'],
     [{ type: 'os.system' }, 403, 'classpath_not_allowed'],
+    [{ type: 'acme_gates.mini_access_tier_gate.MiniAccessTierGate' }, 404, 'classpath_unimportable'],
     [{ type: CLEARANCE_GATE, config: { field: 'x' } }, 400, 'gate_config_invalid'],
   ];
   for (const [body, status, reason] of cases) {

@@ -2,10 +2,12 @@
  * Dataset gate binding (contract §9.1): `PUT/GET/DELETE
  * /catalog/datasets/{urn}/gate`, stored as the dataset's `properties.gate`.
  * Only built-in attribute gates bind (an execution gate is `wrong_kind`,
- * anything else `classpath_not_allowed`); the config is validated against
+ * another class under a gate module `classpath_unimportable`, anything else
+ * `classpath_not_allowed`); the config is validated against
  * the gate's schema. Unknown or invisible URN → `dataset_not_found`.
  */
 import { ApiError } from '../../../gateway/errors/api-error.ts';
+import { GATE_MODULES } from '../../gates/catalog.ts';
 import { GateErrors } from '../../gates/errors.ts';
 import type { Principal } from '../../principal.ts';
 import type { DatasetGateStore } from '../catalog-adapter.ts';
@@ -28,6 +30,7 @@ export class GateBindings {
     const definition = findGate(type);
     if (!definition) {
       if (/ExecutionGate$/.test(type)) throw RetrievalErrors.make.wrong_kind({ type, expected: 'attribute' });
+      if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ type });
       throw GateErrors.make.classpath_not_allowed({ type });
     }
     const parsed = definition.parseConfig(config);
