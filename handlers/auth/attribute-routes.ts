@@ -2,8 +2,9 @@
  * `/api/cluster/attribute-schema[/{name}]` (contract §9.1; the SDK's
  * `declare_attribute`, `list_attributes`, `deprecate_attribute`,
  * `withdraw_attribute`). Parsing only, logic in attributes.ts. Reading is
- * open to any user; PUT and DELETE are native administrators' (contract §1.4,
- * NativeRealmRequired).
+ * open to any local user (not to mesh callers: which attributes are
+ * sensitive is this realm's business); PUT and DELETE are native
+ * administrators' (contract §1.4, NativeRealmRequired).
  */
 import { z } from 'zod';
 import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';
@@ -29,12 +30,19 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
       method: 'GET',
       path: '/cluster/attribute-schema',
       auth: 'user',
+      nativeOnly: true,
       handle(ctx) {
         const q = parseQuery(ctx.query, z.object({ include_deprecated: flag.default(true) }));
         return { status: 200, body: vocabulary.list(q.include_deprecated) };
       },
     },
-    { method: 'GET', path: '/cluster/attribute-schema/:name', auth: 'user', handle: (ctx) => ({ status: 200, body: vocabulary.get(nameOf(ctx)) }) },
+    {
+      method: 'GET',
+      path: '/cluster/attribute-schema/:name',
+      auth: 'user',
+      nativeOnly: true,
+      handle: (ctx) => ({ status: 200, body: vocabulary.get(nameOf(ctx)) }),
+    },
     {
       ...admin,
       method: 'PUT',

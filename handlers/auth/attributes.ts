@@ -86,10 +86,10 @@ export class AttributeVocabulary {
       if (changed.length > 0) throw AuthErrors.make.attribute_shape_conflict({ name, fields: changed });
       return { created: false, attribute: attributeView(existing) };
     }
-    // A held value must still fit: a deprecated name is revived with the type its holders have.
-    if (existing?.state === 'deprecated' && existing.type !== shape.type) {
-      throw AuthErrors.make.attribute_shape_conflict({ name, fields: ['type'] });
-    }
+    // Values subjects already hold (of a deprecated or withdrawn name, or set before the first
+    // declaration) are issued under the declaration: they must be of its type.
+    const misfits = this.#holding(name).filter((value) => value !== null && !VALUE_CHECKS[shape.type](value)).length;
+    if (misfits > 0) throw AuthErrors.make.attribute_shape_conflict({ name, fields: ['type'], subjects_holding_other_type: misfits });
     const row: AttributeSchemaRow = {
       name,
       type: shape.type,
@@ -139,9 +139,10 @@ export class AttributeVocabulary {
     const declared = new Map(this.store.listAttributeSchema().map((row) => [row.name, row]));
     for (const [name, value] of Object.entries(next)) {
       const schema = declared.get(name);
-      if (!schema || JSON.stringify(previous[name]) === JSON.stringify(value)) continue;
+      // null clears a value, which every state allows.
+      if (!schema || value === null || JSON.stringify(previous[name]) === JSON.stringify(value)) continue;
       if (schema.state !== 'declared') throw AuthErrors.make.attribute_not_declared({ name, state: schema.state });
-      if (value !== null && !VALUE_CHECKS[schema.type](value)) throw AuthErrors.make.attribute_value_invalid({ name, type: schema.type });
+      if (!VALUE_CHECKS[schema.type](value)) throw AuthErrors.make.attribute_value_invalid({ name, type: schema.type });
     }
   }
 
@@ -157,9 +158,16 @@ export class AttributeVocabulary {
     return Object.fromEntries(Object.entries(attributes).filter(([name]) => !hidden.has(name)));
   }
 
-  /** How many local subjects hold a value for the name (brokered users' attributes come from their peer). */
+  /** The values local subjects hold for the name (brokered users' attributes come from their peer). */
+  #holding(name: string): unknown[] {
+    return this.store
+      .listUsers()
+      .filter((user) => user.source === 'local' && Object.hasOwn(user.attributes, name))
+      .map((user) => user.attributes[name]);
+  }
+
   #holders(name: string): number {
-    return this.store.listUsers().filter((user) => user.source === 'local' && Object.hasOwn(user.attributes, name)).length;
+    return this.#holding(name).length;
   }
 
   #find(name: string): AttributeSchemaRow {

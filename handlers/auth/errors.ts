@@ -17,7 +17,7 @@ export const AuthErrors = defineErrors('auth', {
   attribute_not_found: { status: 404, doc: 'No attribute of that name was ever declared (GET/DELETE /api/cluster/attribute-schema/{name}).' },
   attribute_shape_conflict: {
     status: 400,
-    doc: 'PUT /api/cluster/attribute-schema/{name} with a different type, sensitivity, authority or schema_version than the declared attribute (`fields` lists them), or a new type for a deprecated one.',
+    doc: 'PUT /api/cluster/attribute-schema/{name} with a different type, sensitivity, authority or schema_version than the declared attribute (`fields` lists them), or a type the values subjects already hold do not have (`subjects_holding_other_type`).',
   },
   attribute_in_use: {
     status: 409,

@@ -10,6 +10,10 @@ export const GateErrors = defineErrors('gates', {
     status: 404,
     doc: "No gate is bound: the cluster execution gate (GET/DELETE `/api/cluster/execution-gate`) or a dataset's record gate (GET/DELETE `…/datasets/{urn}/gate`).",
   },
+  wrong_kind: {
+    status: 400,
+    doc: 'The gate class is of the other kind: an execution gate bound to a dataset (contract §9.1), or a record gate bound as the execution gate (§5.7); `expected` names the kind wanted.',
+  },
   classpath_unimportable: {
     status: 404,
     doc: 'The gate class path names a gate module (`platform.gates.`, `kamiwaza.services.authz.gates.`, `acme_gates.`) but no gate this gateway ships.',

@@ -67,6 +67,8 @@ export class ExecutionGateService {
   constructor(
     private readonly store: GateStore,
     private readonly now: () => Date,
+    /** The record gates retrieval ships, so that binding one here is `wrong_kind`, as discovery tells them apart. */
+    private readonly recordGates: GateCatalog | undefined,
   ) {}
 
   view(): GateView {
@@ -78,6 +80,7 @@ export class ExecutionGateService {
   bind(principal: Principal, type: string, config: Record<string, unknown>): GateView {
     const gate = BUILT_IN.get(type);
     if (!gate) {
+      if (this.recordGates?.describe(type)) throw GateErrors.make.wrong_kind({ classpath: type, expected: 'execution' });
       if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ classpath: type });
       throw GateErrors.make.classpath_not_allowed({ classpath: type });
     }

@@ -11,7 +11,7 @@ import { MESH_EGRESS } from '../../gateway/mesh/egress.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { BROKERED_JOB_CANCELLER } from '../federation/index.ts';
-import { EXECUTION_GATE_CATALOG } from '../gates/catalog.ts';
+import { EXECUTION_GATE_CATALOG, RECORD_GATE_CATALOG } from '../gates/catalog.ts';
 import { JobsErrors } from './errors.ts';
 import { MeshJobForwarder } from './forward.ts';
 import { ExecutionGateService, executionGateCatalog } from './gate.ts';
@@ -36,7 +36,7 @@ export const jobsModule: HandlerModule = {
     const store = createJobStore(deps.db);
     const apiUrl = () => `${deps.runtime.origin()}/api`;
     const tracker = new JobTracker(store, runtime, { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl }, deps.now, deps.logger);
-    const gate = new ExecutionGateService(createGateStore(deps.db), deps.now);
+    const gate = new ExecutionGateService(createGateStore(deps.db), deps.now, deps.services.find(RECORD_GATE_CATALOG));
     const service = new JobsService({
       store,
       runtime,

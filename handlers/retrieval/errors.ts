@@ -43,5 +43,4 @@ export const RetrievalErrors = defineErrors('retrieval', {
   },
   grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
   dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },
-  wrong_kind: { status: 400, doc: 'The gate type is not an attribute (per-record) gate (contract §9.1).' },
 });

@@ -112,6 +112,7 @@ test('declared types check new values; deprecated and withdrawn names take none;
   const retyped = await gw.request('PUT', `${SCHEMA}/level`, { token: admin, json: { type: 'string' } });
   assert.deepEqual([retyped.status, retyped.json.detail.reason], [400, 'attribute_shape_conflict'], 'a deprecated name keeps the type its holders have');
   const revived = await gw.request('PUT', `${SCHEMA}/level`, { token: admin, json: { type: 'int' } });
+  assert.equal((await put({ ...good, cleared: null })).status, 200, 'null clears a value in any state');
   assert.deepEqual([revived.status, revived.json.state, revived.json.deprecated_at], [200, 'declared', null]);
   assert.equal((await put({ ...good, level: 4 })).status, 200);
 });
@@ -153,6 +154,16 @@ test('sensitive and withdrawn attributes never reach a token, X-User-Attributes 
     'values stay stored',
   );
 
+  const retyped = await gw.request('PUT', `${SCHEMA}/clearance`, { token: admin, json: { type: 'int' } });
+  assert.deepEqual(
+    [retyped.status, retyped.json.detail.reason, retyped.json.detail.subjects_holding_other_type],
+    [400, 'attribute_shape_conflict', 1],
+    'a revived name keeps a type its held values have',
+  );
+  const shift = await gw.request('PUT', '/api/authz/subjects/tess', { token: admin, json: { attributes: { clearance: 'TS', badge: 'B-1', shift: 'night' } } });
+  assert.equal(shift.status, 200, 'an undeclared name takes any value');
+  const misfit = await gw.request('PUT', `${SCHEMA}/shift`, { token: admin, json: { type: 'int' } });
+  assert.deepEqual([misfit.status, misfit.json.detail.reason], [400, 'attribute_shape_conflict'], 'a first declaration must fit the values already held');
   await gw.request('PUT', `${SCHEMA}/clearance`, { token: admin, json: { type: 'string' } });
   assert.equal(await rows(await gw.login('tess', 'tess-password')), 5, 'revived: issued again');
 });

@@ -56,6 +56,14 @@ test('discover describes the built-in gates by class path and alias; other class
     assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.classpath], [status, reason, classpath], classpath);
   }
   assert.equal((await discover('')).status, 422);
+  // Each binding refuses the other kind, as discovery tells them apart.
+  const asExecution = await gw.request('PUT', '/api/cluster/execution-gate', {
+    token: admin,
+    json: { type: 'acme_gates.mini_clearance_gate.MiniClearanceGate' },
+  });
+  assert.deepEqual([asExecution.status, asExecution.json.detail.reason, asExecution.json.detail.expected], [400, 'wrong_kind', 'execution']);
+  const asRecord = await gw.request('PUT', gate, { token: admin, json: { type: 'platform.gates.default_gates.AllowAllExecutionGate' } });
+  assert.deepEqual([asRecord.status, asRecord.json.detail.reason, asRecord.json.detail.expected], [400, 'wrong_kind', 'attribute']);
   const user = await gw.userToken('not-admin');
   assert.deepEqual([(await discover('platform.gates.clearance.ClearanceGate', user.token)).json.detail.reason], ['admin_required']);
 });

@@ -118,6 +118,8 @@ test('an unknown sslmode or an sslrootcert that is not a certificate is refused 
     [{ sslmode: 'verify-ca', sslrootcert: 'not a certificate' }, 'sslrootcert'],
     // A bundle whose second certificate is damaged: tls.connect would skip it without a word.
     [{ sslmode: 'verify-ca', sslrootcert: `${w.ca}\n${w.ca.replace(/\n[A-Za-z0-9+/]{8}/, '\n!!!!!!!!')}` }, 'sslrootcert'],
+    // …or cut off before its END line (it would match no block at all).
+    [{ sslmode: 'verify-ca', sslrootcert: `${w.ca}\n${w.ca.slice(0, 80)}` }, 'sslrootcert'],
   ] as const;
   for (const [properties, option] of cases) {
     // Port 1 has no listener: a connection attempt would answer 502, not 422.

@@ -29,9 +29,9 @@ export class GateBindings {
   put(principal: Principal, urn: string, type: string, config: unknown): GateView {
     const definition = findGate(type);
     if (!definition) {
-      if (/ExecutionGate$/.test(type)) throw RetrievalErrors.make.wrong_kind({ type, expected: 'attribute' });
-      if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ type });
-      throw GateErrors.make.classpath_not_allowed({ type });
+      if (/ExecutionGate$/.test(type)) throw GateErrors.make.wrong_kind({ classpath: type, expected: 'attribute' });
+      if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ classpath: type });
+      throw GateErrors.make.classpath_not_allowed({ classpath: type });
     }
     const parsed = definition.parseConfig(config);
     if ('problems' in parsed) throw GateErrors.make.gate_config_invalid({ problems: parsed.problems });

@@ -42,7 +42,8 @@ function rootCertificates(value: unknown, secrets: SecretReader | undefined): st
   // Every certificate of a bundle must parse (text between them, such as comments, is allowed):
   // tls.connect would skip one it cannot read, and verification fail later with a vaguer error.
   const blocks = pem.match(PEM_BLOCK);
-  if (!blocks?.every(isCertificate)) {
+  const begun = pem.split('-----BEGIN CERTIFICATE-----').length - 1; // a block cut off before its END matches nothing
+  if (!blocks || blocks.length !== begun || !blocks.every(isCertificate)) {
     throw RetrievalErrors.make.source_options_invalid({ option: 'sslrootcert', problem: 'not a PEM certificate bundle' });
   }
   return blocks;

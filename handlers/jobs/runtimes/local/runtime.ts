@@ -48,6 +48,7 @@ export class LocalJobRuntime implements JobRuntime {
   readonly kind = 'local';
   readonly #entries = new Map<string, Entry>();
   readonly #queue: string[] = [];
+  #pumping = false;
   readonly #listeners = new Set<(id: string) => void>();
   #running = 0;
   /** After close nothing new starts: queued jobs stay PENDING and are queued again at the next start. */
@@ -157,7 +158,23 @@ export class LocalJobRuntime implements JobRuntime {
     return jobPaths(this.options.jobsDir, jobIdOf(runtimeJobId));
   }
 
+  /**
+   * Starts queued jobs while slots are free. Re-entrant calls (a start that
+   * fails at once finishes its job, which pumps again) return at once: the
+   * loop already running takes the next job, so the stack stays flat however
+   * long the queue.
+   */
   #pump(): void {
+    if (this.#pumping) return;
+    this.#pumping = true;
+    try {
+      this.#startQueued();
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #startQueued(): void {
     while (!this.#closed && this.#running < this.options.maxConcurrent && this.#queue.length > 0) {
       const id = this.#queue.shift() as string;
       const entry = this.#entries.get(id);
