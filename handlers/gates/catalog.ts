@@ -4,7 +4,9 @@
  * them — execution gates in jobs, per-record gates in retrieval — and each
  * provides its catalog under a key here, so this module never imports them.
  */
+import type { ApiError } from '../../gateway/errors/api-error.ts';
 import { createServiceKey } from '../../gateway/services.ts';
+import { GateErrors } from './errors.ts';
 
 /** A gate's reflection payload (the SDK's `GateDiscovery`). */
 export interface GateDescription {
@@ -28,4 +30,11 @@ export const EXECUTION_GATE_CATALOG = createServiceKey<GateCatalog>('executionGa
 export const RECORD_GATE_CATALOG = createServiceKey<GateCatalog>('recordGateCatalog');
 
 /** Modules gate classes come from: a class path under one of them that names no shipped gate is unimportable, not forbidden. */
-export const GATE_MODULES: readonly string[] = ['kamiwaza.services.authz.gates.', 'platform.gates.', 'acme_gates.'];
+const GATE_MODULES: readonly string[] = ['kamiwaza.services.authz.gates.', 'platform.gates.', 'acme_gates.'];
+
+/** The error for a class path no catalog ships, the same for discovery and both bindings. */
+export function unshippedGate(classpath: string): ApiError {
+  return GATE_MODULES.some((prefix) => classpath.startsWith(prefix))
+    ? GateErrors.make.classpath_unimportable({ classpath })
+    : GateErrors.make.classpath_not_allowed({ classpath });
+}

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
-import { EXECUTION_GATE_CATALOG, GATE_MODULES, type GateDescription, RECORD_GATE_CATALOG } from './catalog.ts';
+import { EXECUTION_GATE_CATALOG, type GateDescription, RECORD_GATE_CATALOG, unshippedGate } from './catalog.ts';
 import { GateErrors } from './errors.ts';
 
 const discoverBody = z.object({ classpath: z.string().min(1).max(512) });
@@ -20,8 +20,7 @@ export const gatesModule: HandlerModule = {
         const found = deps.services.get(key).describe(classpath);
         if (found) return found;
       }
-      if (GATE_MODULES.some((prefix) => classpath.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ classpath });
-      throw GateErrors.make.classpath_not_allowed({ classpath });
+      throw unshippedGate(classpath);
     };
     const maxBody = deps.config.limits.maxBodyBytes;
     return {

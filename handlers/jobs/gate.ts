@@ -6,7 +6,7 @@
  * sends and under the neutral `platform.` alias (contract §0.3).
  */
 
-import { GATE_MODULES, type GateCatalog } from '../gates/catalog.ts';
+import { type GateCatalog, unshippedGate } from '../gates/catalog.ts';
 import { GateErrors } from '../gates/errors.ts';
 import type { Principal } from '../principal.ts';
 import { JobsErrors } from './errors.ts';
@@ -81,8 +81,7 @@ export class ExecutionGateService {
     const gate = BUILT_IN.get(type);
     if (!gate) {
       if (this.recordGates?.describe(type)) throw GateErrors.make.wrong_kind({ classpath: type, expected: 'execution' });
-      if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ classpath: type });
-      throw GateErrors.make.classpath_not_allowed({ classpath: type });
+      throw unshippedGate(type);
     }
     const unknown = Object.keys(config).filter((k) => !gate.configKeys.includes(k));
     if (unknown.length > 0) {

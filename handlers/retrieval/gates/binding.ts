@@ -7,7 +7,7 @@
  * the gate's schema. Unknown or invisible URN → `dataset_not_found`.
  */
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { GATE_MODULES } from '../../gates/catalog.ts';
+import { unshippedGate } from '../../gates/catalog.ts';
 import { GateErrors } from '../../gates/errors.ts';
 import type { Principal } from '../../principal.ts';
 import type { DatasetGateStore } from '../catalog-adapter.ts';
@@ -30,8 +30,7 @@ export class GateBindings {
     const definition = findGate(type);
     if (!definition) {
       if (/ExecutionGate$/.test(type)) throw GateErrors.make.wrong_kind({ classpath: type, expected: 'attribute' });
-      if (GATE_MODULES.some((prefix) => type.startsWith(prefix))) throw GateErrors.make.classpath_unimportable({ classpath: type });
-      throw GateErrors.make.classpath_not_allowed({ classpath: type });
+      throw unshippedGate(type);
     }
     const parsed = definition.parseConfig(config);
     if ('problems' in parsed) throw GateErrors.make.gate_config_invalid({ problems: parsed.problems });
