@@ -5,11 +5,10 @@
  * listener serves local development.
  */
 import { mkdirSync } from 'node:fs';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import type { Server as HttpServer } from 'node:http';
+import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import type { TLSSocket } from 'node:tls';
 import type { DestinationStream, Logger } from 'pino';
 import { HANDLER_MODULES } from '../handlers/index.ts';
 import type { Config } from './config/schema.ts';
@@ -17,7 +16,7 @@ import { openDatabase } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
-import { endUnreadUploads } from './http/early-response.ts';
+import { createHttpsListener, createPlainHttpListener } from './http/listeners.ts';
 import { createUpgradeListener } from './http/upgrade.ts';
 import { createLoggers } from './log.ts';
 import { guardMeshBody } from './mesh/body-guard.ts';
@@ -123,13 +122,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
     guardMeshBody,
   );
-  const server = createSecureServer({ allowHTTP1: true, noDelay: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
+  const server = createHttpsListener(tls, config.limits, handle);
   const upgrades = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
   const onUpgrade = createUpgradeListener(() => table, upgrades, logger);
   server.on('upgrade', onUpgrade);
   const sockets = trackSockets(server);
-  guardSlowClients(server, config.limits);
-  endUnreadUploads(server);
   // A listener that cannot bind stops start with nothing left open (domains, database, the other listener).
   const abort = async (error: unknown): Promise<never> => {
     server.close();
@@ -144,12 +141,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   let httpServer: HttpServer | null = null;
   let httpUrl: string | null = null;
   if (config.httpPort !== null) {
-    httpServer = createHttpServer({ maxHeaderSize: Math.max(16384, config.limits.maxHeaderBytes * 2) }, handle);
-    httpServer.headersTimeout = config.limits.headersTimeoutMs;
-    httpServer.requestTimeout = config.limits.requestTimeoutMs;
+    httpServer = createPlainHttpListener(config.limits, handle);
     httpServer.on('upgrade', onUpgrade);
     trackSockets(httpServer, sockets);
-    guardSlowClients(httpServer, config.limits);
     httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind).catch(abort)}`;
   }
   const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
@@ -216,25 +210,6 @@ function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<
     });
   });
   return sockets;
-}
-
-/**
- * Slow or stalled clients (DESIGN.md §3, limits): any connection or HTTP/2
- * session that moves no bytes for idleTimeoutMs is closed, and an HTTP/1.1
- * connection must send its first request head within headersTimeoutMs.
- * Node's headersTimeout does not reach the HTTP/1.1 fallback of an HTTP/2
- * server, so that guard sets the socket timeout itself.
- */
-function guardSlowClients(server: HttpServer | Http2SecureServer, limits: Config['limits']): void {
-  server.setTimeout(limits.idleTimeoutMs);
-  if (!('setSecureContext' in server)) return; // plain HTTP: the http.Server enforces headersTimeout natively
-  server.on('secureConnection', (socket: TLSSocket) => {
-    if (socket.alpnProtocol === 'h2') return;
-    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
-  });
-  server.on('request', (req: { httpVersionMajor: number; socket: { setTimeout(ms: number): unknown } }) => {
-    if (req.httpVersionMajor === 1) req.socket.setTimeout(limits.idleTimeoutMs);
-  });
 }
 
 function hasInflight(socket: Tracked): boolean {

@@ -45,8 +45,23 @@ export const configSchema = z.strictObject({
         .min(1024)
         .default(16 * 1024 * 1024)
         .describe('Most bytes of a buffered API request body (413 beyond).'),
-      headersTimeoutMs: z.number().int().min(100).default(30_000).describe('Time a new connection has to deliver its first request head (slow-client guard).'),
-      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('Plain-HTTP listener: time allowed to receive a whole request; 0 = none.'),
+      headersTimeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .default(30_000)
+        .describe(
+          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session must open its first stream within it.',
+        ),
+      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
+      handshakeTimeoutMs: z.number().int().min(100).default(10_000).describe('Time a new connection has to complete its TLS handshake.'),
+      maxConcurrentStreams: z
+        .number()
+        .int()
+        .min(1)
+        .max(65_535)
+        .default(128)
+        .describe('HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open at once (RFC 9113 §6.5.2).'),
       idleTimeoutMs: z
         .number()
         .int()
@@ -63,6 +78,16 @@ export const configSchema = z.strictObject({
       notebooksUpstream: upstream.describe('Upstream of `/notebooks` when that service is enabled; null = not offered.'),
       adminComputeUpstream: upstream.describe('Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.'),
       defaultTimeoutSeconds: z.number().positive().max(3600).default(600).describe('Upstream response timeout of a deployment that sets none.'),
+      upstreamConnections: z.number().int().min(1).max(4096).default(256).describe('Keep-alive connections per upstream origin (its pool).'),
+      perClientUpstreamRequests: z
+        .number()
+        .int()
+        .min(1)
+        .max(4096)
+        .default(32)
+        .describe(
+          "Requests one client connection may have in flight to one upstream; more wait on that connection, so one client cannot take the upstream's whole pool.",
+        ),
       legacyPortListeners: z
         .boolean()
         .default(false)
@@ -257,10 +282,15 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },
   PLATFORM_HEADERS_TIMEOUT_MS: { path: ['limits', 'headersTimeoutMs'], kind: 'number' },
   PLATFORM_IDLE_TIMEOUT_MS: { path: ['limits', 'idleTimeoutMs'], kind: 'number' },
+  PLATFORM_REQUEST_TIMEOUT_MS: { path: ['limits', 'requestTimeoutMs'], kind: 'number' },
+  PLATFORM_HANDSHAKE_TIMEOUT_MS: { path: ['limits', 'handshakeTimeoutMs'], kind: 'number' },
+  PLATFORM_MAX_CONCURRENT_STREAMS: { path: ['limits', 'maxConcurrentStreams'], kind: 'number' },
   PLATFORM_FRONTEND_UPSTREAM: { path: ['serving', 'frontendUpstream'], kind: 'string' },
   PLATFORM_NOTEBOOKS_UPSTREAM: { path: ['serving', 'notebooksUpstream'], kind: 'string' },
   PLATFORM_ADMIN_COMPUTE_UPSTREAM: { path: ['serving', 'adminComputeUpstream'], kind: 'string' },
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
+  PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
+  PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },
