@@ -4,7 +4,6 @@
  * fallback (DESIGN.md §3 item 7, gRPC later); an optional plain-HTTP
  * listener serves local development.
  */
-import { mkdirSync } from 'node:fs';
 import type { Server as HttpServer } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
@@ -13,6 +12,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { HANDLER_MODULES } from '../handlers/index.ts';
 import type { Config } from './config/schema.ts';
 import { openDatabase } from './db/open.ts';
+import { DATABASE_FILE, secureDataDir } from './db/storage.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
@@ -65,7 +65,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
   const { logger, accessLog } = logs;
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
   const tls = await ensureTlsMaterial({
     tlsDir: join(config.dataDir, 'tls'),
@@ -75,7 +75,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     operatorKeyFile: config.tlsKeyFile,
   });
 
-  const { sqlite, db } = openDatabase(join(config.dataDir, 'meshgate.db'));
+  const { sqlite, db } = openDatabase(join(config.dataDir, DATABASE_FILE));
   // The origin depends on the bound port (0 = any); domains read it only at request time.
   let origin = config.origin?.replace(/\/$/, '') ?? '';
   let externalUrl = config.externalUrl?.replace(/\/$/, '') ?? '';

@@ -18,7 +18,7 @@
  *   and a session must open its first stream within the head deadline.
  * - Any connection or session moving no bytes for idleTimeoutMs is closed.
  */
-import { createServer as createHttpServer, type RequestListener, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpServer, type Server as HttpServer, type RequestListener } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import type { Config } from '../config/schema.ts';
 import { endUnreadUploads } from './early-response.ts';
