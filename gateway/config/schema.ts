@@ -209,7 +209,7 @@ export const configSchema = z.strictObject({
             .int()
             .min(1024)
             .default(64 * 1024 * 1024)
-            .describe('Output cap per local job; a job writing more is stopped as FAILED log_limit_exceeded.'),
+            .describe('Output cap per local job (and RLIMIT_FSIZE of its files); more is FAILED log_limit_exceeded.'),
           stopGraceMs: z.number().int().min(0).max(600_000).default(5000).describe('Time between SIGTERM and SIGKILL when a local job is canceled.'),
           python: z.string().min(1).default('python3').describe('Interpreter that creates per-job virtualenvs for python_packages.'),
           sandbox: z
