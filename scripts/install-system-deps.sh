@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Debian packages the test suite and its peers need. Idempotent: installs
-# only what is missing, so a developer machine pays nothing the second time.
+# Debian packages the test suite and its peers need (bubblewrap and util-linux's prlimit/setpriv/setsid
+# make the local job sandbox). Idempotent: installs only what is missing, so a developer machine pays
+# nothing the second time.
 set -euo pipefail
-packages=(curl ca-certificates postgresql openjdk-17-jre-headless maven python3 python3-venv python3-pip)
+packages=(curl ca-certificates bubblewrap util-linux postgresql openjdk-17-jre-headless maven python3 python3-venv python3-pip)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ "${#missing[@]}" -gt 0 ]; then

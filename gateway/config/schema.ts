@@ -234,9 +234,48 @@ export const configSchema = z.strictObject({
             .int()
             .min(1024)
             .default(64 * 1024 * 1024)
-            .describe('Output cap per local job; a job writing more is stopped as FAILED log_limit_exceeded.'),
+            .describe('Output cap per local job (and RLIMIT_FSIZE of its files); more is FAILED log_limit_exceeded.'),
           stopGraceMs: z.number().int().min(0).max(600_000).default(5000).describe('Time between SIGTERM and SIGKILL when a local job is canceled.'),
           python: z.string().min(1).default('python3').describe('Interpreter that creates per-job virtualenvs for python_packages.'),
+          sandbox: z
+            .strictObject({
+              mode: z
+                .enum(['bwrap', 'none'])
+                .default('bwrap')
+                .describe('bwrap: every job in a bubblewrap sandbox. none: UNSAFE, jobs see all the gateway user can read.'),
+              bwrapPath: z.string().min(1).default('/usr/bin/bwrap').describe('The bubblewrap binary; missing or refused = jobs 503.'),
+              uid: z
+                .number()
+                .int()
+                .min(1)
+                .max(4_294_967_294)
+                .default(65534)
+                .describe('uid and gid jobs run as when the gateway runs as root (never root itself).'),
+              readOnlyPaths: z
+                .array(z.string().regex(/^\//, 'must be an absolute path'))
+                .default([])
+                .describe('Extra host paths mounted read-only into every sandbox (an interpreter under /opt).'),
+            })
+            .prefault({}),
+          limits: z
+            .strictObject({
+              addressSpaceBytes: z
+                .number()
+                .int()
+                .min(64 * 1024 * 1024)
+                .default(4 * 1024 * 1024 * 1024)
+                .describe('RLIMIT_AS of each job process.'),
+              processes: z.number().int().min(8).default(256).describe('RLIMIT_NPROC: processes of the job uid (shared by running jobs).'),
+              openFiles: z.number().int().min(16).default(1024).describe('RLIMIT_NOFILE of each job process.'),
+              cpuSeconds: z.number().int().min(1).default(3600).describe('RLIMIT_CPU: CPU seconds of each job process.'),
+              tmpBytes: z
+                .number()
+                .int()
+                .min(1024 * 1024)
+                .default(256 * 1024 * 1024)
+                .describe('Size of the private /tmp (tmpfs).'),
+            })
+            .prefault({}),
         })
         .prefault({}),
       ray: z
@@ -308,4 +347,5 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_JOBS_LOG_RETENTION_SECONDS: { path: ['jobs', 'logRetentionSeconds'], kind: 'number' },
   PLATFORM_JOBS_PACKAGE_CATALOG: { path: ['jobs', 'pythonPackages', 'catalogFile'], kind: 'string' },
   PLATFORM_JOBS_WHEEL_DIR: { path: ['jobs', 'pythonPackages', 'wheelDir'], kind: 'string' },
+  PLATFORM_JOBS_SANDBOX: { path: ['jobs', 'local', 'sandbox', 'mode'], kind: 'string' },
 };
