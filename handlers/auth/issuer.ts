@@ -3,14 +3,14 @@
  * discovery document states (OpenID Connect Discovery 1.0 §4.3: the two must
  * match exactly). It must outlive a restart, or every PAT dies with it:
  *
- * - the configured external URL (or origin) when set: `<url>/api/auth`;
- * - else, on a fixed HTTPS port, the origin derived from the first
- *   hostname and that port — the same URL across restarts;
- * - else (`httpsPort` 0, a new port each start) no URL is stable, so the
- *   issuer is this cluster's identity, `urn:meshgate:cluster:<uuid>`
- *   (a JWT `iss` may be any StringOrURI, RFC 7519 §4.1.1), created once
- *   and kept in `<dataDir>/cluster-id`. Discovery's endpoints still point
- *   at the live origin; only the name is decoupled from the port.
+ * - the configured external URL (or origin) when set: `<url>/api/auth`, so
+ *   an operator who moves the public URL moves the issuer on purpose;
+ * - else the issuer chosen at this data dir's first start, kept in
+ *   `<dataDir>/issuer`: on a fixed HTTPS port the origin derived from the
+ *   first hostname and that port; on `httpsPort` 0 (a new port each start)
+ *   this cluster's identity, `urn:meshgate:cluster:<uuid>` (a JWT `iss` may be
+ *   any StringOrURI, RFC 7519 §4.1.1). A later change of port or hostname
+ *   leaves it as it was; discovery's endpoints still follow the live origin.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,15 +26,21 @@ export function authBaseUrl(runtime: RuntimeInfo): string {
 }
 
 export function tokenIssuer(config: Readonly<Config>, runtime: RuntimeInfo): () => string {
-  if (config.externalUrl !== null || config.origin !== null || config.httpsPort !== 0) return () => authBaseUrl(runtime);
-  const issuer = `urn:meshgate:cluster:${clusterId(config.dataDir)}`;
-  return () => issuer;
+  if (config.externalUrl !== null || config.origin !== null) return () => authBaseUrl(runtime);
+  let issuer: string | null = null;
+  // Resolved at first use: the derived origin knows its port only once the listener is bound.
+  return () => {
+    issuer ??= persistedIssuer(config.dataDir, () =>
+      config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`,
+    );
+    return issuer;
+  };
 }
 
-function clusterId(dataDir: string): string {
-  const file = join(dataDir, 'cluster-id');
+function persistedIssuer(dataDir: string, firstIssuer: () => string): string {
+  const file = join(dataDir, 'issuer');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  const id = randomUUID();
-  writeFileSync(file, `${id}\n`, { mode: 0o600, flag: 'wx' });
-  return id;
+  const issuer = firstIssuer();
+  writeFileSync(file, `${issuer}\n`, { mode: 0o600, flag: 'wx' });
+  return issuer;
 }

@@ -36,3 +36,15 @@ test('with an external URL configured, the issuer is its realm path', async (t) 
   assert.equal(discovery.json.issuer, 'https://localhost:9443/api/auth');
   assert.equal(decodeJwt(await gw.adminToken()).iss, discovery.json.issuer);
 });
+
+test('the first start chooses the issuer: a later fixed port or hostname keeps it', async (t) => {
+  const first = await startTestGateway(t);
+  const issuer = decodeJwt(await first.adminToken()).iss;
+  await first.stop();
+  const again = new TestGateway(first.dataDir, { httpsPort: first.port, hostnames: ['gateway.localhost', 'localhost'] });
+  t.after(() => again.stop().catch(() => {}));
+  await again.start();
+  const discovery = await again.request('GET', '/api/auth/.well-known/openid-configuration');
+  assert.equal(discovery.json.issuer, issuer);
+  assert.equal(decodeJwt(await again.adminToken()).iss, issuer);
+});
