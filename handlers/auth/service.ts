@@ -80,9 +80,10 @@ export class AuthService implements Authenticator {
       throw AuthErrors.make.invalid_refresh_token();
     }
     if (Date.parse(row.expiresAt) <= this.now().getTime()) throw AuthErrors.make.invalid_refresh_token();
-    this.store.revokeRefresh(row.tokenHash);
+    // Refused before rotation: a disabled user's token is kept, so enabling the user restores the session.
     const user = this.parts.users.byId(row.userId);
     if (!user || user.disabled) throw AuthErrors.make.invalid_refresh_token();
+    this.store.revokeRefresh(row.tokenHash);
     return this.#issue(user.id, row.familyId ?? randomUUID());
   }
 
