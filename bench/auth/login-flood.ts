@@ -1,0 +1,94 @@
+/**
+ * bench/auth: an administrator's login latency while 32 clients, each on its
+ * own loopback address, flood wrong passwords for the admin's username,
+ * against the same administrator's login with no flood, in the same run.
+ * Two gateways: default throttle settings, and buckets opened wide so only
+ * the fair hashing queue protects the admin (every flood guess is hashed).
+ * Bounded: `logins` admin logins per phase, at most 400 guesses per flooder,
+ * 60 s per phase. Loopback only.
+ * Run: npx tsx bench/auth/login-flood.ts [logins=40]
+ */
+import { performance } from 'node:perf_hooks';
+import { Agent, request } from 'undici';
+import type { ConfigInput } from '../../gateway/config/schema.ts';
+import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../../test/helpers/gateway.ts';
+
+const logins = Number(process.argv[2] ?? 40);
+const FLOODERS = 32;
+const GUESSES_PER_FLOODER = 400;
+const PHASE_LIMIT_MS = 60_000;
+const cleanups: (() => unknown)[] = [];
+const t = { after: (fn: () => unknown) => cleanups.push(fn) };
+
+async function tryLogin(gw: TestGateway, agent: Agent, password: string): Promise<number> {
+  const res = await request(`${gw.gateway.httpsUrl}/api/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ username: 'admin', password, grant_type: 'password' }).toString(),
+    dispatcher: agent,
+  });
+  await res.body.text();
+  return res.statusCode;
+}
+
+/** `logins` sequential admin logins; every one must succeed. Returns p50/p99 in ms. */
+async function adminLogins(gw: TestGateway) {
+  const latencies: number[] = [];
+  const deadline = performance.now() + PHASE_LIMIT_MS;
+  for (let i = 0; i < logins && performance.now() < deadline; i++) {
+    const started = performance.now();
+    const status = await tryLogin(gw, gw.agent, ADMIN_PASSWORD);
+    if (status !== 200) throw new Error(`admin login answered ${status}`);
+    latencies.push(performance.now() - started);
+  }
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] as number;
+  return { p50: at(0.5), p99: at(0.99) };
+}
+
+async function flooded(gw: TestGateway) {
+  const agents = Array.from(
+    { length: FLOODERS },
+    (_, i) => new Agent({ localAddress: `127.0.1.${i + 1}`, connect: { ca: gw.gateway.caPem, servername: 'localhost' } }),
+  );
+  const counts = new Map<number, number>();
+  let stop = false;
+  const flood = agents.map(async (agent) => {
+    for (let i = 0; i < GUESSES_PER_FLOODER && !stop; i++) {
+      const status = await tryLogin(gw, agent, `wrong-${i}`);
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+    }
+  });
+  // Let the flood build its queue before the admin arrives.
+  while ([...counts.values()].reduce((a, b) => a + b, 0) < FLOODERS) await new Promise((r) => setTimeout(r, 10));
+  const admin = await adminLogins(gw);
+  stop = true;
+  await Promise.all(flood);
+  await Promise.all(agents.map((a) => a.close()));
+  return { ...admin, flood: Object.fromEntries(counts) };
+}
+
+async function measure(label: string, overrides: ConfigInput) {
+  const gw = await startTestGateway(t, { logLevel: 'error', ...overrides });
+  await adminLogins(gw); // warm-up
+  const quiet = await adminLogins(gw);
+  const busy = await flooded(gw);
+  console.log(
+    `${label.padEnd(34)} quiet p50/p99 ${quiet.p50.toFixed(0)}/${quiet.p99.toFixed(0)} ms | ` +
+      `flood p50/p99 ${busy.p50.toFixed(0)}/${busy.p99.toFixed(0)} ms | p99 ratio ${(busy.p99 / quiet.p99).toFixed(2)} | flood answers ${JSON.stringify(busy.flood)}`,
+  );
+}
+
+async function main() {
+  await measure('default throttle', {});
+  await measure('buckets wide open (fair queue only)', { auth: { throttle: { clientBurst: 1000, accountBurst: 100, accountRefillSeconds: 0.01 } } });
+}
+
+main()
+  .catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    for (const fn of cleanups.reverse()) await fn();
+  });
