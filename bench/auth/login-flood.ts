@@ -2,6 +2,8 @@
  * bench/auth: an administrator's login latency while 32 clients, each on its
  * own loopback address, flood wrong passwords for the admin's username,
  * against the same administrator's login with no flood, in the same run.
+ * The flood runs in a worker thread (its own event loop, as a remote attacker
+ * would be), the gateway and the admin's client in the main thread.
  * Two gateways: default throttle settings, and buckets opened wide so only
  * the fair hashing queue protects the admin (every flood guess is hashed).
  * Bounded: `logins` admin logins per phase, at most 400 guesses per flooder,
@@ -9,6 +11,7 @@
  * Run: npx tsx bench/auth/login-flood.ts [logins=40]
  */
 import { performance } from 'node:perf_hooks';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { Agent, request } from 'undici';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../../test/helpers/gateway.ts';
@@ -20,8 +23,8 @@ const PHASE_LIMIT_MS = 60_000;
 const cleanups: (() => unknown)[] = [];
 const t = { after: (fn: () => unknown) => cleanups.push(fn) };
 
-async function tryLogin(gw: TestGateway, agent: Agent, password: string): Promise<number> {
-  const res = await request(`${gw.gateway.httpsUrl}/api/auth/token`, {
+async function tryLogin(url: string, agent: Agent, password: string): Promise<number> {
+  const res = await request(`${url}/api/auth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ username: 'admin', password, grant_type: 'password' }).toString(),
@@ -37,7 +40,7 @@ async function adminLogins(gw: TestGateway) {
   const deadline = performance.now() + PHASE_LIMIT_MS;
   for (let i = 0; i < logins && performance.now() < deadline; i++) {
     const started = performance.now();
-    const status = await tryLogin(gw, gw.agent, ADMIN_PASSWORD);
+    const status = await tryLogin(gw.gateway.httpsUrl, gw.agent, ADMIN_PASSWORD);
     if (status !== 200) throw new Error(`admin login answered ${status}`);
     latencies.push(performance.now() - started);
   }
@@ -46,26 +49,38 @@ async function adminLogins(gw: TestGateway) {
   return { p50: at(0.5), p99: at(0.99) };
 }
 
-async function flooded(gw: TestGateway) {
-  const agents = Array.from(
-    { length: FLOODERS },
-    (_, i) => new Agent({ localAddress: `127.0.1.${i + 1}`, connect: { ca: gw.gateway.caPem, servername: 'localhost' } }),
-  );
-  const counts = new Map<number, number>();
+/** The worker: 32 clients on their own loopback addresses, each guessing until told to stop or out of guesses. */
+async function flood(url: string, ca: string) {
+  const agents = Array.from({ length: FLOODERS }, (_, i) => new Agent({ localAddress: `127.0.1.${i + 1}`, connect: { ca, servername: 'localhost' } }));
+  const counts: Record<number, number> = {};
+  let sent = 0;
   let stop = false;
-  const flood = agents.map(async (agent) => {
-    for (let i = 0; i < GUESSES_PER_FLOODER && !stop; i++) {
-      const status = await tryLogin(gw, agent, `wrong-${i}`);
-      counts.set(status, (counts.get(status) ?? 0) + 1);
-    }
+  parentPort?.on('message', () => {
+    stop = true;
   });
-  // Let the flood build its queue before the admin arrives.
-  while ([...counts.values()].reduce((a, b) => a + b, 0) < FLOODERS) await new Promise((r) => setTimeout(r, 10));
-  const admin = await adminLogins(gw);
-  stop = true;
-  await Promise.all(flood);
+  await Promise.all(
+    agents.map(async (agent) => {
+      for (let i = 0; i < GUESSES_PER_FLOODER && !stop; i++) {
+        const status = await tryLogin(url, agent, `wrong-${i}`);
+        counts[status] = (counts[status] ?? 0) + 1;
+        // Let the flood build its queue before the admin arrives.
+        if (++sent === FLOODERS) parentPort?.postMessage('flooding');
+      }
+    }),
+  );
   await Promise.all(agents.map((a) => a.close()));
-  return { ...admin, flood: Object.fromEntries(counts) };
+  parentPort?.postMessage(counts);
+}
+
+async function flooded(gw: TestGateway) {
+  const worker = new Worker(new URL(import.meta.url), { workerData: { url: gw.gateway.httpsUrl, ca: gw.gateway.caPem }, execArgv: ['--import', 'tsx'] });
+  const next = () => new Promise<unknown>((resolve) => worker.once('message', resolve));
+  await next();
+  const admin = await adminLogins(gw);
+  worker.postMessage('stop');
+  const counts = await next();
+  await worker.terminate();
+  return { ...admin, flood: counts };
 }
 
 async function measure(label: string, overrides: ConfigInput) {
@@ -84,11 +99,15 @@ async function main() {
   await measure('buckets wide open (fair queue only)', { auth: { throttle: { clientBurst: 1000, accountBurst: 100, accountRefillSeconds: 0.01 } } });
 }
 
-main()
-  .catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    for (const fn of cleanups.reverse()) await fn();
-  });
+if (!isMainThread) {
+  await flood(workerData.url, workerData.ca);
+} else {
+  main()
+    .catch((error) => {
+      console.error(error);
+      process.exitCode = 1;
+    })
+    .finally(async () => {
+      for (const fn of cleanups.reverse()) await fn();
+    });
+}
