@@ -15,13 +15,13 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { Agent, request } from 'undici';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../../test/helpers/gateway.ts';
+import { benchContext, runBench } from '../harness.ts';
 
 const logins = Number(process.argv[2] ?? 40);
 const FLOODERS = 32;
 const GUESSES_PER_FLOODER = 400;
 const PHASE_LIMIT_MS = 60_000;
-const cleanups: (() => unknown)[] = [];
-const t = { after: (fn: () => unknown) => cleanups.push(fn) };
+const t = benchContext;
 
 async function tryLogin(url: string, agent: Agent, password: string): Promise<number> {
   const res = await request(`${url}/api/auth/token`, {
@@ -102,12 +102,5 @@ async function main() {
 if (!isMainThread) {
   await flood(workerData.url, workerData.ca);
 } else {
-  main()
-    .catch((error) => {
-      console.error(error);
-      process.exitCode = 1;
-    })
-    .finally(async () => {
-      for (const fn of cleanups.reverse()) await fn();
-    });
+  runBench(main);
 }
