@@ -16,11 +16,11 @@ import { signHeaders } from '../../gateway/mesh/sign.ts';
 import { VerifiedTokenCache } from '../../handlers/auth/tokens.ts';
 import { startPeer } from '../../test/helpers/federation.ts';
 import { allow, pairForMesh } from '../../test/helpers/mesh.ts';
+import { benchContext, runBench } from '../harness.ts';
 
 const total = Number(process.argv[2] ?? 3000);
 const concurrency = Number(process.argv[3] ?? 8);
-const cleanups: (() => unknown)[] = [];
-const t = { after: (fn: () => unknown) => cleanups.push(fn) };
+const t = benchContext;
 
 async function load(url: string, token: string, agent: Agent) {
   const latencies: number[] = [];
@@ -116,11 +116,4 @@ async function main() {
   console.log(`per side beyond the plain proxy path: source ${sign.toFixed(1)} µs, receiver ${(verify + token).toFixed(1)} µs (target ≤ 20 µs)`);
 }
 
-main()
-  .catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(async () => {
-    for (const fn of cleanups.reverse()) await fn();
-  });
+runBench(main);

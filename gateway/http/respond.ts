@@ -33,6 +33,8 @@ export function sendError(ctx: RequestContext, error: unknown): void {
   }
   const headers: Record<string, string> = {};
   if (apiError.status === 401) headers['www-authenticate'] = 'Bearer';
+  // 429 and 503 refusals that know when to come back say so in the header too (RFC 9110 §10.2.3).
+  if (typeof apiError.extra.retry_after === 'number') headers['retry-after'] = String(apiError.extra.retry_after);
   sendReply(ctx.res, { status: apiError.status, body: apiError.body(ctx.requestId), headers });
 }
 

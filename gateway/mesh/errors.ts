@@ -50,7 +50,10 @@ export const MeshErrors = defineErrors('mesh', {
     doc: 'Ingress: brokering is disabled on a receiver-controlled (`shared_idp`) federation, so no brokered user can be admitted.',
   },
   unauthorized_brokered_user: { status: 403, doc: 'Ingress: the caller’s external id is not on the federation’s allowlist (contract decision 7).' },
-  revoked_brokered_user: { status: 403, doc: 'Ingress: the caller’s allowlist entry was revoked.' },
+  revoked_brokered_user: {
+    status: 403,
+    doc: 'Ingress: the caller’s allowlist entry was revoked, or its local brokered user is disabled (PUT /api/auth/users/{id}, `meshgate user disable`).',
+  },
 });
 
 export type MeshReason = keyof typeof MeshErrors.defs;

@@ -13,11 +13,12 @@ import { UserDirectory } from './users.ts';
 
 const USAGE = `meshgate user add <username> [--admin] [--email <e>] [--password-stdin]
 meshgate user reset-password <username> [--password-stdin]
+meshgate user disable|enable <username>
 meshgate user list`;
 
 export const userCommand: CliCommand = {
   name: 'user',
-  summary: 'create users, reset passwords, list users',
+  summary: 'create users, reset passwords, disable or enable users, list users',
   usage: USAGE,
   async run(args, env) {
     const { positionals, values } = parseArgs({
@@ -27,13 +28,19 @@ export const userCommand: CliCommand = {
     });
     const [action, username] = positionals;
     const { db, sqlite } = env.openDatabase();
-    const store = createAuthStore(db);
+    const store = createAuthStore(db, sqlite);
     const now = () => new Date();
     const users = new UserDirectory(store, now, new AttributeVocabulary(store, now, () => {}), () => {});
     const password = async () => (values['password-stdin'] ? (await env.readStdin()).replace(/\r?\n$/, '') : generatePassword());
     try {
       if (action === 'list' && !username) {
         for (const u of users.list()) env.out(`${u.id}  ${u.username}  roles=${u.roles.join(',') || '-'}  source=${u.source}${u.disabled ? '  disabled' : ''}`);
+        return 0;
+      }
+      if ((action === 'disable' || action === 'enable') && username) {
+        // A running gateway sees this commit on its next request (users.ts: data_version).
+        users.setDisabled(username, action === 'disable');
+        env.out(`${action}d user ${username}`);
         return 0;
       }
       if ((action === 'add' || action === 'reset-password') && username) {

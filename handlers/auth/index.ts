@@ -11,9 +11,11 @@ import { userCommand } from './cli.ts';
 import { AuthErrors } from './errors.ts';
 import { authBaseUrl, tokenIssuer } from './issuer.ts';
 import { loadSigningKey } from './keys.ts';
-import { authRoutes } from './routes.ts';
+import { SessionRevocations } from './revocations.ts';
+import { authRoutes, userRoutes } from './routes.ts';
 import { AuthService } from './service.ts';
 import { createAuthStore } from './store.ts';
+import { LoginThrottle } from './throttle.ts';
 import { TokenSigner } from './tokens.ts';
 import { USER_DIRECTORY, UserDirectory } from './users.ts';
 
@@ -24,14 +26,16 @@ export const authModule: HandlerModule = {
   errors: AuthErrors,
   commands: [userCommand],
   async init(deps) {
-    const store = createAuthStore(deps.db);
+    const store = createAuthStore(deps.db, deps.sqlite);
     const key = await loadSigningKey(deps.config.dataDir);
     const signer = new TokenSigner(key, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
     const users = new UserDirectory(store, deps.now, vocabulary, dropCachedPrincipals);
-    service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary);
+    const throttle = new LoginThrottle(deps.config.auth.throttle, deps.logger);
+    const revocations = new SessionRevocations(store, () => Math.floor(deps.now().getTime() / 1000));
+    service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
     const generated = await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword);
     if (generated) {
       deps.announce(`meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`);
@@ -49,6 +53,7 @@ export const authModule: HandlerModule = {
           maxBody,
           () => authBaseUrl(deps.runtime),
         ),
+        ...userRoutes(users, maxBody),
         ...attributeRoutes(vocabulary, maxBody),
       ],
     };

@@ -30,9 +30,7 @@ export function tokenIssuer(config: Readonly<Config>, runtime: RuntimeInfo): () 
   let issuer: string | null = null;
   // Resolved at first use: the derived origin knows its port only once the listener is bound.
   return () => {
-    issuer ??= persistedIssuer(config.dataDir, () =>
-      config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`,
-    );
+    issuer ??= persistedIssuer(config.dataDir, () => (config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`));
     return issuer;
   };
 }

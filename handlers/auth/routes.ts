@@ -6,6 +6,7 @@ import type { RouteDef } from '../../gateway/module.ts';
 import { AuthErrors } from './errors.ts';
 import type { AuthService } from './service.ts';
 import type { TokenSigner } from './tokens.ts';
+import { type UserDirectory, userView } from './users.ts';
 
 const tokenForm = z.object({
   grant_type: z.string().default('password'),
@@ -34,7 +35,8 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       async handle(ctx) {
         const form = await readForm(ctx.req, maxBody, tokenForm);
         if (form.grant_type === 'password') {
-          return { status: 200, body: await service.login(form.username ?? '', form.password ?? ''), headers: { 'cache-control': 'no-store' } };
+          const body = await service.login(form.username ?? '', form.password ?? '', ctx.req.socket.remoteAddress);
+          return { status: 200, body, headers: { 'cache-control': 'no-store' } };
         }
         if (form.grant_type === 'refresh_token') {
           return { status: 200, body: await service.refresh(form.refresh_token ?? ''), headers: { 'cache-control': 'no-store' } };
@@ -85,6 +87,33 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
     },
     { method: 'GET', path: '/auth/health', auth: 'none', handle: () => ({ status: 200, body: { status: 'healthy', PLATFORM_USE_AUTH: true } }) },
     { method: 'GET', path: '/auth/', auth: 'none', handle: () => ({ status: 200, body: { message: 'Platform Auth Service', issuer: signer.issuerUrl } }) },
+  ];
+}
+
+/** The platform SDK's `update_user` body; `active: false` disables the user, `true` enables it. */
+const userUpdate = z.strictObject({ active: z.boolean() });
+
+/** Administration of users by the native realm's administrators (the SDK's `get_user` / `update_user`). */
+export function userRoutes(users: UserDirectory, maxBody: number): RouteDef[] {
+  const admin = { auth: 'admin', nativeOnly: true } as const;
+  const find = (id: string) => {
+    const user = users.resolve(id);
+    if (!user) throw AuthErrors.make.user_not_found({ user: id });
+    return user;
+  };
+  return [
+    { ...admin, method: 'GET', path: '/auth/users/:id', handle: (ctx) => ({ status: 200, body: userView(find(ctx.params.id as string)) }) },
+    {
+      ...admin,
+      method: 'PUT',
+      path: '/auth/users/:id',
+      async handle(ctx) {
+        const { active } = await readJson(ctx.req, maxBody, userUpdate);
+        const user = find(ctx.params.id as string);
+        if (!active && user.id === principalOf(ctx).userId) throw AuthErrors.make.user_is_caller({ id: user.id });
+        return { status: 200, body: userView(users.setDisabled(user.id, !active)) };
+      },
+    },
   ];
 }
 

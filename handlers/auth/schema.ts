@@ -1,4 +1,4 @@
-/** Tables of the native realm: users (local and mesh-brokered), refresh tokens, PATs. */
+/** Tables of the native realm: users (local and mesh-brokered), refresh tokens, revoked sessions, PATs. */
 import { index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const users = sqliteTable('users', {
@@ -30,9 +30,21 @@ export const refreshTokens = sqliteTable(
     expiresAt: text('expires_at').notNull(),
     revoked: integer('revoked', { mode: 'boolean' }).notNull().default(false),
     createdAt: text('created_at').notNull(),
+    /**
+     * The login session the token descends from: every rotation keeps it, and the access
+     * tokens issued with it carry it as `sid`. Null only on rows written before sessions.
+     */
+    familyId: text('family_id'),
   },
-  (t) => [index('refresh_tokens_user').on(t.userId)],
+  (t) => [index('refresh_tokens_user').on(t.userId), index('refresh_tokens_family').on(t.familyId)],
 );
+
+/** Sessions whose access tokens are refused before they expire (logout, refresh-token reuse). */
+export const revokedSessions = sqliteTable('revoked_sessions', {
+  sid: text('sid').primaryKey(),
+  /** Epoch seconds after which no access token of the session can still be valid; the row is then dropped. */
+  expiresAt: integer('expires_at').notNull(),
+});
 
 export const pats = sqliteTable(
   'pats',

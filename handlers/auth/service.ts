@@ -1,8 +1,11 @@
 /**
  * The native realm's logic (spec: Authentication 1–2; contract §1): password
  * and refresh grants, bearer resolution to a Principal, PATs. Transport-free.
+ * Sessions follow RFC 9700 §4.14.2: a login starts a refresh-token family
+ * (its id is the access tokens' `sid`), each refresh rotates within it, and a
+ * rotated token presented again revokes the whole family and its access tokens.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { Authenticator } from '../../gateway/pipeline/stages/authenticate.ts';
@@ -10,9 +13,11 @@ import { DEFAULT_TENANT, type Principal } from '../principal.ts';
 import type { AttributeVocabulary } from './attributes.ts';
 import { AuthErrors } from './errors.ts';
 import { verifyPassword } from './password.ts';
+import type { SessionRevocations } from './revocations.ts';
 import type { AuthStore, PatRow } from './store.ts';
+import type { LoginThrottle } from './throttle.ts';
 import { customClaims, PLATFORM_AUDIENCE, type TokenSigner, VerifiedTokenCache } from './tokens.ts';
-import { subjectOf } from './users.ts';
+import { subjectOf, type UserDirectory } from './users.ts';
 
 export const PAT_SCOPES = ['openid', 'write', 'admin'] as const;
 export type PatScope = (typeof PAT_SCOPES)[number];
@@ -27,8 +32,21 @@ export interface TokenResponse {
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
+/** What the realm keeps besides its tables: the live user view, the login throttle, revoked sessions. */
+export interface AuthServiceParts {
+  users: UserDirectory;
+  throttle: LoginThrottle;
+  revocations: SessionRevocations;
+}
+
+/** A verified bearer: its principal and, for access tokens, the session it belongs to. */
+interface Verified {
+  principal: Principal;
+  sid: string | null;
+}
+
 export class AuthService implements Authenticator {
-  readonly cache = new VerifiedTokenCache<Principal>();
+  readonly cache = new VerifiedTokenCache<Verified>();
 
   constructor(
     private readonly store: AuthStore,
@@ -36,26 +54,44 @@ export class AuthService implements Authenticator {
     private readonly settings: Config['auth'],
     private readonly now: () => Date,
     private readonly vocabulary: AttributeVocabulary,
+    private readonly parts: AuthServiceParts,
   ) {}
 
-  async login(username: string, password: string): Promise<TokenResponse> {
-    const user = this.store.userByUsername(username);
-    const ok = await verifyPassword(password, user?.passwordHash);
-    if (!user || !ok || user.disabled || user.source !== 'local') throw AuthErrors.make.invalid_credentials();
-    return this.#issue(user.id);
+  /** The password grant; `clientAddress` is the caller's remote address, the throttle's per-client key. */
+  async login(username: string, password: string, clientAddress: string | undefined): Promise<TokenResponse> {
+    const userId = await this.parts.throttle.attempt(clientAddress, username, async () => {
+      // Read once dequeued: a disable while the login waited still counts.
+      const user = this.store.userByUsername(username);
+      const matches = await verifyPassword(password, user?.passwordHash);
+      return user && matches && !user.disabled && user.source === 'local' ? user.id : null;
+    });
+    // One answer for every failure, a disabled account included: no oracle on which part was wrong.
+    if (userId === null) throw AuthErrors.make.invalid_credentials();
+    return this.#issue(userId, randomUUID());
   }
 
   async refresh(refreshToken: string): Promise<TokenResponse> {
     const row = this.store.refreshByHash(sha256(refreshToken));
-    if (!row || row.revoked || Date.parse(row.expiresAt) <= this.now().getTime()) throw AuthErrors.make.invalid_refresh_token();
-    // Rotation: a refresh token works once; replaying it fails.
-    this.store.revokeRefresh(row.tokenHash);
-    const user = this.store.userById(row.userId);
+    if (!row) throw AuthErrors.make.invalid_refresh_token();
+    if (row.revoked) {
+      // Reuse of a rotated token: either the client or a thief holds a copy, and we cannot tell which,
+      // so the whole session ends, the successor the legitimate party may hold included.
+      if (row.familyId) this.#endSessions([row.familyId]);
+      throw AuthErrors.make.invalid_refresh_token();
+    }
+    if (Date.parse(row.expiresAt) <= this.now().getTime()) throw AuthErrors.make.invalid_refresh_token();
+    // Refused before rotation: a disabled user's token is kept, so enabling the user restores the session.
+    const user = this.parts.users.byId(row.userId);
     if (!user || user.disabled) throw AuthErrors.make.invalid_refresh_token();
-    return this.#issue(user.id);
+    this.store.revokeRefresh(row.tokenHash);
+    return this.#issue(user.id, row.familyId ?? randomUUID());
   }
 
+  /** Ends every session of the user (refresh tokens and the access tokens they issued); PATs stay. */
   logout(principal: Principal) {
+    const accessTtlMs = this.settings.accessTokenTtlSeconds * 1000;
+    const since = new Date(this.now().getTime() - accessTtlMs).toISOString();
+    this.#endSessions(this.store.recentFamilies(principal.userId, since));
     this.store.revokeUserRefresh(principal.userId);
     return {
       message: 'Logged out',
@@ -66,11 +102,18 @@ export class AuthService implements Authenticator {
     };
   }
 
-  async #issue(userId: string): Promise<TokenResponse> {
+  /** Revokes the families' refresh tokens and refuses their access tokens for as long as one could live. */
+  #endSessions(familyIds: readonly string[]): void {
+    for (const familyId of familyIds) this.store.revokeFamily(familyId);
+    const nowSeconds = Math.floor(this.now().getTime() / 1000);
+    this.parts.revocations.revoke(familyIds, nowSeconds + this.settings.accessTokenTtlSeconds + 1);
+  }
+
+  async #issue(userId: string, familyId: string): Promise<TokenResponse> {
     const user = this.store.userById(userId);
     if (!user) throw AuthErrors.make.invalid_credentials();
     const ttl = this.settings.accessTokenTtlSeconds;
-    const { token } = await this.signer.sign(subjectOf(user, this.vocabulary), 'access', ttl);
+    const { token } = await this.signer.sign(subjectOf(user, this.vocabulary), 'access', ttl, { sid: familyId });
     const refresh = randomBytes(32).toString('base64url');
     const at = this.now();
     this.store.insertRefresh({
@@ -78,21 +121,28 @@ export class AuthService implements Authenticator {
       userId: user.id,
       expiresAt: new Date(at.getTime() + this.settings.refreshTokenTtlSeconds * 1000).toISOString(),
       createdAt: at.toISOString(),
+      familyId,
     });
     return { access_token: token, token_type: 'bearer', expires_in: ttl, refresh_token: refresh, id_token: null };
   }
 
   async authenticate(bearer: string): Promise<Principal> {
-    const cached = this.cache.get(bearer);
-    if (cached) return cached;
+    const { principal, sid } = this.cache.get(bearer) ?? (await this.#verify(bearer));
+    // Checked on every request, cached token or not: a disable (here or by the CLI) or a logout acts at once.
+    const user = this.parts.users.byId(principal.userId);
+    if (!user || user.disabled || (sid !== null && this.parts.revocations.isRevoked(sid))) throw GatewayErrors.make.not_authenticated();
+    return principal;
+  }
+
+  async #verify(bearer: string): Promise<Verified> {
     let payload: Awaited<ReturnType<TokenSigner['verify']>>;
     try {
       payload = await this.signer.verify(bearer);
     } catch {
       throw GatewayErrors.make.not_authenticated();
     }
-    const user = this.store.userById(String(payload.sub));
-    if (!user || user.disabled) throw GatewayErrors.make.not_authenticated();
+    const user = this.parts.users.byId(String(payload.sub));
+    if (!user) throw GatewayErrors.make.not_authenticated();
     const jti = String(payload.jti);
     let principal: Principal;
     if (payload.typ === 'pat') {
@@ -107,8 +157,9 @@ export class AuthService implements Authenticator {
     } else {
       throw GatewayErrors.make.not_authenticated();
     }
-    this.cache.set(bearer, principal, Number(payload.exp), jti);
-    return principal;
+    const verified = { principal, sid: typeof payload.sid === 'string' ? payload.sid : null };
+    this.cache.set(bearer, verified, Number(payload.exp), jti);
+    return verified;
   }
 
   #principal(

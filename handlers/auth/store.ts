@@ -1,7 +1,8 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
-import { and, asc, eq, sql } from '../../gateway/db/drizzle.ts';
+import type Database from 'better-sqlite3';
+import { and, asc, eq, gt, lte, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
-import { attributeSchema, pats, refreshTokens, users } from './schema.ts';
+import { attributeSchema, pats, refreshTokens, revokedSessions, users } from './schema.ts';
 
 export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
@@ -22,6 +23,15 @@ export interface AuthStore {
   refreshByHash(hash: string): RefreshRow | undefined;
   revokeRefresh(hash: string): void;
   revokeUserRefresh(userId: string): number;
+  revokeFamily(familyId: string): void;
+  /** Sessions of the user that issued a token after `sinceIso`: their access tokens may still be live. */
+  recentFamilies(userId: string, sinceIso: string): string[];
+  /** Records revoked sessions and drops the rows no token can outlive any more. */
+  revokeSessions(sids: readonly string[], expiresAt: number, nowSeconds: number): void;
+  /** Revoked sessions still in force at `nowSeconds`; older rows are deleted on the way. */
+  liveRevokedSessions(nowSeconds: number): { sid: string; expiresAt: number }[];
+  /** SQLite's data_version: it changes when another connection (the `meshgate` CLI) commits to the database. */
+  dataVersion(): number;
   insertPat(row: typeof pats.$inferInsert): void;
   patByJti(jti: string): PatRow | undefined;
   listPats(ownerId: string): PatRow[];
@@ -31,7 +41,8 @@ export interface AuthStore {
   putAttributeSchema(row: AttributeSchemaRow): void;
 }
 
-export function createAuthStore(db: Db): AuthStore {
+export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
+  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   return {
     countUsers: () => db.select({ n: sql<number>`count(*)` }).from(users).get()?.n ?? 0,
     userById: (id) => db.select().from(users).where(eq(users.id, id)).get(),
@@ -50,6 +61,25 @@ export function createAuthStore(db: Db): AuthStore {
         .set({ revoked: true })
         .where(and(eq(refreshTokens.userId, userId), eq(refreshTokens.revoked, false)))
         .run().changes,
+    revokeFamily: (familyId) => void db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.familyId, familyId)).run(),
+    recentFamilies: (userId, sinceIso) =>
+      db
+        .selectDistinct({ familyId: refreshTokens.familyId })
+        .from(refreshTokens)
+        .where(and(eq(refreshTokens.userId, userId), gt(refreshTokens.createdAt, sinceIso)))
+        .all()
+        .flatMap((row) => (row.familyId ? [row.familyId] : [])),
+    revokeSessions: (sids, expiresAt, nowSeconds) => {
+      db.delete(revokedSessions).where(lte(revokedSessions.expiresAt, nowSeconds)).run();
+      for (const sid of sids) {
+        db.insert(revokedSessions).values({ sid, expiresAt }).onConflictDoUpdate({ target: revokedSessions.sid, set: { expiresAt } }).run();
+      }
+    },
+    liveRevokedSessions: (nowSeconds) => {
+      db.delete(revokedSessions).where(lte(revokedSessions.expiresAt, nowSeconds)).run();
+      return db.select().from(revokedSessions).all();
+    },
+    dataVersion: () => dataVersion.get() as number,
     insertPat: (row) => void db.insert(pats).values(row).run(),
     patByJti: (jti) => db.select().from(pats).where(eq(pats.jti, jti)).get(),
     listPats: (ownerId) => db.select().from(pats).where(eq(pats.ownerId, ownerId)).orderBy(asc(pats.createdAt)).all(),

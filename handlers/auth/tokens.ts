@@ -84,7 +84,7 @@ export class TokenSigner {
     return this.issuer();
   }
 
-  async sign(subject: TokenSubject, kind: TokenKind, ttlSeconds: number, extra: { scope?: string; aud?: string; jti?: string } = {}) {
+  async sign(subject: TokenSubject, kind: TokenKind, ttlSeconds: number, extra: { scope?: string; aud?: string; jti?: string; sid?: string } = {}) {
     const jti = extra.jti ?? randomUUID();
     const now = Math.floor(Date.now() / 1000);
     const token = await new SignJWT({
@@ -95,6 +95,7 @@ export class TokenSigner {
       tenant_id: subject.tenantId,
       typ: kind,
       ...(extra.scope ? { scope: extra.scope } : {}),
+      ...(extra.sid ? { sid: extra.sid } : {}),
     })
       .setProtectedHeader({ alg: 'ES256', kid: this.key.kid, typ: 'JWT' })
       .setIssuer(this.issuer())

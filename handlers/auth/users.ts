@@ -25,8 +25,13 @@ export interface NewUserInput {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class UserDirectory {
-  /** Rows by id, read on every brokered mesh request; every write below clears it (all user writes go through here). */
+  /**
+   * Rows by id, read on every authenticated request. Every write below clears it, and so
+   * does a commit by another connection (the `meshgate user` CLI on the same database),
+   * seen through SQLite's data_version, so a disable reaches the very next request.
+   */
   readonly #byId = new Map<string, UserRow>();
+  #dataVersion: number;
 
   constructor(
     private readonly store: AuthStore,
@@ -34,7 +39,9 @@ export class UserDirectory {
     private readonly vocabulary: AttributeVocabulary,
     /** Called when users change, so caches of verified credentials drop stale entries. */
     private readonly onChange: () => void,
-  ) {}
+  ) {
+    this.#dataVersion = store.dataVersion();
+  }
 
   async create(input: NewUserInput): Promise<UserRow> {
     if (this.store.userByUsername(input.username)) throw AuthErrors.make.user_exists({ username: input.username });
@@ -65,6 +72,11 @@ export class UserDirectory {
   }
 
   byId(id: string): UserRow | undefined {
+    const version = this.store.dataVersion();
+    if (version !== this.#dataVersion) {
+      this.#dataVersion = version;
+      this.#changed();
+    }
     const cached = this.#byId.get(id);
     if (cached) return cached;
     const row = this.store.userById(id);
@@ -97,6 +109,17 @@ export class UserDirectory {
     this.#changed();
   }
 
+  /**
+   * Disabling suspends: the user's tokens, PATs, refresh tokens and mesh admission are refused
+   * while it lasts, nothing is revoked, so enabling restores what has not expired meanwhile.
+   */
+  setDisabled(idOrUsername: string, disabled: boolean): UserRow {
+    const user = this.resolve(idOrUsername);
+    if (!user) throw AuthErrors.make.user_not_found({ user: idOrUsername });
+    this.update(user.id, { disabled });
+    return this.store.userById(user.id) as UserRow;
+  }
+
   delete(id: string): void {
     this.store.deleteUser(id);
     this.#changed();
@@ -117,6 +140,23 @@ export class UserDirectory {
     await this.create({ username, password, roles: ['admin'] });
     return configured ? null : password;
   }
+}
+
+/** A user as the platform SDK's LocalUserResponse reads it. */
+export function userView(user: UserRow) {
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    roles: [...user.roles],
+    active: !user.disabled,
+    deleted: false,
+    is_external: user.source === 'mesh',
+    external_id: user.externalId,
+    is_superuser: user.roles.includes('admin'),
+    created_at: user.createdAt,
+    updated_at: user.updatedAt,
+  };
 }
 
 /** What a token says of a user: the attributes the vocabulary lets tokens carry (attributes.ts). */

@@ -28,6 +28,8 @@ export class Admission {
     if (!entry) throw MeshErrors.make.unauthorized_brokered_user({ external_id: externalId });
     if (entry.disabled_at) throw MeshErrors.make.revoked_brokered_user({ external_id: externalId });
     const known = entry.local_user_id ? this.users.byId(entry.local_user_id) : undefined;
+    // The local record's own switch (PUT /api/auth/users/{id}, `meshgate user disable`), beside the allowlist's.
+    if (known?.disabled) throw MeshErrors.make.revoked_brokered_user({ external_id: externalId });
     const userId = known?.id ?? (await this.#provisionOnce(record, entry));
     return Object.freeze({
       userId,
@@ -55,9 +57,9 @@ export class Admission {
   }
 
   async #provision(record: FederationRecordView, entry: AllowlistEntryView): Promise<string> {
-    const user =
-      this.users.byExternalId(entry.external_id) ??
-      (await this.users.create({ username: entry.external_id, source: 'mesh', externalId: entry.external_id, roles: [] }));
+    const existing = this.users.byExternalId(entry.external_id);
+    if (existing?.disabled) throw MeshErrors.make.revoked_brokered_user({ external_id: entry.external_id });
+    const user = existing ?? (await this.users.create({ username: entry.external_id, source: 'mesh', externalId: entry.external_id, roles: [] }));
     this.authz.write(this.federations.renderEntryTuples(entry, user.id));
     this.federations.markProvisioned(record.id, entry.external_id, user.id);
     return user.id;

@@ -1,0 +1,187 @@
+/**
+ * Login throttling: token buckets per client address and per username, and a
+ * bounded, fair queue in front of password hashing (OWASP Authentication
+ * Cheat Sheet "Login Throttling"; NIST SP 800-63B §5.2.2).
+ *
+ * - A client address that keeps failing is blocked (429 + Retry-After, RFC 9110 §10.2.3)
+ *   until its bucket refills; IPv6 clients are keyed by their /64, which one host usually holds whole.
+ * - A username that keeps failing only slows: while its bucket is empty, clients that failed
+ *   recently are refused, but a client with no failure within the lockout window still gets
+ *   its attempt. Spraying the admin's name from many addresses therefore costs the attacker
+ *   one guess per address per window and never locks the owner out.
+ * - Hashes run a few at a time, taken round-robin across client addresses, so a flood from
+ *   some clients waits behind itself, not in front of everyone else; past the per-client and
+ *   total bounds a login is refused at once instead of queued.
+ */
+import { isIPv6 } from 'node:net';
+import type { Logger } from 'pino';
+import type { Config } from '../../gateway/config/schema.ts';
+import { AuthErrors } from './errors.ts';
+
+type ThrottleSettings = Config['auth']['throttle'];
+
+/** Failure buckets: each failure takes a token, tokens come back one per `refillMs`. */
+class FailureBuckets {
+  /** Oldest failure first (a key is re-inserted on each failure), so eviction drops the longest-quiet keys. */
+  readonly #entries = new Map<string, { tokens: number; atMs: number }>();
+
+  constructor(
+    private readonly capacity: number,
+    private readonly refillMs: number,
+    private readonly maxKeys: number,
+  ) {}
+
+  level(key: string, nowMs: number): number {
+    const entry = this.#entries.get(key);
+    return entry ? Math.min(this.capacity, entry.tokens + (nowMs - entry.atMs) / this.refillMs) : this.capacity;
+  }
+
+  /** Milliseconds since the key's last failure; Infinity when none is remembered. */
+  quietFor(key: string, nowMs: number): number {
+    const entry = this.#entries.get(key);
+    return entry ? nowMs - entry.atMs : Number.POSITIVE_INFINITY;
+  }
+
+  /** Records a failure; true when it took the last token (the moment the key locks). */
+  fail(key: string, nowMs: number): boolean {
+    const before = this.level(key, nowMs);
+    const tokens = Math.max(0, before - 1);
+    this.#entries.delete(key);
+    this.#entries.set(key, { tokens, atMs: nowMs });
+    for (const oldest of this.#entries.keys()) {
+      if (this.#entries.size <= this.maxKeys) break;
+      this.#entries.delete(oldest);
+    }
+    return before >= 1 && tokens < 1;
+  }
+
+  retryAfterSeconds(key: string, nowMs: number): number {
+    return Math.max(1, Math.ceil(((1 - this.level(key, nowMs)) * this.refillMs) / 1000));
+  }
+}
+
+/** Round-robin over clients with work waiting; `concurrency` run at once; bounded per client and in all. */
+export class FairQueue {
+  readonly #waiting = new Map<string, (() => void)[]>();
+  readonly #pending = new Map<string, number>();
+  #total = 0;
+  #running = 0;
+
+  constructor(
+    private readonly concurrency: number,
+    private readonly perClient: number,
+    private readonly total: number,
+  ) {}
+
+  async run<T>(client: string, work: () => Promise<T>): Promise<T> {
+    const mine = this.#pending.get(client) ?? 0;
+    if (mine >= this.perClient) throw AuthErrors.make.too_many_attempts({ retry_after: 1 });
+    if (this.#total >= this.total) throw AuthErrors.make.login_busy({ retry_after: 1 });
+    this.#pending.set(client, mine + 1);
+    this.#total += 1;
+    let started = false;
+    try {
+      await new Promise<void>((resolve) => {
+        const queue = this.#waiting.get(client);
+        if (queue) queue.push(resolve);
+        else this.#waiting.set(client, [resolve]);
+        this.#pump();
+      });
+      started = true;
+      return await work();
+    } finally {
+      if (started) this.#running -= 1;
+      this.#total -= 1;
+      const left = (this.#pending.get(client) ?? 1) - 1;
+      if (left > 0) this.#pending.set(client, left);
+      else this.#pending.delete(client);
+      this.#pump();
+    }
+  }
+
+  #pump(): void {
+    while (this.#running < this.concurrency) {
+      const next = this.#waiting.entries().next();
+      if (next.done) return;
+      const [client, queue] = next.value;
+      const start = queue.shift() as () => void;
+      // Served once: the client goes to the back of the rotation (or leaves it when drained).
+      this.#waiting.delete(client);
+      if (queue.length > 0) this.#waiting.set(client, queue);
+      this.#running += 1;
+      start();
+    }
+  }
+}
+
+/** The throttle key of a remote address: IPv4 as is (IPv4-mapped IPv6 unwrapped), IPv6 by its /64. */
+export function clientKey(address: string | undefined): string {
+  if (!address) return 'unknown';
+  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
+  if (!isIPv6(address)) return address;
+  const [head = '', tail] = address.split('::') as [string, string | undefined];
+  const headGroups = head ? head.split(':') : [];
+  const tailGroups = tail ? tail.split(':') : [];
+  const zeros = tail === undefined ? [] : new Array<string>(8 - headGroups.length - tailGroups.length).fill('0');
+  const groups = [...headGroups, ...zeros, ...tailGroups].slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase());
+  return `${groups.join(':')}::/64`;
+}
+
+export class LoginThrottle {
+  readonly #clients: FailureBuckets;
+  readonly #accounts: FailureBuckets;
+  readonly #queue: FairQueue;
+  /** A client is "clean" for a locked username when it has not failed for this long: the time the username needs to recover. */
+  readonly #lockoutWindowMs: number;
+
+  constructor(
+    settings: ThrottleSettings,
+    private readonly logger: Logger,
+    private readonly nowMs: () => number = Date.now,
+  ) {
+    this.#clients = new FailureBuckets(settings.clientBurst, settings.clientRefillSeconds * 1000, settings.trackedKeys);
+    this.#accounts = new FailureBuckets(settings.accountBurst, settings.accountRefillSeconds * 1000, settings.trackedKeys);
+    this.#queue = new FairQueue(settings.hashConcurrency, settings.hashQueuePerClient, settings.hashQueueTotal);
+    this.#lockoutWindowMs = settings.accountBurst * settings.accountRefillSeconds * 1000;
+  }
+
+  /**
+   * Runs one password check for `username` from `address` under the throttle. Throws
+   * too_many_attempts / login_busy instead of checking; records a failure when `check` gives null.
+   */
+  async attempt<T>(address: string | undefined, username: string, check: () => Promise<T | null>): Promise<T | null> {
+    const client = clientKey(address);
+    // Usernames are attacker-chosen: bound what one can cost in memory and in a log line.
+    const account = username.slice(0, 256);
+    this.#admit(client, account);
+    const result = await this.#queue.run(client, () => {
+      // Re-checked once dequeued: the client's earlier attempts in the queue may have locked it meanwhile.
+      this.#admit(client, account);
+      return check();
+    });
+    if (result === null) this.#failed(client, account);
+    return result;
+  }
+
+  #admit(client: string, account: string): void {
+    const now = this.nowMs();
+    if (this.#clients.level(client, now) < 1) {
+      throw AuthErrors.make.too_many_attempts({ retry_after: this.#clients.retryAfterSeconds(client, now) });
+    }
+    if (this.#accounts.level(account, now) < 1 && this.#clients.quietFor(client, now) < this.#lockoutWindowMs) {
+      throw AuthErrors.make.too_many_attempts({ retry_after: this.#accounts.retryAfterSeconds(account, now) });
+    }
+  }
+
+  #failed(client: string, account: string): void {
+    const now = this.nowMs();
+    if (this.#clients.fail(client, now)) {
+      const retryAfter = this.#clients.retryAfterSeconds(client, now);
+      this.logger.warn({ event: 'login_lockout', scope: 'client', client, retry_after_seconds: retryAfter }, 'login throttled: client address');
+    }
+    if (this.#accounts.fail(account, now)) {
+      const retryAfter = this.#accounts.retryAfterSeconds(account, now);
+      this.logger.warn({ event: 'login_lockout', scope: 'account', username: account, retry_after_seconds: retryAfter }, 'login throttled: username');
+    }
+  }
+}
