@@ -43,7 +43,7 @@ export const RetrievalErrors = defineErrors('retrieval', {
   },
   option_not_allowed: {
     status: 422,
-    doc: "A reader's `options` key (or `credential_override` field) is not one the dataset's source takes from a reader, or its value reaches beyond the dataset (a partition or channel the dataset does not list, a setting the dataset fixes); `key` and `source` name them. A read narrows a dataset, never re-targets it (docs/retrieval.md, \"Reader options\").",
+    doc: 'A reader\'s `options` key (or `credential_override` field) is not one the dataset\'s source takes from a reader, or its value reaches beyond the dataset (a partition or channel the dataset does not list, a setting the dataset fixes); `key` and `source` name them. A read narrows a dataset, never re-targets it (docs/retrieval.md, "Reader options").',
   },
   credential_override_incomplete: {
     status: 422,

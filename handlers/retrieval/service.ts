@@ -142,9 +142,7 @@ export class RetrievalService {
     const dataset = this.deps.datasets.get(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
     const factory = this.deps.sources.for(dataset.platform);
-    const source = await factory.create(
-      sourceInput(factory, dataset, request, this.deps.runs.override(job.id), `meshgate-retrieval:${job.id}`),
-    );
+    const source = await factory.create(sourceInput(factory, dataset, request, this.deps.runs.override(job.id), `meshgate-retrieval:${job.id}`));
     const { runs } = this.deps;
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);

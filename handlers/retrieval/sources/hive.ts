@@ -44,14 +44,15 @@ function credentials(input: SourceInput, secrets: SecretReader | undefined): { u
     throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
   }
   if (!raw) return {};
-  // A caller's override holds the user and password only; the host stays the dataset's.
-  const parsed = input.credentialOverride ? credentialFields(raw, USER_PASSWORD_FIELDS, 'hive') : jsonObject(raw);
+  const parsed = jsonObject(raw);
   if (!parsed) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });
   return { user: text(parsed.user) ?? text(parsed.username), password: text(parsed.password) };
 }
 
 function hiveTarget(input: SourceInput, secrets: SecretReader | undefined): HiveTarget {
   const p = input.properties;
+  // A caller's override holds a user and password only, whatever the auth: the host stays the dataset's.
+  if (input.credentialOverride) credentialFields(input.credentialOverride, USER_PASSWORD_FIELDS, 'hive');
   const host = text(p.host) as string;
   const port = Number(p.port ?? 10000);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw RetrievalErrors.make.source_options_invalid({ option: 'port', problem: 'a TCP port' });

@@ -25,9 +25,13 @@ import { RetrievalErrors } from '../errors.ts';
  * - `unpinned`: the reader may set it only where the dataset sets none of `pinnedBy`
  *   (a start position the owner fixed cannot be moved earlier by another of its keys).
  */
-export type ReaderOptionRule =
-  | { readonly kind: 'choice' | 'subset' | 'at_most' }
-  | { readonly kind: 'unpinned'; readonly pinnedBy: readonly string[] | null };
+export interface ReaderOptionRule {
+  readonly kind: 'choice' | 'subset' | 'at_most' | 'unpinned';
+  /** `unpinned` only: the dataset keys that fix it (default: the key itself). */
+  readonly pinnedBy?: readonly string[];
+}
+
+type Settings = Readonly<Record<string, unknown>>;
 
 /** Option key → rule; a key absent from the table is refused. */
 export type ReaderOptionTable = Readonly<Record<string, ReaderOptionRule>>;
@@ -36,7 +40,7 @@ export const CHOICE: ReaderOptionRule = { kind: 'choice' };
 export const SUBSET: ReaderOptionRule = { kind: 'subset' };
 export const AT_MOST: ReaderOptionRule = { kind: 'at_most' };
 /** Settable while the dataset sets none of `keys` (by default: the key itself). */
-export const unpinned = (...keys: string[]): ReaderOptionRule => ({ kind: 'unpinned', pinnedBy: keys.length > 0 ? keys : null });
+export const unpinned = (...keys: string[]): ReaderOptionRule => (keys.length > 0 ? { kind: 'unpinned', pinnedBy: keys } : { kind: 'unpinned' });
 
 /** Names echoed in an error are the caller's own text: kept short. */
 const shown = (key: string) => (key.length > 128 ? `${key.slice(0, 128)}…` : key);
@@ -46,9 +50,11 @@ function notAllowed(key: string, source: string, problem: string, where = 'optio
 }
 
 const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
+/** The dataset's own value of a key; null counts as unset. */
+const ownValue = (owner: Settings, key: string) => (Object.hasOwn(owner, key) ? (owner[key] ?? undefined) : undefined);
 
-function narrowed(rule: ReaderOptionRule, key: string, value: unknown, owner: Readonly<Record<string, unknown>>, source: string): unknown {
-  const own = Object.hasOwn(owner, key) ? owner[key] : undefined;
+function narrowed(rule: ReaderOptionRule, key: string, value: unknown, owner: Settings, source: string): unknown {
+  const own = ownValue(owner, key);
   switch (rule.kind) {
     case 'choice':
       return value;
@@ -56,13 +62,13 @@ function narrowed(rule: ReaderOptionRule, key: string, value: unknown, owner: Re
       return isCount(value) && isCount(own) ? Math.min(value, own) : value;
     case 'subset': {
       // A malformed list is the source's to refuse (source_options_invalid); only a wider one is refused here.
-      if (own === undefined || own === null || !Array.isArray(value) || !Array.isArray(own)) return value;
+      if (!Array.isArray(value) || !Array.isArray(own)) return value;
       const outside = value.find((item) => !own.includes(item));
-      if (outside !== undefined) throw notAllowed(key, source, `${JSON.stringify(outside)} is not among the dataset's ${key}`);
+      if (outside !== undefined) throw notAllowed(key, source, `${JSON.stringify(outside)} is not in the dataset's ${key}`);
       return value;
     }
     case 'unpinned': {
-      const pinned = (rule.pinnedBy ?? [key]).find((k) => Object.hasOwn(owner, k) && owner[k] !== undefined && owner[k] !== null);
+      const pinned = (rule.pinnedBy ?? [key]).find((k) => ownValue(owner, k) !== undefined);
       if (pinned !== undefined) throw notAllowed(key, source, `the dataset fixes ${pinned}`);
       return value;
     }
@@ -74,12 +80,7 @@ function narrowed(rule: ReaderOptionRule, key: string, value: unknown, owner: Re
  * source's table, each narrowed against the dataset's properties; any
  * other key is a 422 `option_not_allowed` naming it.
  */
-export function readerOptions(
-  table: ReaderOptionTable,
-  source: string,
-  options: Readonly<Record<string, unknown>>,
-  properties: Readonly<Record<string, unknown>>,
-): Record<string, unknown> {
+export function readerOptions(table: ReaderOptionTable, source: string, options: Settings, properties: Settings): Record<string, unknown> {
   // A fresh object of own keys only: nothing reaches the source through a prototype.
   const allowed: Record<string, unknown> = Object.create(null);
   for (const [key, value] of Object.entries(options)) {
@@ -106,10 +107,9 @@ export function jsonObject(raw: string): Record<string, unknown> | null {
  * Any other field (a host, a table, a path …) is a 422 `option_not_allowed`:
  * the override carries credentials only.
  */
-export function credentialFields(raw: string, fields: readonly string[], source: string): Record<string, unknown> | null {
+export function credentialFields(raw: string, fields: readonly string[], source: string): Settings | null {
   const parsed = jsonObject(raw);
-  for (const key of Object.keys(parsed ?? {})) {
-    if (!fields.includes(key)) throw notAllowed(key, source, 'a credential_override carries credentials only', 'credential_override');
-  }
+  const stray = Object.keys(parsed ?? {}).find((key) => !fields.includes(key));
+  if (stray !== undefined) throw notAllowed(stray, source, 'a credential_override carries credentials only', 'credential_override');
   return parsed;
 }
