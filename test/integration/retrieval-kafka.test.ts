@@ -74,8 +74,11 @@ async function setup(
 ): Promise<{ gw: TestGateway; admin: string; urn: (topic: string, extra?: Record<string, unknown>) => Promise<string> }> {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const urn = (topic: string, extra: Record<string, unknown> = {}) =>
-    createDataset(gw, admin, { name: topic, platform: 'kafka', properties: { bootstrap_servers: peer.bootstrapServers, ...extra } });
+  // With `extra` properties, another dataset over the same topic.
+  const urn = (topic: string, extra: Record<string, unknown> = {}) => {
+    const name = Object.keys(extra).length > 0 ? `${topic}-${Object.keys(extra).join('-')}` : topic;
+    return createDataset(gw, admin, { name, platform: 'kafka', properties: { bootstrap_servers: peer.bootstrapServers, topic, ...extra } });
+  };
   return { gw, admin, urn };
 }
 
