@@ -12,11 +12,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Admin, Producer, stringSerializers } from '@platformatic/kafka';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startKafka } from '../helpers/peers/kafka.ts';
-import { startS3 } from '../helpers/peers/s3.ts';
+import { s3ClientFor, startS3 } from '../helpers/peers/s3.ts';
 import { createDataset, createJob, grantViewer } from '../helpers/retrieval.ts';
 import { assertNotAllowed, recordingListener } from '../helpers/retrieval-sources.ts';
 import { startSlackApi } from '../helpers/slack-api.ts';
@@ -51,13 +51,7 @@ test('files: no option re-targets a file dataset', async (t) => {
 test('s3: options name no bucket or key; stored keys go only to the dataset endpoint', async (t) => {
   const peer = await startS3(t);
   const attacker = await recordingListener(t);
-  const client = new S3Client({
-    endpoint: peer.endpoint,
-    region: peer.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: peer.accessKeyId, secretAccessKey: peer.secretAccessKey },
-  });
-  t.after(() => client.destroy());
+  const client = s3ClientFor(peer, t);
   await client.send(new CreateBucketCommand({ Bucket: 'shop' }));
   await client.send(new PutObjectCommand({ Bucket: 'shop', Key: 'orders.jsonl', Body: '{"id":1}\n' }));
   await client.send(new PutObjectCommand({ Bucket: 'shop', Key: 'salaries.jsonl', Body: '{"pay":1}\n' }));
