@@ -41,6 +41,14 @@ export const RetrievalErrors = defineErrors('retrieval', {
     status: 422,
     doc: 'A source option (`options.*` or a dataset property: Kafka offsets, Slack channels, Hive partitions, Postgres `sslmode`/`sslrootcert` …) is malformed; `option` names it (docs/sources.md, docs/retrieval.md).',
   },
+  option_not_allowed: {
+    status: 422,
+    doc: 'A reader\'s `options` key (or `credential_override` field) is not one the dataset\'s source takes from a reader, or its value reaches beyond the dataset (a partition or channel the dataset does not list, a setting the dataset fixes); `key` and `source` name them. A read narrows a dataset, never re-targets it (docs/retrieval.md, "Reader options").',
+  },
+  credential_override_incomplete: {
+    status: 422,
+    doc: "A `credential_override` names an endpoint, or part of a key pair, without its own complete credentials: the dataset's stored credentials are only ever sent to the dataset's own endpoint.",
+  },
   grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
   dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },
 });

@@ -9,6 +9,7 @@ import { RetrievalErrors } from './errors.ts';
 import { type GateRunner, runnerFor } from './gates/runner.ts';
 import type { GateBinding } from './gates/types.ts';
 import { type ReadPlan, sourceColumns } from './pipeline.ts';
+import { readerOptions } from './sources/reader-options.ts';
 import type { Source, SourceFactory, SourceInput } from './sources/types.ts';
 import type { DatasetBlock, StoredRequest } from './wire.ts';
 
@@ -35,13 +36,24 @@ export class SourceRegistry {
   }
 }
 
-export function sourceInput(dataset: DatasetRecord, request: StoredRequest, credentialOverride: string | null, tag: string): SourceInput {
+/**
+ * What the factory builds the job's source from. The reader's options pass
+ * the factory's table here, on creation and on every stream of a stored
+ * job alike, so no transport or caller reaches a source around it.
+ */
+export function sourceInput(
+  factory: SourceFactory,
+  dataset: DatasetRecord,
+  request: StoredRequest,
+  credentialOverride: string | null,
+  tag: string,
+): SourceInput {
   return {
     urn: dataset.urn,
     platform: dataset.platform,
     name: dataset.name,
     properties: dataset.properties,
-    options: request.options,
+    options: readerOptions(factory.readerOptions, factory.platforms[0] ?? dataset.platform, request.options, dataset.properties),
     credentialOverride,
     formatHint: request.format_hint,
     tag,

@@ -55,7 +55,7 @@ export class RetrievalService {
     const request = storedRequest(body, body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize);
     const id = randomUUID();
     const factory = sources.for(dataset.platform);
-    const input = sourceInput(dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
+    const input = sourceInput(factory, dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
     const source = await factory.create(input);
     const wanted = body.transport ?? 'auto';
     let inline: InlineBlock | null = null;
@@ -142,7 +142,7 @@ export class RetrievalService {
     const dataset = this.deps.datasets.get(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
     const factory = this.deps.sources.for(dataset.platform);
-    const source = await factory.create(sourceInput(dataset, request, this.deps.runs.override(job.id), `meshgate-retrieval:${job.id}`));
+    const source = await factory.create(sourceInput(factory, dataset, request, this.deps.runs.override(job.id), `meshgate-retrieval:${job.id}`));
     const { runs } = this.deps;
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);

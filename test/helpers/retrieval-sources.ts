@@ -6,6 +6,7 @@
  * nothing hangs.
  */
 import assert from 'node:assert/strict';
+import { type AddressInfo, createServer } from 'node:net';
 import { after } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
@@ -74,4 +75,60 @@ export async function streamThroughOutage(
     if (job.status !== 'FAILED') await sleep(50);
   }
   return { rows, last, job };
+}
+
+/** What an attacker-controlled listener on loopback received. */
+export interface RecordingListener {
+  readonly host: string;
+  readonly port: number;
+  /** `http://127.0.0.1:<port>` (with a trailing `/` for a Slack API URL, add it). */
+  readonly url: string;
+  connections(): number;
+  /** Every byte received, as latin1 text, to search for a credential. */
+  received(): string;
+}
+
+/**
+ * A TCP listener standing in for a server a caller names: it records every
+ * connection and byte. An HTTP request is answered 403 at once (so an S3 or
+ * Slack client fails fast, as against a hostile endpoint); any other
+ * protocol's first bytes close the connection.
+ */
+export async function recordingListener(t: After): Promise<RecordingListener> {
+  let connections = 0;
+  const chunks: Buffer[] = [];
+  const server = createServer((socket) => {
+    connections++;
+    socket.on('error', () => {});
+    let head = '';
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      head += chunk.toString('latin1');
+      if (!/^[A-Z]+ \S+ HTTP\/1\.1\r\n/.test(head)) {
+        if (head.length > 0 && !/^[A-Z]/.test(head)) socket.destroy();
+        return;
+      }
+      if (head.includes('\r\n\r\n')) socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  return {
+    host: '127.0.0.1',
+    port,
+    url: `http://127.0.0.1:${port}`,
+    connections: () => connections,
+    received: () => Buffer.concat(chunks).toString('latin1'),
+  };
+}
+
+/** Asserts a job create is refused 422 `option_not_allowed` naming the key, the source and where it was sent. */
+export async function assertNotAllowed(gw: TestGateway, token: string, body: Record<string, unknown>, key: string, source: string) {
+  const res = await gw.request('POST', '/api/retrieval/jobs', { token, json: body });
+  assert.equal(res.status, 422, `${key}: ${res.text}`);
+  const { reason, key: named, source: type, in: where } = res.json.detail;
+  assert.deepEqual({ reason, key: named, source: type }, { reason: 'option_not_allowed', key, source });
+  assert.equal(where, body.options && key in (body.options as object) ? 'options' : 'credential_override');
+  return res;
 }

@@ -89,6 +89,11 @@ test('clearance U/S/TS shared-realm callers stream 3/4/5 rows through the mesh, 
   const foreign = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, { token: u });
   assert.equal(foreign.status, 404);
   assert.equal(foreign.json.detail.reason, 'retrieval_job_not_found');
+  // A mesh caller's options pass the same check as a local caller's: no path re-targets the dataset.
+  const path = `/api/mesh/${pair.sourceFedId}/retrieval/jobs`;
+  const retarget = await source.request('POST', path, { token: u, json: { dataset_urn: urn, options: { path: '/etc/passwd' } } });
+  assert.equal(retarget.status, 422, retarget.text);
+  assert.deepEqual([retarget.json.detail.reason, retarget.json.detail.key], ['option_not_allowed', 'path']);
 });
 
 test('a forged X-KZ-Mesh-User-Attributes in shared_idp yields only the token’s rows', async (t) => {

@@ -11,12 +11,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { hiveSources } from '../../handlers/retrieval/sources/hive.ts';
 import type { ReadRequest, Row, Source, SourceInput } from '../../handlers/retrieval/sources/types.ts';
 import { runSourceContract } from '../contract/source.contract.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
-import { startS3 } from '../helpers/peers/s3.ts';
+import { s3ClientFor, startS3 } from '../helpers/peers/s3.ts';
 import { createDataset, createJob } from '../helpers/retrieval.ts';
 import { type TextRow, writeAllFormats } from '../helpers/retrieval-fixtures.ts';
 
@@ -101,13 +101,7 @@ test('hive layout: partition columns, pruning (a corrupt file in a pruned partit
 
 test('hive layout on object storage (moto), through the gateway; locations outside the roots are refused', async (t) => {
   const peer = await startS3(t);
-  const client = new S3Client({
-    endpoint: peer.endpoint,
-    region: peer.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: peer.accessKeyId, secretAccessKey: peer.secretAccessKey },
-  });
-  t.after(() => client.destroy());
+  const client = s3ClientFor(peer, t);
   await client.send(new CreateBucketCommand({ Bucket: 'lake' }));
   const staging = tempRoot(t);
   const files: Record<string, string> = {};

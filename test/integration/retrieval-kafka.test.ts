@@ -51,8 +51,8 @@ function input(peer: KafkaPeer, topic: string, options: Record<string, unknown> 
     urn: `urn:li:dataset:(urn:li:dataPlatform:kafka,${topic},PROD)`,
     platform: 'kafka',
     name: topic,
-    properties: {},
-    options: { bootstrap_servers: peer.bootstrapServers, ...options },
+    properties: { bootstrap_servers: peer.bootstrapServers },
+    options,
     credentialOverride: null,
     formatHint: null,
     tag: 'meshgate-retrieval:kafka-test',
@@ -71,10 +71,14 @@ runSourceContract('kafka json', async (_t, rows) => {
 async function setup(
   t: { after(fn: () => unknown): void },
   peer: KafkaPeer,
-): Promise<{ gw: TestGateway; admin: string; urn: (topic: string) => Promise<string> }> {
+): Promise<{ gw: TestGateway; admin: string; urn: (topic: string, extra?: Record<string, unknown>) => Promise<string> }> {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const urn = (topic: string) => createDataset(gw, admin, { name: topic, platform: 'kafka', properties: { bootstrap_servers: peer.bootstrapServers } });
+  // With `extra` properties, another dataset over the same topic.
+  const urn = (topic: string, extra: Record<string, unknown> = {}) => {
+    const name = Object.keys(extra).length > 0 ? `${topic}-${Object.keys(extra).join('-')}` : topic;
+    return createDataset(gw, admin, { name, platform: 'kafka', properties: { bootstrap_servers: peer.bootstrapServers, topic, ...extra } });
+  };
   return { gw, admin, urn };
 }
 
@@ -141,7 +145,9 @@ test('kafka reads end at the high-water marks seen at start while a producer kee
   t.after(() => kafkaAdmin.close());
   const groupsWithOffsets = async () => [...(await kafkaAdmin.listGroups()).keys()];
   assert.deepEqual(await groupsWithOffsets(), [], 'no consumer group was created or committed to');
-  await createJob(gw, admin, { dataset_urn: urn, options: { commit_group: 'analytics', max_messages: 1234 }, transport: 'inline', limit_rows: 10 });
+  // Committing is the dataset owner's setting (a write to a consumer group), never a reader's option.
+  const committing = await urnOf(topic, { commit_group: 'analytics' });
+  await createJob(gw, admin, { dataset_urn: committing, options: { max_messages: 1234 }, transport: 'inline', limit_rows: 10 });
   const [committed] = await kafkaAdmin.listConsumerGroupOffsets({ groups: ['analytics'] });
   const offsets = committed?.topics.find((x) => x.name === topic)?.partitions.map((p) => p.committedOffset);
   assert.ok(offsets && offsets.length === 1 && (offsets[0] as bigint) >= 10n, `committed ${offsets}`);
@@ -158,7 +164,6 @@ test('kafka bad options are 422 source_options_invalid; an unknown topic is 404'
     [{ partitions: [7] }, 'partitions'],
     [{ value_format: 'avro' }, 'value_format'],
     [{ start_timestamp: 'yesterday' }, 'start_timestamp'],
-    [{ bootstrap_servers: 'no port here' }, 'bootstrap_servers'],
     [{ from_beginning: 'yes' }, 'from_beginning'],
   ];
   for (const [options, option] of bad) {
@@ -170,6 +175,11 @@ test('kafka bad options are 422 source_options_invalid; an unknown topic is 404'
   assert.equal(notJson.status, 502);
   assert.match(notJson.json.detail.message ?? notJson.text, /value_format/);
   assert.deepEqual((await createJob(gw, admin, { dataset_urn: urn, options: { value_format: 'text' } })).inline.data, [{ value: 'not json' }]);
+  const noPort = await gw.request('POST', '/api/retrieval/jobs', {
+    token: admin,
+    json: { dataset_urn: await urnOf(topic, { bootstrap_servers: 'no port here' }) },
+  });
+  assert.deepEqual([noPort.status, noPort.json.detail.option], [422, 'bootstrap_servers']);
   const missing = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: await urnOf('no-such-topic') } });
   assert.equal(missing.status, 404, missing.text);
   assert.equal(missing.json.detail.reason, 'source_not_found');

@@ -20,6 +20,8 @@ function locationOf(input: SourceInput): string | null {
 export function filesystemSources(roots: readonly string[]): SourceFactory {
   return {
     platforms: ['file', 'filesystem', 'local'],
+    // Columns, filters, offset, limit and batch_size narrow a file; no option does.
+    readerOptions: {},
     describe(input) {
       const path = locationOf(input);
       return { path, format: path ? formatOf(path, input.formatHint) : null };

@@ -15,7 +15,8 @@ import { abortableRead } from './abortable.ts';
 import { hivePartitionSource } from './hive-partitions.ts';
 import { hiveIdentifier, hiveSelect } from './hive-sql.ts';
 import { lazyModule } from './lazy.ts';
-import type { SecretReader } from './pg-connection.ts';
+import { type SecretReader, USER_PASSWORD_FIELDS } from './pg-connection.ts';
+import { credentialFields, jsonObject } from './reader-options.ts';
 import { checkColumns, jsonSafe, scanBatches } from './scan.ts';
 import type { ReadRequest, Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
@@ -43,20 +44,19 @@ function credentials(input: SourceInput, secrets: SecretReader | undefined): { u
     throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
   }
   if (!raw) return {};
-  try {
-    const parsed = JSON.parse(raw) as Record<string, unknown>;
-    return { user: text(parsed.user) ?? text(parsed.username), password: text(parsed.password) };
-  } catch {
-    throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });
-  }
+  const parsed = jsonObject(raw);
+  if (!parsed) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });
+  return { user: text(parsed.user) ?? text(parsed.username), password: text(parsed.password) };
 }
 
 function hiveTarget(input: SourceInput, secrets: SecretReader | undefined): HiveTarget {
   const p = input.properties;
+  // A caller's override holds a user and password only, whatever the auth: the host stays the dataset's.
+  if (input.credentialOverride) credentialFields(input.credentialOverride, USER_PASSWORD_FIELDS, 'hive');
   const host = text(p.host) as string;
   const port = Number(p.port ?? 10000);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw RetrievalErrors.make.source_options_invalid({ option: 'port', problem: 'a TCP port' });
-  const [first, second] = (text(p.table) ?? text(input.options.table) ?? input.name).split('.');
+  const [first, second] = (text(p.table) ?? input.name).split('.');
   const database = text(p.database) ?? (second ? first : undefined) ?? 'default';
   const table = (second ?? first) as string;
   const auth = String(p.auth ?? 'NOSASL').toUpperCase();
@@ -165,6 +165,8 @@ export function hiveSources(roots: readonly string[], secrets: () => SecretReade
   const isThrift = (input: SourceInput) => text(input.properties.host) !== undefined;
   return {
     platforms: ['hive'],
+    // Columns, filters (partition pruning too), offset, limit and batch_size narrow a table or layout; no option does.
+    readerOptions: {},
     describe(input) {
       if (isThrift(input)) return { path: null, format: 'table' };
       const location = text(input.properties.location) ?? text(input.properties.path) ?? null;

@@ -1,13 +1,16 @@
 /**
- * Options of a Kafka retrieval (contract §8.6 `kafka`: `options.bootstrap_servers`
- * [S], `topic`, `max_messages`, `from_beginning` [I]), with dataset
- * properties as defaults: where to start (`from_beginning`, per-partition
- * `offsets`, or `start_timestamp`), which `partitions`, how to decode values
- * (`value_format` json | text), whether to add message metadata columns
- * (`include_metadata`), and `commit_group`, the only way offsets are ever
- * committed. Malformed values are a 422 `source_options_invalid` naming the option.
+ * Options of a Kafka retrieval. Where the topic lives is the dataset's
+ * alone (properties `bootstrap_servers`, `topic`, default the URN name), as
+ * is `commit_group`, the only way offsets are ever committed (a write to a
+ * consumer group, not a narrowing). A reader narrows the read (`KAFKA_READER_OPTIONS`):
+ * where to start (`from_beginning`, per-partition `offsets`, or
+ * `start_timestamp`), which `partitions`, `max_messages`, how to decode
+ * values (`value_format` json | text), whether to add message metadata
+ * columns (`include_metadata`); the dataset's properties are the defaults.
+ * Malformed values are a 422 `source_options_invalid` naming the option.
  */
 import { RetrievalErrors } from '../errors.ts';
+import { AT_MOST, CHOICE, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import type { SourceInput } from './types.ts';
 
 export type StartAt = { kind: 'earliest' } | { kind: 'tail' } | { kind: 'offsets'; offsets: ReadonlyMap<number, bigint> } | { kind: 'timestamp'; ms: bigint };
@@ -24,6 +27,19 @@ export interface KafkaOptions {
   readonly includeMetadata: boolean;
   readonly commitGroup: string | null;
 }
+
+const START = unpinned('from_beginning', 'offsets', 'start_timestamp');
+
+/** Partitions within the dataset's, at most its messages, and a start it does not fix. */
+export const KAFKA_READER_OPTIONS: ReaderOptionTable = {
+  partitions: SUBSET,
+  max_messages: AT_MOST,
+  from_beginning: START,
+  offsets: START,
+  start_timestamp: START,
+  value_format: CHOICE,
+  include_metadata: unpinned(),
+};
 
 const invalid = (option: string, problem: string) => RetrievalErrors.make.source_options_invalid({ option, problem });
 
@@ -76,18 +92,18 @@ function flag(value: unknown, option: string): boolean {
 }
 
 export function kafkaOptions(input: SourceInput): KafkaOptions {
-  // Job options beat the dataset's properties (contract §8.6: per-request values win).
+  // The reader's options, already narrowed against the properties (reader-options.ts), beat them.
   const get = (key: string) => input.options[key] ?? input.properties[key];
-  const topic = get('topic') ?? input.name;
+  const topic = input.properties.topic ?? input.name;
   if (typeof topic !== 'string' || !/^[\w.-]{1,249}$/.test(topic)) throw invalid('topic', 'a Kafka topic name');
   const max = get('max_messages');
   if (max !== undefined && max !== null && !(Number.isInteger(max) && (max as number) > 0)) throw invalid('max_messages', 'an integer > 0');
   const valueFormat = get('value_format') ?? 'json';
   if (valueFormat !== 'json' && valueFormat !== 'text') throw invalid('value_format', '"json" or "text"');
-  const group = get('commit_group');
+  const group = input.properties.commit_group;
   if (group !== undefined && (typeof group !== 'string' || group === '')) throw invalid('commit_group', 'a consumer group id');
   return {
-    brokers: brokersOf(get('bootstrap_servers')),
+    brokers: brokersOf(input.properties.bootstrap_servers),
     topic,
     partitions: partitionsOf(get('partitions')),
     start: startOf(get),

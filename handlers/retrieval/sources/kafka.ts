@@ -14,7 +14,7 @@ import type { Consumer } from '@platformatic/kafka';
 import { RetrievalErrors } from '../errors.ts';
 import { abortableRead } from './abortable.ts';
 import { jsonType } from './fs-formats.ts';
-import { type KafkaOptions, kafkaOptions } from './kafka-options.ts';
+import { KAFKA_READER_OPTIONS, type KafkaOptions, kafkaOptions } from './kafka-options.ts';
 import { lazyModule } from './lazy.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory } from './types.ts';
@@ -212,6 +212,7 @@ async function schemaOf(options: KafkaOptions, tag: string): Promise<SchemaField
 export function kafkaSources(): SourceFactory {
   return {
     platforms: ['kafka'],
+    readerOptions: KAFKA_READER_OPTIONS,
     describe: (input) => ({ path: kafkaOptions(input).topic, format: kafkaOptions(input).valueFormat }),
     create(input): Source {
       const options = kafkaOptions(input);

@@ -5,10 +5,12 @@
  * is a secret URN, or `secret_urn` holding `{"user","password"}` JSON or a
  * bare password) or from the job's `credential_override`, which may set the
  * user and password only: the dataset owner, not the caller, decides which
- * server is contacted. Values are never logged or put in an error. TLS
- * settings are pg-tls.ts's.
+ * server is contacted, and the stored password never goes with a user the
+ * caller chose. Values are never logged or put in an error. TLS settings
+ * are pg-tls.ts's.
  */
 import { RetrievalErrors } from '../errors.ts';
+import { credentialFields, jsonObject } from './reader-options.ts';
 import type { SourceInput } from './types.ts';
 
 const SECRET_PREFIX = 'urn:li:dataHubSecret:';
@@ -40,21 +42,16 @@ export function pgTarget(input: SourceInput): PgTarget {
   return {
     connection: { host, port, database: text(p.database) ?? text(p.dbname) ?? 'postgres' },
     schema: text(p.schema) ?? 'public',
-    table: text(p.table) ?? text(input.options.table) ?? input.name,
+    table: text(p.table) ?? input.name,
   };
 }
 
-/** `{"user","password"}` (or `username`) JSON, else the whole text is a password. */
-function parseCredentialText(value: string): Partial<PgCredentials> {
-  try {
-    const parsed = JSON.parse(value) as Record<string, unknown>;
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
-      return { user: text(parsed.user) ?? text(parsed.username), password: text(parsed.password) };
-    }
-  } catch {
-    // not JSON: a bare password
-  }
-  return { password: value };
+/** The fields a user/password credential_override may have (Postgres, HiveServer2). */
+export const USER_PASSWORD_FIELDS = ['user', 'username', 'password'] as const;
+
+/** `{"user","password"}` (or `username`) JSON fields, else the whole text is a password. */
+function credentialsOf(fields: Record<string, unknown> | null, value: string): Partial<PgCredentials> {
+  return fields ? { user: text(fields.user) ?? text(fields.username), password: text(fields.password) } : { password: value };
 }
 
 /** A property's text, or, when it is a secret URN, the secret's value. */
@@ -71,10 +68,13 @@ export function revealed(value: unknown, secrets: SecretReader | undefined): str
 
 export function pgCredentials(input: SourceInput, secrets: SecretReader | undefined): PgCredentials {
   const p = input.properties;
-  const fromSecret = text(p.secret_urn) ? parseCredentialText(revealed(p.secret_urn, secrets) as string) : {};
-  const fromOverride = input.credentialOverride ? parseCredentialText(input.credentialOverride) : {};
-  const user = fromOverride.user ?? fromSecret.user ?? revealed(p.user ?? p.username, secrets);
-  const password = fromOverride.password ?? fromSecret.password ?? revealed(p.password, secrets);
+  const secret = text(p.secret_urn) ? (revealed(p.secret_urn, secrets) as string) : undefined;
+  const fromSecret = secret ? credentialsOf(jsonObject(secret), secret) : {};
+  const override = input.credentialOverride;
+  const fromOverride = override ? credentialsOf(credentialFields(override, USER_PASSWORD_FIELDS, 'postgres'), override) : null;
+  const user = fromOverride?.user ?? fromSecret.user ?? revealed(p.user ?? p.username, secrets);
+  // With an override, its password or none: the stored password never goes with a user the caller chose.
+  const password = fromOverride ? fromOverride.password : (fromSecret.password ?? revealed(p.password, secrets));
   if (!user) throw RetrievalErrors.make.source_credentials_missing({ problem: 'no user' });
   return { user, password };
 }

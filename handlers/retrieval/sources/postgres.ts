@@ -118,21 +118,31 @@ async function connect({ target, ssl, credentials, tag }: PgEndpoint): Promise<p
  * Ends a read that did not finish. Closing the socket is not enough: a
  * backend notices a gone client only when it next writes, and a selective
  * query over a large table (or a slow view) may run long before that. A
- * CancelRequest — its own short connection, authorized by the backend's
- * secret key — stops the statement at once (pg's `Client#cancel`). It is
- * sent without TLS, as libpq's PQcancel does (pg's cancel cannot negotiate
- * TLS; the server takes it before any pg_hba rule); `ssl: false` also keeps
- * PGSSLMODE from the environment out.
+ * CancelRequest — its own short connection carrying only the backend's
+ * process id and secret key (PostgreSQL protocol, "Canceling Requests in
+ * Progress") — stops the statement at once. It is sent while a statement
+ * is running (`running`, tracked by the read itself: pg's own record of its
+ * active query is deprecated), without TLS, as libpq's PQcancel does (the
+ * server takes it before any pg_hba rule).
  */
-function abandon(client: pg.Client, target: PgTarget): void {
-  const active = (client as unknown as { activeQuery?: unknown }).activeQuery;
-  if (active) {
-    const canceller = new Client({ ...target.connection, ssl: false, sslnegotiation: 'postgres' as const }) as unknown as {
-      connection: pg.Connection;
-      cancel(c: pg.Client, q: unknown): void;
-    };
-    canceller.connection.on('error', () => {}); // best effort: the socket is closed below anyway
-    canceller.cancel(client, active);
+type CancelConnection = pg.Connection & {
+  connect(portOrSocket: number | string, host?: string): void;
+  cancel(processID: number, secretKey: number): void;
+};
+
+function abandon(client: pg.Client, target: PgTarget, running: boolean): void {
+  if (running) {
+    // pg's typings leave out the BackendKeyData fields and the connection's connect/cancel that pg uses for this.
+    const { processID, secretKey } = client as unknown as { processID: number; secretKey: number };
+    const canceller = new pg.Connection() as CancelConnection;
+    canceller.on('error', () => {}); // best effort: the read's socket is closed below anyway
+    canceller.once('connect', () => {
+      canceller.cancel(processID, secretKey);
+      canceller.stream.end(); // the server closes a cancel connection after reading the request
+    });
+    const { host, port } = target.connection;
+    if (host.startsWith('/')) canceller.connect(`${host}/.s.PGSQL.${port}`);
+    else canceller.connect(port, host);
   }
   client.connection.stream.destroy();
 }
@@ -166,19 +176,26 @@ function parseRows(json: Buffer): Row[] {
 export function postgresSources(secrets: () => SecretReader | undefined): SourceFactory {
   return {
     platforms: ['postgres', 'postgresql'],
+    // Columns, filters, offset, limit and batch_size narrow the table; no option does.
+    readerOptions: {},
     describe: (input) => ({ path: null, format: input.formatHint ?? 'table' }),
     create(input): Source {
       const target = pgTarget(input);
       const endpoint: PgEndpoint = { target, ssl: pgTls(input.properties, secrets()), credentials: pgCredentials(input, secrets()), tag: input.tag };
       async function* readJson(request: ReadRequest): AsyncGenerator<JsonRows> {
         const client = await connect(endpoint);
+        // From BEGIN to the end of the COPY a statement of this read is in flight on the connection
+        // (a cancel between two of them finds the backend idle, and the server ignores it).
+        let running = false;
         // Mid-COPY the server is sending, not reading a Terminate: cancel the statement and close the socket.
-        const stop = () => abandon(client, target);
+        const stop = () => abandon(client, target, running);
         request.signal.addEventListener('abort', stop, { once: true });
         let complete = false;
         try {
           request.signal.throwIfAborted(); // aborted while connecting: 'abort' will not fire again
+          running = true;
           yield* copyJson(client, target, request);
+          running = false;
           complete = true;
         } catch (error) {
           request.signal.throwIfAborted();

@@ -6,6 +6,9 @@
  * `aws_secret_access_key`, optional `aws_session_token`, `region`,
  * `endpoint…`) or from the job's `credential_override` (same JSON keys), in
  * that rising order: per-request overrides beat catalog metadata (§8.6).
+ * Stored keys go only to the dataset's own endpoint: an override that names
+ * an endpoint, or any key, brings a complete key pair of its own, and then
+ * no stored key (nor session token) is sent with it.
  * The SDK's default credential chain is never used, so a dataset cannot make
  * the gateway sign with its own environment's identity; `properties.anonymous:
  * true` sends unsigned requests. Key material is never logged or put in an error.
@@ -16,6 +19,7 @@ import type { AsyncBuffer } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
 import { lazyModule } from './lazy.ts';
 import type { SecretReader } from './pg-connection.ts';
+import { credentialFields } from './reader-options.ts';
 import type { ObjectEntry, ObjectStore } from './s3-formats.ts';
 import type { SourceInput } from './types.ts';
 
@@ -66,20 +70,37 @@ function fromSecret(input: SourceInput, secrets: SecretReader | undefined): Sett
 }
 
 const endpointOf = (s: Settings) => text(s.endpoint_override) ?? text(s.endpoint_url) ?? text(s.endpoint);
+const KEY_FIELDS = ['aws_access_key_id', 'aws_secret_access_key', 'aws_session_token'] as const;
+const OVERRIDE_FIELDS = [...KEY_FIELDS, 'region', 'endpoint', 'endpoint_url', 'endpoint_override'];
+
+/** The job's override: its own complete key pair whenever it names an endpoint or any key. */
+function fromOverride(raw: string | null): Settings {
+  if (raw === null) return {};
+  const override = credentialFields(raw, OVERRIDE_FIELDS, 's3');
+  if (!override) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credential_override is not a JSON object' });
+  const complete = text(override.aws_access_key_id) !== undefined && text(override.aws_secret_access_key) !== undefined;
+  const wants = endpointOf(override) !== undefined || KEY_FIELDS.some((k) => override[k] !== undefined);
+  if (wants && !complete) {
+    throw RetrievalErrors.make.credential_override_incomplete({
+      problem: 'an endpoint or key in credential_override needs its own aws_access_key_id and aws_secret_access_key',
+    });
+  }
+  return override;
+}
 
 /** S3 client configuration for the dataset and the job's override. */
 export function s3Config(input: SourceInput, secrets: SecretReader | undefined): S3ClientConfig {
-  const layers = [
-    input.properties as Settings,
-    fromSecret(input, secrets),
-    input.credentialOverride ? parseJson(input.credentialOverride, 'credential_override') : {},
-  ];
+  const override = fromOverride(input.credentialOverride);
+  const secret = fromSecret(input, secrets);
+  const layers = [input.properties as Settings, secret, override];
   const pick = (get: (s: Settings) => string | undefined) => layers.reduce<string | undefined>((found, layer) => get(layer) ?? found, undefined);
   const endpoint = pick(endpointOf);
   if (endpoint && !/^https?:\/\/[^\s/]+/.test(endpoint)) throw RetrievalErrors.make.dataset_location_missing();
-  const accessKeyId = pick((s) => (s === input.properties ? undefined : text(s.aws_access_key_id)));
-  const secretAccessKey = pick((s) => (s === input.properties ? undefined : text(s.aws_secret_access_key)));
-  const sessionToken = pick((s) => (s === input.properties ? undefined : text(s.aws_session_token)));
+  // The key pair and session token come from one place, never mixed: the override's, else the secret's.
+  const keys = text(override.aws_access_key_id) ? override : secret;
+  const accessKeyId = text(keys.aws_access_key_id);
+  const secretAccessKey = text(keys.aws_secret_access_key);
+  const sessionToken = text(keys.aws_session_token);
   const config: S3ClientConfig = {
     region: pick((s) => text(s.region)) ?? 'us-east-1',
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),

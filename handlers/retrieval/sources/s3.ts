@@ -53,6 +53,8 @@ async function withStore<T>(input: SourceInput, secrets: SecretReader | undefine
 export function s3Sources(secrets: () => SecretReader | undefined): SourceFactory {
   return {
     platforms: ['s3', 's3a'],
+    // Columns, filters, offset, limit and batch_size narrow the objects; no option does.
+    readerOptions: {},
     describe(input) {
       const { bucket, key } = s3Location(input);
       return { path: `s3://${bucket}/${key}`, format: key.endsWith('/') ? input.formatHint : formatOf(key, input.formatHint) };

@@ -1,6 +1,7 @@
 /**
  * The Slack source (contract §8.6, platform `slack`): messages of
- * `options.channels` (IDs, or names resolved through conversations.list)
+ * `channels` (IDs, or names resolved through conversations.list; a reader
+ * may pick among the dataset's channels, or any when the dataset lists none)
  * read with conversations.history between `since_ts` and `until_ts`,
  * thread replies through conversations.replies when `include_replies`,
  * capped at `max_messages`. Rows are the message dicts as Slack returns
@@ -16,6 +17,7 @@ import { RetrievalErrors } from '../errors.ts';
 import { jsonType } from './fs-formats.ts';
 import { lazyModule } from './lazy.ts';
 import type { SecretReader } from './pg-connection.ts';
+import { AT_MOST, credentialFields, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
@@ -30,6 +32,15 @@ interface SlackOptions {
 }
 
 const PAGE = 200;
+
+/** Channels within the dataset's, at most its messages, a window and replies it does not fix. */
+const SLACK_READER_OPTIONS: ReaderOptionTable = {
+  channels: SUBSET,
+  max_messages: AT_MOST,
+  since_ts: unpinned(),
+  until_ts: unpinned(),
+  include_replies: unpinned(),
+};
 const invalid = (option: string, problem: string) => RetrievalErrors.make.source_options_invalid({ option, problem });
 const slackSdk = lazyModule('Slack', () => import('@slack/web-api'));
 
@@ -67,6 +78,7 @@ function slackOptions(input: SourceInput): SlackOptions {
 
 function slackToken(input: SourceInput, secrets: SecretReader | undefined): string {
   let raw = input.credentialOverride;
+  const fromOverride = raw !== null;
   const urn = input.properties.secret_urn;
   if (!raw && typeof urn === 'string' && urn !== '') {
     try {
@@ -77,11 +89,9 @@ function slackToken(input: SourceInput, secrets: SecretReader | undefined): stri
   }
   let token = raw?.trim();
   if (token?.startsWith('{')) {
-    try {
-      token = String((JSON.parse(token) as { token?: unknown }).token ?? '');
-    } catch {
-      token = '';
-    }
+    // A reader's override is the token or {"token"}, nothing else; the owner's secret may hold more.
+    const fields = fromOverride ? credentialFields(token, ['token'], 'slack') : jsonObject(token);
+    token = typeof fields?.token === 'string' ? fields.token : '';
   }
   if (!token || /\s/.test(token)) throw RetrievalErrors.make.source_credentials_missing({ problem: 'no Slack token (credential_override or secret_urn)' });
   return token;
@@ -171,6 +181,7 @@ async function* allMessages(web: WebClient, options: SlackOptions, signal: Abort
 export function slackSources(secrets: () => SecretReader | undefined): SourceFactory {
   return {
     platforms: ['slack'],
+    readerOptions: SLACK_READER_OPTIONS,
     describe: (input) => ({ path: slackOptions(input).channels.join(','), format: 'json' }),
     create(input): Source {
       const options = slackOptions(input);

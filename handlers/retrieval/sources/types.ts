@@ -6,6 +6,8 @@
  * Hive, Slack) add a factory to the registry and run the contract suite in
  * test/contract/source.contract.ts.
  */
+import type { ReaderOptionTable } from './reader-options.ts';
+
 export type Row = Record<string, unknown>;
 
 /**
@@ -70,6 +72,7 @@ export interface SourceInput {
   /** URN name part (`orders`, `/srv/x.csv`, `bucket/key`). */
   readonly name: string;
   readonly properties: Readonly<Record<string, unknown>>;
+  /** The reader's options, already checked against the factory's `readerOptions` (reader-options.ts). */
   readonly options: Readonly<Record<string, unknown>>;
   readonly credentialOverride: string | null;
   readonly formatHint: string | null;
@@ -80,6 +83,8 @@ export interface SourceInput {
 export interface SourceFactory {
   /** Dataset `platform` values this factory serves (contract §8.6). */
   readonly platforms: readonly string[];
+  /** The `options` keys a reader may set, and how each narrows the dataset; every other key is refused. */
+  readonly readerOptions: ReaderOptionTable;
   /** Validates the inputs and builds the source; throws an ApiError (4xx) on bad configuration. */
   create(input: SourceInput): Promise<Source> | Source;
   /** Format and location summary for the job's `dataset` block. */

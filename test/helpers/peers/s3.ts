@@ -5,6 +5,7 @@
  * any access key is accepted, so the returned pair is simply what clients
  * should send. Use path-style addressing (forcePathStyle: true). Stopped in t.after.
  */
+import { S3Client } from '@aws-sdk/client-s3';
 import { type After, peerScript, spawnPeer } from './process.ts';
 
 export interface S3Peer {
@@ -28,4 +29,16 @@ export async function startS3(t: After): Promise<S3Peer> {
   t.after(stop);
   const [, endpoint] = server.output.match(/Running on (http:\/\/127\.0\.0\.1:\d+)/) ?? [];
   return { endpoint: endpoint as string, region: 'us-east-1', accessKeyId: 'meshgate-test', secretAccessKey: 'meshgate-test-secret', stop };
+}
+
+/** An AWS SDK client for the peer (path-style, its key pair), destroyed in t.after: to put test objects. */
+export function s3ClientFor(peer: S3Peer, t: After): S3Client {
+  const client = new S3Client({
+    endpoint: peer.endpoint,
+    region: peer.region,
+    forcePathStyle: true,
+    credentials: { accessKeyId: peer.accessKeyId, secretAccessKey: peer.secretAccessKey },
+  });
+  t.after(() => client.destroy());
+  return client;
 }

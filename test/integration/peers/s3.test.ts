@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { startS3 } from '../../helpers/peers/s3.ts';
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { s3ClientFor, startS3 } from '../../helpers/peers/s3.ts';
 
 test('s3 peer: objects put through the AWS SDK come back byte for byte, ranges included', async (t) => {
   const started = performance.now();
   const s3 = await startS3(t);
   t.diagnostic(`moto started in ${Math.round(performance.now() - started)} ms at ${s3.endpoint}`);
-  const client = new S3Client({
-    endpoint: s3.endpoint,
-    region: s3.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
-  });
-  t.after(() => client.destroy());
+  const client = s3ClientFor(s3, t);
   const body = 'id,name\n1,one\n2,two\n';
   await client.send(new CreateBucketCommand({ Bucket: 'datasets' }));
   await client.send(new PutObjectCommand({ Bucket: 'datasets', Key: 'sales/2024.csv', Body: body, ContentType: 'text/csv' }));
