@@ -36,11 +36,12 @@ function rotate(dataDir: string, extraEnv: Record<string, string> = {}): Promise
 
 interface Row {
   urn: string;
+  id: string;
   ciphertext: Buffer;
   kek_version: number;
 }
 
-const rows = (gw: TestGateway) => gw.gateway.deps.sqlite.prepare('SELECT urn, ciphertext, kek_version FROM catalog_secrets ORDER BY urn').all() as Row[];
+const rows = (gw: TestGateway) => gw.gateway.deps.sqlite.prepare('SELECT urn, id, ciphertext, kek_version FROM catalog_secrets ORDER BY urn').all() as Row[];
 const ledger = (gw: TestGateway) =>
   gw.gateway.deps.sqlite.prepare('SELECT version, state FROM catalog_keks ORDER BY version').all() as { version: number; state: string }[];
 const keyFiles = (gw: TestGateway) => readdirSync(join(gw.dataDir, 'keys', 'kek')).sort();
@@ -79,7 +80,10 @@ test('rotate-kek killed midway resumes; every secret decrypts; ciphertexts untou
   assert.match(resumed.stdout, /resumed and finished rotation: active KEK v2, \d+ data keys rewrapped, retired v1/);
   const after = rows(gw);
   assert.ok(after.every((r) => r.kek_version === 2));
-  for (const old of before) assert.deepEqual(after.find((r) => r.urn === old.urn)?.ciphertext, old.ciphertext, 'value ciphertext untouched');
+  for (const old of before) {
+    assert.deepEqual(after.find((r) => r.urn === old.urn)?.ciphertext, old.ciphertext, 'value ciphertext untouched');
+    assert.equal(after.find((r) => r.urn === old.urn)?.id, old.id, 'the id stays, so bound datasets follow');
+  }
   assert.deepEqual(ledger(gw), [
     { version: 1, state: 'retired' },
     { version: 2, state: 'active' },
