@@ -69,10 +69,11 @@ export function createDatasetStore(db: Db): DatasetStore {
     setSecretBindings(urn, bindings) {
       db.delete(catalogDatasetSecrets).where(eq(catalogDatasetSecrets.datasetUrn, urn)).run();
       const rows = [...bindings].map(([reference, secretId]) => ({ datasetUrn: urn, reference, secretId }));
-      for (let i = 0; i < rows.length; i += IN_CHUNK)
+      for (let i = 0; i < rows.length; i += IN_CHUNK) {
         db.insert(catalogDatasetSecrets)
           .values(rows.slice(i, i + IN_CHUNK))
           .run();
+      }
     },
     detachAll: (containerUrn, at) =>
       void db.update(catalogDatasets).set({ containerUrn: null, updatedAt: at }).where(eq(catalogDatasets.containerUrn, containerUrn)).run(),
