@@ -26,6 +26,6 @@ export interface Principal {
 export const DEFAULT_TENANT = '__default__';
 
 /** Admin bypass: native administrators only, never mesh-brokered users. */
-export function isNativeAdmin(principal: Principal | null): boolean {
+export function isNativeAdmin(principal: Pick<Principal, 'source' | 'roles'> | null): boolean {
   return principal !== null && principal.source === 'local' && principal.roles.includes('admin');
 }

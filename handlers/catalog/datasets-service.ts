@@ -5,6 +5,12 @@
  * 404, one it can view but not write is 403 `rebac_denied`. Mesh principals
  * see only what this (receiving) cluster granted them: AUTHZ gives them no
  * admin bypass. Transport-free.
+ *
+ * Secret references in `properties` are bound, when the dataset is written,
+ * to the id of the secret each URN names then (catalog_dataset_secrets).
+ * A use (`forUse`, what retrieval reads through) resolves them by that id
+ * only and re-checks that the dataset's owner may still use each secret —
+ * the policy is evaluated at use, not only when the reference was written.
  */
 import { createServiceKey } from '../../gateway/services.ts';
 import type { AuthzService } from '../authz/index.ts';
@@ -21,8 +27,8 @@ import {
   storedSchema,
 } from './datasets-wire.ts';
 import { CatalogErrors } from './errors.ts';
-import type { SecretsAccess } from './secrets-service.ts';
-import { datasetUrn, secretReferences } from './urn.ts';
+import type { SecretBinder } from './secrets-service.ts';
+import { boundSecretReference, datasetUrn, mapSecretReferences, secretReferences } from './urn.ts';
 
 const object = (urn: string) => ({ namespace: 'dataset', id: urn });
 
@@ -31,14 +37,13 @@ export class DatasetService {
     private readonly store: DatasetStore,
     private readonly containerExists: (urn: string) => boolean,
     private readonly authz: AuthzService,
-    private readonly secrets: Pick<SecretsAccess, 'canUse'>,
+    private readonly secrets: SecretBinder,
     private readonly now: () => Date,
   ) {}
 
   create(principal: Principal, input: DatasetCreate): string {
     const urn = datasetUrn({ platform: input.platform, name: input.name, environment: input.environment });
     const properties = mirrorLocation(input.properties);
-    this.#checkSecretRefs(principal, properties, {});
     if (input.container_urn) this.#checkMembership(principal, input.container_urn);
     const at = this.now().toISOString();
     const row: DatasetRow = {
@@ -61,7 +66,9 @@ export class DatasetService {
     // Row and owner tuple together, so a create is visible to its creator at once (contract §7.3 [I]).
     this.store.atomically(() => {
       if (this.store.byUrn(urn)) throw CatalogErrors.make.dataset_exists({ urn });
+      const bindings = this.#bindSecrets(principal, properties, {}, new Map());
       this.store.insert(row);
+      this.store.setSecretBindings(urn, bindings);
       this.authz.grantOwnership(principal, object(urn));
     });
     return urn;
@@ -87,7 +94,8 @@ export class DatasetService {
       if (patch.tags !== undefined) changes.tags = patch.tags;
       if (patch.properties !== undefined) {
         changes.properties = mirrorLocation(patch.properties);
-        this.#checkSecretRefs(principal, changes.properties, row.properties);
+        const bindings = this.#bindSecrets(principal, changes.properties, row.properties, this.store.secretBindings(urn));
+        this.store.setSecretBindings(urn, bindings);
       }
       if (patch.dataset_schema) changes.datasetSchema = { ...storedSchema(patch.dataset_schema, row) };
       if (patch.container_urn !== undefined && (patch.container_urn ?? null) !== row.containerUrn) {
@@ -106,6 +114,27 @@ export class DatasetService {
       this.store.delete(urn);
       this.authz.deleteObject(object(urn));
     });
+  }
+
+  /**
+   * The dataset as a connector uses it: readable by `principal` (else 404),
+   * every secret reference in `properties` replaced by its bound form
+   * (`<urn>#<secret id>`, what SECRETS.reveal takes). A reference without a
+   * binding, bound to a deleted secret, or to one the dataset's owner (its
+   * creator) may no longer use is 409 `secret_unavailable` — never a lookup
+   * by name.
+   */
+  forUse(principal: Principal, urn: string): DatasetView {
+    const row = this.#readable(principal, urn);
+    const bindings = this.store.secretBindings(urn);
+    const properties = mapSecretReferences(row.properties, (reference) => {
+      const secretId = bindings.get(reference);
+      if (!secretId || !this.secrets.usableBy(row.createdBy, secretId)) {
+        throw CatalogErrors.make.secret_unavailable({ secret_urn: reference });
+      }
+      return boundSecretReference(reference, secretId);
+    });
+    return datasetView({ ...row, properties });
   }
 
   getSchema(principal: Principal, urn: string): StoredSchema {
@@ -138,15 +167,28 @@ export class DatasetService {
   }
 
   /**
-   * A dataset may name a secret only if its writer may see that secret;
-   * otherwise anyone could point a connector at another user's credential.
-   * References already present (checked when written) are not re-checked.
+   * Binds each secret reference of `next` to the secret its URN names now,
+   * which the writer must be able to use (the secret's owner or a native
+   * admin); otherwise anyone could point a connector at another user's
+   * credential. A reference already present that the writer cannot bind
+   * (someone else's secret, or one deleted since) keeps its binding, dead or
+   * alive, so a co-owner can edit other properties; a new one is 403
+   * `secret_reference_forbidden`, for absent and foreign secrets alike.
    */
-  #checkSecretRefs(principal: Principal, next: Record<string, unknown>, previous: Record<string, unknown>): void {
+  #bindSecrets(
+    principal: Principal,
+    next: Record<string, unknown>,
+    previous: Record<string, unknown>,
+    previousBindings: ReadonlyMap<string, string>,
+  ): Map<string, string> {
     const before = secretReferences(previous);
-    for (const ref of secretReferences(next)) {
-      if (!before.has(ref) && !this.secrets.canUse(principal, ref)) throw CatalogErrors.make.secret_reference_forbidden({ secret_urn: ref });
+    const bindings = new Map<string, string>();
+    for (const reference of secretReferences(next)) {
+      const secretId = this.secrets.bindable(principal, reference) ?? previousBindings.get(reference);
+      if (secretId) bindings.set(reference, secretId);
+      else if (!before.has(reference)) throw CatalogErrors.make.secret_reference_forbidden({ secret_urn: reference });
     }
+    return bindings;
   }
 
   #checkMembership(principal: Principal, containerUrn: string): void {

@@ -1,7 +1,7 @@
 /** Dataset rows behind the narrow interface the dataset and container services need. */
 import { and, asc, eq, gt, inArray } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
-import { catalogDatasets } from './schema.ts';
+import { catalogDatasetSecrets, catalogDatasets } from './schema.ts';
 
 export type DatasetRow = typeof catalogDatasets.$inferSelect;
 export type DatasetChanges = Partial<Omit<DatasetRow, 'urn' | 'createdAt' | 'createdBy'>>;
@@ -15,6 +15,10 @@ export interface DatasetStore {
   delete(urn: string): void;
   /** Member URNs of a container in URN order, strictly after `after`. */
   memberUrns(containerUrn: string, after: string | null, limit: number): string[];
+  /** The dataset's secret bindings: reference as written → secret id. */
+  secretBindings(urn: string): Map<string, string>;
+  /** Replaces the dataset's secret bindings (the rows go with the dataset when it is deleted). */
+  setSecretBindings(urn: string, bindings: ReadonlyMap<string, string>): void;
   /** Detaches every member of a container (container deleted). */
   detachAll(containerUrn: string, at: string): void;
   atomically<T>(fn: () => T): T;
@@ -52,6 +56,24 @@ export function createDatasetStore(db: Db): DatasetStore {
         .limit(limit)
         .all()
         .map((r) => r.urn);
+    },
+    secretBindings: (urn) =>
+      new Map(
+        db
+          .select({ reference: catalogDatasetSecrets.reference, secretId: catalogDatasetSecrets.secretId })
+          .from(catalogDatasetSecrets)
+          .where(eq(catalogDatasetSecrets.datasetUrn, urn))
+          .all()
+          .map((row) => [row.reference, row.secretId]),
+      ),
+    setSecretBindings(urn, bindings) {
+      db.delete(catalogDatasetSecrets).where(eq(catalogDatasetSecrets.datasetUrn, urn)).run();
+      const rows = [...bindings].map(([reference, secretId]) => ({ datasetUrn: urn, reference, secretId }));
+      for (let i = 0; i < rows.length; i += IN_CHUNK) {
+        db.insert(catalogDatasetSecrets)
+          .values(rows.slice(i, i + IN_CHUNK))
+          .run();
+      }
     },
     detachAll: (containerUrn, at) =>
       void db.update(catalogDatasets).set({ containerUrn: null, updatedAt: at }).where(eq(catalogDatasets.containerUrn, containerUrn)).run(),

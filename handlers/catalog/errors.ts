@@ -30,5 +30,13 @@ export const CatalogErrors = defineErrors('catalog', {
     status: 403,
     doc: 'Dataset properties reference a secret URN the caller cannot see; existence is not revealed. `secret_urn` says which.',
   },
+  secret_unavailable: {
+    status: 409,
+    doc:
+      'A dataset names a secret that can no longer be used: the secret it was bound to when the dataset was written ' +
+      "was deleted (a secret created later under the same name is not used), or the dataset's owner may no longer " +
+      'use it. The owner writes the dataset again to bind the reference anew. ' +
+      '`secret_urn` is the reference as written.',
+  },
   secret_unreadable: { status: 500, doc: 'A stored secret failed to decrypt (tampered row, or a key file not matching the database).' },
 });

@@ -20,6 +20,7 @@ import { SECRETS, SecretsService } from './secrets-service.ts';
 import { createSecretStore } from './secrets-store.ts';
 
 export { DATASETS, type DatasetService } from './datasets-service.ts';
+export type { DatasetView } from './datasets-wire.ts';
 export { SECRETS, type SecretsAccess } from './secrets-service.ts';
 
 export const catalogModule: HandlerModule = {
@@ -35,6 +36,10 @@ export const catalogModule: HandlerModule = {
       localUserId: (username: string) => {
         const user = users.resolve(username);
         return user?.source === 'local' && user.username === username ? user.id : undefined;
+      },
+      user: (id: string) => {
+        const user = users.byId(id);
+        return user && { userId: user.id, source: user.source, roles: user.roles, disabled: user.disabled };
       },
     };
     const secrets = new SecretsService(createSecretStore(deps.db), keys, owners, deps.now);

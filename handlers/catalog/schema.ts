@@ -3,7 +3,7 @@
  * ledger. Secrets hold only ciphertext and a wrapped data key; key material
  * of the KEKs lives in key files (crypto.ts, kek-ring.ts), never here.
  */
-import { blob, index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
+import { blob, index, integer, primaryKey, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const catalogContainers = sqliteTable(
   'catalog_containers',
@@ -47,6 +47,12 @@ export const catalogSecrets = sqliteTable(
   'catalog_secrets',
   {
     urn: text('urn').primaryKey(),
+    /**
+     * Random UUID given at creation and never reused: what datasets bind to.
+     * The URN is only a name, which a later secret may take again after a
+     * delete; a value update (clobber) or a KEK rotation keeps the id.
+     */
+    id: text('id').notNull().unique(),
     name: text('name').notNull(),
     description: text('description'),
     /** `urn:li:corpuser:<username>` as shown; ownerId is what authorizes. */
@@ -61,6 +67,25 @@ export const catalogSecrets = sqliteTable(
     updatedAt: text('updated_at').notNull(),
   },
   (t) => [index('catalog_secrets_kek').on(t.kekVersion), index('catalog_secrets_owner').on(t.ownerId)],
+);
+
+/**
+ * Which secret each reference in a dataset's properties was bound to when
+ * the dataset was written: the reference as written (a secret URN) and the
+ * id of the secret that URN named then. Uses resolve by `secretId` only, so
+ * a secret deleted and created again under the same name is a different
+ * secret, never picked up silently.
+ */
+export const catalogDatasetSecrets = sqliteTable(
+  'catalog_dataset_secrets',
+  {
+    datasetUrn: text('dataset_urn')
+      .notNull()
+      .references(() => catalogDatasets.urn, { onDelete: 'cascade' }),
+    reference: text('reference').notNull(),
+    secretId: text('secret_id').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.datasetUrn, t.reference] }), index('catalog_dataset_secrets_secret').on(t.secretId)],
 );
 
 /**

@@ -5,14 +5,21 @@
  * owner (the local user who created it, or the user an administrator named
  * as `owner`) and native administrators. Everyone else gets 404, so names
  * are not probed. Mesh callers are refused at the route (nativeOnly).
+ *
+ * Each secret has an immutable random id besides its URN (a name). Datasets
+ * bind their references to that id when written, and a value is revealed by
+ * id only, so deleting a secret and creating another under the same name
+ * never hands the new value to the old references (the role Vault's
+ * accessors play: a handle to one secret, not to whatever holds a path).
  */
+import { randomUUID } from 'node:crypto';
 import { createServiceKey } from '../../gateway/services.ts';
 import { isNativeAdmin, type Principal } from '../principal.ts';
 import { decryptSecret, encryptSecret } from './crypto.ts';
 import { CatalogErrors } from './errors.ts';
 import type { KeyManager } from './keys.ts';
 import type { SecretRow, SecretStore } from './secrets-store.ts';
-import { secretUrn } from './urn.ts';
+import { parseBoundSecretReference, secretUrn } from './urn.ts';
 
 const USER_PREFIX = 'urn:li:corpuser:';
 
@@ -34,22 +41,44 @@ export interface SecretInput {
   description?: string | null | undefined;
 }
 
-/** Local users by username, for `owner`; the slice of USER_DIRECTORY this service needs. */
+/** The user facts a secret check needs, as the user directory holds them now. */
+export interface SecretUser {
+  userId: string;
+  source: Principal['source'];
+  roles: readonly string[];
+  disabled: boolean;
+}
+
+/** Local users by username (for `owner`) and by id (a dataset's owner at use): the slice of USER_DIRECTORY used. */
 export interface OwnerLookup {
   localUserId(username: string): string | undefined;
+  user(id: string): SecretUser | undefined;
 }
 
 /** What other domains (retrieval connectors) may use; never routed to HTTP. */
 export interface SecretsAccess {
-  /** The plaintext value. In-process only: never put it in a response, a log line or an error. */
-  reveal(urn: string): string;
+  /**
+   * The plaintext value of the secret a bound reference names (a dataset
+   * reference as the catalog hands it out for one use: `<urn>#<secret id>`).
+   * A plain URN is refused: values are reached by id only. In-process only:
+   * never put the value in a response, a log line or an error.
+   */
+  reveal(boundReference: string): string;
   /** May `principal` see this secret (and so reference it from a dataset)? False when absent. */
   canUse(principal: Principal, urn: string): boolean;
 }
 
 export const SECRETS = createServiceKey<SecretsAccess>('catalogSecrets');
 
-export class SecretsService implements SecretsAccess {
+/** What the dataset service needs to bind references when a dataset is written and to re-check them at use. */
+export interface SecretBinder {
+  /** The id of the secret `urn` names now, when `principal` may use it (the canUse rule); else null. */
+  bindable(principal: Principal, urn: string): string | null;
+  /** May the local user `userId` still use the secret with this id? False when either is gone. */
+  usableBy(userId: string, secretId: string): boolean;
+}
+
+export class SecretsService implements SecretsAccess, SecretBinder {
   constructor(
     private readonly store: SecretStore,
     private readonly keys: KeyManager,
@@ -68,6 +97,8 @@ export class SecretsService implements SecretsAccess {
       const envelope = encryptSecret(urn, input.value, this.keys.active());
       this.store.upsert({
         urn,
+        // A value update keeps the id, so datasets bound to this secret follow it; a new secret gets a new one.
+        id: existing?.id ?? randomUUID(),
         name: input.name,
         description: input.description ?? null,
         owner: owner.urn,
@@ -100,20 +131,32 @@ export class SecretsService implements SecretsAccess {
     });
   }
 
-  reveal(urn: string): string {
-    const row = this.store.byUrn(urn);
-    if (!row) throw CatalogErrors.make.secret_not_found({ urn });
+  reveal(boundReference: string): string {
+    const bound = parseBoundSecretReference(boundReference);
+    const row = bound ? this.store.byId(bound.secretId) : undefined;
+    if (!bound || !row) throw CatalogErrors.make.secret_unavailable({ secret_urn: bound?.reference ?? boundReference });
     try {
-      return decryptSecret(urn, row, this.keys.get(row.kekVersion));
+      return decryptSecret(row.urn, row, this.keys.get(row.kekVersion));
     } catch (error) {
       // The cause is a crypto or key-file failure; it never holds the value.
-      throw CatalogErrors.make.secret_unreadable({ urn }, error);
+      throw CatalogErrors.make.secret_unreadable({ urn: row.urn }, error);
     }
   }
 
   canUse(principal: Principal, urn: string): boolean {
+    return this.bindable(principal, urn) !== null;
+  }
+
+  bindable(principal: Principal, urn: string): string | null {
     const row = this.store.byUrn(urn);
-    return row !== undefined && this.#mayManage(principal, row);
+    return row && this.#mayManage(principal, row) ? row.id : null;
+  }
+
+  usableBy(userId: string, secretId: string): boolean {
+    const user = this.owners.user(userId);
+    const row = this.store.byId(secretId);
+    // A disabled user can no longer act, so what rests on their authority stops too.
+    return user !== undefined && !user.disabled && row !== undefined && this.#mayManage(user, row);
   }
 
   #visible(principal: Principal, urn: string): SecretRow {
@@ -122,7 +165,7 @@ export class SecretsService implements SecretsAccess {
     return row;
   }
 
-  #mayManage(principal: Principal, row: SecretRow): boolean {
+  #mayManage(principal: Pick<Principal, 'userId' | 'source' | 'roles'>, row: SecretRow): boolean {
     return isNativeAdmin(principal) || (principal.source === 'local' && row.ownerId === principal.userId);
   }
 

@@ -7,8 +7,9 @@ export type SecretRow = typeof catalogSecrets.$inferSelect;
 
 export interface SecretStore {
   byUrn(urn: string): SecretRow | undefined;
+  byId(id: string): SecretRow | undefined;
   list(): SecretRow[];
-  /** Insert, or replace an existing row (clobber). */
+  /** Insert, or replace an existing row's content (clobber); the id and created_at of a replaced row stay. */
   upsert(row: SecretRow): void;
   delete(urn: string): boolean;
   /** Rows whose data key is wrapped by a version other than `version`. */
@@ -23,9 +24,10 @@ export interface SecretStore {
 export function createSecretStore(db: Db): SecretStore {
   return {
     byUrn: (urn) => db.select().from(catalogSecrets).where(eq(catalogSecrets.urn, urn)).get(),
+    byId: (id) => db.select().from(catalogSecrets).where(eq(catalogSecrets.id, id)).get(),
     list: () => db.select().from(catalogSecrets).orderBy(catalogSecrets.urn).all(),
     upsert: (row) => {
-      const { urn: _key, createdAt: _created, ...changes } = row;
+      const { urn: _key, id: _id, createdAt: _created, ...changes } = row;
       db.insert(catalogSecrets).values(row).onConflictDoUpdate({ target: catalogSecrets.urn, set: changes }).run();
     },
     delete: (urn) => db.delete(catalogSecrets).where(eq(catalogSecrets.urn, urn)).run().changes > 0,

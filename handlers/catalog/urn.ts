@@ -101,15 +101,39 @@ function parenBalance(text: string): number {
   return n;
 }
 
+/**
+ * A copy of `value` (dataset properties) with every secret reference — any
+ * string starting `urn:li:dataHubSecret:`, at any depth — replaced by
+ * `replace(reference)`. The JSON round trip visits every value however deep
+ * (properties arrived as JSON and are stored as JSON), so no reference can
+ * hide below a depth limit.
+ */
+export function mapSecretReferences<T>(value: T, replace: (reference: string) => string): T {
+  const isReference = (item: unknown): item is string => typeof item === 'string' && item.startsWith(SECRET_PREFIX);
+  return JSON.parse(JSON.stringify(value), (_key, item: unknown) => (isReference(item) ? replace(item) : item)) as T;
+}
+
 /** Secret URNs held anywhere in a connector's properties (strings only, any depth). */
-export function secretReferences(value: unknown, found = new Set<string>(), depth = 0): Set<string> {
-  if (depth > 16) return found;
-  if (typeof value === 'string') {
-    if (value.startsWith(SECRET_PREFIX)) found.add(value);
-  } else if (Array.isArray(value)) {
-    for (const item of value) secretReferences(item, found, depth + 1);
-  } else if (value !== null && typeof value === 'object') {
-    for (const item of Object.values(value)) secretReferences(item, found, depth + 1);
-  }
+export function secretReferences(value: unknown): Set<string> {
+  const found = new Set<string>();
+  mapSecretReferences(value, (reference) => {
+    found.add(reference);
+    return reference;
+  });
   return found;
+}
+
+const BOUND_SUFFIX = /#([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/**
+ * A reference as handed to a connector for one use: the reference as written
+ * plus `#<secret id>` of the secret it was bound to. The catalog writes every
+ * reference of a dataset in this form before a connector sees the properties,
+ * so the id is always the last `#…` part, whatever the secret's name holds.
+ */
+export const boundSecretReference = (reference: string, secretId: string): string => `${reference}#${secretId}`;
+
+export function parseBoundSecretReference(text: string): { reference: string; secretId: string } | null {
+  const match = text.startsWith(SECRET_PREFIX) ? BOUND_SUFFIX.exec(text) : null;
+  return match ? { reference: text.slice(0, match.index), secretId: match[1] as string } : null;
 }

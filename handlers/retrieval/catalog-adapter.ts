@@ -3,7 +3,7 @@
  * lookup under the catalog's ReBAC rules, and the properties write that
  * stores a gate binding as `properties.gate` (contract §9.1).
  */
-import type { DatasetService } from '../catalog/index.ts';
+import type { DatasetService, DatasetView } from '../catalog/index.ts';
 import type { Principal } from '../principal.ts';
 import type { DatasetReader, DatasetRecord } from './plan.ts';
 
@@ -14,12 +14,14 @@ export interface DatasetGateStore extends DatasetReader {
 
 export function catalogDatasets(service: DatasetService): DatasetGateStore {
   return {
-    get(principal, urn): DatasetRecord {
-      const view = service.get(principal, urn);
-      return { urn: view.urn, platform: view.platform, name: view.name, properties: view.properties };
-    },
+    get: (principal, urn) => record(service.get(principal, urn)),
+    forUse: (principal, urn) => record(service.forUse(principal, urn)),
     setProperties(principal, urn, properties) {
       service.patch(principal, urn, { properties });
     },
   };
+}
+
+function record(view: DatasetView): DatasetRecord {
+  return { urn: view.urn, platform: view.platform, name: view.name, properties: view.properties };
 }

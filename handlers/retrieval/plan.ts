@@ -24,6 +24,12 @@ export interface DatasetRecord {
 /** Dataset lookup with the catalog's ReBAC rules: viewer or higher, else 404 (spec: Authentication 9). */
 export interface DatasetReader {
   get(principal: Principal, urn: string): DatasetRecord;
+  /**
+   * The same, for reading the dataset's data: secret references come bound to
+   * the secret the owner chose (what SECRETS.reveal takes), or the catalog
+   * refuses with 409 secret_unavailable.
+   */
+  forUse(principal: Principal, urn: string): DatasetRecord;
 }
 
 export class SourceRegistry {

@@ -51,7 +51,7 @@ export class RetrievalService {
 
   async create(principal: Principal, body: CreateBody): Promise<JobView> {
     const { datasets, sources, settings, store } = this.deps;
-    const dataset = datasets.get(principal, body.dataset_urn);
+    const dataset = datasets.forUse(principal, body.dataset_urn);
     const request = storedRequest(body, body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize);
     const id = randomUUID();
     const factory = sources.for(dataset.platform);
@@ -139,7 +139,7 @@ export class RetrievalService {
 
   async #open(principal: Principal, job: JobRow): Promise<JobStream> {
     if (job.status === 'CANCELED') throw RetrievalErrors.make.retrieval_job_canceled({ job_id: job.id });
-    const dataset = this.deps.datasets.get(principal, job.datasetUrn);
+    const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
     const factory = this.deps.sources.for(dataset.platform);
     const source = await factory.create(sourceInput(factory, dataset, request, this.deps.runs.override(job.id), `meshgate-retrieval:${job.id}`));

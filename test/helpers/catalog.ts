@@ -1,6 +1,7 @@
 /** Catalog test helpers: hostile names, the three URN addressing forms, grants, mesh principals. */
 import { AUTHZ } from '../../handlers/authz/index.ts';
 import { DATASETS, SECRETS } from '../../handlers/catalog/index.ts';
+import { boundSecretReference } from '../../handlers/catalog/urn.ts';
 import type { Principal } from '../../handlers/principal.ts';
 import type { TestGateway } from './gateway.ts';
 
@@ -62,6 +63,19 @@ export function datasetService(gw: TestGateway) {
 
 export function secretsAccess(gw: TestGateway) {
   return gw.gateway.deps.services.get(SECRETS);
+}
+
+/** The id of the secret a URN names now, as stored (never shown by the API). */
+export function secretId(gw: TestGateway, urn: string): string | undefined {
+  const lookup = gw.gateway.deps.sqlite.prepare('SELECT id FROM catalog_secrets WHERE urn = ?');
+  return (lookup.get(urn) as { id: string } | undefined)?.id;
+}
+
+/** The value of the secret a URN names now, through SECRETS.reveal, which takes only a reference bound to an id. */
+export function revealCurrent(gw: TestGateway, urn: string): string {
+  const id = secretId(gw, urn);
+  if (!id) throw new Error(`no secret ${urn}`);
+  return secretsAccess(gw).reveal(boundSecretReference(urn, id));
 }
 
 /** A receiver-local brokered user as the (future) mesh proxy will present it; roles as the source asserted them. */

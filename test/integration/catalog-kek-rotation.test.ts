@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { generateKey } from '../../handlers/catalog/crypto.ts';
 import { KekRing } from '../../handlers/catalog/kek-ring.ts';
-import { secretsAccess } from '../helpers/catalog.ts';
+import { revealCurrent } from '../helpers/catalog.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
@@ -36,11 +36,12 @@ function rotate(dataDir: string, extraEnv: Record<string, string> = {}): Promise
 
 interface Row {
   urn: string;
+  id: string;
   ciphertext: Buffer;
   kek_version: number;
 }
 
-const rows = (gw: TestGateway) => gw.gateway.deps.sqlite.prepare('SELECT urn, ciphertext, kek_version FROM catalog_secrets ORDER BY urn').all() as Row[];
+const rows = (gw: TestGateway) => gw.gateway.deps.sqlite.prepare('SELECT urn, id, ciphertext, kek_version FROM catalog_secrets ORDER BY urn').all() as Row[];
 const ledger = (gw: TestGateway) =>
   gw.gateway.deps.sqlite.prepare('SELECT version, state FROM catalog_keks ORDER BY version').all() as { version: number; state: string }[];
 const keyFiles = (gw: TestGateway) => readdirSync(join(gw.dataDir, 'keys', 'kek')).sort();
@@ -69,7 +70,7 @@ test('rotate-kek killed midway resumes; every secret decrypts; ciphertexts untou
   ]);
   assert.deepEqual(keyFiles(gw), ['kek-v1.key', 'kek-v2.key']);
   // The live gateway reads both versions meanwhile, and wraps new secrets under the new one.
-  for (const [urn, value] of values) assert.equal(secretsAccess(gw).reveal(urn), value);
+  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
   const during = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'written-during', value: 'during' } });
   values.set(during.json, 'during');
   assert.equal(rows(gw).find((r) => r.urn === during.json)?.kek_version, 2);
@@ -79,20 +80,23 @@ test('rotate-kek killed midway resumes; every secret decrypts; ciphertexts untou
   assert.match(resumed.stdout, /resumed and finished rotation: active KEK v2, \d+ data keys rewrapped, retired v1/);
   const after = rows(gw);
   assert.ok(after.every((r) => r.kek_version === 2));
-  for (const old of before) assert.deepEqual(after.find((r) => r.urn === old.urn)?.ciphertext, old.ciphertext, 'value ciphertext untouched');
+  for (const old of before) {
+    assert.deepEqual(after.find((r) => r.urn === old.urn)?.ciphertext, old.ciphertext, 'value ciphertext untouched');
+    assert.equal(after.find((r) => r.urn === old.urn)?.id, old.id, 'the id stays, so bound datasets follow');
+  }
   assert.deepEqual(ledger(gw), [
     { version: 1, state: 'retired' },
     { version: 2, state: 'active' },
   ]);
   assert.deepEqual(keyFiles(gw), ['kek-v2.key'], 'the retired key file is deleted');
-  for (const [urn, value] of values) assert.equal(secretsAccess(gw).reveal(urn), value);
+  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
   await gw.restart();
-  for (const [urn, value] of values) assert.equal(secretsAccess(gw).reveal(urn), value, 'after a restart');
+  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value, 'after a restart');
 
   const again = await rotate(gw.dataDir);
   assert.match(again.stdout, /^finished rotation: active KEK v3, 13 data keys rewrapped, retired v2/);
   assert.deepEqual(keyFiles(gw), ['kek-v3.key']);
-  for (const [urn, value] of values) assert.equal(secretsAccess(gw).reveal(urn), value);
+  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
 });
 
 test('a key file written before the crash is adopted; a wrong or world-readable key file stops start', async (t) => {
@@ -104,7 +108,7 @@ test('a key file written before the crash is adopted; a wrong or world-readable 
   ring.add(2, generateKey());
   const adopted = await rotate(gw.dataDir);
   assert.match(adopted.stdout, /resumed and finished rotation: active KEK v2, 1 data keys rewrapped, retired v1/);
-  assert.equal(secretsAccess(gw).reveal(urn), 'kept');
+  assert.equal(revealCurrent(gw, urn), 'kept');
   await gw.stop();
   const file = join(gw.dataDir, 'keys', 'kek', 'kek-v2.key');
   chmodSync(file, 0o644);

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { secretsAccess } from '../helpers/catalog.ts';
+import { revealCurrent, secretsAccess } from '../helpers/catalog.ts';
 import { startTestGateway, type TestResponse } from '../helpers/gateway.ts';
 
 function filesUnder(dir: string): string[] {
@@ -104,8 +104,8 @@ test('canary secret values appear in no response, no log line and no database fi
     201,
   );
   // In-process consumers do get the values (and must not print them).
-  assert.equal(secretsAccess(gw).reveal(urns[0] as string), c1);
-  assert.equal(secretsAccess(gw).reveal(urns[2] as string), c2);
+  assert.equal(revealCurrent(gw, urns[0] as string), c1);
+  assert.equal(revealCurrent(gw, urns[2] as string), c2);
   assert.throws(
     () => secretsAccess(gw).reveal('urn:li:dataHubSecret:none'),
     (e: Error) => !canaries.some((c) => e.message.includes(c)),
@@ -137,6 +137,6 @@ test('canary secret values appear in no response, no log line and no database fi
     'control: the scan reads the stored rows',
   );
   await gw.restart();
-  assert.equal(secretsAccess(gw).reveal('urn:li:dataHubSecret:admin-canary'), c2, 'decrypts after a restart');
+  assert.equal(revealCurrent(gw, 'urn:li:dataHubSecret:admin-canary'), c2, 'decrypts after a restart');
   for (const file of dbFiles()) scan(`${file} after restart`, readFileSync(file));
 });

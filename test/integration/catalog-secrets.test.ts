@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createDataset, meshPrincipal, secretsAccess } from '../helpers/catalog.ts';
+import { createDataset, datasetService, meshPrincipal, revealCurrent, secretsAccess } from '../helpers/catalog.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 
 async function createSecret(gw: TestGateway, token: string, body: Record<string, unknown>, clobber = 'false') {
@@ -40,7 +40,7 @@ test('secrets: create answers the URN; get, list and delete by v2 (raw or encode
     );
   }
   assert.deepEqual((await gw.request('GET', '/api/catalog/secrets/?query=nomatch', { token })).json, []);
-  assert.equal(secretsAccess(gw).reveal(res.json), 's3cr3t-value', 'in-process consumers get the value');
+  assert.equal(revealCurrent(gw, res.json), 's3cr3t-value', 'in-process consumers get the value');
   const hostile = await createSecret(gw, token, { name: 'a/b (c),%2F+ü', value: 'v' });
   assert.equal(hostile.json, 'urn:li:dataHubSecret:a/b (c),%2F+ü');
   assert.equal((await gw.request('GET', `/api/catalog/secrets/v2/${encodeURIComponent(hostile.json)}`, { token })).json.name, 'a/b (c),%2F+ü');
@@ -67,13 +67,13 @@ test('secrets: 409 without clobber, replace with clobber, 422 on bad bodies', as
     409,
     'clobber defaults to false',
   );
-  assert.equal(secretsAccess(gw).reveal(first.json), 'one');
+  assert.equal(revealCurrent(gw, first.json), 'one');
   const replaced = await createSecret(gw, alice.token, { name: 'pg', value: 'two' }, 'true');
   assert.equal(replaced.status, 201);
-  assert.equal(secretsAccess(gw).reveal(first.json), 'two');
+  assert.equal(revealCurrent(gw, first.json), 'two');
   const hijack = await createSecret(gw, bob.token, { name: 'pg', value: 'bobs' }, 'true');
   assert.equal(hijack.status, 409, 'clobber needs the right to manage the existing secret');
-  assert.equal(secretsAccess(gw).reveal(first.json), 'two');
+  assert.equal(revealCurrent(gw, first.json), 'two');
   for (const body of [
     {},
     { name: 'x' },
@@ -150,7 +150,9 @@ test('datasets may reference only secrets their writer can see', async (t) => {
   assert.equal(patch.status, 403);
   const keep = await gw.request('PATCH', `/api/catalog/datasets/v2/${urn}`, { token: alice.token, json: { properties: { password: aliceSecret, db: 'x' } } });
   assert.equal(keep.status, 200);
-  assert.equal(secretsAccess(gw).reveal(keep.json.properties.password), 'alice-pw');
+  assert.equal(keep.json.properties.password, aliceSecret, 'reads show the reference as written');
+  const inUse = datasetService(gw).forUse({ ...meshPrincipal(alice.id), source: 'local', authMethod: 'jwt' }, urn);
+  assert.equal(secretsAccess(gw).reveal(inUse.properties.password as string), 'alice-pw');
   assert.equal((await createDataset(gw, admin, { name: 'admin-orders', platform: 'postgres', properties: { password: adminSecret } })).length > 0, true);
 });
 

@@ -128,13 +128,13 @@ test('an unknown sslmode or an sslrootcert that is not a certificate is refused 
     assert.equal(res.json.detail.reason, 'source_options_invalid');
     assert.equal(res.json.detail.option, option);
   }
-  // An sslrootcert secret deleted after the dataset was made (the catalog refuses unknown secrets at creation).
+  // An sslrootcert secret deleted after the dataset was made: the catalog refuses the use before any connection.
   const doomed = await w.secret('doomed-ca', w.ca);
   const orphan = await w.dataset({ host: 'localhost', port: 1, sslmode: 'verify-ca', sslrootcert: doomed });
   const deleted = await w.gw.request('DELETE', `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(doomed)}`, { token: w.admin });
   assert.ok(deleted.status < 300, deleted.text);
   const res = await w.read(orphan);
-  assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.option], [422, 'source_options_invalid', 'sslrootcert']);
+  assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.secret_urn], [409, 'secret_unavailable', doomed]);
   const unreachable = await w.read(await w.dataset({ host: 'localhost', port: 1, sslmode: 'verify-full', sslrootcert: w.ca }));
   assert.equal(unreachable.status, 502, 'valid settings do connect');
 });
