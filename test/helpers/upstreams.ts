@@ -224,3 +224,27 @@ export async function deploy(gw: TestGateway, body: Record<string, unknown>): Pr
   if (res.status !== 201) throw new Error(`deploy failed: ${res.status} ${res.text}`);
   return res.json;
 }
+
+export interface LegacyRecord {
+  id: string;
+  kind: string;
+  runtime_path: string;
+  legacy_port: number | null;
+  legacy_url: string | null;
+}
+
+/**
+ * Creates a deployment on a random high port, retrying on a collision: the
+ * port is bound by the gateway itself, never probed first by the test.
+ */
+export async function deployLegacy(gw: TestGateway, body: Record<string, unknown>): Promise<LegacyRecord> {
+  const token = await gw.adminToken();
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const legacy_port = 20000 + Math.floor(Math.random() * 40000);
+    const res = await gw.request('POST', '/api/serving/deployments', { token, json: { ...body, legacy_port } });
+    if (res.status === 409 && res.json.detail.reason === 'legacy_port_unavailable') continue;
+    assert.equal(res.status, 201, res.text);
+    return res.json;
+  }
+  throw new Error('no free legacy port in 20 attempts');
+}

@@ -10,7 +10,7 @@ import { ApiError } from '../../../gateway/errors/api-error.ts';
 import { AuthzService } from '../../../handlers/authz/service.ts';
 import { createTupleStore } from '../../../handlers/authz/store.ts';
 import type { Principal } from '../../../handlers/principal.ts';
-import { DeploymentService } from '../../../handlers/serving/service.ts';
+import { DeploymentService, deploymentInput } from '../../../handlers/serving/service.ts';
 import { createDeploymentStore } from '../../../handlers/serving/store.ts';
 
 const admin: Principal = {
@@ -35,46 +35,18 @@ test('a mesh caller without a model relation is refused the listing (403 rebac_d
     { prefixes: () => ({ models: '/runtime/models' }), origin: () => 'https://p.example' },
     () => new Date(),
   );
-  const model = await service.create(admin, {
-    kind: 'model',
-    name: 'm',
-    upstream: 'http://127.0.0.1:9',
-    strip_prefix: true,
-    websocket: true,
-    requires_auth: true,
-    forward_authorization: false,
-  });
-  await service.create(admin, {
-    kind: 'app',
-    name: 'a',
-    upstream: 'http://127.0.0.1:9',
-    strip_prefix: true,
-    websocket: true,
-    requires_auth: true,
-    forward_authorization: false,
-  });
+  const model = await service.create(admin, deploymentInput.parse({ kind: 'model', name: 'm', upstream: 'http://127.0.0.1:9' }));
+  await service.create(admin, deploymentInput.parse({ kind: 'app', name: 'a', upstream: 'http://127.0.0.1:9' }));
   assert.throws(
     () => service.list(meshAdmin),
     (error: unknown) => error instanceof ApiError && error.status === 403 && error.reason === 'rebac_denied',
   );
-  await assert.rejects(
-    () =>
-      service.create(meshAdmin, {
-        kind: 'tool',
-        name: 't',
-        upstream: 'http://127.0.0.1:9',
-        strip_prefix: true,
-        websocket: true,
-        requires_auth: true,
-        forward_authorization: false,
-      }),
-    /admin_required/,
-  );
+  await assert.rejects(() => service.create(meshAdmin, deploymentInput.parse({ kind: 'tool', name: 't', upstream: 'http://127.0.0.1:9' })), /admin_required/);
   authz.write([{ subject: { namespace: 'user', id: meshAdmin.userId }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
   assert.deepEqual(
     service.list(meshAdmin).map((d) => [d.id, 'upstream' in d]),
     [[model.id, false]],
   );
-  assert.equal(service.resolve('model', model.id)?.id, model.id);
-  assert.equal(service.resolve('app', model.id), null, 'a model id does not resolve under apps');
+  assert.equal(service.resolveFor(meshAdmin, 'model', model.id)?.id, model.id);
+  assert.equal(service.resolveFor(admin, 'app', model.id), null, 'a model id does not resolve under apps');
 });
