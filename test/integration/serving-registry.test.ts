@@ -36,6 +36,7 @@ test('admins create, read and delete deployments; records carry runtime and Open
       timeout_seconds: 30,
       requires_auth: true,
       forward_authorization: false,
+      visibility: 'private',
       runtime_path: `/runtime/models/${d.id}`,
       url: `${gw.url}/runtime/models/${d.id}`,
       openai_base_url: `${gw.url}/runtime/models/${d.id}/v1`,
