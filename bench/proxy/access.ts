@@ -7,36 +7,14 @@
  * The wrk figures of run.ts move by more than this between reps.
  *   npx tsx bench/proxy/access.ts   (env: BENCH_ITERATIONS=1000000)
  */
-import { openDatabase } from '../../gateway/db/open.ts';
-import { AuthzService } from '../../handlers/authz/service.ts';
-import { createTupleStore } from '../../handlers/authz/store.ts';
-import type { Principal } from '../../handlers/principal.ts';
-import { DeploymentService, deploymentInput } from '../../handlers/serving/service.ts';
-import { createDeploymentStore } from '../../handlers/serving/store.ts';
+import { deploymentInput } from '../../handlers/serving/service.ts';
+import { localPrincipal, memoryDeployments } from '../../test/helpers/deployments.ts';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 1_000_000);
 const REPS = 5;
 
-const user = (userId: string, roles: string[] = []): Principal => ({
-  userId,
-  username: userId,
-  email: null,
-  roles,
-  attributes: {},
-  tenantId: '__default__',
-  source: 'local',
-  authMethod: 'jwt',
-});
-
-const { sqlite, db } = openDatabase(':memory:');
-const authz = new AuthzService(createTupleStore(sqlite), () => new Date());
-const service = new DeploymentService(
-  createDeploymentStore(db),
-  authz,
-  { prefixes: () => ({ models: '/runtime/models' }), origin: () => 'https://bench.example' },
-  () => new Date(),
-);
-const admin = user('bench-admin', ['admin']);
+const { authz, service, close } = memoryDeployments();
+const admin = localPrincipal('bench-admin', ['admin']);
 const deploy = async (name: string, requiresAuth: boolean) =>
   (await service.create(admin, deploymentInput.parse({ kind: 'model', name, upstream: 'http://127.0.0.1:9', requires_auth: requiresAuth }))).id;
 const open = await deploy('open', false);
@@ -51,8 +29,8 @@ for (let u = 0; u < 1000; u++) {
     })),
   );
 }
-const viewer = user('bench-viewer');
-const stranger = user('bench-stranger');
+const viewer = localPrincipal('bench-viewer');
+const stranger = localPrincipal('bench-stranger');
 authz.write([{ subject: { namespace: 'user', id: viewer.userId }, relation: 'viewer', object: { namespace: 'model', id: granted } }]);
 
 /** CPU ns per call, the median of REPS runs (each after the same warm-up). */
@@ -87,4 +65,4 @@ for (const [name, call] of cases) {
   const ns = measure(call);
   console.log(`| ${name} | ${ns.toFixed(0)} | ${(ns - peer).toFixed(0)} |`);
 }
-sqlite.close();
+close();

@@ -5,13 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openDatabase } from '../../../gateway/db/open.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { AuthzService } from '../../../handlers/authz/service.ts';
-import { createTupleStore } from '../../../handlers/authz/store.ts';
 import type { Principal } from '../../../handlers/principal.ts';
-import { DeploymentService, deploymentInput } from '../../../handlers/serving/service.ts';
-import { createDeploymentStore } from '../../../handlers/serving/store.ts';
+import { deploymentInput } from '../../../handlers/serving/service.ts';
+import { memoryDeployments } from '../../helpers/deployments.ts';
 
 const admin: Principal = {
   userId: 'u-admin',
@@ -26,15 +23,8 @@ const admin: Principal = {
 const meshAdmin: Principal = { ...admin, userId: 'u-mesh', username: 'remote-admin', source: 'mesh', authMethod: 'mesh', externalId: 'x@y' };
 
 test('a mesh caller without a model relation is refused the listing (403 rebac_denied), even with the admin role', async (t) => {
-  const { sqlite, db } = openDatabase(':memory:');
-  t.after(() => sqlite.close());
-  const authz = new AuthzService(createTupleStore(sqlite), () => new Date());
-  const service = new DeploymentService(
-    createDeploymentStore(db),
-    authz,
-    { prefixes: () => ({ models: '/runtime/models' }), origin: () => 'https://p.example' },
-    () => new Date(),
-  );
+  const { authz, service, close } = memoryDeployments();
+  t.after(close);
   const model = await service.create(admin, deploymentInput.parse({ kind: 'model', name: 'm', upstream: 'http://127.0.0.1:9' }));
   await service.create(admin, deploymentInput.parse({ kind: 'app', name: 'a', upstream: 'http://127.0.0.1:9' }));
   assert.throws(
