@@ -15,8 +15,15 @@ const REPS = 5;
 
 const { authz, service, close } = memoryDeployments();
 const admin = localPrincipal('bench-admin', ['admin']);
-const deploy = async (name: string, requiresAuth: boolean) =>
-  (await service.create(admin, deploymentInput.parse({ kind: 'model', name, upstream: 'http://127.0.0.1:9', requires_auth: requiresAuth }))).id;
+const deploy = async (name: string, requiresAuth: boolean) => {
+  const input = deploymentInput.parse({
+    kind: 'model',
+    name,
+    upstream: 'http://127.0.0.1:9',
+    requires_auth: requiresAuth,
+  });
+  return (await service.create(admin, input)).id;
+};
 const open = await deploy('open', false);
 const granted = await deploy('granted', true);
 const relations = ['owner', 'editor', 'viewer'];
@@ -31,7 +38,13 @@ for (let u = 0; u < 1000; u++) {
 }
 const viewer = localPrincipal('bench-viewer');
 const stranger = localPrincipal('bench-stranger');
-authz.write([{ subject: { namespace: 'user', id: viewer.userId }, relation: 'viewer', object: { namespace: 'model', id: granted } }]);
+authz.write([
+  {
+    subject: { namespace: 'user', id: viewer.userId },
+    relation: 'viewer',
+    object: { namespace: 'model', id: granted },
+  },
+]);
 
 /** CPU ns per call, the median of REPS runs (each after the same warm-up). */
 function measure(call: () => unknown): number {
@@ -60,7 +73,8 @@ const cases: [string, () => unknown][] = [
   // A new principal object each call: a miss every time (first request of a token, or after any tuple change).
   ['viewer grant, not cached', () => service.resolveFor({ ...viewer }, 'model', granted)],
 ];
-console.log(`| case | ns CPU per call | added to the lookup (ns) |\n|---|---|---|\n| lookup alone (peer) | ${peer.toFixed(0)} | — |`);
+console.log('| case | ns CPU per call | added to the lookup (ns) |\n|---|---|---|');
+console.log(`| lookup alone (peer) | ${peer.toFixed(0)} | — |`);
 for (const [name, call] of cases) {
   const ns = measure(call);
   console.log(`| ${name} | ${ns.toFixed(0)} | ${(ns - peer).toFixed(0)} |`);

@@ -121,7 +121,9 @@ export class DeploymentService {
   list(principal: Principal, kind?: DeploymentKind) {
     if (principal.source === 'mesh') {
       const granted = this.authz.visibleIds(principal, 'model');
-      if (granted !== 'all' && granted.size === 0) throw AuthzErrors.make.rebac_denied({ relation: 'viewer', object: 'model:*' });
+      if (granted !== 'all' && granted.size === 0) {
+        throw AuthzErrors.make.rebac_denied({ relation: 'viewer', object: 'model:*' });
+      }
     }
     const admin = isNativeAdmin(principal);
     return this.store

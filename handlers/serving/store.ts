@@ -29,6 +29,9 @@ export function createDeploymentStore(db: Db): DeploymentStore {
     findByLegacyPort: (port) => db.select().from(deployments).where(eq(deployments.legacyPort, port)).get(),
     insert: (row) => void db.insert(deployments).values(row).run(),
     delete: (id) => db.delete(deployments).where(eq(deployments.id, id)).run().changes > 0,
-    setVisibility: (id, visibility) => db.update(deployments).set({ visibility }).where(eq(deployments.id, id)).returning().get(),
+    setVisibility(id, visibility) {
+      const update = db.update(deployments).set({ visibility }).where(eq(deployments.id, id));
+      return update.returning().get();
+    },
   };
 }

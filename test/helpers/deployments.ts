@@ -1,4 +1,7 @@
-/** The deployments registry and its authz service over a migrated in-memory SQLite, no gateway (unit tests, bench/proxy/access.ts). */
+/**
+ * The deployments registry and its authz service over a migrated in-memory
+ * SQLite, no gateway (unit tests, bench/proxy/access.ts).
+ */
 import { openDatabase } from '../../gateway/db/open.ts';
 import { AuthzService } from '../../handlers/authz/service.ts';
 import { createTupleStore } from '../../handlers/authz/store.ts';
@@ -20,5 +23,14 @@ export function memoryDeployments() {
 
 /** A native-realm caller of the default tenant, as a verified token would make it. */
 export function localPrincipal(userId: string, roles: string[] = []): Principal {
-  return { userId, username: userId, email: null, roles, attributes: {}, tenantId: '__default__', source: 'local', authMethod: 'jwt' };
+  return {
+    userId,
+    username: userId,
+    email: null,
+    roles,
+    attributes: {},
+    tenantId: '__default__',
+    source: 'local',
+    authMethod: 'jwt',
+  };
 }

@@ -29,7 +29,7 @@ function chat(source: TestGateway, fed: string, modelId: string, token: string) 
   });
 }
 
-test('a model viewer streams chat completions through the mesh, incrementally; elsewhere the API and runtime URL answer the same 404', async (t) => {
+test('a model viewer streams chat through the mesh; elsewhere API and runtime URL answer one 404', async (t) => {
   const { oidc, pair, source, receiver } = await sharedIdpMesh(t);
   const gate = new Gate();
   const model = await startModelServer(t, gate);
@@ -54,10 +54,21 @@ test('a model viewer streams chat completions through the mesh, incrementally; e
   // Mesh callers bypass nothing: not `authenticated` visibility, not an app or a tool, even with a relation on it.
   const app = await startAppServer(t);
   const deployedApp = await deploy(receiver, { kind: 'app', name: 'dash', upstream: app.url });
-  const shared = await deploy(receiver, { kind: 'model', name: 'llm-shared', upstream: model.url, visibility: 'authenticated' });
+  const shared = await deploy(receiver, {
+    kind: 'model',
+    name: 'llm-shared',
+    upstream: model.url,
+    visibility: 'authenticated',
+  });
   const authz = receiver.gateway.deps.services.get(AUTHZ);
   const brokered = authz.list({ objectNs: 'model', objectId: granted.id })[0]?.subjectId as string;
-  authz.write([{ subject: { namespace: 'user', id: brokered }, relation: 'viewer', object: { namespace: 'app', id: deployedApp.id } }]);
+  authz.write([
+    {
+      subject: { namespace: 'user', id: brokered },
+      relation: 'viewer',
+      object: { namespace: 'app', id: deployedApp.id },
+    },
+  ]);
   const via = `/api/mesh/${pair.sourceFedId}`;
   for (const [kind, id, expected] of [
     ['models', granted.id, 200],
@@ -69,7 +80,10 @@ test('a model viewer streams chat completions through the mesh, incrementally; e
     const api = await source.request('GET', `${via}/serving/deployments/${id}`, { token });
     const runtime = await source.request('GET', `${via}/runtime/${kind}/${id}${below}`, { token });
     assert.deepEqual([api.status, runtime.status], [expected, expected], `${kind}/${id}`);
-    if (expected === 404) assert.deepEqual([api.json.detail.reason, runtime.json.detail.reason], ['deployment_not_found', 'deployment_not_found']);
+    if (expected === 404) {
+      const reasons = [api.json.detail.reason, runtime.json.detail.reason];
+      assert.deepEqual(reasons, ['deployment_not_found', 'deployment_not_found']);
+    }
   }
 });
 

@@ -43,7 +43,8 @@ async function get(url: string, dispatcher: Agent, token: string | null): Promis
 }
 
 async function websocket(gw: TestGateway, path: string, token: string | null): Promise<Outcome> {
-  const ws = new WebSocket(`${gw.url.replace('https', 'wss')}${path}`, { ca: gw.gateway.caPem, headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const headers = token ? { authorization: `Bearer ${token}` } : {};
+  const ws = new WebSocket(`${gw.url.replace('https', 'wss')}${path}`, { ca: gw.gateway.caPem, headers });
   ws.on('error', () => {}); // a refused handshake is reported as an error as well
   const opened = once(ws, 'open').then(() => 'ok');
   const refused = once(ws, 'unexpected-response').then(async (args) => {
@@ -73,6 +74,14 @@ async function apiGet(gw: TestGateway, id: string, token: string | null): Promis
   return [res.status, res.text];
 }
 
+async function writeTuple(gw: TestGateway, method: 'POST' | 'DELETE', token: string, json: object): Promise<number> {
+  return (await gw.request(method, '/api/auth/tuples', { token, json })).status;
+}
+
+async function patch(gw: TestGateway, id: string, token: string, visibility: string) {
+  return gw.request('PATCH', `/api/serving/deployments/${id}`, { token, json: { visibility } });
+}
+
 function same(outcome: Outcome) {
   return { api: outcome, h2: outcome, h1: outcome, websocket: outcome, legacy: outcome };
 }
@@ -97,13 +106,12 @@ async function setup(t: After) {
   const deployAll = async (suffix: string, extra: Record<string, unknown>) => {
     const out: Deployed[] = [];
     for (const kind of KINDS) {
-      const d = (await deployLegacy(gw, { kind, name: `${kind}-${suffix}`, upstream: upstream.url, ...extra })) as Deployed;
+      const body = { kind, name: `${kind}-${suffix}`, upstream: upstream.url, ...extra };
+      const d = (await deployLegacy(gw, body)) as Deployed;
       // The administrator makes olive an owner; olive, as owner, grants victor and rita themselves.
-      const granted = await gw.request('POST', '/api/auth/tuples', { token: admin, json: tuple(d.id, 'owner', kind, users.owner.id) });
-      assert.equal(granted.status, 204, granted.text);
+      assert.equal(await writeTuple(gw, 'POST', admin, tuple(d.id, 'owner', kind, users.owner.id)), 204);
       for (const who of [users.viewer, users.revoked]) {
-        const res = await gw.request('POST', '/api/auth/tuples', { token: users.owner.token, json: tuple(d.id, 'viewer', kind, who.id) });
-        assert.equal(res.status, 204, res.text);
+        assert.equal(await writeTuple(gw, 'POST', users.owner.token, tuple(d.id, 'viewer', kind, who.id)), 204);
       }
       out.push(d);
     }
@@ -112,7 +120,7 @@ async function setup(t: After) {
   return { gw, agents, admin, users, tuple, deployAll };
 }
 
-test('callers × kinds × paths: the API and every runtime path give the same answer; a revoked grant holds on the next request', async (t) => {
+test('callers × kinds × paths: every path gives the API answer; a revoked grant holds at once', async (t) => {
   const { gw, agents, admin, users, tuple, deployAll } = await setup(t);
   const deployments = await deployAll('private', {});
   // The 404 a caller gets for an id that does not exist, on the API and on a runtime URL.
@@ -122,9 +130,9 @@ test('callers × kinds × paths: the API and every runtime path give the same an
 
   for (const d of deployments) {
     // Used once before the revocation, so a cached decision would show below.
-    assert.deepEqual(await answers(gw, agents, d, users.revoked.token), same('ok'), `rita before revocation, ${d.kind}`);
-    const revoke = await gw.request('DELETE', '/api/auth/tuples', { token: users.owner.token, json: tuple(d.id, 'viewer', d.kind, users.revoked.id) });
-    assert.equal(revoke.status, 204, revoke.text);
+    const rita = users.revoked;
+    assert.deepEqual(await answers(gw, agents, d, rita.token), same('ok'), `rita before revocation, ${d.kind}`);
+    assert.equal(await writeTuple(gw, 'DELETE', users.owner.token, tuple(d.id, 'viewer', d.kind, rita.id)), 204);
 
     const table: [string, string | null, ReturnType<typeof same>][] = [
       ['owner', users.owner.token, same('ok')],
@@ -155,25 +163,27 @@ function shape(body: string, id: string): unknown {
   return { ...parsed, detail: { ...parsed.detail, request_id: undefined } };
 }
 
-test('visibility authenticated shares a deployment with every signed-in user; owners change it and the next request follows', async (t) => {
+test('visibility authenticated shares with every signed-in user; owners change it at once', async (t) => {
   const { gw, agents, users, deployAll } = await setup(t);
   const shared = await deployAll('shared', { visibility: 'authenticated' });
   for (const d of shared) {
     assert.deepEqual(await answers(gw, agents, d, users.unrelated.token), same('ok'), `ursula on a shared ${d.kind}`);
-    assert.deepEqual(await answers(gw, agents, d, null), same('401 Not authenticated'), `anonymous on a shared ${d.kind}`);
+    const anonymous = same('401 Not authenticated');
+    assert.deepEqual(await answers(gw, agents, d, null), anonymous, `anonymous on a shared ${d.kind}`);
 
-    const byViewer = await gw.request('PATCH', `/api/serving/deployments/${d.id}`, { token: users.viewer.token, json: { visibility: 'private' } });
-    assert.deepEqual([byViewer.status, byViewer.json.detail.reason], [403, 'rebac_denied'], 'a viewer may not change it');
-    const bad = await gw.request('PATCH', `/api/serving/deployments/${d.id}`, { token: users.owner.token, json: { visibility: 'public' } });
+    const byViewer = await patch(gw, d.id, users.viewer.token, 'private');
+    assert.deepEqual([byViewer.status, byViewer.json.detail.reason], [403, 'rebac_denied'], 'viewers may not');
+    const bad = await patch(gw, d.id, users.owner.token, 'public');
     assert.equal(bad.status, 422, bad.text);
-    const byOwner = await gw.request('PATCH', `/api/serving/deployments/${d.id}`, { token: users.owner.token, json: { visibility: 'private' } });
+    const byOwner = await patch(gw, d.id, users.owner.token, 'private');
     assert.equal(byOwner.status, 200, byOwner.text);
     assert.equal(byOwner.json.visibility, 'private');
 
-    assert.deepEqual(await answers(gw, agents, d, users.unrelated.token), same('404 deployment_not_found'), `ursula once ${d.kind} is private`);
+    const hidden = same('404 deployment_not_found');
+    assert.deepEqual(await answers(gw, agents, d, users.unrelated.token), hidden, `ursula once ${d.kind} is private`);
     assert.deepEqual(await answers(gw, agents, d, users.viewer.token), same('ok'), 'explicit viewers keep it');
-    const byStranger = await gw.request('PATCH', `/api/serving/deployments/${d.id}`, { token: users.unrelated.token, json: { visibility: 'authenticated' } });
-    assert.deepEqual([byStranger.status, byStranger.json.detail.reason], [404, 'deployment_not_found'], 'no oracle on PATCH either');
+    const byStranger = await patch(gw, d.id, users.unrelated.token, 'authenticated');
+    assert.deepEqual([byStranger.status, byStranger.json.detail.reason], [404, 'deployment_not_found'], 'no oracle');
   }
   const listed = await gw.request('GET', '/api/serving/deployments?kind=all', { token: users.viewer.token });
   assert.deepEqual(listed.json.map((d: Deployed) => d.kind).sort(), ['app', 'model', 'tool']);
@@ -181,5 +191,6 @@ test('visibility authenticated shares a deployment with every signed-in user; ow
     listed.json.every((d: { upstream?: string }) => d.upstream === undefined),
     'upstream addresses stay with administrators',
   );
-  assert.deepEqual((await gw.request('GET', '/api/serving/deployments?kind=all', { token: users.unrelated.token })).json, []);
+  const strangers = await gw.request('GET', '/api/serving/deployments?kind=all', { token: users.unrelated.token });
+  assert.deepEqual(strangers.json, []);
 });

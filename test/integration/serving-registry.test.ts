@@ -173,7 +173,8 @@ test('`meshgate deploy` manages deployments on the data dir of a running gateway
   const out: string[] = [];
   const err: string[] = [];
   const env = cliEnv(gw, out, err);
-  const add = ['add', '--kind', 'model', '--name', 'cli-llm', '--upstream', upstream.url, '--timeout', '5', '--visibility', 'authenticated'];
+  const add = ['add', '--kind', 'model', '--name', 'cli-llm', '--upstream', upstream.url, '--timeout', '5'];
+  add.push('--visibility', 'authenticated');
   assert.equal(await deployCommand.run(add, env), 0, err.join('\n'));
   const record = JSON.parse(out.join('\n'));
   assert.equal(record.openai_base_url, `${gw.url}/runtime/models/${record.id}/v1`);
@@ -182,7 +183,10 @@ test('`meshgate deploy` manages deployments on the data dir of a running gateway
   const token = await gw.adminToken();
   assert.equal((await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token })).status, 200, 'the running gateway serves it');
   const { token: alice } = await gw.userToken('alice');
-  const aliceStatus = async () => (await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token: alice })).status;
+  const aliceStatus = async () => {
+    const res = await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token: alice });
+    return res.status;
+  };
   assert.equal(await aliceStatus(), 200, 'shared with every signed-in user');
   out.length = 0;
   assert.equal(await deployCommand.run(['visibility', record.id, 'private'], env), 0, err.join('\n'));

@@ -14,12 +14,19 @@ const admin = localPrincipal('u-admin', ['admin']);
 const owner = localPrincipal('u-owner');
 const viewer = localPrincipal('u-viewer');
 const stranger = localPrincipal('u-stranger');
-const mesh: Principal = { ...localPrincipal('u-mesh', ['admin']), source: 'mesh', authMethod: 'mesh', externalId: 'x@peer' };
+const mesh: Principal = {
+  ...localPrincipal('u-mesh', ['admin']),
+  source: 'mesh',
+  authMethod: 'mesh',
+  externalId: 'x@peer',
+};
 
-test('grants, visibility and credentials decide; a revoked grant or a visibility change holds on the next lookup', async (t) => {
+test('grants, visibility and credentials decide; revocations and visibility changes hold at once', async (t) => {
   const { authz, service, close } = memoryDeployments();
   t.after(close);
-  const create = (body: Record<string, unknown>) => service.create(admin, deploymentInput.parse({ upstream: 'http://127.0.0.1:9', ...body }));
+  const create = (body: Record<string, unknown>) => {
+    return service.create(admin, deploymentInput.parse({ upstream: 'http://127.0.0.1:9', ...body }));
+  };
   const app = await create({ kind: 'app', name: 'a' });
   const model = await create({ kind: 'model', name: 'm' });
   const open = await create({ kind: 'tool', name: 't', requires_auth: false });
@@ -29,7 +36,9 @@ test('grants, visibility and credentials decide; a revoked grant or a visibility
   grant(viewer, 'viewer', 'app', app.id);
   grant(mesh, 'viewer', 'app', app.id);
   grant(mesh, 'viewer', 'model', model.id);
-  const sees = (who: Principal | null, kind: 'model' | 'app' | 'tool', id: string) => service.resolveFor(who, kind, id) !== null;
+  const sees = (who: Principal | null, kind: 'model' | 'app' | 'tool', id: string) => {
+    return service.resolveFor(who, kind, id) !== null;
+  };
 
   const table: [string, Principal | null, 'model' | 'app' | 'tool', string, boolean][] = [
     ['admin', admin, 'app', app.id, true],
@@ -46,7 +55,11 @@ test('grants, visibility and credentials decide; a revoked grant or a visibility
   ];
   for (const [name, who, kind, id, expected] of table) assert.equal(sees(who, kind, id), expected, name);
 
-  authz.delete({ subject: { namespace: 'user', id: viewer.userId }, relation: 'viewer', object: { namespace: 'app', id: app.id } });
+  authz.delete({
+    subject: { namespace: 'user', id: viewer.userId },
+    relation: 'viewer',
+    object: { namespace: 'app', id: app.id },
+  });
   assert.equal(sees(viewer, 'app', app.id), false, 'revoked on the next lookup');
 
   assert.throws(() => service.setVisibility(stranger, app.id, 'authenticated'), /deployment_not_found/);

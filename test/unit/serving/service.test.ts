@@ -25,13 +25,14 @@ const meshAdmin: Principal = { ...admin, userId: 'u-mesh', username: 'remote-adm
 test('a mesh caller without a model relation is refused the listing (403 rebac_denied), even with the admin role', async (t) => {
   const { authz, service, close } = memoryDeployments();
   t.after(close);
-  const model = await service.create(admin, deploymentInput.parse({ kind: 'model', name: 'm', upstream: 'http://127.0.0.1:9' }));
-  await service.create(admin, deploymentInput.parse({ kind: 'app', name: 'a', upstream: 'http://127.0.0.1:9' }));
+  const input = (kind: string, name: string) => deploymentInput.parse({ kind, name, upstream: 'http://127.0.0.1:9' });
+  const model = await service.create(admin, input('model', 'm'));
+  await service.create(admin, input('app', 'a'));
   assert.throws(
     () => service.list(meshAdmin),
     (error: unknown) => error instanceof ApiError && error.status === 403 && error.reason === 'rebac_denied',
   );
-  await assert.rejects(() => service.create(meshAdmin, deploymentInput.parse({ kind: 'tool', name: 't', upstream: 'http://127.0.0.1:9' })), /admin_required/);
+  await assert.rejects(() => service.create(meshAdmin, input('tool', 't')), /admin_required/);
   authz.write([{ subject: { namespace: 'user', id: meshAdmin.userId }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
   assert.deepEqual(
     service.list(meshAdmin).map((d) => [d.id, 'upstream' in d]),
