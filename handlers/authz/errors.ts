@@ -8,7 +8,7 @@ export const AuthzErrors = defineErrors('authz', {
   },
   namespace_unsupported: {
     status: 403,
-    doc: 'The tuple or check names an object namespace outside the model (federation, dataset, model, cluster_jobs, cluster).',
+    doc: 'The object namespace is not in the model (federation, dataset, model, app, tool, cluster_jobs, cluster).',
   },
   relation_unsupported: { status: 422, doc: 'The relation is not defined for that namespace in the model, or the subject namespace is not `user`.' },
   object_id_invalid: { status: 422, doc: "The object id is empty, or not the namespace's fixed id (cluster_jobs takes only `__all__`)." },

@@ -16,6 +16,8 @@ export const MODEL: Readonly<Record<string, NamespaceModel>> = {
   federation: { relations: { owner: [], operator: ['owner'], viewer: ['operator'] } },
   dataset: { relations: { owner: [], editor: ['owner'], viewer: ['editor'] } },
   model: { relations: { owner: [], editor: ['owner'], viewer: ['editor'] } },
+  app: { relations: { owner: [], editor: ['owner'], viewer: ['editor'] } },
+  tool: { relations: { owner: [], editor: ['owner'], viewer: ['editor'] } },
   cluster_jobs: { relations: { executor: [] }, fixedObjectId: '__all__' },
   cluster: { relations: { owner: [], viewer: ['owner'] } },
 };

@@ -13,13 +13,15 @@ import { createTupleStore } from '../authz/store.ts';
 import type { Principal } from '../principal.ts';
 import { createRoutingStore } from '../routing/store.ts';
 import { DEFAULT_PREFIXES } from '../routing/validate.ts';
-import { type DeploymentKind, DeploymentService, deploymentInput } from './service.ts';
+import { type DeploymentKind, DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
 import { createDeploymentStore } from './store.ts';
 
 const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
                    [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
+                   [--visibility private|authenticated]
 meshgate deploy list [--kind model|app|tool] [--json]
 meshgate deploy get <id>
+meshgate deploy visibility <id> private|authenticated
 meshgate deploy remove <id>`;
 
 /** The operator at the console: a native administrator by virtue of holding the data dir. */
@@ -43,6 +45,7 @@ const options = {
   'no-websocket': { type: 'boolean', default: false },
   public: { type: 'boolean', default: false },
   'forward-authorization': { type: 'boolean', default: false },
+  visibility: { type: 'string' },
   json: { type: 'boolean', default: false },
 } as const;
 
@@ -66,7 +69,7 @@ export const deployCommand: CliCommand = {
   usage: USAGE,
   async run(args, env) {
     const { positionals, values } = parseArgs({ args, allowPositionals: true, options });
-    const [action, id] = positionals;
+    const [action, id, value] = positionals;
     const { service, close } = openService(env);
     try {
       if (action === 'add' && !id) {
@@ -81,10 +84,11 @@ export const deployCommand: CliCommand = {
             timeout_seconds: values.timeout === undefined ? undefined : Number(values.timeout),
             requires_auth: !values.public,
             forward_authorization: values['forward-authorization'],
+            visibility: values.visibility,
           },
           'body',
         );
-        env.out(JSON.stringify(await service.create(OPERATOR, input), null, 2));
+        env.out(JSON.stringify(await service.create(OPERATOR, input, false), null, 2));
         return 0;
       }
       if (action === 'list' && !id) {
@@ -95,6 +99,11 @@ export const deployCommand: CliCommand = {
       }
       if (action === 'get' && id) {
         env.out(JSON.stringify(service.get(OPERATOR, id), null, 2));
+        return 0;
+      }
+      if (action === 'visibility' && id && value) {
+        const { visibility } = validate(deploymentPatch, { visibility: value }, 'body');
+        env.out(JSON.stringify(service.setVisibility(OPERATOR, id, visibility), null, 2));
         return 0;
       }
       if (action === 'remove' && id) {

@@ -43,7 +43,7 @@ export const servingModule: HandlerModule = {
         })
       : null;
     const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
-    const runtime: RuntimeDeps = { deployments, authz, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    const runtime: RuntimeDeps = { deployments, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { type DeploymentService, deploymentInput } from './service.ts';
+import { type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
 
 /** Models unless asked (issue 3, spec "Mesh proxy": this listing is the models one the SDK parses); `all` for every kind. */
 const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool', 'all']).default('model') });
@@ -46,6 +46,17 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
         handle: (ctx) => ({ status: 200, body: service.get(principalOf(ctx), ctx.params.id as string) }),
       }),
     ),
+    {
+      // Owners and administrators; mesh callers change nothing here.
+      method: 'PATCH',
+      path: '/serving/deployments/:id',
+      auth: 'user',
+      nativeOnly: true,
+      async handle(ctx) {
+        const { visibility } = await readJson(ctx.req, maxBody, deploymentPatch);
+        return { status: 200, body: service.setVisibility(principalOf(ctx), ctx.params.id as string, visibility) };
+      },
+    },
     {
       method: 'DELETE',
       path: '/serving/deployments/:id',

@@ -8,8 +8,6 @@ import type { Duplex } from 'node:stream';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
-import type { AuthzService } from '../authz/index.ts';
-import type { Principal } from '../principal.ts';
 import { ServingErrors } from './errors.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { DeploymentKind, DeploymentService } from './service.ts';
@@ -20,7 +18,6 @@ import { proxyUpgrade } from './websocket.ts';
 
 export interface RuntimeDeps {
   deployments: DeploymentService;
-  authz: AuthzService;
   auth: RuntimeAuth;
   pools: UpstreamPools;
   defaultTimeoutSeconds: number;
@@ -40,7 +37,7 @@ function splitId(rest: string): { id: string; below: string } {
  */
 export interface RuntimeFront {
   origin(): URL;
-  loginPath(rawPath: string, row: DeploymentRow): string;
+  loginPath(rawPath: string): string;
 }
 
 export function runtimeMounts(deps: RuntimeDeps): ServiceMount[] {
@@ -67,13 +64,20 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     return target;
   };
 
-  /** Resolves and authorizes; returns the target or throws / answers for the caller. */
+  /**
+   * The caller first, then the deployment as that caller may see it (the
+   * API's decision). Not visible: anonymous callers are asked to sign in,
+   * whether or not the id exists (the API answers them 401 too); signed-in
+   * ones get the API's 404. Null: ask the caller to sign in.
+   */
   async function admit(ctx: RequestContext | UpgradeContext) {
     const { id, below } = splitId(ctx.rest);
-    const row = id ? deps.deployments.resolve(kind, id) : null;
-    if (!row) throw ServingErrors.make.deployment_not_found({ kind, id });
     const principal = await deps.auth.principal(ctx);
-    if (principal) authorizeRuntime(deps.authz, principal, row);
+    const row = id ? deps.deployments.resolveFor(principal, kind, id) : null;
+    if (!row) {
+      if (principal) throw ServingErrors.make.deployment_not_found({ id });
+      return null;
+    }
     const prefix = ctx.rawPath.slice(0, ctx.rawPath.length - below.length);
     return { row, principal, below, target: targetFor(row, prefix) };
   }
@@ -82,27 +86,18 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     service: KIND_SERVICE[kind],
     auth: 'optional',
     async handle(ctx) {
-      const { row, principal, below, target } = await admit(ctx);
-      if (row.requiresAuth && !principal) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath, row) } : ctx);
+      const admitted = await admit(ctx);
+      if (!admitted) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath) } : ctx);
+      const { principal, below, target } = admitted;
       if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
       return forward(ctx, target, below, origin(), principal);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
-      const { row, principal, below, target } = await admit(ctx);
-      if (row.requiresAuth && !principal) throw GatewayErrors.make.not_authenticated();
+      const admitted = await admit(ctx);
+      if (!admitted) throw GatewayErrors.make.not_authenticated();
+      const { row, principal, below, target } = admitted;
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
       await proxyUpgrade(ctx, socket, head, target, below, origin(), principal);
     },
   };
-}
-
-/**
- * Local callers need only a valid credential. Mesh callers reach a model
- * only through a model relation the receiver granted (spec: Authentication
- * 5 and 10, no admin bypass), and never reach apps or tools.
- */
-function authorizeRuntime(authz: AuthzService, principal: Principal, row: DeploymentRow): void {
-  if (principal.source !== 'mesh') return;
-  if (row.kind !== 'model') throw GatewayErrors.make.endpoint_requires_native_realm();
-  authz.require(principal, 'viewer', { namespace: 'model', id: row.id });
 }

@@ -15,6 +15,10 @@ export const deployments = sqliteTable(
     timeoutSeconds: real('timeout_seconds'),
     requiresAuth: integer('requires_auth', { mode: 'boolean' }).notNull(),
     forwardAuthorization: integer('forward_authorization', { mode: 'boolean' }).notNull(),
+    /** Who sees it beyond its viewers (access.ts): `private`, or `authenticated` = every native-realm user. */
+    visibility: text('visibility', { enum: ['private', 'authenticated'] })
+      .notNull()
+      .default('private'),
     /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); null = none. */
     legacyPort: integer('legacy_port'),
     createdBy: text('created_by').notNull(),

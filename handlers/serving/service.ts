@@ -2,10 +2,10 @@
  * The deployments registry (issue 3; spec "Public runtime URL shapes"):
  * create, list, get and delete models, apps and tools, and resolve one for
  * the runtime proxy. Transport-free: takes a Principal, knows no HTTP.
- * Visibility: native admins see everything; others see the models they hold
- * `model:<id>#viewer` (or better) on; a mesh caller with no model relation
- * is refused (spec "Mesh proxy": remote model listing answers 403 unless
- * the receiver granted a model relation; Authentication 10).
+ * Who sees what is access.ts, for the API and the runtime URLs alike; a
+ * mesh caller with no model relation at all is refused the listing (spec
+ * "Mesh proxy": remote model listing answers 403 unless the receiver
+ * granted a model relation; Authentication 10).
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -13,6 +13,7 @@ import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { AuthzErrors } from '../authz/errors.ts';
 import type { AuthzService } from '../authz/index.ts';
 import { isNativeAdmin, type Principal } from '../principal.ts';
+import { DeploymentAccess, VISIBILITIES, type Visibility } from './access.ts';
 import { ServingErrors } from './errors.ts';
 import { sdkModelFields } from './sdk-view.ts';
 import type { DeploymentRow, DeploymentStore } from './store.ts';
@@ -40,8 +41,13 @@ export const deploymentInput = z.object({
   forward_authorization: z.boolean().default(false),
   /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); honoured only when the operator enabled it. */
   legacy_port: z.number().int().min(1).max(65535).nullish(),
+  /** `authenticated` shares it with every native-realm user; `private` leaves it to its viewers (access.ts). */
+  visibility: z.enum(VISIBILITIES).default('private'),
 });
 export type DeploymentInput = z.output<typeof deploymentInput>;
+
+/** The owner's (or an administrator's) change to a deployment. */
+export const deploymentPatch = z.object({ visibility: z.enum(VISIBILITIES) });
 
 export interface PublicUrls {
   /** Live routing prefixes (service → prefix). */
@@ -60,6 +66,7 @@ export interface LegacyPorts {
 
 export class DeploymentService {
   readonly #cache = new Map<string, { row: DeploymentRow | undefined; at: number }>();
+  readonly #access: DeploymentAccess;
 
   constructor(
     private readonly store: DeploymentStore,
@@ -69,9 +76,12 @@ export class DeploymentService {
     /** How long the proxy may use a looked-up row; the CLI writes the same database from another process. */
     private readonly cacheMs = 1000,
     private readonly ports: LegacyPorts | null = null,
-  ) {}
+  ) {
+    this.#access = new DeploymentAccess(authz);
+  }
 
-  async create(principal: Principal, input: DeploymentInput) {
+  /** `seedOwner` is off for the console, whose operator is no user a tuple could name. */
+  async create(principal: Principal, input: DeploymentInput, seedOwner = true) {
     requireAdmin(principal);
     if (this.store.findByName(input.kind, input.name)) throw ServingErrors.make.deployment_name_taken({ kind: input.kind, name: input.name });
     const legacyPort = input.legacy_port ?? null;
@@ -89,6 +99,7 @@ export class DeploymentService {
       timeoutSeconds: input.timeout_seconds ?? null,
       requiresAuth: input.requires_auth,
       forwardAuthorization: input.forward_authorization,
+      visibility: input.visibility,
       legacyPort,
       createdBy: principal.username,
       createdAt: this.now().toISOString(),
@@ -102,25 +113,36 @@ export class DeploymentService {
       throw error;
     }
     this.#cache.delete(row.id);
+    // The creator owns it (as with datasets): owners manage its grants and visibility.
+    if (seedOwner) this.authz.grantOwnership(principal, { namespace: row.kind, id: row.id });
     return this.view(row, true);
   }
 
   list(principal: Principal, kind?: DeploymentKind) {
-    const visible = this.authz.visibleIds(principal, 'model');
-    if (visible !== 'all' && visible.size === 0 && principal.source === 'mesh') {
-      throw AuthzErrors.make.rebac_denied({ relation: 'viewer', object: 'model:*' });
+    if (principal.source === 'mesh') {
+      const granted = this.authz.visibleIds(principal, 'model');
+      if (granted !== 'all' && granted.size === 0) {
+        throw AuthzErrors.make.rebac_denied({ relation: 'viewer', object: 'model:*' });
+      }
     }
+    const admin = isNativeAdmin(principal);
     return this.store
       .list()
-      .filter((row) => (kind === undefined || row.kind === kind) && canSee(visible, row))
-      .map((row) => this.view(row, visible === 'all'));
+      .filter((row) => (kind === undefined || row.kind === kind) && this.#access.canSee(principal, row))
+      .map((row) => this.view(row, admin));
   }
 
   get(principal: Principal, id: string) {
-    const row = this.store.get(id);
-    const visible = this.authz.visibleIds(principal, 'model');
-    if (!row || !canSee(visible, row)) throw ServingErrors.make.deployment_not_found({ id });
-    return this.view(row, visible === 'all');
+    return this.view(this.#visibleRow(principal, this.store.get(id), id), isNativeAdmin(principal));
+  }
+
+  /** Owners and native administrators change who else sees it; anyone else who may see it gets 403. */
+  setVisibility(principal: Principal, id: string, visibility: Visibility) {
+    const row = this.#visibleRow(principal, this.store.get(id), id);
+    this.authz.require(principal, 'owner', { namespace: row.kind, id: row.id });
+    const updated = this.store.setVisibility(id, visibility) ?? row;
+    this.#cache.delete(id);
+    return this.view(updated, isNativeAdmin(principal));
   }
 
   async remove(principal: Principal, id: string): Promise<void> {
@@ -128,20 +150,31 @@ export class DeploymentService {
     const row = this.store.get(id);
     if (!row || !this.store.delete(id)) throw ServingErrors.make.deployment_not_found({ id });
     this.#cache.delete(id);
-    // Grants on a removed model must not carry over to a future object with the same id.
-    if (row.kind === 'model') this.authz.deleteObject({ namespace: 'model', id });
+    // Grants on a removed deployment must not carry over to a future object with the same id.
+    this.authz.deleteObject({ namespace: row.kind, id });
     await this.ports?.close(id);
   }
 
-  /** The proxy's lookup: cached briefly, so the hot path costs no query per request. */
-  resolve(kind: DeploymentKind, id: string): DeploymentRow | null {
+  /**
+   * The proxy's lookup: the deployment of that kind if the caller (null:
+   * anonymous) may see it, else null. Rows are cached briefly, so the hot
+   * path costs no query per request; the decision is access.ts's.
+   */
+  resolveFor(principal: Principal | null, kind: DeploymentKind, id: string): DeploymentRow | null {
     const at = Date.now();
     let hit = this.#cache.get(id);
     if (!hit || at - hit.at > this.cacheMs) {
       hit = { row: this.store.get(id), at };
       this.#cache.set(id, hit);
     }
-    return hit.row?.kind === kind ? hit.row : null;
+    const row = hit.row;
+    return row?.kind === kind && this.#access.canSee(principal, row) ? row : null;
+  }
+
+  /** The row when the caller may see it; otherwise the same 404 as a row that does not exist. */
+  #visibleRow(principal: Principal, row: DeploymentRow | undefined, id: string): DeploymentRow {
+    if (!row || !this.#access.canSee(principal, row)) throw ServingErrors.make.deployment_not_found({ id });
+    return row;
   }
 
   /** The API record; `upstream` (an internal address) only for administrators. */
@@ -159,6 +192,7 @@ export class DeploymentService {
       timeout_seconds: row.timeoutSeconds,
       requires_auth: row.requiresAuth,
       forward_authorization: row.forwardAuthorization,
+      visibility: row.visibility,
       runtime_path: runtimePath,
       url,
       ...(row.kind === 'model' ? { openai_base_url: `${url}/v1` } : {}),
@@ -169,10 +203,6 @@ export class DeploymentService {
       ...(row.kind === 'model' ? sdkModelFields(row, runtimePath, prefix as string) : {}),
     };
   }
-}
-
-function canSee(visible: ReadonlySet<string> | 'all', row: DeploymentRow): boolean {
-  return visible === 'all' || (row.kind === 'model' && visible.has(row.id));
 }
 
 function requireAdmin(principal: Principal): void {

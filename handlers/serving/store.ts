@@ -12,6 +12,8 @@ export interface DeploymentStore {
   findByLegacyPort(port: number): DeploymentRow | undefined;
   insert(row: DeploymentRow): void;
   delete(id: string): boolean;
+  /** The updated row, or undefined when there is none. */
+  setVisibility(id: string, visibility: DeploymentRow['visibility']): DeploymentRow | undefined;
 }
 
 export function createDeploymentStore(db: Db): DeploymentStore {
@@ -27,5 +29,9 @@ export function createDeploymentStore(db: Db): DeploymentStore {
     findByLegacyPort: (port) => db.select().from(deployments).where(eq(deployments.legacyPort, port)).get(),
     insert: (row) => void db.insert(deployments).values(row).run(),
     delete: (id) => db.delete(deployments).where(eq(deployments.id, id)).run().changes > 0,
+    setVisibility(id, visibility) {
+      const update = db.update(deployments).set({ visibility }).where(eq(deployments.id, id));
+      return update.returning().get();
+    },
   };
 }

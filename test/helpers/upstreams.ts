@@ -256,6 +256,14 @@ export async function startHoldingServer(t: After): Promise<Upstream & { held: n
   return holding;
 }
 
+export interface LegacyRecord {
+  id: string;
+  kind: string;
+  runtime_path: string;
+  legacy_port: number | null;
+  legacy_url: string | null;
+}
+
 /**
  * Creates a deployment on a random high port, retrying on a collision: the
  * port is bound by the gateway itself, never probed first by the test.
@@ -270,11 +278,4 @@ export async function deployLegacy(gw: TestGateway, body: Record<string, unknown
     return res.json;
   }
   throw new Error('no free legacy port in 20 attempts');
-}
-
-export interface LegacyRecord {
-  id: string;
-  runtime_path: string;
-  legacy_port: number | null;
-  legacy_url: string | null;
 }

@@ -5,12 +5,15 @@
  * OpenAI-compatible upstream deployed on the receiver, reached by a
  * shared-realm persona holding `model` viewer through its allowlist recipe
  * at /api/mesh/{fed}/runtime/models/<id>/v1/chat/completions, streamed
- * incrementally across the hop; no model relation → 403; the remote
- * deployments listing shows granted models only, 403 without any.
+ * incrementally across the hop; without the model relation, and on every
+ * app or tool, the runtime URL answers the API's 404 (serving-access.test.ts
+ * holds the native callers' table); the remote deployments listing shows
+ * granted models only, 403 without any.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
+import { AUTHZ } from '../../handlers/authz/index.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { allow, sharedIdpMesh } from '../helpers/mesh.ts';
 import { deploy, Gate, readGatedCompletion, startAppServer, startModelServer } from '../helpers/upstreams.ts';
@@ -26,7 +29,7 @@ function chat(source: TestGateway, fed: string, modelId: string, token: string) 
   });
 }
 
-test('a model viewer streams chat completions through the mesh, incrementally; without the relation 403', async (t) => {
+test('a model viewer streams chat through the mesh; elsewhere API and runtime URL answer one 404', async (t) => {
   const { oidc, pair, source, receiver } = await sharedIdpMesh(t);
   const gate = new Gate();
   const model = await startModelServer(t, gate);
@@ -45,14 +48,43 @@ test('a model viewer streams chat completions through the mesh, incrementally; w
   assert.equal(JSON.parse(String(seen['x-user-attributes'])).clearance, 'U', 'attributes from the validated shared-realm token');
 
   const denied = await chat(source, pair.sourceFedId, other.id, token);
-  assert.equal(denied.statusCode, 403);
-  assert.equal(((await denied.body.json()) as { detail: { reason: string } }).detail.reason, 'rebac_denied');
+  assert.equal(denied.statusCode, 404);
+  assert.equal(((await denied.body.json()) as { detail: { reason: string } }).detail.reason, 'deployment_not_found');
 
+  // Mesh callers bypass nothing: not `authenticated` visibility, not an app or a tool, even with a relation on it.
   const app = await startAppServer(t);
   const deployedApp = await deploy(receiver, { kind: 'app', name: 'dash', upstream: app.url });
-  const appRes = await source.request('GET', `/api/mesh/${pair.sourceFedId}/runtime/apps/${deployedApp.id}/`, { token });
-  assert.equal(appRes.status, 403, 'mesh callers never reach apps');
-  assert.equal(appRes.json.detail.reason, 'endpoint_requires_native_realm');
+  const shared = await deploy(receiver, {
+    kind: 'model',
+    name: 'llm-shared',
+    upstream: model.url,
+    visibility: 'authenticated',
+  });
+  const authz = receiver.gateway.deps.services.get(AUTHZ);
+  const brokered = authz.list({ objectNs: 'model', objectId: granted.id })[0]?.subjectId as string;
+  authz.write([
+    {
+      subject: { namespace: 'user', id: brokered },
+      relation: 'viewer',
+      object: { namespace: 'app', id: deployedApp.id },
+    },
+  ]);
+  const via = `/api/mesh/${pair.sourceFedId}`;
+  for (const [kind, id, expected] of [
+    ['models', granted.id, 200],
+    ['models', other.id, 404],
+    ['models', shared.id, 404],
+    ['apps', deployedApp.id, 404],
+  ] as const) {
+    const below = kind === 'models' ? '/v1/models' : '/';
+    const api = await source.request('GET', `${via}/serving/deployments/${id}`, { token });
+    const runtime = await source.request('GET', `${via}/runtime/${kind}/${id}${below}`, { token });
+    assert.deepEqual([api.status, runtime.status], [expected, expected], `${kind}/${id}`);
+    if (expected === 404) {
+      const reasons = [api.json.detail.reason, runtime.json.detail.reason];
+      assert.deepEqual(reasons, ['deployment_not_found', 'deployment_not_found']);
+    }
+  }
 });
 
 test('remote deployments listing: granted models only; 403 without any model relation', async (t) => {

@@ -81,7 +81,7 @@ test('the OpenAI base answers under /runtime/models/<id>/v1 with forwarded heade
   assert.equal(model.lastHeaders?.authorization, `Bearer ${token}`);
 });
 
-test('credentials: protected deployments refuse anonymous callers (401), send browsers to the login page on the origin; public ones need none', async (t) => {
+test('credentials: anonymous callers get 401, browsers the login page; a credential without a grant 404', async (t) => {
   const gw = await startTestGateway(t);
   const model = await startModelServer(t);
   const d = await deploy(gw, { kind: 'model', name: 'llm', upstream: model.url });
@@ -99,7 +99,16 @@ test('credentials: protected deployments refuse anonymous callers (401), send br
   assert.equal(browser.statusCode, 302);
   assert.equal(browser.headers.location, `${gw.url}/login?next=${encodeURIComponent(`/runtime/models/${d.id}/v1/models?x=1`)}`);
   assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token: 'not-a-token' })).status, 401);
-  const { token: userToken } = await gw.userToken('alice');
+  const { token: userToken, id: alice } = await gw.userToken('alice');
+  const hidden = await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token: userToken });
+  assert.deepEqual([hidden.status, hidden.json.detail.reason], [404, 'deployment_not_found'], 'no grant');
+  const grant = {
+    subject: { namespace: 'user', id: alice },
+    relation: 'viewer',
+    object: { namespace: 'model', id: d.id },
+  };
+  const granted = await gw.request('POST', '/api/auth/tuples', { token: await gw.adminToken(), json: grant });
+  assert.equal(granted.status, 204);
   assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token: userToken })).status, 200);
   assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { headers: { cookie: `meshgate_session=${userToken}` } })).status, 200);
   assert.equal((await gw.request('GET', `/runtime/models/${open.id}/v1/models`)).status, 200);

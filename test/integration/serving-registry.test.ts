@@ -36,6 +36,7 @@ test('admins create, read and delete deployments; records carry runtime and Open
       timeout_seconds: 30,
       requires_auth: true,
       forward_authorization: false,
+      visibility: 'private',
       runtime_path: `/runtime/models/${d.id}`,
       url: `${gw.url}/runtime/models/${d.id}`,
       openai_base_url: `${gw.url}/runtime/models/${d.id}/v1`,
@@ -172,12 +173,32 @@ test('`meshgate deploy` manages deployments on the data dir of a running gateway
   const out: string[] = [];
   const err: string[] = [];
   const env = cliEnv(gw, out, err);
-  assert.equal(await deployCommand.run(['add', '--kind', 'model', '--name', 'cli-llm', '--upstream', upstream.url, '--timeout', '5'], env), 0, err.join('\n'));
+  const add = ['add', '--kind', 'model', '--name', 'cli-llm', '--upstream', upstream.url, '--timeout', '5'];
+  add.push('--visibility', 'authenticated');
+  assert.equal(await deployCommand.run(add, env), 0, err.join('\n'));
   const record = JSON.parse(out.join('\n'));
   assert.equal(record.openai_base_url, `${gw.url}/runtime/models/${record.id}/v1`);
   assert.equal(record.created_by, 'operator (cli)');
+  assert.equal(record.visibility, 'authenticated');
   const token = await gw.adminToken();
   assert.equal((await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token })).status, 200, 'the running gateway serves it');
+  const { token: alice } = await gw.userToken('alice');
+  const aliceStatus = async () => {
+    const res = await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token: alice });
+    return res.status;
+  };
+  assert.equal(await aliceStatus(), 200, 'shared with every signed-in user');
+  out.length = 0;
+  assert.equal(await deployCommand.run(['visibility', record.id, 'private'], env), 0, err.join('\n'));
+  assert.equal(JSON.parse(out.join('\n')).visibility, 'private');
+  // Another process wrote it: the gateway re-reads the row within a second.
+  const deadline = Date.now() + 3000;
+  while ((await aliceStatus()) !== 404) {
+    assert.ok(Date.now() < deadline, 'the running gateway follows the console within a second');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.equal(await deployCommand.run(['visibility', record.id, 'public'], env), 1);
+  assert.match(err.join('\n'), /request_validation_failed visibility/);
 
   out.length = 0;
   assert.equal(await deployCommand.run(['list'], env), 0);

@@ -5,13 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { openDatabase } from '../../../gateway/db/open.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { AuthzService } from '../../../handlers/authz/service.ts';
-import { createTupleStore } from '../../../handlers/authz/store.ts';
 import type { Principal } from '../../../handlers/principal.ts';
-import { DeploymentService } from '../../../handlers/serving/service.ts';
-import { createDeploymentStore } from '../../../handlers/serving/store.ts';
+import { deploymentInput } from '../../../handlers/serving/service.ts';
+import { memoryDeployments } from '../../helpers/deployments.ts';
 
 const admin: Principal = {
   userId: 'u-admin',
@@ -26,55 +23,21 @@ const admin: Principal = {
 const meshAdmin: Principal = { ...admin, userId: 'u-mesh', username: 'remote-admin', source: 'mesh', authMethod: 'mesh', externalId: 'x@y' };
 
 test('a mesh caller without a model relation is refused the listing (403 rebac_denied), even with the admin role', async (t) => {
-  const { sqlite, db } = openDatabase(':memory:');
-  t.after(() => sqlite.close());
-  const authz = new AuthzService(createTupleStore(sqlite), () => new Date());
-  const service = new DeploymentService(
-    createDeploymentStore(db),
-    authz,
-    { prefixes: () => ({ models: '/runtime/models' }), origin: () => 'https://p.example' },
-    () => new Date(),
-  );
-  const model = await service.create(admin, {
-    kind: 'model',
-    name: 'm',
-    upstream: 'http://127.0.0.1:9',
-    strip_prefix: true,
-    websocket: true,
-    requires_auth: true,
-    forward_authorization: false,
-  });
-  await service.create(admin, {
-    kind: 'app',
-    name: 'a',
-    upstream: 'http://127.0.0.1:9',
-    strip_prefix: true,
-    websocket: true,
-    requires_auth: true,
-    forward_authorization: false,
-  });
+  const { authz, service, close } = memoryDeployments();
+  t.after(close);
+  const input = (kind: string, name: string) => deploymentInput.parse({ kind, name, upstream: 'http://127.0.0.1:9' });
+  const model = await service.create(admin, input('model', 'm'));
+  await service.create(admin, input('app', 'a'));
   assert.throws(
     () => service.list(meshAdmin),
     (error: unknown) => error instanceof ApiError && error.status === 403 && error.reason === 'rebac_denied',
   );
-  await assert.rejects(
-    () =>
-      service.create(meshAdmin, {
-        kind: 'tool',
-        name: 't',
-        upstream: 'http://127.0.0.1:9',
-        strip_prefix: true,
-        websocket: true,
-        requires_auth: true,
-        forward_authorization: false,
-      }),
-    /admin_required/,
-  );
+  await assert.rejects(() => service.create(meshAdmin, input('tool', 't')), /admin_required/);
   authz.write([{ subject: { namespace: 'user', id: meshAdmin.userId }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
   assert.deepEqual(
     service.list(meshAdmin).map((d) => [d.id, 'upstream' in d]),
     [[model.id, false]],
   );
-  assert.equal(service.resolve('model', model.id)?.id, model.id);
-  assert.equal(service.resolve('app', model.id), null, 'a model id does not resolve under apps');
+  assert.equal(service.resolveFor(meshAdmin, 'model', model.id)?.id, model.id);
+  assert.equal(service.resolveFor(admin, 'app', model.id), null, 'a model id does not resolve under apps');
 });

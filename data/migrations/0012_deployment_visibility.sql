@@ -1,0 +1,1 @@
+ALTER TABLE `deployments` ADD `visibility` text DEFAULT 'private' NOT NULL;
