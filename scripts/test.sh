@@ -47,5 +47,5 @@ echo "== gen:check"; npm run --silent gen:check
 echo "== typecheck"; npx --no-install tsc --noEmit -p .
 echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts
 echo "== tests (temp dir $run_dir, deleted at exit)"
-pattern=${1:-'test/**/*.test.ts'}
-node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$pattern"
+[ $# -gt 0 ] || set -- 'test/**/*.test.ts' # or the test files (globs) given
+node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"
