@@ -4,20 +4,19 @@
  * fallback (DESIGN.md §3 item 7, gRPC later); an optional plain-HTTP
  * listener serves local development.
  */
-import { mkdirSync } from 'node:fs';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import type { Server as HttpServer } from 'node:http';
+import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
-import type { TLSSocket } from 'node:tls';
 import type { DestinationStream, Logger } from 'pino';
 import { HANDLER_MODULES } from '../handlers/index.ts';
 import type { Config } from './config/schema.ts';
 import { openDatabase } from './db/open.ts';
+import { DATABASE_FILE, secureDataDir } from './db/storage.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import { GatewayErrors } from './errors/gateway-errors.ts';
 import { buildErrorRegistry } from './errors/registry.ts';
-import { endUnreadUploads } from './http/early-response.ts';
+import { createHttpsListener, createPlainHttpListener } from './http/listeners.ts';
 import { createUpgradeListener } from './http/upgrade.ts';
 import { createLoggers } from './log.ts';
 import { guardMeshBody } from './mesh/body-guard.ts';
@@ -66,7 +65,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
   const { logger, accessLog } = logs;
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
   const tls = await ensureTlsMaterial({
     tlsDir: join(config.dataDir, 'tls'),
@@ -76,7 +75,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     operatorKeyFile: config.tlsKeyFile,
   });
 
-  const { sqlite, db } = openDatabase(join(config.dataDir, 'meshgate.db'));
+  const { sqlite, db } = openDatabase(join(config.dataDir, DATABASE_FILE));
   // The origin depends on the bound port (0 = any); domains read it only at request time.
   let origin = config.origin?.replace(/\/$/, '') ?? '';
   let externalUrl = config.externalUrl?.replace(/\/$/, '') ?? '';
@@ -123,13 +122,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     logger,
     guardMeshBody,
   );
-  const server = createSecureServer({ allowHTTP1: true, noDelay: true, key: tls.keyPem, cert: tls.certPem, minVersion: 'TLSv1.2' }, handle);
+  const server = createHttpsListener(tls, config.limits, handle);
   const upgrades = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
   const onUpgrade = createUpgradeListener(() => table, upgrades, logger);
   server.on('upgrade', onUpgrade);
   const sockets = trackSockets(server);
-  guardSlowClients(server, config.limits);
-  endUnreadUploads(server);
   // A listener that cannot bind stops start with nothing left open (domains, database, the other listener).
   const abort = async (error: unknown): Promise<never> => {
     server.close();
@@ -144,12 +141,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   let httpServer: HttpServer | null = null;
   let httpUrl: string | null = null;
   if (config.httpPort !== null) {
-    httpServer = createHttpServer({ maxHeaderSize: Math.max(16384, config.limits.maxHeaderBytes * 2) }, handle);
-    httpServer.headersTimeout = config.limits.headersTimeoutMs;
-    httpServer.requestTimeout = config.limits.requestTimeoutMs;
+    httpServer = createPlainHttpListener(config.limits, handle);
     httpServer.on('upgrade', onUpgrade);
     trackSockets(httpServer, sockets);
-    guardSlowClients(httpServer, config.limits);
     httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind).catch(abort)}`;
   }
   const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
@@ -216,25 +210,6 @@ function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<
     });
   });
   return sockets;
-}
-
-/**
- * Slow or stalled clients (DESIGN.md §3, limits): any connection or HTTP/2
- * session that moves no bytes for idleTimeoutMs is closed, and an HTTP/1.1
- * connection must send its first request head within headersTimeoutMs.
- * Node's headersTimeout does not reach the HTTP/1.1 fallback of an HTTP/2
- * server, so that guard sets the socket timeout itself.
- */
-function guardSlowClients(server: HttpServer | Http2SecureServer, limits: Config['limits']): void {
-  server.setTimeout(limits.idleTimeoutMs);
-  if (!('setSecureContext' in server)) return; // plain HTTP: the http.Server enforces headersTimeout natively
-  server.on('secureConnection', (socket: TLSSocket) => {
-    if (socket.alpnProtocol === 'h2') return;
-    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
-  });
-  server.on('request', (req: { httpVersionMajor: number; socket: { setTimeout(ms: number): unknown } }) => {
-    if (req.httpVersionMajor === 1) req.socket.setTimeout(limits.idleTimeoutMs);
-  });
 }
 
 function hasInflight(socket: Tracked): boolean {

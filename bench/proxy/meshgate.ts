@@ -17,15 +17,20 @@ const repo = join(import.meta.dirname, '..', '..');
 export interface Meshgate {
   /** The deployment's runtime URL (`/runtime/models/<id>`) on the plain-HTTP listener. */
   url: string;
+  /** The same deployment on the HTTPS (HTTP/2) listener, and the CA that listener's certificate chains to. */
+  httpsUrl: string;
+  caPem: string;
   token: string;
   pid: number;
   stop(): void;
 }
 
-async function listeningUrl(logFile: string, exited: () => boolean): Promise<string> {
+async function listeningUrls(logFile: string, exited: () => boolean): Promise<{ http: string; https: string }> {
   for (let i = 0; i < 600 && !exited(); i++) {
-    const match = /meshgate listening (http:\/\/\S+)/.exec(readFileSync(logFile, 'utf8'));
-    if (match) return match[1] as string;
+    const log = readFileSync(logFile, 'utf8');
+    const http = /meshgate listening (http:\/\/\S+)/.exec(log)?.[1];
+    const https = /meshgate listening (https:\/\/\S+)/.exec(log)?.[1];
+    if (http && https) return { http, https };
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`meshgate did not start; see ${logFile}`);
@@ -51,7 +56,8 @@ export async function startMeshgate(upstream: string, httpPort: number): Promise
     exited = true;
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const base = await listeningUrl(logFile, () => exited);
+  const { http: base, https } = await listeningUrls(logFile, () => exited);
+  const caPem = readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8');
   const form = new URLSearchParams({ username: 'admin', password: PASSWORD, grant_type: 'password' });
   const { access_token: token } = await call(`${base}/api/auth/token`, { method: 'POST', body: form });
   const { id } = await call(`${base}/api/serving/deployments`, {
@@ -59,5 +65,6 @@ export async function startMeshgate(upstream: string, httpPort: number): Promise
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ kind: 'model', name: 'bench', upstream }),
   });
-  return { url: `${base}/runtime/models/${id}`, token: token as string, pid: proc.pid as number, stop: () => proc.kill('SIGTERM') };
+  const path = `/runtime/models/${id}`;
+  return { url: `${base}${path}`, httpsUrl: `${https}${path}`, caPem, token: token as string, pid: proc.pid as number, stop: () => proc.kill('SIGTERM') };
 }

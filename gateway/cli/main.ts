@@ -9,6 +9,7 @@ import { HANDLER_MODULES } from '../../handlers/index.ts';
 import { ConfigError, loadConfig } from '../config/load.ts';
 import type { ConfigInput } from '../config/schema.ts';
 import { openDatabase } from '../db/open.ts';
+import { DATABASE_FILE } from '../db/storage.ts';
 import type { CliCommand, CliEnv } from '../module.ts';
 import { configFlagOptions, configFromFlags } from './flags.ts';
 import { serveCommand } from './serve.ts';
@@ -57,7 +58,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const env: CliEnv = {
     config,
-    openDatabase: () => openDatabase(join(config.dataDir, 'meshgate.db')),
+    openDatabase: () => openDatabase(join(config.dataDir, DATABASE_FILE)),
     readStdin,
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),

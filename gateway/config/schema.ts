@@ -45,8 +45,23 @@ export const configSchema = z.strictObject({
         .min(1024)
         .default(16 * 1024 * 1024)
         .describe('Most bytes of a buffered API request body (413 beyond).'),
-      headersTimeoutMs: z.number().int().min(100).default(30_000).describe('Time a new connection has to deliver its first request head (slow-client guard).'),
-      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('Plain-HTTP listener: time allowed to receive a whole request; 0 = none.'),
+      headersTimeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .default(30_000)
+        .describe(
+          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session must open its first stream within it.',
+        ),
+      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
+      handshakeTimeoutMs: z.number().int().min(100).default(10_000).describe('Time a new connection has to complete its TLS handshake.'),
+      maxConcurrentStreams: z
+        .number()
+        .int()
+        .min(1)
+        .max(65_535)
+        .default(128)
+        .describe('HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open at once (RFC 9113 §6.5.2).'),
       idleTimeoutMs: z
         .number()
         .int()
@@ -63,6 +78,16 @@ export const configSchema = z.strictObject({
       notebooksUpstream: upstream.describe('Upstream of `/notebooks` when that service is enabled; null = not offered.'),
       adminComputeUpstream: upstream.describe('Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.'),
       defaultTimeoutSeconds: z.number().positive().max(3600).default(600).describe('Upstream response timeout of a deployment that sets none.'),
+      upstreamConnections: z.number().int().min(1).max(4096).default(256).describe('Keep-alive connections per upstream origin (its pool).'),
+      perClientUpstreamRequests: z
+        .number()
+        .int()
+        .min(1)
+        .max(4096)
+        .default(32)
+        .describe(
+          "Requests one client connection may have in flight to one upstream; more wait on that connection, so one client cannot take the upstream's whole pool.",
+        ),
       legacyPortListeners: z
         .boolean()
         .default(false)
@@ -209,9 +234,48 @@ export const configSchema = z.strictObject({
             .int()
             .min(1024)
             .default(64 * 1024 * 1024)
-            .describe('Output cap per local job; a job writing more is stopped as FAILED log_limit_exceeded.'),
+            .describe('Output cap per local job (and RLIMIT_FSIZE of its files); more is FAILED log_limit_exceeded.'),
           stopGraceMs: z.number().int().min(0).max(600_000).default(5000).describe('Time between SIGTERM and SIGKILL when a local job is canceled.'),
           python: z.string().min(1).default('python3').describe('Interpreter that creates per-job virtualenvs for python_packages.'),
+          sandbox: z
+            .strictObject({
+              mode: z
+                .enum(['bwrap', 'none'])
+                .default('bwrap')
+                .describe('bwrap: every job in a bubblewrap sandbox. none: UNSAFE, jobs see all the gateway user can read.'),
+              bwrapPath: z.string().min(1).default('/usr/bin/bwrap').describe('The bubblewrap binary; missing or refused = jobs 503.'),
+              uid: z
+                .number()
+                .int()
+                .min(1)
+                .max(4_294_967_294)
+                .default(65534)
+                .describe('uid and gid jobs run as when the gateway runs as root (never root itself).'),
+              readOnlyPaths: z
+                .array(z.string().regex(/^\//, 'must be an absolute path'))
+                .default([])
+                .describe('Extra host paths mounted read-only into every sandbox (an interpreter under /opt).'),
+            })
+            .prefault({}),
+          limits: z
+            .strictObject({
+              addressSpaceBytes: z
+                .number()
+                .int()
+                .min(64 * 1024 * 1024)
+                .default(4 * 1024 * 1024 * 1024)
+                .describe('RLIMIT_AS of each job process.'),
+              processes: z.number().int().min(8).default(256).describe('RLIMIT_NPROC: processes of the job uid (shared by running jobs).'),
+              openFiles: z.number().int().min(16).default(1024).describe('RLIMIT_NOFILE of each job process.'),
+              cpuSeconds: z.number().int().min(1).default(3600).describe('RLIMIT_CPU: CPU seconds of each job process.'),
+              tmpBytes: z
+                .number()
+                .int()
+                .min(1024 * 1024)
+                .default(256 * 1024 * 1024)
+                .describe('Size of the private /tmp (tmpfs).'),
+            })
+            .prefault({}),
         })
         .prefault({}),
       ray: z
@@ -257,10 +321,15 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },
   PLATFORM_HEADERS_TIMEOUT_MS: { path: ['limits', 'headersTimeoutMs'], kind: 'number' },
   PLATFORM_IDLE_TIMEOUT_MS: { path: ['limits', 'idleTimeoutMs'], kind: 'number' },
+  PLATFORM_REQUEST_TIMEOUT_MS: { path: ['limits', 'requestTimeoutMs'], kind: 'number' },
+  PLATFORM_HANDSHAKE_TIMEOUT_MS: { path: ['limits', 'handshakeTimeoutMs'], kind: 'number' },
+  PLATFORM_MAX_CONCURRENT_STREAMS: { path: ['limits', 'maxConcurrentStreams'], kind: 'number' },
   PLATFORM_FRONTEND_UPSTREAM: { path: ['serving', 'frontendUpstream'], kind: 'string' },
   PLATFORM_NOTEBOOKS_UPSTREAM: { path: ['serving', 'notebooksUpstream'], kind: 'string' },
   PLATFORM_ADMIN_COMPUTE_UPSTREAM: { path: ['serving', 'adminComputeUpstream'], kind: 'string' },
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
+  PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
+  PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },
@@ -278,4 +347,5 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_JOBS_LOG_RETENTION_SECONDS: { path: ['jobs', 'logRetentionSeconds'], kind: 'number' },
   PLATFORM_JOBS_PACKAGE_CATALOG: { path: ['jobs', 'pythonPackages', 'catalogFile'], kind: 'string' },
   PLATFORM_JOBS_WHEEL_DIR: { path: ['jobs', 'pythonPackages', 'wheelDir'], kind: 'string' },
+  PLATFORM_JOBS_SANDBOX: { path: ['jobs', 'local', 'sandbox', 'mode'], kind: 'string' },
 };

@@ -16,5 +16,9 @@ export const GatewayErrors = defineErrors('gateway', {
   body_too_large: { status: 413, doc: 'The request body exceeds `limits.maxBodyBytes`.' },
   headers_too_large: { status: 431, doc: 'Too many request headers, or their total size exceeds the limit.' },
   unsupported_media_type: { status: 415, doc: 'The body has a content type the endpoint does not accept.' },
+  storage_full: {
+    status: 507,
+    doc: 'The disk holding the database is full (RFC 4918 §11.5); nothing was written. The same request succeeds once space is freed.',
+  },
   internal_error: { status: 500, doc: 'An unexpected failure; the body carries only the request id, the log has the cause.' },
 });

@@ -20,11 +20,12 @@ export function sendReply(response: NodeResponse, reply: Reply): void {
   res.end(payload);
 }
 
-/** Turns any thrown value into a response; non-ApiErrors become an opaque 500. */
+/** Turns any thrown value into a response; a full disk becomes 507, any other non-ApiError an opaque 500. */
 export function sendError(ctx: RequestContext, error: unknown): void {
-  const apiError = error instanceof ApiError ? error : GatewayErrors.make.internal_error();
-  if (!(error instanceof ApiError)) ctx.logger.error({ err: error, req_id: ctx.requestId }, 'unhandled error');
-  else if (apiError.status >= 500) ctx.logger.warn({ reason: apiError.reason, cause: describeCause(apiError.cause) }, 'request failed');
+  const known = error instanceof ApiError ? error : isDiskFull(error) ? GatewayErrors.make.storage_full({}, error) : null;
+  if (known === null) ctx.logger.error({ err: error, req_id: ctx.requestId }, 'unhandled error');
+  else if (known.status >= 500) ctx.logger.warn({ reason: known.reason, cause: describeCause(known.cause) }, 'request failed');
+  const apiError = known ?? GatewayErrors.make.internal_error();
   if (ctx.res.headersSent) {
     // Mid-stream failure: the status is gone, so the only honest signal is an aborted body.
     ctx.res.destroy();
@@ -38,4 +39,13 @@ export function sendError(ctx: RequestContext, error: unknown): void {
 function describeCause(cause: unknown): string | undefined {
   if (cause === undefined) return undefined;
   return cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+}
+
+/** SQLite's SQLITE_FULL or the OS's ENOSPC anywhere in the cause chain (drizzle wraps driver errors). */
+function isDiskFull(error: unknown): boolean {
+  for (let cause = error; cause instanceof Error; cause = cause.cause) {
+    const code = (cause as { code?: unknown }).code;
+    if (code === 'SQLITE_FULL' || code === 'ENOSPC') return true;
+  }
+  return false;
 }

@@ -76,8 +76,9 @@ export async function ensureTlsMaterial(options: TlsOptions): Promise<TlsMateria
   const keyPem = await privateKeyPem(leafKeys.privateKey);
   const certPem = `${leaf.toString('pem')}\n${ca.pem}`;
   writeFileSync(keyPath, keyPem, { mode: 0o600 });
-  writeFileSync(certPath, certPem);
-  writeFileSync(namesPath, JSON.stringify(names));
+  // Certificates are public, but everything under the data dir is private to the gateway's user alike.
+  writeFileSync(certPath, certPem, { mode: 0o600 });
+  writeFileSync(namesPath, JSON.stringify(names), { mode: 0o600 });
   return { caPem: ca.pem, certPem, keyPem };
 }
 
@@ -106,7 +107,7 @@ async function ensureCa(options: TlsOptions): Promise<{ pem: string; cert: x509.
   });
   const pem = cert.toString('pem');
   writeFileSync(caKeyPath, await privateKeyPem(keys.privateKey), { mode: 0o600 });
-  writeFileSync(caPath, `${pem}\n`);
+  writeFileSync(caPath, `${pem}\n`, { mode: 0o600 });
   return { pem: `${pem}\n`, cert, key: keys.privateKey };
 }
 

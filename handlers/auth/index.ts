@@ -9,6 +9,7 @@ import { attributeRoutes } from './attribute-routes.ts';
 import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
 import { AuthErrors } from './errors.ts';
+import { authBaseUrl, tokenIssuer } from './issuer.ts';
 import { loadSigningKey } from './keys.ts';
 import { authRoutes } from './routes.ts';
 import { AuthService } from './service.ts';
@@ -25,7 +26,7 @@ export const authModule: HandlerModule = {
   async init(deps) {
     const store = createAuthStore(deps.db);
     const key = await loadSigningKey(deps.config.dataDir);
-    const signer = new TokenSigner(key, () => `${deps.runtime.origin()}/api/auth`);
+    const signer = new TokenSigner(key, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
@@ -39,6 +40,17 @@ export const authModule: HandlerModule = {
     deps.services.provide(USER_DIRECTORY, users);
     const jwks = { keys: [key.publicJwk] };
     const maxBody = deps.config.limits.maxBodyBytes;
-    return { routes: [...authRoutes(service, signer, () => jwks, maxBody), ...attributeRoutes(vocabulary, maxBody)] };
+    return {
+      routes: [
+        ...authRoutes(
+          service,
+          signer,
+          () => jwks,
+          maxBody,
+          () => authBaseUrl(deps.runtime),
+        ),
+        ...attributeRoutes(vocabulary, maxBody),
+      ],
+    };
   },
 };

@@ -24,7 +24,8 @@ const patInput = z.object({
   aud: z.string().optional(),
 });
 
-export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () => unknown, maxBody: number): RouteDef[] {
+/** `endpoints()` is where the realm is served now; it differs from the issuer when that is the cluster identity. */
+export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () => unknown, maxBody: number, endpoints: () => string): RouteDef[] {
   return [
     {
       method: 'POST',
@@ -80,20 +81,20 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       method: 'GET',
       path: '/auth/.well-known/openid-configuration',
       auth: 'none',
-      handle: () => ({ status: 200, body: discovery(signer.issuerUrl) }),
+      handle: () => ({ status: 200, body: discovery(signer.issuerUrl, endpoints()) }),
     },
     { method: 'GET', path: '/auth/health', auth: 'none', handle: () => ({ status: 200, body: { status: 'healthy', PLATFORM_USE_AUTH: true } }) },
     { method: 'GET', path: '/auth/', auth: 'none', handle: () => ({ status: 200, body: { message: 'Platform Auth Service', issuer: signer.issuerUrl } }) },
   ];
 }
 
-function discovery(issuer: string) {
+function discovery(issuer: string, base: string) {
   return {
     issuer,
-    jwks_uri: `${issuer}/jwks`,
-    token_endpoint: `${issuer}/token`,
-    userinfo_endpoint: `${issuer}/users/me`,
-    end_session_endpoint: `${issuer}/logout`,
+    jwks_uri: `${base}/jwks`,
+    token_endpoint: `${base}/token`,
+    userinfo_endpoint: `${base}/users/me`,
+    end_session_endpoint: `${base}/logout`,
     grant_types_supported: ['password', 'refresh_token'],
     response_types_supported: ['token'],
     subject_types_supported: ['public'],

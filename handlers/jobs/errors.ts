@@ -20,6 +20,10 @@ export const JobsErrors = defineErrors('jobs', {
     status: 503,
     doc: 'The job runtime (the local process runner or the Ray cluster) refused or failed the submission; no job was recorded.',
   },
+  job_sandbox_unavailable: {
+    status: 503,
+    doc: 'Local jobs are refused: the job sandbox (bubblewrap) could not be made on this machine at start; the gateway log says why.',
+  },
   no_execution_gate_configured_for_mesh: {
     status: 403,
     doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster (contract §5.7); `gate` is `(unconfigured)`.',

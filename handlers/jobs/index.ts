@@ -6,6 +6,7 @@
  * follows authz and mesh.
  */
 import { join } from 'node:path';
+import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { MESH_EGRESS } from '../../gateway/mesh/egress.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
@@ -18,6 +19,7 @@ import { ExecutionGateService, executionGateCatalog } from './gate.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
+import { JobSandbox } from './runtimes/local/sandbox.ts';
 import { RayJobRuntime } from './runtimes/ray.ts';
 import type { JobRuntime } from './runtimes/types.ts';
 import { JOBS, JobsService } from './service.ts';
@@ -32,7 +34,7 @@ export const jobsModule: HandlerModule = {
   async init(deps) {
     const jobsConfig = deps.config.jobs;
     const catalog = PackageCatalog.load(jobsConfig.pythonPackages.catalogFile);
-    const runtime = createRuntime(deps.config);
+    const runtime = createRuntime(deps.config, deps.logger);
     const store = createJobStore(deps.db);
     const apiUrl = () => `${deps.runtime.origin()}/api`;
     const tracker = new JobTracker(store, runtime, { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl }, deps.now, deps.logger);
@@ -69,7 +71,7 @@ export const jobsModule: HandlerModule = {
   },
 };
 
-function createRuntime(config: Readonly<Config>): JobRuntime {
+function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
   const { jobs } = config;
   if (jobs.runtime === 'ray') {
     return new RayJobRuntime({
@@ -78,6 +80,10 @@ function createRuntime(config: Readonly<Config>): JobRuntime {
       wheelDir: jobs.pythonPackages.wheelDir,
     });
   }
+  const sandbox = new JobSandbox({ ...jobs.local.sandbox, limits: jobs.local.limits, maxFileBytes: jobs.local.maxLogBytes + 1 });
+  const sandboxProblem = sandbox.probe();
+  if (!sandbox.isolated) logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
+  if (sandboxProblem !== null) logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
   return new LocalJobRuntime({
     jobsDir: join(config.dataDir, 'jobs'),
     maxConcurrent: jobs.local.maxConcurrent,
@@ -86,14 +92,15 @@ function createRuntime(config: Readonly<Config>): JobRuntime {
     python: jobs.local.python,
     wheelDir: jobs.pythonPackages.wheelDir,
     baseEnv: cleanBaseEnv(),
+    sandbox,
+    sandboxProblem,
   });
 }
 
-/** Spec item 3: jobs start from PATH, HOME and LANG only, never the gateway's own environment. */
+/**
+ * Jobs start from PATH and LANG only (HOME is set to the job's own work dir), never the gateway's own
+ * environment: it may carry the bootstrap admin password, key locations or cloud credentials.
+ */
 function cleanBaseEnv(): Record<string, string> {
-  return {
-    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
-    HOME: process.env.HOME ?? '/',
-    LANG: process.env.LANG ?? 'C.UTF-8',
-  };
+  return { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: process.env.LANG ?? 'C.UTF-8' };
 }

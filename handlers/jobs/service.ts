@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { ApiError } from '../../gateway/errors/api-error.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import type { AuthzService } from '../authz/index.ts';
 import { isNativeAdmin, type Principal } from '../principal.ts';
@@ -137,6 +138,7 @@ export class JobsService {
       await this.deps.runtime.submit(specFor(row, this.deps.options.apiUrl()));
     } catch (error) {
       this.deps.store.delete(row.id);
+      if (error instanceof ApiError) throw error; // the runtime's own refusal, already a stable reason
       this.deps.logger.error({ err: error, runtime: this.deps.runtime.kind }, 'job runtime refused a submission');
       throw JobsErrors.make.job_runtime_unavailable({ runtime: this.deps.runtime.kind }, error);
     }

@@ -7,13 +7,13 @@
  * every path goes to that deployment through the same runtime mount, auth
  * and proxy as its path-based URL, with an empty public prefix.
  */
-import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import type { Http2SecureServer } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
-import { endUnreadUploads } from '../../gateway/http/early-response.ts';
+import { createHttpsListener } from '../../gateway/http/listeners.ts';
 import { createUpgradeListener } from '../../gateway/http/upgrade.ts';
 import type { AccessSink } from '../../gateway/log.ts';
 import type { RuntimeInfo } from '../../gateway/module.ts';
@@ -122,15 +122,12 @@ export class LegacyListeners implements LegacyPorts {
       ],
       logger.child({ legacy_port: row.legacyPort }),
     );
-    const { certPem, keyPem } = info.serverTls();
-    const server = createSecureServer({ allowHTTP1: true, noDelay: true, key: keyPem, cert: certPem, minVersion: 'TLSv1.2' }, handle);
+    const server = createHttpsListener(info.serverTls(), config.limits, handle);
     const upgrade = mount.upgrade?.bind(mount);
     server.on(
       'upgrade',
       createUpgradeListener(() => ({ resolve }), new Map(upgrade ? [[service, upgrade]] : []), logger),
     );
-    server.setTimeout(config.limits.idleTimeoutMs);
-    endUnreadUploads(server);
     const sockets = new Set<Socket>();
     server.on('secureConnection', (socket: Socket) => {
       sockets.add(socket);

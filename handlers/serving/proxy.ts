@@ -14,6 +14,7 @@ import type { ApiError } from '../../gateway/errors/api-error.ts';
 import type { NodeRequest, Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { Principal } from '../principal.ts';
 import { ServingErrors } from './errors.ts';
+import { ConnectionShares } from './fair-share.ts';
 import { downstreamResponseHeaders, type PathMap, upstreamRequestHeaders } from './headers.ts';
 
 /** Where one request goes: an upstream pool plus the path mapping and per-deployment options. */
@@ -23,16 +24,25 @@ export interface ProxyTarget extends PathMap {
   forwardAuthorization: boolean;
   /** Deployment id or service name, for error bodies and logs. */
   label: string;
+  shares: ConnectionShares;
 }
 
 /** Lazily created keep-alive pools, one per upstream origin, closed with the domain. */
 export class UpstreamPools {
   readonly #pools = new Map<string, Pool>();
+  readonly shares: ConnectionShares;
+
+  constructor(
+    private readonly connections: number,
+    perClientRequests: number,
+  ) {
+    this.shares = new ConnectionShares(perClientRequests);
+  }
 
   get(origin: string): Pool {
     let pool = this.#pools.get(origin);
     if (!pool) {
-      pool = new Pool(origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
+      pool = new Pool(origin, { connections: this.connections, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
       this.#pools.set(origin, pool);
     }
     return pool;
@@ -65,6 +75,7 @@ export function buildTarget(pools: UpstreamPools, spec: TargetSpec): ProxyTarget
     timeoutMs: spec.timeoutMs,
     forwardAuthorization: spec.forwardAuthorization,
     label: spec.label,
+    shares: pools.shares,
   };
 }
 
@@ -103,8 +114,19 @@ function hasBody(req: NodeRequest, headers: IncomingHttpHeaders): boolean {
   return length !== undefined && length !== '0';
 }
 
+/** Streams the request to the target and the answer back within the client connection's fair share of the pool. */
+export async function forward(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null): Promise<undefined> {
+  const release = await target.shares.acquire(ctx.req, ctx.res, target.pool);
+  if (!release) return undefined; // the client left while waiting for its share
+  try {
+    return await stream(ctx, target, rest, origin, principal);
+  } finally {
+    release();
+  }
+}
+
 /** Streams the request to the target and the answer back; resolves when done, rejects only before the head. */
-export function forward(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null): Promise<undefined> {
+function stream(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null): Promise<undefined> {
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
   return new Promise((resolve, reject) => {
     const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject);

@@ -1,6 +1,6 @@
 /** Job test helpers: an executor user, polling until a job settles. */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,33 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Host pids of every live process of a job: those whose environment carries its PLATFORM_JOB_ID (the
+ * supervisor, bwrap and everything the job started, daemons that left its session included).
+ */
+export function jobProcesses(jobId: string): number[] {
+  const needle = `\0PLATFORM_JOB_ID=${jobId}\0`;
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return `\0${readFileSync(`/proc/${name}/environ`, 'latin1')}`.includes(needle) && alive(Number(name));
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+/** The host pid of a job process that knows itself as `sandboxPid` (`$$` in its own pid namespace). */
+export function hostPid(jobId: string, sandboxPid: number): number {
+  for (const pid of jobProcesses(jobId)) {
+    const nspid = /^NSpid:\s+(.*)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]?.split(/\s+/) ?? [];
+    if (nspid.length > 1 && Number(nspid.at(-1)) === sandboxPid) return pid;
+  }
+  throw new Error(`job ${jobId} has no process ${sandboxPid}`);
 }
 
 /** A non-admin user holding cluster_jobs:__all__#executor (spec "Authorization tuples"). */
@@ -62,6 +89,8 @@ const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/jobs/make_wheel.py', impor
 /** A throwaway wheel folder: build(name, version, value) returns the wheel's sha256; catalog() writes the catalog file. */
 export function wheelFolder(t: { after(fn: () => void): void }) {
   const dir = mkdtempSync(join(tmpdir(), 'meshgate-wheels-'));
+  // The install step runs as the sandbox uid, which must be able to read the operator's wheels (docs/jobs.md).
+  chmodSync(dir, 0o755);
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const build = (name: string, version: string, value: string) =>
     execFileSync('python3', [MAKE_WHEEL, dir, name, version, value], { encoding: 'utf8' }).trim().split(' ')[1] as string;

@@ -224,3 +224,57 @@ export async function deploy(gw: TestGateway, body: Record<string, unknown>): Pr
   if (res.status !== 201) throw new Error(`deploy failed: ${res.status} ${res.text}`);
   return res.json;
 }
+
+/**
+ * An upstream that holds every `GET /held` until the test calls release()
+ * (so a flood stays in flight for as long as the test needs) and answers
+ * `GET /quick` at once. `held` counts requests being held now, `maxHeld` the most at once.
+ */
+export async function startHoldingServer(t: After): Promise<Upstream & { held: number; maxHeld: number; release(): void }> {
+  const waiting: ServerResponse[] = [];
+  let released = false;
+  const up = await serve(t, {
+    'GET /held': (_req, res) => {
+      if (released) return void res.end('held');
+      holding.held += 1;
+      holding.maxHeld = Math.max(holding.maxHeld, holding.held);
+      waiting.push(res);
+    },
+    'GET /quick': (_req, res) => {
+      res.end('quick');
+    },
+  });
+  const holding = Object.assign(up, {
+    held: 0,
+    maxHeld: 0,
+    release() {
+      released = true;
+      for (const res of waiting.splice(0)) res.end('held');
+      holding.held = 0;
+    },
+  });
+  return holding;
+}
+
+/**
+ * Creates a deployment on a random high port, retrying on a collision: the
+ * port is bound by the gateway itself, never probed first by the test.
+ */
+export async function deployLegacy(gw: TestGateway, body: Record<string, unknown>): Promise<LegacyRecord> {
+  const token = await gw.adminToken();
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const legacy_port = 20000 + Math.floor(Math.random() * 40000);
+    const res = await gw.request('POST', '/api/serving/deployments', { token, json: { ...body, legacy_port } });
+    if (res.status === 409 && res.json.detail.reason === 'legacy_port_unavailable') continue;
+    assert.equal(res.status, 201, res.text);
+    return res.json;
+  }
+  throw new Error('no free legacy port in 20 attempts');
+}
+
+export interface LegacyRecord {
+  id: string;
+  runtime_path: string;
+  legacy_port: number | null;
+  legacy_url: string | null;
+}

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway } from '../helpers/gateway.ts';
-import { alive, MARKER, submit, waitFor } from '../helpers/jobs.ts';
+import { alive, hostPid, jobProcesses, MARKER, submit, waitFor } from '../helpers/jobs.ts';
 
 const JOBS = '/api/cluster/jobs';
 
@@ -50,7 +50,7 @@ test('each job has its own working dir and process group; cancel kills the whole
   const res = await submit(gw, token, { entrypoint: 'pwd; sleep 60 & echo $! > child.pid; wait' });
   const work = join(gw.dataDir, 'jobs', res.json.id, 'work');
   await waitFor(gw, token, res.json.id, () => existsSync(join(work, 'child.pid')));
-  const child = Number(readFileSync(join(work, 'child.pid'), 'utf8'));
+  const child = hostPid(res.json.id, Number(readFileSync(join(work, 'child.pid'), 'utf8')));
   assert.ok(alive(child));
   await gw.request('POST', `${JOBS}/${res.json.id}/cancel`, { token });
   for (let i = 0; i < 50 && alive(child); i++) await new Promise((r) => setTimeout(r, 20));
@@ -65,7 +65,7 @@ test('a job ignoring SIGTERM is SIGKILLed after the grace; jobs finishing leave 
   const stubborn = await submit(gw, token, { entrypoint: `trap "" TERM; echo $$ > me.pid; sleep 60` });
   const work = join(gw.dataDir, 'jobs', stubborn.json.id, 'work');
   await waitFor(gw, token, stubborn.json.id, () => existsSync(join(work, 'me.pid')));
-  const pid = Number(readFileSync(join(work, 'me.pid'), 'utf8'));
+  const pid = hostPid(stubborn.json.id, Number(readFileSync(join(work, 'me.pid'), 'utf8')));
   await gw.request('POST', `${JOBS}/${stubborn.json.id}/cancel`, { token });
   await new Promise((r) => setTimeout(r, 200));
   assert.ok(alive(pid), 'SIGTERM is ignored');
@@ -73,9 +73,8 @@ test('a job ignoring SIGTERM is SIGKILLed after the grace; jobs finishing leave 
   assert.equal(alive(pid), false, 'SIGKILL after the grace');
   const leaver = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint: 'sleep 60 & echo $! > bg.pid' } });
   assert.equal(leaver.json.status, 'SUCCEEDED');
-  const bg = Number(readFileSync(join(gw.dataDir, 'jobs', leaver.json.id, 'work', 'bg.pid'), 'utf8'));
-  for (let i = 0; i < 50 && alive(bg); i++) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(alive(bg), false);
+  for (let i = 0; i < 50 && jobProcesses(leaver.json.id).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(jobProcesses(leaver.json.id), [], 'the background sleep died with the sandbox');
 });
 
 test('the job environment is clean: nothing of the gateway’s own environment leaks in', async (t) => {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { post } from '../helpers/federation.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
-import { alive, MARKER, TERMINAL } from '../helpers/jobs.ts';
+import { alive, hostPid, MARKER, TERMINAL } from '../helpers/jobs.ts';
 import { allow, type MeshPair, sharedIdpMesh } from '../helpers/mesh.ts';
 
 const EXECUTOR_RECIPE = [{ subject: 'user:{{user_id}}', relation: 'executor', object: 'cluster_jobs:__all__' }];
@@ -155,7 +155,7 @@ test('allowlist revoke with cancel_in_flight_jobs=true stops the brokered userâ€
   const id = long.json.job_id;
   const pidFile = join(receiver.dataDir, 'jobs', id, 'work', 'job.pid');
   await poll(source, `${mesh}/${id}/status`, token, (b) => b.status === 'RUNNING' && existsSync(pidFile) && readFileSync(pidFile, 'utf8').endsWith('\n'));
-  const pid = Number(readFileSync(pidFile, 'utf8'));
+  const pid = hostPid(id, Number(readFileSync(pidFile, 'utf8')));
   assert.ok(alive(pid), "the brokered user's job is running on the receiver");
 
   const revoked = await post(receiver, `/${pair.receiverFedId}/users/${encodeURIComponent(externalId)}/revoke?cancel_in_flight_jobs=true`);

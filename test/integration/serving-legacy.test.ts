@@ -10,30 +10,7 @@ import { test } from 'node:test';
 import { request } from 'undici';
 import WebSocket from 'ws';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { startAppServer, startModelServer } from '../helpers/upstreams.ts';
-
-interface Record_ {
-  id: string;
-  runtime_path: string;
-  legacy_port: number | null;
-  legacy_url: string | null;
-}
-
-/**
- * Creates a deployment on a random high port, retrying on a collision: the
- * port is bound by the gateway itself, never probed first by the test.
- */
-async function deployLegacy(gw: TestGateway, body: Record<string, unknown>): Promise<Record_> {
-  const token = await gw.adminToken();
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const legacy_port = 20000 + Math.floor(Math.random() * 40000);
-    const res = await gw.request('POST', '/api/serving/deployments', { token, json: { ...body, legacy_port } });
-    if (res.status === 409 && res.json.detail.reason === 'legacy_port_unavailable') continue;
-    assert.equal(res.status, 201, res.text);
-    return res.json;
-  }
-  throw new Error('no free legacy port in 20 attempts');
-}
+import { deployLegacy, startAppServer, startModelServer } from '../helpers/upstreams.ts';
 
 async function get(gw: TestGateway, url: string, headers: Record<string, string> = {}) {
   const res = await request(url, { headers, dispatcher: gw.agent });

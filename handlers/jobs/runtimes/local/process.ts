@@ -6,37 +6,39 @@
  * file the gateway reads back after a restart.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ApprovedPackage } from '../../schema.ts';
+import { type JobSandbox, shellQuote } from './sandbox.ts';
 
 /**
- * The process-group leader. Positional: $1 entrypoint, $2 job dir, $3 python,
- * $4 wheel dir. `--no-deps`: every package, dependencies included, must be
- * an approved, hash-pinned catalog entry (contract §5.8). The venv is made
- * without its own pip (seconds faster); the interpreter's pip installs into it.
+ * Waits for the background child in `$child`, also through signals that interrupt `wait` (the SIGTERM
+ * handler), so the status kept is the child's own; leaves it in `$code`.
  */
-const WRAPPER = `
-dir=$2
-if [ -s "$dir/requirements.txt" ]; then
-  echo "[meshgate] installing approved python packages"
-  if ! "$3" -m venv --without-pip "$dir/venv" || ! "$3" -m pip --python "$dir/venv/bin/python" install --quiet \\
-      --disable-pip-version-check --no-input --require-hashes --no-deps --no-index --find-links "$4" -r "$dir/requirements.txt"; then
-    printf 'install 1\\n' > "$dir/exit.tmp" && mv "$dir/exit.tmp" "$dir/exit"
-    exit 1
-  fi
-  PATH="$dir/venv/bin:$PATH"; VIRTUAL_ENV="$dir/venv"; export PATH VIRTUAL_ENV
-fi
-# The leader outlives SIGTERM (a handler, not an ignore, which the entrypoint would
-# inherit) so the entrypoint gets the whole grace before SIGKILL, and its status is kept.
+const WAIT_CHILD = `child=$!
+wait "$child"; code=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done`;
+
+/**
+ * The entrypoint's parent inside the sandbox. A cancel's SIGTERM cannot reach the sandbox's processes
+ * from outside (they left the group with --new-session), so the supervisor writes a line on fd 3 and the
+ * watcher turns it into kill -1, which in the sandbox's own pid namespace, as the job uid, reaches exactly
+ * the job's processes (never pid 1, bwrap's init). The entrypoint gets no fd 3.
+ */
+const RELAYED_ENTRYPOINT = `(read -r _ <&3; kill -TERM -1) 2>/dev/null &
+exec 3>&-
 trap : TERM
 /bin/sh -c "$1" &
-child=$!
-wait "$child"; code=$?
-while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
-printf 'entrypoint %s\\n' "$code" > "$dir/exit.tmp" && mv "$dir/exit.tmp" "$dir/exit"
-exit $code
-`;
+${WAIT_CHILD}
+exit "$code"`;
+
+/**
+ * `--no-deps`: every package, dependencies included, must be an approved, hash-pinned catalog entry
+ * (contract §5.8). The venv is made without its own pip (seconds faster); the interpreter's pip installs
+ * into it. Positional: $1 python, $2 venv, $3 wheel dir, $4 requirements.
+ */
+const INSTALL = `"$1" -m venv --without-pip "$2" && "$1" -m pip --python "$2/bin/python" install --quiet --no-cache-dir \\
+  --disable-pip-version-check --no-input --require-hashes --no-deps --no-index --find-links "$3" -r "$4"`;
 
 export interface JobPaths {
   dir: string;
@@ -45,6 +47,7 @@ export interface JobPaths {
   exit: string;
   pid: string;
   requirements: string;
+  venv: string;
 }
 
 export function jobPaths(jobsDir: string, jobId: string): JobPaths {
@@ -56,6 +59,7 @@ export function jobPaths(jobsDir: string, jobId: string): JobPaths {
     exit: join(dir, 'exit'),
     pid: join(dir, 'pid'),
     requirements: join(dir, 'requirements.txt'),
+    venv: join(dir, 'venv'),
   };
 }
 
@@ -68,10 +72,25 @@ export interface ExitRecord {
 /** The wrapper's exit-status file, or null when the job has not finished (or was killed before writing it). */
 export function readExit(paths: JobPaths): ExitRecord | null {
   try {
-    const [step, code] = readFileSync(paths.exit, 'utf8').trim().split(' ');
-    return { step: step === 'install' ? 'install' : 'entrypoint', code: Number(code), at: statSync(paths.exit).mtime };
+    return readNoFollow(paths.exit, (text, fd) => {
+      const [step, code] = text.trim().split(' ');
+      return { step: step === 'install' ? 'install' : 'entrypoint', code: Number(code), at: fstatSync(fd).mtime };
+    });
   } catch {
     return null;
+  }
+}
+
+/**
+ * Reads a job file the gateway itself wrote, refusing a symlink in its place (O_NOFOLLOW): whatever a job
+ * may plant, the gateway never reads another file through it.
+ */
+function readNoFollow<T>(path: string, use: (text: string, fd: number) => T): T {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return use(readFileSync(fd, 'utf8'), fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -82,22 +101,64 @@ export interface SpawnOptions {
   packages: readonly ApprovedPackage[];
   python: string;
   wheelDir: string;
+  sandbox: JobSandbox;
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
 }
 
 /** Synchronous (two small writes) so that jobs start in the order the queue releases them. */
-export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackage[]): void {
-  mkdirSync(paths.work, { recursive: true, mode: 0o700 });
+export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackage[], owner: number | null): void {
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  const writable = packages.length > 0 ? [paths.work, paths.venv] : [paths.work];
+  for (const dir of writable) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // The job uid owns only the dirs it writes; the job dir itself (log, exit, pid) stays the gateway's.
+    if (owner !== null) chownSync(dir, owner, owner);
+  }
   const lines = packages.map((p) => `${p.name}==${p.version} ${p.sha256.map((h) => `--hash=sha256:${h}`).join(' ')}`);
-  writeFileSync(paths.requirements, lines.length > 0 ? `${lines.join('\n')}\n` : '');
+  writeFileSync(paths.requirements, lines.length > 0 ? `${lines.join('\n')}\n` : '', { mode: 0o644 });
+}
+
+/**
+ * The supervisor: the process-group leader, outside the sandbox, as the gateway's user. It runs the
+ * install step and then the entrypoint, each in its own sandbox (the venv is writable only while the
+ * install runs), and writes the exit status where only the gateway can (the job never sees the job dir).
+ * `$1` is the entrypoint; everything else in the script is the gateway's own paths and options, quoted.
+ * The supervisor outlives SIGTERM (a handler, not an ignore, which the entrypoint would inherit) so the
+ * entrypoint gets the whole grace before SIGKILL, and its status is kept.
+ */
+function supervisorScript(options: SpawnOptions): string {
+  const { paths, sandbox, packages } = options;
+  const command = (argv: readonly string[]) => argv.map(shellQuote).join(' ');
+  const lines = [`dir=${shellQuote(paths.dir)}`, `finish() { printf '%s %s\\n' "$1" "$2" > "$dir/exit.tmp" && mv -f "$dir/exit.tmp" "$dir/exit"; exit "$2"; }`];
+  if (packages.length > 0) {
+    const launch = sandbox.launcher({ writable: [paths.work, paths.venv], readOnly: [paths.requirements, options.wheelDir], chdir: paths.work });
+    const args = [options.python, paths.venv, options.wheelDir, paths.requirements];
+    lines.push(
+      'echo "[meshgate] installing approved python packages"',
+      `${command([...launch, '/bin/sh', '-c', INSTALL, 'meshgate-install', ...args])} || finish install 1`,
+      `PATH=${shellQuote(join(paths.venv, 'bin'))}:$PATH; VIRTUAL_ENV=${shellQuote(paths.venv)}; export PATH VIRTUAL_ENV`,
+    );
+  }
+  if (sandbox.isolated) {
+    const launch = sandbox.launcher({ writable: [paths.work], readOnly: packages.length > 0 ? [paths.venv] : [], chdir: paths.work });
+    lines.push(
+      'mkfifo -m 600 "$dir/stop" && exec 3<>"$dir/stop" && rm -f "$dir/stop" || finish entrypoint 125',
+      `trap 'echo stop >&3' TERM`,
+      `${command([...launch, '/bin/sh', '-c', RELAYED_ENTRYPOINT, 'meshgate-job'])} "$1" &`,
+    );
+  } else {
+    lines.push('trap : TERM', `${command([...sandbox.launcher({ writable: [], readOnly: [], chdir: null }), '/bin/sh', '-c'])} "$1" &`);
+  }
+  lines.push(WAIT_CHILD, 'finish entrypoint "$code"');
+  return lines.join('\n');
 }
 
 /** Spawns the wrapper as a new process group; returns its pid (= the group id). */
 export function spawnJob(options: SpawnOptions): number {
   const { paths } = options;
-  const out = openSync(paths.log, 'a', 0o600);
+  const out = openSync(paths.log, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
   try {
-    const child = spawn('/bin/sh', ['-c', WRAPPER, 'meshgate-job', options.entrypoint, paths.dir, options.python, options.wheelDir], {
+    const child = spawn('/bin/sh', ['-c', supervisorScript(options), 'meshgate-supervisor', options.entrypoint], {
       cwd: paths.work,
       env: options.env,
       detached: true,
@@ -136,7 +197,7 @@ export function processStartTime(pid: number): string | null {
 /** The recorded pid when that very process is still alive, else null. */
 export function livePid(paths: JobPaths): number | null {
   try {
-    const [pid, start] = readFileSync(paths.pid, 'utf8').trim().split(' ');
+    const [pid, start] = readNoFollow(paths.pid, (text) => text.trim().split(' '));
     const n = Number(pid);
     return Number.isInteger(n) && n > 0 && start && processStartTime(n) === start ? n : null;
   } catch {
@@ -164,7 +225,7 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): void {
 
 export function logSize(paths: JobPaths): number {
   try {
-    return statSync(paths.log).size;
+    return lstatSync(paths.log).size;
   } catch {
     return 0;
   }

@@ -6,10 +6,13 @@
  * stopped as FAILED log_limit_exceeded). One ticker watches log sizes and
  * jobs re-attached after a restart.
  */
+import { constants } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
+import { JobsErrors } from '../../errors.ts';
 import type { JobStatus } from '../../schema.ts';
 import type { JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
 import { type ExitRecord, type JobPaths, jobPaths, livePid, logSize, prepareJobDir, readExit, signalGroup, spawnJob, wasStarted } from './process.ts';
+import type { JobSandbox } from './sandbox.ts';
 
 export interface LocalRuntimeOptions {
   jobsDir: string;
@@ -18,8 +21,11 @@ export interface LocalRuntimeOptions {
   stopGraceMs: number;
   python: string;
   wheelDir: string | null;
-  /** The clean base environment every job starts from (PATH, HOME, LANG). */
+  /** The clean base environment every job starts from (PATH, LANG; HOME is the job's work dir). */
   baseEnv: Record<string, string>;
+  sandbox: JobSandbox;
+  /** Why no sandbox can be made here (probed at start), or null; jobs are refused while it is set. */
+  sandboxProblem: string | null;
   tickMs?: number;
 }
 
@@ -65,6 +71,7 @@ export class LocalJobRuntime implements JobRuntime {
   }
 
   async submit(spec: RuntimeJobSpec): Promise<void> {
+    if (this.options.sandboxProblem !== null) throw JobsErrors.make.job_sandbox_unavailable();
     const id = this.idFor(spec.jobId);
     this.#entries.set(id, newEntry(spec.jobId, spec));
     this.#queue.push(id);
@@ -80,7 +87,9 @@ export class LocalJobRuntime implements JobRuntime {
   }
 
   async openLogs(runtimeJobId: string): Promise<LogSource | null> {
-    const handle = await open(this.#paths(runtimeJobId).log, 'r').catch(() => null);
+    // O_NOFOLLOW: a symlink where the log should be is never followed (the job cannot reach this dir in
+    // its sandbox; without one, it could).
+    const handle = await open(this.#paths(runtimeJobId).log, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => null);
     if (!handle) return null;
     const { size } = await handle.stat();
     return {
@@ -188,15 +197,17 @@ export class LocalJobRuntime implements JobRuntime {
   #start(id: string, entry: Entry, spec: RuntimeJobSpec): void {
     const paths = this.#paths(id);
     try {
+      if (this.options.sandboxProblem !== null) throw new Error('the job sandbox is unavailable');
       if (spec.packages.length > 0 && !this.options.wheelDir) throw new Error('no wheel directory is configured for python_packages');
-      prepareJobDir(paths, spec.packages);
+      prepareJobDir(paths, spec.packages, this.options.sandbox.jobUid);
       entry.pid = spawnJob({
         paths,
         entrypoint: spec.entrypoint,
-        env: { ...this.options.baseEnv, ...spec.env },
+        env: { ...this.options.baseEnv, HOME: paths.work, ...spec.env },
         packages: spec.packages,
         python: this.options.python,
         wheelDir: this.options.wheelDir ?? '',
+        sandbox: this.options.sandbox,
         onExit: (code, signal) => this.#exited(id, entry, paths, code, signal),
       });
       entry.status = 'RUNNING';
@@ -209,6 +220,8 @@ export class LocalJobRuntime implements JobRuntime {
 
   #exited(id: string, entry: Entry, paths: JobPaths, code: number | null, signal: NodeJS.Signals | null): void {
     if (entry.pid !== null) signalGroup(entry.pid, 'SIGKILL'); // stragglers the entrypoint left in its group
+    // RLIMIT_FSIZE stops a job at the cap (SIGXFSZ) before the ticker sees it: the log size tells.
+    if (logSize(paths) > this.options.maxLogBytes) entry.errorType = 'log_limit_exceeded';
     const exit = readExit(paths);
     if (exit) this.#finish(id, entry, outcome(exit, entry));
     else if (code === null && signal === null)

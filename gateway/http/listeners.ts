@@ -1,0 +1,85 @@
+/**
+ * The HTTPS (HTTP/2 + HTTP/1.1) and plain-HTTP listeners with their
+ * slow-client guards, built the same way for the main port and for each
+ * legacy per-deployment port. Modelled on nginx (`client_header_timeout`,
+ * `http2_max_concurrent_streams`, `ssl_handshake_timeout`) and Envoy
+ * (`request_headers_timeout`, `max_concurrent_streams`, transport socket
+ * connect timeout):
+ *
+ * - TLS handshake: a socket must finish it within handshakeTimeoutMs
+ *   (tls.Server `handshakeTimeout`), so a silent TCP connection is closed.
+ * - HTTP/1.1 request head: an absolute deadline counted from the head's
+ *   first byte (from the connection for the first request), not an idle
+ *   timer that every trickled byte resets. Node's own `headersTimeout`
+ *   does this for http.Server and for the HTTP/1.1 fallback of an HTTP/2
+ *   server, checked every `connectionsCheckingInterval`; that interval is
+ *   tightened so the deadline is kept to within a fraction of itself.
+ * - HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS is advertised (RFC 9113 §6.5.2),
+ *   and a session must open its first stream within the head deadline.
+ * - Any connection or session moving no bytes for idleTimeoutMs is closed.
+ */
+import { createServer as createHttpServer, type Server as HttpServer, type RequestListener } from 'node:http';
+import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
+import type { Config } from '../config/schema.ts';
+import { endUnreadUploads } from './early-response.ts';
+
+type Limits = Config['limits'];
+type Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
+
+export interface ServerKeyPair {
+  keyPem: string;
+  certPem: string;
+}
+
+/** How often Node sweeps connections for expired heads: a tenth of the deadline, at most once a second. */
+function checkingInterval(limits: Limits): number {
+  return Math.max(10, Math.min(1000, Math.floor(limits.headersTimeoutMs / 10)));
+}
+
+export function createHttpsListener(tls: ServerKeyPair, limits: Limits, handle: Handler): Http2SecureServer {
+  const server = createSecureServer(
+    {
+      allowHTTP1: true,
+      noDelay: true,
+      key: tls.keyPem,
+      cert: tls.certPem,
+      minVersion: 'TLSv1.2',
+      handshakeTimeout: limits.handshakeTimeoutMs,
+      settings: { maxConcurrentStreams: limits.maxConcurrentStreams },
+    },
+    handle,
+  );
+  // The HTTP/1.1 fallback reads these like http.Server does (untyped on Http2SecureServer in @types/node);
+  // the interval is read when listening starts.
+  Object.assign(server, {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: checkingInterval(limits),
+  });
+  server.setTimeout(limits.idleTimeoutMs);
+  server.on('session', (session: ServerHttp2Session) => awaitFirstStream(session, limits.headersTimeoutMs));
+  endUnreadUploads(server);
+  return server;
+}
+
+export function createPlainHttpListener(limits: Limits, handle: RequestListener): HttpServer {
+  const server = createHttpServer(
+    {
+      maxHeaderSize: Math.max(16384, limits.maxHeaderBytes * 2),
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: checkingInterval(limits),
+    },
+    handle,
+  );
+  server.setTimeout(limits.idleTimeoutMs);
+  return server;
+}
+
+/** The HTTP/2 side of the head deadline: a session that never opens a stream is closed like a silent HTTP/1.1 client. */
+function awaitFirstStream(session: ServerHttp2Session, deadlineMs: number): void {
+  const timer = setTimeout(() => session.destroy(), deadlineMs);
+  timer.unref();
+  session.once('stream', () => clearTimeout(timer));
+  session.once('close', () => clearTimeout(timer));
+}

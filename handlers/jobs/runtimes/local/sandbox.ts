@@ -1,0 +1,160 @@
+/**
+ * The local job sandbox: how a job step is launched so that it sees only the
+ * read-only system, its own directories and a private /tmp and /proc, with
+ * no capabilities and, when the gateway runs as root, as a dedicated
+ * unprivileged uid. Built on bubblewrap (the sandbox Flatpak uses); the
+ * resource limits are set with util-linux prlimit around the whole step.
+ *
+ * Layout of one launch, outermost first:
+ *   prlimit (limits, inherited by everything below)
+ *   setsid bwrap … (its own session: a SIGTERM to the job's process group
+ *                   reaches the supervisor, which relays it; --die-with-parent
+ *                   ties the sandbox to the supervisor, not to the gateway)
+ *   [root only] setpriv --reuid <uid> … (drops to the job uid inside the sandbox)
+ *   /bin/sh -c <step>
+ */
+import { spawnSync } from 'node:child_process';
+import { lstatSync, readlinkSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export interface SandboxLimits {
+  addressSpaceBytes: number;
+  processes: number;
+  openFiles: number;
+  cpuSeconds: number;
+  tmpBytes: number;
+}
+
+export interface SandboxOptions {
+  mode: 'bwrap' | 'none';
+  bwrapPath: string;
+  uid: number;
+  readOnlyPaths: readonly string[];
+  limits: SandboxLimits;
+  /** Largest file a job may write, its output log included (RLIMIT_FSIZE). */
+  maxFileBytes: number;
+}
+
+/** Where one step runs: its writable dirs and the read-only ones (same paths inside as outside). */
+export interface StepMounts {
+  writable: readonly string[];
+  readOnly: readonly string[];
+  chdir: string | null;
+}
+
+/**
+ * The system the interpreter and the shell need, read-only. /etc is never
+ * mounted whole (it may hold credentials, e.g. a netrc or a service's own
+ * keys): only name resolution, the dynamic loader, locale/time and the CA
+ * bundle (a job calls the gateway's API over TLS).
+ */
+const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+const ETC_FILES = [
+  '/etc/os-release',
+  '/etc/debian_version',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/alternatives',
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/nsswitch.conf',
+  '/etc/hosts',
+  '/etc/resolv.conf',
+  '/etc/host.conf',
+  '/etc/gai.conf',
+  '/etc/localtime',
+  '/etc/locale.alias',
+  '/etc/mime.types',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/pki',
+  '/etc/python3',
+];
+
+/** True when this process can switch uids, so jobs must run as the dedicated uid. */
+const runsAsRoot = () => process.geteuid?.() === 0;
+
+export class JobSandbox {
+  constructor(readonly options: SandboxOptions) {}
+
+  get isolated(): boolean {
+    return this.options.mode === 'bwrap';
+  }
+
+  /** The uid that must own the job's writable dirs, or null when it is the gateway's own. */
+  get jobUid(): number | null {
+    return this.isolated && runsAsRoot() ? this.options.uid : null;
+  }
+
+  /** argv of one job step up to (excluding) the command it runs. */
+  launcher(mounts: StepMounts): string[] {
+    const limits = this.#limits();
+    if (!this.isolated) return limits;
+    const { bwrapPath, uid } = this.options;
+    const args = ['/usr/bin/setsid', bwrapPath, ...this.#isolation()];
+    // bwrap would give the dirs it creates above a mount the modes of the host's (0700 data dir): the job uid
+    // could then not reach its own dirs by their paths. They are made 0755 first; they hold nothing else.
+    for (const dir of ancestors([...mounts.readOnly, ...mounts.writable])) args.push('--perms', '0755', '--dir', dir);
+    for (const dir of mounts.readOnly) args.push('--ro-bind', dir, dir);
+    for (const dir of mounts.writable) args.push('--bind', dir, dir);
+    if (mounts.chdir) args.push('--chdir', mounts.chdir);
+    if (!runsAsRoot()) return [...limits, ...args, '--'];
+    // bwrap runs privileged (no user namespace): it keeps only what setpriv needs to drop to the job uid (and
+    // DAC_READ_SEARCH to chdir into the job-owned 0700 work dir), and setpriv then clears every capability,
+    // the bounding set included, and sets no_new_privs (no setuid gains).
+    args.push('--cap-drop', 'ALL', ...['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH'].flatMap((c) => ['--cap-add', c]), '--');
+    const drop = ['/usr/bin/setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all'];
+    return [...limits, ...args, ...drop, '--no-new-privs', '--'];
+  }
+
+  /** Whether a sandbox can be made here: runs `true` in one. The reason when not, for the start log. */
+  probe(): string | null {
+    if (!this.isolated) return null;
+    const [command, ...args] = [...this.launcher({ writable: [], readOnly: [], chdir: null }), '/bin/true'];
+    const result = spawnSync(command as string, args, { encoding: 'utf8', timeout: 10_000, env: { PATH: '/usr/bin:/bin' } });
+    if (result.error) return `${command}: ${result.error.message}`;
+    if (result.status !== 0) return `${this.options.bwrapPath} exited ${result.status ?? result.signal}: ${result.stderr.trim()}`;
+    return null;
+  }
+
+  #limits(): string[] {
+    const { addressSpaceBytes, processes, openFiles, cpuSeconds } = this.options.limits;
+    const fsize = this.options.maxFileBytes;
+    return ['/usr/bin/prlimit', `--as=${addressSpaceBytes}`, `--nproc=${processes}`, `--nofile=${openFiles}`, `--cpu=${cpuSeconds}`, `--fsize=${fsize}`, '--'];
+  }
+
+  #isolation(): string[] {
+    const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--new-session', '--die-with-parent'];
+    // Unprivileged bwrap needs a user namespace to mount; root does not, and must not map the job to uid 0.
+    if (!runsAsRoot()) args.push('--unshare-user', '--disable-userns', '--cap-drop', 'ALL');
+    for (const dir of SYSTEM_DIRS) args.push(...systemMount(dir));
+    args.push('--perms', '0755', '--dir', '/etc');
+    for (const file of ETC_FILES) args.push('--ro-bind-try', file, file);
+    for (const path of this.options.readOnlyPaths) args.push('--ro-bind', path, path);
+    args.push('--proc', '/proc', '--dev', '/dev', '--size', String(this.options.limits.tmpBytes), '--tmpfs', '/tmp');
+    return args;
+  }
+}
+
+/** Every ancestor dir of the paths, shallowest first, without `/`. */
+function ancestors(paths: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  for (const path of paths) for (let dir = dirname(path); dir !== '/'; dir = dirname(dir)) dirs.add(dir);
+  return [...dirs].sort((a, b) => a.split('/').length - b.split('/').length);
+}
+
+/** Merged-/usr systems have /bin → usr/bin: keep it a symlink rather than binding the target twice. */
+function systemMount(dir: string): string[] {
+  try {
+    if (lstatSync(dir).isSymbolicLink()) return ['--symlink', readlinkSync(dir), dir];
+    return ['--ro-bind', dir, dir];
+  } catch {
+    return [];
+  }
+}
+
+/** POSIX shell single-quoting: the supervisor script names fixed paths and options, never the entrypoint. */
+export function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
