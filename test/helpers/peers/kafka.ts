@@ -1,5 +1,5 @@
 /**
- * A single-node Apache Kafka for one test (DESIGN.md §7): the official broker
+ * A single-node Apache Kafka for one test (docs/test-peers.md): the official broker
  * jars from Maven Central (scripts/peers/kafka.sh), run by Java 17 as one
  * KRaft process that is both broker and controller. Storage is formatted in a
  * temp dir with a random cluster id; the broker listener binds port 0 and the
@@ -48,6 +48,7 @@ export async function startKafka(t: After, options: KafkaOptions = {}): Promise<
     '-Xms64m',
     '-Xmx512m',
     '-XX:+UseSerialGC',
+    ...workspace.jvmTempOptions,
     `-Dlog4j2.configurationFile=${join(dir, 'log4j2.xml')}`,
     '-cp',
     `${lib}/*`,

@@ -1,12 +1,12 @@
 /**
- * Shared plumbing for the real test peers (DESIGN.md §7): run the idempotent
+ * Shared plumbing for the real test peers (docs/test-peers.md): run the idempotent
  * install scripts in scripts/peers/, spawn a server as a child process, wait
  * until its output says it is ready, and stop it in t.after. A peer that
  * cannot start fails the test with its own output, never a silent skip.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -162,6 +162,12 @@ export async function spawnPeer(name: string, command: string, args: string[], o
 /** A peer's throwaway folder and the server later spawned in it; both go away at stop() or in t.after. */
 export interface PeerWorkspace {
   readonly dir: string;
+  /**
+   * JVM options that keep a Java peer's temp files in `dir`: java.io.tmpdir ignores TMPDIR and
+   * defaults to /tmp, and HotSpot writes its perf-data file to /tmp/hsperfdata_<user> whatever
+   * java.io.tmpdir says, so that file is turned off (only jstat-style monitoring reads it).
+   */
+  readonly jvmTempOptions: readonly string[];
   /** Records the spawned server (the last one, across port retries) so stop() ends it. */
   adopt(server: PeerProcess): PeerProcess;
   stop(): Promise<void>;
@@ -169,6 +175,8 @@ export interface PeerWorkspace {
 
 export function peerWorkspace(t: After, name: string, stopSignal: NodeJS.Signals = 'SIGTERM'): PeerWorkspace {
   const dir = mkdtempSync(join(tmpdir(), `meshgate-${name}-`));
+  const javaTmp = join(dir, 'java-tmp');
+  mkdirSync(javaTmp);
   let server: PeerProcess | undefined;
   const stop = async () => {
     await server?.stop(stopSignal, 10_000);
@@ -179,6 +187,7 @@ export function peerWorkspace(t: After, name: string, stopSignal: NodeJS.Signals
   });
   return {
     dir,
+    jvmTempOptions: ['-XX:-UsePerfData', `-Djava.io.tmpdir=${javaTmp}`],
     stop,
     adopt(spawned) {
       server = spawned;
