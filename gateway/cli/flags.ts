@@ -19,15 +19,16 @@ type FlagValues = Record<string, string | boolean | (string | boolean)[] | undef
 /** The config file flag (--config), read by loadConfig() rather than merged as a key. */
 export const CONFIG_FILE_FLAG = FLAGGED.find(({ env }) => env === CONFIG_FILE_ENV)?.flag as string;
 
-/** Flag values → config overrides; numbers stay as typed text turned to numbers, so the schema names a bad one. */
+/** Flag values → config overrides, parsed like their variables; the schema then names a bad value by key. */
 export function configFromFlags(values: FlagValues): ConfigInput {
   const out = {};
   for (const { flag, env } of FLAGGED) {
     const raw = values[flag];
     if (raw === undefined) continue;
     const texts = Array.isArray(raw) ? raw : [raw];
-    // Parsed leniently (strict: false, so the command gets the other flags), a flag with no value comes as `true`.
-    if (texts.some((text) => typeof text !== 'string')) throw new UsageError(`--${flag} needs a value`);
+    // Parsed leniently (strict: false, so the command gets the other flags), a flag with no value comes as `true`
+    // at the end of the line, or takes the next flag as its value (`--https-port --bind x`); neither is meant.
+    if (texts.some((text) => typeof text !== 'string' || text.startsWith('--'))) throw new UsageError(`--${flag} needs a value`);
     const spec = ENV_NAMES[env];
     if (!spec) continue;
     const text = String(texts[texts.length - 1]);

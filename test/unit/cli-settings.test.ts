@@ -85,4 +85,5 @@ test('a config flag without its value is a usage error naming the flag', () => {
     (error: Error) => error instanceof UsageError && error.message === '--https-port needs a value',
   );
   assert.throws(() => configFromFlags({ hostname: ['a.example', true] }), /--hostname needs a value/);
+  assert.throws(() => configFromFlags({ 'data-dir': '--bind' }), /--data-dir needs a value/, 'the next flag is not a value');
 });
