@@ -1,8 +1,8 @@
 /**
- * createGateway(config): TLS material → database → domains → compiled
- * tables → listeners. The HTTPS listener speaks HTTP/2 with HTTP/1.1
- * fallback (DESIGN.md §3 item 7, gRPC later); an optional plain-HTTP
- * listener serves local development.
+ * startGateway(config): TLS material → listeners bound (requests held) →
+ * database → domains → compiled tables → requests let through. The HTTPS
+ * listener speaks HTTP/2 with HTTP/1.1 fallback (DESIGN.md §3 item 7, gRPC
+ * later); an optional plain-HTTP listener serves local development.
  */
 import type { Server as HttpServer } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
@@ -125,6 +125,26 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const instances: HandlerInstance[] = [];
   try {
     for (const module of HANDLER_MODULES) instances.push(await module.init(deps));
+    const { routing, compiled } = compileInstances(instances, deps);
+    let table: ServiceTable = buildServiceTable(routing.current(), compiled);
+    routing.subscribe((snapshot) => {
+      table = buildServiceTable(snapshot, compiled);
+    });
+    requests.open(
+      createPipeline(
+        [
+          createRequestIdStage(),
+          createAccessLogStage(accessLog),
+          createLimitsStage(config.limits),
+          createCanonicalPathStage(),
+          createRouteMatchStage(() => table, compileRpc(instances)),
+        ],
+        logger,
+        guardMeshBody,
+      ),
+    );
+    const upgradeHandlers = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
+    upgrades.open(createUpgradeListener(() => table, upgradeHandlers, logger));
   } catch (error) {
     stopListening();
     await closeAll(instances, logger);
@@ -135,33 +155,6 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     for (const line of held) print(line);
     throw error;
   }
-
-  const mesh = deps.services.find(MESH_DIRECTORY);
-  const compiled = compileHandlers(instances, {
-    authenticator: deps.services.get(AUTHENTICATOR),
-    sharedRealmAuthenticator: mesh?.egressAuthenticator,
-    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: config.mesh, now: deps.now }) : undefined,
-  });
-  const routing = deps.services.get(ROUTING_SOURCE);
-  let table: ServiceTable = buildServiceTable(routing.current(), compiled);
-  routing.subscribe((snapshot) => {
-    table = buildServiceTable(snapshot, compiled);
-  });
-  requests.open(
-    createPipeline(
-      [
-        createRequestIdStage(),
-        createAccessLogStage(accessLog),
-        createLimitsStage(config.limits),
-        createCanonicalPathStage(),
-        createRouteMatchStage(() => table, compileRpc(instances)),
-      ],
-      logger,
-      guardMeshBody,
-    ),
-  );
-  const upgradeHandlers = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
-  upgrades.open(createUpgradeListener(() => table, upgradeHandlers, logger));
   const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
   logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
   logger.flush(); // whoever waits for this line need not wait for the next periodic flush
@@ -188,6 +181,17 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       logs.close();
     },
   };
+}
+
+/** The domains' routes and mounts compiled with the gateway's stages, and the live routing prefixes. */
+function compileInstances(instances: HandlerInstance[], deps: GatewayDeps) {
+  const mesh = deps.services.find(MESH_DIRECTORY);
+  const compiled = compileHandlers(instances, {
+    authenticator: deps.services.get(AUTHENTICATOR),
+    sharedRealmAuthenticator: mesh?.egressAuthenticator,
+    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: deps.config.mesh, now: deps.now }) : undefined,
+  });
+  return { routing: deps.services.get(ROUTING_SOURCE), compiled };
 }
 
 type Handle = ReturnType<typeof createPipeline>;
