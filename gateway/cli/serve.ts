@@ -21,6 +21,22 @@ const STOP_GRACE_MS = 10_000;
 
 const flagSynopsis = SERVE_SETTINGS.flatMap((s) => (s.flag ? [`[--${s.flag} ${s.value}]${s.env[0] === 'PLATFORM_HOSTNAMES' ? '...' : ''}`] : [])).join(' ');
 
+/** The first SIGTERM or SIGINT; after it both go back to the default action, so a second one ends a close that hangs. */
+function stopSignals(): { signal: Promise<NodeJS.Signals>; cancel(): void } {
+  let stop: (name: NodeJS.Signals) => void = () => {};
+  const cancel = () => {
+    for (const name of STOP_SIGNALS) process.off(name, stop);
+  };
+  const signal = new Promise<NodeJS.Signals>((resolve) => {
+    stop = (name) => {
+      cancel();
+      resolve(name);
+    };
+  });
+  for (const name of STOP_SIGNALS) process.on(name, stop);
+  return { signal, cancel };
+}
+
 export const serveCommand: CliCommand = {
   name: 'serve',
   summary: 'start the gateway',
@@ -32,18 +48,17 @@ ${renderHelp()}`,
     if (args.length > 0) {
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);
     }
-    const gateway = await startGateway(env.config, { announce: env.out });
+    // Listening for the stop signals before start, not after the ready lines: a supervisor that signals as soon as
+    // it reads them would otherwise meet the default action (killed, no graceful close).
+    const { signal: stopSignal, cancel } = stopSignals();
+    const gateway = await startGateway(env.config, { announce: env.out }).catch((error: unknown) => {
+      cancel();
+      throw error;
+    });
     env.out(`meshgate listening ${gateway.httpsUrl}`);
     if (gateway.httpUrl) env.out(`meshgate listening ${gateway.httpUrl}`);
     env.out(`meshgate origin ${gateway.origin}  (platform CA: ${join(env.config.dataDir, 'tls', 'ca.pem')})`);
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      const stop = (name: NodeJS.Signals) => {
-        // Back to the default action, so a second signal ends a close that hangs.
-        for (const other of STOP_SIGNALS) process.off(other, stop);
-        resolve(name);
-      };
-      for (const name of STOP_SIGNALS) process.on(name, stop);
-    });
+    const signal = await stopSignal;
     await gateway.close(STOP_GRACE_MS, signal);
     env.out(`meshgate stopped (${signal})`);
     return 0;
