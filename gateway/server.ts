@@ -97,7 +97,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   let httpUrl: string | null = null;
   try {
     httpsPort = await listen(server, config.httpsPort, config.bind);
-    if (httpServer) httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort as number, config.bind)}`;
+    if (httpServer) {
+      const httpPort = await listen(httpServer, config.httpPort as number, config.bind);
+      httpUrl = `http://${hostForUrl(config.bind)}:${httpPort}`;
+    }
   } catch (error) {
     stopListening();
     logs.close();
@@ -143,7 +146,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
         guardMeshBody,
       ),
     );
-    const upgradeHandlers = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
+    const mounts = instances.flatMap((i) => i.mounts ?? []);
+    const upgradeHandlers = new Map(mounts.flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
     upgrades.open(createUpgradeListener(() => table, upgradeHandlers, logger));
   } catch (error) {
     stopListening();

@@ -28,13 +28,19 @@ export function configFromFlags(values: FlagValues): ConfigInput {
     const texts = Array.isArray(raw) ? raw : [raw];
     // Parsed leniently (strict: false, so the command gets the other flags), a flag with no value comes as `true`
     // at the end of the line, or takes the next flag as its value (`--https-port --bind x`); neither is meant.
-    if (texts.some((text) => typeof text !== 'string' || text.startsWith('--'))) throw new UsageError(`--${flag} needs a value`);
+    const valueless = texts.some((text) => typeof text !== 'string' || text.startsWith('--'));
+    if (valueless) throw new UsageError(`--${flag} needs a value`);
     const spec = ENV_NAMES[env];
     if (!spec) continue;
-    const text = String(texts[texts.length - 1]);
-    const value =
-      spec.kind === 'csv' ? texts.map(String) : spec.kind === 'nullable-number' && text === 'none' ? null : spec.kind.endsWith('number') ? Number(text) : text;
-    setPath(out, spec.path, value);
+    setPath(out, spec.path, flagValue(spec.kind, texts.map(String)));
   }
   return out as ConfigInput;
+}
+
+/** A repeatable flag gives a list; the last of repeated single values wins, as with most Unix tools. */
+function flagValue(kind: (typeof ENV_NAMES)[string]['kind'], texts: string[]): unknown {
+  const text = texts[texts.length - 1] as string;
+  if (kind === 'csv') return texts;
+  if (kind === 'nullable-number' && text === 'none') return null;
+  return kind === 'number' || kind === 'nullable-number' ? Number(text) : text;
 }

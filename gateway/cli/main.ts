@@ -49,7 +49,8 @@ async function main(argv: string[]): Promise<number> {
     if (!isUsageError(error)) throw error;
     // The synopsis only (a usage's first paragraph); --help shows the rest.
     const synopsis = command.usage.split('\n\n')[0];
-    process.stderr.write(`meshgate ${command.name}: ${error.message}\nusage:\n${synopsis}\n(meshgate ${command.name} --help for more)\n`);
+    const more = `(meshgate ${command.name} --help for more)`;
+    process.stderr.write(`meshgate ${command.name}: ${error.message}\nusage:\n${synopsis}\n${more}\n`);
     return USAGE_EXIT_CODE;
   }
 }

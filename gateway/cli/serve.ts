@@ -12,6 +12,7 @@
 import { join } from 'node:path';
 import type { CliCommand } from '../module.ts';
 import { startGateway } from '../server.ts';
+import { configFlagOptions } from './flags.ts';
 import { renderHelp, SERVE_SETTINGS } from './settings.ts';
 import { UsageError } from './usage.ts';
 
@@ -19,9 +20,17 @@ const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 /** How long in-flight requests may take to finish after a stop signal. */
 const STOP_GRACE_MS = 10_000;
 
-const flagSynopsis = SERVE_SETTINGS.flatMap((s) => (s.flag ? [`[--${s.flag} ${s.value}]${s.env[0] === 'PLATFORM_HOSTNAMES' ? '...' : ''}`] : [])).join(' ');
+/** `[--data-dir DIR] ... [--hostname NAME]...`: the config flags, a repeatable one marked so. */
+const flagSynopsis = SERVE_SETTINGS.flatMap((s) => {
+  if (!s.flag) return [];
+  const repeats = configFlagOptions[s.flag]?.multiple ? '...' : '';
+  return [`[--${s.flag} ${s.value}]${repeats}`];
+}).join(' ');
 
-/** The first SIGTERM or SIGINT; after it both go back to the default action, so a second one ends a close that hangs. */
+/**
+ * The first SIGTERM or SIGINT; after it both go back to the default action,
+ * so a second one ends a close that hangs.
+ */
 function stopSignals(): { signal: Promise<NodeJS.Signals>; cancel(): void } {
   let stop: (name: NodeJS.Signals) => void = () => {};
   const cancel = () => {

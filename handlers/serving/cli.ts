@@ -72,7 +72,8 @@ const ACTIONS: Record<string, { takesId: boolean; required?: readonly string[] }
 function checkUsage(positionals: string[], values: Record<string, unknown>): void {
   const [action, id, ...extra] = positionals;
   const spec = action === undefined ? undefined : ACTIONS[action];
-  if (!spec) throw new UsageError(action === undefined ? 'missing the action (add, list, get or remove)' : `unknown action '${action}'`);
+  if (action === undefined) throw new UsageError('missing the action (add, list, get or remove)');
+  if (!spec) throw new UsageError(`unknown action '${action}'`);
   if (spec.takesId && id === undefined) throw new UsageError(`deploy ${action}: missing <id>`);
   const unexpected = spec.takesId ? extra : [id, ...extra].filter((arg) => arg !== undefined);
   if (unexpected.length > 0) throw new UsageError(`deploy ${action}: unexpected argument '${unexpected[0]}'`);

@@ -235,7 +235,8 @@ function readCa(file: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (error) {
-    throw new UsageError(`--cacert: cannot read '${file}' (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new UsageError(`--cacert: cannot read '${file}' (${why})`);
   }
 }
 
@@ -257,7 +258,9 @@ export const smokeCommand: CliCommand = {
     });
     requireFlags(values, ['origin']);
     const origin = values.origin as string;
-    if (!URL.canParse(origin) || new URL(origin).protocol !== 'https:') throw new UsageError(`--origin '${origin}' is not an https:// URL`);
+    if (!URL.canParse(origin) || new URL(origin).protocol !== 'https:') {
+      throw new UsageError(`--origin '${origin}' is not an https:// URL`);
+    }
     const results = await runSmoke({
       origin,
       ca: values.cacert ? readCa(values.cacert) : undefined,

@@ -45,13 +45,17 @@ test('the settings table names every variable the config loader reads, each once
 
 test('serve --help lists every variable the config loader reads, and every config flag', () => {
   const help = serveCommand.usage;
-  for (const name of variablesTheLoaderReads()) assert.match(help, new RegExp(`\\b${name}\\b`), `${name} missing from serve --help`);
-  for (const flag of Object.keys(configFlagOptions)) assert.ok(help.includes(`--${flag} `), `--${flag} missing from serve --help`);
+  for (const name of variablesTheLoaderReads()) {
+    assert.match(help, new RegExp(`\\b${name}\\b`), `${name} not in serve --help`);
+  }
+  for (const flag of Object.keys(configFlagOptions)) {
+    assert.ok(help.includes(`--${flag} `), `--${flag} not in serve --help`);
+  }
 });
 
 test("README's Operating it table holds exactly the table's rows, so every variable is documented there", () => {
   const rows = readmeRows();
-  assert.deepEqual(rows, SERVE_SETTINGS.map(renderMarkdownRow), 'README.md table out of step with gateway/cli/settings.ts');
+  assert.deepEqual(rows, SERVE_SETTINGS.map(renderMarkdownRow), 'README.md out of step with gateway/cli/settings.ts');
   for (const name of variablesTheLoaderReads())
     assert.ok(
       rows.some((row) => row.includes(`\`${name}\``)),
@@ -85,5 +89,5 @@ test('a config flag without its value is a usage error naming the flag', () => {
     (error: Error) => error instanceof UsageError && error.message === '--https-port needs a value',
   );
   assert.throws(() => configFromFlags({ hostname: ['a.example', true] }), /--hostname needs a value/);
-  assert.throws(() => configFromFlags({ 'data-dir': '--bind' }), /--data-dir needs a value/, 'the next flag is not a value');
+  assert.throws(() => configFromFlags({ 'data-dir': '--bind' }), /--data-dir needs a value/, 'a flag is no value');
 });
