@@ -1,8 +1,8 @@
 /**
- * createGateway(config): TLS material → database → domains → compiled
- * tables → listeners. The HTTPS listener speaks HTTP/2 with HTTP/1.1
- * fallback (DESIGN.md §3 item 7, gRPC later); an optional plain-HTTP
- * listener serves local development.
+ * startGateway(config): TLS material → listeners bound (requests held) →
+ * database → domains → compiled tables → requests let through. The HTTPS
+ * listener speaks HTTP/2 with HTTP/1.1 fallback (DESIGN.md §3 item 7, gRPC
+ * later); an optional plain-HTTP listener serves local development.
  */
 import type { Server as HttpServer } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
@@ -49,7 +49,8 @@ export interface Gateway {
   readonly origin: string;
   readonly caPem: string;
   readonly deps: GatewayDeps;
-  close(graceMs?: number): Promise<void>;
+  /** Stops gracefully; `reason` (e.g. the signal) goes into the final `stopped` log line. */
+  close(graceMs?: number, reason?: string): Promise<void>;
 }
 
 /** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
@@ -75,10 +76,44 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     operatorKeyFile: config.tlsKeyFile,
   });
 
+  // The listeners bind before any domain starts: a taken port must stop start before the auth domain creates the
+  // bootstrap admin, whose generated password exists only in the line announcing it. Requests and upgrades that
+  // arrive while the domains start wait for the pipeline.
+  const requests = new Deferred<Parameters<Handle>>();
+  const upgrades = new Deferred<Parameters<UpgradeListener>>();
+  const server = createHttpsListener(tls, config.limits, requests.listener);
+  const httpServer = config.httpPort === null ? null : createPlainHttpListener(config.limits, requests.listener);
+  const listeners = httpServer ? [server, httpServer] : [server];
+  const sockets = new Set<Tracked>();
+  for (const listener of listeners) {
+    listener.on('upgrade', upgrades.listener);
+    trackSockets(listener, sockets);
+  }
+  const stopListening = () => {
+    for (const listener of listeners) listener.close();
+    for (const socket of sockets) socket.destroy();
+  };
+  let httpsPort: number;
+  let httpUrl: string | null = null;
+  try {
+    httpsPort = await listen(server, config.httpsPort, config.bind);
+    if (httpServer) {
+      const httpPort = await listen(httpServer, config.httpPort as number, config.bind);
+      httpUrl = `http://${hostForUrl(config.bind)}:${httpPort}`;
+    }
+  } catch (error) {
+    stopListening();
+    logs.close();
+    throw error;
+  }
+  const origin = config.origin?.replace(/\/$/, '') || deriveOrigin(config.hostnames[0] as string, httpsPort);
+  const externalUrl = config.externalUrl?.replace(/\/$/, '') || origin;
+
   const { sqlite, db } = openDatabase(join(config.dataDir, DATABASE_FILE));
-  // The origin depends on the bound port (0 = any); domains read it only at request time.
-  let origin = config.origin?.replace(/\/$/, '') ?? '';
-  let externalUrl = config.externalUrl?.replace(/\/$/, '') ?? '';
+  // Operator lines (the bootstrap admin's password) are held until start has succeeded (see below).
+  const print = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const held: string[] = [];
+  let started = false;
   const deps: GatewayDeps = {
     config,
     db,
@@ -88,67 +123,47 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     services: new ServiceRegistry(),
     runtime: { origin: () => origin, externalUrl: () => externalUrl, caPem: () => tls.caPem, serverTls: () => tls },
     now: options.now ?? (() => new Date()),
-    announce: options.announce ?? ((line) => process.stdout.write(`${line}\n`)),
+    announce: (line) => (started ? print(line) : held.push(line)),
   };
   const instances: HandlerInstance[] = [];
   try {
     for (const module of HANDLER_MODULES) instances.push(await module.init(deps));
+    const { routing, compiled } = compileInstances(instances, deps);
+    let table: ServiceTable = buildServiceTable(routing.current(), compiled);
+    routing.subscribe((snapshot) => {
+      table = buildServiceTable(snapshot, compiled);
+    });
+    requests.open(
+      createPipeline(
+        [
+          createRequestIdStage(),
+          createAccessLogStage(accessLog),
+          createLimitsStage(config.limits),
+          createCanonicalPathStage(),
+          createRouteMatchStage(() => table, compileRpc(instances)),
+        ],
+        logger,
+        guardMeshBody,
+      ),
+    );
+    const mounts = instances.flatMap((i) => i.mounts ?? []);
+    const upgradeHandlers = new Map(mounts.flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
+    upgrades.open(createUpgradeListener(() => table, upgradeHandlers, logger));
   } catch (error) {
+    stopListening();
     await closeAll(instances, logger);
     sqlite.close();
     logs.close();
+    // A domain that failed after the bootstrap admin was created: its password is shown now, with the failure,
+    // rather than never — the row stays, and the next start (once the cause is fixed) will not print it again.
+    for (const line of held) print(line);
     throw error;
-  }
-
-  const mesh = deps.services.find(MESH_DIRECTORY);
-  const compiled = compileHandlers(instances, {
-    authenticator: deps.services.get(AUTHENTICATOR),
-    sharedRealmAuthenticator: mesh?.egressAuthenticator,
-    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: config.mesh, now: deps.now }) : undefined,
-  });
-  const routing = deps.services.get(ROUTING_SOURCE);
-  let table: ServiceTable = buildServiceTable(routing.current(), compiled);
-  routing.subscribe((snapshot) => {
-    table = buildServiceTable(snapshot, compiled);
-  });
-  const handle = createPipeline(
-    [
-      createRequestIdStage(),
-      createAccessLogStage(accessLog),
-      createLimitsStage(config.limits),
-      createCanonicalPathStage(),
-      createRouteMatchStage(() => table, compileRpc(instances)),
-    ],
-    logger,
-    guardMeshBody,
-  );
-  const server = createHttpsListener(tls, config.limits, handle);
-  const upgrades = new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
-  const onUpgrade = createUpgradeListener(() => table, upgrades, logger);
-  server.on('upgrade', onUpgrade);
-  const sockets = trackSockets(server);
-  // A listener that cannot bind stops start with nothing left open (domains, database, the other listener).
-  const abort = async (error: unknown): Promise<never> => {
-    server.close();
-    await closeAll(instances, logger);
-    sqlite.close();
-    logs.close();
-    throw error;
-  };
-  const httpsPort = await listen(server, config.httpsPort, config.bind).catch(abort);
-  origin ||= deriveOrigin(config.hostnames[0] as string, httpsPort);
-  externalUrl ||= origin;
-  let httpServer: HttpServer | null = null;
-  let httpUrl: string | null = null;
-  if (config.httpPort !== null) {
-    httpServer = createPlainHttpListener(config.limits, handle);
-    httpServer.on('upgrade', onUpgrade);
-    trackSockets(httpServer, sockets);
-    httpUrl = `http://${hostForUrl(config.bind)}:${await listen(httpServer, config.httpPort, config.bind).catch(abort)}`;
   }
   const httpsUrl = `https://${hostForUrl(config.bind)}:${httpsPort}`;
   logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
   logger.flush(); // whoever waits for this line need not wait for the next periodic flush
+  started = true;
+  for (const line of held.splice(0)) print(line);
 
   return {
     httpsUrl,
@@ -156,8 +171,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     origin,
     caPem: tls.caPem,
     deps,
-    async close(graceMs = 5000) {
-      const closing = [closeServer(server), httpServer ? closeServer(httpServer) : Promise.resolve()];
+    async close(graceMs = 5000, reason = 'closed') {
+      const closing = listeners.map(closeServer);
       for (const socket of sockets) if (!hasInflight(socket)) socket.destroy();
       const timer = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
@@ -166,9 +181,39 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       clearTimeout(timer);
       await closeAll(instances, logger);
       sqlite.close();
+      logger.info({ reason }, 'stopped');
       logs.close();
     },
   };
+}
+
+/** The domains' routes and mounts compiled with the gateway's stages, and the live routing prefixes. */
+function compileInstances(instances: HandlerInstance[], deps: GatewayDeps) {
+  const mesh = deps.services.find(MESH_DIRECTORY);
+  const compiled = compileHandlers(instances, {
+    authenticator: deps.services.get(AUTHENTICATOR),
+    sharedRealmAuthenticator: mesh?.egressAuthenticator,
+    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: deps.config.mesh, now: deps.now }) : undefined,
+  });
+  return { routing: deps.services.get(ROUTING_SOURCE), compiled };
+}
+
+type Handle = ReturnType<typeof createPipeline>;
+type UpgradeListener = ReturnType<typeof createUpgradeListener>;
+
+/** A listener whose target is set later; calls made before that are queued, then replayed in order. */
+class Deferred<A extends unknown[]> {
+  #target: ((...args: A) => unknown) | null = null;
+  readonly #waiting: A[] = [];
+  readonly listener = (...args: A): void => {
+    if (this.#target) this.#target(...args);
+    else this.#waiting.push(args);
+  };
+
+  open(target: (...args: A) => unknown): void {
+    this.#target = target;
+    for (const args of this.#waiting.splice(0)) target(...args);
+  }
 }
 
 function deriveOrigin(host: string, port: number): string {
@@ -196,7 +241,7 @@ function listen(server: HttpServer | Http2SecureServer, port: number, host: stri
 
 type Tracked = Socket & { _meshgateInflight?: number };
 
-function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<Tracked>()): Set<Tracked> {
+function trackSockets(server: HttpServer | Http2SecureServer, sockets: Set<Tracked>): void {
   const event = 'setSecureContext' in server ? 'secureConnection' : 'connection';
   server.on(event, (socket: Tracked) => {
     sockets.add(socket);
@@ -209,7 +254,6 @@ function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<
       socket._meshgateInflight = (socket._meshgateInflight ?? 1) - 1;
     });
   });
-  return sockets;
 }
 
 function hasInflight(socket: Tracked): boolean {
