@@ -8,8 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { request } from 'undici';
-import { MESH } from '../../gateway/mesh/headers.ts';
+import { Agent, request } from 'undici';
 import { post, startPeer } from '../helpers/federation.ts';
 import type { After, TestGateway } from '../helpers/gateway.ts';
 import { allow, craft, type MeshPair, pairForMesh } from '../helpers/mesh.ts';
@@ -68,3 +67,71 @@ test('two PAIRED records between the same gateways: each verifies with its own k
   await assertAdmittedBy(reversed(newer), 'reverse direction, newer record');
 });
 
+test('three PAIRED records: disconnecting one leaves the other two working both ways', async (t) => {
+  const { a, pairs } = await pairings(t, 3);
+  const [gone, ...kept] = pairs as [MeshPair, MeshPair, MeshPair];
+  for (const pair of [...pairs, ...pairs.map(reversed)]) await allowAdmin(pair);
+  for (const [i, pair] of pairs.entries()) await assertAdmittedBy(pair, `record ${i} before the disconnect`);
+  const disconnect = await post(a, `/${gone.sourceFedId}/disconnect`);
+  assert.equal(disconnect.status, 200, disconnect.text);
+  assert.equal(disconnect.json.peer_acknowledged, true, 'the peer found the record by its signature');
+  for (const pair of [gone, reversed(gone)]) {
+    const res = await meViaMesh(pair);
+    assert.equal(res.json.detail.reason, 'mesh_target_not_found', 'a disconnected record is no selector target');
+  }
+  const stale = await send(gone.receiver, craft(gone, 'GET', ME, { userId: 'someone' }));
+  assert.equal(stale.status, 403, stale.text);
+  assert.equal(stale.json.detail.reason, 'federation_not_active', 'its own key still names it, and it is not active');
+  for (const [i, pair] of kept.entries()) {
+    await assertAdmittedBy(pair, `record ${i + 1} after the disconnect`);
+    await assertAdmittedBy(reversed(pair), `record ${i + 1} reversed after the disconnect`);
+  }
+});
+
+test("attacker: record A's key cannot speak as record B, and Host, SNI or address select nothing", async (t) => {
+  const { pairs } = await pairings(t, 2, { hostnames: ['ids-b.test', 'ids-b-alias.test'] });
+  const [recordA, recordB] = pairs as [MeshPair, MeshPair];
+  // Only B admits the admin: any request that lands on A's record is refused by A's (empty) allowlist.
+  const externalId = await allowAdmin(recordB);
+  const sub = externalId.slice(0, externalId.lastIndexOf('@'));
+  const receiver = recordB.receiver;
+  // peer_kc with require_peer_jwt: the caller's own token travels along, as egress sends it.
+  const peerToken = await recordB.source.adminToken();
+  const signed = (record: MeshPair, federationId?: string | null) =>
+    craft(record, 'GET', ME, { userId: sub, peerToken, ...(federationId === undefined ? {} : { federationId }) });
+  const asB = await send(receiver, signed(recordB), 'ids-b-alias.test');
+  assert.equal(asB.status, 200, `B's key naming B is admitted whatever the SNI: ${asB.text}`);
+  assert.equal(asB.json.username, externalId);
+  // Each row is signed afresh per attempt: a reused nonce would be refused as a replay before anything else.
+  const refusals: [string, () => ReturnType<typeof craft>, string, string][] = [
+    ["A's key claiming B", () => signed(recordA, recordB.receiverFedId), 'invalid_signature', 'hmac_mismatch'],
+    ["B's key claiming A", () => signed(recordB, recordA.receiverFedId), 'invalid_signature', 'hmac_mismatch'],
+    ["A's key naming no record", () => signed(recordA, null), 'invalid_signature', 'hardening_missing'],
+    ["A's key, an unknown record", () => signed(recordA, crypto.randomUUID()), 'invalid_signature', 'unknown_federation'],
+    ["A's own record, via B's host and SNI", () => signed(recordA), 'unauthorized_brokered_user', ''],
+  ];
+  for (const [why, sign, reason, problem] of refusals) {
+    for (const servername of ['ids-b.test', 'ids-b-alias.test']) {
+      const crafted = sign();
+      const res = await send(receiver, { ...crafted, headers: { ...crafted.headers, host: servername } }, servername);
+      assert.equal(res.status, 403, `${why} (${servername}): ${res.text}`);
+      assert.equal(res.json.detail.reason, reason, why);
+      if (problem) assert.equal(res.json.detail.problem, problem, why);
+    }
+  }
+  // The named record must belong to the signed source cluster: a foreign cluster id cannot borrow B's record.
+  const foreign = craft({ ...recordB, sourceClusterId: crypto.randomUUID() }, 'GET', ME, { userId: sub, peerToken });
+  const borrowed = await send(receiver, foreign);
+  assert.equal(borrowed.json.detail.problem, 'unknown_federation');
+});
+
+async function send(gw: TestGateway, crafted: ReturnType<typeof craft>, servername?: string) {
+  const dispatcher = servername ? new Agent({ connect: { ca: gw.gateway.caPem, servername } }) : gw.agent;
+  try {
+    const res = await request(`https://127.0.0.1:${gw.port}${crafted.path}`, { method: crafted.method as 'GET', headers: crafted.headers, dispatcher });
+    const text = await res.body.text();
+    return { status: res.statusCode, text, json: text ? JSON.parse(text) : undefined };
+  } finally {
+    if (dispatcher !== gw.agent) await dispatcher.close();
+  }
+}
