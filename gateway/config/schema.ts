@@ -225,8 +225,8 @@ export const configSchema = z.strictObject({
         .array(z.enum(['nonce', 'body-sha256', 'federation-id']))
         .default(['nonce', 'body-sha256', 'federation-id'])
         .describe(
-          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, signed body digest, ' +
-            'signed federation id); [] keeps the spec envelope only.',
+          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, ' +
+            'signed body digest, signed federation id); [] keeps the spec envelope only.',
         ),
       replayCacheSize: z
         .number()

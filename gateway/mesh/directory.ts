@@ -43,7 +43,7 @@ export interface MeshDirectory {
   paired(): readonly MeshPeer[];
   /** Every record pinned to a peer's cluster id, DELETED excluded: the candidates when a request names no record. */
   bySourceCluster(clusterId: string): readonly MeshPeer[];
-  /** The record a request names by its signed X-KZ-Mesh-Federation-Id (this cluster's own record id), DELETED excluded. */
+  /** The record a signed X-KZ-Mesh-Federation-Id names (this cluster's own id for it), DELETED excluded. */
   byFederationId(federationId: string): MeshPeer | undefined;
   /** The PSK as a KeyObject (never serialized); null once the record is deleted. */
   key(peer: MeshPeer): KeyObject | null;

@@ -10,11 +10,13 @@ import type { MeshFeature } from './directory.ts';
 
 export const MESH_FEATURES: readonly MeshFeature[] = ['nonce', 'body-sha256', 'federation-id'];
 
+type Offer = readonly string[];
+
 /**
  * The intersection of both offers. `federation-id` also needs the peer's
  * record id from the handshake: without it there is nothing to name.
  */
-export function negotiateFeatures(offered: readonly string[], own: readonly string[], peerFederationId: string | null): MeshFeature[] {
-  const usable = (f: MeshFeature) => f !== 'federation-id' || peerFederationId !== null;
+export function negotiateFeatures(offered: Offer, own: Offer, peerRecordId: string | null): MeshFeature[] {
+  const usable = (f: MeshFeature) => f !== 'federation-id' || peerRecordId !== null;
   return MESH_FEATURES.filter((f) => own.includes(f) && offered.includes(f) && usable(f));
 }

@@ -23,6 +23,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ENVELOPE = Object.values(MESH);
 
 type Headers = Partial<Record<(typeof MESH)[keyof typeof MESH], string>>;
+/** What one candidate record's key says about a request: verified, or the problem reported when it is the only one. */
+type Proof = 'ok' | 'hardening_missing' | 'hmac_mismatch';
 
 /** Each envelope header at most once (a repeated one is smuggling, contract §4.3); null when not. */
 export function readEnvelopeHeaders(rawHeaders: readonly string[]): Headers | null {
@@ -69,7 +71,7 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
   }
 
   /** Verifies the HMAC with this record's key over the canonical form its negotiated hardening defines. */
-  function proves(ctx: RequestContext, h: Headers, ts: number, peer: MeshPeer): 'ok' | 'hardening_missing' | 'hmac_mismatch' {
+  function proves(ctx: RequestContext, h: Headers, ts: number, peer: MeshPeer): Proof {
     const hardened = new Set(peer.features);
     if ((hardened.has('nonce') && !h[MESH.nonce]) || (hardened.has('body-sha256') && !/^[0-9a-f]{64}$/.test(h[MESH.bodySha256] ?? ''))) {
       return 'hardening_missing';

@@ -160,9 +160,11 @@ function callerRecordId(raw: Buffer): string | null {
  */
 function pairedSigner(ctx: FederationContext, call: SignedCall): { row: FederationRow; key: KeyObject } {
   const nowSeconds = unixSeconds(ctx.now());
-  const matches = signers(ctx, call, ctx.records.byRemoteClusterId(call.sourceClusterId.toLowerCase(), ['PAIRED', 'DISCONNECTED']));
+  const rows = ctx.records.byRemoteClusterId(call.sourceClusterId.toLowerCase(), ['PAIRED', 'DISCONNECTED']);
+  const matches = signers(ctx, call, rows);
   const named = callerRecordId(call.rawBody);
-  const match = matches.find((m) => named !== null && m.row.remoteFederationId === named) ?? matches.find((m) => m.row.status === 'PAIRED') ?? matches[0];
+  const namedMatch = matches.find((m) => named !== null && m.row.remoteFederationId === named);
+  const match = namedMatch ?? matches.find((m) => m.row.status === 'PAIRED') ?? matches[0];
   if (!match) throw MeshErrors.make.invalid_signature();
   const window = checkTimestamp(call.ts, nowSeconds);
   if (!window.ok) throw MeshErrors.make[window.reason]();

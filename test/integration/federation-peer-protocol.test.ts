@@ -87,7 +87,7 @@ test('a PSK reused across pairings: ping and disconnect reach the record the cal
   const third = await pairGateways(a, b, psk);
   const disconnect = await post(a, `/${third.initiatorId}/disconnect`);
   assert.equal(disconnect.json.peer_acknowledged, true, disconnect.text);
-  assert.equal((await getRecord(b, third.receiverId)).status, 'DISCONNECTED', 'the named record is the one disconnected');
+  assert.equal((await getRecord(b, third.receiverId)).status, 'DISCONNECTED', 'the named record is disconnected');
   assert.equal((await getRecord(b, second.receiverId)).status, 'PAIRED', 'its sibling with the same PSK stays up');
   assert.equal((await post(a, `/${second.initiatorId}/ping`)).status, 200);
 });

@@ -7,6 +7,7 @@
  * record, and the attacker who holds one record's key and claims another.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { Agent, request } from 'undici';
 import { post, startPeer } from '../helpers/federation.ts';
@@ -32,7 +33,7 @@ function reversed(pair: MeshPair): MeshPair {
 /** `count` coexisting pairings a → b (fresh PSK each, as the SDK mints one per pair). */
 async function pairings(t: After, count: number, options: { hostnames?: string[] } = {}) {
   const a = await startPeer(t, 'ids-a', untrusted);
-  const b = await startPeer(t, 'ids-b', { ...untrusted, ...(options.hostnames ? { hostnames: options.hostnames } : {}) });
+  const b = await startPeer(t, 'ids-b', options.hostnames ? { ...untrusted, hostnames: options.hostnames } : untrusted);
   const pairs: MeshPair[] = [];
   for (let i = 0; i < count; i++) pairs.push(await pairForMesh(a, b, null, `b-${i}`));
   return { a, b, pairs };
@@ -50,7 +51,8 @@ async function allowAdmin(pair: MeshPair): Promise<string> {
 
 /** The brokered user each record admits is its own: the allowlist of the record that verified. */
 async function assertAdmittedBy(pair: MeshPair, why: string) {
-  const externalId = `${(await pair.source.request('GET', ME, { token: await pair.source.adminToken() })).json.sub}@${pair.sourceClusterId}`;
+  const admin = await pair.source.request('GET', ME, { token: await pair.source.adminToken() });
+  const externalId = `${admin.json.sub}@${pair.sourceClusterId}`;
   const res = await meViaMesh(pair);
   assert.equal(res.status, 200, `${why}: ${res.text}`);
   assert.equal(res.json.username, externalId, why);
@@ -107,7 +109,7 @@ test("attacker: record A's key cannot speak as record B, and Host, SNI or addres
     ["A's key claiming B", () => signed(recordA, recordB.receiverFedId), 'invalid_signature', 'hmac_mismatch'],
     ["B's key claiming A", () => signed(recordB, recordA.receiverFedId), 'invalid_signature', 'hmac_mismatch'],
     ["A's key naming no record", () => signed(recordA, null), 'invalid_signature', 'hardening_missing'],
-    ["A's key, an unknown record", () => signed(recordA, crypto.randomUUID()), 'invalid_signature', 'unknown_federation'],
+    ["A's key, an unknown record", () => signed(recordA, randomUUID()), 'invalid_signature', 'unknown_federation'],
     ["A's own record, via B's host and SNI", () => signed(recordA), 'unauthorized_brokered_user', ''],
   ];
   for (const [why, sign, reason, problem] of refusals) {
@@ -120,7 +122,7 @@ test("attacker: record A's key cannot speak as record B, and Host, SNI or addres
     }
   }
   // The named record must belong to the signed source cluster: a foreign cluster id cannot borrow B's record.
-  const foreign = craft({ ...recordB, sourceClusterId: crypto.randomUUID() }, 'GET', ME, { userId: sub, peerToken });
+  const foreign = craft({ ...recordB, sourceClusterId: randomUUID() }, 'GET', ME, { userId: sub, peerToken });
   const borrowed = await send(receiver, foreign);
   assert.equal(borrowed.json.detail.problem, 'unknown_federation');
 });
@@ -128,7 +130,8 @@ test("attacker: record A's key cannot speak as record B, and Host, SNI or addres
 async function send(gw: TestGateway, crafted: ReturnType<typeof craft>, servername?: string) {
   const dispatcher = servername ? new Agent({ connect: { ca: gw.gateway.caPem, servername } }) : gw.agent;
   try {
-    const res = await request(`https://127.0.0.1:${gw.port}${crafted.path}`, { method: crafted.method as 'GET', headers: crafted.headers, dispatcher });
+    const url = `https://127.0.0.1:${gw.port}${crafted.path}`;
+    const res = await request(url, { method: crafted.method as 'GET', headers: crafted.headers, dispatcher });
     const text = await res.body.text();
     return { status: res.statusCode, text, json: text ? JSON.parse(text) : undefined };
   } finally {

@@ -88,7 +88,8 @@ test('egress drops credentials, proxy and identity headers and hop-by-hop fields
 });
 
 test('hardening negotiation keeps only what both sides offer', () => {
-  assert.deepEqual(negotiateFeatures(['nonce', 'body-sha256', 'future'], ['body-sha256', 'nonce'], 'fed-1'), ['nonce', 'body-sha256']);
+  const offered = ['nonce', 'body-sha256', 'future'];
+  assert.deepEqual(negotiateFeatures(offered, ['body-sha256', 'nonce'], 'fed-1'), ['nonce', 'body-sha256']);
   assert.deepEqual(negotiateFeatures([], ['nonce'], 'fed-1'), []);
   const all = ['nonce', 'body-sha256', 'federation-id'];
   assert.deepEqual(negotiateFeatures(all, all, 'fed-1'), all);
