@@ -116,7 +116,7 @@ export interface CliCommand {
 
 export interface HandlerModule {
   readonly name: string;
-  /** The domain's reasons; a table shared by several domains (handlers/gates/errors.ts) is registered once. */
+  /** The domain's reasons; a table shared by several domains (domains/gates/errors.ts) is registered once. */
   readonly errors?: ErrorTable | readonly ErrorTable[];
   readonly commands?: readonly CliCommand[];
   init(deps: GatewayDeps): Promise<HandlerInstance> | HandlerInstance;

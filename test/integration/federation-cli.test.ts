@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { federationCommand } from '../../domains/federation/cli.ts';
 import type { CliEnv } from '../../gateway/module.ts';
-import { federationCommand } from '../../handlers/federation/cli.ts';
 import { newPsk, SHARED_ISSUER, startPeer } from '../helpers/federation.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 

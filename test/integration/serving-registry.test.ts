@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { AUTHZ } from '../../domains/authz/index.ts';
+import { deployCommand } from '../../domains/serving/cli.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import { openDatabase } from '../../gateway/db/open.ts';
 import type { CliEnv } from '../../gateway/module.ts';
-import { AUTHZ } from '../../handlers/authz/index.ts';
-import { deployCommand } from '../../handlers/serving/cli.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deploy, startModelServer } from '../helpers/upstreams.ts';
 
@@ -44,7 +44,7 @@ test('admins create, read and delete deployments; records carry runtime and Open
       legacy_url: null,
       created_by: 'admin',
       created_at: undefined,
-      // What the platform's Python SDK reads (handlers/serving/sdk-view.ts; test/integration/sdk-python.test.ts).
+      // What the platform's Python SDK reads (domains/serving/wire.ts; test/integration/sdk-python.test.ts).
       m_id: undefined,
       m_config_id: undefined,
       m_name: 'llama',

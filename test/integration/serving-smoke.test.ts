@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { smokeCommand } from '../../domains/serving/smoke.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import type { CliEnv } from '../../gateway/module.ts';
-import { smokeCommand } from '../../handlers/serving/smoke.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deploy, startAppServer, startModelServer } from '../helpers/upstreams.ts';
 

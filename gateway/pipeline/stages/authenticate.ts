@@ -3,10 +3,11 @@
  * the Authenticator the auth domain provides (spec: Authentication 1).
  * Compiled only onto routes that take credentials.
  */
-import type { Principal } from '../../../handlers/principal.ts';
+
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import type { AuthMode } from '../../module.ts';
+import type { Principal } from '../../principal.ts';
 import { createServiceKey } from '../../services.ts';
 import type { Stage, StageResult } from '../stage.ts';
 

@@ -1,0 +1,125 @@
+/**
+ * `meshgate deploy ...`: the deployments registry on a gateway's data dir,
+ * for scripts and for operators without a token (whoever can read the data
+ * dir already holds the keys). A running gateway picks changes up within a
+ * second (DeploymentService cache).
+ */
+import { parseArgs } from 'node:util';
+import { ApiError } from '../../gateway/errors/api-error.ts';
+import { validate } from '../../gateway/http/body.ts';
+import type { CliCommand, CliEnv } from '../../gateway/module.ts';
+import type { Principal } from '../../gateway/principal.ts';
+import { AuthzService } from '../authz/service.ts';
+import { createTupleStore } from '../authz/store.ts';
+import { createRoutingStore } from '../routing/store.ts';
+import { DEFAULT_PREFIXES } from '../routing/validate.ts';
+import { type DeploymentKind, DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
+import { createDeploymentStore } from './store.ts';
+
+const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
+                   [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
+                   [--visibility private|authenticated]
+meshgate deploy list [--kind model|app|tool] [--json]
+meshgate deploy get <id>
+meshgate deploy visibility <id> private|authenticated
+meshgate deploy remove <id>`;
+
+/** The operator at the console: a native administrator by virtue of holding the data dir. */
+const OPERATOR: Principal = {
+  userId: 'operator',
+  username: 'operator (cli)',
+  email: null,
+  roles: ['admin'],
+  attributes: {},
+  tenantId: '__default__',
+  source: 'local',
+  authMethod: 'pat',
+};
+
+const options = {
+  kind: { type: 'string' },
+  name: { type: 'string' },
+  upstream: { type: 'string' },
+  timeout: { type: 'string' },
+  'no-strip-prefix': { type: 'boolean', default: false },
+  'no-websocket': { type: 'boolean', default: false },
+  public: { type: 'boolean', default: false },
+  'forward-authorization': { type: 'boolean', default: false },
+  visibility: { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const;
+
+function openService(env: CliEnv) {
+  const { db, sqlite } = env.openDatabase();
+  const { config } = env;
+  const origin = config.origin ?? `https://${config.hostnames[0]}${config.httpsPort === 443 ? '' : `:${config.httpsPort}`}`;
+  const routing = createRoutingStore(db);
+  const service = new DeploymentService(
+    createDeploymentStore(db),
+    new AuthzService(createTupleStore(sqlite), () => new Date()),
+    { prefixes: () => ({ ...DEFAULT_PREFIXES, ...routing.load()?.servicePrefixes }), origin: () => origin },
+    () => new Date(),
+  );
+  return { service, close: () => sqlite.close() };
+}
+
+export const deployCommand: CliCommand = {
+  name: 'deploy',
+  summary: 'add, list, show and remove model/app/tool deployments',
+  usage: USAGE,
+  async run(args, env) {
+    const { positionals, values } = parseArgs({ args, allowPositionals: true, options });
+    const [action, id, value] = positionals;
+    const { service, close } = openService(env);
+    try {
+      if (action === 'add' && !id) {
+        const input = validate(
+          deploymentInput,
+          {
+            kind: values.kind,
+            name: values.name,
+            upstream: values.upstream,
+            strip_prefix: !values['no-strip-prefix'],
+            websocket: !values['no-websocket'],
+            timeout_seconds: values.timeout === undefined ? undefined : Number(values.timeout),
+            requires_auth: !values.public,
+            forward_authorization: values['forward-authorization'],
+            visibility: values.visibility,
+          },
+          'body',
+        );
+        env.out(JSON.stringify(await service.create(OPERATOR, input, false), null, 2));
+        return 0;
+      }
+      if (action === 'list' && !id) {
+        const rows = service.list(OPERATOR, values.kind as DeploymentKind | undefined);
+        if (values.json) env.out(JSON.stringify(rows, null, 2));
+        else for (const d of rows) env.out(`${d.id}  ${d.kind.padEnd(5)}  ${d.name}  ${d.runtime_path}  -> ${d.upstream}`);
+        return 0;
+      }
+      if (action === 'get' && id) {
+        env.out(JSON.stringify(service.get(OPERATOR, id), null, 2));
+        return 0;
+      }
+      if (action === 'visibility' && id && value) {
+        const { visibility } = validate(deploymentPatch, { visibility: value }, 'body');
+        env.out(JSON.stringify(service.setVisibility(OPERATOR, id, visibility), null, 2));
+        return 0;
+      }
+      if (action === 'remove' && id) {
+        await service.remove(OPERATOR, id);
+        env.out(`removed deployment ${id}`);
+        return 0;
+      }
+      env.err(`usage:\n${USAGE}`);
+      return 2;
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const detail = error.problems ? error.problems.map((p) => `${p.loc.slice(1).join('.')}: ${p.msg}`).join('; ') : JSON.stringify(error.extra);
+      env.err(`meshgate: ${error.reason} ${detail}`);
+      return 1;
+    } finally {
+      close();
+    }
+  },
+};
