@@ -14,7 +14,7 @@ import { retrievalModule } from './retrieval/index.ts';
 import { routingModule } from './routing/index.ts';
 import { servingModule } from './serving/index.ts';
 
-export const HANDLER_MODULES: readonly HandlerModule[] = [
+export const DOMAIN_MODULES: readonly HandlerModule[] = [
   authModule,
   authzModule,
   routingModule,

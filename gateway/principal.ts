@@ -4,6 +4,8 @@
  * receiver-local brokered user; admin bypass never applies to it
  * (spec: Authentication 5).
  */
+import { createServiceKey } from './services.ts';
+
 export type AuthMethod = 'jwt' | 'pat' | 'shared_jwt' | 'mesh';
 
 export interface Principal {
@@ -29,3 +31,11 @@ export const DEFAULT_TENANT = '__default__';
 export function isNativeAdmin(principal: Pick<Principal, 'source' | 'roles'> | null): boolean {
   return principal !== null && principal.source === 'local' && principal.roles.includes('admin');
 }
+
+/** How a bearer credential becomes a Principal; provided by the auth domain, used by the authenticate stage. */
+export interface Authenticator {
+  /** Resolves a bearer credential; throws not_authenticated (401) when it is not valid. */
+  authenticate(bearer: string): Promise<Principal>;
+}
+
+export const AUTHENTICATOR = createServiceKey<Authenticator>('authenticator');

@@ -5,7 +5,7 @@
  *   npx tsx scripts/errors-doc.ts
  */
 import { writeFileSync } from 'node:fs';
-import { ERROR_TABLES } from '../app/server.ts';
+import { ERROR_TABLES } from '../app/domains.ts';
 import { buildErrorRegistry } from '../gateway/errors/registry.ts';
 
 export function renderErrorsDoc(): string {

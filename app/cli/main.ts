@@ -1,20 +1,17 @@
 /**
  * The `meshgate` command. `serve` is the gateway's own; every other
- * subcommand comes from a domain (HandlerModule.commands), so the CLI, like
- * the gateway, knows domains only through domains/index.ts.
+ * subcommand comes from a domain (HandlerModule.commands) and boots the
+ * domains it needs through the composition root (app/domains.ts).
  */
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { HANDLER_MODULES } from '../../domains/index.ts';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
-import { openDatabase } from '../../gateway/db/open.ts';
-import { DATABASE_FILE } from '../../gateway/db/storage.ts';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
+import { bootDomains, DOMAIN_COMMANDS } from '../domains.ts';
 import { configFlagOptions, configFromFlags } from './flags.ts';
 import { serveCommand } from './serve.ts';
 
-const COMMANDS: readonly CliCommand[] = [serveCommand, ...HANDLER_MODULES.flatMap((m) => m.commands ?? [])];
+const COMMANDS: readonly CliCommand[] = [serveCommand, ...DOMAIN_COMMANDS];
 
 function help(): string {
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(16)}${c.summary}`);
@@ -56,12 +53,13 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
+  const err = (line: string) => process.stderr.write(`${line}\n`);
   const env: CliEnv = {
     config,
-    openDatabase: () => openDatabase(join(config.dataDir, DATABASE_FILE)),
+    boot: (modules) => bootDomains(config, modules, { err }),
     readStdin,
     out: (line) => process.stdout.write(`${line}\n`),
-    err: (line) => process.stderr.write(`${line}\n`),
+    err,
   };
   return command.run(commandArgs, env);
 }

@@ -6,10 +6,8 @@
 import { parseArgs } from 'node:util';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import type { CliCommand } from '../../gateway/module.ts';
-import { AttributeVocabulary } from './attributes.ts';
 import { generatePassword } from './password.ts';
-import { createAuthStore } from './store.ts';
-import { UserDirectory } from './users.ts';
+import { USER_DIRECTORY } from './users.ts';
 
 const USAGE = `meshgate user add <username> [--admin] [--email <e>] [--password-stdin]
 meshgate user reset-password <username> [--password-stdin]
@@ -27,10 +25,8 @@ export const userCommand: CliCommand = {
       options: { admin: { type: 'boolean', default: false }, email: { type: 'string' }, 'password-stdin': { type: 'boolean', default: false } },
     });
     const [action, username] = positionals;
-    const { db, sqlite } = env.openDatabase();
-    const store = createAuthStore(db, sqlite);
-    const now = () => new Date();
-    const users = new UserDirectory(store, now, new AttributeVocabulary(store, now, () => {}), () => {});
+    const domains = await env.boot(['auth']);
+    const users = domains.services.get(USER_DIRECTORY);
     const password = async () => (values['password-stdin'] ? (await env.readStdin()).replace(/\r?\n$/, '') : generatePassword());
     try {
       if (action === 'list' && !username) {
@@ -68,7 +64,7 @@ export const userCommand: CliCommand = {
       }
       throw error;
     } finally {
-      sqlite.close();
+      await domains.close();
     }
   },
 };

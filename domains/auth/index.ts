@@ -4,7 +4,7 @@
  * gateway's Authenticator and the USER_DIRECTORY other domains use.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
-import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
+import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { attributeRoutes } from './attribute-routes.ts';
 import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
@@ -19,6 +19,8 @@ import { LoginThrottle } from './throttle.ts';
 import { TokenSigner } from './tokens.ts';
 import { USER_DIRECTORY, UserDirectory } from './users.ts';
 
+export { ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE } from './attributes.ts';
+export { customClaims, VerifiedTokenCache } from './tokens.ts';
 export { USER_DIRECTORY, type UserDirectory } from './users.ts';
 
 export const authModule: HandlerModule = {
@@ -36,7 +38,9 @@ export const authModule: HandlerModule = {
     const throttle = new LoginThrottle(deps.config.auth.throttle, deps.logger);
     const revocations = new SessionRevocations(store, () => Math.floor(deps.now().getTime() / 1000));
     service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
-    const generated = await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword);
+    // First-start setup belongs to `serve`: a command on a fresh data dir (`meshgate user add`) creates only what it is asked to.
+    const generated =
+      deps.purpose === 'serve' ? await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword) : null;
     if (generated) {
       deps.announce(`meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`);
     }

@@ -8,7 +8,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
-import type { Authenticator } from '../../gateway/pipeline/stages/authenticate.ts';
+import type { Authenticator } from '../../gateway/principal.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
 import type { AttributeVocabulary } from './attributes.ts';
 import { AuthErrors } from './errors.ts';

@@ -12,6 +12,8 @@ import { createTupleStore } from './store.ts';
 import { resourceRoutes, subjectRoutes } from './subject-routes.ts';
 import { SubjectsService } from './subjects.ts';
 
+export { AuthzErrors } from './errors.ts';
+export { isKnownRelation, MODEL, SUBJECT_NAMESPACES } from './model.ts';
 export { AUTHZ, type AuthzService, type Decision, type ObjectRef, type TupleInput, type TupleMatch } from './service.ts';
 
 export const authzModule: HandlerModule = {

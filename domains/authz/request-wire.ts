@@ -9,7 +9,7 @@
 import { z } from 'zod';
 import type { NodeRequest } from '../../gateway/http/context.ts';
 import { DEFAULT_TENANT } from '../../gateway/principal.ts';
-import { ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE } from '../auth/attributes.ts';
+import { ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE } from '../auth/index.ts';
 import { AuthzErrors } from './errors.ts';
 import type { TupleInput } from './service.ts';
 

@@ -7,7 +7,7 @@
  */
 
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
-import type { UserDirectory } from '../auth/users.ts';
+import type { UserDirectory } from '../auth/index.ts';
 import { AuthzErrors } from './errors.ts';
 import { grantView } from './response-wire.ts';
 import type { AuthzService, ObjectRef, TupleInput } from './service.ts';

@@ -6,11 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { CliCommand } from '../../gateway/module.ts';
-import { createKekLedger } from './kek-ledger.ts';
-import { KekRing, kekDirOf } from './kek-ring.ts';
-import { KeyManager } from './keys.ts';
-import { rotateKek } from './rotate.ts';
-import { createSecretStore } from './secrets-store.ts';
+import { KEK_ROTATION } from './rotate.ts';
 
 const USAGE = 'meshgate rotate-kek [--batch <n>]';
 
@@ -32,12 +28,9 @@ export const rotateKekCommand: CliCommand = {
       return 2;
     }
     const crashAfter = Number(process.env[CRASH_HOOK] ?? Number.POSITIVE_INFINITY);
-    const { db, sqlite } = env.openDatabase();
+    const domains = await env.boot(['auth', 'authz', 'catalog']);
     try {
-      const now = () => new Date();
-      const keys = new KeyManager(new KekRing(kekDirOf(env.config)), createKekLedger(db), now);
-      keys.ensureReady();
-      const report = rotateKek(keys, createSecretStore(db), now, {
+      const report = domains.services.get(KEK_ROTATION)({
         batchSize,
         onProgress(rewrapped) {
           if (rewrapped >= crashAfter) process.kill(process.pid, 'SIGKILL');
@@ -49,7 +42,7 @@ export const rotateKekCommand: CliCommand = {
       );
       return 0;
     } finally {
-      sqlite.close();
+      await domains.close();
     }
   },
 };

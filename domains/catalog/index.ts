@@ -15,6 +15,7 @@ import { CatalogErrors } from './errors.ts';
 import { createKekLedger } from './kek-ledger.ts';
 import { KekRing, kekDirOf } from './kek-ring.ts';
 import { KeyManager } from './keys.ts';
+import { KEK_ROTATION, rotateKek } from './rotate.ts';
 import { catalogRoutes } from './routes.ts';
 import { SECRETS, SecretsService } from './secrets-service.ts';
 import { createSecretStore } from './secrets-store.ts';
@@ -42,7 +43,9 @@ export const catalogModule: HandlerModule = {
         return user && { userId: user.id, source: user.source, roles: user.roles, disabled: user.disabled };
       },
     };
-    const secrets = new SecretsService(createSecretStore(deps.db), keys, owners, deps.now);
+    const secretStore = createSecretStore(deps.db);
+    const secrets = new SecretsService(secretStore, keys, owners, deps.now);
+    deps.services.provide(KEK_ROTATION, (options) => rotateKek(keys, secretStore, deps.now, options));
     const datasetStore = createDatasetStore(deps.db);
     const containers = new ContainerService(createContainerStore(deps.db), datasetStore, authz, deps.now);
     const datasets = new DatasetService(datasetStore, (urn) => containers.exists(urn), authz, secrets, deps.now);

@@ -12,6 +12,7 @@
  * 3. in one transaction, when no row is left on an old version, the
  *    retiring versions become retired; then their key files are deleted.
  */
+import { createServiceKey } from '../../gateway/services.ts';
 import { generateKey, keyCheck, rewrapKey } from './crypto.ts';
 import type { KeyManager } from './keys.ts';
 import type { SecretStore } from './secrets-store.ts';
@@ -30,6 +31,9 @@ export interface RotationOptions {
   /** Called after each committed batch with the running total (progress output, crash tests). */
   onProgress?(rewrapped: number): void;
 }
+
+/** Rotation over the catalog's own key manager and secret store, for `meshgate rotate-kek`. */
+export const KEK_ROTATION = createServiceKey<(options: RotationOptions) => RotationReport>('kekRotation');
 
 export function rotateKek(keys: KeyManager, secrets: SecretStore, now: () => Date, options: RotationOptions): RotationReport {
   const { target, resumed } = beginOrResume(keys, now);

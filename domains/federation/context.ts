@@ -9,7 +9,7 @@ import type { Config } from '../../gateway/config/schema.ts';
 import { pskKey } from '../../gateway/mesh/canonical.ts';
 import { createPeerAgent, type PeerAgent } from '../../gateway/mesh/peer-agent.ts';
 import type { ServiceRegistry } from '../../gateway/services.ts';
-import type { AuthzService } from '../authz/service.ts';
+import type { AuthzService } from '../authz/index.ts';
 import { FederationErrors } from './errors.ts';
 import type { ChangeCounter } from './memo.ts';
 import type { PskVault } from './psk-vault.ts';

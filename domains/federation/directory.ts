@@ -8,7 +8,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { PeerAgent } from '../../gateway/mesh/peer-agent.ts';
 import { createServiceKey } from '../../gateway/services.ts';
-import type { TupleInput } from '../authz/service.ts';
+import type { TupleInput } from '../authz/index.ts';
 import { type FederationContext, pskOf } from './context.ts';
 import { memoize } from './memo.ts';
 import { renderRecipe } from './recipe.ts';

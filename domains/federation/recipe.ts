@@ -7,8 +7,8 @@
 import { z } from 'zod';
 import type { ValidationProblem } from '../../gateway/errors/api-error.ts';
 import { DEFAULT_TENANT } from '../../gateway/principal.ts';
-import { isKnownRelation, MODEL, SUBJECT_NAMESPACES } from '../authz/model.ts';
-import type { TupleInput } from '../authz/service.ts';
+import type { TupleInput } from '../authz/index.ts';
+import { isKnownRelation, MODEL, SUBJECT_NAMESPACES } from '../authz/index.ts';
 import type { RecipeTuple } from './schema.ts';
 
 export const recipeSchema = z

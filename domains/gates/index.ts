@@ -9,6 +9,9 @@ import type { HandlerModule } from '../../gateway/module.ts';
 import { EXECUTION_GATE_CATALOG, type GateDescription, RECORD_GATE_CATALOG, unshippedGate } from './catalog.ts';
 import { GateErrors } from './errors.ts';
 
+export { EXECUTION_GATE_CATALOG, type GateCatalog, RECORD_GATE_CATALOG, unshippedGate } from './catalog.ts';
+export { GateErrors } from './errors.ts';
+
 const discoverBody = z.object({ classpath: z.string().min(1).max(512) });
 
 export const gatesModule: HandlerModule = {

@@ -16,7 +16,7 @@ import { MeshErrors } from '../../gateway/mesh/errors.ts';
 import { MESH } from '../../gateway/mesh/headers.ts';
 import type { HttpMethod } from '../../gateway/module.ts';
 import type { Principal } from '../../gateway/principal.ts';
-import type { MeshAnswer, MeshEgress } from '../mesh/egress.ts';
+import type { MeshAnswer, MeshEgress } from '../mesh/index.ts';
 import type { ShadowStore } from './store.ts';
 
 /** The per-job actions a shadow proxies (contract §5.6 item 2). */

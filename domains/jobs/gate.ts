@@ -7,8 +7,7 @@
  */
 
 import type { Principal } from '../../gateway/principal.ts';
-import { type GateCatalog, unshippedGate } from '../gates/catalog.ts';
-import { GateErrors } from '../gates/errors.ts';
+import { type GateCatalog, GateErrors, unshippedGate } from '../gates/index.ts';
 import { JobsErrors } from './errors.ts';
 import type { GateStore } from './store.ts';
 

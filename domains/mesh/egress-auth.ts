@@ -8,9 +8,9 @@
 import { decodeJwt } from 'jose';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
-import type { Authenticator } from '../../gateway/pipeline/stages/authenticate.ts';
+import type { Authenticator } from '../../gateway/principal.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
-import { customClaims } from '../auth/tokens.ts';
+import { customClaims } from '../auth/index.ts';
 import type { FederationDirectory } from '../federation/index.ts';
 import type { IdentityResolver } from './identity.ts';
 

@@ -12,7 +12,7 @@
 import type { JWTPayload } from 'jose';
 import type { MeshEnvelope } from '../../gateway/mesh/directory.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
-import { customClaims } from '../auth/tokens.ts';
+import { customClaims } from '../auth/index.ts';
 import type { FederationDirectory, FederationRecordView } from '../federation/index.ts';
 import { type RealmVerifier, sharedJwksUrl, TokenFailed } from './jwks.ts';
 

@@ -6,7 +6,7 @@
  */
 import { MESH_DIRECTORY, type MeshDirectory, type MeshFeature, type MeshPeer } from '../../gateway/mesh/directory.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
-import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
+import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { USER_DIRECTORY } from '../auth/index.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { FEDERATIONS, type FederationDirectory, type FederationRecordView } from '../federation/index.ts';
@@ -15,6 +15,8 @@ import { createMeshEgress, createMeshEgressRoute, MESH_EGRESS } from './egress.t
 import { createEgressAuthenticator } from './egress-auth.ts';
 import { IdentityResolver } from './identity.ts';
 import { RealmVerifier } from './jwks.ts';
+
+export { MESH_EGRESS, type MeshAnswer, type MeshEgress } from './egress.ts';
 
 type PeerRecord = MeshPeer & { readonly record: FederationRecordView };
 

@@ -8,7 +8,7 @@
  */
 import { createRemoteJWKSet, customFetch, type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
 import { Agent, type Dispatcher, fetch } from 'undici';
-import { VerifiedTokenCache } from '../auth/tokens.ts';
+import { VerifiedTokenCache } from '../auth/index.ts';
 
 /** Asymmetric algorithms only: no `none`, no HS* (key confusion with a public JWK). */
 export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];

@@ -6,7 +6,7 @@
  */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { DATASETS, SECRETS } from '../catalog/index.ts';
-import { RECORD_GATE_CATALOG } from '../gates/catalog.ts';
+import { RECORD_GATE_CATALOG } from '../gates/index.ts';
 import { catalogDatasets } from './catalog-adapter.ts';
 import { RetrievalErrors } from './errors.ts';
 import { GateBindings } from './gates/binding.ts';

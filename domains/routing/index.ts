@@ -1,6 +1,6 @@
 /** Routing configuration and health (issue 2): provides the gateway's ROUTING_SOURCE. */
 import type { HandlerModule } from '../../gateway/module.ts';
-import { ROUTING_SOURCE } from '../../gateway/routing/service-table.ts';
+import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
 import { RoutingErrors } from './errors.ts';
 import { routingRoutes } from './routes.ts';
 import { RoutingService } from './service.ts';

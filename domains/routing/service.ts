@@ -3,7 +3,7 @@
  * merge-patch key by key, validate as a whole, persist, then publish to the
  * gateway, which swaps its live table atomically.
  */
-import type { RoutingSnapshot, RoutingSource } from '../../gateway/routing/service-table.ts';
+import type { RoutingSnapshot, RoutingSource } from '../../gateway/routing/source.ts';
 import { RoutingErrors } from './errors.ts';
 import type { RoutingStore } from './store.ts';
 import { DEFAULT_ENABLED, DEFAULT_PREFIXES, type RoutingTable, routingProblems } from './validate.ts';

@@ -7,14 +7,9 @@
 import { parseArgs } from 'node:util';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { validate } from '../../gateway/http/body.ts';
-import type { CliCommand, CliEnv } from '../../gateway/module.ts';
-import type { Principal } from '../../gateway/principal.ts';
-import { AuthzService } from '../authz/service.ts';
-import { createTupleStore } from '../authz/store.ts';
-import { createRoutingStore } from '../routing/store.ts';
-import { DEFAULT_PREFIXES } from '../routing/validate.ts';
-import { type DeploymentKind, DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
-import { createDeploymentStore } from './store.ts';
+import type { CliCommand } from '../../gateway/module.ts';
+import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
+import { DEPLOYMENTS, type DeploymentKind, deploymentInput, deploymentPatch } from './service.ts';
 
 const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
                    [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
@@ -31,7 +26,7 @@ const OPERATOR: Principal = {
   email: null,
   roles: ['admin'],
   attributes: {},
-  tenantId: '__default__',
+  tenantId: DEFAULT_TENANT,
   source: 'local',
   authMethod: 'pat',
 };
@@ -49,20 +44,6 @@ const options = {
   json: { type: 'boolean', default: false },
 } as const;
 
-function openService(env: CliEnv) {
-  const { db, sqlite } = env.openDatabase();
-  const { config } = env;
-  const origin = config.origin ?? `https://${config.hostnames[0]}${config.httpsPort === 443 ? '' : `:${config.httpsPort}`}`;
-  const routing = createRoutingStore(db);
-  const service = new DeploymentService(
-    createDeploymentStore(db),
-    new AuthzService(createTupleStore(sqlite), () => new Date()),
-    { prefixes: () => ({ ...DEFAULT_PREFIXES, ...routing.load()?.servicePrefixes }), origin: () => origin },
-    () => new Date(),
-  );
-  return { service, close: () => sqlite.close() };
-}
-
 export const deployCommand: CliCommand = {
   name: 'deploy',
   summary: 'add, list, show and remove model/app/tool deployments',
@@ -70,7 +51,8 @@ export const deployCommand: CliCommand = {
   async run(args, env) {
     const { positionals, values } = parseArgs({ args, allowPositionals: true, options });
     const [action, id, value] = positionals;
-    const { service, close } = openService(env);
+    const domains = await env.boot(['auth', 'authz', 'routing', 'serving']);
+    const service = domains.services.get(DEPLOYMENTS);
     try {
       if (action === 'add' && !id) {
         const input = validate(
@@ -119,7 +101,7 @@ export const deployCommand: CliCommand = {
       env.err(`meshgate: ${error.reason} ${detail}`);
       return 1;
     } finally {
-      close();
+      await domains.close();
     }
   },
 };

@@ -5,8 +5,8 @@
  * default), and the `deploy` / `smoke` commands.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
-import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
-import { ROUTING_SOURCE } from '../../gateway/routing/service-table.ts';
+import { AUTHENTICATOR } from '../../gateway/principal.ts';
+import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
@@ -15,7 +15,7 @@ import { LegacyListeners } from './legacy.ts';
 import { UpstreamPools } from './proxy.ts';
 import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
-import { DeploymentService } from './service.ts';
+import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
@@ -32,17 +32,20 @@ export const servingModule: HandlerModule = {
     const store = createDeploymentStore(deps.db);
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
     const pools = new UpstreamPools(serving.upstreamConnections, serving.perClientUpstreamRequests);
-    const legacy = serving.legacyPortListeners
-      ? new LegacyListeners({
-          runtime: () => runtime,
-          info: deps.runtime,
-          routing: () => routing.current(),
-          config: deps.config,
-          logger: deps.logger,
-          accessLog: deps.accessLog,
-        })
-      : null;
+    // Booted for a command, nothing listens (deps.listeners is null).
+    const legacy =
+      serving.legacyPortListeners && deps.listeners
+        ? new LegacyListeners({
+            runtime: () => runtime,
+            info: deps.runtime,
+            routing: () => routing.current(),
+            config: deps.config,
+            logger: deps.logger,
+            listeners: deps.listeners,
+          })
+        : null;
     const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
+    deps.services.provide(DEPLOYMENTS, deployments);
     const runtime: RuntimeDeps = { deployments, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {

@@ -7,23 +7,14 @@
  * every path goes to that deployment through the same runtime mount, auth
  * and proxy as its path-based URL, with an empty public prefix.
  */
-import type { Http2SecureServer } from 'node:http2';
-import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
-import { createHttpsListener } from '../../gateway/http/listeners.ts';
 import { createUpgradeListener } from '../../gateway/http/upgrade.ts';
-import type { AccessSink } from '../../gateway/log.ts';
-import type { RuntimeInfo } from '../../gateway/module.ts';
-import { createPipeline } from '../../gateway/pipeline/run.ts';
-import { createAccessLogStage } from '../../gateway/pipeline/stages/access-log.ts';
-import { createCanonicalPathStage } from '../../gateway/pipeline/stages/canonical-path.ts';
+import type { ListenerFactory, OpenedListener, RuntimeInfo } from '../../gateway/module.ts';
 import { createDispatchStage } from '../../gateway/pipeline/stages/dispatch.ts';
-import { createLimitsStage } from '../../gateway/pipeline/stages/limits.ts';
-import { createRequestIdStage } from '../../gateway/pipeline/stages/request-id.ts';
-import type { RoutingSnapshot } from '../../gateway/routing/service-table.ts';
+import type { RoutingSnapshot } from '../../gateway/routing/source.ts';
 import { ServingErrors } from './errors.ts';
 import { type RuntimeDeps, runtimeMount } from './runtime.ts';
 import { KIND_SERVICE, type LegacyPorts } from './service.ts';
@@ -36,16 +27,12 @@ export interface LegacyDeps {
   routing: () => RoutingSnapshot;
   config: Readonly<Config>;
   logger: Logger;
-  accessLog: AccessSink;
-}
-
-interface Listener {
-  server: Http2SecureServer;
-  sockets: Set<Socket>;
+  /** The composition root's listener factory: the same prelude stages and guards as the main port. */
+  listeners: ListenerFactory;
 }
 
 export class LegacyListeners implements LegacyPorts {
-  readonly #open = new Map<string, Listener>();
+  readonly #open = new Map<string, OpenedListener>();
 
   constructor(private readonly deps: LegacyDeps) {}
 
@@ -91,9 +78,9 @@ export class LegacyListeners implements LegacyPorts {
     return `https://${new URL(this.deps.info.origin()).hostname}:${row.legacyPort}`;
   }
 
-  /** One HTTPS listener: the gateway's prelude stages, then the deployment's runtime mount with an empty prefix. */
-  #listener(row: DeploymentRow): Listener {
-    const { config, logger, accessLog, info, routing } = this.deps;
+  /** One HTTPS listener from the root's factory: the gateway's prelude stages, then the deployment's runtime mount with an empty prefix. */
+  #listener(row: DeploymentRow): OpenedListener {
+    const { logger, info, routing, listeners } = this.deps;
     const service = KIND_SERVICE[row.kind];
     const mount = runtimeMount(row.kind, this.deps.runtime(), {
       origin: () => new URL(this.url(row) ?? info.origin()),
@@ -111,28 +98,16 @@ export class LegacyListeners implements LegacyPorts {
         return 'continue' as const;
       },
     };
-    const handle = createPipeline(
-      [
-        createRequestIdStage(),
-        createAccessLogStage(accessLog, { legacy_port: row.legacyPort as number }),
-        createLimitsStage(config.limits),
-        createCanonicalPathStage(),
-        route,
-        createDispatchStage(mount.handle),
-      ],
-      logger.child({ legacy_port: row.legacyPort }),
-    );
-    const server = createHttpsListener(info.serverTls(), config.limits, handle);
+    const opened = listeners.https({
+      stages: [route, createDispatchStage(mount.handle)],
+      accessFields: { legacy_port: row.legacyPort as number },
+      logger: logger.child({ legacy_port: row.legacyPort }),
+    });
     const upgrade = mount.upgrade?.bind(mount);
-    server.on(
+    opened.server.on(
       'upgrade',
       createUpgradeListener(() => ({ resolve }), new Map(upgrade ? [[service, upgrade]] : []), logger),
     );
-    const sockets = new Set<Socket>();
-    server.on('secureConnection', (socket: Socket) => {
-      sockets.add(socket);
-      socket.once('close', () => sockets.delete(socket));
-    });
-    return { server, sockets };
+    return opened;
   }
 }

@@ -11,8 +11,9 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
-import { AuthzErrors } from '../authz/errors.ts';
+import { createServiceKey } from '../../gateway/services.ts';
 import type { AuthzService } from '../authz/index.ts';
+import { AuthzErrors } from '../authz/index.ts';
 import { DeploymentAccess, VISIBILITIES, type Visibility } from './access.ts';
 import { ServingErrors } from './errors.ts';
 import type { DeploymentRow, DeploymentStore } from './store.ts';
@@ -208,3 +209,6 @@ export class DeploymentService {
 function requireAdmin(principal: Principal): void {
   if (!isNativeAdmin(principal)) throw GatewayErrors.make.admin_required();
 }
+
+/** The deployments registry, as `meshgate deploy` reaches it through the composition root. */
+export const DEPLOYMENTS = createServiceKey<DeploymentService>('deployments');

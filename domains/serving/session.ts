@@ -8,9 +8,9 @@
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeRequest, Reply } from '../../gateway/http/context.ts';
-import { type Authenticator, bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
+import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
-import type { Principal } from '../../gateway/principal.ts';
+import type { Authenticator, Principal } from '../../gateway/principal.ts';
 import { SESSION_COOKIE, sessionCookieValue } from './headers.ts';
 
 interface Caller {

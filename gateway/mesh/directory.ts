@@ -6,8 +6,7 @@
  * provisioning). domains/mesh provides it over the federation domain.
  */
 import type { KeyObject } from 'node:crypto';
-import type { Authenticator } from '../pipeline/stages/authenticate.ts';
-import type { Principal } from '../principal.ts';
+import type { Authenticator, Principal } from '../principal.ts';
 import { createServiceKey } from '../services.ts';
 import type { PeerAgent } from './peer-agent.ts';
 

@@ -14,8 +14,8 @@ function cliEnv(gw: TestGateway, stdin = ''): CliEnv & { lines: string[]; errors
   const errors: string[] = [];
   return {
     config: gw.gateway.deps.config,
-    openDatabase: () => {
-      throw new Error('federation pair needs no database');
+    boot: () => {
+      throw new Error('federation pair boots no domain');
     },
     readStdin: async () => stdin,
     out: (line) => lines.push(line),

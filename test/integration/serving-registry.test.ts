@@ -4,12 +4,11 @@
  * against the data dir of a running gateway.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { test } from 'node:test';
+import { bootDomains } from '../../app/domains.ts';
 import { AUTHZ } from '../../domains/authz/index.ts';
 import { deployCommand } from '../../domains/serving/cli.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
-import { openDatabase } from '../../gateway/db/open.ts';
 import type { CliEnv } from '../../gateway/module.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deploy, startModelServer } from '../helpers/upstreams.ts';
@@ -158,9 +157,10 @@ test('runtime URLs follow the live routing prefixes', async (t) => {
 });
 
 function cliEnv(gw: TestGateway, out: string[], err: string[]): CliEnv {
+  const config = loadConfig({ env: {}, overrides: { dataDir: gw.dataDir, origin: gw.url, hostnames: ['localhost'] } });
   return {
-    config: loadConfig({ env: {}, overrides: { dataDir: gw.dataDir, origin: gw.url, hostnames: ['localhost'] } }),
-    openDatabase: () => openDatabase(join(gw.dataDir, 'meshgate.db')),
+    config,
+    boot: (modules) => bootDomains(config, modules, { err: (line) => err.push(line) }),
     readStdin: async () => '',
     out: (line) => out.push(line),
     err: (line) => err.push(line),

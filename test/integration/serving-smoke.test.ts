@@ -21,8 +21,8 @@ async function smoke(gw: TestGateway, args: string[], origin = gw.url): Promise<
     const lines: string[] = [];
     const env: CliEnv = {
       config: loadConfig({ env: {} }),
-      openDatabase: () => {
-        throw new Error('smoke never opens the database');
+      boot: () => {
+        throw new Error('smoke boots no domain');
       },
       readStdin: async () => '',
       out: (line) => lines.push(line),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { ERROR_TABLES } from '../../app/server.ts';
+import { ERROR_TABLES } from '../../app/domains.ts';
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 import { buildErrorRegistry } from '../../gateway/errors/registry.ts';
 import { renderErrorsDoc } from '../../scripts/errors-doc.ts';

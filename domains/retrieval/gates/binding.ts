@@ -8,8 +8,7 @@
  */
 import { ApiError } from '../../../gateway/errors/api-error.ts';
 import type { Principal } from '../../../gateway/principal.ts';
-import { unshippedGate } from '../../gates/catalog.ts';
-import { GateErrors } from '../../gates/errors.ts';
+import { GateErrors, unshippedGate } from '../../gates/index.ts';
 import type { DatasetGateStore } from '../catalog-adapter.ts';
 import { RetrievalErrors } from '../errors.ts';
 import { gateBindingOf } from '../plan.ts';

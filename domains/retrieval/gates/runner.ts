@@ -6,7 +6,7 @@
  * transports emit carries only `filtered`; the four legacy keys are present
  * and null (the 1.3 privacy rule).
  */
-import type { GateCatalog } from '../../gates/catalog.ts';
+import type { GateCatalog } from '../../gates/index.ts';
 import type { Row } from '../sources/types.ts';
 import { clearanceGate } from './clearance.ts';
 import type { GateBinding, GateDefinition, GateResult, RecordGate } from './types.ts';

@@ -7,16 +7,8 @@
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import type { AuthMode } from '../../module.ts';
-import type { Principal } from '../../principal.ts';
-import { createServiceKey } from '../../services.ts';
+import type { Authenticator } from '../../principal.ts';
 import type { Stage, StageResult } from '../stage.ts';
-
-export interface Authenticator {
-  /** Resolves a bearer credential; throws not_authenticated (401) when it is not valid. */
-  authenticate(bearer: string): Promise<Principal>;
-}
-
-export const AUTHENTICATOR = createServiceKey<Authenticator>('authenticator');
 
 export function bearerOf(ctx: RequestContext): string | null {
   const header = ctx.req.headers.authorization;
