@@ -3,10 +3,13 @@
  * data dir and key folders 0700, the database (with its WAL and SHM) and
  * every key file 0600 — the database holds password hashes and wrapped
  * secrets, the key folders the signing, TLS and key-encryption keys.
- * New files are created so; folders and files left looser by an earlier
- * version, a restore or an operator's umask are tightened at start, and
- * each change is logged (the way sshd's StrictModes and PostgreSQL refuse
- * or fix a group/world-readable data directory).
+ * New files are created so; folders, the database and certificates left
+ * looser by an earlier version, a restore or an operator's umask are
+ * tightened at start, and each change is logged (PostgreSQL refuses a
+ * group/world-readable data directory; here it is fixed and said).
+ * A secret key file found readable by others is different: it may already
+ * have been read, so start stops and names it (as sshd refuses an
+ * "UNPROTECTED PRIVATE KEY FILE") — rotating it is the operator's call.
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,24 +23,43 @@ export const DATABASE_FILE = 'meshgate.db';
 /** SQLite's side files: created beside the database with the database file's own mode (unix VFS). */
 const DATABASE_FILES = [DATABASE_FILE, `${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, `${DATABASE_FILE}-journal`];
 
-/** Folders under the data dir whose every file is a key or certificate material. */
-const KEY_DIRS = ['keys', 'tls'];
+/** The folder of secret keys (signing key, PSK vault key, KEKs by default) under the data dir. */
+const KEYS_DIR = 'keys';
+/** The platform CA and server certificate: tightened like the database. */
+const TLS_DIR = 'tls';
 
-/** Creates the data dir private, then tightens what is already there; extraKeyDirs are key folders kept elsewhere. */
+/**
+ * Creates the data dir private, then tightens what is already there; extraKeyDirs are key folders kept
+ * elsewhere. Throws, naming every file, when a secret key file is readable by others.
+ */
 export function secureDataDir(dataDir: string, logger: Logger, extraKeyDirs: readonly string[] = []): void {
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
   tighten(dataDir, PRIVATE_DIR, logger);
   for (const name of DATABASE_FILES) tighten(join(dataDir, name), PRIVATE_FILE, logger);
-  for (const dir of [...KEY_DIRS.map((name) => join(dataDir, name)), ...extraKeyDirs]) tightenTree(dir, logger);
+  walk(join(dataDir, TLS_DIR), logger, (file) => tighten(file, PRIVATE_FILE, logger));
+  const exposed: string[] = [];
+  for (const dir of [join(dataDir, KEYS_DIR), ...extraKeyDirs]) {
+    walk(dir, logger, (file) => {
+      const mode = statSync(file).mode & 0o777;
+      if ((mode & ~PRIVATE_FILE) !== 0) exposed.push(`${file} (mode ${octal(mode)})`);
+    });
+  }
+  if (exposed.length > 0) {
+    throw new Error(
+      `key files readable by other users: ${exposed.join(', ')}; a key file must be mode 0600. ` +
+        'It may have been read: rotate it, or chmod 600 it if it was never exposed.',
+    );
+  }
 }
 
-function tightenTree(dir: string, logger: Logger): void {
+/** Tightens every folder of the tree and hands each regular file to `onFile`. */
+function walk(dir: string, logger: Logger, onFile: (file: string) => void): void {
   if (!existsSync(dir)) return;
   tighten(dir, PRIVATE_DIR, logger);
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) tightenTree(path, logger);
-    else if (entry.isFile()) tighten(path, PRIVATE_FILE, logger);
+    if (entry.isDirectory()) walk(path, logger, onFile);
+    else if (entry.isFile()) onFile(path);
   }
 }
 

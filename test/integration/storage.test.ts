@@ -24,7 +24,7 @@ function privateFiles(dataDir: string): string[] {
   return [...['meshgate.db', 'meshgate.db-wal', 'meshgate.db-shm'].map((name) => join(dataDir, name)), ...keyFiles];
 }
 
-test('the data dir is 0700 and the database, WAL, SHM and key files 0600; a loosened install is tightened at start and logged', async (t) => {
+test('the data dir is 0700 and the database, WAL, SHM and key files 0600; a loosened install is tightened at start and logged; a readable key stops start', async (t) => {
   const previousUmask = process.umask(0o022); // the common default: without care, new files would be 0644
   t.after(() => process.umask(previousUmask));
   const gw = await startTestGateway(t);
@@ -37,8 +37,15 @@ test('the data dir is 0700 and the database, WAL, SHM and key files 0600; a loos
   chmodSync(gw.dataDir, 0o755);
   chmodSync(join(gw.dataDir, 'keys'), 0o755);
   // A clean close removes the WAL and SHM; SQLite recreates them with the (tightened) database file's mode.
-  for (const file of files.filter((f) => existsSync(f))) chmodSync(file, 0o644);
+  const keysDir = join(gw.dataDir, 'keys');
+  const isKey = (file: string) => file.startsWith(`${keysDir}/`);
+  for (const file of files.filter((f) => existsSync(f) && !isKey(f))) chmodSync(file, 0o644);
+  // A secret key readable by others may have been read: start refuses and names it rather than hiding it.
+  const signingKey = files.find(isKey) as string;
   gw.logs.length = 0;
+  chmodSync(signingKey, 0o644);
+  await assert.rejects(gw.start(), (error: Error) => error.message.includes(signingKey) && /mode 0600/.test(error.message));
+  chmodSync(signingKey, 0o600);
   await gw.start();
   assert.equal(modeOf(gw.dataDir), 0o700);
   assert.equal(modeOf(join(gw.dataDir, 'keys')), 0o700);
