@@ -17,7 +17,7 @@ export function urlOf(scheme: 'https' | 'http', host: string, port: number): str
   return `${scheme}://${hostForUrl(host)}${port === defaultPort ? '' : `:${port}`}`;
 }
 
-/** The public origin: PLATFORM_ORIGIN when set (without a trailing slash), else the first hostname at the HTTPS port. */
+/** The public origin: PLATFORM_ORIGIN when set (no trailing slash), else the first hostname at the HTTPS port. */
 export function deriveOrigin(config: Pick<Config, 'origin' | 'hostnames'>, httpsPort: number): string {
   if (config.origin) return config.origin.replace(/\/$/, '');
   return urlOf('https', config.hostnames[0] as string, httpsPort);

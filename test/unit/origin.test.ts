@@ -22,7 +22,7 @@ test('the default port is left out, any other is written', () => {
   assert.equal(urlOf('http', '10.0.0.1', 443), 'http://10.0.0.1:443');
 });
 
-test('the origin: PLATFORM_ORIGIN wins (no trailing slash), else the first hostname at the HTTPS port; the result parses', () => {
+test('PLATFORM_ORIGIN wins, else the first hostname at the HTTPS port; an IPv6 origin parses', () => {
   assert.equal(deriveOrigin({ origin: 'https://gw.example.com/', hostnames: ['::1'] }, 8443), 'https://gw.example.com');
   assert.equal(deriveOrigin({ origin: null, hostnames: ['gw.example.com', 'other'] }, 443), 'https://gw.example.com');
   const v6 = deriveOrigin({ origin: null, hostnames: ['2001:db8::1'] }, 8443);
