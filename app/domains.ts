@@ -31,13 +31,13 @@ export const DOMAIN_COMMANDS: readonly CliCommand[] = DOMAIN_MODULES.flatMap((m)
 
 export type DomainDeps = Omit<GatewayDeps, 'db' | 'sqlite' | 'logger' | 'accessLog' | 'services'>;
 
-/** The running domains over one opened database; `close` ends them in reverse order, then the database and logs. */
+/** The running domains over one opened database; `close` ends them in reverse order, then the database. */
 export interface Domains extends BootedDomains {
   readonly deps: GatewayDeps;
   readonly instances: readonly HandlerInstance[];
 }
 
-/** Opens the database and initialises the modules in order; whatever fails leaves nothing open. */
+/** Opens the database and initialises the modules in order; whatever fails leaves no domain and no database open. */
 export async function initDomains(modules: readonly HandlerModule[], base: DomainDeps, logs: Loggers): Promise<Domains> {
   const { sqlite, db } = openDatabase(join(base.config.dataDir, DATABASE_FILE));
   const deps: GatewayDeps = { ...base, db, sqlite, logger: logs.logger, accessLog: logs.accessLog, services: new ServiceRegistry() };
@@ -45,7 +45,6 @@ export async function initDomains(modules: readonly HandlerModule[], base: Domai
   const close = async () => {
     await closeAll(instances, logs.logger);
     sqlite.close();
-    logs.close();
   };
   try {
     for (const module of modules) instances.push(await module.init(deps));
@@ -87,11 +86,21 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
     announce: io.err,
   };
   const logs = createLoggers(config.logLevel, io.logDestination ?? process.stderr);
-  return initDomains(
+  const domains = await initDomains(
     DOMAIN_MODULES.filter((m) => names.includes(m.name)),
     base,
     logs,
-  );
+  ).catch((error: unknown) => {
+    logs.close();
+    throw error;
+  });
+  return {
+    ...domains,
+    async close() {
+      await domains.close();
+      logs.close();
+    },
+  };
 }
 
 async function closeAll(instances: HandlerInstance[], logger: Logger): Promise<void> {

@@ -9,7 +9,8 @@ import type { Server as HttpServer } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
-import { createHttpsListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
+import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
+import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
 import { hostForUrl } from '../gateway/http/origin.ts';
 import type { AccessSink } from '../gateway/log.ts';
 import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
@@ -37,13 +38,37 @@ export function createIngressPipeline(base: IngressBase, options: ListenerOption
   return createPipeline([...prelude, ...options.stages], options.logger, guardMeshBody);
 }
 
+/** What a listener calls per request: the ingress pipeline, or the queue that holds requests until it exists. */
+type Handle = (req: NodeRequest, res: NodeResponse) => void;
+
+/** The kernel's HTTPS server (HTTP/2 + HTTP/1.1) with its guards, its connections tracked. */
+export function httpsListening(base: IngressBase, handle: Handle): Listening & { server: Http2SecureServer } {
+  const server = createHttpsListener(base.tls, base.config.limits, handle);
+  return { server, sockets: trackSockets(server) };
+}
+
+export function plainListening(base: IngressBase, handle: Handle): Listening {
+  const server = createPlainHttpListener(base.config.limits, handle);
+  return { server, sockets: trackSockets(server) };
+}
+
 export function createListenerFactory(base: IngressBase): ListenerFactory {
-  return {
-    https(options) {
-      const server = createHttpsListener(base.tls, base.config.limits, createIngressPipeline(base, options));
-      return { server, sockets: trackSockets(server) };
-    },
+  return { https: (options) => httpsListening(base, createIngressPipeline(base, options)) };
+}
+
+/** A listener whose target is set later; calls made before that are queued, then replayed in order. */
+export class Deferred<A extends unknown[]> {
+  #target: ((...args: A) => unknown) | null = null;
+  readonly #waiting: A[] = [];
+  readonly listener = (...args: A): void => {
+    if (this.#target) this.#target(...args);
+    else this.#waiting.push(args);
   };
+
+  open(target: (...args: A) => unknown): void {
+    this.#target = target;
+    for (const args of this.#waiting.splice(0)) target(...args);
+  }
 }
 
 type Tracked = Socket & { _meshgateInflight?: number };

@@ -1,23 +1,23 @@
 /**
  * startGateway(config), in named steps: storage and TLS material → the
- * domains → the compiled routing tables → the listeners. The HTTPS listener
- * speaks HTTP/2 with HTTP/1.1 fallback; an optional plain-HTTP listener
- * serves local development. Every listener is built by app/listeners.ts.
+ * listeners bound (requests held) → the domains → the compiled routing
+ * tables → requests let through. The HTTPS listener speaks HTTP/2 with
+ * HTTP/1.1 fallback; an optional plain-HTTP listener serves local
+ * development. Every listener is built by app/listeners.ts.
  */
-import type { Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
-import type { DestinationStream } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
 import { buildErrorRegistry } from '../gateway/errors/registry.ts';
-import { createPlainHttpListener } from '../gateway/http/listeners.ts';
 import { deriveOrigin, hostForUrl } from '../gateway/http/origin.ts';
 import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
 import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
 import { createMeshVerifyStage } from '../gateway/mesh/verify.ts';
-import type { GatewayDeps, HandlerInstance, ListenerFactory } from '../gateway/module.ts';
+import type { GatewayDeps, HandlerInstance } from '../gateway/module.ts';
+import type { createPipeline } from '../gateway/pipeline/run.ts';
 import { createRouteMatchStage } from '../gateway/pipeline/stages/route-match.ts';
 import { AUTHENTICATOR } from '../gateway/principal.ts';
 import { buildServiceTable, compileHandlers } from '../gateway/routing/compile.ts';
@@ -26,7 +26,17 @@ import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
-import { closeGracefully, createIngressPipeline, createListenerFactory, type IngressBase, type Listening, listen, trackSockets } from './listeners.ts';
+import {
+  closeGracefully,
+  createIngressPipeline,
+  createListenerFactory,
+  Deferred,
+  httpsListening,
+  type IngressBase,
+  type Listening,
+  listen,
+  plainListening,
+} from './listeners.ts';
 
 export interface GatewayOptions {
   logDestination?: DestinationStream;
@@ -40,7 +50,8 @@ export interface Gateway {
   readonly origin: string;
   readonly caPem: string;
   readonly deps: GatewayDeps;
-  close(graceMs?: number): Promise<void>;
+  /** Stops gracefully; `reason` (e.g. the signal) goes into the final `stopped` log line. */
+  close(graceMs?: number, reason?: string): Promise<void>;
 }
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
@@ -48,44 +59,60 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const logs = createLoggers(config.logLevel, options.logDestination);
   const tls = await prepareStorage(config, logs.logger);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls };
-  const listeners = createListenerFactory(ingress);
-  // The origin depends on the bound port (0 = any); domains read it only at request time.
-  const urls = { origin: config.origin?.replace(/\/$/, '') ?? '', externalUrl: config.externalUrl?.replace(/\/$/, '') ?? '' };
+  const bound = await bindListeners(ingress).catch((error: unknown) => {
+    logs.close();
+    throw error;
+  });
+  const origin = deriveOrigin(config, bound.httpsPort);
+  // Operator lines (the bootstrap admin's password) are held until start has succeeded.
+  const print = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const held: string[] = [];
+  let started = false;
   const base: DomainDeps = {
     config,
     purpose: 'serve',
-    listeners,
-    runtime: { origin: () => urls.origin, externalUrl: () => urls.externalUrl, caPem: () => tls.caPem },
+    listeners: createListenerFactory(ingress),
+    runtime: { origin: () => origin, externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin, caPem: () => tls.caPem },
     now: options.now ?? (() => new Date()),
-    announce: options.announce ?? ((line) => process.stdout.write(`${line}\n`)),
+    announce: (line) => (started ? print(line) : held.push(line)),
   };
-  const domains = await initDomains(DOMAIN_MODULES, base, logs);
-  const table = compileRouting(domains);
-  const listening = await openListeners(domains, { ingress, listeners }, table).catch(async (error: unknown) => {
-    await domains.close();
+  let domains: Domains | null = null;
+  try {
+    domains = await initDomains(DOMAIN_MODULES, base, logs);
+    letRequestsThrough(domains, ingress, bound);
+  } catch (error) {
+    bound.stop();
+    await domains?.close();
+    logs.close();
+    // A domain that failed after the bootstrap admin was created: its password is shown now, with the failure,
+    // rather than never — the row stays, and the next start (once the cause is fixed) will not print it again.
+    for (const line of held) print(line);
     throw error;
-  });
-  urls.origin ||= deriveOrigin(config, listening.httpsPort);
-  urls.externalUrl ||= urls.origin;
-  const httpsUrl = `https://${hostForUrl(config.bind)}:${listening.httpsPort}`;
-  const httpUrl = listening.httpPort === null ? null : `http://${hostForUrl(config.bind)}:${listening.httpPort}`;
-  domains.deps.logger.info({ https: httpsUrl, http: httpUrl, origin: urls.origin, cluster: config.clusterName }, 'listening');
-  domains.deps.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
+  }
+  const running = domains;
+  const httpsUrl = `https://${hostForUrl(config.bind)}:${bound.httpsPort}`;
+  const httpUrl = bound.httpPort === null ? null : `http://${hostForUrl(config.bind)}:${bound.httpPort}`;
+  logs.logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
+  logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
+  started = true;
+  for (const line of held.splice(0)) print(line);
   return {
     httpsUrl,
     httpUrl,
-    origin: urls.origin,
+    origin,
     caPem: tls.caPem,
-    deps: domains.deps,
-    async close(graceMs = 5000) {
-      await closeGracefully(listening.listeners, graceMs);
-      await domains.close();
+    deps: running.deps,
+    async close(graceMs = 5000, reason = 'closed') {
+      await closeGracefully(bound.listeners, graceMs);
+      await running.close();
+      logs.logger.info({ reason }, 'stopped');
+      logs.close();
     },
   };
 }
 
 /** The data dir locked down, and the TLS material for every name the gateway answers to. */
-async function prepareStorage(config: Readonly<Config>, logger: GatewayDeps['logger']): Promise<TlsMaterial> {
+async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<TlsMaterial> {
   secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
   return ensureTlsMaterial({
@@ -97,8 +124,56 @@ async function prepareStorage(config: Readonly<Config>, logger: GatewayDeps['log
   });
 }
 
-/** The domains' routes compiled once; the service table is swapped whole when the routing configuration changes. */
-function compileRouting({ deps, instances }: Domains): () => ServiceTable {
+type Handle = ReturnType<typeof createPipeline>;
+type UpgradeListener = ReturnType<typeof createUpgradeListener>;
+
+interface BoundListeners {
+  readonly listeners: readonly Listening[];
+  readonly httpsPort: number;
+  readonly httpPort: number | null;
+  /** Requests and upgrades that arrive before the domains are up wait here. */
+  readonly requests: Deferred<Parameters<Handle>>;
+  readonly upgrades: Deferred<Parameters<UpgradeListener>>;
+  stop(): void;
+}
+
+/**
+ * The listeners bind before any domain starts: a taken port must stop start before the auth domain creates the
+ * bootstrap admin, whose generated password exists only in the line announcing it.
+ */
+async function bindListeners(ingress: IngressBase): Promise<BoundListeners> {
+  const { config } = ingress;
+  const requests = new Deferred<Parameters<Handle>>();
+  const upgrades = new Deferred<Parameters<UpgradeListener>>();
+  const https = httpsListening(ingress, requests.listener);
+  const plain = config.httpPort === null ? null : plainListening(ingress, requests.listener);
+  const listeners = plain ? [https, plain] : [https];
+  for (const { server } of listeners) server.on('upgrade', upgrades.listener);
+  const stop = () => {
+    for (const { server, sockets } of listeners) {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+    }
+  };
+  try {
+    const httpsPort = await listen(https.server, config.httpsPort, config.bind);
+    const httpPort = plain ? await listen(plain.server, config.httpPort as number, config.bind) : null;
+    return { listeners, httpsPort, httpPort, requests, upgrades, stop };
+  } catch (error) {
+    stop();
+    throw error;
+  }
+}
+
+/** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
+function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners): void {
+  const table = compileRouting(deps, instances);
+  bound.requests.open(createIngressPipeline(ingress, { stages: [createRouteMatchStage(table, compileRpc(instances))], logger: deps.logger }));
+  bound.upgrades.open(createUpgradeListener(table, upgradeHandlers(instances), deps.logger));
+}
+
+/** The service table is swapped whole when the routing configuration changes. */
+function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]): () => ServiceTable {
   const mesh = deps.services.find(MESH_DIRECTORY);
   const compiled = compileHandlers(instances, {
     authenticator: deps.services.get(AUTHENTICATOR),
@@ -111,37 +186,6 @@ function compileRouting({ deps, instances }: Domains): () => ServiceTable {
     table = buildServiceTable(snapshot, compiled);
   });
   return () => table;
-}
-
-interface OpenListeners {
-  readonly listeners: readonly Listening[];
-  readonly httpsPort: number;
-  readonly httpPort: number | null;
-}
-
-/** Binds the HTTPS listener and, when configured, the plain-HTTP one; one that cannot bind closes what was opened. */
-async function openListeners(
-  { deps, instances }: Domains,
-  { ingress, listeners: factory }: { ingress: IngressBase; listeners: ListenerFactory },
-  table: () => ServiceTable,
-): Promise<OpenListeners> {
-  const { config, logger } = deps;
-  const options = { stages: [createRouteMatchStage(table, compileRpc(instances))], logger };
-  const main = factory.https(options);
-  const onUpgrade = createUpgradeListener(table, upgradeHandlers(instances), logger);
-  main.server.on('upgrade', onUpgrade);
-  const listeners: Listening[] = [main];
-  try {
-    const httpsPort = await listen(main.server, config.httpsPort, config.bind);
-    if (config.httpPort === null) return { listeners, httpsPort, httpPort: null };
-    const server: HttpServer = createPlainHttpListener(config.limits, createIngressPipeline(ingress, options));
-    server.on('upgrade', onUpgrade);
-    listeners.push({ server, sockets: trackSockets(server) });
-    return { listeners, httpsPort, httpPort: await listen(server, config.httpPort, config.bind) };
-  } catch (error) {
-    for (const { server } of listeners) server.close();
-    throw error;
-  }
 }
 
 function upgradeHandlers(instances: readonly HandlerInstance[]) {

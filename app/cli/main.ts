@@ -4,11 +4,12 @@
  * domains it needs through the composition root (app/domains.ts).
  */
 import { parseArgs } from 'node:util';
+import { isUsageError, USAGE_EXIT_CODE } from '../../gateway/cli/usage.ts';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { bootDomains, DOMAIN_COMMANDS } from '../domains.ts';
-import { configFlagOptions, configFromFlags } from './flags.ts';
+import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts';
 import { serveCommand } from './serve.ts';
 
 const COMMANDS: readonly CliCommand[] = [serveCommand, ...DOMAIN_COMMANDS];
@@ -39,13 +40,27 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`usage:\n${command.usage}\n`);
     return 0;
   }
+  try {
+    return await runCommand(command, rest);
+  } catch (error) {
+    if (!isUsageError(error)) throw error;
+    // The synopsis only (a usage's first paragraph); --help shows the rest.
+    const synopsis = command.usage.split('\n\n')[0];
+    const more = `(meshgate ${command.name} --help for more)`;
+    process.stderr.write(`meshgate ${command.name}: ${error.message}\nusage:\n${synopsis}\n${more}\n`);
+    return USAGE_EXIT_CODE;
+  }
+}
+
+async function runCommand(command: CliCommand, args: string[]): Promise<number> {
   // Config flags are common to all commands; the rest go to the command.
-  const { values, tokens } = parseArgs({ args: rest, options: configFlagOptions, strict: false, tokens: true });
+  const { values, tokens } = parseArgs({ args, options: configFlagOptions, strict: false, tokens: true });
   const configOverrides: ConfigInput = configFromFlags(values);
-  const commandArgs = remainingArgs(rest, tokens ?? []);
+  const commandArgs = remainingArgs(args, tokens ?? []);
+  const file = values[CONFIG_FILE_FLAG];
   let config: ReturnType<typeof loadConfig>;
   try {
-    config = loadConfig({ overrides: configOverrides, file: typeof values.config === 'string' ? values.config : undefined });
+    config = loadConfig({ overrides: configOverrides, file: typeof file === 'string' ? file : undefined });
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`meshgate: ${error.message}\n`);

@@ -24,6 +24,8 @@ export interface FederationDirectory {
   paired(): readonly FederationRecordView[];
   /** Records pinned to a peer's cluster id (X-KZ-Mesh-Source-Cluster-Id), DELETED excluded; status tells PAIRED from not active. */
   byRemoteClusterId(remoteClusterId: string): readonly FederationRecordView[];
+  /** One record by this cluster's id for it (X-KZ-Mesh-Federation-Id), DELETED excluded. */
+  byId(federationId: string): FederationRecordView | undefined;
   /** The pairing PSK as a KeyObject (never serialized, never logged); null once deleted. */
   psk(federationId: string): KeyObject | null;
   /** The agent that connects to the peer's primary ip with Host/SNI = hostname, trusting only the stored peer CA. */
@@ -50,6 +52,10 @@ export function createDirectory(ctx: FederationContext): FederationDirectory {
   const views = (rows: FederationRow[]) => Object.freeze(rows.map((row) => Object.freeze(recordView(row))));
   const paired = memo(() => views(ctx.records.byStatus(['PAIRED'])));
   const bySource = memo((id) => views(ctx.records.byRemoteClusterId(id, ['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED'])));
+  const byId = memo((id) => {
+    const row = ctx.records.get(id);
+    return row && row.status !== 'DELETED' ? Object.freeze(recordView(row)) : undefined;
+  });
   const psk = memo((id) => {
     const row = ctx.records.get(id);
     return row ? pskOf(ctx, row) : null;
@@ -68,6 +74,7 @@ export function createDirectory(ctx: FederationContext): FederationDirectory {
     localClusterName: ctx.local.name,
     paired: () => paired(''),
     byRemoteClusterId: (remoteClusterId) => bySource(remoteClusterId.toLowerCase()),
+    byId,
     psk,
     peerAgent: agent,
     isTrustedSharedIssuer: (issuer) => trusted.has(trimSlash(issuer)),

@@ -41,8 +41,9 @@ export async function pair(ctx: FederationContext, principal: Principal, id: str
     const at = ctx.now().toISOString();
     const paired = ctx.records.update(row.id, {
       remoteClusterId: parsed.data.cluster_id,
+      remoteFederationId: parsed.data.federation_id ?? null,
       remoteCaPem: parsed.data.ca_cert,
-      meshFeatures: negotiateFeatures(parsed.data.mesh_features, ctx.meshFeatures),
+      meshFeatures: negotiateFeatures(parsed.data.mesh_features, ctx.meshFeatures, parsed.data.federation_id ?? null),
       status: 'PAIRED',
       lastPing: at,
       lastActivity: at,
@@ -61,6 +62,8 @@ function pairBody(ctx: FederationContext, row: FederationRow, principal: Princip
   return {
     local_cluster_id: ctx.local.id,
     local_cluster_name: ctx.local.name,
+    // The receiver names this record in the mesh requests it sends back (X-KZ-Mesh-Federation-Id).
+    local_federation_id: row.id,
     local_ips: [advertisedRoute(ctx, row)],
     admin_user_id: principal.userId,
     local_ca_cert: ctx.local.caPem(),

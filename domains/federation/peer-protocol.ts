@@ -117,6 +117,7 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
   const at = ctx.now().toISOString();
   const paired = ctx.records.update(row.id, {
     remoteClusterId: body.local_cluster_id,
+    remoteFederationId: body.local_federation_id ?? null,
     // Contract §3.1: the handshake overwrites the receiver's label with the initiator's advertised name.
     remoteClusterName: body.local_cluster_name,
     remoteIps: row.remoteIps.length > 0 ? row.remoteIps : body.local_ips,
@@ -125,7 +126,7 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
     peerKcJwksUrl: body.peer_kc_jwks_url ?? null,
     peerBrokerClientId: body.peer_broker_client_id ?? null,
     peerBrokerClientSecretUrn: body.peer_broker_client_secret ?? null,
-    meshFeatures: negotiateFeatures(body.mesh_features, ctx.meshFeatures),
+    meshFeatures: negotiateFeatures(body.mesh_features, ctx.meshFeatures, body.local_federation_id ?? null),
     status: 'PAIRED',
     lastActivity: at,
     updatedAt: at,
@@ -142,10 +143,28 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
   });
 }
 
-/** The record a paired peer's call belongs to: looked up by its cluster id, proven by the signature (contract §4.4). */
+/** `federation_id` of a ping or disconnect body (the caller's own record id), read before the body is validated. */
+function callerRecordId(raw: Buffer): string | null {
+  try {
+    const id = (JSON.parse(raw.toString('utf8')) as { federation_id?: unknown } | null)?.federation_id;
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The record a paired peer's call belongs to: looked up by its cluster id, proven by the signature (contract
+ * §4.4). When several records between the same clusters verify (a PSK reused across pairings), the signed body's
+ * federation_id names the caller's record, else the PAIRED one wins over a disconnected one.
+ */
 function pairedSigner(ctx: FederationContext, call: SignedCall): { row: FederationRow; key: KeyObject } {
   const nowSeconds = unixSeconds(ctx.now());
-  const match = signers(ctx, call, ctx.records.byRemoteClusterId(call.sourceClusterId.toLowerCase(), ['PAIRED', 'DISCONNECTED']))[0];
+  const rows = ctx.records.byRemoteClusterId(call.sourceClusterId.toLowerCase(), ['PAIRED', 'DISCONNECTED']);
+  const matches = signers(ctx, call, rows);
+  const named = callerRecordId(call.rawBody);
+  const namedMatch = matches.find((m) => named !== null && m.row.remoteFederationId === named);
+  const match = namedMatch ?? matches.find((m) => m.row.status === 'PAIRED') ?? matches[0];
   if (!match) throw MeshErrors.make.invalid_signature();
   const window = checkTimestamp(call.ts, nowSeconds);
   if (!window.ok) throw MeshErrors.make[window.reason]();

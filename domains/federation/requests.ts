@@ -110,6 +110,8 @@ const meshFeaturesOffer = z.array(z.string().max(32)).max(16).default([]);
 export const pairRequest = z.object({
   local_cluster_id: z.uuid(),
   local_cluster_name: z.string().trim().min(1).max(128),
+  /** The initiator's record id; a peer that sends none is never named by it (no federation-id feature). */
+  local_federation_id: z.string().min(1).max(64).nullish(),
   local_ips: z.array(remoteIpSchema).max(16).default([]),
   admin_user_id: z.string().max(256).nullish(),
   local_ca_cert: certificatePem,
@@ -125,7 +127,7 @@ export const pairAnswer = z.object({
   cluster_id: z.uuid(),
   cluster_name: z.string().min(1).max(128),
   ca_cert: certificatePem,
-  federation_id: z.string().optional(),
+  federation_id: z.string().min(1).max(64).optional(),
   status: z.literal('PAIRED'),
   mesh_features: meshFeaturesOffer,
 });

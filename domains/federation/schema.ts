@@ -34,6 +34,8 @@ export const federations = sqliteTable(
     callbackHostname: text('callback_hostname'),
     localClusterId: text('local_cluster_id').notNull(),
     remoteClusterId: text('remote_cluster_id'),
+    /** The peer's own id for this pairing, from the signed handshake; mesh requests name the record by it. */
+    remoteFederationId: text('remote_federation_id'),
     status: text('status', { enum: ['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED', 'DELETED'] }).notNull(),
     lastActivity: text('last_activity'),
     lastPing: text('last_ping'),

@@ -76,6 +76,7 @@ export class FederationService {
       callbackHostname: body.callback_hostname ?? null,
       localClusterId: this.ctx.local.id,
       remoteClusterId: null,
+      remoteFederationId: null,
       status: body.role === 'receiver' ? 'WAITING' : 'PAIRING',
       lastActivity: null,
       lastPing: null,

@@ -17,6 +17,7 @@ export function recordView(row: FederationRow) {
     callback_hostname: row.callbackHostname,
     local_cluster_id: row.localClusterId,
     remote_cluster_id: row.remoteClusterId,
+    remote_federation_id: row.remoteFederationId,
     status: row.status,
     last_activity: row.lastActivity,
     last_ping: row.lastPing,

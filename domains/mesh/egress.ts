@@ -125,6 +125,9 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
       [MESH.route]: route.join(','),
       [MESH.correlationId]: correlationId,
     };
+    // Names the peer's record, so a peer paired with us more than once verifies with this record's key.
+    const named = peer.features.includes('federation-id') ? peer.remoteFederationId : null;
+    if (named) headers[MESH.federationId] = named;
     // Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length.
     let body = call.body;
     if (body !== undefined && !Buffer.isBuffer(body) && peer.features.includes('body-sha256')) body = await readBody(body, deps.config.limits.maxBodyBytes);

@@ -25,6 +25,7 @@ function toPeer(record: FederationRecordView): PeerRecord {
     id: record.id,
     remoteClusterId: record.remote_cluster_id ?? '',
     remoteClusterName: record.remote_cluster_name,
+    remoteFederationId: record.remote_federation_id,
     status: record.status,
     features: (record.mesh_features ?? []) as MeshFeature[],
     record,
@@ -54,10 +55,10 @@ export const meshModule: HandlerModule = {
       localClusterId: () => federations.localClusterId,
       localClusterName: () => federations.localClusterName,
       paired: () => federations.paired().map(toPeer),
-      bySourceCluster(clusterId) {
-        const records = federations.byRemoteClusterId(clusterId);
-        const chosen = records.find((r) => r.status === 'PAIRED') ?? records.toSorted((a, b) => b.updated_at.localeCompare(a.updated_at))[0];
-        return chosen ? toPeer(chosen) : undefined;
+      bySourceCluster: (clusterId) => federations.byRemoteClusterId(clusterId).map(toPeer),
+      byFederationId(federationId) {
+        const record = federations.byId(federationId);
+        return record ? toPeer(record) : undefined;
       },
       key: (peer) => federations.psk(peer.id),
       agent: (peer) => federations.peerAgent(peer.id),

@@ -5,6 +5,7 @@
  * second (DeploymentService cache).
  */
 import { parseArgs } from 'node:util';
+import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { validate } from '../../gateway/http/body.ts';
 import type { CliCommand } from '../../gateway/module.ts';
@@ -44,17 +45,40 @@ const options = {
   json: { type: 'boolean', default: false },
 } as const;
 
+const ACTIONS: Record<string, { takesId: boolean; value?: string; required?: readonly string[] }> = {
+  add: { takesId: false, required: ['kind', 'name', 'upstream'] },
+  list: { takesId: false },
+  get: { takesId: true },
+  visibility: { takesId: true, value: 'private|authenticated' },
+  remove: { takesId: true },
+};
+
+/** Names what is missing or extra before the database is opened. */
+function checkUsage(positionals: string[], values: Record<string, unknown>): void {
+  const [action, id, ...extra] = positionals;
+  const spec = action === undefined ? undefined : ACTIONS[action];
+  if (action === undefined) throw new UsageError('missing the action (add, list, get, visibility or remove)');
+  if (!spec) throw new UsageError(`unknown action '${action}'`);
+  if (spec.takesId && id === undefined) throw new UsageError(`deploy ${action}: missing <id>`);
+  if (spec.value && extra[0] === undefined) throw new UsageError(`deploy ${action}: missing ${spec.value}`);
+  const rest = spec.value ? extra.slice(1) : extra;
+  const unexpected = spec.takesId ? rest : [id, ...rest].filter((arg) => arg !== undefined);
+  if (unexpected.length > 0) throw new UsageError(`deploy ${action}: unexpected argument '${unexpected[0]}'`);
+  requireFlags(values, spec.required ?? []);
+}
+
 export const deployCommand: CliCommand = {
   name: 'deploy',
   summary: 'add, list, show and remove model/app/tool deployments',
   usage: USAGE,
   async run(args, env) {
     const { positionals, values } = parseArgs({ args, allowPositionals: true, options });
-    const [action, id, value] = positionals;
+    checkUsage(positionals, values);
+    const [action, id, value] = positionals as [string, string, string | undefined];
     const domains = await env.boot(['auth', 'authz', 'routing', 'serving']);
     const service = domains.services.get(DEPLOYMENTS);
     try {
-      if (action === 'add' && !id) {
+      if (action === 'add') {
         const input = validate(
           deploymentInput,
           {
@@ -73,28 +97,25 @@ export const deployCommand: CliCommand = {
         env.out(JSON.stringify(await service.create(OPERATOR, input, false), null, 2));
         return 0;
       }
-      if (action === 'list' && !id) {
+      if (action === 'list') {
         const rows = service.list(OPERATOR, values.kind as DeploymentKind | undefined);
         if (values.json) env.out(JSON.stringify(rows, null, 2));
         else for (const d of rows) env.out(`${d.id}  ${d.kind.padEnd(5)}  ${d.name}  ${d.runtime_path}  -> ${d.upstream}`);
         return 0;
       }
-      if (action === 'get' && id) {
+      if (action === 'get') {
         env.out(JSON.stringify(service.get(OPERATOR, id), null, 2));
         return 0;
       }
-      if (action === 'visibility' && id && value) {
-        const { visibility } = validate(deploymentPatch, { visibility: value }, 'body');
+      if (action === 'visibility') {
+        const { visibility } = validate(deploymentPatch, { visibility: value as string }, 'body');
         env.out(JSON.stringify(service.setVisibility(OPERATOR, id, visibility), null, 2));
         return 0;
       }
-      if (action === 'remove' && id) {
-        await service.remove(OPERATOR, id);
-        env.out(`removed deployment ${id}`);
-        return 0;
-      }
-      env.err(`usage:\n${USAGE}`);
-      return 2;
+      // remove: checkUsage admits only the five actions.
+      await service.remove(OPERATOR, id);
+      env.out(`removed deployment ${id}`);
+      return 0;
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       const detail = error.problems ? error.problems.map((p) => `${p.loc.slice(1).join('.')}: ${p.msg}`).join('; ') : JSON.stringify(error.extra);

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Agent, buildConnector, type Dispatcher, request } from 'undici';
+import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
 import type { CliCommand } from '../../gateway/module.ts';
 
 export interface SmokeOptions {
@@ -230,6 +231,15 @@ async function discover(probe: Probe): Promise<void> {
 
 const USAGE = 'meshgate smoke --origin https://host[:port] [--cacert FILE] [--token T | env PLATFORM_TOKEN] [--model ID] [--app ID] [--json]';
 
+function readCa(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new UsageError(`--cacert: cannot read '${file}' (${why})`);
+  }
+}
+
 export const smokeCommand: CliCommand = {
   name: 'smoke',
   summary: 'check a running gateway after a routing change (spec rule 6)',
@@ -246,19 +256,20 @@ export const smokeCommand: CliCommand = {
         json: { type: 'boolean', default: false },
       },
     });
-    if (!values.origin) {
-      env.err(`usage: ${USAGE}`);
-      return 2;
+    requireFlags(values, ['origin']);
+    const origin = values.origin as string;
+    if (!URL.canParse(origin) || new URL(origin).protocol !== 'https:') {
+      throw new UsageError(`--origin '${origin}' is not an https:// URL`);
     }
     const results = await runSmoke({
-      origin: values.origin,
-      ca: values.cacert ? readFileSync(values.cacert, 'utf8') : undefined,
+      origin,
+      ca: values.cacert ? readCa(values.cacert) : undefined,
       token: values.token ?? process.env.PLATFORM_TOKEN,
       model: values.model,
       app: values.app,
     });
     const ok = results.every((r) => r.status !== 'fail');
-    if (values.json) env.out(JSON.stringify({ ok, origin: values.origin, checks: results }, null, 2));
+    if (values.json) env.out(JSON.stringify({ ok, origin, checks: results }, null, 2));
     else for (const r of results) env.out(`${r.status.toUpperCase().padEnd(4)}  ${r.check.padEnd(14)}  ${r.detail}`);
     return ok ? 0 : 1;
   },

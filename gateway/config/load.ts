@@ -110,7 +110,8 @@ function fromEnv(env: Record<string, string | undefined>, problems: string[]): T
   return tree;
 }
 
-function setPath(tree: Tree, path: string[], value: unknown): void {
+/** Sets a nested key, creating the objects on the way (env names and flags map to key paths). */
+export function setPath(tree: Tree, path: readonly string[], value: unknown): void {
   let node = tree;
   for (const key of path.slice(0, -1)) {
     node[key] ??= {};

@@ -222,10 +222,11 @@ export const configSchema = z.strictObject({
         .default(60)
         .describe('auth_forward_header_signature_allowed_future_skew_seconds: furthest-ahead accepted signature.'),
       features: z
-        .array(z.enum(['nonce', 'body-sha256']))
-        .default(['nonce', 'body-sha256'])
+        .array(z.enum(['nonce', 'body-sha256', 'federation-id']))
+        .default(['nonce', 'body-sha256', 'federation-id'])
         .describe(
-          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, signed body digest); [] keeps the spec envelope only.',
+          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, ' +
+            'signed body digest, signed federation id); [] keeps the spec envelope only.',
         ),
       replayCacheSize: z
         .number()

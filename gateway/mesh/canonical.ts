@@ -36,6 +36,8 @@ export interface CanonicalFields {
   bodySha256?: string | undefined;
   /** Hardened mesh: the per-request nonce; adds one line, so the spec form is unchanged without it. */
   nonce?: string | undefined;
+  /** Hardened mesh: the receiver's federation record id the request names; adds one line, after the nonce. */
+  federationId?: string | undefined;
 }
 
 export function sha256Hex(data: Buffer | string): string {
@@ -61,6 +63,7 @@ export function canonicalizeRequest(fields: CanonicalFields): string {
     `x-kz-mesh-user-attributes-sha256:${optionalHash(fields.userAttributes)}`,
     `x-kz-mesh-body-sha256:${fields.bodySha256 ?? optionalHash(fields.body)}`,
     ...(fields.nonce === undefined ? [] : [`x-kz-mesh-nonce:${fields.nonce}`]),
+    ...(fields.federationId === undefined ? [] : [`x-kz-mesh-federation-id:${fields.federationId.toLowerCase()}`]),
   ].join('\n');
 }
 

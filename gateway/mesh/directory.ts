@@ -10,14 +10,16 @@ import type { Authenticator, Principal } from '../principal.ts';
 import { createServiceKey } from '../services.ts';
 import type { PeerAgent } from './peer-agent.ts';
 
-/** Hardening features two meshgates agree on at pairing (issue 6 item 4). */
-export type MeshFeature = 'nonce' | 'body-sha256';
+/** Hardening features two meshgates agree on at pairing (gateway/mesh/features.ts). */
+export type MeshFeature = 'nonce' | 'body-sha256' | 'federation-id';
 
 export interface MeshPeer {
   /** Federation record id. */
   readonly id: string;
   readonly remoteClusterId: string;
   readonly remoteClusterName: string;
+  /** The peer's id for this pairing (X-KZ-Mesh-Federation-Id on egress); null for a peer that never sent one. */
+  readonly remoteFederationId: string | null;
   readonly status: 'WAITING' | 'PAIRING' | 'PAIRED' | 'DISCONNECTED' | 'DELETED';
   /** Features both sides announced at pairing; empty for a peer that only speaks the spec envelope. */
   readonly features: readonly MeshFeature[];
@@ -38,8 +40,10 @@ export interface MeshDirectory {
   localClusterName(): string;
   /** PAIRED records, for selector resolution. */
   paired(): readonly MeshPeer[];
-  /** The record a request claims to come from: PAIRED first, else the latest other one. */
-  bySourceCluster(clusterId: string): MeshPeer | undefined;
+  /** Every record pinned to a peer's cluster id, DELETED excluded: the candidates when a request names no record. */
+  bySourceCluster(clusterId: string): readonly MeshPeer[];
+  /** The record a signed X-KZ-Mesh-Federation-Id names (this cluster's own id for it), DELETED excluded. */
+  byFederationId(federationId: string): MeshPeer | undefined;
   /** The PSK as a KeyObject (never serialized); null once the record is deleted. */
   key(peer: MeshPeer): KeyObject | null;
   /** The peer's undici agent (stored CA, SNI hostname); null when it has no route or CA. */

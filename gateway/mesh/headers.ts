@@ -18,6 +18,8 @@ export const MESH = {
   /** Hardening (negotiated at pairing): a per-request nonce and the body digest, both signed. */
   nonce: 'x-kz-mesh-nonce',
   bodySha256: 'x-kz-mesh-body-sha256',
+  /** Hardening: the receiver's id of the federation record the request is signed for. */
+  federationId: 'x-kz-mesh-federation-id',
 } as const;
 
 /** Spec: Limits — at most 8 hops. */

@@ -41,6 +41,7 @@ export function signHeaders(headers: Record<string, string>, method: string, pat
     userAttributes: out[MESH.userAttributes],
     bodySha256: out[MESH.bodySha256],
     nonce: out[MESH.nonce],
+    federationId: out[MESH.federationId],
   });
   out[MESH.ts] = String(ts);
   out[MESH.signature] = signCanonical(options.key, canonical);

@@ -1,8 +1,9 @@
 /**
  * meshVerify: the ingress stage for a request carrying X-KZ-Mesh-Signature
  * (spec: Authentication 5–7; contract §4.4–§4.5). In order: one value per
- * envelope header, the peer record by source cluster id, the timestamp
- * window, the HMAC over the ONE canonical form (constant time), PAIRED,
+ * envelope header, the peer record (the one the signed federation id names,
+ * else the source cluster's records), the timestamp window, the HMAC over
+ * the ONE canonical form (constant time), PAIRED,
  * hop limit and loop, then the negotiated hardening (nonce replay, body
  * digest). Every envelope failure is a 403 without `rebac_denied`. The
  * caller is then admitted by the directory (identity mode, allowlist,
@@ -22,6 +23,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ENVELOPE = Object.values(MESH);
 
 type Headers = Partial<Record<(typeof MESH)[keyof typeof MESH], string>>;
+/** What one candidate record's key says about a request: verified, or the problem reported when it is the only one. */
+type Proof = 'ok' | 'hardening_missing' | 'hmac_mismatch';
 
 /** Each envelope header at most once (a repeated one is smuggling, contract §4.3); null when not. */
 export function readEnvelopeHeaders(rawHeaders: readonly string[]): Headers | null {
@@ -45,24 +48,36 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
   const window = { maxAge: deps.mesh.signatureTtlSeconds, maxFuture: deps.mesh.signatureFutureSkewSeconds };
   const invalid = (problem: string) => MeshErrors.make.invalid_signature({ problem });
 
-  /** Envelope, window and HMAC; returns the record the signature proves. */
-  function verifyEnvelope(ctx: RequestContext, h: Headers, nowSeconds: number): MeshPeer {
-    const source = h[MESH.sourceClusterId] ?? '';
-    const route = parseRoute(h[MESH.route] ?? '');
-    if (!UUID.test(source) || h[MESH.userId] === undefined || h[MESH.userRoles] === undefined) throw invalid('envelope_incomplete');
-    if (route.length === 0 || route.at(-1) !== source.toLowerCase() || !route.every((id) => UUID.test(id))) throw invalid('route_malformed');
-    const peer = deps.directory.bySourceCluster(source);
-    const key = peer ? deps.directory.key(peer) : null;
-    if (!peer || !key) throw invalid('unknown_source');
-    const ts = parseTs(h[MESH.ts]);
-    const fresh = checkTimestamp(ts, nowSeconds, window);
-    if (!fresh.ok) throw fresh.reason === 'invalid_signature' ? invalid('timestamp_malformed') : MeshErrors.make[fresh.reason]();
+  /**
+   * The records that may have signed: the one the envelope names by its signed federation id, else every record
+   * pinned to the source cluster that names none. Never chosen by Host, SNI or address: two pairings between the
+   * same clusters share all of those, and a record's key is the only proof of which one is speaking.
+   */
+  function candidates(h: Headers, source: string): MeshPeer[] {
+    const named = h[MESH.federationId];
+    if (named !== undefined) {
+      const peer = UUID.test(named) ? deps.directory.byFederationId(named) : undefined;
+      // One answer for unknown, foreign and unnegotiated ids: the reply does not reveal which records exist.
+      if (!peer || peer.remoteClusterId.toLowerCase() !== source || !peer.features.includes('federation-id')) {
+        throw invalid('unknown_federation');
+      }
+      return [peer];
+    }
+    const records = deps.directory.bySourceCluster(source).filter((peer) => deps.directory.key(peer) !== null);
+    // A record that negotiated the federation id is selected by it only: stripping the header is no downgrade.
+    const unnamed = records.filter((peer) => !peer.features.includes('federation-id'));
+    if (unnamed.length === 0) throw invalid(records.length > 0 ? 'hardening_missing' : 'unknown_source');
+    return unnamed;
+  }
+
+  /** Verifies the HMAC with this record's key over the canonical form its negotiated hardening defines. */
+  function proves(ctx: RequestContext, h: Headers, ts: number, peer: MeshPeer): Proof {
     const hardened = new Set(peer.features);
     if ((hardened.has('nonce') && !h[MESH.nonce]) || (hardened.has('body-sha256') && !/^[0-9a-f]{64}$/.test(h[MESH.bodySha256] ?? ''))) {
-      throw invalid('hardening_missing');
+      return 'hardening_missing';
     }
     const canonical = canonicalizeRequest({
-      sourceClusterId: source,
+      sourceClusterId: h[MESH.sourceClusterId] ?? '',
       userId: h[MESH.userId] ?? '',
       roles: h[MESH.userRoles] ?? '',
       route: h[MESH.route] ?? '',
@@ -73,12 +88,41 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
       userAttributes: h[MESH.userAttributes],
       bodySha256: hardened.has('body-sha256') ? h[MESH.bodySha256] : undefined,
       nonce: hardened.has('nonce') ? h[MESH.nonce] : undefined,
+      federationId: hardened.has('federation-id') ? h[MESH.federationId] : undefined,
     });
-    if (!signatureMatches(key, canonical, h[MESH.signature] ?? '')) throw invalid('hmac_mismatch');
+    const key = deps.directory.key(peer);
+    return key && signatureMatches(key, canonical, h[MESH.signature] ?? '') ? 'ok' : 'hmac_mismatch';
+  }
+
+  /**
+   * The one record among those whose key verified. Several happen only when a peer that names no record reused a
+   * PSK: a single PAIRED one is unambiguous; several PAIRED ones are refused, since each has its own allowlist.
+   */
+  function provenRecord(ctx: RequestContext, h: Headers, ts: number, records: readonly MeshPeer[]): MeshPeer {
+    const outcomes = records.map((peer) => ({ peer, outcome: proves(ctx, h, ts, peer) }));
+    const proven = outcomes.filter((o) => o.outcome === 'ok').map((o) => o.peer);
+    if (proven.length === 0) throw invalid(outcomes.length === 1 ? (outcomes[0]?.outcome as string) : 'hmac_mismatch');
+    const paired = proven.filter((peer) => peer.status === 'PAIRED');
+    if (paired.length > 1) throw invalid('federation_ambiguous');
+    return paired[0] ?? (proven[0] as MeshPeer);
+  }
+
+  /** Envelope, window and HMAC; returns the record the signature proves. */
+  function verifyEnvelope(ctx: RequestContext, h: Headers, nowSeconds: number): MeshPeer {
+    const source = (h[MESH.sourceClusterId] ?? '').toLowerCase();
+    const route = parseRoute(h[MESH.route] ?? '');
+    if (!UUID.test(source) || h[MESH.userId] === undefined || h[MESH.userRoles] === undefined) throw invalid('envelope_incomplete');
+    if (route.length === 0 || route.at(-1) !== source || !route.every((id) => UUID.test(id))) throw invalid('route_malformed');
+    const records = candidates(h, source);
+    const ts = parseTs(h[MESH.ts]);
+    const fresh = checkTimestamp(ts, nowSeconds, window);
+    if (!fresh.ok) throw fresh.reason === 'invalid_signature' ? invalid('timestamp_malformed') : MeshErrors.make[fresh.reason]();
+    const peer = provenRecord(ctx, h, ts, records);
     if (peer.status !== 'PAIRED') throw MeshErrors.make.federation_not_active({ status: peer.status });
     if (route.length > MAX_HOPS || route.includes(deps.directory.localClusterId().toLowerCase())) {
       throw MeshErrors.make.mesh_hop_limit_exceeded({ hops: route.length, max_hops: MAX_HOPS });
     }
+    const hardened = new Set(peer.features);
     if (hardened.has('body-sha256') && !hasBody(ctx.req) && h[MESH.bodySha256] !== EMPTY_SHA256) throw MeshErrors.make.body_digest_mismatch();
     const nonce = h[MESH.nonce];
     if (hardened.has('nonce') && nonce && !replay.accept(peer.id, nonce, ts + window.maxAge, nowSeconds)) throw MeshErrors.make.signature_replayed();

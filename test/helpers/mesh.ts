@@ -97,6 +97,8 @@ export interface EnvelopeInput {
   psk?: string;
   body?: Buffer;
   nonce?: string;
+  /** X-KZ-Mesh-Federation-Id when the pair negotiated it: the receiver's record by default, null leaves it out. */
+  federationId?: string | null;
 }
 
 /** A request signed exactly as a source meshgate signs it (same canonical form, same hardening). */
@@ -110,6 +112,8 @@ export function craft(pair: MeshPair, method: string, path: string, input: Envel
   };
   if (input.peerToken) headers[MESH.peerToken] = input.peerToken;
   if (input.userAttributes) headers[MESH.userAttributes] = input.userAttributes;
+  const federationId = input.federationId === undefined ? pair.receiverFedId : input.federationId;
+  if (pair.features.includes('federation-id') && federationId !== null) headers[MESH.federationId] = federationId;
   const signed = signHeaders(headers, method, path, input.body, {
     key: pskKey(input.psk ?? pair.psk),
     features: new Set(pair.features),

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import { canonicalizeRequest, canonicalizeResponse, pskKey, signatureMatches, signCanonical } from '../../gateway/mesh/canonical.ts';
-import { createRecord, getRecord, newPsk, startPeer } from '../helpers/federation.ts';
+import { createRecord, getRecord, newPsk, pairGateways, post, startPeer } from '../helpers/federation.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 
 function signedPair(psk: string, clusterId: string, caPem: string, ts = Math.floor(Date.now() / 1000)) {
@@ -73,4 +73,21 @@ test('tampered or unsigned peer calls are refused and change nothing', async (t)
   const withUserToken = await b.request('POST', '/api/cluster/remote/ping', { token: await b.adminToken(), json: {} });
   assert.equal(withUserToken.json.detail.reason, 'invalid_signature', 'a user token is no peer credential');
   assert.equal((await getRecord(b, rec.id)).status, 'WAITING');
+});
+
+test('a PSK reused across pairings: ping and disconnect reach the record the caller names', async (t) => {
+  const a = await startPeer(t, 'fed-a');
+  const b = await startPeer(t, 'fed-b');
+  const psk = newPsk();
+  const first = await pairGateways(a, b, psk);
+  assert.equal((await post(a, `/${first.initiatorId}/disconnect`)).status, 200);
+  const second = await pairGateways(a, b, psk);
+  const ping = await post(a, `/${second.initiatorId}/ping`);
+  assert.equal(ping.status, 200, `the disconnected record verifies too, yet the PAIRED one answers: ${ping.text}`);
+  const third = await pairGateways(a, b, psk);
+  const disconnect = await post(a, `/${third.initiatorId}/disconnect`);
+  assert.equal(disconnect.json.peer_acknowledged, true, disconnect.text);
+  assert.equal((await getRecord(b, third.receiverId)).status, 'DISCONNECTED', 'the named record is disconnected');
+  assert.equal((await getRecord(b, second.receiverId)).status, 'PAIRED', 'its sibling with the same PSK stays up');
+  assert.equal((await post(a, `/${second.initiatorId}/ping`)).status, 200);
 });

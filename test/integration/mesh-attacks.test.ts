@@ -82,6 +82,8 @@ test('mesh attack table', async (t) => {
     $receiverNative: await receiver.adminToken(),
     $big: 'x'.repeat(20 * 1024),
     $host: `${receiver.overrides.hostnames?.[0]}:${receiver.port}`,
+    $sourceFedId: pair.sourceFedId,
+    $receiverFedId: pair.receiverFedId,
   };
   const fill = (s: string) => s.replace(/\$[A-Za-z]+/g, (name) => (name === '$X' ? randomUUID() : (values[name] ?? name)));
 

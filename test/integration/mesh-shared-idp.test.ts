@@ -19,7 +19,7 @@ const VIEWER_RECIPE = [
 
 test('shared_idp: an allowlisted shared-realm user is provisioned once, with its recipe, and seen as a mesh user', async (t) => {
   const { oidc, pair, source, receiver } = await sharedIdpMesh(t);
-  assert.deepEqual(pair.features, ['nonce', 'body-sha256'], 'two meshgates negotiate the hardening at pairing');
+  assert.deepEqual(pair.features, ['nonce', 'body-sha256', 'federation-id'], 'negotiated at pairing');
   const externalId = await allow(pair, oidc.subjectOf('fed-clr-u'), VIEWER_RECIPE);
   const token = await oidc.passwordToken('fed-clr-u', 'pw-u');
 

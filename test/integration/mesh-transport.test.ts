@@ -76,6 +76,7 @@ test('egress rebuilds the headers, signs them, and streams SSE event by event', 
       userAttributes: h(MESH.userAttributes) || undefined,
       bodySha256: h(MESH.bodySha256),
       nonce: h(MESH.nonce),
+      federationId: h(MESH.federationId),
     });
     verified = signatureMatches(pskKey(pair.psk), canonical, h(MESH.signature));
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -125,5 +126,6 @@ test('egress rebuilds the headers, signs them, and streams SSE event by event', 
   assert.equal(seen[MESH.userAttributes], '{"clearance":"S"}');
   assert.equal(seen[MESH.sourceClusterId], pair.sourceClusterId);
   assert.match(String(seen[MESH.nonce]), /^[0-9a-f]{32}$/);
+  assert.equal(seen[MESH.federationId], pair.receiverFedId, "the signed envelope names the receiver's record");
   assert.equal(seen.host, `sse-b.test:${receiver.port}`);
 });

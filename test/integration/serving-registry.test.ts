@@ -208,5 +208,6 @@ test('`meshgate deploy` manages deployments on the data dir of a running gateway
   assert.equal(await deployCommand.run(['remove', record.id], env), 0);
   assert.equal((await gw.request('GET', `/api/serving/deployments/${record.id}`, { token })).status, 404);
   assert.equal(await deployCommand.run(['get', record.id], env), 1);
-  assert.equal(await deployCommand.run(['frobnicate'], env), 2);
+  // Usage errors are thrown for the CLI's entry point to print and exit 2 (cli.test.ts drives that end to end).
+  await assert.rejects(deployCommand.run(['frobnicate'], env), /unknown action 'frobnicate'/);
 });

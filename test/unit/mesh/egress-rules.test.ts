@@ -18,6 +18,7 @@ const peer = (id: string, remoteClusterId: string, remoteClusterName: string): M
   id,
   remoteClusterId,
   remoteClusterName,
+  remoteFederationId: null,
   status: 'PAIRED',
   features: [],
 });
@@ -87,8 +88,12 @@ test('egress drops credentials, proxy and identity headers and hop-by-hop fields
 });
 
 test('hardening negotiation keeps only what both sides offer', () => {
-  assert.deepEqual(negotiateFeatures(['nonce', 'body-sha256', 'future'], ['body-sha256', 'nonce']), ['nonce', 'body-sha256']);
-  assert.deepEqual(negotiateFeatures([], ['nonce']), []);
+  const offered = ['nonce', 'body-sha256', 'future'];
+  assert.deepEqual(negotiateFeatures(offered, ['body-sha256', 'nonce'], 'fed-1'), ['nonce', 'body-sha256']);
+  assert.deepEqual(negotiateFeatures([], ['nonce'], 'fed-1'), []);
+  const all = ['nonce', 'body-sha256', 'federation-id'];
+  assert.deepEqual(negotiateFeatures(all, all, 'fed-1'), all);
+  assert.deepEqual(negotiateFeatures(all, all, null), ['nonce', 'body-sha256'], 'no peer record id: nothing to name');
 });
 
 test('replay cache: once per peer within the window, bounded', () => {

@@ -1,0 +1,1 @@
+ALTER TABLE `federations` ADD `remote_federation_id` text;
