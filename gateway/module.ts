@@ -5,6 +5,8 @@
  * live in one process (tests) without module-level state.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Http2SecureServer } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type Database from 'better-sqlite3';
@@ -14,6 +16,7 @@ import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import type { Reply, RequestContext } from './http/context.ts';
 import type { AccessSink } from './log.ts';
+import type { Stage } from './pipeline/stage.ts';
 import type { ServiceRegistry } from './services.ts';
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
@@ -71,8 +74,25 @@ export interface RuntimeInfo {
   externalUrl(): string;
   /** This gateway's platform CA (PEM). */
   caPem(): string;
-  /** The HTTPS listener's certificate chain and key (PEM), for extra listeners a domain opens (legacy runtime ports). */
-  serverTls(): { certPem: string; keyPem: string };
+}
+
+/** An extra HTTPS listener a domain opens (legacy runtime ports), built by the composition root like the main one. */
+export interface ListenerOptions {
+  /** The stages after the common prelude (requestId → accessLog → limits → canonicalPath): route resolution and dispatch. */
+  readonly stages: readonly Stage[];
+  /** Fields added to every access-log line of this listener. */
+  readonly accessFields?: Readonly<Record<string, string | number>>;
+  readonly logger: Logger;
+}
+
+export interface OpenedListener {
+  readonly server: Http2SecureServer;
+  /** The listener's live connections, so closing it can drop them at once. */
+  readonly sockets: ReadonlySet<Socket>;
+}
+
+export interface ListenerFactory {
+  https(options: ListenerOptions): OpenedListener;
 }
 
 export interface GatewayDeps {
@@ -84,6 +104,13 @@ export interface GatewayDeps {
   readonly accessLog: AccessSink;
   readonly services: ServiceRegistry;
   readonly runtime: RuntimeInfo;
+  /**
+   * 'serve': the gateway is starting (first-start setup such as the bootstrap admin runs);
+   * 'command': the root boots domains for a CLI command, and nothing listens.
+   */
+  readonly purpose: 'serve' | 'command';
+  /** null when booted for a command. */
+  readonly listeners: ListenerFactory | null;
   readonly now: () => Date;
   /** Operator-facing lines printed once to stdout, not logged (the bootstrap admin password). */
   announce(line: string): void;
@@ -97,10 +124,17 @@ export interface HandlerInstance {
   close?(): Promise<void> | void;
 }
 
-/** What a domain's CLI subcommand gets: configuration and the opened database, nothing global. */
+/** Domains initialised for a command by the composition root, the same way `serve` initialises them. */
+export interface BootedDomains {
+  readonly services: ServiceRegistry;
+  close(): Promise<void>;
+}
+
+/** What a domain's CLI subcommand gets: configuration and the domains it names, nothing global. */
 export interface CliEnv {
   readonly config: Readonly<Config>;
-  openDatabase(): { db: Db; sqlite: Database.Database };
+  /** Initialises the named modules (with what they need listed too) in init order; the caller closes them. */
+  boot(modules: readonly string[]): Promise<BootedDomains>;
   readStdin(): Promise<string>;
   out(line: string): void;
   err(line: string): void;
@@ -116,7 +150,7 @@ export interface CliCommand {
 
 export interface HandlerModule {
   readonly name: string;
-  /** The domain's reasons; a table shared by several domains (handlers/gates/errors.ts) is registered once. */
+  /** The domain's reasons; a table shared by several domains (domains/gates/errors.ts) is registered once. */
   readonly errors?: ErrorTable | readonly ErrorTable[];
   readonly commands?: readonly CliCommand[];
   init(deps: GatewayDeps): Promise<HandlerInstance> | HandlerInstance;

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 const LIMIT = 400;
-const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'gateway', 'handlers', 'scripts', 'test', 'bench'], {
+const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'app', 'gateway', 'domains', 'scripts', 'test', 'bench'], {
   encoding: 'utf8',
 })
   .split('\n')

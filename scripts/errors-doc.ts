@@ -5,8 +5,8 @@
  *   npx tsx scripts/errors-doc.ts
  */
 import { writeFileSync } from 'node:fs';
+import { ERROR_TABLES } from '../app/domains.ts';
 import { buildErrorRegistry } from '../gateway/errors/registry.ts';
-import { ERROR_TABLES } from '../gateway/server.ts';
 
 export function renderErrorsDoc(): string {
   const registry = buildErrorRegistry(ERROR_TABLES);

@@ -8,11 +8,11 @@
  *   node --expose-gc --import tsx bench/authz/run.ts [--scale 0.1] [--seconds 2]
  */
 import { parseArgs } from 'node:util';
+import { SATISFIED_BY } from '../../domains/authz/model.ts';
+import { AuthzService } from '../../domains/authz/service.ts';
+import { createTupleStore } from '../../domains/authz/store.ts';
 import { openDatabase } from '../../gateway/db/open.ts';
-import { SATISFIED_BY } from '../../handlers/authz/model.ts';
-import { AuthzService } from '../../handlers/authz/service.ts';
-import { createTupleStore } from '../../handlers/authz/store.ts';
-import { DEFAULT_TENANT, type Principal } from '../../handlers/principal.ts';
+import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
 
 const { values } = parseArgs({ options: { scale: { type: 'string', default: '1' }, seconds: { type: 'string', default: '2' } } });
 const scale = Number(values.scale);

@@ -10,10 +10,10 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { type Agent, request } from 'undici';
+import { VerifiedTokenCache } from '../../domains/auth/tokens.ts';
 import { canonicalizeRequest, pskKey, signatureMatches } from '../../gateway/mesh/canonical.ts';
 import { MESH } from '../../gateway/mesh/headers.ts';
 import { signHeaders } from '../../gateway/mesh/sign.ts';
-import { VerifiedTokenCache } from '../../handlers/auth/tokens.ts';
 import { startPeer } from '../../test/helpers/federation.ts';
 import { allow, pairForMesh } from '../../test/helpers/mesh.ts';
 import { benchContext, runBench } from '../harness.ts';

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Logger } from 'pino';
-import type { Principal } from '../../handlers/principal.ts';
+import type { Principal } from '../principal.ts';
 import type { CompiledRoute } from '../routing/router.ts';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;

@@ -3,11 +3,10 @@
  * reads (gateway/ knows no domain by name): the PAIRED peers for egress,
  * the record a signed request claims to come from, and admission of the
  * caller as a local brokered Principal (identity mode, allowlist,
- * provisioning). handlers/mesh provides it over the federation domain.
+ * provisioning). domains/mesh provides it over the federation domain.
  */
 import type { KeyObject } from 'node:crypto';
-import type { Principal } from '../../handlers/principal.ts';
-import type { Authenticator } from '../pipeline/stages/authenticate.ts';
+import type { Authenticator, Principal } from '../principal.ts';
 import { createServiceKey } from '../services.ts';
 import type { PeerAgent } from './peer-agent.ts';
 

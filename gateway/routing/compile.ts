@@ -4,11 +4,13 @@
  */
 import type { AuthMode, HandlerInstance, RouteDef } from '../module.ts';
 import type { Stage } from '../pipeline/stage.ts';
-import { type Authenticator, createAuthenticateStage } from '../pipeline/stages/authenticate.ts';
+import { createAuthenticateStage } from '../pipeline/stages/authenticate.ts';
 import { createAuthorizeStage } from '../pipeline/stages/authorize.ts';
 import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
+import type { Authenticator } from '../principal.ts';
 import { type CompiledRoute, parsePattern, RouteTable } from './router.ts';
-import { type RoutingSnapshot, ServiceTable } from './service-table.ts';
+import { ServiceTable } from './service-table.ts';
+import type { RoutingSnapshot } from './source.ts';
 
 /** What route compilation draws on besides the route itself. */
 export interface StageSources {

@@ -4,21 +4,8 @@
  * models=/runtime/models, ...). Longest prefix wins; `/` is the catch-all.
  * Rebuilt as a whole and swapped atomically when the config changes (STYLE C5).
  */
-import { createServiceKey } from '../services.ts';
 import type { CompiledRoute, RouteTable } from './router.ts';
-
-export interface RoutingSnapshot {
-  readonly prefixes: Readonly<Record<string, string>>;
-  readonly enabled: Readonly<Record<string, boolean>>;
-}
-
-/** Provided by the routing-config domain; the gateway subscribes to swap tables. */
-export interface RoutingSource {
-  current(): RoutingSnapshot;
-  subscribe(listener: (snapshot: RoutingSnapshot) => void): void;
-}
-
-export const ROUTING_SOURCE = createServiceKey<RoutingSource>('routingSource');
+import type { RoutingSnapshot } from './source.ts';
 
 export type ServiceResolution = { service: string; rest: string; enabled: boolean };
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ReadRequest, Row, Source } from '../../handlers/retrieval/sources/types.ts';
+import type { ReadRequest, Row, Source } from '../../domains/retrieval/sources/types.ts';
 
 export const CONTRACT_ROWS: Record<string, string>[] = Array.from({ length: 57 }, (_, i) => ({
   id: `k${String(i).padStart(3, '0')}`,

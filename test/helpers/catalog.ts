@@ -1,8 +1,8 @@
 /** Catalog test helpers: hostile names, the three URN addressing forms, grants, mesh principals. */
-import { AUTHZ } from '../../handlers/authz/index.ts';
-import { DATASETS, SECRETS } from '../../handlers/catalog/index.ts';
-import { boundSecretReference } from '../../handlers/catalog/urn.ts';
-import type { Principal } from '../../handlers/principal.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
+import { DATASETS, SECRETS } from '../../domains/catalog/index.ts';
+import { boundSecretReference } from '../../domains/catalog/urn.ts';
+import type { Principal } from '../../gateway/principal.ts';
 import type { TestGateway } from './gateway.ts';
 
 /** Names clients really send, and hostile ones (issue 8 item 4). */

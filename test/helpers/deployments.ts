@@ -2,12 +2,13 @@
  * The deployments registry and its authz service over a migrated in-memory
  * SQLite, no gateway (unit tests, bench/proxy/access.ts).
  */
+
+import { AuthzService } from '../../domains/authz/service.ts';
+import { createTupleStore } from '../../domains/authz/store.ts';
+import { DeploymentService } from '../../domains/serving/service.ts';
+import { createDeploymentStore } from '../../domains/serving/store.ts';
 import { openDatabase } from '../../gateway/db/open.ts';
-import { AuthzService } from '../../handlers/authz/service.ts';
-import { createTupleStore } from '../../handlers/authz/store.ts';
-import type { Principal } from '../../handlers/principal.ts';
-import { DeploymentService } from '../../handlers/serving/service.ts';
-import { createDeploymentStore } from '../../handlers/serving/store.ts';
+import type { Principal } from '../../gateway/principal.ts';
 
 export function memoryDeployments() {
   const { sqlite, db } = openDatabase(':memory:');

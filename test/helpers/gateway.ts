@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Agent, request as undiciRequest } from 'undici';
+import { type Gateway, startGateway } from '../../app/server.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
-import { type Gateway, startGateway } from '../../gateway/server.ts';
 
 export const ADMIN_PASSWORD = 'admin-password-for-tests';
 
@@ -138,7 +138,7 @@ export class TestGateway {
 
   /** Creates a local non-admin user through the directory and returns a token for it. */
   async userToken(username: string, options: { roles?: string[]; attributes?: Record<string, unknown> } = {}): Promise<{ token: string; id: string }> {
-    const { USER_DIRECTORY } = await import('../../handlers/auth/index.ts');
+    const { USER_DIRECTORY } = await import('../../domains/auth/index.ts');
     const users = this.gateway.deps.services.get(USER_DIRECTORY);
     const password = `${username}-password`;
     const user = users.resolve(username) ?? (await users.create({ username, password, roles: options.roles ?? [], attributes: options.attributes ?? {} }));

@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AUTHZ } from '../../handlers/authz/index.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
 import type { TestGateway, TestResponse } from './gateway.ts';
 
 export const MARKER = 'KZ_MESH_RUN_ON_JSON::';

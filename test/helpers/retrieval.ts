@@ -10,7 +10,7 @@ import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { request as undiciRequest } from 'undici';
-import { AUTHZ } from '../../handlers/authz/index.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import type { TestGateway } from './gateway.ts';
 

@@ -72,7 +72,7 @@ test('expired access tokens are refused', async (t) => {
   const token = await gw.adminToken();
   assert.equal((await gw.request('GET', '/api/auth/users/me', { token })).status, 200);
   // Re-sign the same claims with the gateway's key but an exp in the past.
-  const { loadSigningKey } = await import('../../handlers/auth/keys.ts');
+  const { loadSigningKey } = await import('../../domains/auth/keys.ts');
   const key = await loadSigningKey(gw.dataDir);
   const claims = JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString());
   const expired = await new SignJWT({ ...claims, exp: Math.floor(Date.now() / 1000) - 5 })

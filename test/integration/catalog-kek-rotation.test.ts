@@ -10,8 +10,8 @@ import { chmodSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { generateKey } from '../../handlers/catalog/crypto.ts';
-import { KekRing } from '../../handlers/catalog/kek-ring.ts';
+import { generateKey } from '../../domains/catalog/crypto.ts';
+import { KekRing } from '../../domains/catalog/kek-ring.ts';
 import { revealCurrent } from '../helpers/catalog.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 

@@ -7,9 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { USER_DIRECTORY } from '../../handlers/auth/index.ts';
-import { boundSecretReference } from '../../handlers/catalog/urn.ts';
-import type { Principal } from '../../handlers/principal.ts';
+import { USER_DIRECTORY } from '../../domains/auth/index.ts';
+import { boundSecretReference } from '../../domains/catalog/urn.ts';
+import type { Principal } from '../../gateway/principal.ts';
 import { createDataset, datasetService, grant, meshPrincipal, secretId, secretsAccess } from '../helpers/catalog.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BROKERED_JOB_CANCELLER, FEDERATIONS } from '../../handlers/federation/index.ts';
+import { BROKERED_JOB_CANCELLER, FEDERATIONS } from '../../domains/federation/index.ts';
 import { createRecord, newPsk, startPeer } from '../helpers/federation.ts';
 
 const URN = 'urn:li:dataset:(urn:li:dataPlatform:file,/srv/docs,PROD)';

@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { federationCommand } from '../../domains/federation/cli.ts';
 import type { CliEnv } from '../../gateway/module.ts';
-import { federationCommand } from '../../handlers/federation/cli.ts';
 import { newPsk, SHARED_ISSUER, startPeer } from '../helpers/federation.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 
@@ -14,8 +14,8 @@ function cliEnv(gw: TestGateway, stdin = ''): CliEnv & { lines: string[]; errors
   const errors: string[] = [];
   return {
     config: gw.gateway.deps.config,
-    openDatabase: () => {
-      throw new Error('federation pair needs no database');
+    boot: () => {
+      throw new Error('federation pair boots no domain');
     },
     readStdin: async () => stdin,
     out: (line) => lines.push(line),

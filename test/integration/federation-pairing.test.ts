@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AUTHZ } from '../../handlers/authz/index.ts';
-import { FEDERATIONS } from '../../handlers/federation/index.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
+import { FEDERATIONS } from '../../domains/federation/index.ts';
 import { createRecord, getRecord, newPsk, pairGateways, post, routeTo, startPeer } from '../helpers/federation.ts';
 
 test('full pairing: CA exchange, both records PAIRED, signed ping both ways, PSK never shown', async (t) => {

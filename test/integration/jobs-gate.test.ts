@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AUTHZ } from '../../handlers/authz/index.ts';
-import { JOBS } from '../../handlers/jobs/index.ts';
-import { DEFAULT_TENANT, type Principal } from '../../handlers/principal.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
+import { JOBS } from '../../domains/jobs/index.ts';
+import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { executorToken, MARKER } from '../helpers/jobs.ts';
 
@@ -37,7 +37,7 @@ test('execution gate endpoints: not_configured, bind under both class paths, ref
   assert.equal((await gw.request('DELETE', GATE, { token: admin })).status, 404);
 });
 
-/** A receiver-local brokered user as the mesh ingress will hand it to services (handlers/principal.ts). */
+/** A receiver-local brokered user as the mesh ingress will hand it to services (gateway/principal.ts). */
 function meshPrincipal(gw: TestGateway, userId: string, cluster: { id: string; name: string }, grant = true): Principal {
   if (grant) {
     gw.gateway.deps.services

@@ -1,5 +1,5 @@
 /**
- * The mesh read cache (handlers/federation/memo.ts) keeps behaviour
+ * The mesh read cache (domains/federation/memo.ts) keeps behaviour
  * identical: with every lookup warm, each write — revoke, restore,
  * brokering off, disconnect on either side, delete — is seen by the very
  * next request (spec: Federation management, Authentication 6–7; contract

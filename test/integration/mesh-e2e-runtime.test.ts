@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { AUTHZ } from '../../handlers/authz/index.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
 import type { TestGateway } from '../helpers/gateway.ts';
 import { allow, sharedIdpMesh } from '../helpers/mesh.ts';
 import { deploy, Gate, readGatedCompletion, startAppServer, startModelServer } from '../helpers/upstreams.ts';

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { USER_DIRECTORY } from '../../handlers/auth/index.ts';
-import { AUTHZ } from '../../handlers/authz/index.ts';
-import type { Principal } from '../../handlers/principal.ts';
+import { USER_DIRECTORY } from '../../domains/auth/index.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
+import type { Principal } from '../../gateway/principal.ts';
 import { post } from '../helpers/federation.ts';
 import { allow, sharedIdpMesh } from '../helpers/mesh.ts';
 

@@ -1,6 +1,6 @@
 /**
  * The optional sources' client libraries are not loaded when the gateway
- * starts (handlers/retrieval/sources/lazy.ts; issue 3's RSS target). A child
+ * starts (domains/retrieval/sources/lazy.ts; issue 3's RSS target). A child
  * Node process records every module it resolves, ESM and require alike,
  * starts a real gateway on a fresh data dir (every module's init run),
  * closes it and reports. That the libraries do load on first use is shown by the
@@ -26,7 +26,7 @@ registerHooks({
   },
 });
 const { loadConfig } = await import(${JSON.stringify(import.meta.resolve('../../gateway/config/load.ts'))});
-const { startGateway } = await import(${JSON.stringify(import.meta.resolve('../../gateway/server.ts'))});
+const { startGateway } = await import(${JSON.stringify(import.meta.resolve('../../app/server.ts'))});
 const config = loadConfig({ env: {}, overrides: { dataDir: process.argv[1], httpsPort: 0, bind: '127.0.0.1', logLevel: 'error' } });
 const gateway = await startGateway(config, { announce: () => {} });
 await gateway.close(500);

@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { postgresSources } from '../../handlers/retrieval/sources/postgres.ts';
-import type { SchemaField, Source } from '../../handlers/retrieval/sources/types.ts';
+import { postgresSources } from '../../domains/retrieval/sources/postgres.ts';
+import type { SchemaField, Source } from '../../domains/retrieval/sources/types.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { type PostgresPeer, startPostgres } from '../helpers/peers/postgres.ts';
 import { createDataset, createJob, eventually, readSse, sseRows } from '../helpers/retrieval.ts';

@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { slackSources } from '../../handlers/retrieval/sources/slack.ts';
+import { slackSources } from '../../domains/retrieval/sources/slack.ts';
 import { runSourceContract } from '../contract/source.contract.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { createDataset, createJob } from '../helpers/retrieval.ts';

@@ -2,9 +2,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { filesystemSources } from '../../handlers/retrieval/sources/filesystem.ts';
-import { postgresSources } from '../../handlers/retrieval/sources/postgres.ts';
-import type { SourceInput } from '../../handlers/retrieval/sources/types.ts';
+import { filesystemSources } from '../../domains/retrieval/sources/filesystem.ts';
+import { postgresSources } from '../../domains/retrieval/sources/postgres.ts';
+import type { SourceInput } from '../../domains/retrieval/sources/types.ts';
 import { type After, runSourceContract } from '../contract/source.contract.ts';
 import { startPostgres } from '../helpers/peers/postgres.ts';
 import { FORMATS, writeAllFormats } from '../helpers/retrieval-fixtures.ts';

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import { request } from 'undici';
 import WebSocket from 'ws';
-import { forgedHostAgent } from '../../handlers/serving/smoke.ts';
+import { forgedHostAgent } from '../../domains/serving/smoke.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { deploy, startAppServer } from '../helpers/upstreams.ts';
 

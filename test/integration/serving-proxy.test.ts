@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { Agent, request } from 'undici';
-import { forgedHostAgent } from '../../handlers/serving/smoke.ts';
+import { forgedHostAgent } from '../../domains/serving/smoke.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { DEAD_UPSTREAM, deploy, Gate, readGatedCompletion, startDroppingServer, startModelServer, startToolServer } from '../helpers/upstreams.ts';
 

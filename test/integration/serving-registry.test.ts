@@ -4,13 +4,12 @@
  * against the data dir of a running gateway.
  */
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { test } from 'node:test';
+import { bootDomains } from '../../app/domains.ts';
+import { AUTHZ } from '../../domains/authz/index.ts';
+import { deployCommand } from '../../domains/serving/cli.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
-import { openDatabase } from '../../gateway/db/open.ts';
 import type { CliEnv } from '../../gateway/module.ts';
-import { AUTHZ } from '../../handlers/authz/index.ts';
-import { deployCommand } from '../../handlers/serving/cli.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deploy, startModelServer } from '../helpers/upstreams.ts';
 
@@ -44,7 +43,7 @@ test('admins create, read and delete deployments; records carry runtime and Open
       legacy_url: null,
       created_by: 'admin',
       created_at: undefined,
-      // What the platform's Python SDK reads (handlers/serving/sdk-view.ts; test/integration/sdk-python.test.ts).
+      // What the platform's Python SDK reads (domains/serving/wire.ts; test/integration/sdk-python.test.ts).
       m_id: undefined,
       m_config_id: undefined,
       m_name: 'llama',
@@ -158,9 +157,10 @@ test('runtime URLs follow the live routing prefixes', async (t) => {
 });
 
 function cliEnv(gw: TestGateway, out: string[], err: string[]): CliEnv {
+  const config = loadConfig({ env: {}, overrides: { dataDir: gw.dataDir, origin: gw.url, hostnames: ['localhost'] } });
   return {
-    config: loadConfig({ env: {}, overrides: { dataDir: gw.dataDir, origin: gw.url, hostnames: ['localhost'] } }),
-    openDatabase: () => openDatabase(join(gw.dataDir, 'meshgate.db')),
+    config,
+    boot: (modules) => bootDomains(config, modules, { err: (line) => err.push(line) }),
     readStdin: async () => '',
     out: (line) => out.push(line),
     err: (line) => err.push(line),

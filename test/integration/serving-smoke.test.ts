@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { smokeCommand } from '../../domains/serving/smoke.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import type { CliEnv } from '../../gateway/module.ts';
-import { smokeCommand } from '../../handlers/serving/smoke.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deploy, startAppServer, startModelServer } from '../helpers/upstreams.ts';
 
@@ -21,8 +21,8 @@ async function smoke(gw: TestGateway, args: string[], origin = gw.url): Promise<
     const lines: string[] = [];
     const env: CliEnv = {
       config: loadConfig({ env: {} }),
-      openDatabase: () => {
-        throw new Error('smoke never opens the database');
+      boot: () => {
+        throw new Error('smoke boots no domain');
       },
       readStdin: async () => '',
       out: (line) => lines.push(line),

@@ -1,5 +1,5 @@
 /**
- * The settings table (gateway/cli/settings.ts) is the one list of what an
+ * The settings table (app/cli/settings.ts) is the one list of what an
  * operator can set: `serve --help` is rendered from it, README's table must
  * hold its rows, and it must name every variable the config loader reads.
  */
@@ -7,9 +7,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { configFlagOptions, configFromFlags } from '../../gateway/cli/flags.ts';
-import { serveCommand } from '../../gateway/cli/serve.ts';
-import { renderMarkdownRow, SERVE_SETTINGS } from '../../gateway/cli/settings.ts';
+import { configFlagOptions, configFromFlags } from '../../app/cli/flags.ts';
+import { serveCommand } from '../../app/cli/serve.ts';
+import { renderMarkdownRow, SERVE_SETTINGS } from '../../app/cli/settings.ts';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import { ENV_NAMES } from '../../gateway/config/schema.ts';
@@ -55,7 +55,7 @@ test('serve --help lists every variable the config loader reads, and every confi
 
 test("README's Operating it table holds exactly the table's rows, so every variable is documented there", () => {
   const rows = readmeRows();
-  assert.deepEqual(rows, SERVE_SETTINGS.map(renderMarkdownRow), 'README.md out of step with gateway/cli/settings.ts');
+  assert.deepEqual(rows, SERVE_SETTINGS.map(renderMarkdownRow), 'README.md out of step with app/cli/settings.ts');
   for (const name of variablesTheLoaderReads())
     assert.ok(
       rows.some((row) => row.includes(`\`${name}\``)),

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { ERROR_TABLES } from '../../app/domains.ts';
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 import { buildErrorRegistry } from '../../gateway/errors/registry.ts';
-import { ERROR_TABLES } from '../../gateway/server.ts';
 import { renderErrorsDoc } from '../../scripts/errors-doc.ts';
 
 test('ERRORS.md lists exactly the registered reasons (regenerate: npx tsx scripts/errors-doc.ts)', () => {

@@ -5,16 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { AllowlistService } from '../../domains/federation/allowlist.ts';
+import { allowlistRoutes } from '../../domains/federation/allowlist-routes.ts';
+import type { FederationContext } from '../../domains/federation/context.ts';
+import { peerRoutes } from '../../domains/federation/peer-routes.ts';
+import { federationRoutes } from '../../domains/federation/routes.ts';
+import type { FederationService } from '../../domains/federation/service.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import { createAuthorizeStage } from '../../gateway/pipeline/stages/authorize.ts';
-import type { AllowlistService } from '../../handlers/federation/allowlist.ts';
-import { allowlistRoutes } from '../../handlers/federation/allowlist-routes.ts';
-import type { FederationContext } from '../../handlers/federation/context.ts';
-import { peerRoutes } from '../../handlers/federation/peer-routes.ts';
-import { federationRoutes } from '../../handlers/federation/routes.ts';
-import type { FederationService } from '../../handlers/federation/service.ts';
-import type { Principal } from '../../handlers/principal.ts';
+import type { Principal } from '../../gateway/principal.ts';
 
 const routes = [...federationRoutes({} as FederationContext, {} as FederationService, 1024), ...allowlistRoutes({} as AllowlistService, 1024)];
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { findMarker, readLogText } from '../../handlers/jobs/marker.ts';
-import { bufferLogSource } from '../../handlers/jobs/runtimes/types.ts';
-import { resultView } from '../../handlers/jobs/view.ts';
+import { findMarker, readLogText } from '../../domains/jobs/marker.ts';
+import { bufferLogSource } from '../../domains/jobs/runtimes/types.ts';
+import { resultView } from '../../domains/jobs/wire.ts';
 
 const M = 'KZ_MESH_RUN_ON_JSON::';
 const scan = (text: string, maxLine?: number) => findMarker(bufferLogSource(text), maxLine);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { STAGE_ORDER } from '../../gateway/pipeline/stage.ts';
-import type { Authenticator } from '../../gateway/pipeline/stages/authenticate.ts';
+import type { Authenticator } from '../../gateway/principal.ts';
 import { compileHandlers } from '../../gateway/routing/compile.ts';
 
 const authenticator: Authenticator = {

@@ -3,19 +3,12 @@
  * the Authenticator the auth domain provides (spec: Authentication 1).
  * Compiled only onto routes that take credentials.
  */
-import type { Principal } from '../../../handlers/principal.ts';
+
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import type { AuthMode } from '../../module.ts';
-import { createServiceKey } from '../../services.ts';
+import type { Authenticator } from '../../principal.ts';
 import type { Stage, StageResult } from '../stage.ts';
-
-export interface Authenticator {
-  /** Resolves a bearer credential; throws not_authenticated (401) when it is not valid. */
-  authenticate(bearer: string): Promise<Principal>;
-}
-
-export const AUTHENTICATOR = createServiceKey<Authenticator>('authenticator');
 
 export function bearerOf(ctx: RequestContext): string | null {
   const header = ctx.req.headers.authorization;

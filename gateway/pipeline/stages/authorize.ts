@@ -4,10 +4,11 @@
  * callers first (spec: Authentication 3 and 5; contract §1.5). Per-resource
  * ReBAC is decided by the domain's service, which knows the object.
  */
-import { isNativeAdmin } from '../../../handlers/principal.ts';
+
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import type { AuthMode } from '../../module.ts';
+import { isNativeAdmin } from '../../principal.ts';
 import type { Stage } from '../stage.ts';
 
 export function createAuthorizeStage(mode: AuthMode, nativeOnly: boolean): Stage {

@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { SATISFIED_BY } from '../../../domains/authz/model.ts';
+import { AuthzService, type TupleInput } from '../../../domains/authz/service.ts';
+import { createTupleStore } from '../../../domains/authz/store.ts';
 import { openDatabase } from '../../../gateway/db/open.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { SATISFIED_BY } from '../../../handlers/authz/model.ts';
-import { AuthzService, type TupleInput } from '../../../handlers/authz/service.ts';
-import { createTupleStore } from '../../../handlers/authz/store.ts';
-import { DEFAULT_TENANT, type Principal } from '../../../handlers/principal.ts';
+import { DEFAULT_TENANT, type Principal } from '../../../gateway/principal.ts';
 
 type Expectation = { error: string; status: number } | { allow: boolean; reason: string; via?: string };
 

@@ -1,13 +1,13 @@
 /**
  * The check index stays coherent with SQLite when a domain writes tuples
- * inside its own transaction that later rolls back (handlers/authz/store.ts).
+ * inside its own transaction that later rolls back (domains/authz/store.ts).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { AuthzService } from '../../../domains/authz/service.ts';
+import { createTupleStore } from '../../../domains/authz/store.ts';
 import { openDatabase } from '../../../gateway/db/open.ts';
-import { AuthzService } from '../../../handlers/authz/service.ts';
-import { createTupleStore } from '../../../handlers/authz/store.ts';
-import { DEFAULT_TENANT, type Principal } from '../../../handlers/principal.ts';
+import { DEFAULT_TENANT, type Principal } from '../../../gateway/principal.ts';
 
 const alice: Principal = {
   userId: 'alice',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decryptSecret, encryptSecret, generateKey, keyCheck, rewrapKey } from '../../../handlers/catalog/crypto.ts';
+import { decryptSecret, encryptSecret, generateKey, keyCheck, rewrapKey } from '../../../domains/catalog/crypto.ts';
 
 const kek1 = { version: 1, key: generateKey() };
 const kek2 = { version: 2, key: generateKey() };

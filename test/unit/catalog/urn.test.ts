@@ -9,7 +9,7 @@ import {
   secretReferences,
   secretUrn,
   splitV2Tail,
-} from '../../../handlers/catalog/urn.ts';
+} from '../../../domains/catalog/urn.ts';
 import { HOSTILE_NAMES, rawSafe } from '../../helpers/catalog.ts';
 
 test('dataset URNs round-trip every hostile name', () => {

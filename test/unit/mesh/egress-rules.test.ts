@@ -4,15 +4,15 @@ import { createHash } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { extendRoute } from '../../../domains/mesh/egress.ts';
+import { resolveSelector } from '../../../domains/mesh/selector.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
 import { readBody } from '../../../gateway/http/body.ts';
 import { guardMeshBody } from '../../../gateway/mesh/body-guard.ts';
 import type { MeshPeer } from '../../../gateway/mesh/directory.ts';
-import { extendRoute } from '../../../gateway/mesh/egress.ts';
 import { negotiateFeatures } from '../../../gateway/mesh/features.ts';
 import { forwardableRequestHeaders, remoteUri } from '../../../gateway/mesh/headers.ts';
 import { ReplayCache } from '../../../gateway/mesh/replay.ts';
-import { resolveSelector } from '../../../gateway/mesh/selector.ts';
 
 const peer = (id: string, remoteClusterId: string, remoteClusterName: string): MeshPeer => ({
   id,

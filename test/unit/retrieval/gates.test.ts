@@ -1,10 +1,10 @@
 /** Gate runner postconditions (contract §9.3) and the clearance gate's decisions (§9.4), table-driven. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clearanceGate } from '../../../handlers/retrieval/gates/clearance.ts';
-import { GateRunner, runnerFor } from '../../../handlers/retrieval/gates/runner.ts';
-import type { RecordGate } from '../../../handlers/retrieval/gates/types.ts';
-import type { Row } from '../../../handlers/retrieval/sources/types.ts';
+import { clearanceGate } from '../../../domains/retrieval/gates/clearance.ts';
+import { GateRunner, runnerFor } from '../../../domains/retrieval/gates/runner.ts';
+import type { RecordGate } from '../../../domains/retrieval/gates/types.ts';
+import type { Row } from '../../../domains/retrieval/sources/types.ts';
 
 const rows: Row[] = [{ c: 'U' }, { c: 'S' }, { c: 'TS' }];
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { lazyModule } from '../../../domains/retrieval/sources/lazy.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { lazyModule } from '../../../handlers/retrieval/sources/lazy.ts';
 
 test('lazyModule loads once, on the first call, and shares the module', async () => {
   let loads = 0;

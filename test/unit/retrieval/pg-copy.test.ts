@@ -1,5 +1,5 @@
 /**
- * COPY text → JSON arrays (handlers/retrieval/sources/pg-copy.ts): rows and
+ * COPY text → JSON arrays (domains/retrieval/sources/pg-copy.ts): rows and
  * UTF-8 characters split across chunks at every byte, each kind written as
  * PostgreSQL's row_to_json writes it, batches of at most batchSize whose
  * row offsets mark each row's text. The
@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type CopyColumn, CopyJsonConverter, copyJsonBatches, MAX_ROW_BYTES } from '../../../handlers/retrieval/sources/pg-copy.ts';
-import type { JsonRows } from '../../../handlers/retrieval/sources/types.ts';
+import { type CopyColumn, CopyJsonConverter, copyJsonBatches, MAX_ROW_BYTES } from '../../../domains/retrieval/sources/pg-copy.ts';
+import type { JsonRows } from '../../../domains/retrieval/sources/types.ts';
 
 const COLUMNS: CopyColumn[] = [
   { name: 'id', kind: 'number' },

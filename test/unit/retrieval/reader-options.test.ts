@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { KAFKA_READER_OPTIONS } from '../../../domains/retrieval/sources/kafka-options.ts';
+import { credentialFields, readerOptions } from '../../../domains/retrieval/sources/reader-options.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { KAFKA_READER_OPTIONS } from '../../../handlers/retrieval/sources/kafka-options.ts';
-import { credentialFields, readerOptions } from '../../../handlers/retrieval/sources/reader-options.ts';
 
 type Options = Record<string, unknown>;
 

@@ -1,8 +1,8 @@
 /** The gRPC stream token (contract §8.5): bound to job and caller, reusable until it expires. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { StreamTokens } from '../../../domains/retrieval/tokens.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import { StreamTokens } from '../../../handlers/retrieval/tokens.ts';
 
 test('a token verifies for its job until it expires, never for another job or when altered', () => {
   let now = new Date('2026-01-01T00:00:00Z');

@@ -1,13 +1,13 @@
 /**
- * The one access decision (handlers/serving/access.ts) through the registry's
+ * The one access decision (domains/serving/access.ts) through the registry's
  * proxy lookup, over a real migrated SQLite and the real authz index: every
  * rule, and that nothing remembered outlives a tuple change or a visibility
  * change.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Principal } from '../../../handlers/principal.ts';
-import { deploymentInput } from '../../../handlers/serving/service.ts';
+import { deploymentInput } from '../../../domains/serving/service.ts';
+import type { Principal } from '../../../gateway/principal.ts';
 import { localPrincipal, memoryDeployments } from '../../helpers/deployments.ts';
 
 const admin = localPrincipal('u-admin', ['admin']);

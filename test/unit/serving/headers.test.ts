@@ -1,7 +1,7 @@
 /** Header hygiene and path rewriting of the runtime proxy, table-driven (STYLE C8). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { downstreamResponseHeaders, type PathMap, rewriteLocation, rewriteSetCookie, upstreamRequestHeaders } from '../../../handlers/serving/headers.ts';
+import { downstreamResponseHeaders, type PathMap, rewriteLocation, rewriteSetCookie, upstreamRequestHeaders } from '../../../domains/serving/headers.ts';
 
 const stripped: PathMap = { basePath: '', prefix: '/runtime/apps/a1', stripPrefix: true, upstreamOrigin: 'http://10.0.0.5:8080' };
 const based: PathMap = { ...stripped, basePath: '/base' };

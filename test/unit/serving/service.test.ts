@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { deploymentInput } from '../../../domains/serving/service.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
-import type { Principal } from '../../../handlers/principal.ts';
-import { deploymentInput } from '../../../handlers/serving/service.ts';
+import type { Principal } from '../../../gateway/principal.ts';
 import { memoryDeployments } from '../../helpers/deployments.ts';
 
 const admin: Principal = {

@@ -1,0 +1,114 @@
+/**
+ * The domains as the composition root sees them: their error tables, their
+ * dependencies, and their initialisation in order, for `serve` and for a
+ * CLI command alike. This is the only importer of domains/index.ts.
+ */
+import { join } from 'node:path';
+import type { DestinationStream, Logger } from 'pino';
+import { DOMAIN_MODULES } from '../domains/index.ts';
+import type { Config } from '../gateway/config/schema.ts';
+import { openDatabase } from '../gateway/db/open.ts';
+import { DATABASE_FILE } from '../gateway/db/storage.ts';
+import type { ErrorTable } from '../gateway/errors/api-error.ts';
+import { GatewayErrors } from '../gateway/errors/gateway-errors.ts';
+import { deriveOrigin } from '../gateway/http/origin.ts';
+import { createLoggers, type Loggers } from '../gateway/log.ts';
+import { MeshErrors } from '../gateway/mesh/errors.ts';
+import type { BootedDomains, CliCommand, GatewayDeps, HandlerInstance, HandlerModule } from '../gateway/module.ts';
+import { ServiceRegistry } from '../gateway/services.ts';
+
+/** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
+export const ERROR_TABLES: readonly ErrorTable[] = [
+  ...new Set([
+    GatewayErrors,
+    MeshErrors,
+    ...DOMAIN_MODULES.flatMap((m) => (m.errors === undefined ? [] : Array.isArray(m.errors) ? m.errors : [m.errors as ErrorTable])),
+  ]),
+];
+
+/** Every domain's CLI subcommands. */
+export const DOMAIN_COMMANDS: readonly CliCommand[] = DOMAIN_MODULES.flatMap((m) => m.commands ?? []);
+
+export type DomainDeps = Omit<GatewayDeps, 'db' | 'sqlite' | 'logger' | 'accessLog' | 'services'>;
+
+/** The running domains over one opened database; `close` ends them in reverse order, then the database. */
+export interface Domains extends BootedDomains {
+  readonly deps: GatewayDeps;
+  readonly instances: readonly HandlerInstance[];
+}
+
+/** Opens the database and initialises the modules in order; whatever fails leaves no domain and no database open. */
+export async function initDomains(modules: readonly HandlerModule[], base: DomainDeps, logs: Loggers): Promise<Domains> {
+  const { sqlite, db } = openDatabase(join(base.config.dataDir, DATABASE_FILE));
+  const deps: GatewayDeps = { ...base, db, sqlite, logger: logs.logger, accessLog: logs.accessLog, services: new ServiceRegistry() };
+  const instances: HandlerInstance[] = [];
+  const close = async () => {
+    await closeAll(instances, logs.logger);
+    sqlite.close();
+  };
+  try {
+    for (const module of modules) instances.push(await module.init(deps));
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { deps, instances, services: deps.services, close };
+}
+
+export interface CommandIo {
+  readonly now?: () => Date;
+  /** Where a command's logs and operator lines go: never stdout, which carries the command's output. */
+  readonly logDestination?: DestinationStream;
+  readonly err: (line: string) => void;
+}
+
+/**
+ * Boots the named domains for a CLI command exactly as `serve` initialises
+ * them, in init order, with no listener and no first-start setup. A module
+ * that needs a service another one provides names that one too.
+ */
+export async function bootDomains(config: Readonly<Config>, names: readonly string[], io: CommandIo): Promise<Domains> {
+  const unknown = names.filter((name) => !DOMAIN_MODULES.some((m) => m.name === name));
+  if (unknown.length > 0) throw new Error(`unknown domain module(s): ${unknown.join(', ')}`);
+  const origin = deriveOrigin(config, config.httpsPort);
+  const base: DomainDeps = {
+    config,
+    purpose: 'command',
+    listeners: null,
+    runtime: {
+      origin: () => origin,
+      externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,
+      caPem: () => {
+        throw new Error('the platform CA is known to a serving gateway only');
+      },
+    },
+    now: io.now ?? (() => new Date()),
+    announce: io.err,
+  };
+  const logs = createLoggers(config.logLevel, io.logDestination ?? process.stderr);
+  const domains = await initDomains(
+    DOMAIN_MODULES.filter((m) => names.includes(m.name)),
+    base,
+    logs,
+  ).catch((error: unknown) => {
+    logs.close();
+    throw error;
+  });
+  return {
+    ...domains,
+    async close() {
+      await domains.close();
+      logs.close();
+    },
+  };
+}
+
+async function closeAll(instances: HandlerInstance[], logger: Logger): Promise<void> {
+  for (const instance of [...instances].reverse()) {
+    try {
+      await instance.close?.();
+    } catch (error) {
+      logger.warn({ err: error }, 'domain close failed');
+    }
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The tuple API (contract §6.1–6.2): write, delete, delete-by-object, check
+ * and list. Parsing only; the rules (model validation, admin-or-owner for
+ * writes, visibility of listings) live in AuthzService.
+ */
+import { randomUUID } from 'node:crypto';
+import { parseQuery, readJson } from '../../gateway/http/body.ts';
+import { principalOf } from '../../gateway/http/context.ts';
+import type { RouteDef } from '../../gateway/module.ts';
+import { AuthzErrors } from './errors.ts';
+import { listQuery, objectDeleteBody, tenantOf, tupleBody, tupleDeleteBody } from './request-wire.ts';
+import { flatRow } from './response-wire.ts';
+import { type AuthzService, validateRelation } from './service.ts';
+import type { SubjectsService } from './subjects.ts';
+
+const NO_CONTENT = { status: 204 } as const;
+
+export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxBody: number): RouteDef[] {
+  const list: RouteDef['handle'] = (ctx) => {
+    const q = parseQuery(ctx.query, listQuery);
+    const rows = authz.listVisible(principalOf(ctx), {
+      tenant: q.tenant ?? q.tenant_id ?? tenantOf(ctx.req, undefined),
+      objectNs: q.object_namespace,
+      objectId: q.object_id,
+      subjectNs: q.subject_namespace,
+      subjectId: q.subject_id,
+      relation: q.relation,
+      limit: q.limit,
+      offset: q.offset,
+    });
+    return { status: 200, body: rows.map(flatRow) };
+  };
+  return [
+    {
+      method: 'POST',
+      path: '/auth/tuples',
+      auth: 'user',
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, tupleBody);
+        authz.writeAs(principalOf(ctx), [{ ...body, tenantId: tenantOf(ctx.req, body.tenant_id) }]);
+        return NO_CONTENT;
+      },
+    },
+    {
+      method: 'DELETE',
+      path: '/auth/tuples',
+      auth: 'user',
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, tupleDeleteBody);
+        authz.deleteAs(principalOf(ctx), { ...body, relation: body.relation ?? null, tenantId: tenantOf(ctx.req, body.tenant_id) });
+        return NO_CONTENT;
+      },
+    },
+    {
+      method: 'DELETE',
+      path: '/auth/tuples/object',
+      auth: 'user',
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, objectDeleteBody);
+        authz.deleteObjectAs(principalOf(ctx), body.object, tenantOf(ctx.req, body.tenant_id));
+        return NO_CONTENT;
+      },
+    },
+    {
+      method: 'POST',
+      path: '/auth/check',
+      auth: 'user',
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, tupleBody);
+        const tenant = tenantOf(ctx.req, body.tenant_id);
+        validateRelation(body.object, body.relation);
+        if (body.subject.namespace !== 'user') throw AuthzErrors.make.relation_unsupported({ subject_namespace: body.subject.namespace });
+        // Anyone may ask about themselves; asking about another subject reveals their grants, so it takes manager rights.
+        const self = body.subject.id === principalOf(ctx).userId && tenant === principalOf(ctx).tenantId;
+        if (!self) authz.requireManager(principalOf(ctx), body.object, tenant);
+        const subject = self ? principalOf(ctx) : subjects.principalFor(body.subject.id, tenant);
+        const decision = authz.decide(subject, body.relation, body.object);
+        const decisionId = randomUUID();
+        ctx.logger.info(
+          {
+            decision_id: decisionId,
+            subject: body.subject.id,
+            relation: body.relation,
+            object: `${body.object.namespace}:${body.object.id}`,
+            tenant,
+            ...decision,
+          },
+          'authz decision',
+        );
+        return {
+          status: 200,
+          body: { allow: decision.allow, decision_id: decisionId, reason: decision.reason, ...(decision.via ? { via: decision.via } : {}) },
+        };
+      },
+    },
+    // Contract §6.2 names the trailing-slash form; the bare form is served too rather than 405 (POST owns it).
+    { method: 'GET', path: '/auth/tuples/', auth: 'user', handle: list },
+    { method: 'GET', path: '/auth/tuples', auth: 'user', handle: list },
+  ];
+}

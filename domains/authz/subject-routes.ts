@@ -1,0 +1,102 @@
+/**
+ * The subjects API (admin, native realm) and the resource grants API
+ * (admin or owner of the object), contract §6.2. Parsing only.
+ */
+import { z } from 'zod';
+import { parseQuery, readJson } from '../../gateway/http/body.ts';
+import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
+import type { RouteDef } from '../../gateway/module.ts';
+import { fromGrant, grantBody, resourceGrantBody, subjectBody, tenantOf } from './request-wire.ts';
+import { grantView, resourceGrantView } from './response-wire.ts';
+import type { AuthzService } from './service.ts';
+import type { SubjectsService } from './subjects.ts';
+
+const subjectParam = (ctx: RequestContext) => ctx.params.subject as string;
+
+export function subjectRoutes(subjects: SubjectsService, maxBody: number): RouteDef[] {
+  const admin = { auth: 'admin', nativeOnly: true } as const;
+  const grantInput = async (ctx: RequestContext) => {
+    const body = await readJson(ctx.req, maxBody, grantBody);
+    return fromGrant(body, tenantOf(ctx.req, body.tenant_id));
+  };
+  return [
+    {
+      ...admin,
+      method: 'PUT',
+      path: '/authz/subjects/:subject',
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, subjectBody);
+        const { created, subject } = await subjects.upsert(subjectParam(ctx), body);
+        return { status: created ? 201 : 200, body: subject };
+      },
+    },
+    { ...admin, method: 'GET', path: '/authz/subjects/:subject', handle: (ctx) => ({ status: 200, body: subjects.get(subjectParam(ctx)) }) },
+    {
+      ...admin,
+      method: 'DELETE',
+      path: '/authz/subjects/:subject',
+      handle(ctx) {
+        const { cascade } = parseQuery(ctx.query, z.object({ cascade: z.enum(['grants']).optional() }));
+        subjects.remove(principalOf(ctx), subjectParam(ctx), cascade === 'grants');
+        return { status: 204 };
+      },
+    },
+    {
+      ...admin,
+      method: 'GET',
+      path: '/authz/subjects/:subject/grants',
+      handle: (ctx) => ({ status: 200, body: subjects.grants(subjectParam(ctx)).map(grantView) }),
+    },
+    {
+      ...admin,
+      method: 'POST',
+      path: '/authz/subjects/:subject/grants',
+      async handle(ctx) {
+        return { status: 201, body: grantView(subjects.grant(subjectParam(ctx), await grantInput(ctx))) };
+      },
+    },
+    {
+      ...admin,
+      method: 'DELETE',
+      path: '/authz/subjects/:subject/grants',
+      async handle(ctx) {
+        subjects.revoke(subjectParam(ctx), await grantInput(ctx));
+        return { status: 204 };
+      },
+    },
+  ];
+}
+
+export function resourceRoutes(authz: AuthzService, maxBody: number): RouteDef[] {
+  return [
+    {
+      method: 'GET',
+      path: '/authz/resources/:namespace/grants',
+      auth: 'user',
+      handle(ctx) {
+        const q = parseQuery(ctx.query, z.object({ object_id: z.string().min(1).max(1024), tenant_id: z.string().min(1).max(128).optional() }));
+        const object = { namespace: ctx.params.namespace as string, id: q.object_id };
+        const tenant = tenantOf(ctx.req, q.tenant_id);
+        authz.requireManager(principalOf(ctx), object, tenant);
+        const rows = authz.list({ objectNs: object.namespace, objectId: object.id, tenant });
+        return { status: 200, body: rows.map(resourceGrantView) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/authz/resources/:namespace/grants',
+      auth: 'user',
+      async handle(ctx) {
+        const body = await readJson(ctx.req, maxBody, resourceGrantBody);
+        const object = { namespace: ctx.params.namespace as string, id: body.object_id };
+        const added = authz.writeAs(principalOf(ctx), [
+          { subject: body.subject, relation: body.relation, object, tenantId: tenantOf(ctx.req, body.tenant_id) },
+        ]);
+        return {
+          status: 200,
+          body: { status: added > 0 ? 'created' : 'exists', zedtoken: String(authz.revision), relation: body.relation, subject: body.subject },
+        };
+      },
+    },
+  ];
+}

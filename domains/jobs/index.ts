@@ -1,0 +1,106 @@
+/**
+ * Jobs (issue 7): submit/run/status/result/logs/cancel/list over the
+ * configured runtime, the execution gate, and the contract §5.6 shim that
+ * forwards non-local selectors through MESH_EGRESS. Provides JOBS and the
+ * federation's BROKERED_JOB_CANCELLER. Uses AUTHZ and MESH_EGRESS, so it
+ * follows authz and mesh.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../../gateway/config/schema.ts';
+import type { HandlerModule } from '../../gateway/module.ts';
+import { AUTHZ } from '../authz/index.ts';
+import { BROKERED_JOB_CANCELLER } from '../federation/index.ts';
+import { EXECUTION_GATE_CATALOG, RECORD_GATE_CATALOG } from '../gates/index.ts';
+import { MESH_EGRESS } from '../mesh/index.ts';
+import { JobsErrors } from './errors.ts';
+import { MeshJobForwarder } from './forward.ts';
+import { ExecutionGateService, executionGateCatalog } from './gate.ts';
+import { PackageCatalog } from './packages.ts';
+import { gateRoutes, jobRoutes } from './routes.ts';
+import { LocalJobRuntime } from './runtimes/local/runtime.ts';
+import { JobSandbox } from './runtimes/local/sandbox.ts';
+import { RayJobRuntime } from './runtimes/ray.ts';
+import type { JobRuntime } from './runtimes/types.ts';
+import { JOBS, JobsService } from './service.ts';
+import { createGateStore, createJobStore, createShadowStore } from './store.ts';
+import { JobTracker } from './tracker.ts';
+
+export { JOBS, type JobsService } from './service.ts';
+
+export const jobsModule: HandlerModule = {
+  name: 'jobs',
+  errors: JobsErrors,
+  async init(deps) {
+    const jobsConfig = deps.config.jobs;
+    const catalog = PackageCatalog.load(jobsConfig.pythonPackages.catalogFile);
+    const runtime = createRuntime(deps.config, deps.logger);
+    const store = createJobStore(deps.db);
+    const apiUrl = () => `${deps.runtime.origin()}/api`;
+    const tracker = new JobTracker(store, runtime, { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl }, deps.now, deps.logger);
+    const gate = new ExecutionGateService(createGateStore(deps.db), deps.now, deps.services.find(RECORD_GATE_CATALOG));
+    const service = new JobsService({
+      store,
+      runtime,
+      tracker,
+      gate,
+      catalog,
+      authz: deps.services.get(AUTHZ),
+      options: {
+        defaultRunTimeoutSeconds: jobsConfig.defaultRunTimeoutSeconds,
+        logsResponseMaxBytes: jobsConfig.logsResponseMaxBytes,
+        runPollIntervalMs: jobsConfig.runPollIntervalMs,
+        apiUrl,
+      },
+      now: deps.now,
+      logger: deps.logger,
+    });
+    deps.services.provide(JOBS, service);
+    deps.services.provide(EXECUTION_GATE_CATALOG, executionGateCatalog);
+    // Allowlist revoke with cancel_in_flight_jobs=true (contract §3.8) stops the brokered user's jobs here.
+    deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId) });
+    const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
+    await tracker.start();
+    return {
+      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
+      async close() {
+        tracker.close();
+        await runtime.close();
+      },
+    };
+  },
+};
+
+function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
+  const { jobs } = config;
+  if (jobs.runtime === 'ray') {
+    return new RayJobRuntime({
+      dashboardUrl: jobs.ray.dashboardUrl as string,
+      requestTimeoutMs: jobs.ray.requestTimeoutMs,
+      wheelDir: jobs.pythonPackages.wheelDir,
+    });
+  }
+  const sandbox = new JobSandbox({ ...jobs.local.sandbox, limits: jobs.local.limits, maxFileBytes: jobs.local.maxLogBytes + 1 });
+  const sandboxProblem = sandbox.probe();
+  if (!sandbox.isolated) logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
+  if (sandboxProblem !== null) logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
+  return new LocalJobRuntime({
+    jobsDir: join(config.dataDir, 'jobs'),
+    maxConcurrent: jobs.local.maxConcurrent,
+    maxLogBytes: jobs.local.maxLogBytes,
+    stopGraceMs: jobs.local.stopGraceMs,
+    python: jobs.local.python,
+    wheelDir: jobs.pythonPackages.wheelDir,
+    baseEnv: cleanBaseEnv(),
+    sandbox,
+    sandboxProblem,
+  });
+}
+
+/**
+ * Jobs start from PATH and LANG only (HOME is set to the job's own work dir), never the gateway's own
+ * environment: it may carry the bootstrap admin password, key locations or cloud credentials.
+ */
+function cleanBaseEnv(): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: process.env.LANG ?? 'C.UTF-8' };
+}

@@ -1,0 +1,190 @@
+/**
+ * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}` (spec: Mesh
+ * proxy; contract §4.1–§4.3, §4.6): resolve the selector among PAIRED
+ * records, rebuild the header set (credentials and any client-sent mesh or
+ * identity header removed, the envelope regenerated), extend the route
+ * trace, and stream the request to the peer through its signing dispatcher
+ * and the answer back unchanged: status, headers, body, redirects and peer
+ * errors alike, SSE included, never buffered. The core (`createMeshEgress`)
+ * is also provided in process as MESH_EGRESS, so a domain can send a mesh
+ * request as its caller without a second signer or selector (the jobs
+ * compatibility shim, contract §5.6).
+ */
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
+import { type Dispatcher, request } from 'undici';
+import type { Config } from '../../gateway/config/schema.ts';
+import { ApiError } from '../../gateway/errors/api-error.ts';
+import { readBody } from '../../gateway/http/body.ts';
+import type { MeshInbound, NodeRequest, RequestContext } from '../../gateway/http/context.ts';
+import { hasBody } from '../../gateway/mesh/body-guard.ts';
+import { unixSeconds } from '../../gateway/mesh/canonical.ts';
+import type { MeshDirectory, MeshPeer } from '../../gateway/mesh/directory.ts';
+import { MeshErrors } from '../../gateway/mesh/errors.ts';
+import { forwardableRequestHeaders, forwardableResponseHeaders, MAX_HOPS, MESH, remoteUri } from '../../gateway/mesh/headers.ts';
+import type { HttpMethod, RouteDef } from '../../gateway/module.ts';
+import type { Principal } from '../../gateway/principal.ts';
+import { createServiceKey } from '../../gateway/services.ts';
+import { composeMeshDispatcher, upstreamError } from './dispatcher.ts';
+import { resolveSelector } from './selector.ts';
+
+const METHODS: readonly HttpMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface EgressDeps {
+  directory: MeshDirectory;
+  config: Readonly<Config>;
+  now(): Date;
+}
+
+/** The mesh identity headers for the caller (contract §4.3), before signing. */
+export function identityHeaders(principal: Principal, bearer: string | null): Record<string, string> {
+  const headers: Record<string, string> = {
+    [MESH.userId]: principal.userId,
+    [MESH.userRoles]: principal.roles.join(','),
+  };
+  if (bearer) headers[MESH.peerToken] = bearer;
+  if (Object.keys(principal.attributes).length > 0) headers[MESH.userAttributes] = JSON.stringify(principal.attributes);
+  return headers;
+}
+
+/** The trace this hop sends: the inbound one (verified hops only) plus this cluster; 508 on a loop or past 8 hops. */
+export function extendRoute(inbound: readonly string[], localId: string): string[] {
+  const self = localId.toLowerCase();
+  if (inbound.includes(self) || inbound.length + 1 > MAX_HOPS) {
+    throw MeshErrors.make.mesh_hop_limit_exceeded({ hops: inbound.length + 1, max_hops: MAX_HOPS });
+  }
+  return [...inbound, self];
+}
+
+/** One mesh request, from the egress route or from a domain acting for its caller. */
+export interface MeshCall {
+  principal: Principal;
+  /** The caller's credential; it travels as X-KZ-Mesh-Peer-Token, never as Authorization. */
+  bearer: string | null;
+  selector: string;
+  method: HttpMethod;
+  /** The remote path after the selector, still percent-encoded; `/api` is prepended per contract §4.1. */
+  remotePath: string;
+  /** `?…` as received, or ''; forwarded, not signed. */
+  query: string;
+  /** Client headers allowed across the hop (forwardableRequestHeaders). */
+  headers: Record<string, string>;
+  body?: Buffer | NodeRequest | undefined;
+  /** The verified inbound hop when this cluster is itself a mesh hop: its route trace and correlation id. */
+  inbound: MeshInbound | null;
+  /** A client-chosen correlation id (kept when it is a UUID and there is no inbound one). */
+  correlationId?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface MeshAnswer {
+  peer: MeshPeer;
+  correlationId: string;
+  /** The peer's answer, body unread: the caller streams or reads it. */
+  response: Dispatcher.ResponseData;
+}
+
+export interface MeshEgress {
+  /** Resolves, signs and sends; transport failures throw the mesh reasons (502/504/508, selector 4xx). */
+  send(call: MeshCall): Promise<MeshAnswer>;
+}
+
+/** The egress core for domains (provided by domains/mesh next to MESH_DIRECTORY). */
+export const MESH_EGRESS = createServiceKey<MeshEgress>('mesh-egress');
+
+export function createMeshEgress(deps: EgressDeps): MeshEgress {
+  const deadlines = { apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000, runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000 };
+  const dispatchers = new Map<string, { agent: Dispatcher; dispatcher: Dispatcher }>();
+
+  /** One signing dispatcher per peer, rebuilt when the federation hands out a new agent (new CA or route). */
+  function dispatcherFor(peer: MeshPeer): { origin: string; dispatcher: Dispatcher } {
+    const peerAgent = deps.directory.agent(peer);
+    const key = deps.directory.key(peer);
+    if (!peerAgent || !key) throw MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'tls', cause: 'peer_not_reachable_unpaired' });
+    let cached = dispatchers.get(peer.id);
+    if (cached?.agent !== peerAgent.agent) {
+      const sign = { key, features: new Set(peer.features), nowSeconds: () => unixSeconds(deps.now()) };
+      cached = { agent: peerAgent.agent, dispatcher: composeMeshDispatcher(peerAgent.agent, sign, deadlines) };
+      dispatchers.set(peer.id, cached);
+    }
+    return { origin: peerAgent.origin, dispatcher: cached.dispatcher };
+  }
+
+  async function send(call: MeshCall): Promise<MeshAnswer> {
+    const local = { id: deps.directory.localClusterId(), name: deps.directory.localClusterName() };
+    const peer = resolveSelector(call.selector, deps.directory.paired(), local);
+    const route = extendRoute(call.inbound?.route ?? [], local.id);
+    const { origin, dispatcher } = dispatcherFor(peer);
+    const correlationId = call.inbound?.correlationId ?? (call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID());
+    const headers: Record<string, string> = {
+      ...call.headers,
+      ...identityHeaders(call.principal, call.bearer),
+      [MESH.sourceClusterId]: local.id,
+      [MESH.route]: route.join(','),
+      [MESH.correlationId]: correlationId,
+    };
+    // Names the peer's record, so a peer paired with us more than once verifies with this record's key.
+    const named = peer.features.includes('federation-id') ? peer.remoteFederationId : null;
+    if (named) headers[MESH.federationId] = named;
+    // Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length.
+    let body = call.body;
+    if (body !== undefined && !Buffer.isBuffer(body) && peer.features.includes('body-sha256')) body = await readBody(body, deps.config.limits.maxBodyBytes);
+    if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
+    try {
+      const uri = `${origin}${remoteUri(call.remotePath)}${call.query}`;
+      const response = await request(uri, { method: call.method, headers, body, dispatcher, signal: call.signal });
+      return { peer, correlationId, response };
+    } catch (error) {
+      throw error instanceof ApiError ? error : upstreamError(error);
+    }
+  }
+
+  return { send };
+}
+
+export function createMeshEgressRoute(egress: MeshEgress): RouteDef {
+  async function forward(ctx: RequestContext): Promise<undefined> {
+    // ctx.rest is `/mesh/<selector>/<remote>`, still percent-encoded: the peer sees the caller's exact bytes.
+    const afterMesh = ctx.rest.slice('/mesh/'.length);
+    const url = ctx.req.url ?? '';
+    const clientCorrelation = ctx.req.headers[MESH.correlationId];
+    const abort = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) abort.abort();
+    });
+    const { peer, correlationId, response } = await egress.send({
+      principal: ctx.principal as Principal,
+      bearer: ctx.bearer,
+      selector: ctx.params.selector ?? '',
+      method: ctx.method as HttpMethod,
+      remotePath: afterMesh.slice(afterMesh.indexOf('/') + 1),
+      query: url.includes('?') ? url.slice(url.indexOf('?')) : '',
+      headers: forwardableRequestHeaders(ctx.req.headers),
+      body: hasBody(ctx.req) ? ctx.req : undefined,
+      inbound: ctx.meshPeer,
+      correlationId: typeof clientCorrelation === 'string' ? clientCorrelation : undefined,
+      signal: abort.signal,
+    });
+    const res = ctx.res as ServerResponse;
+    res.writeHead(response.statusCode, { ...forwardableResponseHeaders(response.headers), [MESH.correlationId]: correlationId });
+    try {
+      await pipeline(response.body, res);
+    } catch (error) {
+      ctx.logger.warn({ req_id: ctx.requestId, federation_id: peer.id, err: error instanceof ApiError ? error.reason : String(error) }, 'mesh stream aborted');
+      res.destroy();
+    }
+    return undefined;
+  }
+
+  return {
+    method: METHODS,
+    path: '/mesh/:selector/*remote',
+    auth: 'user',
+    acceptSharedRealm: true,
+    // The peer decides what its own paths may hold (URN routes take %2F).
+    allowEncodedSlash: true,
+    handle: forward,
+  };
+}

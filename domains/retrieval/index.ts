@@ -1,0 +1,68 @@
+/**
+ * Retrieval (issue 9): jobs over catalog datasets with inline, SSE and gRPC
+ * transports, filesystem and Postgres sources, per-record gates, and the
+ * dataset gate binding API. Uses AUTHZ through the catalog's DATASETS and
+ * the catalog's SECRETS for connector credentials.
+ */
+import type { HandlerModule } from '../../gateway/module.ts';
+import { DATASETS, SECRETS } from '../catalog/index.ts';
+import { RECORD_GATE_CATALOG } from '../gates/index.ts';
+import { catalogDatasets } from './catalog-adapter.ts';
+import { RetrievalErrors } from './errors.ts';
+import { GateBindings } from './gates/binding.ts';
+import { recordGateCatalog } from './gates/runner.ts';
+import { SourceRegistry } from './plan.ts';
+import { retrievalRoutes } from './routes.ts';
+import { ActiveRuns } from './runs.ts';
+import { RetrievalService } from './service.ts';
+import { filesystemSources } from './sources/filesystem.ts';
+import { hiveSources } from './sources/hive.ts';
+import { kafkaSources } from './sources/kafka.ts';
+import { postgresSources } from './sources/postgres.ts';
+import { s3Sources } from './sources/s3.ts';
+import { slackSources } from './sources/slack.ts';
+import { createJobStore } from './store.ts';
+import { StreamTokens } from './tokens.ts';
+import { registerRetrievalRpc } from './transports/grpc.ts';
+
+export const retrievalModule: HandlerModule = {
+  name: 'retrieval',
+  errors: RetrievalErrors,
+  init(deps) {
+    const settings = deps.config.retrieval;
+    const datasets = catalogDatasets(deps.services.get(DATASETS));
+    const store = createJobStore(deps.db);
+    const sources = new SourceRegistry([
+      filesystemSources(settings.fsRoots),
+      postgresSources(() => deps.services.find(SECRETS)),
+      s3Sources(() => deps.services.find(SECRETS)),
+      kafkaSources(),
+      hiveSources(settings.fsRoots, () => deps.services.find(SECRETS)),
+      slackSources(() => deps.services.find(SECRETS)),
+    ]);
+    const service = new RetrievalService({
+      store,
+      datasets,
+      sources,
+      runs: new ActiveRuns(store, deps.now),
+      tokens: new StreamTokens(settings.grpcTokenTtlSeconds, deps.now),
+      settings,
+      now: deps.now,
+      logger: deps.logger,
+      grpcEndpoint: () => deps.runtime.origin().replace(/^https:/, 'grpcs:'),
+    });
+    deps.services.provide(RECORD_GATE_CATALOG, recordGateCatalog);
+    const routes = retrievalRoutes({
+      service,
+      gates: new GateBindings(datasets),
+      maxBody: deps.config.limits.maxBodyBytes,
+      heartbeatMs: settings.heartbeatMs,
+      logger: deps.logger,
+    });
+    return {
+      routes,
+      rpc: (router) => registerRetrievalRpc(router, service),
+      close: () => service.close(),
+    };
+  },
+};

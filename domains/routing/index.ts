@@ -1,0 +1,17 @@
+/** Routing configuration and health (issue 2): provides the gateway's ROUTING_SOURCE. */
+import type { HandlerModule } from '../../gateway/module.ts';
+import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
+import { RoutingErrors } from './errors.ts';
+import { routingRoutes } from './routes.ts';
+import { RoutingService } from './service.ts';
+import { createRoutingStore } from './store.ts';
+
+export const routingModule: HandlerModule = {
+  name: 'routing',
+  errors: RoutingErrors,
+  init(deps) {
+    const service = new RoutingService(createRoutingStore(deps.db), deps.runtime.origin, deps.now);
+    deps.services.provide(ROUTING_SOURCE, service);
+    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now) };
+  },
+};

@@ -1,0 +1,81 @@
+/**
+ * Routing configuration (spec "Routing configuration"; contract §2): read,
+ * merge-patch key by key, validate as a whole, persist, then publish to the
+ * gateway, which swaps its live table atomically.
+ */
+import type { RoutingSnapshot, RoutingSource } from '../../gateway/routing/source.ts';
+import { RoutingErrors } from './errors.ts';
+import type { RoutingStore } from './store.ts';
+import { DEFAULT_ENABLED, DEFAULT_PREFIXES, type RoutingTable, routingProblems } from './validate.ts';
+
+export interface RoutingPatch {
+  base_host?: string | null | undefined;
+  service_prefixes?: Record<string, string> | null | undefined;
+  enabled_services?: Record<string, boolean> | null | undefined;
+}
+
+export class RoutingService implements RoutingSource {
+  readonly #listeners: ((snapshot: RoutingSnapshot) => void)[] = [];
+
+  constructor(
+    private readonly store: RoutingStore,
+    private readonly origin: () => string,
+    private readonly now: () => Date,
+  ) {}
+
+  #table(): { table: RoutingTable; storedBaseHost: string | null; updatedAt: string | null } {
+    const row = this.store.load();
+    return {
+      table: {
+        baseHost: row?.baseHost ?? this.origin(),
+        prefixes: { ...DEFAULT_PREFIXES, ...row?.servicePrefixes },
+        enabled: { ...DEFAULT_ENABLED, ...row?.enabledServices },
+      },
+      storedBaseHost: row?.baseHost ?? null,
+      updatedAt: row?.updatedAt ?? null,
+    };
+  }
+
+  current(): RoutingSnapshot {
+    const { table } = this.#table();
+    return { prefixes: table.prefixes, enabled: table.enabled };
+  }
+
+  subscribe(listener: (snapshot: RoutingSnapshot) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** The flat object of contract §2.1, plus the spec's `model_routing_method` and a `routing` mirror. */
+  view() {
+    const { table, updatedAt } = this.#table();
+    const flat = {
+      mode: 'path' as const,
+      model_routing_method: 'path' as const,
+      base_host: table.baseHost,
+      service_prefixes: table.prefixes,
+      enabled_services: table.enabled,
+      updated_at: updatedAt ?? new Date(0).toISOString(),
+    };
+    return { ...flat, routing: { ...flat } };
+  }
+
+  patch(input: RoutingPatch) {
+    const { table, storedBaseHost } = this.#table();
+    const next: RoutingTable = {
+      baseHost: input.base_host ?? table.baseHost,
+      prefixes: { ...table.prefixes, ...input.service_prefixes },
+      enabled: { ...table.enabled, ...input.enabled_services },
+    };
+    const problems = routingProblems(next);
+    if (problems.length > 0) throw RoutingErrors.make.routing_config_invalid({ problems });
+    this.store.save({
+      baseHost: input.base_host ? new URL(input.base_host).origin : storedBaseHost,
+      servicePrefixes: next.prefixes,
+      enabledServices: next.enabled,
+      updatedAt: this.now().toISOString(),
+    });
+    const snapshot = this.current();
+    for (const listener of this.#listeners) listener(snapshot);
+    return this.view();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * `meshgate deploy ...`: the deployments registry on a gateway's data dir,
+ * for scripts and for operators without a token (whoever can read the data
+ * dir already holds the keys). A running gateway picks changes up within a
+ * second (DeploymentService cache).
+ */
+import { parseArgs } from 'node:util';
+import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
+import { ApiError } from '../../gateway/errors/api-error.ts';
+import { validate } from '../../gateway/http/body.ts';
+import type { CliCommand } from '../../gateway/module.ts';
+import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
+import { DEPLOYMENTS, type DeploymentKind, deploymentInput, deploymentPatch } from './service.ts';
+
+const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
+                   [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
+                   [--visibility private|authenticated]
+meshgate deploy list [--kind model|app|tool] [--json]
+meshgate deploy get <id>
+meshgate deploy visibility <id> private|authenticated
+meshgate deploy remove <id>`;
+
+/** The operator at the console: a native administrator by virtue of holding the data dir. */
+const OPERATOR: Principal = {
+  userId: 'operator',
+  username: 'operator (cli)',
+  email: null,
+  roles: ['admin'],
+  attributes: {},
+  tenantId: DEFAULT_TENANT,
+  source: 'local',
+  authMethod: 'pat',
+};
+
+const options = {
+  kind: { type: 'string' },
+  name: { type: 'string' },
+  upstream: { type: 'string' },
+  timeout: { type: 'string' },
+  'no-strip-prefix': { type: 'boolean', default: false },
+  'no-websocket': { type: 'boolean', default: false },
+  public: { type: 'boolean', default: false },
+  'forward-authorization': { type: 'boolean', default: false },
+  visibility: { type: 'string' },
+  json: { type: 'boolean', default: false },
+} as const;
+
+const ACTIONS: Record<string, { takesId: boolean; value?: string; required?: readonly string[] }> = {
+  add: { takesId: false, required: ['kind', 'name', 'upstream'] },
+  list: { takesId: false },
+  get: { takesId: true },
+  visibility: { takesId: true, value: 'private|authenticated' },
+  remove: { takesId: true },
+};
+
+/** Names what is missing or extra before the database is opened. */
+function checkUsage(positionals: string[], values: Record<string, unknown>): void {
+  const [action, id, ...extra] = positionals;
+  const spec = action === undefined ? undefined : ACTIONS[action];
+  if (action === undefined) throw new UsageError('missing the action (add, list, get, visibility or remove)');
+  if (!spec) throw new UsageError(`unknown action '${action}'`);
+  if (spec.takesId && id === undefined) throw new UsageError(`deploy ${action}: missing <id>`);
+  if (spec.value && extra[0] === undefined) throw new UsageError(`deploy ${action}: missing ${spec.value}`);
+  const rest = spec.value ? extra.slice(1) : extra;
+  const unexpected = spec.takesId ? rest : [id, ...rest].filter((arg) => arg !== undefined);
+  if (unexpected.length > 0) throw new UsageError(`deploy ${action}: unexpected argument '${unexpected[0]}'`);
+  requireFlags(values, spec.required ?? []);
+}
+
+export const deployCommand: CliCommand = {
+  name: 'deploy',
+  summary: 'add, list, show and remove model/app/tool deployments',
+  usage: USAGE,
+  async run(args, env) {
+    const { positionals, values } = parseArgs({ args, allowPositionals: true, options });
+    checkUsage(positionals, values);
+    const [action, id, value] = positionals as [string, string, string | undefined];
+    const domains = await env.boot(['auth', 'authz', 'routing', 'serving']);
+    const service = domains.services.get(DEPLOYMENTS);
+    try {
+      if (action === 'add') {
+        const input = validate(
+          deploymentInput,
+          {
+            kind: values.kind,
+            name: values.name,
+            upstream: values.upstream,
+            strip_prefix: !values['no-strip-prefix'],
+            websocket: !values['no-websocket'],
+            timeout_seconds: values.timeout === undefined ? undefined : Number(values.timeout),
+            requires_auth: !values.public,
+            forward_authorization: values['forward-authorization'],
+            visibility: values.visibility,
+          },
+          'body',
+        );
+        env.out(JSON.stringify(await service.create(OPERATOR, input, false), null, 2));
+        return 0;
+      }
+      if (action === 'list') {
+        const rows = service.list(OPERATOR, values.kind as DeploymentKind | undefined);
+        if (values.json) env.out(JSON.stringify(rows, null, 2));
+        else for (const d of rows) env.out(`${d.id}  ${d.kind.padEnd(5)}  ${d.name}  ${d.runtime_path}  -> ${d.upstream}`);
+        return 0;
+      }
+      if (action === 'get') {
+        env.out(JSON.stringify(service.get(OPERATOR, id), null, 2));
+        return 0;
+      }
+      if (action === 'visibility') {
+        const { visibility } = validate(deploymentPatch, { visibility: value as string }, 'body');
+        env.out(JSON.stringify(service.setVisibility(OPERATOR, id, visibility), null, 2));
+        return 0;
+      }
+      // remove: checkUsage admits only the five actions.
+      await service.remove(OPERATOR, id);
+      env.out(`removed deployment ${id}`);
+      return 0;
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const detail = error.problems ? error.problems.map((p) => `${p.loc.slice(1).join('.')}: ${p.msg}`).join('; ') : JSON.stringify(error.extra);
+      env.err(`meshgate: ${error.reason} ${detail}`);
+      return 1;
+    } finally {
+      await domains.close();
+    }
+  },
+};

@@ -1,0 +1,124 @@
+/**
+ * The non-runtime services (spec rules 3, 4 and 6): `/` serves the built-in
+ * home page or proxies the operator's frontend upstream; `/login`,
+ * `/login/session` and `/logout` are always the gateway's own, and their
+ * redirects name the configured origin; `/notebooks` and `/admin/compute`
+ * proxy operator-configured upstreams, only where the routing config
+ * enables them (the gateway answers service_disabled otherwise).
+ */
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
+import type { NodeResponse, Reply, RequestContext } from '../../gateway/http/context.ts';
+import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
+import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
+import { ServingErrors } from './errors.ts';
+import { HTML_HEADERS, homePage, loginPage } from './pages.ts';
+import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
+import type { RuntimeAuth } from './session.ts';
+import { proxyUpgrade } from './websocket.ts';
+
+export interface FrontendDeps {
+  auth: RuntimeAuth;
+  pools: UpstreamPools;
+  clusterName: string;
+  prefixes: () => Readonly<Record<string, string>>;
+  frontendUpstream: string | null;
+  timeoutMs: number;
+}
+
+function sendHtml(response: NodeResponse, status: number, html: string): undefined {
+  const res = response as ServerResponse;
+  const body = Buffer.from(html);
+  res.writeHead(status, { ...HTML_HEADERS, 'content-length': body.length });
+  res.end(body);
+  return undefined;
+}
+
+export function frontendMount(deps: FrontendDeps): ServiceMount {
+  const { auth } = deps;
+  const upstream = deps.frontendUpstream
+    ? buildTarget(deps.pools, {
+        upstream: deps.frontendUpstream,
+        prefix: '',
+        stripPrefix: true,
+        timeoutMs: deps.timeoutMs,
+        forwardAuthorization: false,
+        label: 'frontend',
+      })
+    : null;
+  const pages: Record<string, (ctx: RequestContext) => Promise<Reply | undefined> | Reply | undefined> = {
+    'GET /login': async (ctx) => {
+      const next = auth.safeNext(ctx.query.get('next'));
+      if (await auth.principal(ctx)) return { status: 302, headers: { location: auth.absolute(next), 'cache-control': 'no-store' } };
+      return sendHtml(ctx.res, 200, loginPage({ clusterName: deps.clusterName, tokenUrl: `${deps.prefixes().api}/auth/token`, next }));
+    },
+    'POST /login/session': (ctx) => {
+      // The bearer proves the login; the cookie carries it for browser navigation to runtime URLs.
+      if (!ctx.principal || !ctx.bearer) throw GatewayErrors.make.not_authenticated();
+      const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
+      return { status: 200, body: { location }, headers: { 'set-cookie': auth.sessionCookie(ctx.bearer), 'cache-control': 'no-store' } };
+    },
+    'GET /logout': (ctx) => ({
+      status: 302,
+      headers: { location: auth.absolute(auth.safeNext(ctx.query.get('next'))), 'set-cookie': auth.clearedSessionCookie(), 'cache-control': 'no-store' },
+    }),
+  };
+  pages['HEAD /login'] = pages['GET /login'] as (typeof pages)[string];
+  pages['POST /logout'] = pages['GET /logout'] as (typeof pages)[string];
+  return {
+    service: 'frontend',
+    auth: 'optional',
+    handle(ctx) {
+      const page = pages[`${ctx.method} ${ctx.rest}`];
+      if (page) return page(ctx);
+      if (upstream) return forward(ctx, upstream, ctx.rest, auth.originUrl(), ctx.principal);
+      if (ctx.rest === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+        return sendHtml(ctx.res, 200, homePage({ clusterName: deps.clusterName, origin: auth.origin(), prefixes: deps.prefixes() }));
+      }
+      throw GatewayErrors.make.route_not_found();
+    },
+  };
+}
+
+/** `/notebooks` (any local user) and `/admin/compute` (native administrators), proxied to operator upstreams. */
+export function operatorMount(service: string, upstream: string | null, adminOnly: boolean, deps: FrontendDeps): ServiceMount {
+  const targets = new Map<string, ProxyTarget>();
+  const targetFor = (prefix: string): ProxyTarget => {
+    if (!upstream) throw ServingErrors.make.upstream_not_configured({ service });
+    let target = targets.get(prefix);
+    if (!target) {
+      target = buildTarget(deps.pools, { upstream, prefix, stripPrefix: true, timeoutMs: deps.timeoutMs, forwardAuthorization: false, label: service });
+      targets.set(prefix, target);
+    }
+    return target;
+  };
+  const gate = (principal: Principal | null): void => {
+    if (principal?.source === 'mesh') throw GatewayErrors.make.endpoint_requires_native_realm();
+    if (adminOnly && !isNativeAdmin(principal)) throw GatewayErrors.make.admin_required();
+  };
+  // The service table reports rest '/' for the bare prefix too; tell the two apart by the raw path.
+  const split = (ctx: RequestContext | UpgradeContext) =>
+    ctx.rawPath.endsWith(ctx.rest)
+      ? { prefix: ctx.rawPath.slice(0, ctx.rawPath.length - ctx.rest.length), below: ctx.rest }
+      : { prefix: ctx.rawPath, below: '' };
+  return {
+    service,
+    auth: 'optional',
+    async handle(ctx) {
+      const principal = await deps.auth.principal(ctx);
+      if (!principal) return deps.auth.unauthenticated(ctx);
+      gate(principal);
+      const { prefix, below } = split(ctx);
+      if (below === '') return slashRedirect(ctx);
+      return forward(ctx, targetFor(prefix), below, deps.auth.originUrl(), principal);
+    },
+    async upgrade(ctx, socket: Duplex, head: Buffer) {
+      const principal = await deps.auth.principal(ctx);
+      if (!principal) throw GatewayErrors.make.not_authenticated();
+      gate(principal);
+      const { prefix, below } = split(ctx);
+      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal);
+    },
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * Serving (issue 3): the deployments registry, the runtime URL proxy for
+ * models, apps and tools, the frontend with login/logout, the operator
+ * services (/notebooks, /admin/compute), legacy per-deployment ports (off by
+ * default), and the `deploy` / `smoke` commands.
+ */
+import type { HandlerModule } from '../../gateway/module.ts';
+import { AUTHENTICATOR } from '../../gateway/principal.ts';
+import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
+import { AUTHZ } from '../authz/index.ts';
+import { deployCommand } from './cli.ts';
+import { ServingErrors } from './errors.ts';
+import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
+import { LegacyListeners } from './legacy.ts';
+import { UpstreamPools } from './proxy.ts';
+import { servingRoutes } from './routes.ts';
+import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
+import { DEPLOYMENTS, DeploymentService } from './service.ts';
+import { RuntimeAuth } from './session.ts';
+import { smokeCommand } from './smoke.ts';
+import { createDeploymentStore } from './store.ts';
+
+export const servingModule: HandlerModule = {
+  name: 'serving',
+  errors: ServingErrors,
+  commands: [deployCommand, smokeCommand],
+  async init(deps) {
+    const routing = deps.services.get(ROUTING_SOURCE);
+    const authz = deps.services.get(AUTHZ);
+    const prefixes = () => routing.current().prefixes;
+    const { serving } = deps.config;
+    const store = createDeploymentStore(deps.db);
+    const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
+    const pools = new UpstreamPools(serving.upstreamConnections, serving.perClientUpstreamRequests);
+    // Booted for a command, nothing listens (deps.listeners is null).
+    const legacy =
+      serving.legacyPortListeners && deps.listeners
+        ? new LegacyListeners({
+            runtime: () => runtime,
+            info: deps.runtime,
+            routing: () => routing.current(),
+            config: deps.config,
+            logger: deps.logger,
+            listeners: deps.listeners,
+          })
+        : null;
+    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
+    deps.services.provide(DEPLOYMENTS, deployments);
+    const runtime: RuntimeDeps = { deployments, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    await legacy?.openAll(store.list());
+    const site: FrontendDeps = {
+      auth,
+      pools,
+      clusterName: deps.config.clusterName,
+      prefixes,
+      frontendUpstream: serving.frontendUpstream,
+      timeoutMs: serving.defaultTimeoutSeconds * 1000,
+    };
+    return {
+      routes: servingRoutes(deployments, deps.config.limits.maxBodyBytes),
+      mounts: [
+        ...runtimeMounts(runtime),
+        frontendMount(site),
+        operatorMount('notebooks', serving.notebooksUpstream, false, site),
+        operatorMount('admin_compute', serving.adminComputeUpstream, true, site),
+      ],
+      close: async () => {
+        await legacy?.closeAll();
+        await pools.close();
+      },
+    };
+  },
+};

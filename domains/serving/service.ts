@@ -1,0 +1,214 @@
+/**
+ * The deployments registry (issue 3; spec "Public runtime URL shapes"):
+ * create, list, get and delete models, apps and tools, and resolve one for
+ * the runtime proxy. Transport-free: takes a Principal, knows no HTTP.
+ * Who sees what is access.ts, for the API and the runtime URLs alike; a
+ * mesh caller with no model relation at all is refused the listing (spec
+ * "Mesh proxy": remote model listing answers 403 unless the receiver
+ * granted a model relation; Authentication 10).
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
+import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
+import { createServiceKey } from '../../gateway/services.ts';
+import type { AuthzService } from '../authz/index.ts';
+import { AuthzErrors } from '../authz/index.ts';
+import { DeploymentAccess, VISIBILITIES, type Visibility } from './access.ts';
+import { ServingErrors } from './errors.ts';
+import type { DeploymentRow, DeploymentStore } from './store.ts';
+import { sdkModelFields } from './wire.ts';
+
+export type DeploymentKind = DeploymentRow['kind'];
+
+/** Deployment kind → the routing service that serves it. */
+export const KIND_SERVICE: Readonly<Record<DeploymentKind, string>> = { model: 'models', app: 'apps', tool: 'tools' };
+
+const upstreamUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
+  // Refinements run even after the URL check failed (zod 4); that failure is already reported.
+  const url = URL.parse(u);
+  return !url || (!url.username && !url.password && !url.search && !url.hash);
+}, 'must carry no credentials, query or fragment');
+
+/** The create body (and the CLI's flags): unknown fields are ignored (contract §0.3). */
+export const deploymentInput = z.object({
+  kind: z.enum(['model', 'app', 'tool']),
+  name: z.string().trim().min(1).max(128),
+  upstream: upstreamUrl,
+  strip_prefix: z.boolean().default(true),
+  websocket: z.boolean().default(true),
+  timeout_seconds: z.number().positive().max(3600).nullish(),
+  requires_auth: z.boolean().default(true),
+  forward_authorization: z.boolean().default(false),
+  /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); honoured only when the operator enabled it. */
+  legacy_port: z.number().int().min(1).max(65535).nullish(),
+  /** `authenticated` shares it with every native-realm user; `private` leaves it to its viewers (access.ts). */
+  visibility: z.enum(VISIBILITIES).default('private'),
+});
+export type DeploymentInput = z.output<typeof deploymentInput>;
+
+/** The owner's (or an administrator's) change to a deployment. */
+export const deploymentPatch = z.object({ visibility: z.enum(VISIBILITIES) });
+
+export interface PublicUrls {
+  /** Live routing prefixes (service → prefix). */
+  prefixes(): Readonly<Record<string, string>>;
+  origin(): string;
+}
+
+/** The legacy per-deployment listeners (legacy.ts); absent when `serving.legacyPortListeners` is off. */
+export interface LegacyPorts {
+  /** Starts serving the row's port; throws legacy_port_unavailable when it cannot be bound. */
+  open(row: DeploymentRow): Promise<void>;
+  close(id: string): Promise<void>;
+  /** The legacy URL while its listener is open, else null. */
+  url(row: DeploymentRow): string | null;
+}
+
+export class DeploymentService {
+  readonly #cache = new Map<string, { row: DeploymentRow | undefined; at: number }>();
+  readonly #access: DeploymentAccess;
+
+  constructor(
+    private readonly store: DeploymentStore,
+    private readonly authz: AuthzService,
+    private readonly urls: PublicUrls,
+    private readonly now: () => Date,
+    /** How long the proxy may use a looked-up row; the CLI writes the same database from another process. */
+    private readonly cacheMs = 1000,
+    private readonly ports: LegacyPorts | null = null,
+  ) {
+    this.#access = new DeploymentAccess(authz);
+  }
+
+  /** `seedOwner` is off for the console, whose operator is no user a tuple could name. */
+  async create(principal: Principal, input: DeploymentInput, seedOwner = true) {
+    requireAdmin(principal);
+    if (this.store.findByName(input.kind, input.name)) throw ServingErrors.make.deployment_name_taken({ kind: input.kind, name: input.name });
+    const legacyPort = input.legacy_port ?? null;
+    if (legacyPort !== null) {
+      if (!this.ports) throw ServingErrors.make.legacy_ports_disabled({ legacy_port: legacyPort });
+      if (this.store.findByLegacyPort(legacyPort)) throw ServingErrors.make.legacy_port_unavailable({ legacy_port: legacyPort });
+    }
+    const row: DeploymentRow = {
+      id: randomUUID(),
+      kind: input.kind,
+      name: input.name,
+      upstream: input.upstream.replace(/\/+$/, ''),
+      stripPrefix: input.strip_prefix,
+      websocket: input.websocket,
+      timeoutSeconds: input.timeout_seconds ?? null,
+      requiresAuth: input.requires_auth,
+      forwardAuthorization: input.forward_authorization,
+      visibility: input.visibility,
+      legacyPort,
+      createdBy: principal.username,
+      createdAt: this.now().toISOString(),
+    };
+    // Bind before inserting: a port collision leaves no row behind.
+    if (legacyPort !== null) await this.ports?.open(row);
+    try {
+      this.store.insert(row);
+    } catch (error) {
+      await this.ports?.close(row.id);
+      throw error;
+    }
+    this.#cache.delete(row.id);
+    // The creator owns it (as with datasets): owners manage its grants and visibility.
+    if (seedOwner) this.authz.grantOwnership(principal, { namespace: row.kind, id: row.id });
+    return this.view(row, true);
+  }
+
+  list(principal: Principal, kind?: DeploymentKind) {
+    if (principal.source === 'mesh') {
+      const granted = this.authz.visibleIds(principal, 'model');
+      if (granted !== 'all' && granted.size === 0) {
+        throw AuthzErrors.make.rebac_denied({ relation: 'viewer', object: 'model:*' });
+      }
+    }
+    const admin = isNativeAdmin(principal);
+    return this.store
+      .list()
+      .filter((row) => (kind === undefined || row.kind === kind) && this.#access.canSee(principal, row))
+      .map((row) => this.view(row, admin));
+  }
+
+  get(principal: Principal, id: string) {
+    return this.view(this.#visibleRow(principal, this.store.get(id), id), isNativeAdmin(principal));
+  }
+
+  /** Owners and native administrators change who else sees it; anyone else who may see it gets 403. */
+  setVisibility(principal: Principal, id: string, visibility: Visibility) {
+    const row = this.#visibleRow(principal, this.store.get(id), id);
+    this.authz.require(principal, 'owner', { namespace: row.kind, id: row.id });
+    const updated = this.store.setVisibility(id, visibility) ?? row;
+    this.#cache.delete(id);
+    return this.view(updated, isNativeAdmin(principal));
+  }
+
+  async remove(principal: Principal, id: string): Promise<void> {
+    requireAdmin(principal);
+    const row = this.store.get(id);
+    if (!row || !this.store.delete(id)) throw ServingErrors.make.deployment_not_found({ id });
+    this.#cache.delete(id);
+    // Grants on a removed deployment must not carry over to a future object with the same id.
+    this.authz.deleteObject({ namespace: row.kind, id });
+    await this.ports?.close(id);
+  }
+
+  /**
+   * The proxy's lookup: the deployment of that kind if the caller (null:
+   * anonymous) may see it, else null. Rows are cached briefly, so the hot
+   * path costs no query per request; the decision is access.ts's.
+   */
+  resolveFor(principal: Principal | null, kind: DeploymentKind, id: string): DeploymentRow | null {
+    const at = Date.now();
+    let hit = this.#cache.get(id);
+    if (!hit || at - hit.at > this.cacheMs) {
+      hit = { row: this.store.get(id), at };
+      this.#cache.set(id, hit);
+    }
+    const row = hit.row;
+    return row?.kind === kind && this.#access.canSee(principal, row) ? row : null;
+  }
+
+  /** The row when the caller may see it; otherwise the same 404 as a row that does not exist. */
+  #visibleRow(principal: Principal, row: DeploymentRow | undefined, id: string): DeploymentRow {
+    if (!row || !this.#access.canSee(principal, row)) throw ServingErrors.make.deployment_not_found({ id });
+    return row;
+  }
+
+  /** The API record; `upstream` (an internal address) only for administrators. */
+  view(row: DeploymentRow, admin: boolean) {
+    const prefix = this.urls.prefixes()[KIND_SERVICE[row.kind]];
+    const runtimePath = `${prefix}/${row.id}`;
+    const url = `${this.urls.origin()}${runtimePath}`;
+    return {
+      id: row.id,
+      kind: row.kind,
+      name: row.name,
+      ...(admin ? { upstream: row.upstream } : {}),
+      strip_prefix: row.stripPrefix,
+      websocket: row.websocket,
+      timeout_seconds: row.timeoutSeconds,
+      requires_auth: row.requiresAuth,
+      forward_authorization: row.forwardAuthorization,
+      visibility: row.visibility,
+      runtime_path: runtimePath,
+      url,
+      ...(row.kind === 'model' ? { openai_base_url: `${url}/v1` } : {}),
+      legacy_port: row.legacyPort,
+      legacy_url: this.ports?.url(row) ?? null,
+      created_by: row.createdBy,
+      created_at: row.createdAt,
+      ...(row.kind === 'model' ? sdkModelFields(row, runtimePath, prefix as string) : {}),
+    };
+  }
+}
+
+function requireAdmin(principal: Principal): void {
+  if (!isNativeAdmin(principal)) throw GatewayErrors.make.admin_required();
+}
+
+/** The deployments registry, as `meshgate deploy` reaches it through the composition root. */
+export const DEPLOYMENTS = createServiceKey<DeploymentService>('deployments');

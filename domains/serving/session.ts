@@ -1,0 +1,99 @@
+/**
+ * Who is calling a runtime URL or a frontend page: the bearer the pipeline
+ * already verified, else the platform session cookie a browser carries
+ * (set by /login/session). Redirects for browsers always name the
+ * configured origin (PLATFORM_ORIGIN, spec rule 3 and 6), never a value
+ * taken from the request's Host header.
+ */
+import { ApiError } from '../../gateway/errors/api-error.ts';
+import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
+import type { NodeRequest, Reply } from '../../gateway/http/context.ts';
+import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
+import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
+import type { Authenticator, Principal } from '../../gateway/principal.ts';
+import { SESSION_COOKIE, sessionCookieValue } from './headers.ts';
+
+interface Caller {
+  readonly req: NodeRequest;
+  readonly method: string;
+  readonly rawPath: string;
+  readonly query: URLSearchParams;
+  readonly principal?: Principal | null;
+}
+
+export class RuntimeAuth {
+  #origin: { text: string; url: URL } | null = null;
+
+  constructor(
+    private readonly authenticator: Authenticator,
+    readonly origin: () => string,
+    private readonly sessionTtlSeconds: number,
+  ) {}
+
+  /** The verified bearer principal, else the session cookie's; a stale cookie counts as none. */
+  async principal(caller: Caller): Promise<Principal | null> {
+    if (caller.principal) return caller.principal;
+    const bearer = bearerOf(caller as Parameters<typeof bearerOf>[0]);
+    if (bearer) return this.authenticator.authenticate(bearer);
+    const cookie = sessionCookieValue(caller.req.headers.cookie);
+    if (!cookie) return null;
+    try {
+      return await this.authenticator.authenticate(cookie);
+    } catch (error) {
+      if (error instanceof ApiError) return null;
+      throw error;
+    }
+  }
+
+  /** A protected resource without credentials: a navigating browser goes to the login page, anything else gets 401. */
+  unauthenticated(caller: Caller): Reply {
+    const accept = caller.req.headers.accept ?? '';
+    if ((caller.method === 'GET' || caller.method === 'HEAD') && accept.includes('text/html')) {
+      const query = caller.query.size > 0 ? `?${caller.query}` : '';
+      return { status: 302, headers: { location: this.loginUrl(`${caller.rawPath}${query}`), 'cache-control': 'no-store' } };
+    }
+    throw GatewayErrors.make.not_authenticated();
+  }
+
+  /** The configured origin parsed once (it is fixed after listen), for X-Forwarded-Host/Port on every proxied request. */
+  originUrl(): URL {
+    const text = this.origin();
+    if (this.#origin?.text !== text) this.#origin = { text, url: new URL(text) };
+    return this.#origin.url;
+  }
+
+  loginUrl(next: string): string {
+    return `${this.origin()}/login?next=${encodeURIComponent(next)}`;
+  }
+
+  /** Same-origin only: a canonical absolute path, or a URL on the configured origin; anything else means home. */
+  safeNext(next: string | null): string {
+    if (!next) return '/';
+    let candidate = next;
+    if (!next.startsWith('/')) {
+      try {
+        const url = new URL(next);
+        if (url.origin !== this.origin()) return '/';
+        candidate = `${url.pathname}${url.search}`;
+      } catch {
+        return '/';
+      }
+    }
+    const path = candidate.split(/[?#]/, 1)[0] as string;
+    if (candidate.startsWith('//') || problemWithPath(path) !== null) return '/';
+    return candidate;
+  }
+
+  /** Where a redirect lands: always the configured origin. */
+  absolute(path: string): string {
+    return `${this.origin()}${path}`;
+  }
+
+  sessionCookie(token: string): string {
+    return `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${this.sessionTtlSeconds}; Secure; HttpOnly; SameSite=Lax`;
+  }
+
+  clearedSessionCookie(): string {
+    return `${SESSION_COOKIE}=; Path=/; Max-Age=0; Secure; HttpOnly; SameSite=Lax`;
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * Websocket upgrades through undici's upgrade API on the deployment's pool:
+ * the upstream's 101 head is relayed, then the two sockets are piped both
+ * ways until either side closes. A refused or failed upgrade rejects before
+ * anything is written, so the gateway answers it as an error response.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { UpgradeContext } from '../../gateway/module.ts';
+import type { Principal } from '../../gateway/principal.ts';
+import { upstreamRequestHeaders } from './headers.ts';
+import { forwardFacts, type ProxyTarget, upstreamError, upstreamPath } from './proxy.ts';
+
+export async function proxyUpgrade(
+  ctx: UpgradeContext,
+  client: Duplex,
+  head: Buffer,
+  target: ProxyTarget,
+  below: string,
+  origin: URL,
+  principal: Principal | null,
+): Promise<void> {
+  // undici sets `connection: upgrade` and `upgrade: websocket` itself; the sec-websocket-* headers pass through.
+  const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
+  let upstream: { headers: IncomingHttpHeaders; socket: Duplex };
+  try {
+    upstream = await target.pool.upgrade({
+      path: upstreamPath(target, below, ctx.query),
+      method: 'GET',
+      headers,
+      protocol: 'websocket',
+      signal: AbortSignal.timeout(target.timeoutMs),
+    });
+  } catch (error) {
+    throw upstreamError(error as Error, target.label);
+  }
+  const { socket } = upstream;
+  if (client.destroyed) {
+    socket.destroy();
+    return;
+  }
+  client.write(`HTTP/1.1 101 Switching Protocols\r\n${formatHead(upstream.headers)}\r\n`);
+  if (head.length > 0) socket.write(head);
+  const closeBoth = () => {
+    client.destroy();
+    socket.destroy();
+  };
+  socket.on('error', closeBoth).on('close', closeBoth);
+  client.on('error', closeBoth).on('close', closeBoth);
+  socket.pipe(client);
+  client.pipe(socket);
+  ctx.logger.info({ req_id: ctx.requestId, method: ctx.method, path: ctx.rawPath, status: 101, service: ctx.service, user: principal?.userId }, 'request');
+}
+
+function formatHead(headers: IncomingHttpHeaders): string {
+  let out = '';
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) out += `${name}: ${v}\r\n`;
+  }
+  return out;
+}
