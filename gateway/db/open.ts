@@ -1,5 +1,5 @@
 /**
- * One SQLite database per gateway (DESIGN.md §5): WAL, foreign keys, full
+ * One SQLite database per gateway: WAL, foreign keys, full
  * sync so a committed change survives a crash before the response leaves.
  * Drizzle migrations from data/migrations run before the listener opens.
  */
@@ -10,11 +10,14 @@ import { type BetterSQLite3Database, drizzle, migrate } from './drizzle.ts';
 
 export type Db = BetterSQLite3Database;
 
+const MEMORY = ':memory:';
+
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../data/migrations', import.meta.url));
 
 export function openDatabase(file: string): { sqlite: Database.Database; db: Db } {
   // Created 0600 before SQLite opens it: its WAL and SHM files take the database file's mode.
-  closeSync(openSync(file, 'a', 0o600));
+  // ':memory:' names no file (https://www.sqlite.org/inmemorydb.html).
+  if (file !== MEMORY) closeSync(openSync(file, 'a', 0o600));
   const sqlite = new Database(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = FULL');
