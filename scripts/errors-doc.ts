@@ -1,6 +1,6 @@
 /**
  * Writes ERRORS.md from the error registry: every reason, its status, the
- * domain that owns it and when it is given. test/unit/errors-doc.test.ts
+ * domain that owns it and when it is given. test/unit/scripts/errors-doc.test.ts
  * fails when the file and the registry disagree; re-run this to fix it.
  *   npx tsx scripts/errors-doc.ts
  */

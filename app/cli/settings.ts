@@ -2,7 +2,7 @@
  * The settings an operator of `meshgate serve` sets: each flag and PLATFORM_*
  * environment variable, with its default and meaning. `serve --help` is
  * rendered from this table and README's "Operating it" table holds the same
- * rows (renderMarkdownRow); test/unit/cli-settings.test.ts keeps both in step
+ * rows (renderMarkdownRow); test/unit/app/cli/settings.test.ts keeps both in step
  * with every variable the config loader reads. Defaults come from the config
  * schema itself, so they cannot drift either.
  */

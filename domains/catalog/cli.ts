@@ -11,7 +11,7 @@ import { KEK_ROTATION } from './rotate.ts';
 const USAGE = 'meshgate rotate-kek [--batch <n>]';
 
 /**
- * Test hook for the crash test (test/integration/catalog-kek-rotation.test.ts):
+ * Test hook for the crash test (test/integration/domains/catalog/kek-rotation.test.ts):
  * the process kills itself with SIGKILL once this many data keys are rewrapped.
  */
 const CRASH_HOOK = 'MESHGATE_TEST_ROTATE_CRASH_AFTER';

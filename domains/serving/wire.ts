@@ -1,6 +1,6 @@
 /**
  * The fields the platform's public Python SDK reads from a model deployment
- * (kamiwaza-sdk 1.3.0, `UIModelDeployment`; test/integration/sdk-python.test.ts):
+ * (kamiwaza-sdk 1.3.0, `UIModelDeployment`; test/integration/domains/retrieval/sdk-python.test.ts):
  * with them, `client.serving.list_deployments()` parses our listing and
  * `client.openai.get_client(model=<name>)` finds the deployment and talks
  * to `<origin><access_path>/v1`. meshgate has no model registry, so the

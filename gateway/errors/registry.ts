@@ -1,7 +1,7 @@
 /**
  * Merges every domain's error table into one registry (fastify registers
  * every code in one place). Duplicate reasons across domains fail at start;
- * test/unit/errors-doc.test.ts keeps the registry and ERRORS.md in sync.
+ * test/unit/scripts/errors-doc.test.ts keeps the registry and ERRORS.md in sync.
  */
 import type { ErrorDef, ErrorTable } from './api-error.ts';
 

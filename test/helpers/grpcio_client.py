@@ -1,5 +1,5 @@
 """gRPC's reference client (grpcio, the C-core) for the retrieval stream:
-the interoperability tests (test/integration/retrieval-grpcio.test.ts) and
+the interoperability tests (test/integration/domains/retrieval/grpcio.test.ts) and
 the retrieval benchmark run it. The platform's public SDK is Python.
 
 One job per stdin line, as JSON:

@@ -1,5 +1,5 @@
 """The platform's public Python SDK (kamiwaza-sdk, scripts/peers/sdk.sh)
-driven against a real meshgate by test/integration/sdk-python.test.ts.
+driven against a real meshgate by test/integration/domains/retrieval/sdk-python.test.ts.
 
     python sdk_scenarios.py <scenario> '<json arguments>'
 
