@@ -57,7 +57,10 @@ export function createHttpsListener(tls: ServerKeyPair, limits: Limits, handle: 
     connectionsCheckingInterval: checkingInterval(limits),
   });
   server.setTimeout(limits.idleTimeoutMs);
-  server.on('session', (session: ServerHttp2Session) => awaitFirstStream(session, limits.headersTimeoutMs));
+  server.on('session', (session: ServerHttp2Session) => {
+    awaitFirstStream(session, limits.headersTimeoutMs);
+    releaseIdleTimerOnDestroy(session);
+  });
   endUnreadUploads(server);
   return server;
 }
@@ -74,6 +77,20 @@ export function createPlainHttpListener(limits: Limits, handle: RequestListener)
   );
   server.setTimeout(limits.idleTimeoutMs);
   return server;
+}
+
+/**
+ * Node arms each session's idle timer (server.setTimeout) but never disarms it once the session is destroyed:
+ * `setTimeout(0)` is ignored on a destroyed session, and destroy() sets that flag before it tries. The timer then holds
+ * the closed session and its socket until idleTimeoutMs (minutes) passes. Every teardown path, Node's own included,
+ * goes through session.destroy(), so disarming first there releases them at close.
+ */
+function releaseIdleTimerOnDestroy(session: ServerHttp2Session): void {
+  const destroy = session.destroy.bind(session);
+  session.destroy = (error?: Error, code?: number) => {
+    session.setTimeout(0);
+    destroy(error, code);
+  };
 }
 
 /** The HTTP/2 side of the head deadline: a session that never opens a stream is closed like a silent HTTP/1.1 client. */

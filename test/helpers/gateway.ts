@@ -1,7 +1,9 @@
 /**
  * Starts a real gateway in-process for a test: its own temp data dir, HTTPS
  * on port 0, TLS verified against the CA it generated (never disabled),
- * logs captured in memory so tests can scan them. Closed in t.after.
+ * logs captured in memory so tests can scan them. Closed in t.after, and a
+ * stop fails the test when the gateway left a connection, a timer or a child
+ * process behind (test/helpers/leaks.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import { Agent, request as undiciRequest } from 'undici';
 import { type Gateway, startGateway } from '../../app/server.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
+import { assertNothingLeft, ResourceScope } from './leaks.ts';
 
 export const ADMIN_PASSWORD = 'admin-password-for-tests';
 
@@ -39,6 +42,10 @@ export class TestGateway {
   gateway!: Gateway;
   agent!: Agent;
   #adminToken: string | null = null;
+  /** What the running gateway holds; null while stopped. */
+  #scope: ResourceScope | null = null;
+  /** Job runs a stop left running on purpose, handed to the next start to watch. */
+  #outliving: ResourceScope | null = null;
 
   /** The port of the first start, kept across restart() so peers that stored this address still reach it. */
   #port = 0;
@@ -79,11 +86,17 @@ export class TestGateway {
         done();
       },
     });
-    this.gateway = await startGateway(config, {
-      logDestination: sink,
-      announce: (line) => this.announced.push(line),
-      ...(this.options.now ? { now: this.options.now } : {}),
-    });
+    const scope = new ResourceScope();
+    if (this.#outliving) scope.adoptChildren(this.#outliving);
+    this.#outliving = null;
+    this.gateway = await scope.run(() =>
+      startGateway(config, {
+        logDestination: sink,
+        announce: (line) => this.announced.push(line),
+        ...(this.options.now ? { now: this.options.now } : {}),
+      }),
+    );
+    this.#scope = scope;
     this.#port = Number(new URL(this.gateway.httpsUrl).port);
     // Connect to the bound loopback address, verify the certificate for the first configured
     // hostname (SNI), so names like fed-a.test need no /etc/hosts entry.
@@ -92,13 +105,23 @@ export class TestGateway {
     return this;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Closes the gateway, then fails if it left anything open. `jobsOutlive`: job runs still going are meant to outlive
+   * the gateway (the next start re-attaches them); they are checked when the next start's gateway stops.
+   */
+  async stop({ jobsOutlive = false }: { jobsOutlive?: boolean } = {}): Promise<void> {
+    const scope = this.#scope;
+    if (!scope) return;
+    this.#scope = null;
     await this.agent.close();
-    await this.gateway.close(1000);
+    await scope.run(() => this.gateway.close(1000));
+    await assertNothingLeft(scope, `the gateway on port ${this.#port}`, { keepChildren: jobsOutlive });
+    if (jobsOutlive) this.#outliving = scope;
   }
 
+  /** A process restart: job runs outlive it, as they outlive a real one. */
   async restart(): Promise<void> {
-    await this.stop();
+    await this.stop({ jobsOutlive: true });
     await this.start();
   }
 
@@ -156,8 +179,11 @@ export async function startTestGateway(t: After, overrides: ConfigInput = {}, op
   const gw = new TestGateway(dataDir, overrides, options);
   // Registered before start, so a gateway that fails to start leaves no data dir behind.
   t.after(async () => {
-    await gw.stop().catch(() => {});
-    rmSync(dataDir, { recursive: true, force: true });
+    try {
+      await gw.stop();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
   return gw.start();
 }

@@ -31,7 +31,7 @@ test('restart: a job that finished while the gateway was down is recorded from i
   const ok = (await submit(gw, await gw.adminToken(), { entrypoint: 'sleep 0.5' })).json.id;
   const bad = (await submit(gw, await gw.adminToken(), { entrypoint: 'sleep 0.5; exit 7' })).json.id;
   await waitFor(gw, await gw.adminToken(), bad, (b) => b.status === 'RUNNING');
-  await gw.stop();
+  await gw.stop({ jobsOutlive: true });
   await new Promise((r) => setTimeout(r, 1500));
   await gw.start();
   const [okNow, badNow] = [await status(gw, ok), await status(gw, bad)];
@@ -45,7 +45,7 @@ test('restart: a job whose process vanished without an exit status is FAILED run
   const gw = await startTestGateway(t);
   const id = (await submit(gw, await gw.adminToken(), { entrypoint: 'sleep 30' })).json.id;
   await waitFor(gw, await gw.adminToken(), id, (b) => b.status === 'RUNNING');
-  await gw.stop();
+  await gw.stop({ jobsOutlive: true });
   killGroup(gw, id);
   await gw.start();
   const now = await waitFor(gw, await gw.adminToken(), id, undefined, 5000);
@@ -71,7 +71,7 @@ test('restart with another runtime configured: its active jobs are FAILED runtim
   const gw = await startTestGateway(t);
   const id = (await submit(gw, await gw.adminToken(), { entrypoint: 'sleep 30' })).json.id;
   await waitFor(gw, await gw.adminToken(), id, (b) => b.status === 'RUNNING');
-  await gw.stop();
+  await gw.stop({ jobsOutlive: true });
   killGroup(gw, id);
   // Nothing listens on the discard port: the switch must not depend on reaching the new runtime.
   Object.assign(gw.overrides, { jobs: { runtime: 'ray', ray: { dashboardUrl: 'http://127.0.0.1:9' } } });

@@ -78,9 +78,12 @@ test('a full disk answers 507 storage_full with nothing written, and the gateway
   mkdirSync(dataDir, { mode: 0o700 });
   const gw = new TestGateway(dataDir, {});
   t.after(async () => {
-    await gw.stop().catch(() => {});
-    execFileSync('umount', [mountPoint]);
-    rmSync(mountPoint, { recursive: true, force: true });
+    try {
+      await gw.stop();
+    } finally {
+      execFileSync('umount', [mountPoint]);
+      rmSync(mountPoint, { recursive: true, force: true });
+    }
   });
   await gw.start();
   const token = await gw.adminToken();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { startHive } from '../../helpers/peers/hive.ts';
+import { startHive } from '../../../helpers/peers/hive.ts';
 
 test('hive peer: a real HiveServer2 answers HiveQL over Thrift (hive-driver) on an external table', async (t) => {
   const started = performance.now();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
 import { fetch } from 'undici';
-import { startOidcProvider } from '../../helpers/peers/oidc.ts';
+import { startOidcProvider } from '../../../helpers/peers/oidc.ts';
 
 test('oidc peer: a password grant yields a JWT with custom claims that verifies against the discovered JWKS over verified TLS', async (t) => {
   const started = performance.now();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Admin, Consumer, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka';
-import { startKafka } from '../../helpers/peers/kafka.ts';
+import { startKafka } from '../../../helpers/peers/kafka.ts';
 
 test('kafka peer: a KRaft broker on loopback takes messages and hands them back from the beginning', async (t) => {
   const started = performance.now();

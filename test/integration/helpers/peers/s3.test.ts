@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
-import { s3ClientFor, startS3 } from '../../helpers/peers/s3.ts';
+import { s3ClientFor, startS3 } from '../../../helpers/peers/s3.ts';
 
 test('s3 peer: objects put through the AWS SDK come back byte for byte, ranges included', async (t) => {
   const started = performance.now();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
-import { startPostgres } from '../../helpers/peers/postgres.ts';
+import { startPostgres } from '../../../helpers/peers/postgres.ts';
 
 test('postgres peer: a throwaway cluster on loopback answers pg and psql with password auth', async (t) => {
   const started = performance.now();

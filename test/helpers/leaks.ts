@@ -1,0 +1,152 @@
+/**
+ * What a gateway leaves behind once closed. Each test gateway runs inside a ResourceScope: every libuv handle and
+ * timer created while its code runs (AsyncLocalStorage follows the gateway's callbacks and promises), or triggered
+ * by one of its handles (an accepted connection is triggered by the server's handle, not created in its context),
+ * belongs to it — so a second gateway, a peer or the test's own client in the same process are never counted.
+ * After close, the scope must hold no live socket, server, timer or child process, and no process may remain in the
+ * process group of a child it started (job runs are group leaders: a grandchild outlives its parent).
+ * Node's async_hooks (https://nodejs.org/api/async_hooks.html) report a handle's `destroy` once libuv has closed it.
+ */
+import { AsyncLocalStorage, createHook } from 'node:async_hooks';
+import { readdirSync, readFileSync } from 'node:fs';
+import { waitFor } from './wait.ts';
+
+/** Handles that keep something open (or the loop alive) until closed; requests (FSREQ, WRITEWRAP...) end by themselves. */
+const HELD_TYPES = new Set([
+  'TCPWRAP',
+  'TCPSERVERWRAP',
+  'PIPEWRAP',
+  'PIPESERVERWRAP',
+  'UDPWRAP',
+  'PROCESSWRAP',
+  'SIGNALWRAP',
+  'FSEVENTWRAP',
+  'STATWATCHER',
+  'WORKER',
+  'Timeout',
+  'Immediate',
+]);
+
+interface Held {
+  readonly type: string;
+  readonly resource: any;
+}
+
+const current = new AsyncLocalStorage<ResourceScope>();
+const owners = new Map<number, ResourceScope>();
+
+export class ResourceScope {
+  readonly held = new Map<number, Held>();
+  /** Process handles of every child started in the scope, for their pids once spawned. */
+  readonly children: any[] = [];
+
+  run<T>(fn: () => T): T {
+    ensureHook();
+    return current.run(this, fn);
+  }
+
+  /** Children a closed gateway left running on purpose (job runs outlive a restart) are watched by the next one. */
+  adoptChildren(from: ResourceScope): void {
+    for (const [id, held] of from.held) {
+      if (held.type !== 'PROCESSWRAP') continue;
+      from.held.delete(id);
+      this.held.set(id, held);
+      owners.set(id, this);
+    }
+    this.children.push(...from.children);
+  }
+}
+
+let hookEnabled = false;
+function ensureHook(): void {
+  if (hookEnabled) return;
+  hookEnabled = true;
+  // Promises are left out (trackPromises: false): they hold nothing open, and tracking them costs every await.
+  createHook({
+    init(asyncId, type, triggerAsyncId, resource) {
+      const owner = current.getStore() ?? owners.get(triggerAsyncId);
+      if (!owner) return;
+      owners.set(asyncId, owner);
+      if (HELD_TYPES.has(type)) owner.held.set(asyncId, { type, resource });
+      if (type === 'PROCESSWRAP') owner.children.push(resource);
+    },
+    destroy(asyncId) {
+      owners.get(asyncId)?.held.delete(asyncId);
+      owners.delete(asyncId);
+    },
+    trackPromises: false,
+  } as Parameters<typeof createHook>[0]).enable();
+}
+
+/** libuv reports a closed handle's destroy on a later turn of the loop, so leftovers get a short while to go. */
+const SETTLE_MS = 2000;
+
+/** Throws naming everything `scope` still holds after its owner (`what`) closed. */
+export async function assertNothingLeft(scope: ResourceScope, what: string, options: { keepChildren?: boolean } = {}) {
+  const leftovers = () => [
+    ...[...scope.held.values()].filter((h) => !(options.keepChildren && h.type === 'PROCESSWRAP')).map(describe),
+    ...(options.keepChildren ? [] : strayGroupMembers(scope)),
+  ];
+  const found = await waitFor(() => leftovers().length === 0, { timeoutMs: SETTLE_MS }).then(
+    () => [],
+    () => leftovers(),
+  );
+  if (found.length > 0) throw new Error(`${what} left behind after close:\n  ${found.join('\n  ')}`);
+}
+
+function describe({ type, resource }: Held): string {
+  switch (type) {
+    case 'TCPWRAP':
+      return `an open TCP connection ${address(resource, 'getsockname')} ↔ ${address(resource, 'getpeername')}`;
+    case 'TCPSERVERWRAP':
+      return `a listening TCP server on ${address(resource, 'getsockname')}`;
+    case 'PROCESSWRAP':
+      return `a running child process, pid ${resource.pid}`;
+    case 'Timeout': {
+      const repeat = resource._repeat ? 'an interval' : 'a timer';
+      const on = resource._timerArgs?.[0]?.constructor?.name;
+      return `${repeat} of ${resource._idleTimeout} ms calling ${callbackName(resource._onTimeout)}${on ? ` on a ${on}` : ''}`;
+    }
+    case 'Immediate':
+      return `a pending setImmediate calling ${callbackName(resource._onImmediate)}`;
+    default:
+      return `an open ${type} handle`;
+  }
+}
+
+function address(handle: any, method: 'getsockname' | 'getpeername'): string {
+  const out: { address?: string; port?: number } = {};
+  return handle[method]?.(out) === 0 ? `${out.address}:${out.port}` : '?';
+}
+
+function callbackName(fn: unknown): string {
+  if (typeof fn !== 'function') return 'nothing';
+  const source = String(fn).replace(/\s+/g, ' ');
+  return `${fn.name || 'an anonymous function'} (${source.slice(0, 100)})`;
+}
+
+/** Processes (alive, not zombies) in the process group of a child the scope started. */
+function strayGroupMembers(scope: ResourceScope): string[] {
+  const groups = new Set(scope.children.map((handle) => handle.pid).filter((pid) => typeof pid === 'number'));
+  if (groups.size === 0) return [];
+  const strays: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(entry);
+    if (!stat) continue;
+    // proc(5): "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses, so split after the last ')'.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (groups.has(Number(pgrp)) && state !== 'Z') {
+      strays.push(`process ${entry} ${stat.slice(stat.indexOf('('), stat.lastIndexOf(')') + 1)} in group ${pgrp}`);
+    }
+  }
+  return strays;
+}
+
+function readStat(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return ''; // exited between readdir and read
+  }
+}
