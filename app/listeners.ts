@@ -16,6 +16,7 @@ import type { AccessSink } from '../gateway/log.ts';
 import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
 import type { ListenerFactory, ListenerOptions } from '../gateway/module.ts';
 import { createPipeline } from '../gateway/pipeline/run.ts';
+import type { Stage } from '../gateway/pipeline/stage.ts';
 import { createAccessLogStage } from '../gateway/pipeline/stages/access-log.ts';
 import { createCanonicalPathStage } from '../gateway/pipeline/stages/canonical-path.ts';
 import { createLimitsStage } from '../gateway/pipeline/stages/limits.ts';
@@ -27,15 +28,22 @@ export interface IngressBase {
   readonly tls: ServerKeyPair;
 }
 
-/** The one pipeline factory: the prelude, then the listener's stages; the mesh body guard sees every request first. */
-export function createIngressPipeline(base: IngressBase, options: ListenerOptions) {
-  const prelude = [
+/** The stages every listener runs first, in STAGE_ORDER (test/unit/gateway/pipeline/stage-order.test.ts checks). */
+export function ingressPrelude(
+  base: Pick<IngressBase, 'config' | 'accessLog'>,
+  options: Pick<ListenerOptions, 'accessFields'>,
+): Stage[] {
+  return [
     createRequestIdStage(),
     createAccessLogStage(base.accessLog, options.accessFields),
     createLimitsStage(base.config.limits),
     createCanonicalPathStage(),
   ];
-  return createPipeline([...prelude, ...options.stages], options.logger, guardMeshBody);
+}
+
+/** The one pipeline factory: the prelude, then the listener's stages; the mesh body guard sees every request first. */
+export function createIngressPipeline(base: IngressBase, options: ListenerOptions) {
+  return createPipeline([...ingressPrelude(base, options), ...options.stages], options.logger, guardMeshBody);
 }
 
 /** What a listener calls per request: the ingress pipeline, or the queue that holds requests until it exists. */

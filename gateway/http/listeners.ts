@@ -59,7 +59,7 @@ export function createHttpsListener(tls: ServerKeyPair, limits: Limits, handle: 
   server.setTimeout(limits.idleTimeoutMs);
   server.on('session', (session: ServerHttp2Session) => {
     awaitFirstStream(session, limits.headersTimeoutMs);
-    releaseIdleTimerOnDestroy(session);
+    releaseIdleTimerOnClose(session);
   });
   endUnreadUploads(server);
   return server;
@@ -80,16 +80,21 @@ export function createPlainHttpListener(limits: Limits, handle: RequestListener)
 }
 
 /**
- * Node arms each session's idle timer (server.setTimeout) but never disarms it once the session is destroyed:
- * `setTimeout(0)` is ignored on a destroyed session, and destroy() sets that flag before it tries. The timer then holds
- * the closed session and its socket until idleTimeoutMs (minutes) passes. Every teardown path, Node's own included,
- * goes through session.destroy(), so disarming first there releases them at close.
+ * Node arms each session's idle timer (server.setTimeout) but does not always disarm it: `setTimeout(0)` is ignored
+ * on a destroyed session, and both destroy() and a closed socket (Node's socketOnClose calls close(), then tears the
+ * session down directly) mark it destroyed before trying. The timer then holds the closed session and its socket for
+ * idleTimeoutMs (minutes). Disarming in destroy(), and in close() once the socket is gone, covers every teardown;
+ * a graceful close on a live socket keeps the timer, so a stream that never ends is still cut.
  */
-function releaseIdleTimerOnDestroy(session: ServerHttp2Session): void {
-  const destroy = session.destroy.bind(session);
+function releaseIdleTimerOnClose(session: ServerHttp2Session): void {
+  const { close, destroy } = session;
   session.destroy = (error?: Error, code?: number) => {
     session.setTimeout(0);
-    destroy(error, code);
+    destroy.call(session, error, code);
+  };
+  session.close = (callback?: () => void) => {
+    if (session.socket?.destroyed) session.setTimeout(0);
+    close.call(session, callback);
   };
 }
 

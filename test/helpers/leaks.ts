@@ -78,13 +78,31 @@ function ensureHook(): void {
   } as Parameters<typeof createHook>[0]).enable();
 }
 
+/**
+ * AbortSignal.timeout() arms an unref'd timer that Node never clears early: it holds only a WeakRef to its signal and
+ * goes when it fires (https://nodejs.org/api/globals.html#abortsignaltimeoutdelay). Libraries (jose's remote JWKS)
+ * use one per call, so such a timer is no leak; it is recognised by its callback, learnt from one made here.
+ */
+let abortTimeoutSource: string | null = null;
+function isAbortSignalTimeout(held: Held): boolean {
+  if (abortTimeoutSource === null) {
+    const probe = new ResourceScope();
+    probe.run(() => AbortSignal.timeout(1));
+    const timer = [...probe.held.values()].find((h) => h.type === 'Timeout');
+    abortTimeoutSource = timer ? String(timer.resource._onTimeout) : '';
+  }
+  return held.type === 'Timeout' && !held.resource.hasRef() && String(held.resource._onTimeout) === abortTimeoutSource;
+}
+
 /** libuv reports a closed handle's destroy on a later turn of the loop, so leftovers get a short while to go. */
 const SETTLE_MS = 2000;
 
 /** Throws naming everything `scope` still holds after its owner (`what`) closed. */
 export async function assertNothingLeft(scope: ResourceScope, what: string, options: { keepChildren?: boolean } = {}) {
   const leftovers = () => [
-    ...[...scope.held.values()].filter((h) => !(options.keepChildren && h.type === 'PROCESSWRAP')).map(describe),
+    ...[...scope.held.values()]
+      .filter((h) => !(options.keepChildren && h.type === 'PROCESSWRAP') && !isAbortSignalTimeout(h))
+      .map(describe),
     ...(options.keepChildren ? [] : strayGroupMembers(scope)),
   ];
   const found = await waitFor(() => leftovers().length === 0, { timeoutMs: SETTLE_MS }).then(

@@ -21,6 +21,7 @@ test('a timer, an interval and a listening server left in the scope are each nam
   const server = createServer();
   const timers = scope.run(() => {
     server.listen(0, '127.0.0.1');
+    AbortSignal.timeout(60_000); // unref'd, cleared by Node when it fires: not a leak
     return [setTimeout(function forgottenTimer() {}, 60_000), setInterval(function forgottenSweep() {}, 30_000)];
   });
   await once(server, 'listening');
@@ -29,6 +30,7 @@ test('a timer, an interval and a listening server left in the scope are each nam
     assert.match(error.message, /a timer of 60000 ms calling forgottenTimer/);
     assert.match(error.message, /an interval of 30000 ms calling forgottenSweep/);
     assert.match(error.message, /a listening TCP server on 127\.0\.0\.1:\d+/);
+    assert.equal(error.message.split('\n').length, 4, 'three leftovers, the AbortSignal timer not among them');
     return true;
   });
   for (const timer of timers) clearTimeout(timer);

@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { ingressPrelude } from '../../../../app/listeners.ts';
+import { loadConfig } from '../../../../gateway/config/load.ts';
+import { createLoggers } from '../../../../gateway/log.ts';
 import { STAGE_ORDER } from '../../../../gateway/pipeline/stage.ts';
 import type { Authenticator } from '../../../../gateway/principal.ts';
 import { compileHandlers } from '../../../../gateway/routing/compile.ts';
+
+const STAGE_NAMES: ReadonlySet<string> = new Set(STAGE_ORDER);
 
 const authenticator: Authenticator = {
   authenticate: () => {
@@ -10,8 +16,20 @@ const authenticator: Authenticator = {
   },
 };
 
-test('the ingress order is the one DESIGN.md §3 and ARCHITECTURE.md state', () => {
-  assert.deepEqual(STAGE_ORDER, ['requestId', 'accessLog', 'limits', 'canonicalPath', 'routeMatch', 'meshVerify', 'authenticate', 'authorize', 'dispatch']);
+test('the ingress order ARCHITECTURE.md draws is STAGE_ORDER', () => {
+  const doc = readFileSync(new URL('../../../../ARCHITECTURE.md', import.meta.url), 'utf8');
+  const diagram = /## Ingress flow\n+```\n([^`]+)```/.exec(doc)?.[1] ?? '';
+  // The stage names in the drawing, in reading order: TLS and the handler around them are not stages.
+  const drawn = [...diagram.matchAll(/\b[a-z][A-Za-z]+\b/g)].map((m) => m[0]).filter((w) => STAGE_NAMES.has(w));
+  assert.deepEqual(drawn, [...STAGE_ORDER]);
+});
+
+test('the prelude every listener runs (app/listeners.ts) is STAGE_ORDER up to routeMatch, in that order', () => {
+  const config = loadConfig({ env: {}, overrides: { dataDir: '/nonexistent' } });
+  const { accessLog, close } = createLoggers('silent', { write: () => undefined });
+  const prelude = ingressPrelude({ config, accessLog }, {}).map((stage) => stage.name);
+  close();
+  assert.deepEqual(prelude, STAGE_ORDER.slice(0, STAGE_ORDER.indexOf('routeMatch')));
 });
 
 test('each route compiles only the stages it uses, in STAGE_ORDER', () => {
