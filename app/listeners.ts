@@ -28,22 +28,18 @@ export interface IngressBase {
   readonly tls: ServerKeyPair;
 }
 
+type AccessFields = ListenerOptions['accessFields'];
+
 /** The stages every listener runs first, in STAGE_ORDER (test/unit/gateway/pipeline/stage-order.test.ts checks). */
-export function ingressPrelude(
-  base: Pick<IngressBase, 'config' | 'accessLog'>,
-  options: Pick<ListenerOptions, 'accessFields'>,
-): Stage[] {
-  return [
-    createRequestIdStage(),
-    createAccessLogStage(base.accessLog, options.accessFields),
-    createLimitsStage(base.config.limits),
-    createCanonicalPathStage(),
-  ];
+export function ingressPrelude(base: Omit<IngressBase, 'tls'>, accessFields?: AccessFields): Stage[] {
+  const accessLog = createAccessLogStage(base.accessLog, accessFields);
+  return [createRequestIdStage(), accessLog, createLimitsStage(base.config.limits), createCanonicalPathStage()];
 }
 
 /** The one pipeline factory: the prelude, then the listener's stages; the mesh body guard sees every request first. */
 export function createIngressPipeline(base: IngressBase, options: ListenerOptions) {
-  return createPipeline([...ingressPrelude(base, options), ...options.stages], options.logger, guardMeshBody);
+  const stages = [...ingressPrelude(base, options.accessFields), ...options.stages];
+  return createPipeline(stages, options.logger, guardMeshBody);
 }
 
 /** What a listener calls per request: the ingress pipeline, or the queue that holds requests until it exists. */

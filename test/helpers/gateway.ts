@@ -181,6 +181,12 @@ export async function startTestGateway(t: After, overrides: ConfigInput = {}, op
   t.after(async () => {
     try {
       await gw.stop();
+    } catch (error) {
+      // A failing after-hook skips the hooks behind it (the test's peers would stay up): the failure is raised from
+      // a hook added now, which node:test runs after all the others.
+      t.after(() => {
+        throw error;
+      });
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

@@ -114,9 +114,9 @@ export async function startModelServer(t: After, gate?: Gate): Promise<Upstream>
       res.write(chunk('', 'stop'));
       res.end('data: [DONE]\n\n');
     },
+    // Never answers: the request is held until the caller (the gateway's upstream timeout) gives up on it.
     'GET /slow': async (_req, res) => {
-      await new Promise((resolve) => setTimeout(resolve, 2000));
-      if (!res.destroyed) res.end('late');
+      await new Promise((resolve) => res.once('close', resolve));
     },
   });
 }

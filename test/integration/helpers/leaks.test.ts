@@ -73,7 +73,8 @@ test('a child process still running, and a grandchild left in its process group,
   process.kill(grandchild, 'SIGKILL');
   await assertNothingLeft(scope, 'the probe');
   const stubborn = scope.run(() => spawn('sleep', ['30'], { stdio: 'ignore' }));
-  await assert.rejects(assertNothingLeft(scope, 'the probe'), new RegExp(`a running child process, pid ${stubborn.pid}`));
+  const running = new RegExp(`a running child process, pid ${stubborn.pid}`);
+  await assert.rejects(assertNothingLeft(scope, 'the probe'), running);
   stubborn.kill('SIGKILL');
   await assertNothingLeft(scope, 'the probe');
 });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway } from '../../../helpers/gateway.ts';
 import { alive, hostPid, jobProcesses, MARKER, submit, waitFor } from '../../../helpers/jobs.ts';
+import { waitFor as waitUntil } from '../../../helpers/wait.ts';
 
 const JOBS = '/api/cluster/jobs';
 
@@ -62,13 +63,15 @@ test('each job has its own working dir and process group; cancel kills the whole
 test('a job ignoring SIGTERM is SIGKILLed after the grace; jobs finishing leave no stragglers', async (t) => {
   const gw = await startTestGateway(t, { jobs: { local: { stopGraceMs: 400 } } });
   const token = await gw.adminToken();
-  const stubborn = await submit(gw, token, { entrypoint: `trap "" TERM; echo $$ > me.pid; sleep 60` });
+  // The job survives SIGTERM: its handler notes the signal and the loop goes on (the sleep it kills is restarted).
+  const entrypoint = `trap "echo > termed" TERM; echo $$ > me.pid; while :; do sleep 0.05; done`;
+  const stubborn = await submit(gw, token, { entrypoint });
   const work = join(gw.dataDir, 'jobs', stubborn.json.id, 'work');
   await waitFor(gw, token, stubborn.json.id, () => existsSync(join(work, 'me.pid')));
   const pid = hostPid(stubborn.json.id, Number(readFileSync(join(work, 'me.pid'), 'utf8')));
   await gw.request('POST', `${JOBS}/${stubborn.json.id}/cancel`, { token });
-  await new Promise((r) => setTimeout(r, 200));
-  assert.ok(alive(pid), 'SIGTERM is ignored');
+  await waitUntil(() => existsSync(join(work, 'termed')), { what: 'the SIGTERM reaching the job' });
+  assert.ok(alive(pid), 'SIGTERM did not end it');
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));
   assert.equal(alive(pid), false, 'SIGKILL after the grace');
   const leaver = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint: 'sleep 60 & echo $! > bg.pid' } });
@@ -127,7 +130,8 @@ test('logs past retention are purged: /logs and /result answer 410 job_logs_expi
   const token = await gw.adminToken();
   const run = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint: `echo '${MARKER}{"x":1}'` } });
   assert.equal((await gw.request('GET', `${JOBS}/${run.json.id}/result`, { token })).status, 200);
-  await new Promise((r) => setTimeout(r, 1100));
+  const logsOf = () => gw.request('GET', `${JOBS}/${run.json.id}/logs`, { token });
+  await waitUntil(async () => (await logsOf()).status === 410, { what: 'the purge after one second of retention' });
   for (const suffix of ['logs', 'result']) {
     const res = await gw.request('GET', `${JOBS}/${run.json.id}/${suffix}`, { token });
     assert.deepEqual([res.status, res.json.detail.reason], [410, 'job_logs_expired'], suffix);

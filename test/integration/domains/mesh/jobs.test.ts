@@ -41,7 +41,7 @@ async function poll(gw: TestGateway, path: string, token: string, done: (body: a
     assert.equal(res.status, 200, res.text);
     if (done(res.json)) return res.json;
     last = res.text;
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`${path} did not settle; last: ${last}`);
 }

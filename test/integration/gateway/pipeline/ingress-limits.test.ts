@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { test } from 'node:test';
 import { connect } from 'node:tls';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
@@ -75,22 +76,19 @@ test('a client that never finishes its request head is cut off; one that moved o
     }, 5000).unref();
   });
   assert.ok(closedAfter < 5000, `closed after ${closedAfter} ms`);
-  // A keep-alive connection that sent a request is held to the idle timeout instead, so it outlives the head guard.
-  const kept = await new Promise<{ state: string; data: string }>((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] }, () => {
-      socket.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n\r\n');
-    });
-    let data = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk) => {
-      data += chunk;
-    });
-    socket.on('error', reject);
-    setTimeout(() => {
-      resolve({ state: socket.destroyed ? 'closed' : 'open', data });
-      socket.destroy();
-    }, 900);
-  });
+  // A keep-alive connection that sent a request is held to the idle timeout instead, so it outlives the head guard:
+  // it is still open once a second connection, opened after its answer with an unfinished head, was cut by that guard.
+  const { caPem: ca } = gw.gateway;
+  const options = { host: '127.0.0.1', port, servername: 'localhost', ca, ALPNProtocols: ['http/1.1'] };
+  const socket = connect(options, () => socket.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n\r\n'));
+  socket.setEncoding('utf8');
+  const answered = await once(socket, 'data');
+  const unfinished = connect(options, () => unfinished.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n'));
+  unfinished.resume();
+  unfinished.on('error', () => {}); // a reset is a close too
+  await new Promise((resolve) => unfinished.once('close', resolve));
+  const kept = { state: socket.destroyed ? 'closed' : 'open', data: String(answered[0]) };
+  socket.destroy();
   assert.match(kept.data, /^HTTP\/1\.1 200/, 'the request was answered');
   assert.equal(kept.state, 'open', 'and the keep-alive connection outlived the head guard');
 });

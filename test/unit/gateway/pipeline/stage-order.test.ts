@@ -27,7 +27,7 @@ test('the ingress order ARCHITECTURE.md draws is STAGE_ORDER', () => {
 test('the prelude every listener runs (app/listeners.ts) is STAGE_ORDER up to routeMatch, in that order', () => {
   const config = loadConfig({ env: {}, overrides: { dataDir: '/nonexistent' } });
   const { accessLog, close } = createLoggers('silent', { write: () => undefined });
-  const prelude = ingressPrelude({ config, accessLog }, {}).map((stage) => stage.name);
+  const prelude = ingressPrelude({ config, accessLog }).map((stage) => stage.name);
   close();
   assert.deepEqual(prelude, STAGE_ORDER.slice(0, STAGE_ORDER.indexOf('routeMatch')));
 });

@@ -17,6 +17,7 @@ import { startTestGateway, type TestGateway } from '../../../../helpers/gateway.
 import { type KafkaPeer, startKafka } from '../../../../helpers/peers/kafka.ts';
 import { createDataset, createJob, readSse, sseRows } from '../../../../helpers/retrieval.ts';
 import { sharedPeer, streamThroughOutage } from '../../../../helpers/retrieval-sources.ts';
+import { waitFor } from '../../../../helpers/wait.ts';
 
 const kafka = sharedPeer(startKafka);
 let topics = 0;
@@ -123,13 +124,15 @@ test('kafka reads end at the high-water marks seen at start while a producer kee
   const producer = new Producer({ clientId: 'busy', bootstrapBrokers: [peer.bootstrapServers], serializers: stringSerializers });
   t.after(() => producer.close());
   let writing = true;
+  let written = 0;
   const busy = (async () => {
     for (let i = 5000; writing; i++) {
       await producer.send({ messages: [{ topic, value: JSON.stringify({ i }) }] });
+      written++;
       await sleep(5);
     }
   })();
-  await sleep(200);
+  await waitFor(() => written >= 10, { what: 'the producer writing past the first 5000' });
   const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'sse', batch_size: 100 });
   const rows = sseRows(await readSse(gw, job.job_id, admin));
   writing = false;
