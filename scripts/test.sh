@@ -47,5 +47,6 @@ echo "== gen:check"; npm run --silent gen:check
 echo "== typecheck"; npx --no-install tsc --noEmit -p .
 echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts && npx --no-install tsx scripts/check-imports.ts
 echo "== tests (temp dir $run_dir, deleted at exit)"
-[ $# -gt 0 ] || set -- 'test/**/*.test.ts' # or the test files (globs) given
+# Every test, in test/{unit,integration}/<layer>/<area>/ beside the harness's own (docs/test-peers.md), or the globs given.
+[ $# -gt 0 ] || set -- 'test/**/*.test.ts'
 node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"

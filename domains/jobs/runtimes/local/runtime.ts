@@ -56,6 +56,8 @@ export class LocalJobRuntime implements JobRuntime {
   readonly #queue: string[] = [];
   #pumping = false;
   readonly #listeners = new Set<(id: string) => void>();
+  /** Pending drops of terminal entries: close cancels them and none start after it, so nothing is held after close. */
+  readonly #forgetTimers = new Set<NodeJS.Timeout>();
   #running = 0;
   /** After close nothing new starts: queued jobs stay PENDING and are queued again at the next start. */
   #closed = false;
@@ -156,6 +158,8 @@ export class LocalJobRuntime implements JobRuntime {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#ticker);
+    for (const timer of this.#forgetTimers) clearTimeout(timer);
+    this.#forgetTimers.clear();
     for (const entry of this.#entries.values()) {
       if (entry.killTimer) clearTimeout(entry.killTimer);
       if (entry.stopRequested && entry.pid !== null && !isTerminal(entry.status)) signalGroup(entry.pid, 'SIGKILL');
@@ -235,9 +239,17 @@ export class LocalJobRuntime implements JobRuntime {
     if (entry.killTimer) clearTimeout(entry.killTimer);
     const ended = { endedAt: result.endedAt ?? new Date(), spec: null, killTimer: null, holdsSlot: false };
     Object.assign(entry, { errorType: null, errorMessage: null, ...result, ...ended });
-    setTimeout(() => this.#entries.get(id) === entry && this.#entries.delete(id), FORGET_AFTER_MS).unref();
+    if (!this.#closed) this.#forgetLater(id, entry);
     this.#emit(id);
     this.#pump();
+  }
+
+  #forgetLater(id: string, entry: Entry): void {
+    const forget = setTimeout(() => {
+      this.#forgetTimers.delete(forget);
+      if (this.#entries.get(id) === entry) this.#entries.delete(id);
+    }, FORGET_AFTER_MS).unref();
+    this.#forgetTimers.add(forget);
   }
 
   #terminate(entry: Entry): void {

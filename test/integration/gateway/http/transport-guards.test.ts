@@ -15,6 +15,7 @@ import { test } from 'node:test';
 import { connect as connectTls } from 'node:tls';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 import { deploy, deployLegacy, startHoldingServer } from '../../../helpers/upstreams.ts';
+import { waitFor } from '../../../helpers/wait.ts';
 
 const GIVE_UP_MS = 10_000;
 const GUARDS = { headersTimeoutMs: 400, handshakeTimeoutMs: 400, idleTimeoutMs: 60_000 };
@@ -135,7 +136,7 @@ test("a flood of streams on one connection cannot take a deployment's whole upst
       return answer;
     }),
   );
-  await waitFor(() => upstream.held === share);
+  await waitFor(() => upstream.held === share, { timeoutMs: GIVE_UP_MS, what: 'the flood reaching the upstream' });
 
   // Another client, its own connection: the pool (4) still has room because the flood holds only its share.
   const other = await get(h2Session(t, gw), '/quick');
@@ -150,12 +151,3 @@ test("a flood of streams on one connection cannot take a deployment's whole upst
     'the excess waited on its connection and was served',
   );
 });
-
-/** Polls a condition every 10 ms (bounded by GIVE_UP_MS): the flood's arrival at the upstream is observable, not timed. */
-async function waitFor(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + GIVE_UP_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not reached');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
