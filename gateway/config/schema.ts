@@ -97,6 +97,12 @@ export const configSchema = z.strictObject({
   auth: z
     .strictObject({
       accessTokenTtlSeconds: z.number().int().min(30).max(86400).default(900).describe('Lifetime of access tokens from /api/auth/token.'),
+      signingAlgorithm: z
+        .enum(['RS256', 'ES256'])
+        .default('RS256')
+        .describe(
+          'JWS algorithm of the tokens this cluster signs (RS256 as Keycloak; ES256 smaller and faster). A change rotates the key at start; tokens the old key signed stay valid until they expire.',
+        ),
       refreshTokenTtlSeconds: z
         .number()
         .int()

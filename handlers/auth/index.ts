@@ -10,7 +10,7 @@ import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
 import { AuthErrors } from './errors.ts';
 import { authBaseUrl, tokenIssuer } from './issuer.ts';
-import { loadSigningKey } from './keys.ts';
+import { loadSigningKeyRing, SIGNING_KEYS } from './keys.ts';
 import { SessionRevocations } from './revocations.ts';
 import { authRoutes, userRoutes } from './routes.ts';
 import { AuthService } from './service.ts';
@@ -19,6 +19,7 @@ import { LoginThrottle } from './throttle.ts';
 import { TokenSigner } from './tokens.ts';
 import { USER_DIRECTORY, UserDirectory } from './users.ts';
 
+export { SIGNING_KEYS, type SigningKeyOverview } from './keys.ts';
 export { USER_DIRECTORY, type UserDirectory } from './users.ts';
 
 export const authModule: HandlerModule = {
@@ -27,8 +28,12 @@ export const authModule: HandlerModule = {
   commands: [userCommand],
   async init(deps) {
     const store = createAuthStore(deps.db, deps.sqlite);
-    const key = await loadSigningKey(deps.config.dataDir);
-    const signer = new TokenSigner(key, tokenIssuer(deps.config, deps.runtime));
+    const nowSeconds = () => Math.floor(deps.now().getTime() / 1000);
+    const { signingAlgorithm, accessTokenTtlSeconds } = deps.config.auth;
+    // A retired key stays while an access token or a live PAT it may have signed can still be presented.
+    const outstandingUntil = (retiredAt: number) => Math.max(retiredAt + accessTokenTtlSeconds, store.latestLivePatExp(retiredAt) ?? 0);
+    const keys = await loadSigningKeyRing(deps.config.dataDir, signingAlgorithm, outstandingUntil, nowSeconds);
+    const signer = new TokenSigner(keys, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
@@ -42,14 +47,14 @@ export const authModule: HandlerModule = {
     }
     deps.services.provide(AUTHENTICATOR, service);
     deps.services.provide(USER_DIRECTORY, users);
-    const jwks = { keys: [key.publicJwk] };
+    deps.services.provide(SIGNING_KEYS, { algorithm: () => keys.active.alg, overlaps: () => keys.overlaps() });
     const maxBody = deps.config.limits.maxBodyBytes;
     return {
       routes: [
         ...authRoutes(
           service,
           signer,
-          () => jwks,
+          () => keys.jwks(),
           maxBody,
           () => authBaseUrl(deps.runtime),
         ),
