@@ -9,6 +9,7 @@ import { attributeRoutes } from './attribute-routes.ts';
 import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
 import { AuthErrors } from './errors.ts';
+import { ForwardAuth } from './forward-auth.ts';
 import { authBaseUrl, tokenIssuer } from './issuer.ts';
 import { loadSigningKeyRing, SIGNING_KEYS } from './keys.ts';
 import { SessionRevocations } from './revocations.ts';
@@ -58,6 +59,7 @@ export const authModule: HandlerModule = {
           maxBody,
           () => authBaseUrl(deps.runtime),
         ),
+        ...new ForwardAuth(service, deps.config.auth.forwardAuth, () => deps.now().getTime()).routes(),
         ...userRoutes(users, maxBody),
         ...attributeRoutes(vocabulary, maxBody),
       ],

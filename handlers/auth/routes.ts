@@ -56,6 +56,8 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
     },
     { method: 'POST', path: '/auth/logout', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.logout(principalOf(ctx)) }) },
     { method: 'GET', path: '/auth/users/me', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
+    // The caller as this gateway sees them, mesh-brokered callers included (the same body as /auth/users/me).
+    { method: 'GET', path: '/whoami', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
     {
       // Contract §1.3: the SDK sends query parameters; a JSON body is also accepted.
       method: 'POST',
