@@ -81,6 +81,9 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
       caPem: () => {
         throw new Error('the platform CA is known to a serving gateway only');
       },
+      serverCertPem: () => {
+        throw new Error('the server certificate is known to a serving gateway only');
+      },
     },
     now: io.now ?? (() => new Date()),
     announce: io.err,

@@ -72,7 +72,12 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     config,
     purpose: 'serve',
     listeners: createListenerFactory(ingress),
-    runtime: { origin: () => origin, externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin, caPem: () => tls.caPem },
+    runtime: {
+      origin: () => origin,
+      externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,
+      caPem: () => tls.caPem,
+      serverCertPem: () => tls.certPem,
+    },
     now: options.now ?? (() => new Date()),
     announce: (line) => (started ? print(line) : held.push(line)),
   };

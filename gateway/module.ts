@@ -74,6 +74,8 @@ export interface RuntimeInfo {
   externalUrl(): string;
   /** This gateway's platform CA (PEM). */
   caPem(): string;
+  /** The HTTPS listener's certificate chain (PEM, no key): diagnose reads its expiry. */
+  serverCertPem(): string;
 }
 
 /** An extra HTTPS listener a domain opens (legacy runtime ports), built by the composition root like the main one. */

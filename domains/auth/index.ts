@@ -9,8 +9,9 @@ import { attributeRoutes } from './attribute-routes.ts';
 import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
 import { AuthErrors } from './errors.ts';
+import { ForwardAuth } from './forward-auth.ts';
 import { authBaseUrl, tokenIssuer } from './issuer.ts';
-import { loadSigningKey } from './keys.ts';
+import { loadSigningKeyRing, SIGNING_KEYS } from './keys.ts';
 import { SessionRevocations } from './revocations.ts';
 import { authRoutes, userRoutes } from './routes.ts';
 import { AuthService } from './service.ts';
@@ -20,6 +21,7 @@ import { TokenSigner } from './tokens.ts';
 import { USER_DIRECTORY, UserDirectory } from './users.ts';
 
 export { ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE } from './attributes.ts';
+export { SIGNING_KEYS, type SigningKeyOverview } from './keys.ts';
 export { customClaims, VerifiedTokenCache } from './tokens.ts';
 export { USER_DIRECTORY, type UserDirectory } from './users.ts';
 
@@ -29,8 +31,12 @@ export const authModule: HandlerModule = {
   commands: [userCommand],
   async init(deps) {
     const store = createAuthStore(deps.db, deps.sqlite);
-    const key = await loadSigningKey(deps.config.dataDir);
-    const signer = new TokenSigner(key, tokenIssuer(deps.config, deps.runtime));
+    const nowSeconds = () => Math.floor(deps.now().getTime() / 1000);
+    const { signingAlgorithm, accessTokenTtlSeconds } = deps.config.auth;
+    // A retired key stays while an access token or a live PAT it may have signed can still be presented.
+    const outstandingUntil = (retiredAt: number) => Math.max(retiredAt + accessTokenTtlSeconds, store.latestLivePatExp(retiredAt) ?? 0);
+    const keys = await loadSigningKeyRing(deps.config.dataDir, signingAlgorithm, outstandingUntil, nowSeconds);
+    const signer = new TokenSigner(keys, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
@@ -46,17 +52,18 @@ export const authModule: HandlerModule = {
     }
     deps.services.provide(AUTHENTICATOR, service);
     deps.services.provide(USER_DIRECTORY, users);
-    const jwks = { keys: [key.publicJwk] };
+    deps.services.provide(SIGNING_KEYS, { algorithm: () => keys.active.alg, overlaps: () => keys.overlaps() });
     const maxBody = deps.config.limits.maxBodyBytes;
     return {
       routes: [
         ...authRoutes(
           service,
           signer,
-          () => jwks,
+          () => keys.jwks(),
           maxBody,
           () => authBaseUrl(deps.runtime),
         ),
+        ...new ForwardAuth(service, deps.config.auth.forwardAuth, () => deps.now().getTime()).routes(),
         ...userRoutes(users, maxBody),
         ...attributeRoutes(vocabulary, maxBody),
       ],

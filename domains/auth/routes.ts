@@ -56,6 +56,8 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
     },
     { method: 'POST', path: '/auth/logout', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.logout(principalOf(ctx)) }) },
     { method: 'GET', path: '/auth/users/me', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
+    // The caller as this gateway sees them, mesh-brokered callers included (the same body as /auth/users/me).
+    { method: 'GET', path: '/whoami', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
     {
       // Contract §1.3: the SDK sends query parameters; a JSON body is also accepted.
       method: 'POST',
@@ -83,7 +85,7 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       method: 'GET',
       path: '/auth/.well-known/openid-configuration',
       auth: 'none',
-      handle: () => ({ status: 200, body: discovery(signer.issuerUrl, endpoints()) }),
+      handle: () => ({ status: 200, body: discovery(signer.issuerUrl, endpoints(), signer.algorithm) }),
     },
     { method: 'GET', path: '/auth/health', auth: 'none', handle: () => ({ status: 200, body: { status: 'healthy', PLATFORM_USE_AUTH: true } }) },
     { method: 'GET', path: '/auth/', auth: 'none', handle: () => ({ status: 200, body: { message: 'Platform Auth Service', issuer: signer.issuerUrl } }) },
@@ -117,7 +119,7 @@ export function userRoutes(users: UserDirectory, maxBody: number): RouteDef[] {
   ];
 }
 
-function discovery(issuer: string, base: string) {
+function discovery(issuer: string, base: string, algorithm: string) {
   return {
     issuer,
     jwks_uri: `${base}/jwks`,
@@ -127,7 +129,7 @@ function discovery(issuer: string, base: string) {
     grant_types_supported: ['password', 'refresh_token'],
     response_types_supported: ['token'],
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: ['ES256'],
+    id_token_signing_alg_values_supported: [algorithm],
     token_endpoint_auth_methods_supported: ['none'],
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'jti', 'preferred_username', 'email', 'roles', 'tenant_id'],
   };

@@ -202,8 +202,10 @@ export class AuthService implements Authenticator {
     const user = this.store.userById(principal.userId);
     if (!user) throw GatewayErrors.make.not_authenticated();
     const aud = input.aud ?? PLATFORM_AUDIENCE;
-    const { token, jti, exp } = await this.signer.sign(subjectOf(user, this.vocabulary), 'pat', ttl, { scope, aud });
-    const at = this.now().toISOString();
+    const createdAt = this.now();
+    const issuedAt = Math.floor(createdAt.getTime() / 1000);
+    const { token, jti, exp } = await this.signer.sign(subjectOf(user, this.vocabulary), 'pat', ttl, { scope, aud, issuedAt });
+    const at = createdAt.toISOString();
     const row = {
       jti,
       ownerId: user.id,
@@ -257,6 +259,8 @@ function patView(row: PatRow) {
     scope: row.scope,
     aud: row.aud,
     exp: row.exp,
+    // The lifetime asked for at creation, as the SDK's PAT model echoes it: exp counts from the creation second.
+    ttl_seconds: row.exp - Math.floor(Date.parse(row.createdAt) / 1000),
     tenant_id: row.tenantId,
     created_at: row.createdAt,
     updated_at: row.updatedAt,

@@ -1,6 +1,6 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
 import type Database from 'better-sqlite3';
-import { and, asc, eq, gt, lte, sql } from '../../gateway/db/drizzle.ts';
+import { and, asc, eq, gt, lt, lte, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { attributeSchema, pats, refreshTokens, revokedSessions, users } from './schema.ts';
 
@@ -36,6 +36,8 @@ export interface AuthStore {
   patByJti(jti: string): PatRow | undefined;
   listPats(ownerId: string): PatRow[];
   revokePat(jti: string, at: string): void;
+  /** The latest `exp` of the PATs created before `createdBeforeSeconds` that are neither revoked nor expired. */
+  latestLivePatExp(createdBeforeSeconds: number): number | null;
   attributeSchema(name: string): AttributeSchemaRow | undefined;
   listAttributeSchema(): AttributeSchemaRow[];
   putAttributeSchema(row: AttributeSchemaRow): void;
@@ -84,6 +86,12 @@ export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
     patByJti: (jti) => db.select().from(pats).where(eq(pats.jti, jti)).get(),
     listPats: (ownerId) => db.select().from(pats).where(eq(pats.ownerId, ownerId)).orderBy(asc(pats.createdAt)).all(),
     revokePat: (jti, at) => void db.update(pats).set({ revoked: true, updatedAt: at }).where(eq(pats.jti, jti)).run(),
+    latestLivePatExp: (before) =>
+      db
+        .select({ exp: sql<number | null>`max(${pats.exp})` })
+        .from(pats)
+        .where(and(eq(pats.revoked, false), lt(pats.createdAt, new Date((before + 1) * 1000).toISOString())))
+        .get()?.exp ?? null,
     attributeSchema: (name) => db.select().from(attributeSchema).where(eq(attributeSchema.name, name)).get(),
     listAttributeSchema: () => db.select().from(attributeSchema).orderBy(asc(attributeSchema.name)).all(),
     putAttributeSchema: (row) => void db.insert(attributeSchema).values(row).onConflictDoUpdate({ target: attributeSchema.name, set: row }).run(),

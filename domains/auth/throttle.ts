@@ -21,7 +21,7 @@ import { AuthErrors } from './errors.ts';
 type ThrottleSettings = Config['auth']['throttle'];
 
 /** Failure buckets: each failure takes a token, tokens come back one per `refillMs`. */
-class FailureBuckets {
+export class FailureBuckets {
   /** Oldest failure first (a key is re-inserted on each failure), so eviction drops the longest-quiet keys. */
   readonly #entries = new Map<string, { tokens: number; atMs: number }>();
 

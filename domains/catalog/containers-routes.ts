@@ -2,7 +2,8 @@
  * /api/catalog/containers (contract §7.2, §7.4): create and list (admin),
  * get (local users; members filtered), patch and delete (admin) through v2,
  * by-urn and the legacy path; membership add/remove (admin) through
- * `v2/{urn}/datasets[/{dataset_urn}]` and the `by-urn/datasets` query form.
+ * `v2/{urn}/datasets[/{dataset_urn}]`, `{encoded_urn}/datasets[/{encoded_dataset_urn}]` and the
+ * `by-urn/datasets` query form.
  */
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
@@ -81,6 +82,22 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
         if (sub && ctx.method === 'DELETE' && rest !== null) return removeMember(urn, rest);
         throw GatewayErrors.make.route_not_found();
       },
+    },
+    // Path-style membership: the container URN percent-encoded as one segment, the dataset in the next one or in ?dataset_urn=.
+    { ...admin, ...urnRoute, method: 'POST', path: '/catalog/containers/:urn/datasets', handle: (ctx) => addMember(ctx, ctx.params.urn as string) },
+    {
+      ...admin,
+      ...urnRoute,
+      method: 'DELETE',
+      path: '/catalog/containers/:urn/datasets',
+      handle: (ctx) => removeMember(ctx.params.urn as string, urnFromQuery(ctx, 'dataset_urn')),
+    },
+    {
+      ...admin,
+      ...urnRoute,
+      method: 'DELETE',
+      path: '/catalog/containers/:urn/datasets/:dataset',
+      handle: (ctx) => removeMember(ctx.params.urn as string, ctx.params.dataset as string),
     },
     { ...reader, ...urnRoute, method: 'GET', path: '/catalog/containers/:urn', handle: (ctx) => get(ctx, ctx.params.urn as string) },
     { ...admin, ...urnRoute, method: ['PATCH', 'DELETE'], path: '/catalog/containers/:urn', handle: (ctx) => change(ctx, ctx.params.urn as string) },

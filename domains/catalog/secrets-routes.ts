@@ -1,6 +1,7 @@
 /**
  * /api/catalog/secrets (contract §7.5): create, list, get and delete by the
- * v2 path (raw URN, `urn:li:dataHubSecret:<name>`) or `by-urn?urn=`. Native
+ * v2 path (raw URN, `urn:li:dataHubSecret:<name>`), the URN as one encoded
+ * path segment, or `by-urn?urn=`. Native
  * callers only: secrets are this cluster's own connector credentials.
  * Bodies are never logged; `value` is never echoed, not even in a 422.
  */
@@ -28,7 +29,7 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
     return created(service.create(principalOf(ctx), body, clobber, typeof header === 'string' ? header : null));
   };
   const listRoute = (ctx: RequestContext) => ok(service.list(principalOf(ctx), textFromQuery(ctx, 'query')));
-  const v2Urn = (ctx: RequestContext) => ctx.params.urn as string;
+  const urnParam = (ctx: RequestContext) => ctx.params.urn as string;
   const remove = (ctx: RequestContext, urn: string) => {
     service.delete(principalOf(ctx), urn);
     return noContent();
@@ -46,13 +47,16 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
       path: '/catalog/secrets/by-urn',
       handle: (ctx) => remove(ctx, urnFromQuery(ctx)),
     },
-    { ...base, method: 'GET', path: '/catalog/secrets/v2/*urn', allowEncodedSlash: true, handle: (ctx) => ok(service.get(principalOf(ctx), v2Urn(ctx))) },
+    // Path-style: the URN percent-encoded as one segment (the SDK's encode_path_urn form).
+    { ...base, method: 'GET', path: '/catalog/secrets/:urn', allowEncodedSlash: true, handle: (ctx) => ok(service.get(principalOf(ctx), urnParam(ctx))) },
+    { ...base, method: 'DELETE', path: '/catalog/secrets/:urn', allowEncodedSlash: true, handle: (ctx) => remove(ctx, urnParam(ctx)) },
+    { ...base, method: 'GET', path: '/catalog/secrets/v2/*urn', allowEncodedSlash: true, handle: (ctx) => ok(service.get(principalOf(ctx), urnParam(ctx))) },
     {
       ...base,
       method: 'DELETE',
       path: '/catalog/secrets/v2/*urn',
       allowEncodedSlash: true,
-      handle: (ctx) => remove(ctx, v2Urn(ctx)),
+      handle: (ctx) => remove(ctx, urnParam(ctx)),
     },
   ];
 }

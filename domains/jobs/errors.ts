@@ -6,7 +6,7 @@ export const JobsErrors = defineErrors('jobs', {
     status: 404,
     doc: 'No job with that id is visible to the caller (unknown, another user’s, or another source cluster’s for mesh callers).',
   },
-  job_not_succeeded: { status: 409, doc: 'The job result was requested before the job reached SUCCEEDED; `status` says where it is.' },
+  job_not_succeeded: { status: 409, doc: 'The job result was requested while the job is still PENDING or RUNNING; `status` says where it is.' },
   job_logs_expired: {
     status: 410,
     doc: 'The job’s logs passed their retention time (or the runtime no longer has them), so neither logs nor result can be read.',

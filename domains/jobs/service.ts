@@ -79,6 +79,8 @@ export class JobsService {
   /** 200 marker; 409 until SUCCEEDED; 410 when logs expired or no marker (spec Jobs result codes). */
   async result(principal: Principal, jobId: string) {
     const row = await this.deps.tracker.refresh(this.#visible(principal, jobId));
+    // A job that ended otherwise has an outcome to report (the SDK drops a 409 body): its record, error included.
+    if (row.status !== 'SUCCEEDED' && TERMINAL_STATUSES.has(row.status)) return runView(row, null);
     if (row.status !== 'SUCCEEDED') throw JobsErrors.make.job_not_succeeded({ status: row.status });
     const marker = await this.#scanMarker(row);
     if (marker === 'expired') throw JobsErrors.make.job_logs_expired();

@@ -53,6 +53,8 @@ export function runView(row: JobRow, result: unknown) {
     status: row.status,
     cluster_selector: row.clusterSelector,
     result: result ?? null,
+    // The platform SDK's JobResult reads `error` as the short reason a job did not succeed.
+    error: row.status === 'SUCCEEDED' ? null : (row.errorType ?? row.status),
     error_type: row.errorType,
     error_message: row.errorMessage,
     duration_seconds: duration,
@@ -61,10 +63,13 @@ export function runView(row: JobRow, result: unknown) {
   };
 }
 
-/** Contract header decision 2: the marker object plus job_id and status when it lacks them; anything else wrapped. */
+/**
+ * GET /result of a SUCCEEDED job: the marker object with `job_id` and `status` added when it lacks them, the
+ * other facts of the job (which a marker cannot overwrite: the SDK's JobResult types them), and the whole marker
+ * again as `result`, as that model reads it. `audit_actor` is who this gateway recorded, never what the job printed.
+ */
 export function resultView(row: JobRow, marker: unknown): Record<string, unknown> {
-  if (marker !== null && typeof marker === 'object' && !Array.isArray(marker)) {
-    return { job_id: row.id, status: row.status, ...(marker as Record<string, unknown>) };
-  }
-  return { job_id: row.id, status: row.status, result: marker };
+  const own = marker !== null && typeof marker === 'object' && !Array.isArray(marker) ? (marker as Record<string, unknown>) : {};
+  const { job_id, status, ...facts } = runView(row, marker);
+  return { job_id, status, ...own, ...facts };
 }

@@ -5,8 +5,10 @@
  * default), and the `deploy` / `smoke` commands.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
+import type { Principal } from '../../gateway/principal.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
+import { createServiceKey } from '../../gateway/services.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
@@ -19,6 +21,9 @@ import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
+
+/** How many deployments a caller may see (cluster capabilities). */
+export const DEPLOYMENT_COUNT = createServiceKey<(principal: Principal) => number>('deployment-count');
 
 export const servingModule: HandlerModule = {
   name: 'serving',
@@ -46,6 +51,7 @@ export const servingModule: HandlerModule = {
         : null;
     const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
     deps.services.provide(DEPLOYMENTS, deployments);
+    deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
     const runtime: RuntimeDeps = { deployments, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {

@@ -133,6 +133,11 @@ export class DeploymentService {
       .map((row) => this.view(row, admin));
   }
 
+  /** Deployments the caller may see; a mesh caller granted none sees none (the list refuses them instead). */
+  visibleCount(principal: Principal): number {
+    return this.store.list().filter((row) => this.#access.canSee(principal, row)).length;
+  }
+
   get(principal: Principal, id: string) {
     return this.view(this.#visibleRow(principal, this.store.get(id), id), isNativeAdmin(principal));
   }

@@ -78,7 +78,11 @@ test('mesh jobs: every job path through /api/mesh lands on the receiver as the b
   assertBrokered(done, pair, me.json.sub);
   assert.equal(done.audit_actor, externalId);
   const result = await source.request('GET', `${mesh}/${id}/result`, { token });
-  assert.deepEqual(result.json, { job_id: id, status: 'SUCCEEDED', probe: 'async' });
+  const { job_id, status, probe, result: marker, audit_actor } = result.json;
+  assert.deepEqual(
+    { job_id, status, probe, marker, audit_actor },
+    { job_id: id, status: 'SUCCEEDED', probe: 'async', marker: { probe: 'async' }, audit_actor: externalId },
+  );
   const logs = await source.request('GET', `${mesh}/${id}/logs`, { token });
   assert.match(logs.json.logs, /plain line/);
 
@@ -121,7 +125,8 @@ test('contract §5.6 shim: a local submit or run naming the peer is forwarded wi
   assert.equal(done.status, 'SUCCEEDED', JSON.stringify(done));
   assertBrokered(done, pair, me.json.sub);
   assert.equal(done.cluster_selector, 'local', 'the peer got no selector: it ran the job itself');
-  assert.deepEqual((await source.request('GET', `/api/cluster/jobs/${id}/result`, { token })).json, { job_id: id, status: 'SUCCEEDED', probe: 'shim-async' });
+  const shimResult = (await source.request('GET', `/api/cluster/jobs/${id}/result`, { token })).json;
+  assert.deepEqual([shimResult.job_id, shimResult.status, shimResult.probe, shimResult.result], [id, 'SUCCEEDED', 'shim-async', { probe: 'shim-async' }]);
   assert.match((await source.request('GET', `/api/cluster/jobs/${id}/logs`, { token })).json.logs, /plain line/);
 
   const long = await source.request('POST', '/api/cluster/jobs/submit', { token, json: { entrypoint: 'sleep 60', target_cluster: 'receiver-label' } });
