@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { ensureTlsMaterial } from '../../gateway/tls/material.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { startHive } from '../helpers/peers/hive.ts';
-import { createDataset, createJob } from '../helpers/retrieval.ts';
+import { createDataset, createJob, createSecret } from '../helpers/retrieval.ts';
 import { sharedPeer } from '../helpers/retrieval-sources.ts';
 
 const ROWS = Array.from({ length: 8 }, (_, i) => ({ id: i + 1, name: `n${i + 1}` }));
@@ -40,11 +40,7 @@ async function world(t: { after(fn: () => unknown): void }) {
   const { peer, ca, otherCa } = await server();
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = async (name: string, value: string) => {
-    const res = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name, value } });
-    assert.equal(res.status, 201, res.text);
-    return res.json as string;
-  };
+  const secret = (name: string, value: string) => createSecret(gw, admin, name, value);
   let n = 0;
   /** A dataset on `items` over TLS to localhost unless `properties` say otherwise. */
   const dataset = (properties: Record<string, unknown>) =>

@@ -17,7 +17,7 @@ import { Admin, Producer, stringSerializers } from '@platformatic/kafka';
 import { ensureTlsMaterial } from '../../gateway/tls/material.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { startKafka } from '../helpers/peers/kafka.ts';
-import { createDataset, createJob } from '../helpers/retrieval.ts';
+import { createDataset, createJob, createSecret } from '../helpers/retrieval.ts';
 import { sharedPeer } from '../helpers/retrieval-sources.ts';
 
 const USERS = { alice: 'alicePassw0rd', bob: 'bobPassw0rd' };
@@ -50,11 +50,7 @@ async function world(t: { after(fn: () => unknown): void }) {
   const { peer, ca, otherCa } = await broker();
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = async (name: string, value: string) => {
-    const res = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name, value } });
-    assert.equal(res.status, 201, res.text);
-    return res.json as string;
-  };
+  const secret = (name: string, value: string) => createSecret(gw, admin, name, value);
   const caSecret = await secret('kafka-ca', ca);
   const passwords = { alice: await secret('alice-pw', USERS.alice), wrong: await secret('wrong-pw', WRONG) };
   let n = 0;

@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { ensureTlsMaterial } from '../../gateway/tls/material.ts';
 import { startTestGateway } from '../helpers/gateway.ts';
 import { startPostgres } from '../helpers/peers/postgres.ts';
-import { createDataset, createJob, eventually, readSse, sseRows } from '../helpers/retrieval.ts';
+import { createDataset, createJob, createSecret, eventually, readSse, sseRows } from '../helpers/retrieval.ts';
 
 const ROWS = Array.from({ length: 20 }, (_, i) => ({ id: i + 1, label: `r${i + 1}` }));
 
@@ -27,11 +27,7 @@ async function world(t: { after(fn: () => unknown): void }) {
     CREATE VIEW slow AS SELECT i AS id FROM generate_series(1, 1000000) i WHERE length(pg_sleep(0.001)::text) = 0;`);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = async (name: string, value: string) => {
-    const res = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name, value } });
-    assert.equal(res.status, 201, res.text);
-    return res.json as string;
-  };
+  const secret = (name: string, value: string) => createSecret(gw, admin, name, value);
   const credentials = await secret('pg-creds', JSON.stringify({ user: pg.user, password: pg.password }));
   let n = 0;
   /** A dataset on `items` with these connection properties. */
