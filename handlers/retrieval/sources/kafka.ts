@@ -8,7 +8,8 @@
  * `commit_group` asks for it (then the next offsets of what was read are
  * committed for that group once the read ends). JSON object values become
  * rows (their keys the columns); other values become `{value}`.
- * Filters, offset and limit are applied in process.
+ * Filters, offset and limit are applied in process. Every client of a read
+ * connects with the dataset's TLS and SASL settings (kafka-security.ts).
  */
 import type { Consumer } from '@platformatic/kafka';
 import { RetrievalErrors } from '../errors.ts';
