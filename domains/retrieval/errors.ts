@@ -53,6 +53,14 @@ export const RetrievalErrors = defineErrors('retrieval', {
     message: 'The data source could not be reached or refused the read.',
     doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',
   },
+  source_auth_failed: {
+    status: 403,
+    doc: "The source refused the dataset's credentials (Postgres password or pg_hba, Kafka SASL, HiveServer2 SASL PLAIN): a wrong user or password in its secret or `credential_override`, or a SASL mechanism the server does not offer. The message never holds the user or the password.",
+  },
+  source_tls_failed: {
+    status: 502,
+    doc: "TLS to the source failed: its certificate does not verify against the dataset's CA bundle (`sslrootcert`, `ssl_ca_pem`; else the gateway's default CA store) or names another host (`tls verification failed`), the handshake broke off (`tls handshake failed`), or the server offers no TLS. Verification is never turned off.",
+  },
   source_access_denied: {
     status: 403,
     message: "The dataset's credentials may not read this table or column.",

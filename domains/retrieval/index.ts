@@ -36,7 +36,7 @@ export const retrievalModule: HandlerModule = {
       filesystemSources(settings.fsRoots),
       postgresSources(() => deps.services.find(SECRETS)),
       s3Sources(() => deps.services.find(SECRETS)),
-      kafkaSources(),
+      kafkaSources(() => deps.services.find(SECRETS)),
       hiveSources(settings.fsRoots, () => deps.services.find(SECRETS)),
       slackSources(() => deps.services.find(SECRETS)),
     ]);

@@ -23,6 +23,13 @@ export async function createDataset(gw: TestGateway, token: string, body: { name
   return res.json as string;
 }
 
+/** Creates a catalog secret as `token`'s user (its owner) and returns its URN, for dataset properties to reference. */
+export async function createSecret(gw: TestGateway, token: string, name: string, value: string): Promise<string> {
+  const res = await gw.request('POST', '/api/catalog/secrets/', { token, json: { name, value } });
+  if (res.status !== 201) throw new Error(`secret create failed: ${res.status} ${res.text}`);
+  return res.json as string;
+}
+
 export function grantViewer(gw: TestGateway, urn: string, userId: string): void {
   gw.gateway.deps.services.get(AUTHZ).write([{ subject: { namespace: 'user', id: userId }, relation: 'viewer', object: { namespace: 'dataset', id: urn } }]);
 }

@@ -65,7 +65,7 @@ runSourceContract('kafka json', async (_t, rows) => {
     peer,
     rows.map((r) => ({ value: JSON.stringify(r) })),
   );
-  return kafkaSources().create(input(peer, topic));
+  return kafkaSources(() => undefined).create(input(peer, topic));
 });
 
 async function setup(

@@ -154,8 +154,8 @@ test('credential_override bad credentials fail without leaking them', async (t) 
     token: alice,
     json: { dataset_urn: urn, credential_override: JSON.stringify({ user: 'meshgate', password: 'wrong-password-123' }) },
   });
-  assert.equal(res.status, 502);
-  assert.equal(res.json.detail.reason, 'source_unavailable');
+  assert.equal(res.status, 403);
+  assert.equal(res.json.detail.reason, 'source_auth_failed');
   assert.doesNotMatch(res.text, /wrong-password-123/);
   assert.ok(!gw.logs.join('').includes('wrong-password-123'), 'the override never reaches a log line');
 });

@@ -8,14 +8,17 @@
  * `commit_group` asks for it (then the next offsets of what was read are
  * committed for that group once the read ends). JSON object values become
  * rows (their keys the columns); other values become `{value}`.
- * Filters, offset and limit are applied in process.
+ * Filters, offset and limit are applied in process. Every client of a read
+ * connects with the dataset's TLS and SASL settings (kafka-security.ts).
  */
 import type { Consumer } from '@platformatic/kafka';
 import { RetrievalErrors } from '../errors.ts';
 import { abortableRead } from './abortable.ts';
 import { jsonType } from './fs-formats.ts';
 import { KAFKA_READER_OPTIONS, type KafkaOptions, kafkaOptions } from './kafka-options.ts';
+import { type KafkaSecurity, kafkaSecurity, kafkaSecurityError } from './kafka-security.ts';
 import { lazyModule } from './lazy.ts';
+import type { SecretReader } from './pg-connection.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory } from './types.ts';
 
@@ -51,17 +54,28 @@ const METADATA_FIELDS: SchemaField[] = [
   { name: '_key', type: 'string' },
 ];
 
+/** A read's options and how its clients connect (TLS, SASL: kafka-security.ts). */
+type KafkaRead = KafkaOptions & { readonly security: KafkaSecurity };
+
 function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
+  const security = kafkaSecurityError(error);
+  if (security) return security;
   const text = JSON.stringify(error, Object.getOwnPropertyNames(error ?? {})) ?? '';
   if (/unknown[_ ]topic/i.test(text)) return RetrievalErrors.make.source_not_found({ problem: 'no such topic' });
   return RetrievalErrors.make.source_unavailable({ problem: 'kafka broker unreachable or the read broke off' });
 }
 
-async function consumerFor(options: KafkaOptions, tag: string): Promise<Consumer> {
+/** What every client of a read (Consumer, Admin) connects with. */
+function clientSettings(options: KafkaRead) {
+  const { brokers, security } = options;
+  return { clientId: 'meshgate-retrieval', bootstrapBrokers: brokers, retries: 2, timeout: 10_000, ...security };
+}
+
+async function consumerFor(options: KafkaRead, tag: string): Promise<Consumer> {
   const { Consumer } = await kafkaSdk();
   // groupId is required by the client's constructor; it is never joined (no JoinGroup, no commit).
-  return new Consumer({ clientId: 'meshgate-retrieval', groupId: tag, bootstrapBrokers: options.brokers, retries: 2, retryDelay: 250, timeout: 10_000 });
+  return new Consumer({ ...clientSettings(options), retryDelay: 250, groupId: tag });
 }
 
 const closeConsumer = (consumer: Consumer) => void consumer.close(true).catch(() => {});
@@ -182,10 +196,10 @@ async function* topicRows(consumer: Consumer, options: KafkaOptions, signal: Abo
   }
 }
 
-async function commit(options: KafkaOptions, group: string, read: Map<number, bigint>): Promise<void> {
+async function commit(options: KafkaRead, group: string, read: Map<number, bigint>): Promise<void> {
   if (read.size === 0) return;
   const { Admin } = await kafkaSdk();
-  const admin = new Admin({ clientId: 'meshgate-retrieval', bootstrapBrokers: options.brokers, retries: 2, timeout: 10_000 });
+  const admin = new Admin(clientSettings(options));
   try {
     const partitionOffsets = [...read].map(([partition, offset]) => ({ partition, offset }));
     await admin.alterConsumerGroupOffsets({ groupId: group, topics: [{ name: options.topic, partitionOffsets }] });
@@ -194,7 +208,7 @@ async function commit(options: KafkaOptions, group: string, read: Map<number, bi
   }
 }
 
-async function schemaOf(options: KafkaOptions, tag: string): Promise<SchemaField[]> {
+async function schemaOf(options: KafkaRead, tag: string): Promise<SchemaField[]> {
   const consumer = await consumerFor(options, tag);
   try {
     for await (const rows of topicRows(consumer, { ...options, maxMessages: 1 }, new AbortController().signal, new Map())) {
@@ -209,13 +223,13 @@ async function schemaOf(options: KafkaOptions, tag: string): Promise<SchemaField
   }
 }
 
-export function kafkaSources(): SourceFactory {
+export function kafkaSources(secrets: () => SecretReader | undefined): SourceFactory {
   return {
     platforms: ['kafka'],
     readerOptions: KAFKA_READER_OPTIONS,
     describe: (input) => ({ path: kafkaOptions(input).topic, format: kafkaOptions(input).valueFormat }),
     create(input): Source {
-      const options = kafkaOptions(input);
+      const options: KafkaRead = { ...kafkaOptions(input), security: kafkaSecurity(input, secrets()) };
       return {
         schema: () => schemaOf(options, input.tag),
         read: (request) =>

@@ -13,7 +13,7 @@ import { RetrievalErrors } from '../errors.ts';
 import { credentialFields, jsonObject } from './reader-options.ts';
 import type { SourceInput } from './types.ts';
 
-const SECRET_PREFIX = 'urn:li:dataHubSecret:';
+export const SECRET_PREFIX = 'urn:li:dataHubSecret:';
 
 /** The slice of the catalog's SECRETS service a connector uses. */
 export interface SecretReader {

@@ -16,9 +16,10 @@ import { RetrievalErrors } from '../errors.ts';
 import { type PgCredentials, type PgTarget, pgCredentials, pgTarget, type SecretReader } from './pg-connection.ts';
 import { type CopyColumn, copyJsonBatches, copyKind } from './pg-copy.ts';
 import { lockedColumns, type PgColumn, relationName } from './pg-schema.ts';
-import { type PgTls, pgTls, tlsProblem } from './pg-tls.ts';
+import { type PgTls, pgTls } from './pg-tls.ts';
 import { checkColumns } from './scan.ts';
 import { type SqlDialect, whereClause } from './sql-filter.ts';
+import { tlsProblem } from './tls-trust.ts';
 import type { JsonRows, ReadRequest, Row, Source, SourceFactory } from './types.ts';
 
 const { Client, escapeIdentifier, escapeLiteral } = pg;
@@ -30,11 +31,14 @@ function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
   const code = (error as { code?: string }).code;
   if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
-  if (code === '28P01' || code === '28000') return RetrievalErrors.make.source_unavailable({ problem: 'authentication failed' });
+  // A wrong password, an unknown role, or no pg_hba rule admitting this connection: the dataset's to fix.
+  if (code === '28P01' || code === '28000') {
+    return RetrievalErrors.make.source_auth_failed({ problem: 'authentication failed' });
+  }
   // Insufficient privilege: on the table, a selected column, or CONNECT on the database. Never names the role.
   if (code === '42501') return RetrievalErrors.make.source_access_denied({ problem: "the dataset's credentials may not read this table" });
   const tls = tlsProblem(error);
-  if (tls) return RetrievalErrors.make.source_unavailable({ problem: tls });
+  if (tls) return RetrievalErrors.make.source_tls_failed({ problem: tls });
   // A literal the column's type cannot take (class 22 raised while parsing: it carries a `position`;
   // a view failing at run time does not), or a type without `=` (json, point): the caller's filter.
   const atParse = (error as { position?: string }).position !== undefined;

@@ -18,12 +18,11 @@ import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { AsyncBuffer } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
 import { lazyModule } from './lazy.ts';
-import type { SecretReader } from './pg-connection.ts';
+import { SECRET_PREFIX, type SecretReader } from './pg-connection.ts';
 import { credentialFields } from './reader-options.ts';
 import type { ObjectEntry, ObjectStore } from './s3-formats.ts';
 import type { SourceInput } from './types.ts';
 
-const SECRET_PREFIX = 'urn:li:dataHubSecret:';
 const s3Sdk = lazyModule('S3', () => import('@aws-sdk/client-s3'));
 type S3Sdk = Awaited<ReturnType<typeof s3Sdk>>;
 
