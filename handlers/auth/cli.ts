@@ -8,6 +8,7 @@ import { ApiError } from '../../gateway/errors/api-error.ts';
 import type { CliCommand } from '../../gateway/module.ts';
 import { AttributeVocabulary } from './attributes.ts';
 import { generatePassword } from './password.ts';
+import { SessionRevocations } from './revocations.ts';
 import { createAuthStore } from './store.ts';
 import { UserDirectory } from './users.ts';
 
@@ -30,7 +31,8 @@ export const userCommand: CliCommand = {
     const { db, sqlite } = env.openDatabase();
     const store = createAuthStore(db, sqlite);
     const now = () => new Date();
-    const users = new UserDirectory(store, now, new AttributeVocabulary(store, now, () => {}), () => {});
+    const sessions = new SessionRevocations(store, () => Math.floor(Date.now() / 1000), env.config.auth.accessTokenTtlSeconds);
+    const users = new UserDirectory(store, now, new AttributeVocabulary(store, now, () => {}), () => {}, sessions);
     const password = async () => (values['password-stdin'] ? (await env.readStdin()).replace(/\r?\n$/, '') : generatePassword());
     try {
       if (action === 'list' && !username) {

@@ -31,10 +31,16 @@ export const authModule: HandlerModule = {
     const signer = new TokenSigner(key, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
+    const nowSeconds = () => Math.floor(deps.now().getTime() / 1000);
+    const revocations = new SessionRevocations(store, nowSeconds, deps.config.auth.accessTokenTtlSeconds);
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
-    const users = new UserDirectory(store, deps.now, vocabulary, dropCachedPrincipals);
+    // Users change here or through the CLI (seen by data_version), which may also have ended sessions.
+    const usersChanged = () => {
+      dropCachedPrincipals();
+      revocations.reload();
+    };
+    const users = new UserDirectory(store, deps.now, vocabulary, usersChanged, revocations);
     const throttle = new LoginThrottle(deps.config.auth.throttle, deps.logger);
-    const revocations = new SessionRevocations(store, () => Math.floor(deps.now().getTime() / 1000));
     service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
     const generated = await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword);
     if (generated) {
