@@ -5,6 +5,7 @@
  */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
+import { createServiceKey } from '../../gateway/services.ts';
 import { attributeRoutes } from './attribute-routes.ts';
 import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
@@ -20,6 +21,12 @@ import { TokenSigner } from './tokens.ts';
 import { USER_DIRECTORY, UserDirectory } from './users.ts';
 
 export { USER_DIRECTORY, type UserDirectory } from './users.ts';
+
+/** Browser sign-out: ends the login session an access token (the frontend's cookie) belongs to. */
+export interface SessionSignOut {
+  endSessionOf(accessToken: string): Promise<void>;
+}
+export const SESSION_SIGN_OUT = createServiceKey<SessionSignOut>('sessionSignOut');
 
 export const authModule: HandlerModule = {
   name: 'auth',
@@ -48,6 +55,7 @@ export const authModule: HandlerModule = {
     }
     deps.services.provide(AUTHENTICATOR, service);
     deps.services.provide(USER_DIRECTORY, users);
+    deps.services.provide(SESSION_SIGN_OUT, service);
     const jwks = { keys: [key.publicJwk] };
     const maxBody = deps.config.limits.maxBodyBytes;
     return {

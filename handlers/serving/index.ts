@@ -7,6 +7,7 @@
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/pipeline/stages/authenticate.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/service-table.ts';
+import { SESSION_SIGN_OUT } from '../auth/index.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
@@ -47,6 +48,7 @@ export const servingModule: HandlerModule = {
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,
+      signOut: deps.services.get(SESSION_SIGN_OUT),
       pools,
       clusterName: deps.config.clusterName,
       prefixes,
