@@ -88,6 +88,15 @@ export const configSchema = z.strictObject({
         .describe(
           "Requests one client connection may have in flight to one upstream; more wait on that connection, so one client cannot take the upstream's whole pool.",
         ),
+      perClientAddressUpstreamRequests: z
+        .number()
+        .int()
+        .min(1)
+        .max(4096)
+        .default(64)
+        .describe(
+          'Requests all connections from one client address (IPv6: its /64) may have in flight to one upstream; more wait, so opening more connections gains no more of the pool.',
+        ),
       legacyPortListeners: z
         .boolean()
         .default(false)
@@ -366,6 +375,7 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
+  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: { path: ['serving', 'perClientAddressUpstreamRequests'], kind: 'number' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },

@@ -13,9 +13,9 @@
  *   some clients waits behind itself, not in front of everyone else; past the per-client and
  *   total bounds a login is refused at once instead of queued.
  */
-import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
+import { clientKey } from '../../gateway/http/client-key.ts';
 import { AuthErrors } from './errors.ts';
 
 type ThrottleSettings = Config['auth']['throttle'];
@@ -112,19 +112,6 @@ export class FairQueue {
       start();
     }
   }
-}
-
-/** The throttle key of a remote address: IPv4 as is (IPv4-mapped IPv6 unwrapped), IPv6 by its /64. */
-export function clientKey(address: string | undefined): string {
-  if (!address) return 'unknown';
-  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
-  if (!isIPv6(address)) return address;
-  const [head = '', tail] = address.split('::') as [string, string | undefined];
-  const headGroups = head ? head.split(':') : [];
-  const tailGroups = tail ? tail.split(':') : [];
-  const zeros = tail === undefined ? [] : new Array<string>(8 - headGroups.length - tailGroups.length).fill('0');
-  const groups = [...headGroups, ...zeros, ...tailGroups].slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase());
-  return `${groups.join(':')}::/64`;
 }
 
 export class LoginThrottle {

@@ -32,7 +32,10 @@ export const servingModule: HandlerModule = {
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
-    const pools = new UpstreamPools(serving.upstreamConnections, serving.perClientUpstreamRequests);
+    const pools = new UpstreamPools(serving.upstreamConnections, {
+      perConnection: serving.perClientUpstreamRequests,
+      perAddress: serving.perClientAddressUpstreamRequests,
+    });
     const legacy = serving.legacyPortListeners
       ? new LegacyListeners({
           runtime: () => runtime,

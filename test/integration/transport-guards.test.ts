@@ -63,8 +63,11 @@ async function silentTcp(port: number): Promise<void> {
   await closed(socket);
 }
 
-function h2Session(t: { after(fn: () => unknown): void }, gw: TestGateway, port = gw.port): ClientHttp2Session {
-  const session = connectHttp2(`https://127.0.0.1:${port}`, { ca: gw.gateway.caPem, servername: 'localhost' });
+function h2Session(t: { after(fn: () => unknown): void }, gw: TestGateway, port = gw.port, localAddress = '127.0.0.1'): ClientHttp2Session {
+  // The whole of 127.0.0.0/8 is loopback: a second local address is a second client as the gateway sees it.
+  const createConnection = () =>
+    connectTls({ socket: connectTcp({ host: '127.0.0.1', port, localAddress }), servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['h2'] });
+  const session = connectHttp2(`https://127.0.0.1:${port}`, { createConnection });
   session.on('error', () => {});
   t.after(() => session.destroy());
   return session;
@@ -105,27 +108,31 @@ test('a legacy per-deployment port has the same handshake, head and stream guard
   assert.equal(settings.maxConcurrentStreams, 5);
 });
 
+/** GET on a runtime path over an h2 session, answered as status and text. */
+function h2Get(session: ClientHttp2Session, path: string, token: string) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const stream = session.request({ ':path': path, authorization: `Bearer ${token}` });
+    let status = 0;
+    let body = '';
+    stream.on('response', (headers) => {
+      status = Number(headers[':status']);
+    });
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk) => {
+      body += chunk;
+    });
+    stream.on('end', () => resolve({ status, body }));
+    stream.on('error', reject);
+  });
+}
+
 test("a flood of streams on one connection cannot take a deployment's whole upstream pool from another client", async (t) => {
   const share = 2;
   const gw = await startTestGateway(t, { serving: { upstreamConnections: 4, perClientUpstreamRequests: share } });
   const upstream = await startHoldingServer(t);
   const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
   const token = await gw.adminToken();
-  const get = (session: ClientHttp2Session, path: string) =>
-    new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const stream = session.request({ ':path': `/runtime/apps/${app.id}${path}`, authorization: `Bearer ${token}` });
-      let status = 0;
-      let body = '';
-      stream.on('response', (headers) => {
-        status = Number(headers[':status']);
-      });
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk) => {
-        body += chunk;
-      });
-      stream.on('end', () => resolve({ status, body }));
-      stream.on('error', reject);
-    });
+  const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
 
   const flooder = h2Session(t, gw);
   let floodDone = 0;
@@ -149,6 +156,28 @@ test("a flood of streams on one connection cannot take a deployment's whole upst
     answers.every((a) => a.status === 200 && a.body === 'held'),
     'the excess waited on its connection and was served',
   );
+});
+
+test('many connections from one client address share one bound: another address still reaches the upstream', async (t) => {
+  const perAddress = 3;
+  const serving = { upstreamConnections: 4, perClientUpstreamRequests: 2, perClientAddressUpstreamRequests: perAddress };
+  const gw = await startTestGateway(t, { serving });
+  const upstream = await startHoldingServer(t);
+  const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
+  const token = await gw.adminToken();
+  const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
+
+  // Eight connections from 127.0.0.1, two streams each: per connection alone they would take 16 > the pool of 4.
+  const flood = Array.from({ length: 8 }, () => h2Session(t, gw)).flatMap((session) => [get(session, '/held'), get(session, '/held')]);
+  await waitFor(() => upstream.held === perAddress);
+
+  const other = await get(h2Session(t, gw, gw.port, '127.0.0.2'), '/quick');
+  assert.deepEqual(other, { status: 200, body: 'quick' }, 'another address still finds room in the pool');
+  assert.equal(upstream.maxHeld, perAddress, 'the address never had more than its share at the upstream');
+
+  upstream.release();
+  const answers = await Promise.all(flood);
+  assert.ok(answers.every((a) => a.status === 200 && a.body === 'held'));
 });
 
 /** Polls a condition every 10 ms (bounded by GIVE_UP_MS): the flood's arrival at the upstream is observable, not timed. */
