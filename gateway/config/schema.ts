@@ -52,7 +52,7 @@ export const configSchema = z.strictObject({
         .min(100)
         .default(30_000)
         .describe(
-          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session must open its first stream within it.',
+          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session with no stream open (at its start, after its last one closes) must open one within it.',
         ),
       requestTimeoutMs: z.number().int().min(0).default(300_000).describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
       handshakeTimeoutMs: z.number().int().min(100).default(10_000).describe('Time a new connection has to complete its TLS handshake.'),
