@@ -18,12 +18,13 @@ import { sessionCookieValue } from './headers.ts';
 import { HTML_HEADERS, homePage, loginPage } from './pages.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { RuntimeAuth } from './session.ts';
-import { proxyUpgrade } from './websocket.ts';
+import { type OpenSockets, proxyUpgrade } from './websocket.ts';
 
 export interface FrontendDeps {
   auth: RuntimeAuth;
   signOut: SessionSignOut;
   pools: UpstreamPools;
+  sockets: OpenSockets;
   clusterName: string;
   prefixes: () => Readonly<Record<string, string>>;
   frontendUpstream: string | null;
@@ -128,7 +129,13 @@ export function operatorMount(service: string, upstream: string | null, adminOnl
       if (!principal) throw GatewayErrors.make.not_authenticated();
       gate(principal);
       const { prefix, below } = split(ctx);
-      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal);
+      const stillAllowed = async () => {
+        const again = await deps.auth.principal(ctx).catch(() => null);
+        if (again?.userId !== principal.userId) return false;
+        gate(again);
+        return true;
+      };
+      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal, { sockets: deps.sockets, stillAllowed });
     },
   };
 }

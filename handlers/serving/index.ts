@@ -20,6 +20,10 @@ import { DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
+import { OpenSockets } from './websocket.ts';
+
+/** How often open websockets have their access re-checked: the most a lost access outlives its loss by. */
+const SOCKET_SWEEP_MS = 1000;
 
 export const servingModule: HandlerModule = {
   name: 'serving',
@@ -47,12 +51,14 @@ export const servingModule: HandlerModule = {
         })
       : null;
     const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
-    const runtime: RuntimeDeps = { deployments, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    const sockets = new OpenSockets(SOCKET_SWEEP_MS);
+    const runtime: RuntimeDeps = { deployments, auth, pools, sockets, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,
       signOut: deps.services.get(SESSION_SIGN_OUT),
       pools,
+      sockets,
       clusterName: deps.config.clusterName,
       prefixes,
       frontendUpstream: serving.frontendUpstream,
@@ -67,6 +73,7 @@ export const servingModule: HandlerModule = {
         operatorMount('admin_compute', serving.adminComputeUpstream, true, site),
       ],
       close: async () => {
+        sockets.close();
         await legacy?.closeAll();
         await pools.close();
       },
