@@ -20,12 +20,13 @@ import { createHash } from 'node:crypto';
 import { BlockList, isIPv6 } from 'node:net';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
+import { clientKey } from '../../gateway/http/client-key.ts';
 import type { Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { HttpMethod, RouteDef } from '../../gateway/module.ts';
 import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
 import type { Authenticator, Principal } from '../../gateway/principal.ts';
 import { AuthErrors } from './errors.ts';
-import { clientKey, FailureBuckets } from './throttle.ts';
+import { FailureBuckets } from './throttle.ts';
 
 type ForwardAuthSettings = Config['auth']['forwardAuth'];
 

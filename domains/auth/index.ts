@@ -5,6 +5,7 @@
  */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
+import { createServiceKey } from '../../gateway/services.ts';
 import { attributeRoutes } from './attribute-routes.ts';
 import { AttributeVocabulary } from './attributes.ts';
 import { userCommand } from './cli.ts';
@@ -25,6 +26,12 @@ export { SIGNING_KEYS, type SigningKeyOverview } from './keys.ts';
 export { customClaims, VerifiedTokenCache } from './tokens.ts';
 export { USER_DIRECTORY, type UserDirectory } from './users.ts';
 
+/** Browser sign-out: ends the login session an access token (the frontend's cookie) belongs to. */
+export interface SessionSignOut {
+  endSessionOf(accessToken: string): Promise<void>;
+}
+export const SESSION_SIGN_OUT = createServiceKey<SessionSignOut>('sessionSignOut');
+
 export const authModule: HandlerModule = {
   name: 'auth',
   errors: AuthErrors,
@@ -39,10 +46,15 @@ export const authModule: HandlerModule = {
     const signer = new TokenSigner(keys, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
+    const revocations = new SessionRevocations(store, nowSeconds, deps.config.auth.accessTokenTtlSeconds);
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
-    const users = new UserDirectory(store, deps.now, vocabulary, dropCachedPrincipals);
+    // Users change here or through the CLI (seen by data_version), which may also have ended sessions.
+    const usersChanged = () => {
+      dropCachedPrincipals();
+      revocations.reload();
+    };
+    const users = new UserDirectory(store, deps.now, vocabulary, usersChanged, revocations);
     const throttle = new LoginThrottle(deps.config.auth.throttle, deps.logger);
-    const revocations = new SessionRevocations(store, () => Math.floor(deps.now().getTime() / 1000));
     service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
     // First-start setup belongs to `serve`: a command on a fresh data dir (`meshgate user add`) creates only what it is asked to.
     const generated =
@@ -53,6 +65,7 @@ export const authModule: HandlerModule = {
     deps.services.provide(AUTHENTICATOR, service);
     deps.services.provide(USER_DIRECTORY, users);
     deps.services.provide(SIGNING_KEYS, { algorithm: () => keys.active.alg, overlaps: () => keys.overlaps() });
+    deps.services.provide(SESSION_SIGN_OUT, service);
     const maxBody = deps.config.limits.maxBodyBytes;
     return {
       routes: [

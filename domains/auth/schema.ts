@@ -1,4 +1,4 @@
-/** Tables of the native realm: users (local and mesh-brokered), refresh tokens, revoked sessions, PATs. */
+/** Tables of the native realm: users (local and mesh-brokered), refresh tokens, ended sessions, PATs. */
 import { index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const users = sqliteTable('users', {
@@ -38,6 +38,15 @@ export const refreshTokens = sqliteTable(
   },
   (t) => [index('refresh_tokens_user').on(t.userId), index('refresh_tokens_family').on(t.familyId)],
 );
+
+/**
+ * Ended sessions, kept for good: a refresh token of a family listed here is refused whatever its own
+ * row says, so no rotation racing the revocation can bring the session back.
+ */
+export const revokedFamilies = sqliteTable('revoked_families', {
+  familyId: text('family_id').primaryKey(),
+  revokedAt: text('revoked_at').notNull(),
+});
 
 /** Sessions whose access tokens are refused before they expire (logout, refresh-token reuse). */
 export const revokedSessions = sqliteTable('revoked_sessions', {

@@ -1,8 +1,8 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
 import type Database from 'better-sqlite3';
-import { and, asc, eq, gt, lt, lte, sql } from '../../gateway/db/drizzle.ts';
+import { and, asc, eq, gt, inArray, lt, lte, or, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
-import { attributeSchema, pats, refreshTokens, revokedSessions, users } from './schema.ts';
+import { attributeSchema, pats, refreshTokens, revokedFamilies, revokedSessions, users } from './schema.ts';
 
 export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
@@ -21,11 +21,14 @@ export interface AuthStore {
   deleteUser(id: string): void;
   insertRefresh(row: typeof refreshTokens.$inferInsert): void;
   refreshByHash(hash: string): RefreshRow | undefined;
-  revokeRefresh(hash: string): void;
+  /** One transaction: the presented token is spent and its successor stored, with nothing in between. */
+  rotateRefresh(spentHash: string, successor: typeof refreshTokens.$inferInsert): void;
   revokeUserRefresh(userId: string): number;
-  revokeFamily(familyId: string): void;
-  /** Sessions of the user that issued a token after `sinceIso`: their access tokens may still be live. */
-  recentFamilies(userId: string, sinceIso: string): string[];
+  /** Revokes the families' refresh tokens and records the families as ended for good. */
+  revokeFamilies(familyIds: readonly string[], atIso: string): void;
+  familyRevoked(familyId: string): boolean;
+  /** Sessions of the user still able to refresh, or that issued a token after `sinceIso` (an access token may be live). */
+  openFamilies(userId: string, sinceIso: string): string[];
   /** Records revoked sessions and drops the rows no token can outlive any more. */
   revokeSessions(sids: readonly string[], expiresAt: number, nowSeconds: number): void;
   /** Revoked sessions still in force at `nowSeconds`; older rows are deleted on the way. */
@@ -56,19 +59,33 @@ export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
     deleteUser: (id) => void db.delete(users).where(eq(users.id, id)).run(),
     insertRefresh: (row) => void db.insert(refreshTokens).values(row).run(),
     refreshByHash: (hash) => db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, hash)).get(),
-    revokeRefresh: (hash) => void db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.tokenHash, hash)).run(),
+    rotateRefresh: (spentHash, successor) =>
+      db.transaction((tx) => {
+        tx.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.tokenHash, spentHash)).run();
+        tx.insert(refreshTokens).values(successor).run();
+      }),
     revokeUserRefresh: (userId) =>
       db
         .update(refreshTokens)
         .set({ revoked: true })
         .where(and(eq(refreshTokens.userId, userId), eq(refreshTokens.revoked, false)))
         .run().changes,
-    revokeFamily: (familyId) => void db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.familyId, familyId)).run(),
-    recentFamilies: (userId, sinceIso) =>
+    revokeFamilies: (familyIds, atIso) => {
+      if (familyIds.length === 0) return;
+      db.transaction((tx) => {
+        tx.update(refreshTokens)
+          .set({ revoked: true })
+          .where(inArray(refreshTokens.familyId, [...familyIds]))
+          .run();
+        for (const familyId of familyIds) tx.insert(revokedFamilies).values({ familyId, revokedAt: atIso }).onConflictDoNothing().run();
+      });
+    },
+    familyRevoked: (familyId) => db.select().from(revokedFamilies).where(eq(revokedFamilies.familyId, familyId)).get() !== undefined,
+    openFamilies: (userId, sinceIso) =>
       db
         .selectDistinct({ familyId: refreshTokens.familyId })
         .from(refreshTokens)
-        .where(and(eq(refreshTokens.userId, userId), gt(refreshTokens.createdAt, sinceIso)))
+        .where(and(eq(refreshTokens.userId, userId), or(eq(refreshTokens.revoked, false), gt(refreshTokens.createdAt, sinceIso))))
         .all()
         .flatMap((row) => (row.familyId ? [row.familyId] : [])),
     revokeSessions: (sids, expiresAt, nowSeconds) => {

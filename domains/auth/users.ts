@@ -9,6 +9,7 @@ import { createServiceKey } from '../../gateway/services.ts';
 import type { AttributeVocabulary } from './attributes.ts';
 import { AuthErrors } from './errors.ts';
 import { generatePassword, hashPassword } from './password.ts';
+import type { SessionRevocations } from './revocations.ts';
 import type { AuthStore, UserRow } from './store.ts';
 import type { TokenSubject } from './tokens.ts';
 
@@ -39,6 +40,7 @@ export class UserDirectory {
     private readonly vocabulary: AttributeVocabulary,
     /** Called when users change, so caches of verified credentials drop stale entries. */
     private readonly onChange: () => void,
+    private readonly sessions: Pick<SessionRevocations, 'endUser'>,
   ) {
     this.#dataVersion = store.dataVersion();
   }
@@ -97,7 +99,8 @@ export class UserDirectory {
     const user = this.resolve(idOrUsername);
     if (!user) throw AuthErrors.make.user_not_found({ user: idOrUsername });
     this.store.updateUser(user.id, { passwordHash: await hashPassword(password), updatedAt: this.now().toISOString() });
-    this.store.revokeUserRefresh(user.id);
+    // A reset answers a leaked password: whoever signed in with it loses their sessions, as at logout.
+    this.sessions.endUser(user.id);
     this.#changed();
     return user;
   }

@@ -12,15 +12,19 @@ import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeResponse, Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
+import type { SessionSignOut } from '../auth/index.ts';
 import { ServingErrors } from './errors.ts';
+import { sessionCookieValue } from './headers.ts';
 import { HTML_HEADERS, homePage, loginPage } from './pages.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { RuntimeAuth } from './session.ts';
-import { proxyUpgrade } from './websocket.ts';
+import { type OpenSockets, proxyUpgrade } from './websocket.ts';
 
 export interface FrontendDeps {
   auth: RuntimeAuth;
+  signOut: SessionSignOut;
   pools: UpstreamPools;
+  sockets: OpenSockets;
   clusterName: string;
   prefixes: () => Readonly<Record<string, string>>;
   frontendUpstream: string | null;
@@ -59,13 +63,20 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
       const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
       return { status: 200, body: { location }, headers: { 'set-cookie': auth.sessionCookie(ctx.bearer), 'cache-control': 'no-store' } };
     },
-    'GET /logout': (ctx) => ({
-      status: 302,
-      headers: { location: auth.absolute(auth.safeNext(ctx.query.get('next'))), 'set-cookie': auth.clearedSessionCookie(), 'cache-control': 'no-store' },
-    }),
+    // POST only: a link or image on another site must not sign anyone out (a GET is "safe", RFC 9110 §9.2.1).
+    // The SameSite=Lax cookie is not sent on a cross-site POST, so a forged form ends no session either.
+    'POST /logout': async (ctx) => {
+      const cookie = sessionCookieValue(ctx.req.headers.cookie);
+      if (cookie) await deps.signOut.endSessionOf(cookie);
+      // 303: the browser follows a form POST with a GET (RFC 9110 §15.4.4).
+      const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
+      return { status: 303, headers: { location, 'set-cookie': auth.clearedSessionCookie(), 'cache-control': 'no-store' } };
+    },
+    'GET /logout': () => {
+      throw GatewayErrors.make.method_not_allowed({ allowed: ['POST'] });
+    },
   };
   pages['HEAD /login'] = pages['GET /login'] as (typeof pages)[string];
-  pages['POST /logout'] = pages['GET /logout'] as (typeof pages)[string];
   return {
     service: 'frontend',
     auth: 'optional',
@@ -118,7 +129,13 @@ export function operatorMount(service: string, upstream: string | null, adminOnl
       if (!principal) throw GatewayErrors.make.not_authenticated();
       gate(principal);
       const { prefix, below } = split(ctx);
-      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal);
+      const stillAllowed = async () => {
+        const again = await deps.auth.principal(ctx).catch(() => null);
+        if (again?.userId !== principal.userId) return false;
+        gate(again);
+        return true;
+      };
+      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal, { sockets: deps.sockets, stillAllowed });
     },
   };
 }

@@ -9,6 +9,7 @@ import type { Principal } from '../../gateway/principal.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
 import { createServiceKey } from '../../gateway/services.ts';
+import { SESSION_SIGN_OUT } from '../auth/index.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
@@ -21,6 +22,10 @@ import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
+import { OpenSockets } from './websocket.ts';
+
+/** How often open websockets have their access re-checked: the most a lost access outlives its loss by. */
+const SOCKET_SWEEP_MS = 1000;
 
 /** How many deployments a caller may see (cluster capabilities). */
 export const DEPLOYMENT_COUNT = createServiceKey<(principal: Principal) => number>('deployment-count');
@@ -36,7 +41,10 @@ export const servingModule: HandlerModule = {
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
-    const pools = new UpstreamPools(serving.upstreamConnections, serving.perClientUpstreamRequests);
+    const pools = new UpstreamPools(serving.upstreamConnections, {
+      perConnection: serving.perClientUpstreamRequests,
+      perAddress: serving.perClientAddressUpstreamRequests,
+    });
     // Booted for a command, nothing listens (deps.listeners is null).
     const legacy =
       serving.legacyPortListeners && deps.listeners
@@ -52,11 +60,14 @@ export const servingModule: HandlerModule = {
     const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
-    const runtime: RuntimeDeps = { deployments, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    const sockets = new OpenSockets(SOCKET_SWEEP_MS);
+    const runtime: RuntimeDeps = { deployments, auth, pools, sockets, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,
+      signOut: deps.services.get(SESSION_SIGN_OUT),
       pools,
+      sockets,
       clusterName: deps.config.clusterName,
       prefixes,
       frontendUpstream: serving.frontendUpstream,
@@ -71,6 +82,7 @@ export const servingModule: HandlerModule = {
         operatorMount('admin_compute', serving.adminComputeUpstream, true, site),
       ],
       close: async () => {
+        sockets.close();
         await legacy?.closeAll();
         await pools.close();
       },

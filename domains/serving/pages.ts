@@ -68,7 +68,8 @@ export function homePage(info: HomeInfo): string {
 <ul>
 ${rows}
 </ul>
-<p><a href="/login">Sign in</a> · <a href="/logout">Sign out</a> · <a href="${escapeHtml(p.api ?? '/api')}/ping">API health</a></p>`,
+<p><a href="/login">Sign in</a> · <a href="${escapeHtml(p.api ?? '/api')}/ping">API health</a></p>
+<form method="post" action="/logout"><button type="submit">Sign out</button></form>`,
   );
 }
 

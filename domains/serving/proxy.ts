@@ -14,7 +14,7 @@ import type { ApiError } from '../../gateway/errors/api-error.ts';
 import type { NodeRequest, Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
-import { ConnectionShares } from './fair-share.ts';
+import { ClientShares } from './fair-share.ts';
 import { downstreamResponseHeaders, type PathMap, upstreamRequestHeaders } from './headers.ts';
 
 /** Where one request goes: an upstream pool plus the path mapping and per-deployment options. */
@@ -24,19 +24,19 @@ export interface ProxyTarget extends PathMap {
   forwardAuthorization: boolean;
   /** Deployment id or service name, for error bodies and logs. */
   label: string;
-  shares: ConnectionShares;
+  shares: ClientShares;
 }
 
 /** Lazily created keep-alive pools, one per upstream origin, closed with the domain. */
 export class UpstreamPools {
   readonly #pools = new Map<string, Pool>();
-  readonly shares: ConnectionShares;
+  readonly shares: ClientShares;
 
   constructor(
     private readonly connections: number,
-    perClientRequests: number,
+    shares: { perConnection: number; perAddress: number },
   ) {
-    this.shares = new ConnectionShares(perClientRequests);
+    this.shares = new ClientShares(shares.perConnection, shares.perAddress);
   }
 
   get(origin: string): Pool {

@@ -3,6 +3,7 @@
  * lifetimes and signing algorithm, the login throttle, forward authentication.
  */
 import { z } from 'zod';
+import { loginThrottleSchema } from './login-throttle.ts';
 
 export const authSettings = z
   .strictObject({
@@ -31,42 +32,7 @@ export const authSettings = z
       .min(60)
       .default(365 * 86400)
       .describe('Longest PAT lifetime allowed.'),
-    throttle: z
-      .strictObject({
-        clientBurst: z
-          .number()
-          .int()
-          .min(1)
-          .max(1000)
-          .default(10)
-          .describe('Failed logins a client address (IPv6: its /64) may make before it is refused 429.'),
-        clientRefillSeconds: z.number().positive().max(3600).default(6).describe('Seconds for a client address to earn back one failed login.'),
-        accountBurst: z
-          .number()
-          .int()
-          .min(1)
-          .max(100)
-          .default(20)
-          .describe('Failed logins on one username before only clients without recent failures may still try it (NIST SP 800-63B §5.2.2: at most 100).'),
-        accountRefillSeconds: z.number().positive().max(3600).default(30).describe('Seconds for a username to earn back one failed login.'),
-        hashConcurrency: z.number().int().min(1).max(16).default(2).describe('Password hashes computed at once (scrypt runs on the libuv pool).'),
-        hashQueuePerClient: z
-          .number()
-          .int()
-          .min(1)
-          .max(1000)
-          .default(16)
-          .describe('Logins one client address may have waiting or hashing; more are refused 429.'),
-        hashQueueTotal: z.number().int().min(1).max(100_000).default(256).describe('Logins waiting or hashing in all; more are refused 503 login_busy.'),
-        trackedKeys: z
-          .number()
-          .int()
-          .min(100)
-          .max(10_000_000)
-          .default(100_000)
-          .describe('Client addresses and usernames remembered by the throttle (the longest without a failure dropped first).'),
-      })
-      .prefault({}),
+    throttle: loginThrottleSchema,
     forwardAuth: z
       .strictObject({
         trustedProxies: z

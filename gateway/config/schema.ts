@@ -52,7 +52,7 @@ export const configSchema = z.strictObject({
         .min(100)
         .default(30_000)
         .describe(
-          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session must open its first stream within it.',
+          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session with no stream open (at its start, after its last one closes) must open one within it.',
         ),
       requestTimeoutMs: z.number().int().min(0).default(300_000).describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
       handshakeTimeoutMs: z.number().int().min(100).default(10_000).describe('Time a new connection has to complete its TLS handshake.'),
@@ -88,6 +88,15 @@ export const configSchema = z.strictObject({
         .default(32)
         .describe(
           "Requests one client connection may have in flight to one upstream; more wait on that connection, so one client cannot take the upstream's whole pool.",
+        ),
+      perClientAddressUpstreamRequests: z
+        .number()
+        .int()
+        .min(1)
+        .max(4096)
+        .default(64)
+        .describe(
+          'Requests all connections from one client address (IPv6: its /64) may have in flight to one upstream; more wait, so opening more connections gains no more of the pool.',
         ),
       legacyPortListeners: z
         .boolean()
@@ -310,6 +319,7 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
+  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: { path: ['serving', 'perClientAddressUpstreamRequests'], kind: 'number' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },
