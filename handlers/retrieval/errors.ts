@@ -49,6 +49,13 @@ export const RetrievalErrors = defineErrors('retrieval', {
     status: 422,
     doc: "A `credential_override` names an endpoint, or part of a key pair, without its own complete credentials: the dataset's stored credentials are only ever sent to the dataset's own endpoint.",
   },
-  grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
+  grpc_token_invalid: {
+    status: 401,
+    doc: "The gRPC stream token is missing, malformed, expired, bound to another job or to the other protocol, or (Arrow Flight) already used (gRPC code UNAUTHENTICATED: pyarrow's FlightUnauthenticatedError).",
+  },
+  flight_ticket_invalid: {
+    status: 400,
+    doc: 'An Arrow Flight DoGet ticket is not the JSON `{"job_id", "token"}` of a job\'s `grpc` block (gRPC code INVALID_ARGUMENT: pyarrow\'s ArrowInvalid).',
+  },
   dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },
 });

@@ -70,7 +70,7 @@ test('the Python SDK catalogs a dataset and retrieves it inline, over SSE, and g
   assert.equal(got.sse.events.at(-1).event, 'complete');
   assert.deepEqual(got.status, { status: 'COMPLETED', rows: 3, chunks: 2 });
   assert.equal(got.grpc.transport, 'grpc');
-  assert.deepEqual(got.grpc.locations, [`grpcs://${new URL(gw.url).host}`]);
+  assert.deepEqual(got.grpc.locations, [`grpc+tls://${new URL(gw.url).host}`]);
   assert.equal(got.grpc.has_token, true);
 });
 
