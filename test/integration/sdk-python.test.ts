@@ -150,3 +150,31 @@ test('the Python SDK finds a model deployment by name, chats through its runtime
   assert.equal(got.stopped, true, 'stop_deployment removes the route');
   assert.deepEqual(got.after_stop, []);
 });
+
+test('the Python SDK reads Arrow Flight with flight_batches: 3/4/5 clearance rows, COMPLETED, a replayed handshake refused', async (t) => {
+  const dir = scratch(t);
+  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).jsonl;
+  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
+  const admin = await gw.adminToken();
+  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
+  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
+  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
+  const tokens: Record<string, string> = {};
+  for (const clearance of ['U', 'S', 'TS']) {
+    const user = await gw.userToken(`flight-${clearance}`, { attributes: { clearance } });
+    grantViewer(gw, urn, user.id);
+    tokens[clearance] = user.token;
+  }
+  const got = await sdk(gw, dir, 'flight', { urn, tokens });
+  for (const [clearance, count] of [
+    ['U', 3],
+    ['S', 4],
+    ['TS', 5],
+  ] as const) {
+    assert.equal(got[clearance].protocol, 'arrow-flight');
+    assert.deepEqual(got[clearance].rows, CLEARANCE_ROWS.slice(0, count), clearance);
+    assert.equal(got[clearance].status, 'COMPLETED', clearance);
+    // The SDK maps the refused replay (UNAUTHENTICATED) to its AuthenticationError, and does not retry it.
+    assert.equal(got[clearance].replay, 'AuthenticationError', clearance);
+  }
+});
