@@ -8,7 +8,7 @@ One DoGet per stdin line, as JSON:
 One JSON line out per call: {"rows", "batches", "bytes", "seconds"} (seconds:
 from the call to the end of the stream), with "schema" ([name, type] pairs),
 "data" (the rows, values in JSON: dates and times ISO 8601, decimals as text,
-bytes as hex) and "metadata" (each message's app_metadata, decoded) when
+bytes as hex, integers past 2^53 as digits) and "metadata" (each message's app_metadata, decoded) when
 "detail" is true, or {"error": {"type", "message"}} when the call fails (the
 pyarrow exception's class, e.g. FlightUnauthenticatedError). "stop_after"
 cancels the read after that many batches.
@@ -33,6 +33,11 @@ def plain(value):
     if isinstance(value, bytes):
         return value.hex()
     raise TypeError(type(value).__name__)
+
+
+def exact(row: dict) -> dict:
+    """Integers past 2^53 as their digits: a JSON reader in JavaScript would round them."""
+    return {k: str(v) if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53 else v for k, v in row.items()}
 
 
 def ticket_of(spec) -> flight.Ticket:
@@ -60,7 +65,7 @@ def read(client: flight.FlightClient, job: dict) -> dict:
         out["batches"] += 1
         out["bytes"] += chunk.data.nbytes
         if detail:
-            out["data"].extend(chunk.data.to_pylist())
+            out["data"].extend(exact(row) for row in chunk.data.to_pylist())
         if job.get("stop_after") is not None and out["batches"] >= job["stop_after"]:
             reader.cancel()
             break

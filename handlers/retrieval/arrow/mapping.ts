@@ -81,9 +81,16 @@ function decimal(precision: number, scale: number): ColumnType {
   return fits ? { kind: 'decimal', precision, scale } : UTF8;
 }
 
+/**
+ * PostgreSQL arrays and composite types: their element and field types are
+ * not in the column's type name; sent as their JSON text (`to_json`).
+ */
+export const PG_JSON_RENDERED: ReadonlySet<string> = new Set(['ARRAY', 'USER-DEFINED']);
+
 /** The Arrow type of a declared source type, or null when the name says nothing precise. */
 export function declaredType(name: string): ColumnType | null {
   const trimmed = name.trim();
+  if (PG_JSON_RENDERED.has(trimmed)) return UTF8;
   const lower = trimmed.toLowerCase();
   const known = BY_NAME[PARQUET_ALIASES[trimmed] ?? lower];
   if (known) return known;

@@ -16,9 +16,8 @@ export interface ColumnWriter {
 }
 
 type Numbers = Int8Array | Int16Array | Int32Array | Float32Array | Float64Array;
-type Wide = BigInt64Array | BigUint64Array;
 
-function grown<T extends Numbers | Wide | Uint8Array>(array: T, needed: number): T {
+function grown<T extends Numbers | Uint8Array>(array: T, needed: number): T {
   if (needed <= array.length) return array;
   const bigger = new (array.constructor as new (n: number) => T)(Math.max(needed, array.length * 2));
   bigger.set(array as never);
@@ -80,7 +79,11 @@ export class NumberWriter extends Writer {
   }
 
   push(value: unknown): void {
-    const n = value === null || value === undefined ? null : this.convert(value);
+    this.pushRaw(value === null || value === undefined ? null : this.convert(value));
+  }
+
+  /** A value already of the column's kind (an integer in range, a float, a day number), or null. */
+  pushRaw(n: number | null): void {
     this.#values = grown(this.#values, this.valid.length + 1);
     this.#values[this.valid.length] = n ?? 0;
     this.valid.push(n !== null);
@@ -93,34 +96,55 @@ export class NumberWriter extends Writer {
   }
 }
 
-/** 64-bit ints and timestamps (BigInt64), decimals (two 64-bit words a value, little-endian two's complement). */
+/**
+ * 64-bit ints and timestamps, and decimals (two 64-bit words a value),
+ * little-endian two's complement, kept as 32-bit words so a value that is a
+ * safe integer is stored without making a BigInt (pushSafe).
+ */
 export class WideWriter extends Writer {
-  #values = new BigUint64Array(1024);
-  readonly #words: number;
+  #words = new Int32Array(2048);
+  readonly #width: number;
 
   constructor(
     type: ColumnType,
     private readonly convert: (value: unknown) => bigint | null,
   ) {
     super(type);
-    this.#words = type.kind === 'decimal' ? 2 : 1;
+    this.#width = type.kind === 'decimal' ? 4 : 2;
   }
 
   push(value: unknown): void {
     const n = value === null || value === undefined ? null : this.convert(value);
-    const at = this.valid.length * this.#words;
-    this.#values = grown(this.#values, at + this.#words);
-    const v = n ?? 0n;
-    this.#values[at] = BigInt.asUintN(64, v);
-    if (this.#words === 2) this.#values[at + 1] = BigInt.asUintN(64, v >> 64n);
+    const at = this.#room();
+    if (n !== null) for (let w = 0; w < this.#width; w++) this.#words[at + w] = Number(BigInt.asIntN(32, n >> BigInt(32 * w)));
     this.valid.push(n !== null);
   }
 
+  /** A value known to be a safe integer (|n| < 2^53), or null. */
+  pushSafe(n: number | null): void {
+    const at = this.#room();
+    if (n !== null) {
+      const high = Math.floor(n / 4294967296);
+      this.#words[at] = n - high * 4294967296;
+      this.#words[at + 1] = high;
+      for (let w = 2; w < this.#width; w++) this.#words[at + w] = high < 0 ? -1 : 0;
+    }
+    this.valid.push(n !== null);
+  }
+
+  /** Where the next value's words go, zeroed. */
+  #room(): number {
+    const at = this.valid.length * this.#width;
+    this.#words = grown(this.#words, at + this.#width);
+    this.#words.fill(0, at, at + this.#width);
+    return at;
+  }
+
   protected buffers(length: number) {
-    const words = this.#values.subarray(0, length * this.#words);
-    this.#values = new BigUint64Array(Math.max(1024, words.length));
-    if (this.type.kind === 'decimal') return { data: new Uint32Array(words.buffer, words.byteOffset, words.length * 2) };
-    return { data: new BigInt64Array(words.buffer, words.byteOffset, words.length) };
+    const words = this.#words.subarray(0, length * this.#width);
+    this.#words = new Int32Array(Math.max(2048, words.length));
+    if (this.type.kind === 'decimal') return { data: new Uint32Array(words.buffer, words.byteOffset, words.length) };
+    return { data: new BigInt64Array(words.buffer, words.byteOffset, words.length / 2) };
   }
 }
 
