@@ -17,6 +17,8 @@ export interface FlightGet {
   detail?: boolean;
   /** Cancel the read after this many batches. */
   stop_after?: number;
+  /** The TLS name to verify when `location` names an address instead. */
+  override_hostname?: string;
 }
 
 export interface FlightResult {

@@ -4,14 +4,15 @@ and the retrieval benchmark run it.
 
 One DoGet per stdin line, as JSON:
     {"location": "grpc+tls://host:port", "ticket": {"job_id", "token"} | "raw text",
-     "detail": false, "stop_after": null}
+     "detail": false, "stop_after": null, "override_hostname": null}
 One JSON line out per call: {"rows", "batches", "bytes", "seconds"} (seconds:
 from the call to the end of the stream), with "schema" ([name, type] pairs),
 "data" (the rows, values in JSON: dates and times ISO 8601, decimals as text,
 bytes as hex, integers past 2^53 as digits) and "metadata" (each message's app_metadata, decoded) when
 "detail" is true, or {"error": {"type", "message"}} when the call fails (the
 pyarrow exception's class, e.g. FlightUnauthenticatedError). "stop_after"
-cancels the read after that many batches.
+cancels the read after that many batches; "override_hostname" is the TLS
+name to verify when the location is an address (a test peer's fed-x.test).
 
     python flight_client.py <CA file>
 """
@@ -76,14 +77,15 @@ def read(client: flight.FlightClient, job: dict) -> dict:
 def main() -> None:
     with open(sys.argv[1], "rb") as f:
         roots = f.read()
-    clients: dict[str, flight.FlightClient] = {}
+    clients: dict[tuple, flight.FlightClient] = {}
     for line in sys.stdin:
         job = json.loads(line)
         try:
-            location = job["location"]
-            if location not in clients:
-                clients[location] = flight.connect(location, tls_root_certs=roots)
-            answer = read(clients[location], job)
+            location, name = job["location"], job.get("override_hostname")
+            if (location, name) not in clients:
+                options = {"override_hostname": name} if name else {}
+                clients[(location, name)] = flight.connect(location, tls_root_certs=roots, **options)
+            answer = read(clients[(location, name)], job)
         except Exception as exc:  # the test reads the class: the Flight status a client sees
             answer = {"error": {"type": type(exc).__name__, "message": str(exc)}}
         print(json.dumps(answer, default=plain), flush=True)
