@@ -75,19 +75,7 @@ test('the Python SDK catalogs a dataset and retrieves it inline, over SSE, and g
 });
 
 test("the Python SDK reads the clearance fixture with each caller's token: 3, 4, 5 rows, gate_audit as the contract says", async (t) => {
-  const dir = scratch(t);
-  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
-  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
-  const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
-  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
-  const tokens: Record<string, string> = {};
-  for (const clearance of ['U', 'S', 'TS']) {
-    const user = await gw.userToken(`sdk-${clearance}`, { attributes: { clearance } });
-    grantViewer(gw, urn, user.id);
-    tokens[clearance] = user.token;
-  }
+  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'csv', 'sdk');
   const got = await sdk(gw, dir, 'gated', { urn, tokens });
   const footer = (filtered: boolean) => ({ filtered, included: null, redacted: null, total: null, gate: null });
   for (const [clearance, count, filtered] of [
@@ -152,19 +140,7 @@ test('the Python SDK finds a model deployment by name, chats through its runtime
 });
 
 test('the Python SDK reads Arrow Flight with flight_batches: 3/4/5 clearance rows, COMPLETED, a replayed handshake refused', async (t) => {
-  const dir = scratch(t);
-  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).jsonl;
-  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
-  const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
-  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
-  const tokens: Record<string, string> = {};
-  for (const clearance of ['U', 'S', 'TS']) {
-    const user = await gw.userToken(`flight-${clearance}`, { attributes: { clearance } });
-    grantViewer(gw, urn, user.id);
-    tokens[clearance] = user.token;
-  }
+  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'jsonl', 'flight');
   const got = await sdk(gw, dir, 'flight', { urn, tokens });
   for (const [clearance, count] of [
     ['U', 3],
@@ -178,3 +154,21 @@ test('the Python SDK reads Arrow Flight with flight_batches: 3/4/5 clearance row
     assert.equal(got[clearance].replay, 'AuthenticationError', clearance);
   }
 });
+
+/** A gateway with the clearance fixture as a gated file dataset, and a viewer token per clearance U, S, TS. */
+async function clearanceReaders(t: { after(fn: () => unknown): void }, format: 'csv' | 'jsonl', prefix: string) {
+  const dir = scratch(t);
+  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS)[format];
+  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
+  const admin = await gw.adminToken();
+  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
+  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
+  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
+  const tokens: Record<string, string> = {};
+  for (const clearance of ['U', 'S', 'TS']) {
+    const user = await gw.userToken(`${prefix}-${clearance}`, { attributes: { clearance } });
+    grantViewer(gw, urn, user.id);
+    tokens[clearance] = user.token;
+  }
+  return { gw, dir, urn, tokens };
+}
