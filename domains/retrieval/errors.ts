@@ -88,8 +88,13 @@ export const RetrievalErrors = defineErrors('retrieval', {
   },
   grpc_token_invalid: {
     status: 401,
-    message: 'The gRPC stream token is missing, invalid or expired.',
-    doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).',
+    message: 'The gRPC stream token is missing, invalid, expired or already used.',
+    doc: "The gRPC stream token is missing, malformed, expired, bound to another job or to the other protocol, or (Arrow Flight) already used (gRPC code UNAUTHENTICATED: pyarrow's FlightUnauthenticatedError).",
+  },
+  flight_ticket_invalid: {
+    status: 400,
+    message: 'The Arrow Flight ticket is not the JSON {"job_id", "token"} of a job.',
+    doc: 'An Arrow Flight DoGet ticket is not the JSON `{"job_id", "token"}` of a job\'s `grpc` block (gRPC code INVALID_ARGUMENT: pyarrow\'s ArrowInvalid).',
   },
   dataset_not_found: {
     status: 404,

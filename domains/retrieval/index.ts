@@ -23,6 +23,7 @@ import { s3Sources } from './sources/s3.ts';
 import { slackSources } from './sources/slack.ts';
 import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
+import { registerFlightRpc } from './transports/flight.ts';
 import { registerRetrievalRpc } from './transports/grpc.ts';
 
 export const retrievalModule: HandlerModule = {
@@ -49,7 +50,7 @@ export const retrievalModule: HandlerModule = {
       settings,
       now: deps.now,
       logger: deps.logger,
-      grpcEndpoint: () => deps.runtime.origin().replace(/^https:/, 'grpcs:'),
+      origin: () => deps.runtime.origin(),
     });
     deps.services.provide(RECORD_GATE_CATALOG, recordGateCatalog);
     const routes = retrievalRoutes({
@@ -61,7 +62,10 @@ export const retrievalModule: HandlerModule = {
     });
     return {
       routes,
-      rpc: (router) => registerRetrievalRpc(router, service),
+      rpc: (router) => {
+        registerRetrievalRpc(router, service);
+        registerFlightRpc(router, service);
+      },
       close: () => service.close(),
     };
   },

@@ -9,13 +9,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
+import type { IpcMessage } from './arrow/ipc.ts';
+import { arrowMessages } from './arrow/stream.ts';
 import { RetrievalErrors } from './errors.ts';
-import { type Chunk, chunksOf, emptySummary, readAhead, type StreamSummary } from './pipeline.ts';
+import { type Chunk, chunksOf, emptySummary, type ReadPlan, readAhead, type StreamSummary } from './pipeline.ts';
 import { type DatasetReader, type DatasetRecord, datasetBlock, gateBindingOf, readPlan, type SourceRegistry, sourceInput } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
-import type { StreamTokens } from './tokens.ts';
+import type { StreamProtocol, StreamTokens } from './tokens.ts';
 import { collectInline } from './transports/inline.ts';
 import { type CreateBody, type GrpcBlock, type InlineBlock, type JobView, jobView, type StoredRequest } from './wire.ts';
 
@@ -33,14 +35,14 @@ export interface RetrievalDeps {
   readonly settings: RetrievalSettings;
   readonly now: () => Date;
   readonly logger: Logger;
-  /** `grpcs://host:port` of the TLS listener (contract §8.1 `grpc.endpoint`). */
-  readonly grpcEndpoint: () => string;
+  /** `https://host:port` of the TLS listener, where both gRPC services are served. */
+  readonly origin: () => string;
 }
 
 /** One open stream of a job. The transport drains `chunks`, then calls finish() exactly once. */
-export interface JobStream {
+export interface JobStream<T = Chunk> {
   readonly job: JobRow;
-  readonly chunks: AsyncGenerator<Chunk>;
+  readonly chunks: AsyncGenerator<T>;
   readonly summary: StreamSummary;
   readonly signal: AbortSignal;
   finish(error?: unknown): void;
@@ -114,12 +116,23 @@ export class RetrievalService {
     return this.#open(principal, this.#owned(principal, id));
   }
 
-  /** Opens the stream for a gRPC token (contract §8.5): the token names the job and its caller. */
+  /** Opens the platform.retrieval.v1 stream for a token (contract §8.5): the token names the job and its caller. */
   grpcStream(jobId: string, token: string): Promise<JobStream> {
-    const userId = this.deps.tokens.verify(token, jobId);
-    const row = this.deps.store.byId(jobId);
-    if (!row || row.ownerId !== userId) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'other_caller' });
+    const row = this.#tokenJob(jobId, this.deps.tokens.verify(token, jobId, 'platform.retrieval.v1'));
     return this.#open(row.principal as unknown as Principal, row);
+  }
+
+  /** Opens the Arrow Flight stream of a DoGet ticket's job, spending the ticket's single-use token. */
+  flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
+    const row = this.#tokenJob(jobId, this.deps.tokens.claim(token, jobId, 'arrow-flight'));
+    return this.#open(row.principal as unknown as Principal, row, arrowMessages, (m) => [m.rowCount, m.header.length + m.body.length]);
+  }
+
+  #tokenJob(jobId: string, userId: string): JobRow {
+    const row = this.deps.store.byId(jobId);
+    if (!row) throw RetrievalErrors.make.retrieval_job_not_found({ job_id: jobId });
+    if (row.ownerId !== userId) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'other_caller' });
+    return row;
   }
 
   close(): void {
@@ -137,7 +150,14 @@ export class RetrievalService {
     }
   }
 
-  async #open(principal: Principal, job: JobRow): Promise<JobStream> {
+  #open(principal: Principal, job: JobRow): Promise<JobStream>;
+  #open<T>(principal: Principal, job: JobRow, encode: Encoder<T>, size: (item: T) => [rows: number, bytes: number]): Promise<JobStream<T>>;
+  async #open<T>(
+    principal: Principal,
+    job: JobRow,
+    encode: Encoder<T> = chunksOf as unknown as Encoder<T>,
+    size: (item: T) => [number, number] = (c) => [(c as Chunk).rowCount, (c as Chunk).data.length],
+  ): Promise<JobStream<T>> {
     if (job.status === 'CANCELED') throw RetrievalErrors.make.retrieval_job_canceled({ job_id: job.id });
     const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
@@ -147,7 +167,7 @@ export class RetrievalService {
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
-    const chunks = counted(readAhead(chunksOf(plan, request.columns, summary)), (c) => runs.advance(job.id, c.rowCount, c.data.length));
+    const chunks = counted(readAhead(encode(plan, request.columns, summary)), (c) => runs.advance(job.id, ...size(c)));
     let finished = false;
     return {
       job,
@@ -184,20 +204,23 @@ export class RetrievalService {
   }
 
   #grpcBlock(row: JobRow): GrpcBlock {
-    const { token, expiresAt } = this.deps.tokens.issue(row.id, row.ownerId);
-    const endpoint = this.deps.grpcEndpoint();
-    return {
-      endpoint,
-      endpoints: [{ location: endpoint }],
-      token,
-      expires_at: expiresAt.toISOString(),
-      protocol: 'platform.retrieval.v1',
-      service: 'platform.retrieval.v1.RetrievalService',
-    };
+    const protocol: StreamProtocol = (row.request as unknown as StoredRequest).grpc_protocol ?? 'platform.retrieval.v1';
+    const { token, expiresAt } = this.deps.tokens.issue(row.id, row.ownerId, protocol);
+    const { host } = new URL(this.deps.origin());
+    const expires_at = expiresAt.toISOString();
+    if (protocol === 'arrow-flight') {
+      // Flight locations are URIs of the gRPC transport (Flight.proto `Location`): grpc+tls is gRPC over TLS.
+      return { endpoints: [{ location: `grpc+tls://${host}` }], token, expires_at, protocol, service: 'arrow.flight.protocol.FlightService' };
+    }
+    const endpoint = `grpcs://${host}`;
+    return { endpoint, endpoints: [{ location: endpoint }], token, expires_at, protocol, service: 'platform.retrieval.v1.RetrievalService' };
   }
 }
 
-async function* counted(chunks: AsyncGenerator<Chunk>, onChunk: (chunk: Chunk) => void): AsyncGenerator<Chunk> {
+/** Turns a job's read plan into the items a transport sends (JSON chunks, Arrow messages). */
+type Encoder<T> = (plan: ReadPlan, columns: readonly string[] | null, summary: StreamSummary) => AsyncGenerator<T>;
+
+async function* counted<T>(chunks: AsyncGenerator<T>, onChunk: (chunk: T) => void): AsyncGenerator<T> {
   for await (const chunk of chunks) {
     onChunk(chunk);
     yield chunk;
@@ -225,5 +248,6 @@ function storedRequest(body: CreateBody, defaultBatch: number): StoredRequest {
     options: body.options ?? {},
     batch_size: body.batch_size ?? defaultBatch,
     format_hint: body.format_hint ?? null,
+    grpc_protocol: body.grpc_protocol ?? 'arrow-flight',
   };
 }

@@ -120,10 +120,33 @@ def openai(args: dict) -> dict:
     }
 
 
+def flight(args: dict) -> dict:
+    """Each caller reads the dataset over Arrow Flight with the SDK's flight_batches, then replays the handshake."""
+    out = {}
+    for label, token in args["tokens"].items():
+        client = client_for({**args, "token": token})
+        job = client.retrieval.create_job(RetrievalRequest(dataset_urn=args["urn"], transport="grpc"))
+        batches = list(client.retrieval.flight_batches(job))
+        status = client.retrieval.get_job(job.job_id)
+        try:
+            list(client.retrieval.flight_batches(job))
+            replay = None
+        except Exception as error:  # the second DoGet with a spent token
+            replay = type(error).__name__
+        out[label] = {
+            "protocol": job.grpc.protocol,
+            "rows": [row for batch in batches for row in batch.to_pylist()],
+            "schema": [[f.name, str(f.type)] for f in batches[0].schema] if batches else [],
+            "status": status.status,
+            "replay": replay,
+        }
+    return out
+
+
 def main() -> None:
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     try:
-        scenarios = {"retrieval": retrieval, "gated": gated, "gate_setup": gate_setup, "openai": openai}
+        scenarios = {"retrieval": retrieval, "gated": gated, "gate_setup": gate_setup, "openai": openai, "flight": flight}
         result = (scenarios.get(scenario) or LATER_SCENARIOS[scenario])(args)
     except Exception as error:  # the test shows what the SDK raised, and where
         ours = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__]

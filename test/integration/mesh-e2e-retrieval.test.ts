@@ -17,6 +17,7 @@ import { test } from 'node:test';
 import { createParser } from 'eventsource-parser';
 import { request as undiciRequest } from 'undici';
 import { MESH } from '../../gateway/mesh/headers.ts';
+import { flightGet, startFlightClient } from '../helpers/flight.ts';
 import type { After, TestGateway } from '../helpers/gateway.ts';
 import { allow, craft, PERSONAS, sharedIdpMesh } from '../helpers/mesh.ts';
 import type { Persona } from '../helpers/peers/oidc.ts';
@@ -160,4 +161,26 @@ test('the SSE stream arrives incrementally across the hop: the first chunk is re
   assert.equal(last?.data.rows, BIG_ROWS);
   const after = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
   assert.equal(after.json.status, 'COMPLETED');
+});
+
+test('Arrow Flight through the mesh: a job created across the hop is read by pyarrow from the receiver, 3/4/5 rows', async (t) => {
+  const { oidc, pair, source, receiver, urn } = await retrievalMesh(t);
+  const flight = await startFlightClient(t, receiver.gateway.caPem);
+  for (const caller of CALLERS) {
+    const token = await oidc.passwordToken(caller.username, caller.password);
+    const job = await meshJob(source, pair.sourceFedId, token, { dataset_urn: urn, transport: 'grpc' });
+    // The handshake names the gateway that holds the job and serves its data: the receiver.
+    const location = new URL(job.grpc.endpoints[0].location);
+    assert.equal(location.protocol, 'grpc+tls:');
+    assert.equal(location.port, String(receiver.port));
+    const get = { ...flightGet(job), location: `grpc+tls://127.0.0.1:${receiver.port}`, override_hostname: location.hostname };
+    const got = await flight.get(get);
+    assert.equal(got.error, undefined, JSON.stringify(got.error));
+    assert.deepEqual(byId(got.data ?? []), byId(CLEARANCE_ROWS.slice(0, caller.rows)), caller.username);
+    assert.deepEqual(got.metadata?.at(-1).gate_audit, footer(caller.filtered), caller.username);
+    const status = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
+    assert.equal(status.json.status, 'COMPLETED', status.text);
+    // Single use across the hop too.
+    assert.equal((await flight.get(get)).error?.type, 'FlightUnauthenticatedError');
+  }
 });

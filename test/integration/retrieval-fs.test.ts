@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows } from '../helpers/retrieval.ts';
+import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows, V1 } from '../helpers/retrieval.ts';
 import { FORMATS, type Format, sampleRows, type TextRow, writeAllFormats } from '../helpers/retrieval-fixtures.ts';
 
 interface World {
@@ -62,7 +62,7 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
     assert.ok(sse.comments.length >= 1, 'a `:` comment opens the stream');
     assert.deepEqual(sse.events.at(-1), { event: 'complete', data: { event: 'complete', rows: rows.length, chunks: 3, metadata: { filtered: false } } });
 
-    const grpcJob = await createJob(gw, alice, { dataset_urn: urns[format], transport: 'grpc' });
+    const grpcJob = await createJob(gw, alice, { dataset_urn: urns[format], transport: 'grpc', grpc_protocol: V1 });
     assert.equal(grpcJob.transport, 'grpc');
     assert.match(grpcJob.grpc.endpoint, /^grpcs:\/\/localhost:\d+$/);
     const grpc = await readGrpc(gw, grpcJob);
@@ -110,7 +110,7 @@ test('filters (equality, list = IN), columns, offset and limit mean the same in 
       const inline = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'inline' });
       assert.deepEqual(inline.inline.data, expected, `${format} ${JSON.stringify(c.body)}`);
       if (columns) assert.deepEqual(Object.keys(inline.inline.data[0]), columns, 'column order follows the request');
-      const job = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'grpc' });
+      const job = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'grpc', grpc_protocol: V1 });
       assert.deepEqual(grpcRows(await readGrpc(gw, job)), expected);
     }
   }

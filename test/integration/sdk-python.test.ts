@@ -73,24 +73,12 @@ test('the Python SDK catalogs a dataset and retrieves it inline, over SSE, and g
   assert.equal(got.sse.events.at(-1).event, 'complete');
   assert.deepEqual(got.status, { status: 'COMPLETED', rows: 3, chunks: 2 });
   assert.equal(got.grpc.transport, 'grpc');
-  assert.deepEqual(got.grpc.locations, [`grpcs://${new URL(gw.url).host}`]);
+  assert.deepEqual(got.grpc.locations, [`grpc+tls://${new URL(gw.url).host}`]);
   assert.equal(got.grpc.has_token, true);
 });
 
 test("the Python SDK reads the clearance fixture with each caller's token: 3, 4, 5 rows, gate_audit as the contract says", async (t) => {
-  const dir = scratch(t);
-  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
-  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
-  const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
-  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
-  const tokens: Record<string, string> = {};
-  for (const clearance of ['U', 'S', 'TS']) {
-    const user = await gw.userToken(`sdk-${clearance}`, { attributes: { clearance } });
-    grantViewer(gw, urn, user.id);
-    tokens[clearance] = user.token;
-  }
+  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'csv', 'sdk');
   const got = await sdk(gw, dir, 'gated', { urn, tokens });
   const footer = (filtered: boolean) => ({ filtered, included: null, redacted: null, total: null, gate: null });
   for (const [clearance, count, filtered] of [
@@ -230,3 +218,37 @@ test('the Python SDK retrieval wrapper raises the right exception with a readabl
   const denied = JSON.parse(got.denied.message).detail;
   assert.deepEqual([denied.reason, denied.message], ['path_not_allowed', "The dataset's path is outside the folders retrieval may read."]);
 });
+
+test('the Python SDK reads Arrow Flight with flight_batches: 3/4/5 clearance rows, COMPLETED, a replayed handshake refused', async (t) => {
+  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'jsonl', 'flight');
+  const got = await sdk(gw, dir, 'flight', { urn, tokens });
+  for (const [clearance, count] of [
+    ['U', 3],
+    ['S', 4],
+    ['TS', 5],
+  ] as const) {
+    assert.equal(got[clearance].protocol, 'arrow-flight');
+    assert.deepEqual(got[clearance].rows, CLEARANCE_ROWS.slice(0, count), clearance);
+    assert.equal(got[clearance].status, 'COMPLETED', clearance);
+    // The SDK maps the refused replay (UNAUTHENTICATED) to its AuthenticationError, and does not retry it.
+    assert.equal(got[clearance].replay, 'AuthenticationError', clearance);
+  }
+});
+
+/** A gateway with the clearance fixture as a gated file dataset, and a viewer token per clearance U, S, TS. */
+async function clearanceReaders(t: { after(fn: () => unknown): void }, format: 'csv' | 'jsonl', prefix: string) {
+  const dir = scratch(t);
+  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS)[format];
+  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
+  const admin = await gw.adminToken();
+  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
+  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
+  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
+  const tokens: Record<string, string> = {};
+  for (const clearance of ['U', 'S', 'TS']) {
+    const user = await gw.userToken(`${prefix}-${clearance}`, { attributes: { clearance } });
+    grantViewer(gw, urn, user.id);
+    tokens[clearance] = user.token;
+  }
+  return { gw, dir, urn, tokens };
+}

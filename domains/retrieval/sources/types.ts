@@ -6,6 +6,7 @@
  * Hive, Slack) add a factory to the registry and run the contract suite in
  * test/contract/source.contract.ts.
  */
+import type { IpcMessage } from '../arrow/ipc.ts';
 import type { ReaderOptionTable } from './reader-options.ts';
 
 export type Row = Record<string, unknown>;
@@ -63,6 +64,12 @@ export interface Source {
    * stream sends those bytes as they are (pipeline.ts).
    */
   readJson?(request: ReadRequest): AsyncIterable<JsonRows>;
+  /**
+   * Optional: the same rows as Arrow IPC messages (schema first, then record
+   * batches) built column by column, for sources that can type their columns
+   * without row objects (Postgres): an ungated Arrow Flight stream sends them.
+   */
+  readArrow?(request: ReadRequest): AsyncIterable<IpcMessage>;
 }
 
 /** What a source is built from: the dataset's catalog record plus the job's source-specific inputs. */
