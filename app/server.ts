@@ -10,13 +10,13 @@ import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
-import { buildErrorRegistry } from '../gateway/errors/registry.ts';
+import { buildErrorRegistry, type RegistryEntry } from '../gateway/errors/registry.ts';
 import { deriveOrigin, hostForUrl } from '../gateway/http/origin.ts';
 import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
 import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
 import { createMeshVerifyStage } from '../gateway/mesh/verify.ts';
-import type { GatewayDeps, HandlerInstance } from '../gateway/module.ts';
+import type { GatewayDeps, HandlerInstance, RouteDef } from '../gateway/module.ts';
 import type { createPipeline } from '../gateway/pipeline/run.ts';
 import { createRouteMatchStage } from '../gateway/pipeline/stages/route-match.ts';
 import { AUTHENTICATOR } from '../gateway/principal.ts';
@@ -25,6 +25,7 @@ import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
+import { apiDocumentInstance } from './api-document.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
 import {
   closeGracefully,
@@ -50,12 +51,14 @@ export interface Gateway {
   readonly origin: string;
   readonly caPem: string;
   readonly deps: GatewayDeps;
+  /** Every API route served, the API document's own included. */
+  readonly apiRoutes: readonly RouteDef[];
   /** Stops gracefully; `reason` (e.g. the signal) goes into the final `stopped` log line. */
   close(graceMs?: number, reason?: string): Promise<void>;
 }
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
-  buildErrorRegistry(ERROR_TABLES);
+  const registry = buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
   const tls = await prepareStorage(config, logs.logger);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls };
@@ -82,9 +85,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     announce: (line) => (started ? print(line) : held.push(line)),
   };
   let domains: Domains | null = null;
+  let served: Domains | null = null;
   try {
     domains = await initDomains(DOMAIN_MODULES, base, logs);
-    letRequestsThrough(domains, ingress, bound);
+    served = withApiDocument(domains, registry);
+    letRequestsThrough(served, ingress, bound);
   } catch (error) {
     bound.stop();
     await domains?.close();
@@ -107,6 +112,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     origin,
     caPem: tls.caPem,
     deps: running.deps,
+    apiRoutes: served.instances.flatMap((i) => i.routes ?? []),
     async close(graceMs = 5000, reason = 'closed') {
       await closeGracefully(bound.listeners, graceMs);
       await running.close();
@@ -168,6 +174,12 @@ async function bindListeners(ingress: IngressBase): Promise<BoundListeners> {
     stop();
     throw error;
   }
+}
+
+/** The domains' instances and the API document of their routes, served beside them. */
+function withApiDocument(domains: Domains, registry: ReadonlyMap<string, RegistryEntry>): Domains {
+  const document = apiDocumentInstance(domains.instances, registry, domains.deps.services.get(ROUTING_SOURCE));
+  return { ...domains, instances: [...domains.instances, document] };
 }
 
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */

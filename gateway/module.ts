@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import type { Config } from './config/schema.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
@@ -38,7 +39,32 @@ export interface RouteDef {
   allowEncodedSlash?: boolean;
   /** Also accept bearer tokens of trusted shared-realm issuers (contract §1.5: at least mesh egress). */
   acceptSharedRealm?: boolean;
+  /** What the API document (/api/openapi.json) says of this route. */
+  doc: RouteDoc;
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
+}
+
+/**
+ * A route's inputs, answers and refusals as the OpenAPI document states them. The schemas are the
+ * same zod values the handler parses with, so the document cannot drift from the validation.
+ * Reasons the kernel gives on the route's behalf (authentication, body limits, validation, paths)
+ * are added by the document builder from `auth`, `nativeOnly` and the inputs declared here.
+ */
+export interface RouteDoc {
+  summary: string;
+  /** Path parameters narrower than a plain string (UUIDs, names with a pattern). */
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  /** A JSON request body. */
+  body?: z.ZodType;
+  /** An application/x-www-form-urlencoded request body. */
+  form?: z.ZodObject;
+  /** Successful answers by status: the JSON body's schema, or null for an empty body. */
+  answers: Readonly<Record<number, z.ZodType | null>>;
+  /** The successful answers' media type when it is not JSON (an event stream, a page). */
+  answerMedia?: string;
+  /** The registered reasons the route's own logic may refuse with. */
+  errors?: readonly string[];
 }
 
 /** A non-API service (models, apps, tools, frontend, ...) served below its routing prefix. */

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { type Dispatcher, request } from 'undici';
+import { z } from 'zod';
 import type { Config } from '../../gateway/config/schema.ts';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { readBody } from '../../gateway/http/body.ts';
@@ -185,6 +186,20 @@ export function createMeshEgressRoute(egress: MeshEgress): RouteDef {
     acceptSharedRealm: true,
     // The peer decides what its own paths may hold (URN routes take %2F).
     allowEncodedSlash: true,
+    doc: {
+      summary: "Call a paired cluster's API as the caller: `/api/{remote}` there, its answer streamed back as it is",
+      // Whatever the peer answers (any status, any body) is relayed; these are the answers of this side.
+      answers: { 200: z.unknown() },
+      errors: [
+        'mesh_target_not_found',
+        'mesh_target_ambiguous',
+        'mesh_target_is_local',
+        'mesh_proxy_bad_gateway',
+        'mesh_proxy_timeout',
+        'mesh_hop_limit_exceeded',
+        'body_too_large',
+      ],
+    },
     handle: forward,
   };
 }

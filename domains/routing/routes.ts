@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { RouteDef } from '../../gateway/module.ts';
+import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import type { RoutingService } from './service.ts';
 
 const fields = {
@@ -14,12 +15,30 @@ const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
 
 export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date): RouteDef[] {
   return [
-    { method: 'GET', path: '/ping', auth: 'none', handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }) },
-    { method: 'GET', path: '/config/routing', auth: 'user', handle: () => ({ status: 200, body: service.view() }) },
+    {
+      method: 'GET',
+      path: '/ping',
+      auth: 'none',
+      doc: { summary: 'Liveness: pong and the time', answers: { 200: z.object({ status: z.literal('pong'), timestamp: z.string() }) } },
+      handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }),
+    },
+    {
+      method: 'GET',
+      path: '/config/routing',
+      auth: 'user',
+      doc: { summary: 'The routing configuration: service prefixes and which services are on', answers: { 200: jsonObject } },
+      handle: () => ({ status: 200, body: service.view() }),
+    },
     {
       method: 'PATCH',
       path: '/config/routing',
       auth: 'admin',
+      doc: {
+        summary: 'Change service prefixes or turn services on and off',
+        body: patchBody,
+        answers: { 200: jsonObject },
+        errors: ['routing_config_invalid'],
+      },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, patchBody);
         const { routing, ...flat } = body;

@@ -57,3 +57,24 @@ export const MeshErrors = defineErrors('mesh', {
 });
 
 export type MeshReason = keyof typeof MeshErrors.defs;
+
+/** What meshVerify may refuse a signed request with, on any route that takes an identity (the API document lists them). */
+export const MESH_INGRESS_REASONS: readonly MeshReason[] = [
+  'invalid_signature',
+  'signature_expired',
+  'signature_in_future',
+  'signature_replayed',
+  'body_digest_mismatch',
+  'federation_not_active',
+  'mesh_hop_limit_exceeded',
+  'peer_jwt_required',
+  'peer_jwt_validation_failed',
+  'peer_jwks',
+  'shared_idp_issuer_untrusted',
+  'brokering_required_for_receiver_controlled',
+  'unauthorized_brokered_user',
+  'revoked_brokered_user',
+];
+
+/** What a trusted shared-realm token may be refused with on the routes that accept one. */
+export const SHARED_REALM_REASONS: readonly MeshReason[] = ['tenant_required', 'mesh_tenant_not_admitted'];

@@ -8,7 +8,7 @@ import { createAuthenticateStage } from '../pipeline/stages/authenticate.ts';
 import { createAuthorizeStage } from '../pipeline/stages/authorize.ts';
 import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
 import type { Authenticator } from '../principal.ts';
-import { type CompiledRoute, parsePattern, RouteTable } from './router.ts';
+import { type CompiledRoute, parsePattern, type RoutedDef, RouteTable } from './router.ts';
 import { ServiceTable } from './service-table.ts';
 import type { RoutingSnapshot } from './source.ts';
 
@@ -49,7 +49,7 @@ export function compileHandlers(instances: readonly HandlerInstance[], sources: 
     }
     for (const mount of instance.mounts ?? []) {
       if (mounts.has(mount.service)) throw new Error(`service '${mount.service}' is mounted twice`);
-      const def: RouteDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
+      const def: RoutedDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
       mounts.set(mount.service, { def, segments: [], stages: routeStages(mount.auth, false, mount.handle, sources) });
     }
   }

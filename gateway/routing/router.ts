@@ -9,8 +9,11 @@
 import type { HttpMethod, RouteDef } from '../module.ts';
 import type { Stage } from '../pipeline/stage.ts';
 
+/** What routing reads of a definition; service mounts and the RPC adapter compile to one too, with no document. */
+export type RoutedDef = Omit<RouteDef, 'doc'>;
+
 export interface CompiledRoute {
-  readonly def: RouteDef;
+  readonly def: RoutedDef;
   readonly segments: readonly Segment[];
   /** Per-route stages after routeMatch, compiled at startup (STYLE C1). */
   readonly stages: readonly Stage[];
