@@ -39,7 +39,9 @@ function lingerThenClose(socket: Duplex): void {
 
 export function answerClientErrors(server: ClientErrorSource): void {
   server.on('clientError', (error, socket) => {
-    if (!socket.writable) {
+    // Not an HTTP parse failure (a TLS handshake that never finished, a reset): nothing can be answered.
+    const http = error.code !== undefined && (error.code.startsWith('HPE_') || error.code in NODE_DEFAULT_STATUS);
+    if (!http || !socket.writable) {
       socket.destroy();
       return;
     }
@@ -53,7 +55,8 @@ export function answerClientErrors(server: ClientErrorSource): void {
       lingerThenClose(socket);
       return;
     }
-    const status = NODE_DEFAULT_STATUS[error.code ?? ''] ?? 400;
+    const status = NODE_DEFAULT_STATUS[error.code as string] ?? 400;
     socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\n\r\n`);
+    socket.destroy();
   });
 }
