@@ -15,6 +15,8 @@ import { deriveOrigin } from '../gateway/http/origin.ts';
 import { createLoggers, type Loggers } from '../gateway/log.ts';
 import { MeshErrors } from '../gateway/mesh/errors.ts';
 import type { BootedDomains, CliCommand, GatewayDeps, HandlerInstance, HandlerModule } from '../gateway/module.ts';
+import { createMetrics } from '../gateway/observability/metrics.ts';
+import { idsOnlyTracing } from '../gateway/observability/tracing.ts';
 import { ServiceRegistry } from '../gateway/services.ts';
 
 /** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
@@ -74,6 +76,9 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
   const base: DomainDeps = {
     config,
     purpose: 'command',
+    // A command is not scraped and exports no spans: its domains record into a registry nobody reads.
+    metrics: createMetrics(),
+    tracing: idsOnlyTracing(),
     listeners: null,
     runtime: {
       origin: () => origin,

@@ -15,6 +15,7 @@ import { hostForUrl } from '../gateway/http/origin.ts';
 import type { AccessSink } from '../gateway/log.ts';
 import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
 import type { ListenerFactory, ListenerOptions } from '../gateway/module.ts';
+import type { RequestObserver } from '../gateway/observability/request.ts';
 import { createPipeline } from '../gateway/pipeline/run.ts';
 import { createAccessLogStage } from '../gateway/pipeline/stages/access-log.ts';
 import { createCanonicalPathStage } from '../gateway/pipeline/stages/canonical-path.ts';
@@ -25,13 +26,15 @@ export interface IngressBase {
   readonly config: Readonly<Config>;
   readonly accessLog: AccessSink;
   readonly tls: ServerKeyPair;
+  /** Every request's span and metrics, on every listener alike. */
+  readonly observer: RequestObserver;
 }
 
 /** The one pipeline factory: the prelude, then the listener's stages; the mesh body guard sees every request first. */
 export function createIngressPipeline(base: IngressBase, options: ListenerOptions) {
   const prelude = [
     createRequestIdStage(),
-    createAccessLogStage(base.accessLog, options.accessFields),
+    createAccessLogStage(base.accessLog, options.accessFields, base.observer),
     createLimitsStage(base.config.limits),
     createCanonicalPathStage(),
   ];

@@ -16,6 +16,8 @@ import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import type { Reply, RequestContext } from './http/context.ts';
 import type { AccessSink } from './log.ts';
+import type { MetricsRegistry } from './observability/metrics.ts';
+import type { Tracing } from './observability/tracing.ts';
 import type { Stage } from './pipeline/stage.ts';
 import type { ServiceRegistry } from './services.ts';
 
@@ -105,6 +107,10 @@ export interface GatewayDeps {
   /** The access log (log.ts: same destination, lines built by the accessLog stage). */
   readonly accessLog: AccessSink;
   readonly services: ServiceRegistry;
+  /** This gateway's Prometheus registry: a module declares its metrics here, with bounded labels only. */
+  readonly metrics: MetricsRegistry;
+  /** Spans and W3C trace context; a request's span is RequestContext.span. */
+  readonly tracing: Tracing;
   readonly runtime: RuntimeInfo;
   /**
    * 'serve': the gateway is starting (first-start setup such as the bootstrap admin runs);

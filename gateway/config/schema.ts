@@ -105,6 +105,31 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   auth: authSettings,
+  admin: z
+    .strictObject({
+      port: port
+        .nullable()
+        .default(null)
+        .describe('Admin listener (plain HTTP, GET /metrics in the Prometheus text format); null = none, 0 picks a free port.'),
+      bind: z.string().min(1).default('127.0.0.1').describe('Address the admin listener binds; loopback keeps it off the network.'),
+      metricsToken: z
+        .string()
+        .min(16)
+        .nullable()
+        .default(null)
+        .describe('Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.'),
+    })
+    .prefault({}),
+  tracing: z
+    .strictObject({
+      otlpEndpoint: z
+        .url({ protocol: /^https?$/ })
+        .nullable()
+        .default(null)
+        .describe('OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.'),
+      exportDelayMs: z.number().int().min(10).max(60_000).default(5000).describe('Longest time a finished span waits in the batch before export.'),
+    })
+    .prefault({}),
   secrets: z
     .strictObject({
       kekDir: z
@@ -320,6 +345,10 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
   PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: { path: ['serving', 'perClientAddressUpstreamRequests'], kind: 'number' },
+  PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
+  PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
+  PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },
+  PLATFORM_OTLP_ENDPOINT: { path: ['tracing', 'otlpEndpoint'], kind: 'string' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },

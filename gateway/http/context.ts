@@ -6,6 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Logger } from 'pino';
+import type { Span } from '../observability/tracing.ts';
 import type { Principal } from '../principal.ts';
 import type { CompiledRoute } from '../routing/router.ts';
 
@@ -35,6 +36,8 @@ export interface RequestContext {
   principal: Principal | null;
   /** Raw bearer credential presented (for mesh egress as the peer token). */
   bearer: string | null;
+  /** This request's span (accessLog begins it): the parent of its proxy, mesh and job spans, and of the next hop. */
+  span: Span;
   /** Set by meshVerify for a signed mesh request: where it came from (the principal is the brokered user). */
   meshPeer: MeshInbound | null;
 }

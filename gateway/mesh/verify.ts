@@ -10,13 +10,16 @@
  * provisioning) and the route runs as that local brokered principal.
  */
 import type { Config } from '../config/schema.ts';
+import type { ApiError } from '../errors/api-error.ts';
 import type { RequestContext } from '../http/context.ts';
+import type { MetricsRegistry } from '../observability/metrics.ts';
 import type { Stage, StageResult } from '../pipeline/stage.ts';
 import { EMPTY_SHA256, hasBody } from './body-guard.ts';
 import { canonicalizeRequest, checkTimestamp, parseTs, signatureMatches, unixSeconds } from './canonical.ts';
 import type { MeshDirectory, MeshEnvelope, MeshPeer } from './directory.ts';
 import { MeshErrors } from './errors.ts';
 import { MAX_HOPS, MESH, parseRoute, rawValues } from './headers.ts';
+import { MESH_SIGNATURES } from './metrics.ts';
 import { ReplayCache } from './replay.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -40,13 +43,22 @@ export function readEnvelopeHeaders(rawHeaders: readonly string[]): Headers | nu
 export interface VerifyDeps {
   directory: MeshDirectory;
   mesh: Config['mesh'];
+  metrics: MetricsRegistry;
   now(): Date;
+}
+
+/** The outcome label of a refusal: the envelope problem when there is one (all fixed names), else the reason. */
+function outcomeOf(error: unknown): string {
+  const refusal = error as Partial<ApiError>;
+  const problem = refusal.extra?.problem;
+  return typeof problem === 'string' ? problem : (refusal.reason ?? 'error');
 }
 
 export function createMeshVerifyStage(deps: VerifyDeps): Stage {
   const replay = new ReplayCache(deps.mesh.replayCacheSize);
   const window = { maxAge: deps.mesh.signatureTtlSeconds, maxFuture: deps.mesh.signatureFutureSkewSeconds };
   const invalid = (problem: string) => MeshErrors.make.invalid_signature({ problem });
+  const outcomes = deps.metrics.counter(MESH_SIGNATURES);
 
   /**
    * The records that may have signed: the one the envelope names by its signed federation id, else every record
@@ -108,7 +120,7 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
   }
 
   /** Envelope, window and HMAC; returns the record the signature proves. */
-  function verifyEnvelope(ctx: RequestContext, h: Headers, nowSeconds: number): MeshPeer {
+  function verifyEnvelope(ctx: RequestContext, h: Headers, nowSeconds: number, proven: { peer: string }): MeshPeer {
     const source = (h[MESH.sourceClusterId] ?? '').toLowerCase();
     const route = parseRoute(h[MESH.route] ?? '');
     if (!UUID.test(source) || h[MESH.userId] === undefined || h[MESH.userRoles] === undefined) throw invalid('envelope_incomplete');
@@ -118,6 +130,7 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
     const fresh = checkTimestamp(ts, nowSeconds, window);
     if (!fresh.ok) throw fresh.reason === 'invalid_signature' ? invalid('timestamp_malformed') : MeshErrors.make[fresh.reason]();
     const peer = provenRecord(ctx, h, ts, records);
+    proven.peer = peer.id;
     if (peer.status !== 'PAIRED') throw MeshErrors.make.federation_not_active({ status: peer.status });
     if (route.length > MAX_HOPS || route.includes(deps.directory.localClusterId().toLowerCase())) {
       throw MeshErrors.make.mesh_hop_limit_exceeded({ hops: route.length, max_hops: MAX_HOPS });
@@ -135,8 +148,16 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
       const raw = ctx.req.rawHeaders;
       if (rawValues(raw, MESH.signature).length === 0) return 'continue';
       const h = readEnvelopeHeaders(raw);
-      if (!h) throw invalid('duplicate_header');
-      const peer = verifyEnvelope(ctx, h, unixSeconds(deps.now()));
+      const proven = { peer: 'unknown' };
+      let peer: MeshPeer;
+      try {
+        if (!h) throw invalid('duplicate_header');
+        peer = verifyEnvelope(ctx, h, unixSeconds(deps.now()), proven);
+      } catch (error) {
+        outcomes.labels('verify', proven.peer, outcomeOf(error)).inc();
+        throw error;
+      }
+      outcomes.labels('verify', peer.id, 'ok').inc();
       const envelope: MeshEnvelope = {
         sourceClusterId: (h[MESH.sourceClusterId] as string).toLowerCase(),
         userId: h[MESH.userId] as string,

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { NodeRequest, NodeResponse, RequestContext } from '../http/context.ts';
 import { sendError } from '../http/respond.ts';
+import { NO_SPAN } from '../observability/tracing.ts';
 import type { Stage } from './stage.ts';
 
 /** `onArrival` runs synchronously before any stage, while no body byte has been read yet (mesh body digest). */
@@ -28,6 +29,7 @@ export function createPipeline(prelude: readonly Stage[], logger: Logger, onArri
       principal: null,
       bearer: null,
       meshPeer: null,
+      span: NO_SPAN,
     };
     try {
       // Most stages answer synchronously; awaiting a plain value still costs a microtask

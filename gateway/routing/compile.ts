@@ -2,6 +2,7 @@
  * Compiles route definitions and service mounts into the live tables, with
  * each route's stage list decided once here, never per request (STYLE C1).
  */
+import type { Counter } from 'prom-client';
 import type { AuthMode, HandlerInstance, RouteDef } from '../module.ts';
 import type { Stage } from '../pipeline/stage.ts';
 import { createAuthenticateStage } from '../pipeline/stages/authenticate.ts';
@@ -19,13 +20,15 @@ export interface StageSources {
   sharedRealmAuthenticator?: Authenticator | undefined;
   /** Mesh ingress, compiled onto every route that takes an identity (anonymous routes take none to verify). */
   meshVerify?: Stage | undefined;
+  /** Counts refused credentials (AUTH_FAILURES). */
+  authFailures?: Counter<'reason'> | undefined;
 }
 
 function routeStages(auth: AuthMode, nativeOnly: boolean, handle: RouteDef['handle'], sources: StageSources, sharedRealm = false): Stage[] {
   const stages: Stage[] = [];
   if (auth !== 'none' && sources.meshVerify) stages.push(sources.meshVerify);
   const authenticator = sharedRealm ? (sources.sharedRealmAuthenticator ?? sources.authenticator) : sources.authenticator;
-  if (auth !== 'none') stages.push(createAuthenticateStage(auth, authenticator));
+  if (auth !== 'none') stages.push(createAuthenticateStage(auth, authenticator, sources.authFailures));
   if (auth === 'admin' || nativeOnly) stages.push(createAuthorizeStage(auth, nativeOnly));
   stages.push(createDispatchStage(handle));
   return stages;

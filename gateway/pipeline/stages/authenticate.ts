@@ -4,6 +4,8 @@
  * Compiled only onto routes that take credentials.
  */
 
+import type { Counter } from 'prom-client';
+import { ApiError } from '../../errors/api-error.ts';
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import type { AuthMode } from '../../module.ts';
@@ -17,7 +19,14 @@ export function bearerOf(ctx: RequestContext): string | null {
   return match ? (match[1] as string) : null;
 }
 
-export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authenticator: Authenticator): Stage {
+/** Refused credentials by reason: the authenticator's registered reasons, and `credential_missing`. */
+export const AUTH_FAILURES = {
+  name: 'auth_failures_total',
+  help: 'Requests refused at authentication, by reason (credential_missing when none was presented).',
+  labels: ['reason'],
+} as const;
+
+export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authenticator: Authenticator, failures?: Counter<'reason'>): Stage {
   return {
     name: 'authenticate',
     async run(ctx: RequestContext): Promise<StageResult> {
@@ -26,9 +35,15 @@ export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authent
       const bearer = bearerOf(ctx);
       if (bearer === null) {
         if (mode === 'optional') return 'continue';
+        failures?.labels('credential_missing').inc();
         throw GatewayErrors.make.not_authenticated();
       }
-      ctx.principal = await authenticator.authenticate(bearer);
+      try {
+        ctx.principal = await authenticator.authenticate(bearer);
+      } catch (error) {
+        failures?.labels(error instanceof ApiError ? error.reason : 'error').inc();
+        throw error;
+      }
       ctx.bearer = bearer;
       return 'continue';
     },
