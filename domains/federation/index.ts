@@ -13,6 +13,7 @@ import { type FederationContext, PeerAgents } from './context.ts';
 import { createDirectory, FEDERATIONS } from './directory.ts';
 import { FederationErrors } from './errors.ts';
 import { ChangeCounter } from './memo.ts';
+import { observeFederations } from './metrics.ts';
 import { peerRoutes } from './peer-routes.ts';
 import { PskVault } from './psk-vault.ts';
 import { federationRoutes } from './routes.ts';
@@ -32,8 +33,10 @@ export const federationModule: HandlerModule = {
     const agents = new PeerAgents(deps.config.federation.peerTimeoutMs);
     const changes = new ChangeCounter();
     const bump = () => changes.bump();
+    const records = createFederationStore(deps.db, bump);
+    observeFederations(deps.metrics, records);
     const ctx: FederationContext = {
-      records: createFederationStore(deps.db, bump),
+      records,
       allowlist: createAllowlistStore(deps.db, bump),
       changes,
       nonces: createNonceStore(deps.db),

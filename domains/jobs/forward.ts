@@ -10,11 +10,13 @@
  * `{remote job_id → federation}` so local status/result/logs/cancel for
  * that id are proxied the same way.
  */
+
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import type { MeshInbound, Reply } from '../../gateway/http/context.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
 import { MESH } from '../../gateway/mesh/headers.ts';
 import type { HttpMethod } from '../../gateway/module.ts';
+import type { Span } from '../../gateway/observability/tracing.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import type { MeshAnswer, MeshEgress } from '../mesh/index.ts';
 import type { ShadowStore } from './store.ts';
@@ -27,6 +29,8 @@ export interface Caller {
   principal: Principal;
   bearer: string | null;
   inbound: MeshInbound | null;
+  /** The caller's span; a forwarded job continues its trace on the peer. */
+  span: Span;
 }
 
 /** Far above any jobs answer (logs are capped at jobs.logsResponseMaxBytes before JSON escaping). */
@@ -77,6 +81,7 @@ export class MeshJobForwarder {
       headers: body ? { 'content-type': 'application/json', accept: 'application/json' } : { accept: 'application/json' },
       body,
       inbound: caller.inbound,
+      span: caller.span,
     });
   }
 }

@@ -16,6 +16,7 @@ import { MESH_EGRESS } from '../mesh/index.ts';
 import { JobsErrors } from './errors.ts';
 import { MeshJobForwarder } from './forward.ts';
 import { ExecutionGateService, executionGateCatalog } from './gate.ts';
+import { observeJobs } from './metrics.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
@@ -36,6 +37,7 @@ export const jobsModule: HandlerModule = {
     const catalog = PackageCatalog.load(jobsConfig.pythonPackages.catalogFile);
     const runtime = createRuntime(deps.config, deps.logger);
     const store = createJobStore(deps.db);
+    observeJobs(deps.metrics, store);
     const apiUrl = () => `${deps.runtime.origin()}/api`;
     const tracker = new JobTracker(store, runtime, { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl }, deps.now, deps.logger);
     const gate = new ExecutionGateService(createGateStore(deps.db), deps.now, deps.services.find(RECORD_GATE_CATALOG));
@@ -62,7 +64,7 @@ export const jobsModule: HandlerModule = {
     const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
     await tracker.start();
     return {
-      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
+      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes, deps.tracing), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
       async close() {
         tracker.close();
         await runtime.close();

@@ -33,11 +33,15 @@ export interface JobStore {
   activeOf(userId: string): JobRow[];
   /** Terminal jobs that ended at or before `cutoff` and still have logs. */
   expiredLogs(cutoff: string): JobRow[];
+  /** How many jobs are in each state, per runtime (the jobs_status index serves it). */
+  countByState(): { status: string; runtime: string; count: number }[];
 }
 
 export function createJobStore(db: Db): JobStore {
   return {
     insert: (row) => void db.insert(jobs).values(row).run(),
+    countByState: () =>
+      db.select({ status: jobs.status, runtime: jobs.runtime, count: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status, jobs.runtime).all(),
     get: (id) => db.select().from(jobs).where(eq(jobs.id, id)).get(),
     getByRuntimeId: (runtimeJobId) => db.select().from(jobs).where(eq(jobs.runtimeJobId, runtimeJobId)).get(),
     updateActive: (id, patch) =>

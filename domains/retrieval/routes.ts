@@ -35,7 +35,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       path: '/retrieval/jobs',
       auth: 'user',
       async handle(ctx) {
-        return { status: 201, body: await service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody)) };
+        return { status: 201, body: await service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody), ctx.span) };
       },
     },
     {
@@ -55,7 +55,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       auth: 'user',
       async handle(ctx) {
         // Denials are thrown before the first byte, so they stay small JSON bodies (contract §8.4).
-        const stream = await service.stream(principalOf(ctx), id(ctx));
+        const stream = await service.stream(principalOf(ctx), id(ctx), ctx.span);
         await streamSse(ctx.res, stream, heartbeatMs, logger);
         return undefined;
       },

@@ -16,6 +16,7 @@ import { ServingErrors } from './errors.ts';
 import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
 import { LegacyListeners } from './legacy.ts';
 import { UpstreamPools } from './proxy.ts';
+import { proxyObservability } from './proxy-metrics.ts';
 import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
 import { DEPLOYMENTS, DeploymentService } from './service.ts';
@@ -41,10 +42,11 @@ export const servingModule: HandlerModule = {
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
-    const pools = new UpstreamPools(serving.upstreamConnections, {
-      perConnection: serving.perClientUpstreamRequests,
-      perAddress: serving.perClientAddressUpstreamRequests,
-    });
+    const pools = new UpstreamPools(
+      serving.upstreamConnections,
+      { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
+      (live) => proxyObservability(deps.metrics, deps.tracing, live),
+    );
     // Booted for a command, nothing listens (deps.listeners is null).
     const legacy =
       serving.legacyPortListeners && deps.listeners

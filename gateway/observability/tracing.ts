@@ -46,6 +46,8 @@ export interface Tracing {
   headersFor(span: Span): Record<string, string>;
   /** Ends `span` with an error status when `error` is set. */
   end(span: Span, error?: unknown): void;
+  /** Runs `work` in a child span of `parent`, ended when `work` settles (with its error, if it throws). */
+  inSpan<T>(name: string, parent: Span, work: (span: Span) => Promise<T>, kind?: SpanKind, attributes?: Attributes): Promise<T>;
   /** Exports what is pending, then stops. */
   close(): Promise<void>;
 }
@@ -62,12 +64,12 @@ export function inboundContext(headers: IncomingHttpHeaders): SpanContext | unde
   return trace.getSpanContext(propagator.extract(ROOT_CONTEXT, headers, getter));
 }
 
+/** Written directly (version 00, the sampled bit only): the propagator's generic inject costs the proxy more. */
 function headersFor(span: Span): Record<string, string> {
-  const carrier: Record<string, string> = {};
-  const context = span.spanContext();
-  if (context.traceId === INVALID_SPAN_CONTEXT.traceId) return carrier;
-  propagator.inject(trace.setSpanContext(ROOT_CONTEXT, context), carrier, { set: (c, k, v) => (c[k] = v) });
-  return carrier;
+  const { traceId, spanId, traceFlags, traceState } = span.spanContext();
+  if (traceId === INVALID_SPAN_CONTEXT.traceId) return {};
+  const traceparent = `00-${traceId}-${spanId}-${traceFlags & TraceFlags.SAMPLED ? '01' : '00'}`;
+  return traceState ? { traceparent, tracestate: traceState.serialize() } : { traceparent };
 }
 
 export function createTracing(config: Readonly<Config>): Tracing {
@@ -91,6 +93,7 @@ export function idsOnlyTracing(): Tracing {
     child: (_name, parent) => parent,
     headersFor,
     end() {},
+    inSpan: (_name, parent, work) => work(parent),
     async close() {},
   };
 }
@@ -101,7 +104,7 @@ function recording(config: Readonly<Config>, endpoint: string): Tracing {
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), { scheduledDelayMillis: config.tracing.exportDelayMs })],
   });
   const tracer = provider.getTracer('meshgate');
-  return {
+  const tracing: Tracing = {
     recording: true,
     serverSpan(name, headers, attributes) {
       const inbound = inboundContext(headers);
@@ -120,6 +123,18 @@ function recording(config: Readonly<Config>, endpoint: string): Tracing {
       }
       span.end();
     },
+    async inSpan(name, parent, work, kind, attributes) {
+      const span = tracing.child(name, parent, kind, attributes);
+      try {
+        const result = await work(span);
+        tracing.end(span);
+        return result;
+      } catch (error) {
+        tracing.end(span, error);
+        throw error;
+      }
+    },
     close: () => provider.shutdown(),
   };
+  return tracing;
 }
