@@ -8,7 +8,7 @@
 # peers themselves through test/helpers/peers/*.ts.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-for peer in postgres s3 kafka hive grpcio sdk; do
+for peer in postgres s3 kafka hive grpcio sdk prometheus; do
   start=$SECONDS
   path="$(bash "$here/$peer.sh")"
   echo "test peer $peer: $path ($((SECONDS - start)) s)"
