@@ -251,3 +251,20 @@ test('env_vars names that are not portable shell identifiers are refused with 42
   }
   assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
 });
+
+test('a supervisor killed outright takes its sandbox with it: no bwrap or job process is left', async (t) => {
+  const gw = await startTestGateway(t);
+  const token = await gw.adminToken();
+  const entrypoint = `setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' & sleep 300`;
+  const job = await submit(gw, token, { entrypoint });
+  const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
+  await waitFor(gw, token, job.json.id, () => existsSync(join(work, 'daemon.pid')) && readFileSync(join(work, 'daemon.pid'), 'utf8').endsWith('\n'));
+  const [supervisor] = readFileSync(join(gw.dataDir, 'jobs', job.json.id, 'pid'), 'utf8')
+    .trim()
+    .split(' ');
+  assert.ok(jobProcesses(job.json.id).length >= 3, 'the supervisor, bwrap and the job run');
+  process.kill(-Number(supervisor), 'SIGKILL');
+  for (let i = 0; i < 250 && jobProcesses(job.json.id).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(jobProcesses(job.json.id), [], 'the sandbox saw its stop FIFO close and killed everything in it');
+  assert.equal((await waitFor(gw, token, job.json.id)).status, 'FAILED');
+});
