@@ -5,7 +5,8 @@
  * data dir, and the gateway keeps serving.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
@@ -267,4 +268,16 @@ test('a supervisor killed outright takes its sandbox with it: no bwrap or job pr
   for (let i = 0; i < 250 && jobProcesses(job.json.id).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
   assert.deepEqual(jobProcesses(job.json.id), [], 'the sandbox saw its stop FIFO close and killed everything in it');
   assert.equal((await waitFor(gw, token, job.json.id)).status, 'FAILED');
+});
+
+test('start is refused when a sandbox mount would show the data dir or the KEK dir to jobs', async (t) => {
+  // The test gateway's data dir lies under the temp dir.
+  const underTmp = { jobs: { local: { sandbox: { readOnlyPaths: [tmpdir()] } } } };
+  await assert.rejects(startTestGateway(t, underTmp), /dataDir .* would be visible to jobs through the sandbox mount/);
+  const kekDir = mkdtempSync(join(tmpdir(), 'meshgate-kek-'));
+  t.after(() => rmSync(kekDir, { recursive: true, force: true }));
+  const kekMounted = { secrets: { kekDir }, jobs: { local: { sandbox: { readOnlyPaths: [kekDir] } } } };
+  await assert.rejects(startTestGateway(t, kekMounted), /secrets\.kekDir .* would be visible to jobs/);
+  const inside = { secrets: { kekDir }, jobs: { local: { sandbox: { readOnlyPaths: [join(kekDir, 'v1')] } } } };
+  await assert.rejects(startTestGateway(t, inside), /secrets\.kekDir .* would be visible to jobs/, 'a mount of part of it too');
 });
