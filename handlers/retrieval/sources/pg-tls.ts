@@ -32,12 +32,8 @@ function sslMode(value: unknown): SslMode {
 }
 
 function rootCertificates(value: unknown, secrets: SecretReader | undefined): string[] | undefined {
-  let pem: string | undefined;
-  try {
-    pem = revealed(value, secrets);
-  } catch {
-    throw RetrievalErrors.make.source_options_invalid({ option: 'sslrootcert', problem: 'secret not readable' });
-  }
+  const unreadable = () => RetrievalErrors.make.source_options_invalid({ option: 'sslrootcert', problem: 'secret not readable' });
+  const pem = revealed(value, secrets, unreadable);
   if (pem === undefined) return undefined;
   // Every certificate of a bundle must parse (text between them, such as comments, is allowed):
   // tls.connect would skip one it cannot read, and verification fail later with a vaguer error.

@@ -16,7 +16,7 @@ import type { ConversationsHistoryResponse, Logger, WebClient } from '@slack/web
 import { RetrievalErrors } from '../errors.ts';
 import { jsonType } from './fs-formats.ts';
 import { lazyModule } from './lazy.ts';
-import type { SecretReader } from './pg-connection.ts';
+import { revealSecret, type SecretReader } from './pg-connection.ts';
 import { AT_MOST, credentialFields, isCount, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
@@ -80,13 +80,7 @@ function slackToken(input: SourceInput, secrets: SecretReader | undefined): stri
   let raw = input.credentialOverride;
   const fromOverride = raw !== null;
   const urn = input.properties.secret_urn;
-  if (!raw && typeof urn === 'string' && urn !== '') {
-    try {
-      raw = secrets?.reveal(urn) ?? null;
-    } catch {
-      throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-    }
-  }
+  if (!raw && typeof urn === 'string' && urn !== '') raw = revealSecret(secrets, urn);
   let token = raw?.trim();
   if (token?.startsWith('{')) {
     // A reader's override is the token or {"token"}, nothing else; the owner's secret may hold more.
