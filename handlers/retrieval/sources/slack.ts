@@ -17,7 +17,7 @@ import { RetrievalErrors } from '../errors.ts';
 import { jsonType } from './fs-formats.ts';
 import { lazyModule } from './lazy.ts';
 import { revealSecret, type SecretReader } from './pg-connection.ts';
-import { AT_MOST, credentialFields, isCount, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
+import { AT_MOST, COUNT_PROBLEM, credentialFields, isCount, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
@@ -62,7 +62,7 @@ function slackOptions(input: SourceInput): SlackOptions {
   const includeReplies = get('include_replies') ?? false;
   if (typeof includeReplies !== 'boolean') throw invalid('include_replies', 'a boolean');
   const max = get('max_messages');
-  if (max !== undefined && max !== null && !isCount(max)) throw invalid('max_messages', 'a whole number from 1 to 2^53-1');
+  if (max !== undefined && max !== null && !isCount(max)) throw invalid('max_messages', COUNT_PROBLEM);
   // The API URL is the dataset owner's choice (a Slack Enterprise Grid or a test server), never the caller's.
   const apiUrl = input.properties.api_url;
   if (apiUrl !== undefined && (typeof apiUrl !== 'string' || !/^https?:\/\/[^\s]+\/$/.test(apiUrl))) throw invalid('api_url', 'an http(s) URL ending in /');
