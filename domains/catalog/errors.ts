@@ -28,7 +28,9 @@ export const CatalogErrors = defineErrors('catalog', {
   secret_owner_unknown: { status: 422, doc: '`owner` is not `urn:li:corpuser:<username>` of a local user.' },
   secret_reference_forbidden: {
     status: 403,
-    doc: 'Dataset properties reference a secret URN the caller cannot see; existence is not revealed. `secret_urn` says which.',
+    doc:
+      'Dataset properties reference a secret URN the caller cannot see (existence is not revealed), or keep such a ' +
+      'reference while changing another property (where the credential would go). `secret_urn` says which.',
   },
   secret_unavailable: {
     status: 409,

@@ -23,6 +23,7 @@ import { createSecretStore } from './secrets-store.ts';
 export { DATASETS, type DatasetService } from './datasets-service.ts';
 export type { DatasetView } from './datasets-wire.ts';
 export { SECRETS, type SecretsAccess } from './secrets-service.ts';
+export { parseBoundSecretReference } from './urn.ts';
 
 export const catalogModule: HandlerModule = {
   name: 'catalog',

@@ -7,6 +7,12 @@
 import type { RuntimeJobSpec } from './runtimes/types.ts';
 import type { JobRow } from './store.ts';
 
+/**
+ * A POSIX portable variable name (IEEE Std 1003.1, "Environment Variables"): the only names a job may
+ * set, and the only ones the gateway ever writes into the file its sandboxed shell reads.
+ */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
 export function jobEnvironment(row: JobRow, apiUrl: string): Record<string, string> {
   const attrs = JSON.stringify(row.userAttrs);
   const platform: Record<string, string> = {};

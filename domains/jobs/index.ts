@@ -19,7 +19,7 @@ import { ExecutionGateService, executionGateCatalog } from './gate.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
-import { JobSandbox } from './runtimes/local/sandbox.ts';
+import { exposedPaths, type GuardedPath, JobSandbox } from './runtimes/local/sandbox.ts';
 import { RayJobRuntime } from './runtimes/ray.ts';
 import type { JobRuntime } from './runtimes/types.ts';
 import { JOBS, JobsService } from './service.ts';
@@ -81,6 +81,10 @@ function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
     });
   }
   const sandbox = new JobSandbox({ ...jobs.local.sandbox, limits: jobs.local.limits, maxFileBytes: jobs.local.maxLogBytes + 1 });
+  if (sandbox.isolated) {
+    const exposed = exposedPaths(jobs.local.sandbox.readOnlyPaths, guardedPaths(config));
+    if (exposed.length > 0) throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
+  }
   const sandboxProblem = sandbox.probe();
   if (!sandbox.isolated) logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
   if (sandboxProblem !== null) logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
@@ -95,6 +99,14 @@ function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
     sandbox,
     sandboxProblem,
   });
+}
+
+/** What no job may see: the data dir (keys, database, other jobs), the KEKs and the TLS key. */
+function guardedPaths(config: Readonly<Config>): GuardedPath[] {
+  const guarded = [{ setting: 'dataDir', path: config.dataDir }];
+  if (config.secrets.kekDir !== null) guarded.push({ setting: 'secrets.kekDir', path: config.secrets.kekDir });
+  if (config.tlsKeyFile !== null) guarded.push({ setting: 'tlsKeyFile', path: config.tlsKeyFile });
+  return guarded;
 }
 
 /**

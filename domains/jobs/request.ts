@@ -4,6 +4,7 @@
  * runtime_env keeps only env_vars, the other keys are stripped silently.
  */
 import { z } from 'zod';
+import { ENV_NAME } from './env.ts';
 
 const MAX_PACKAGES = 32;
 const MAX_DELEGATED = 64;
@@ -11,7 +12,6 @@ const DATASET_OPS = ['discover', 'read', 'retrieve'] as const;
 const MODEL_OPS = ['discover', 'chat'] as const;
 /** PEP 440-ish exact pin: a bare name, `==`, a bare version; no extras, markers, URLs or ranges. */
 const PIN = /^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==([A-Za-z0-9](?:[A-Za-z0-9.+!_-]*[A-Za-z0-9])?)$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const operations = <T extends readonly [string, ...string[]]>(allowed: T) =>
   z

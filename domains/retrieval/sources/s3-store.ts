@@ -18,7 +18,7 @@ import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { AsyncBuffer } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
 import { lazyModule } from './lazy.ts';
-import { SECRET_PREFIX, type SecretReader } from './pg-connection.ts';
+import { revealSecret, SECRET_PREFIX, type SecretReader } from './pg-connection.ts';
 import { credentialFields } from './reader-options.ts';
 import type { ObjectEntry, ObjectStore } from './s3-formats.ts';
 import type { SourceInput } from './types.ts';
@@ -58,14 +58,8 @@ function parseJson(value: string, what: string): Settings {
 function fromSecret(input: SourceInput, secrets: SecretReader | undefined): Settings {
   const urn = text(input.properties.secret_urn);
   if (!urn) return {};
-  if (!urn.startsWith(SECRET_PREFIX) || !secrets) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-  let value: string;
-  try {
-    value = secrets.reveal(urn);
-  } catch {
-    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-  }
-  return parseJson(value, 'the secret');
+  if (!urn.startsWith(SECRET_PREFIX)) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
+  return parseJson(revealSecret(secrets, urn), 'the secret');
 }
 
 const endpointOf = (s: Settings) => text(s.endpoint_override) ?? text(s.endpoint_url) ?? text(s.endpoint);

@@ -16,8 +16,8 @@ import type { ConversationsHistoryResponse, Logger, WebClient } from '@slack/web
 import { RetrievalErrors } from '../errors.ts';
 import { jsonType } from './fs-formats.ts';
 import { lazyModule } from './lazy.ts';
-import type { SecretReader } from './pg-connection.ts';
-import { AT_MOST, credentialFields, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
+import { revealSecret, type SecretReader } from './pg-connection.ts';
+import { AT_MOST, COUNT_PROBLEM, credentialFields, isCount, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
@@ -62,7 +62,7 @@ function slackOptions(input: SourceInput): SlackOptions {
   const includeReplies = get('include_replies') ?? false;
   if (typeof includeReplies !== 'boolean') throw invalid('include_replies', 'a boolean');
   const max = get('max_messages');
-  if (max !== undefined && max !== null && !(Number.isInteger(max) && (max as number) > 0)) throw invalid('max_messages', 'an integer > 0');
+  if (max !== undefined && max !== null && !isCount(max)) throw invalid('max_messages', COUNT_PROBLEM);
   // The API URL is the dataset owner's choice (a Slack Enterprise Grid or a test server), never the caller's.
   const apiUrl = input.properties.api_url;
   if (apiUrl !== undefined && (typeof apiUrl !== 'string' || !/^https?:\/\/[^\s]+\/$/.test(apiUrl))) throw invalid('api_url', 'an http(s) URL ending in /');
@@ -80,13 +80,7 @@ function slackToken(input: SourceInput, secrets: SecretReader | undefined): stri
   let raw = input.credentialOverride;
   const fromOverride = raw !== null;
   const urn = input.properties.secret_urn;
-  if (!raw && typeof urn === 'string' && urn !== '') {
-    try {
-      raw = secrets?.reveal(urn) ?? null;
-    } catch {
-      throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-    }
-  }
+  if (!raw && typeof urn === 'string' && urn !== '') raw = revealSecret(secrets, urn);
   let token = raw?.trim();
   if (token?.startsWith('{')) {
     // A reader's override is the token or {"token"}, nothing else; the owner's secret may hold more.
