@@ -1,6 +1,6 @@
 /**
- * Access tokens and PATs: ES256 JWTs signed by the cluster key (contract
- * §1.1, §1.3). Verification pins the algorithm (no `none`, no HS256 key
+ * Access tokens and PATs: ES256 JWTs signed by the cluster key.
+ * Verification pins the algorithm (no `none`, no HS256 key
  * confusion), issuer and audience, and caches verified tokens until they
  * expire: a jose verify costs 120–250 µs, a map hit well under 1 µs.
  */
@@ -9,7 +9,7 @@ import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose'
 import type { SigningKey } from './keys.ts';
 
 export const PLATFORM_AUDIENCE = 'platform';
-/** Accepted alias: public clients send the upstream audience literal (contract §0.3). */
+/** Accepted alias: public clients send the upstream audience literal. */
 export const AUDIENCE_ALIASES = [PLATFORM_AUDIENCE, 'kamiwaza-platform'];
 
 /** Claims with a standard meaning; everything else is a custom user attribute (X-User-Attributes). */
