@@ -1,5 +1,5 @@
 /**
- * /api/catalog/secrets (contract §7.5): create, list, get and delete by the
+ * /api/catalog/secrets: create, list, get and delete by the
  * v2 path (raw URN, `urn:li:dataHubSecret:<name>`) or `by-urn?urn=`. Native
  * callers only: secrets are this cluster's own connector credentials.
  * Bodies are never logged; `value` is never echoed, not even in a 422.
