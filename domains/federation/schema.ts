@@ -1,5 +1,5 @@
 /**
- * Tables of the federation domain (contract §3): the cluster's own
+ * Tables of the federation domain: the cluster's own
  * identity, federation records (PSK encrypted at rest), the receiver's
  * brokered-user allowlist, and the once-only cache of peer-call signatures.
  */
@@ -44,7 +44,7 @@ export const federations = sqliteTable(
     updatedAt: text('updated_at').notNull(),
     /** AES-256-GCM ciphertext (psk-vault.ts); null once the record is deleted. */
     pskEnc: text('psk_enc'),
-    /** The peer's platform CA, received only inside the PSK-signed handshake (contract §3.9). */
+    /** The peer's platform CA, received only inside the PSK-signed handshake. */
     remoteCaPem: text('remote_ca_pem'),
     peerKcIssuerUrl: text('peer_kc_issuer_url'),
     peerKcJwksUrl: text('peer_kc_jwks_url'),
