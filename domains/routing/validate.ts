@@ -1,5 +1,5 @@
 /**
- * Validates a whole routing table before it goes live (STYLE C5, traefik):
+ * Validates a whole routing table before it goes live (traefik):
  * every problem is reported, and a table with any problem is never applied.
  */
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
