@@ -34,7 +34,7 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
     return noContent();
   };
   return [
-    // Both spellings: the interface lists /catalog/secrets, the contract and the SDK use the trailing slash.
+    // Both spellings: the documented path is /catalog/secrets; the public client calls the trailing slash.
     ...['/catalog/secrets/', '/catalog/secrets'].flatMap((path): RouteDef[] => [
       { ...base, method: 'POST', path, handle: createRoute },
       { ...base, method: 'GET', path, handle: listRoute },

@@ -1,6 +1,6 @@
 /**
  * Catalog URNs and the raw-path split of the v2 addressing
- * form (§7.2). URNs are opaque keys once built: names are kept verbatim
+ * form (docs/catalog.md). URNs are opaque keys once built: names are kept verbatim
  * (slashes, parentheses, commas, `%`, `+`, unicode), so a URN is parsed back
  * only by the fixed parts around the name — the platform and the
  * environment, which the create bodies restrict to [A-Za-z0-9_.-].
