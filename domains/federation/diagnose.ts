@@ -1,7 +1,7 @@
 /**
  * Preflight, diagnose and resolve-address: probe a proposed or stored route layer by layer (dns,
  * tcp, tls, http, hmac) and report one stable reason per failing layer
- * with the remedy the spec gives. A failed layer is part of the report
+ * with its remedy. A failed layer is part of the report
  * (200); the layers after it are `skipped`.
  */
 import { ApiError } from '../../gateway/errors/api-error.ts';

@@ -1,7 +1,7 @@
 /**
  * The answering side of the peer protocol, `/api/cluster/remote/*`,
  * authenticated only by the PSK signature over headers
- * and body (§4.4). Transport-free: routes hand in the signed call. Each
+ * and body (gateway/mesh/canonical.ts). Transport-free: routes hand in the signed call. Each
  * accepted signature is recorded once (replays are refused), and every
  * success answer carries a response signature binding it to the request.
  */

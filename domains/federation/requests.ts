@@ -104,7 +104,7 @@ export const preflightBody = z.object({ remote_ips: z.array(remoteIpSchema).min(
 export const resolveBody = z.object({ address });
 
 /** The peer protocol. Every body carries the caller's nonce (peer-client.ts). */
-/** Mesh hardening offered at pairing; a peer that sends none speaks the spec envelope only. */
+/** Mesh hardening offered at pairing; a peer that sends none speaks the base envelope only. */
 const meshFeaturesOffer = z.array(z.string().max(32)).max(16).default([]);
 
 export const pairRequest = z.object({

@@ -60,7 +60,7 @@ export const federations = sqliteTable(
     identityMode: text('identity_mode', { enum: ['shared_idp', 'peer_kc'] }),
     trustPosture: text('trust_posture', { enum: ['receiver_controlled_shared', 'source_trusted'] }),
     grandfathered: integer('grandfathered', { mode: 'boolean' }).notNull(),
-    /** Mesh hardening both sides announced at pairing (gateway/mesh/features.ts); [] = spec envelope only. */
+    /** Mesh hardening both sides announced at pairing (gateway/mesh/features.ts); [] = base envelope only. */
     meshFeatures: text('mesh_features', { mode: 'json' }).$type<string[]>().notNull().default([]),
   },
   (t) => [index('federations_status').on(t.status), index('federations_remote_cluster').on(t.remoteClusterId)],
