@@ -76,7 +76,7 @@ export class JobsService {
     return recordView(await this.deps.tracker.refresh(this.#visible(principal, jobId)));
   }
 
-  /** 200 marker; 409 until SUCCEEDED; 410 when logs expired or no marker (spec Jobs result codes). */
+  /** 200 marker; 409 until SUCCEEDED; 410 when logs expired or no marker (what polling clients branch on). */
   async result(principal: Principal, jobId: string) {
     const row = await this.deps.tracker.refresh(this.#visible(principal, jobId));
     if (row.status !== 'SUCCEEDED') throw JobsErrors.make.job_not_succeeded({ status: row.status });
