@@ -1,4 +1,4 @@
-/** GET/PATCH /api/config/routing and GET /api/ping (§2.3). */
+/** GET/PATCH /api/config/routing and GET /api/ping. */
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { RouteDef } from '../../gateway/module.ts';
