@@ -1,4 +1,4 @@
-/** Reasons of the retrieval service and dataset gates (contract §8, §9, §10). */
+/** Reasons of the retrieval service and dataset gates. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const RetrievalErrors = defineErrors('retrieval', {
@@ -6,7 +6,7 @@ export const RetrievalErrors = defineErrors('retrieval', {
   retrieval_job_canceled: { status: 409, doc: 'The job was canceled; it cannot be streamed any more.' },
   inline_threshold_exceeded: {
     status: 422,
-    doc: 'The result is larger than the inline threshold (`retrieval.inlineThresholdBytes`, 1 MiB of JSON by default); use `transport` `sse`, `grpc` or `auto` (contract §8.1).',
+    doc: 'The result is larger than the inline threshold (`retrieval.inlineThresholdBytes`, 1 MiB of JSON by default); use `transport` `sse`, `grpc` or `auto`.',
   },
   source_unsupported: { status: 422, doc: "No retrieval source serves the dataset's `platform` (or its file format)." },
   dataset_location_missing: {
@@ -50,5 +50,5 @@ export const RetrievalErrors = defineErrors('retrieval', {
     doc: "A `credential_override` names an endpoint, or part of a key pair, without its own complete credentials: the dataset's stored credentials are only ever sent to the dataset's own endpoint.",
   },
   grpc_token_invalid: { status: 401, doc: 'The gRPC stream token is missing, malformed, expired, or bound to another job (Connect code UNAUTHENTICATED).' },
-  dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).' },
+  dataset_not_found: { status: 404, doc: 'Gate binding on a URN the caller cannot see, or no such dataset.' },
 });

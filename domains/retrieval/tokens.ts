@@ -1,6 +1,5 @@
 /**
- * The short-lived gRPC stream token of a job's `grpc` block (contract §8.1,
- * §8.5): an HMAC-SHA256-signed `{job, user, expiry}` bound to one job and
+ * The short-lived gRPC stream token of a job's `grpc` block: an HMAC-SHA256-signed `{job, user, expiry}` bound to one job and
  * its caller. Re-use within its lifetime is allowed so a client can resume
  * from a sequence number; a token for another job, tampered, or expired is
  * refused. The key is per gateway process: a restart retires old tokens,
