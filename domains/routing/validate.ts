@@ -4,7 +4,7 @@
  */
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
 
-/** Spec "Routing configuration": the services and their default prefixes. */
+/** The services and their default prefixes (docs/wire.md, routing). */
 export const DEFAULT_PREFIXES: Readonly<Record<string, string>> = {
   api: '/api',
   frontend: '/',

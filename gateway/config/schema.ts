@@ -88,10 +88,7 @@ export const configSchema = z.strictObject({
         .describe(
           "Requests one client connection may have in flight to one upstream; more wait on that connection, so one client cannot take the upstream's whole pool.",
         ),
-      legacyPortListeners: z
-        .boolean()
-        .default(false)
-        .describe("Legacy: honour a deployment's `legacy_port` with its own HTTPS listener."),
+      legacyPortListeners: z.boolean().default(false).describe("Legacy: honour a deployment's `legacy_port` with its own HTTPS listener."),
     })
     .prefault({}),
   auth: z
