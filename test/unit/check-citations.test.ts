@@ -16,6 +16,9 @@ test('each outside-document citation is reported with its line, in code and in p
     '// fixed in #42',
     '// the receiver refuses (spec: Authentication 5)',
     '// copied from /work/shared/hooks',
+    '// redirects name the origin (spec rule 3)',
+    '/** Both ids (contract decision 1). */',
+    '/* The runtime mounts (spec "Public runtime URL shapes"): */',
   ];
   for (const line of cited) assert.deepEqual(lineNumbers('domains/x.ts', `const a = 1;\n${line}\n`), [2], line);
   assert.deepEqual(lineNumbers('docs/x.md', 'Intro.\n\nShapes follow `spec/contract.md` §7.\nSee #12.\n'), [3, 4]);
@@ -27,6 +30,7 @@ test('public standards, ordinary words and non-comment hashes pass', () => {
     '// RFC 9113 §8.1 lets a server that sent a complete response reset the stream.',
     '// NIST SP 800-63B §5.2.2 allows at most 100 failed attempts.',
     "const color = '#123456';",
+    'export function buildTarget(pools: Pools, spec: TargetSpec): Target {',
     'const selector = \'a[href="#1"]\';',
     '// the shared realm issues tokens; a test peer',
     '// RFC 6749 §4.3: the password grant',

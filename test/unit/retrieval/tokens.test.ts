@@ -1,4 +1,4 @@
-/** The gRPC stream token (contract §8.5): bound to job and caller, reusable until it expires. */
+/** The gRPC stream token: bound to job and caller, reusable until it expires. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { StreamTokens } from '../../../domains/retrieval/tokens.ts';
