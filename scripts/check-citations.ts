@@ -27,11 +27,13 @@ const OUTSIDE_DOCUMENTS: readonly RegExp[] = [
   /(?<![\w.-])spec\//,
   /(?<![\w.-])shared\//,
   /\bissue \d+/i,
-  /\bspec: /i,
 ];
 
-/** An issue-tracker reference (`#12`); searched in comments only, where code may hold `#fff` or `'#1'` strings. */
-const ISSUE_NUMBER = /(?<![\w&/.#-])#\d+\b/;
+/**
+ * Searched in comments only, where code may hold `#fff` or `'#1'` strings and parameters named `spec`:
+ * an issue-tracker reference (`#12`) and a section of an outside spec (`spec: Limits`).
+ */
+const IN_COMMENTS: readonly RegExp[] = [/(?<![\w&/.#-])#\d+\b/, /\bspec: /i, /\bspec rules? \d/i, /\bspec "[A-Z]/i, /\bcontract (?:header )?decision/i];
 
 /** Generated, vendored or binary files: nobody writes prose there. */
 const SKIPPED = [/^node_modules\//, /^\.tools\//, /^proto\/gen\//, /^data\/migrations\//, /^package-lock\.json$/];
@@ -62,7 +64,7 @@ function linesMatching(file: string, text: string, patterns: readonly RegExp[]):
 export function citationsIn(file: string, text: string): Citation[] {
   if (SELF.has(file) || SKIPPED.some((pattern) => pattern.test(file))) return [];
   const inText = linesMatching(file, text, OUTSIDE_DOCUMENTS);
-  const inComments = linesMatching(file, commentsOf(file, text), [ISSUE_NUMBER]);
+  const inComments = linesMatching(file, commentsOf(file, text), IN_COMMENTS);
   const reported = new Set(inText.map((c) => c.line));
   return [...inText, ...inComments.filter((c) => !reported.has(c.line))].sort((a, b) => a.line - b.line);
 }
