@@ -49,7 +49,7 @@ export const MeshErrors = defineErrors('mesh', {
     status: 403,
     doc: 'Ingress: brokering is disabled on a receiver-controlled (`shared_idp`) federation, so no brokered user can be admitted.',
   },
-  unauthorized_brokered_user: { status: 403, doc: 'Ingress: the caller’s external id is not on the federation’s allowlist (contract decision 7).' },
+  unauthorized_brokered_user: { status: 403, doc: 'Ingress: the caller’s external id is not on the federation’s allowlist.' },
   revoked_brokered_user: {
     status: 403,
     doc: 'Ingress: the caller’s allowlist entry was revoked, or its local brokered user is disabled (PUT /api/auth/users/{id}, `meshgate user disable`).',
