@@ -103,7 +103,10 @@ export class FederationService {
     return recordView(row);
   }
 
-  /** A shared issuer selects shared_idp; otherwise peer_kc, gated by cluster policy (untrusted federation off by default). */
+  /**
+   * A shared issuer selects shared_idp; otherwise peer_kc, gated by cluster policy
+   * (untrusted federation is off by default).
+   */
   private identityOf(body: CreateBody): Pick<FederationRow, 'identityMode' | 'trustPosture' | 'requirePeerJwt'> {
     if (body.identity_mode && body.identity_mode !== 'shared_idp' && body.identity_mode !== 'peer_kc') {
       throw FederationErrors.make.identity_mode_unsupported({ identity_mode: body.identity_mode });

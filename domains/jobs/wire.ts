@@ -61,7 +61,10 @@ export function runView(row: JobRow, result: unknown) {
   };
 }
 
-/** Both client generations parse it: the marker object plus job_id and status when it lacks them; anything else wrapped. */
+/**
+ * Both client generations parse it: the marker object plus job_id and status
+ * when it lacks them; anything else wrapped.
+ */
 export function resultView(row: JobRow, marker: unknown): Record<string, unknown> {
   if (marker !== null && typeof marker === 'object' && !Array.isArray(marker)) {
     return { job_id: row.id, status: row.status, ...(marker as Record<string, unknown>) };

@@ -64,7 +64,10 @@ export interface MeshCall {
   bearer: string | null;
   selector: string;
   method: HttpMethod;
-  /** The remote path after the selector, still percent-encoded; `/api` is prepended unless it starts with `api/` or `runtime/`. */
+  /**
+   * The remote path after the selector, still percent-encoded; `/api` is
+   * prepended unless it starts with `api/` or `runtime/`.
+   */
   remotePath: string;
   /** `?…` as received, or ''; forwarded, not signed. */
   query: string;

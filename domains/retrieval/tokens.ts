@@ -1,6 +1,6 @@
 /**
- * The short-lived gRPC stream token of a job's `grpc` block: an HMAC-SHA256-signed `{job, user, expiry}` bound to one job and
- * its caller. Re-use within its lifetime is allowed so a client can resume
+ * The short-lived gRPC stream token of a job's `grpc` block: an
+ * HMAC-SHA256-signed `{job, user, expiry}` bound to one job and its caller. Re-use within its lifetime is allowed so a client can resume
  * from a sequence number; a token for another job, tampered, or expired is
  * refused. The key is per gateway process: a restart retires old tokens,
  * and the job's status hands out a fresh one.
