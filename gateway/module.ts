@@ -1,5 +1,5 @@
 /**
- * The only contract between the gateway and a domain (STYLE C3). A domain
+ * The only contract between the gateway and a domain. A domain
  * exports one HandlerModule; init() receives the gateway's dependencies and
  * returns an instance with its routes and mounts, so several gateways can
  * live in one process (tests) without module-level state.
@@ -34,9 +34,9 @@ export interface RouteDef {
   auth: AuthMode;
   /** Refuse mesh-brokered principals with endpoint_requires_native_realm. */
   nativeOnly?: boolean;
-  /** The path may hold %2F (URN routes, contract §7.2). */
+  /** The path may hold %2F (URN routes). */
   allowEncodedSlash?: boolean;
-  /** Also accept bearer tokens of trusted shared-realm issuers (contract §1.5: at least mesh egress). */
+  /** Also accept bearer tokens of trusted shared-realm issuers (at least mesh egress). */
   acceptSharedRealm?: boolean;
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
 }
@@ -121,7 +121,7 @@ export interface GatewayDeps {
 export interface HandlerInstance {
   routes?: readonly RouteDef[];
   mounts?: readonly ServiceMount[];
-  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener (STYLE C6). */
+  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener. */
   rpc?(router: ConnectRouter): void;
   close?(): Promise<void> | void;
 }

@@ -1,5 +1,5 @@
 /**
- * Authz benchmark (issue 4 item 7): warm checks/s and latency percentiles
+ * Authz benchmark: warm checks/s and latency percentiles
  * with 1M tuples across 10k users and 100k objects, and list filtering for a
  * user who sees 10k datasets. The peer measured in the same run is a direct
  * SQLite probe over the same table and index (what a check cost before the

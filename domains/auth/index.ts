@@ -1,6 +1,6 @@
 /**
- * The native realm (issue 2): local users, tokens, PATs, JWKS, the declared
- * attribute vocabulary (contract §9.1). Provides the
+ * The native realm: local users, tokens, PATs, JWKS, the declared
+ * attribute vocabulary. Provides the
  * gateway's Authenticator and the USER_DIRECTORY other domains use.
  */
 import type { HandlerModule } from '../../gateway/module.ts';

@@ -1,5 +1,5 @@
 /**
- * ReBAC (issue 4): the tuple store and checker every domain asks, provided
+ * ReBAC: the tuple store and checker every domain asks, provided
  * as AUTHZ, plus the tuple, check, subjects and resource grants APIs.
  * Uses USER_DIRECTORY, so it is listed after the auth module.
  */

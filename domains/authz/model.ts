@@ -1,6 +1,6 @@
 /**
- * The ReBAC model, declared as data (issue 4; spec "ReBAC tuple"; contract
- * §6.1). Each namespace lists its relations and, for each, the relations
+ * The ReBAC model, declared as data.
+ * Each namespace lists its relations and, for each, the relations
  * that imply it (owner ⊇ editor ⊇ viewer). The checker evaluates this
  * table; there are no namespace-specific branches anywhere else.
  */

@@ -1,5 +1,5 @@
 /**
- * Datasets (contract §7.3; spec: Authentication 8). ReBAC on `dataset:<urn>`:
+ * Datasets. ReBAC on `dataset:<urn>`:
  * viewer (or editor, owner) reads metadata and schema; owner writes and
  * deletes; the creator becomes owner. A dataset the caller cannot view is
  * 404, one it can view but not write is 403 `rebac_denied`. Mesh principals
@@ -65,7 +65,7 @@ export class DatasetService {
       createdAt: at,
       updatedAt: at,
     };
-    // Row and owner tuple together, so a create is visible to its creator at once (contract §7.3 [I]).
+    // Row and owner tuple together, so a create is visible to its creator at once.
     this.store.atomically(() => {
       if (this.store.byUrn(urn)) throw CatalogErrors.make.dataset_exists({ urn });
       const bindings = this.#bindSecrets(principal, properties, {}, new Map());
@@ -76,7 +76,7 @@ export class DatasetService {
     return urn;
   }
 
-  /** `query`: case-insensitive substring of name or URN (contract §7.3). */
+  /** `query`: case-insensitive substring of name or URN. */
   list(principal: Principal, query: string | undefined): DatasetView[] {
     const visible = this.authz.visibleIds(principal, 'dataset');
     const rows = visible === 'all' ? this.store.list() : this.store.byUrns([...visible]);

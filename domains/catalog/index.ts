@@ -1,5 +1,5 @@
 /**
- * The data catalog (issue 8): datasets, containers and encrypted secrets.
+ * The data catalog: datasets, containers and encrypted secrets.
  * Provides DATASETS (ReBAC-checked dataset access) and SECRETS (`reveal`
  * for connectors, never routed) to later domains; adds `meshgate rotate-kek`.
  */

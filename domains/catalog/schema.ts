@@ -1,5 +1,5 @@
 /**
- * Catalog tables (issue 8): datasets, containers, secrets, and the KEK
+ * Catalog tables: datasets, containers, secrets, and the KEK
  * ledger. Secrets hold only ciphertext and a wrapped data key; key material
  * of the KEKs lives in key files (crypto.ts, kek-ring.ts), never here.
  */

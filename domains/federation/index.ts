@@ -1,5 +1,5 @@
 /**
- * Federation (issue 5): records, the pairing handshake with CA exchange,
+ * Federation: records, the pairing handshake with CA exchange,
  * the peer protocol, the brokered-user allowlist and diagnose. Provides
  * FEDERATIONS (for the mesh proxy and ingress) and looks up the optional
  * BROKERED_JOB_CANCELLER at revoke time.

@@ -1,5 +1,5 @@
 /**
- * What a job process sees (contract §5.5): the caller's env_vars, then the
+ * What a job process sees: the caller's env_vars, then the
  * platform's identity variables under both the neutral `PLATFORM_*` names
  * and the upstream `KAMIWAZA_*` literals public jobs read. The platform's
  * names are set last, so a job cannot spoof whose job it is.

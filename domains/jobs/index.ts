@@ -1,6 +1,6 @@
 /**
- * Jobs (issue 7): submit/run/status/result/logs/cancel/list over the
- * configured runtime, the execution gate, and the contract §5.6 shim that
+ * Jobs: submit/run/status/result/logs/cancel/list over the
+ * configured runtime, the execution gate, and the forwarding shim that
  * forwards non-local selectors through MESH_EGRESS. Provides JOBS and the
  * federation's BROKERED_JOB_CANCELLER. Uses AUTHZ and MESH_EGRESS, so it
  * follows authz and mesh.
@@ -57,7 +57,7 @@ export const jobsModule: HandlerModule = {
     });
     deps.services.provide(JOBS, service);
     deps.services.provide(EXECUTION_GATE_CATALOG, executionGateCatalog);
-    // Allowlist revoke with cancel_in_flight_jobs=true (contract §3.8) stops the brokered user's jobs here.
+    // Allowlist revoke with cancel_in_flight_jobs=true stops the brokered user's jobs here.
     deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId) });
     const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
     await tracker.start();

@@ -1,6 +1,6 @@
 /**
- * The job submit/run request (spec "Job"; contract §5.1), validated into
- * FastAPI-style 422 lists. Unknown fields are ignored (contract §0.3);
+ * The job submit/run request, validated into
+ * FastAPI-style 422 lists. Unknown fields are ignored;
  * runtime_env keeps only env_vars, the other keys are stripped silently.
  */
 import { z } from 'zod';
@@ -67,7 +67,7 @@ export const jobRequestSchema = z.object({
   delegated_access: delegatedAccess.nullish(),
   python_packages: pythonPackages.nullish(),
   cluster_selector: z.string().min(1).nullish(),
-  /** The develop SDK's name for cluster_selector (contract §5.1). */
+  /** The develop SDK's name for cluster_selector. */
   target_cluster: z.string().min(1).nullish(),
 });
 

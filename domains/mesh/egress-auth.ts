@@ -1,5 +1,5 @@
 /**
- * The authenticator of the mesh egress route (contract §1.5, §4.2): native
+ * The authenticator of the mesh egress route: native
  * credentials as everywhere, plus bearer tokens minted by a trusted shared
  * realm (PLATFORM_TRUSTED_SHARED_ISSUERS), with the tenant admission the
  * SDK's tests pin down: no `tenant_id` → 401 tenant_required, another

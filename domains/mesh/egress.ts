@@ -1,6 +1,5 @@
 /**
- * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}` (spec: Mesh
- * proxy; contract §4.1–§4.3, §4.6): resolve the selector among PAIRED
+ * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}`: resolve the selector among PAIRED
  * records, rebuild the header set (credentials and any client-sent mesh or
  * identity header removed, the envelope regenerated), extend the route
  * trace, and stream the request to the peer through its signing dispatcher
@@ -8,7 +7,7 @@
  * errors alike, SSE included, never buffered. The core (`createMeshEgress`)
  * is also provided in process as MESH_EGRESS, so a domain can send a mesh
  * request as its caller without a second signer or selector (the jobs
- * compatibility shim, contract §5.6).
+ * compatibility shim).
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -38,7 +37,7 @@ export interface EgressDeps {
   now(): Date;
 }
 
-/** The mesh identity headers for the caller (contract §4.3), before signing. */
+/** The mesh identity headers for the caller, before signing. */
 export function identityHeaders(principal: Principal, bearer: string | null): Record<string, string> {
   const headers: Record<string, string> = {
     [MESH.userId]: principal.userId,
@@ -65,7 +64,10 @@ export interface MeshCall {
   bearer: string | null;
   selector: string;
   method: HttpMethod;
-  /** The remote path after the selector, still percent-encoded; `/api` is prepended per contract §4.1. */
+  /**
+   * The remote path after the selector, still percent-encoded; `/api` is
+   * prepended unless it starts with `api/` or `runtime/`.
+   */
   remotePath: string;
   /** `?…` as received, or ''; forwarded, not signed. */
   query: string;

@@ -1,5 +1,5 @@
 /**
- * Retrieval jobs (contract §8; spec "Retrieval job", Authentication 9):
+ * Retrieval jobs (Authentication 9):
  * create, status, list, cancel, and opening a job's stream for a transport.
  * A caller needs viewer or higher on the dataset (else 404, the catalog's
  * rule); a job belongs to its creator (native administrators see all).
@@ -116,7 +116,7 @@ export class RetrievalService {
     return this.#open(principal, this.#owned(principal, id));
   }
 
-  /** Opens the platform.retrieval.v1 stream for a token (contract §8.5): the token names the job and its caller. */
+  /** Opens the platform.retrieval.v1 stream for a token: the token names the job and its caller. */
   grpcStream(jobId: string, token: string): Promise<JobStream> {
     const row = this.#tokenJob(jobId, this.deps.tokens.verify(token, jobId, 'platform.retrieval.v1'));
     return this.#open(row.principal as unknown as Principal, row);
@@ -192,7 +192,7 @@ export class RetrievalService {
   #owned(principal: Principal, id: string): JobRow {
     const row = this.deps.store.byId(id);
     if (!row || (row.ownerId !== principal.userId && !isNativeAdmin(principal))) throw RetrievalErrors.make.retrieval_job_not_found({ job_id: id });
-    // Viewing a job needs viewer on its dataset still (spec: Authentication 9); invisible → 404.
+    // Viewing a job needs viewer on its dataset still; invisible → 404.
     this.deps.datasets.get(principal, row.datasetUrn);
     return row;
   }

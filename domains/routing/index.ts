@@ -1,4 +1,4 @@
-/** Routing configuration and health (issue 2): provides the gateway's ROUTING_SOURCE. */
+/** Routing configuration and health: provides the gateway's ROUTING_SOURCE. */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
 import { RoutingErrors } from './errors.ts';

@@ -1,10 +1,10 @@
 /**
- * Validates a whole routing table before it goes live (STYLE C5, traefik):
+ * Validates a whole routing table before it goes live (traefik):
  * every problem is reported, and a table with any problem is never applied.
  */
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
 
-/** Spec "Routing configuration": the services and their default prefixes. */
+/** The services and their default prefixes (docs/wire.md, routing). */
 export const DEFAULT_PREFIXES: Readonly<Record<string, string>> = {
   api: '/api',
   frontend: '/',
@@ -15,7 +15,7 @@ export const DEFAULT_PREFIXES: Readonly<Record<string, string>> = {
   admin_compute: '/admin/compute',
 };
 
-/** Administrative paths are off unless intentionally enabled (spec rule 4). */
+/** Administrative paths are off unless intentionally enabled: they are not part of the public runtime pattern. */
 export const DEFAULT_ENABLED: Readonly<Record<string, boolean>> = {
   api: true,
   frontend: true,
@@ -74,7 +74,7 @@ function baseHostProblems(baseHost: string): string[] {
     return [`base_host: '${baseHost}' is not a URL`];
   }
   const problems: string[] = [];
-  if (url.protocol !== 'https:') problems.push(`base_host: must be an https:// origin (spec rule 5), got ${url.protocol}`);
+  if (url.protocol !== 'https:') problems.push(`base_host: must be an https:// origin, got ${url.protocol}`);
   if (url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
     problems.push('base_host: must be an origin only (no path, query, fragment or credentials)');
   }

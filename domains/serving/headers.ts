@@ -1,5 +1,5 @@
 /**
- * Header hygiene for the runtime proxy (issue 3; RFC 9110 §7.6.1, RFC 7239
+ * Header hygiene for the runtime proxy (RFC 9110 §7.6.1, RFC 7239
  * conventions): hop-by-hop headers never cross, identity headers a client
  * could forge are dropped, X-Forwarded-* are set by us (we are the edge, so
  * inbound values are not trusted), and Location / Set-Cookie paths from an

@@ -1,5 +1,5 @@
 /**
- * Serving (issue 3): the deployments registry, the runtime URL proxy for
+ * Serving: the deployments registry, the runtime URL proxy for
  * models, apps and tools, the frontend with login/logout, the operator
  * services (/notebooks, /admin/compute), legacy per-deployment ports (off by
  * default), and the `deploy` / `smoke` commands.

@@ -1,5 +1,5 @@
 /**
- * The deployments registry (issue 3; spec "Public runtime URL shapes"):
+ * The deployments registry:
  * create, list, get and delete models, apps and tools, and resolve one for
  * the runtime proxy. Transport-free: takes a Principal, knows no HTTP.
  * Who sees what is access.ts, for the API and the runtime URLs alike; a
@@ -30,7 +30,7 @@ const upstreamUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or 
   return !url || (!url.username && !url.password && !url.search && !url.hash);
 }, 'must carry no credentials, query or fragment');
 
-/** The create body (and the CLI's flags): unknown fields are ignored (contract §0.3). */
+/** The create body (and the CLI's flags): unknown fields are ignored. */
 export const deploymentInput = z.object({
   kind: z.enum(['model', 'app', 'tool']),
   name: z.string().trim().min(1).max(128),
@@ -40,7 +40,7 @@ export const deploymentInput = z.object({
   timeout_seconds: z.number().positive().max(3600).nullish(),
   requires_auth: z.boolean().default(true),
   forward_authorization: z.boolean().default(false),
-  /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); honoured only when the operator enabled it. */
+  /** Legacy port-based runtime URL; honoured only when the operator enabled it. */
   legacy_port: z.number().int().min(1).max(65535).nullish(),
   /** `authenticated` shares it with every native-realm user; `private` leaves it to its viewers (access.ts). */
   visibility: z.enum(VISIBILITIES).default('private'),

@@ -1,5 +1,5 @@
 /**
- * `meshgate smoke`: after a routing change, prove spec rule 6 against a
+ * `meshgate smoke`: after a routing change, prove what must still hold against a
  * running gateway — the home page loads at the origin, /api/ping resolves,
  * a model answers under /runtime/models/<id>/v1, an app opens under
  * /runtime/apps/<id>, and login redirects and logout land on the origin
@@ -243,7 +243,7 @@ function readCa(file: string): string {
 
 export const smokeCommand: CliCommand = {
   name: 'smoke',
-  summary: 'check a running gateway after a routing change (spec rule 6)',
+  summary: 'check a running gateway after a routing change',
   usage: USAGE,
   async run(args, env) {
     const { values } = parseArgs({

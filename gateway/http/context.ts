@@ -1,5 +1,5 @@
 /**
- * The typed per-request object every stage and handler sees (STYLE C1):
+ * The typed per-request object every stage and handler sees:
  * an explicit field set, no symbol-keyed bags on req/res. Requests may be
  * HTTP/1.1 or HTTP/2 (the TLS listener allows both), so req/res are unions.
  */
@@ -39,7 +39,7 @@ export interface RequestContext {
   meshPeer: MeshInbound | null;
 }
 
-/** A verified inbound mesh hop (contract §4.3–§4.5). */
+/** A verified inbound mesh hop. */
 export interface MeshInbound {
   readonly federationId: string;
   readonly sourceClusterId: string;

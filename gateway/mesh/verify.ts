@@ -1,6 +1,6 @@
 /**
- * meshVerify: the ingress stage for a request carrying X-KZ-Mesh-Signature
- * (spec: Authentication 5–7; contract §4.4–§4.5). In order: one value per
+ * meshVerify: the ingress stage for a request carrying X-KZ-Mesh-Signature.
+ * In order: one value per
  * envelope header, the peer record (the one the signed federation id names,
  * else the source cluster's records), the timestamp window, the HMAC over
  * the ONE canonical form (constant time), PAIRED,
@@ -26,7 +26,7 @@ type Headers = Partial<Record<(typeof MESH)[keyof typeof MESH], string>>;
 /** What one candidate record's key says about a request: verified, or the problem reported when it is the only one. */
 type Proof = 'ok' | 'hardening_missing' | 'hmac_mismatch';
 
-/** Each envelope header at most once (a repeated one is smuggling, contract §4.3); null when not. */
+/** Each envelope header at most once (a repeated one is smuggling); null when not. */
 export function readEnvelopeHeaders(rawHeaders: readonly string[]): Headers | null {
   const out: Headers = {};
   for (const name of ENVELOPE) {
@@ -160,7 +160,7 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
 
 /**
  * The handler and any upstream it proxies to see the receiver's view only:
- * X-User-Attributes from the admitted principal (contract §9.2), and no
+ * X-User-Attributes from the admitted principal, and no
  * peer credential or envelope beyond the correlation id.
  */
 function scrubHeaders(ctx: RequestContext): void {

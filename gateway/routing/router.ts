@@ -1,10 +1,10 @@
 /**
  * The API route table: method + segment patterns, compiled once per
  * routing-config version. `:name` takes one decoded segment; a final
- * `*name` takes the decoded rest (URNs with slashes, contract §7.2).
+ * `*name` takes the decoded rest (URNs with slashes).
  * Static segments outrank parameters, so `/datasets/by-urn` beats
  * `/datasets/:urn`. A miss that would hit with the trailing slash toggled
- * answers 307, as FastAPI does (spec: Mesh proxy rule 5).
+ * answers 307, as FastAPI does.
  */
 import type { HttpMethod, RouteDef } from '../module.ts';
 import type { Stage } from '../pipeline/stage.ts';
@@ -12,7 +12,7 @@ import type { Stage } from '../pipeline/stage.ts';
 export interface CompiledRoute {
   readonly def: RouteDef;
   readonly segments: readonly Segment[];
-  /** Per-route stages after routeMatch, compiled at startup (STYLE C1). */
+  /** Per-route stages after routeMatch, compiled at startup. */
   readonly stages: readonly Stage[];
 }
 

@@ -1,5 +1,5 @@
 /**
- * The job runtime contract (DESIGN.md §8: one suite per interface, run
+ * The job runtime contract (one suite per interface, run
  * against every implementation): a real gateway configured with the runtime
  * under test, driven over HTTPS. Submit/status/logs/cancel, the result
  * marker, exit codes, stripped runtime_env keys, timeouts only on run.
@@ -16,7 +16,7 @@ export interface RuntimeUnderTest {
   config(): ConfigInput;
 }
 
-/** The approved package every runtime must install from the operator's wheel folder (contract §5.8). */
+/** The approved package every runtime must install from the operator's wheel folder. */
 const PROBE = { name: 'meshgate-probe', version: '1.0.0', value: 'probe-ok' };
 
 export function runJobRuntimeContract(target: RuntimeUnderTest): void {

@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the issue 10 source tests: one real peer per test file
+ * Shared pieces of the source tests (S3, Kafka, Hive, Slack, PostgreSQL): one real peer per test file
  * (started on first use, stopped when the file's tests end), and the
  * "peer goes away mid-stream" check every source must pass: the SSE stream
  * ends with a clear `error` event, the job is FAILED with that reason, and

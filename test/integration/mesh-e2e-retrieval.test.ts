@@ -1,7 +1,6 @@
 /**
- * Retrieval through the mesh, end to end (issue 9 item 5 and the clearance
- * line; spec: Mesh proxy, Retrieval job, Authentication 7 and 9; contract
- * §8, §9.2–§9.4): on the receiver a filesystem dataset with the clearance
+ * Retrieval through the mesh, end to end (per-record gates
+ * evaluated on the receiver with the caller's attributes): on the receiver a filesystem dataset with the clearance
  * fixture (U, U, U, S, TS) bound to the clearance gate; shared-realm
  * personas whose real tokens carry clearance U, S, TS create SSE jobs
  * through /api/mesh/{fed}/retrieval/jobs and drain the stream across the

@@ -1,5 +1,5 @@
 /**
- * Hive-partitioned directory layouts (issue 10 item 3): `location` (or
+ * Hive-partitioned directory layouts: `location` (or
  * `path`) names a directory under the allowed roots, or an `s3://bucket/prefix`,
  * whose data files sit in `key=value/` folders (values %-escaped as Hive
  * writes them). Partition keys become string columns after the file's own

@@ -1,5 +1,5 @@
 /**
- * The Hive source (contract §8.6, platform `hive`; options [I] `host`,
+ * The Hive source (platform `hive`; options [I] `host`,
  * `port`, `database`, `table`, `auth`). With a `host` it reads a table from
  * HiveServer2 over Thrift (hive-driver): the schema from `DESCRIBE`, then
  * one `SELECT` with the columns, the filters (IN / IS NULL) and a LIMIT

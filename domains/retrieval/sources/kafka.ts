@@ -1,5 +1,5 @@
 /**
- * The Kafka source (contract §8.6, platform `kafka`): a bounded read of one
+ * The Kafka source (platform `kafka`): a bounded read of one
  * topic. At the start the partitions' high-water marks are read; the read
  * ends there (or at `max_messages`), so a retrieval always ends even while
  * producers keep writing. Partitions are read one after another in number

@@ -1,6 +1,6 @@
 /**
- * Where a Postgres dataset lives and with which credentials (contract §8.6
- * ingestion kwargs `host`, `port`, `database`, `user`, `password`,
+ * Where a Postgres dataset lives and with which credentials (the dataset's
+ * ingestion options `host`, `port`, `database`, `user`, `password`,
  * `schema`). Credentials come from a catalog secret (a property whose value
  * is a secret URN, or `secret_urn` holding `{"user","password"}` JSON or a
  * bare password) or from the job's `credential_override`, which may set the

@@ -3,7 +3,7 @@
  * tree for Hive-partitioned layouts): CSV and JSON lines stream the object
  * body; Parquet is read through ranged reads (hyparquet's AsyncBuffer), one
  * row group at a time, fetching only the column chunks the request needs
- * (issue 10 item 1: range requests, not whole-object downloads). Each reader
+ * (range requests, not whole-object downloads). Each reader
  * yields raw batches in object order; scan.ts applies the request.
  */
 import type { Readable } from 'node:stream';

@@ -1,11 +1,11 @@
 /**
- * Where an object-storage dataset lives and how to sign for it (contract
- * §8.6 `s3`): endpoint and region from the dataset properties (`region`,
+ * Where an object-storage dataset lives and how to sign for it
+ * (platform `s3`): endpoint and region from the dataset properties (`region`,
  * `endpoint`, `endpoint_url`, `endpoint_override`), keys from a catalog
  * secret (`properties.secret_urn`, JSON with `aws_access_key_id`,
  * `aws_secret_access_key`, optional `aws_session_token`, `region`,
  * `endpoint…`) or from the job's `credential_override` (same JSON keys), in
- * that rising order: per-request overrides beat catalog metadata (§8.6).
+ * that rising order: per-request overrides beat catalog metadata.
  * Stored keys go only to the dataset's own endpoint: an override that names
  * an endpoint, or any key, brings a complete key pair of its own, and then
  * no stored key (nor session token) is sent with it.

@@ -1,5 +1,5 @@
 /**
- * The object-storage source (contract §8.6, platform `s3`): URN name
+ * The object-storage source (platform `s3`): URN name
  * `bucket/key` reads one object; `bucket/prefix/` (or a key that names no
  * object but has objects under `key/`) reads every CSV, JSON lines or
  * Parquet object under it in key order as one table. Parquet is read by

@@ -1,5 +1,5 @@
 /**
- * The Slack source (contract §8.6, platform `slack`): messages of
+ * The Slack source (platform `slack`): messages of
  * `channels` (IDs, or names resolved through conversations.list; a reader
  * may pick among the dataset's channels, or any when the dataset lists none)
  * read with conversations.history between `since_ts` and `until_ts`,
@@ -8,7 +8,7 @@
  * them, channel by channel in the API's order (newest first), each thread's
  * replies right after their parent. Pagination follows `next_cursor`; a 429
  * waits for its `Retry-After` (the Web API client's own handling). The
- * token comes from `credential_override` (the token itself, §8.6) or the
+ * token comes from `credential_override` (the token itself) or the
  * catalog secret `properties.secret_urn`; it is never logged. Filters,
  * offset and limit are applied in process.
  */

@@ -13,7 +13,7 @@ export function createRouteMatchStage(currentTable: () => ServiceTable, rpc: Rpc
   return {
     name: 'routeMatch',
     run(ctx: RequestContext) {
-      // Connect-RPC paths (`/<package>.<Service>/<Method>`) come before the prefix table (STYLE C6).
+      // Connect-RPC paths (`/<package>.<Service>/<Method>`) come before the prefix table.
       const rpcRoute = rpc?.match(ctx.rawPath);
       if (rpcRoute) {
         ctx.service = 'rpc';
@@ -42,7 +42,7 @@ export function createRouteMatchStage(currentTable: () => ServiceTable, rpc: Rpc
       if (lookup.kind === 'method_not_allowed') {
         throw GatewayErrors.make.method_not_allowed({ allowed: lookup.allowed });
       }
-      // %2F is admitted on URN routes only (DESIGN.md §3); elsewhere it is a non-canonical path, matched or not.
+      // %2F is admitted on URN routes only; elsewhere it is a non-canonical path, matched or not.
       if (ctx.hasEncodedSlash && (lookup.kind === 'miss' || !lookup.route.def.allowEncodedSlash)) {
         throw GatewayErrors.make.non_canonical_path({ problem: 'encoded_slash' });
       }

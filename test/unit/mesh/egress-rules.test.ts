@@ -1,4 +1,4 @@
-/** Table-driven rules of mesh egress and ingress helpers (spec: Mesh proxy 1–4; contract §4.1, §4.3). */
+/** Table-driven rules of mesh egress and ingress helpers. */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, request } from 'node:http';

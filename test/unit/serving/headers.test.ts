@@ -1,4 +1,4 @@
-/** Header hygiene and path rewriting of the runtime proxy, table-driven (STYLE C8). */
+/** Header hygiene and path rewriting of the runtime proxy, table-driven. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { downstreamResponseHeaders, type PathMap, rewriteLocation, rewriteSetCookie, upstreamRequestHeaders } from '../../../domains/serving/headers.ts';

@@ -1,5 +1,5 @@
 /**
- * One local job process (issue 7 item 3): its own directory and process
+ * One local job process: its own directory and process
  * group, output captured straight to a file (so the job outlives a gateway
  * restart and its logs survive it), approved packages installed into a
  * per-job virtualenv before the entrypoint, and the exit status written to a
@@ -44,8 +44,8 @@ ${WAIT_CHILD}
 exit "$code"`;
 
 /**
- * `--no-deps`: every package, dependencies included, must be an approved, hash-pinned catalog entry
- * (contract §5.8). The venv is made without its own pip (seconds faster); the interpreter's pip installs
+ * `--no-deps`: every package, dependencies included, must be an approved, hash-pinned catalog entry.
+ * The venv is made without its own pip (seconds faster); the interpreter's pip installs
  * into it. Positional: $1 python, $2 venv, $3 wheel dir, $4 requirements.
  */
 const INSTALL = `"$1" -m venv --without-pip "$2" && "$1" -m pip --python "$2/bin/python" install --quiet --no-cache-dir \\

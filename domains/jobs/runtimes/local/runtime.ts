@@ -1,5 +1,5 @@
 /**
- * The embedded local job runtime (issue 7 item 3; DESIGN.md §6): processes
+ * The embedded local job runtime: processes
  * on this machine, at most `maxConcurrent` at a time with a FIFO queue
  * (queued jobs stay PENDING), cancel = SIGTERM to the group then SIGKILL
  * after a grace, output capped at `maxLogBytes` (a job that writes more is
