@@ -33,8 +33,6 @@ export interface AuthStore {
   revokeSessions(sids: readonly string[], expiresAt: number, nowSeconds: number): void;
   /** Revoked sessions still in force at `nowSeconds`; older rows are deleted on the way. */
   liveRevokedSessions(nowSeconds: number): { sid: string; expiresAt: number }[];
-  /** SQLite's data_version: it changes when another connection (the `meshgate` CLI) commits to the database. */
-  dataVersion(): number;
   insertPat(row: typeof pats.$inferInsert): void;
   patByJti(jti: string): PatRow | undefined;
   listPats(ownerId: string): PatRow[];
@@ -47,7 +45,6 @@ export interface AuthStore {
 }
 
 export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
-  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
   return {
     countUsers: () => db.select({ n: sql<number>`count(*)` }).from(users).get()?.n ?? 0,
     userById: (id) => db.select().from(users).where(eq(users.id, id)).get(),
@@ -98,7 +95,6 @@ export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
       db.delete(revokedSessions).where(lte(revokedSessions.expiresAt, nowSeconds)).run();
       return db.select().from(revokedSessions).all();
     },
-    dataVersion: () => dataVersion.get() as number,
     insertPat: (row) => void db.insert(pats).values(row).run(),
     patByJti: (jti) => db.select().from(pats).where(eq(pats.jti, jti)).get(),
     listPats: (ownerId) => db.select().from(pats).where(eq(pats.ownerId, ownerId)).orderBy(asc(pats.createdAt)).all(),
