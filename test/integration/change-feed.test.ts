@@ -4,13 +4,11 @@
  * them takes effect in the other within the change feed's bound.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { SqliteChangeFeed } from '../../gateway/db/change-feed.ts';
+import { runMeshgate } from '../helpers/cli.ts';
 import { startTestGateway, TestGateway } from '../helpers/gateway.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
 /** The documented staleness bound (docs/operating.md) and the default poll interval. */
 const BOUND_MS = 100;
 const POLL_MS = 20;
@@ -45,19 +43,7 @@ async function pollsUntil(gw: TestGateway, holds: () => Promise<boolean>): Promi
 
 const WITHIN_BOUND = (BOUND_MS / POLL_MS) * 2;
 
-function cli(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      out += d;
-    });
-    child.on('close', (code) => resolve({ code, out }));
-  });
-}
+const cli = runMeshgate;
 
 const me = async (gw: TestGateway, token: string) => (await gw.request('GET', '/api/auth/users/me', { token })).status;
 
