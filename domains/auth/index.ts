@@ -57,7 +57,7 @@ export const authModule: HandlerModule = {
   errors: AuthErrors,
   commands: [userCommand],
   async init(deps) {
-    const store = createAuthStore(deps.db, deps.sqlite);
+    const store = createAuthStore(deps.db);
     const nowSeconds = () => Math.floor(deps.now().getTime() / 1000);
     const { signingAlgorithm, accessTokenTtlSeconds } = deps.config.auth;
     // A retired key stays while an access token or a live PAT it may have signed can still be presented.

@@ -1,5 +1,4 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
-import type Database from 'better-sqlite3';
 import { and, asc, eq, gt, inArray, lt, lte, or, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { attributeSchema, pats, refreshTokens, revokedFamilies, revokedSessions, users } from './schema.ts';
@@ -44,7 +43,7 @@ export interface AuthStore {
   putAttributeSchema(row: AttributeSchemaRow): void;
 }
 
-export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
+export function createAuthStore(db: Db): AuthStore {
   return {
     countUsers: () => db.select({ n: sql<number>`count(*)` }).from(users).get()?.n ?? 0,
     userById: (id) => db.select().from(users).where(eq(users.id, id)).get(),
