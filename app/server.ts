@@ -183,7 +183,7 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
   const compiled = compileHandlers(instances, {
     authenticator: deps.services.get(AUTHENTICATOR),
     sharedRealmAuthenticator: mesh?.egressAuthenticator,
-    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: deps.config.mesh, now: deps.now }) : undefined,
+    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, now: deps.now }) : undefined,
   });
   const routing = deps.services.get(ROUTING_SOURCE);
   let table = buildServiceTable(routing.current(), compiled);

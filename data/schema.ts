@@ -7,3 +7,4 @@ export * from '../domains/jobs/schema.ts';
 export * from '../domains/retrieval/schema.ts';
 export * from '../domains/routing/schema.ts';
 export * from '../domains/serving/schema.ts';
+export * from '../gateway/db/schema.ts';

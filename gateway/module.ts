@@ -12,6 +12,7 @@ import type { ConnectRouter } from '@connectrpc/connect';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
+import type { ChangeFeed } from './db/change-feed.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import type { Reply, RequestContext } from './http/context.ts';
@@ -101,6 +102,8 @@ export interface GatewayDeps {
   readonly config: Readonly<Config>;
   readonly db: Db;
   readonly sqlite: Database.Database;
+  /** What other processes on the same database changed: subscribe to the topics a cache depends on. */
+  readonly feed: ChangeFeed;
   readonly logger: Logger;
   /** The access log (log.ts: same destination, lines built by the accessLog stage). */
   readonly accessLog: AccessSink;

@@ -32,6 +32,11 @@ export const federationModule: HandlerModule = {
     const agents = new PeerAgents(deps.config.federation.peerTimeoutMs);
     const changes = new ChangeCounter();
     const bump = () => changes.bump();
+    // Records and allowlists changed by another process or `meshgate federation` drop the memoised lookups too.
+    for (const topic of ['federations', 'federation_users']) {
+      deps.feed.subscribe(topic, bump);
+      deps.feed.onReset(topic, bump);
+    }
     const ctx: FederationContext = {
       records: createFederationStore(deps.db, bump),
       allowlist: createAllowlistStore(deps.db, bump),

@@ -11,6 +11,9 @@ export const routingModule: HandlerModule = {
   errors: RoutingErrors,
   init(deps) {
     const service = new RoutingService(createRoutingStore(deps.db), deps.runtime.origin, deps.now);
+    // A PATCH answered by another process swaps this one's live table too.
+    deps.feed.subscribe('routing_config', () => service.republish());
+    deps.feed.onReset('routing_config', () => service.republish());
     deps.services.provide(ROUTING_SOURCE, service);
     return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now) };
   },

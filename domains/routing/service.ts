@@ -45,6 +45,12 @@ export class RoutingService implements RoutingSource {
     this.#listeners.push(listener);
   }
 
+  /** Hands the stored configuration to the gateway: after a PATCH here, or one by another process (change feed). */
+  republish(): void {
+    const snapshot = this.current();
+    for (const listener of this.#listeners) listener(snapshot);
+  }
+
   /** The flat object clients read, plus `model_routing_method` and a `routing` mirror (docs/wire.md). */
   view() {
     const { table, updatedAt } = this.#table();
@@ -74,8 +80,7 @@ export class RoutingService implements RoutingSource {
       enabledServices: next.enabled,
       updatedAt: this.now().toISOString(),
     });
-    const snapshot = this.current();
-    for (const listener of this.#listeners) listener(snapshot);
+    this.republish();
     return this.view();
   }
 }

@@ -145,6 +145,28 @@ export const configSchema = z.strictObject({
       grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
     })
     .prefault({}),
+  feed: z
+    .strictObject({
+      pollIntervalMs: z
+        .number()
+        .int()
+        .min(1)
+        .max(20)
+        .default(20)
+        .describe(
+          'How often each process checks the database for changes made by another (PRAGMA data_version); ' +
+            'a change reaches every process within 100 ms (docs/operating.md).',
+        ),
+      retainRows: z.number().int().min(100).max(10_000_000).default(10_000).describe('Change-feed rows kept at least.'),
+      retainSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(86_400)
+        .default(300)
+        .describe('Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.'),
+    })
+    .prefault({}),
   mesh: z
     .strictObject({
       proxyReadTimeoutSeconds: z

@@ -9,6 +9,7 @@
  * caller is then admitted by the directory (identity mode, allowlist,
  * provisioning) and the route runs as that local brokered principal.
  */
+import type Database from 'better-sqlite3';
 import type { Config } from '../config/schema.ts';
 import type { RequestContext } from '../http/context.ts';
 import type { Stage, StageResult } from '../pipeline/stage.ts';
@@ -39,12 +40,14 @@ export function readEnvelopeHeaders(rawHeaders: readonly string[]): Headers | nu
 
 export interface VerifyDeps {
   directory: MeshDirectory;
+  /** The shared database: the replay cache lives there, so every process refuses a nonce any of them accepted. */
+  sqlite: Database.Database;
   mesh: Config['mesh'];
   now(): Date;
 }
 
 export function createMeshVerifyStage(deps: VerifyDeps): Stage {
-  const replay = new ReplayCache(deps.mesh.replayCacheSize);
+  const replay = new ReplayCache(deps.sqlite, deps.mesh.replayCacheSize);
   const window = { maxAge: deps.mesh.signatureTtlSeconds, maxFuture: deps.mesh.signatureFutureSkewSeconds };
   const invalid = (problem: string) => MeshErrors.make.invalid_signature({ problem });
 
