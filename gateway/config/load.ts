@@ -80,32 +80,40 @@ function readConfigFile(path: string, problems: string[]): Tree {
   return {};
 }
 
+type EnvKind = (typeof ENV_NAMES)[string]['kind'];
+
+/** One environment value in the type its setting takes, or the problem that stops start. */
+function envValue(name: string, raw: string, kind: EnvKind): { value: unknown } | { problem: string } {
+  switch (kind) {
+    case 'csv':
+      return {
+        value: raw
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      };
+    case 'boolean':
+      if (!/^(true|false|1|0)$/i.test(raw)) return { problem: `${name}: '${raw}' is not a boolean (true/false)` };
+      return { value: /^(true|1)$/i.test(raw) };
+    case 'nullable-number':
+    case 'number': {
+      if (kind === 'nullable-number' && raw === 'none') return { value: null };
+      const value = Number(raw);
+      return Number.isFinite(value) ? { value } : { problem: `${name}: '${raw}' is not a number` };
+    }
+    default:
+      return { value: raw };
+  }
+}
+
 function fromEnv(env: Record<string, string | undefined>, problems: string[]): Tree {
   const tree: Tree = {};
   for (const [name, { path, kind }] of Object.entries(ENV_NAMES)) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
-    let value: unknown = raw;
-    if (kind === 'csv')
-      value = raw
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-    if (kind === 'boolean') {
-      if (!/^(true|false|1|0)$/i.test(raw)) {
-        problems.push(`${name}: '${raw}' is not a boolean (true/false)`);
-        continue;
-      }
-      value = /^(true|1)$/i.test(raw);
-    }
-    if (kind === 'number' || kind === 'nullable-number') {
-      value = kind === 'nullable-number' && raw === 'none' ? null : Number(raw);
-      if (typeof value === 'number' && !Number.isFinite(value)) {
-        problems.push(`${name}: '${raw}' is not a number`);
-        continue;
-      }
-    }
-    setPath(tree, path, value);
+    const parsed = envValue(name, raw, kind);
+    if ('problem' in parsed) problems.push(parsed.problem);
+    else setPath(tree, path, parsed.value);
   }
   return tree;
 }
