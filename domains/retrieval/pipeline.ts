@@ -98,6 +98,19 @@ function* sized(encode: Encode, from: number, to: number): Generator<Piece> {
 }
 
 /**
+ * One batch through the gate: a violation reported, `filtered` set once a
+ * row is withheld; `narrow` drops the columns the gate needed but the caller
+ * did not ask for.
+ */
+function gatedRows(plan: ReadPlan, batch: readonly Row[], narrow: readonly string[] | null, summary: StreamSummary): readonly Row[] {
+  const outcome = (plan.gate as NonNullable<ReadPlan['gate']>).run(batch);
+  if (outcome.violation) plan.onViolation(outcome.violation);
+  if (outcome.withheld > 0) summary.filtered = true;
+  summary.gateAudit = gateAudit(summary.filtered);
+  return narrow ? outcome.released.map((r) => project(r, narrow)) : outcome.released;
+}
+
+/**
  * The stream's pieces. Ungated, from a source that encodes JSON itself:
  * its bytes, no row object built (the throughput path, docs/retrieval.md).
  * Otherwise rows, through the gate when there is one.
@@ -108,16 +121,9 @@ async function* pieces(plan: ReadPlan, userColumns: readonly string[] | null, su
     for await (const batch of source.readJson(plan.request)) yield* sized(encodedJson(batch), 0, batch.ends.length);
     return;
   }
-  const narrow = gate !== null && userColumns !== null && gate.requiredFields.some((f) => !userColumns.includes(f));
+  const narrow = gate !== null && userColumns !== null && gate.requiredFields.some((f) => !userColumns.includes(f)) ? userColumns : null;
   for await (const batch of source.read(plan.request)) {
-    let rows: readonly Row[] = batch;
-    if (gate) {
-      const outcome = gate.run(batch);
-      if (outcome.violation) plan.onViolation(outcome.violation);
-      if (outcome.withheld > 0) summary.filtered = true;
-      rows = narrow ? outcome.released.map((r) => project(r, userColumns)) : outcome.released;
-      summary.gateAudit = gateAudit(summary.filtered);
-    }
+    const rows = gate ? gatedRows(plan, batch, narrow, summary) : batch;
     yield* sized(rowsJson(rows), 0, rows.length);
   }
 }

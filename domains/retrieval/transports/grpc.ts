@@ -45,6 +45,21 @@ function finalChunk(stream: JobStream): DataChunk {
  */
 const UNCOMPRESSED = { compressMinBytes: Number.MAX_SAFE_INTEGER };
 
+/** The stream's chunks from sequence `from` on (a resumed read), then the final one. */
+async function* dataChunks(stream: JobStream, from: number): AsyncGenerator<DataChunk> {
+  for await (const chunk of stream.chunks) {
+    if (chunk.sequence < from) continue;
+    yield create(DataChunkSchema, {
+      sequence: BigInt(chunk.sequence),
+      payload: chunk.data,
+      mediaType: 'application/json',
+      rowCount: BigInt(chunk.rowCount),
+      metadata: stringMap(chunk.metadata),
+    });
+  }
+  yield finalChunk(stream);
+}
+
 export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalService): void {
   router.service(
     RetrievalRpc,
@@ -60,17 +75,7 @@ export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalSe
         const disconnected = () => stream.finish({ reason: 'client_disconnected' });
         context.signal.addEventListener('abort', disconnected, { once: true });
         try {
-          for await (const chunk of stream.chunks) {
-            if (chunk.sequence < from) continue;
-            yield create(DataChunkSchema, {
-              sequence: BigInt(chunk.sequence),
-              payload: chunk.data,
-              mediaType: 'application/json',
-              rowCount: BigInt(chunk.rowCount),
-              metadata: stringMap(chunk.metadata),
-            });
-          }
-          yield finalChunk(stream);
+          yield* dataChunks(stream, from);
           stream.finish();
         } catch (thrown) {
           const error = stream.signal.aborted && !context.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
