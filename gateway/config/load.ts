@@ -4,6 +4,7 @@
  * Semantic checks the schema cannot express live in verifyConfig().
  */
 import { readFileSync } from 'node:fs';
+import { hostOfUrl } from '../http/origin.ts';
 import { type Config, type ConfigInput, configSchema, ENV_NAMES } from './schema.ts';
 
 export class ConfigError extends Error {
@@ -55,7 +56,7 @@ export function verifyConfig(config: Config): string[] {
     ['origin', config.origin],
   ] as const) {
     if (!value) continue;
-    const host = new URL(value).hostname.replace(/^\[|\]$/g, '');
+    const host = hostOfUrl(value);
     if (!config.hostnames.includes(host) && host !== config.bind) {
       problems.push(`${key}: host '${host}' is not one of hostnames (${config.hostnames.join(', ')}), so the certificate would not match`);
     }
