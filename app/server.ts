@@ -11,7 +11,7 @@ import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
 import { buildErrorRegistry } from '../gateway/errors/registry.ts';
-import { deriveOrigin, hostForUrl } from '../gateway/http/origin.ts';
+import { deriveOrigin, urlOf } from '../gateway/http/origin.ts';
 import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
 import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
@@ -95,8 +95,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     throw error;
   }
   const running = domains;
-  const httpsUrl = `https://${hostForUrl(config.bind)}:${bound.httpsPort}`;
-  const httpUrl = bound.httpPort === null ? null : `http://${hostForUrl(config.bind)}:${bound.httpPort}`;
+  const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
+  const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
   logs.logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
   started = true;

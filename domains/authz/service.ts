@@ -151,14 +151,18 @@ export class AuthzService {
       add(this.list({ ...where, subjectNs: 'user', subjectId: principal.userId }));
     }
     for (const namespace of where.objectNs === undefined ? Object.keys(MODEL) : [where.objectNs]) {
-      const owner = SATISFIED_MASK.get(namespace)?.get('owner');
-      if (owner === undefined) continue;
-      for (const objectId of this.store.objectIds('user', principal.userId, namespace, owner, principal.tenantId)) {
-        if (where.objectId === undefined || where.objectId === objectId) add(this.list({ ...where, objectNs: namespace, objectId }));
-      }
+      for (const objectId of this.#ownedObjects(principal, namespace, where.objectId)) add(this.list({ ...where, objectNs: namespace, objectId }));
     }
     const sorted = [...rows.values()].sort((a, b) => a.rowid - b.rowid);
     return sorted.slice(offset, limit === undefined ? undefined : offset + limit);
+  }
+
+  /** The objects of `namespace` the caller owns in its tenant (only `wanted`, when given). */
+  #ownedObjects(principal: Principal, namespace: string, wanted: string | undefined): string[] {
+    const owner = SATISFIED_MASK.get(namespace)?.get('owner');
+    if (owner === undefined) return [];
+    const owned = this.store.objectIds('user', principal.userId, namespace, owner, principal.tenantId);
+    return wanted === undefined ? owned : owned.filter((objectId) => objectId === wanted);
   }
 
   /** Increases with every change (the resource grants API's `zedtoken`). */

@@ -100,11 +100,7 @@ export class DatasetService {
         this.store.setSecretBindings(urn, bindings);
       }
       if (patch.dataset_schema) changes.datasetSchema = { ...storedSchema(patch.dataset_schema, row) };
-      if (patch.container_urn !== undefined && (patch.container_urn ?? null) !== row.containerUrn) {
-        if (patch.container_urn) this.#checkMembership(principal, patch.container_urn);
-        else this.#requireAdminForMembership(principal);
-        changes.containerUrn = patch.container_urn ?? null;
-      }
+      if (patch.container_urn !== undefined) this.#moveContainer(principal, row, patch.container_urn, changes);
       this.store.update(urn, changes);
       return datasetView({ ...row, ...changes });
     });
@@ -151,6 +147,14 @@ export class DatasetService {
       this.store.update(urn, { datasetSchema: { ...schema }, updatedAt: this.now().toISOString() });
       return schema;
     });
+  }
+
+  /** A change of container (null: out of any) needs the right to place the dataset there; the same one is no change. */
+  #moveContainer(principal: Principal, row: DatasetRow, containerUrn: string | null, changes: Partial<DatasetRow>): void {
+    if (containerUrn === row.containerUrn) return;
+    if (containerUrn) this.#checkMembership(principal, containerUrn);
+    else this.#requireAdminForMembership(principal);
+    changes.containerUrn = containerUrn;
   }
 
   #readable(principal: Principal, urn: string): DatasetRow {

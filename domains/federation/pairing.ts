@@ -6,6 +6,7 @@
  * PSK, and only when the leaf the peer presented was issued by that CA.
  */
 import { isIP } from 'node:net';
+import { authorityOf, hostOfUrl } from '../../gateway/http/origin.ts';
 import { unixSeconds } from '../../gateway/mesh/canonical.ts';
 import { negotiateFeatures } from '../../gateway/mesh/features.ts';
 import { createPeerAgent, parsePeerAddress, verifyLeafIssuedBy } from '../../gateway/mesh/peer-agent.ts';
@@ -86,12 +87,10 @@ export function advertisedRoute(ctx: FederationContext, row: FederationRow): Rem
     return { ip: row.callbackHostname, hostname: isIP(host) ? (ctx.local.hostnames[0] ?? null) : host, primary: true };
   }
   const origin = new URL(ctx.local.origin());
-  const host = origin.hostname.replace(/^\[|\]$/g, '');
+  const host = hostOfUrl(origin);
   const port = origin.port ? Number(origin.port) : 443;
   const wildcard = ctx.local.bind === '0.0.0.0' || ctx.local.bind === '::';
-  const target = wildcard ? host : ctx.local.bind;
-  const ip = isIP(target) === 6 ? `[${target}]:${port}` : `${target}:${port}`;
-  return { ip, hostname: host, primary: true };
+  return { ip: authorityOf(wildcard ? host : ctx.local.bind, port), hostname: host, primary: true };
 }
 
 /**

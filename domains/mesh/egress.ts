@@ -114,12 +114,18 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     return { origin: peerAgent.origin, dispatcher: cached.dispatcher };
   }
 
+  /** Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length. */
+  async function bodyFor(peer: MeshPeer, body: MeshCall['body']): Promise<MeshCall['body']> {
+    if (body === undefined || Buffer.isBuffer(body) || !peer.features.includes('body-sha256')) return body;
+    return readBody(body, deps.config.limits.maxBodyBytes);
+  }
+
   async function send(call: MeshCall): Promise<MeshAnswer> {
     const local = { id: deps.directory.localClusterId(), name: deps.directory.localClusterName() };
     const peer = resolveSelector(call.selector, deps.directory.paired(), local);
     const route = extendRoute(call.inbound?.route ?? [], local.id);
     const { origin, dispatcher } = dispatcherFor(peer);
-    const correlationId = call.inbound?.correlationId ?? (call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID());
+    const correlationId = correlationOf(call);
     const headers: Record<string, string> = {
       ...call.headers,
       ...identityHeaders(call.principal, call.bearer),
@@ -130,9 +136,7 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     // Names the peer's record, so a peer paired with us more than once verifies with this record's key.
     const named = peer.features.includes('federation-id') ? peer.remoteFederationId : null;
     if (named) headers[MESH.federationId] = named;
-    // Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length.
-    let body = call.body;
-    if (body !== undefined && !Buffer.isBuffer(body) && peer.features.includes('body-sha256')) body = await readBody(body, deps.config.limits.maxBodyBytes);
+    const body = await bodyFor(peer, call.body);
     if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
     try {
       const uri = `${origin}${remoteUri(call.remotePath)}${call.query}`;
@@ -144,6 +148,13 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
   }
 
   return { send };
+}
+
+/** The inbound hop's correlation id, else the client's when it is a UUID, else a new one. */
+function correlationOf(call: MeshCall): string {
+  const inbound = call.inbound?.correlationId;
+  if (inbound !== undefined && inbound !== null) return inbound;
+  return call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID();
 }
 
 export function createMeshEgressRoute(egress: MeshEgress): RouteDef {

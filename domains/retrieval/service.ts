@@ -48,6 +48,12 @@ export interface JobStream<T = Chunk> {
   finish(error?: unknown): void;
 }
 
+/** A job answered inline is complete at creation, its counts known; any other starts PENDING at zero. */
+function outcomeOf(inline: InlineBlock | null): Pick<JobRow, 'status' | 'rows' | 'bytes' | 'chunks'> {
+  if (!inline) return { status: 'PENDING', rows: 0, bytes: 0, chunks: 0 };
+  return { status: 'COMPLETED', rows: inline.row_count, bytes: Buffer.byteLength(JSON.stringify(inline.data)), chunks: inline.row_count > 0 ? 1 : 0 };
+}
+
 export class RetrievalService {
   constructor(private readonly deps: RetrievalDeps) {}
 
@@ -60,16 +66,7 @@ export class RetrievalService {
     const input = sourceInput(factory, dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
     const source = await factory.create(input);
     const wanted = body.transport ?? 'auto';
-    let inline: InlineBlock | null = null;
-    if (wanted === 'inline' || wanted === 'auto') {
-      inline = await this.#tryInline(principal, dataset, request, source, id);
-      if (!inline && wanted === 'inline') {
-        throw RetrievalErrors.make.inline_threshold_exceeded({
-          message: `result exceeds the inline threshold of ${settings.inlineThresholdBytes} bytes of JSON; use transport sse or grpc`,
-          inline_threshold_bytes: settings.inlineThresholdBytes,
-        });
-      }
-    }
+    const inline = wanted === 'inline' || wanted === 'auto' ? await this.#inlineResult(principal, dataset, request, source, id, wanted) : null;
     const transport = inline ? 'inline' : wanted === 'grpc' ? 'grpc' : 'sse';
     const at = this.deps.now().toISOString();
     const row: JobRow = {
@@ -79,11 +76,8 @@ export class RetrievalService {
       datasetUrn: dataset.urn,
       dataset: { ...datasetBlock(dataset, factory, input) },
       transport,
-      status: inline ? 'COMPLETED' : 'PENDING',
       request: { ...request },
-      rows: inline?.row_count ?? 0,
-      bytes: inline ? Buffer.byteLength(JSON.stringify(inline.data)) : 0,
-      chunks: inline && inline.row_count > 0 ? 1 : 0,
+      ...outcomeOf(inline),
       error: null,
       createdAt: at,
       updatedAt: at,
@@ -137,6 +131,17 @@ export class RetrievalService {
 
   close(): void {
     this.deps.runs.abortAll();
+  }
+
+  /** The whole result when it fits the inline threshold; asked for `inline` only, a result that does not fit is refused. */
+  async #inlineResult(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, id: string, wanted: 'inline' | 'auto') {
+    const inline = await this.#tryInline(principal, dataset, request, source, id);
+    if (inline || wanted === 'auto') return inline;
+    const threshold = this.deps.settings.inlineThresholdBytes;
+    throw RetrievalErrors.make.inline_threshold_exceeded({
+      message: `result exceeds the inline threshold of ${threshold} bytes of JSON; use transport sse or grpc`,
+      inline_threshold_bytes: threshold,
+    });
   }
 
   async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, id: string) {

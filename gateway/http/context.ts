@@ -64,3 +64,10 @@ export function principalOf(ctx: RequestContext): Principal {
   if (!ctx.principal) throw new Error(`route ${ctx.method} ${ctx.rawPath} ran without a principal`);
   return ctx.principal;
 }
+
+/** The request target (RFC 9112 §3.2, origin-form) split at the first `?` into the raw path and the query. */
+export function splitTarget(url: string | undefined): { rawPath: string; query: URLSearchParams } {
+  const target = url ?? '/';
+  const q = target.indexOf('?');
+  return q === -1 ? { rawPath: target, query: new URLSearchParams() } : { rawPath: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) };
+}

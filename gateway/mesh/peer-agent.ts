@@ -11,6 +11,7 @@ import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { checkServerIdentity, type TLSSocket } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
+import { urlOf } from '../http/origin.ts';
 
 export interface PeerRoute {
   /** `10.0.0.12`, `127.0.0.1:8443`, `[::1]:8443`, `::1`, `peer.example`, `peer.example:8443`. */
@@ -58,7 +59,7 @@ export function peerServerName(route: PeerRoute): string {
 export function peerOrigin(route: PeerRoute): string {
   const { port } = parsePeerAddress(route.ip);
   const name = peerServerName(route);
-  return `https://${isIP(name) === 6 ? `[${name}]` : name}${port === 443 ? '' : `:${port}`}`;
+  return urlOf('https', name, port);
 }
 
 export interface PeerAgentOptions {

@@ -76,25 +76,9 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
   /** Verifies the HMAC with this record's key over the canonical form its negotiated hardening defines. */
   function proves(ctx: RequestContext, h: Headers, ts: number, peer: MeshPeer): Proof {
     const hardened = new Set(peer.features);
-    if ((hardened.has('nonce') && !h[MESH.nonce]) || (hardened.has('body-sha256') && !/^[0-9a-f]{64}$/.test(h[MESH.bodySha256] ?? ''))) {
-      return 'hardening_missing';
-    }
-    const canonical = canonicalizeRequest({
-      sourceClusterId: h[MESH.sourceClusterId] ?? '',
-      userId: h[MESH.userId] ?? '',
-      roles: h[MESH.userRoles] ?? '',
-      route: h[MESH.route] ?? '',
-      method: ctx.method,
-      uri: ctx.rawPath,
-      ts,
-      peerToken: h[MESH.peerToken],
-      userAttributes: h[MESH.userAttributes],
-      bodySha256: hardened.has('body-sha256') ? h[MESH.bodySha256] : undefined,
-      nonce: hardened.has('nonce') ? h[MESH.nonce] : undefined,
-      federationId: hardened.has('federation-id') ? h[MESH.federationId] : undefined,
-    });
+    if (hardeningMissing(h, hardened)) return 'hardening_missing';
     const key = deps.directory.key(peer);
-    return key && signatureMatches(key, canonical, h[MESH.signature] ?? '') ? 'ok' : 'hmac_mismatch';
+    return key && signatureMatches(key, canonicalOf(ctx, h, ts, hardened), h[MESH.signature] ?? '') ? 'ok' : 'hmac_mismatch';
   }
 
   /**
@@ -110,25 +94,42 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
     return paired[0] ?? (proven[0] as MeshPeer);
   }
 
-  /** Envelope, window and HMAC; returns the record the signature proves. */
-  function verifyEnvelope(ctx: RequestContext, h: Headers, nowSeconds: number): MeshPeer {
-    const source = (h[MESH.sourceClusterId] ?? '').toLowerCase();
-    const route = parseRoute(h[MESH.route] ?? '');
+  /** The route the envelope carries: well-formed UUIDs ending at the source cluster. */
+  function envelopeRoute(h: Headers, source: string): string[] {
     if (!UUID.test(source) || h[MESH.userId] === undefined || h[MESH.userRoles] === undefined) throw invalid('envelope_incomplete');
+    const route = parseRoute(h[MESH.route] ?? '');
     if (route.length === 0 || route.at(-1) !== source || !route.every((id) => UUID.test(id))) throw invalid('route_malformed');
-    const records = candidates(h, source);
+    return route;
+  }
+
+  /** The signing time, if it lies within the accepted window. */
+  function freshTs(h: Headers, nowSeconds: number): number {
     const ts = parseTs(h[MESH.ts]);
     const fresh = checkTimestamp(ts, nowSeconds, window);
     if (!fresh.ok) throw fresh.reason === 'invalid_signature' ? invalid('timestamp_malformed') : MeshErrors.make[fresh.reason]();
+    return ts;
+  }
+
+  /** The checks a proven record's negotiated hardening adds: an empty body's digest, a nonce never seen before. */
+  function checkHardening(ctx: RequestContext, h: Headers, peer: MeshPeer, ts: number, nowSeconds: number): void {
+    const hardened = new Set(peer.features);
+    if (hardened.has('body-sha256') && !hasBody(ctx.req) && h[MESH.bodySha256] !== EMPTY_SHA256) throw MeshErrors.make.body_digest_mismatch();
+    const nonce = h[MESH.nonce];
+    if (hardened.has('nonce') && nonce && !replay.accept(peer.id, nonce, ts + window.maxAge, nowSeconds)) throw MeshErrors.make.signature_replayed();
+  }
+
+  /** Envelope, window and HMAC; returns the record the signature proves. */
+  function verifyEnvelope(ctx: RequestContext, h: Headers, nowSeconds: number): MeshPeer {
+    const source = (h[MESH.sourceClusterId] ?? '').toLowerCase();
+    const route = envelopeRoute(h, source);
+    const records = candidates(h, source);
+    const ts = freshTs(h, nowSeconds);
     const peer = provenRecord(ctx, h, ts, records);
     if (peer.status !== 'PAIRED') throw MeshErrors.make.federation_not_active({ status: peer.status });
     if (route.length > MAX_HOPS || route.includes(deps.directory.localClusterId().toLowerCase())) {
       throw MeshErrors.make.mesh_hop_limit_exceeded({ hops: route.length, max_hops: MAX_HOPS });
     }
-    const hardened = new Set(peer.features);
-    if (hardened.has('body-sha256') && !hasBody(ctx.req) && h[MESH.bodySha256] !== EMPTY_SHA256) throw MeshErrors.make.body_digest_mismatch();
-    const nonce = h[MESH.nonce];
-    if (hardened.has('nonce') && nonce && !replay.accept(peer.id, nonce, ts + window.maxAge, nowSeconds)) throw MeshErrors.make.signature_replayed();
+    checkHardening(ctx, h, peer, ts, nowSeconds);
     return peer;
   }
 
@@ -159,6 +160,30 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
       return 'continue';
     },
   };
+}
+
+/** A record that negotiated a hardening must use it: a nonce, a well-formed body digest. */
+function hardeningMissing(h: Headers, hardened: ReadonlySet<string>): boolean {
+  if (hardened.has('nonce') && !h[MESH.nonce]) return true;
+  return hardened.has('body-sha256') && !/^[0-9a-f]{64}$/.test(h[MESH.bodySha256] ?? '');
+}
+
+/** The one canonical form (canonical.ts) of this request under the record's negotiated hardening. */
+function canonicalOf(ctx: RequestContext, h: Headers, ts: number, hardened: ReadonlySet<string>): string {
+  return canonicalizeRequest({
+    sourceClusterId: h[MESH.sourceClusterId] ?? '',
+    userId: h[MESH.userId] ?? '',
+    roles: h[MESH.userRoles] ?? '',
+    route: h[MESH.route] ?? '',
+    method: ctx.method,
+    uri: ctx.rawPath,
+    ts,
+    peerToken: h[MESH.peerToken],
+    userAttributes: h[MESH.userAttributes],
+    bodySha256: hardened.has('body-sha256') ? h[MESH.bodySha256] : undefined,
+    nonce: hardened.has('nonce') ? h[MESH.nonce] : undefined,
+    federationId: hardened.has('federation-id') ? h[MESH.federationId] : undefined,
+  });
 }
 
 /**

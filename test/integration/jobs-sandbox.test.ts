@@ -73,6 +73,21 @@ __attribute__((constructor)) static void planted(void) {
 `;
 }
 
+/** No secret in the job's log file nor in anything the API served of it. */
+function assertNoSecret(secrets: readonly Buffer[], log: Buffer, answers: readonly string[]): void {
+  for (const secret of secrets) {
+    assert.equal(log.indexOf(secret), -1, `the job printed a secret: ${secret.toString('hex').slice(0, 16)}`);
+    for (const answer of answers) assert.equal(answer.includes(secret.toString('latin1')), false, 'a secret was served');
+  }
+}
+
+/** What the attempt expects: lines printed and not printed, paths that must not exist afterwards. */
+function assertOutcome(attempt: Escape, served: string, inDataDir: (path: string) => string): void {
+  for (const text of attempt.printed ?? []) assert.ok(served.includes(text), `expected "${text}" in:\n${served.slice(0, 2000)}`);
+  for (const text of attempt.notPrinted ?? []) assert.equal(served.includes(text), false, served.slice(0, 2000));
+  for (const path of attempt.absent ?? []) assert.equal(existsSync(inDataDir(path)), false, path);
+}
+
 async function ping(gw: TestGateway): Promise<void> {
   assert.equal((await gw.request('GET', '/api/ping')).status, 200, 'the gateway keeps serving');
 }
@@ -124,13 +139,8 @@ test('escape attempts from a local job fail, and the gateway keeps serving after
       assert.ok(log.length <= MAX_LOG_BYTES + 1, `the log stays within the cap (${log.length} bytes)`);
       const served = (await gw.request('GET', `${JOBS}/${run.json.id}/logs`, { token })).json.logs as string;
       const result = await gw.request('GET', `${JOBS}/${run.json.id}/result`, { token });
-      for (const secret of secrets) {
-        assert.equal(log.indexOf(secret), -1, `the job printed a secret: ${secret.toString('hex').slice(0, 16)}`);
-        for (const answer of [served, result.text]) assert.equal(answer.includes(secret.toString('latin1')), false, 'a secret was served');
-      }
-      for (const text of attempt.printed ?? []) assert.ok(served.includes(text), `expected "${text}" in:\n${served.slice(0, 2000)}`);
-      for (const text of attempt.notPrinted ?? []) assert.equal(served.includes(text), false, served.slice(0, 2000));
-      for (const path of attempt.absent ?? []) assert.equal(existsSync(join(gw.dataDir, path.replace('{self}', run.json.id))), false, path);
+      assertNoSecret(secrets, log, [served, result.text]);
+      assertOutcome(attempt, served, (path) => join(gw.dataDir, path.replace('{self}', run.json.id)));
       for (let i = 0; i < 100 && jobProcesses(run.json.id).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
       assert.deepEqual(jobProcesses(run.json.id), [], 'nothing of the job outlives it');
       await ping(gw);

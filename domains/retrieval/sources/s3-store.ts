@@ -17,11 +17,12 @@ import { Readable } from 'node:stream';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { AsyncBuffer } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
+import { abortableRead } from './abortable.ts';
 import { lazyModule } from './lazy.ts';
 import { revealSecret, SECRET_PREFIX, type SecretReader } from './pg-connection.ts';
 import { credentialFields } from './reader-options.ts';
 import type { ObjectEntry, ObjectStore } from './s3-formats.ts';
-import type { SourceInput } from './types.ts';
+import type { Row, SourceInput } from './types.ts';
 
 const s3Sdk = lazyModule('S3', () => import('@aws-sdk/client-s3'));
 type S3Sdk = Awaited<ReturnType<typeof s3Sdk>>;
@@ -120,8 +121,36 @@ export function classifyS3(error: unknown): Error {
   });
 }
 
+/** A key as the prefix of the objects "in" it: '' (the whole bucket) and `a/` stay, `a` becomes `a/`. */
+export function folderPrefix(key: string): string {
+  return key === '' || key.endsWith('/') ? key : `${key}/`;
+}
+
+/** A store opened for one schema call or one read, and how to let it go. */
+export interface OpenedStore {
+  readonly store: ObjectStore;
+  readonly close: () => void;
+}
+
+/** One call on a store opened for it alone: closed afterwards, a failure mapped to an ApiError. */
+export async function withOpenedStore<S extends OpenedStore, T>(open: () => Promise<S>, use: (opened: S) => Promise<T>): Promise<T> {
+  const opened = await open();
+  try {
+    return await use(opened);
+  } catch (error) {
+    throw classifyS3(error);
+  } finally {
+    opened.close();
+  }
+}
+
+/** A read from a store opened for it alone: closed when the read ends or aborts (abortable.ts), failures classified. */
+export function readOpenedStore<S extends OpenedStore>(signal: AbortSignal, open: () => Promise<S>, batches: (opened: S) => AsyncIterable<Row[]>) {
+  return abortableRead(signal, open, (opened) => opened.close(), batches, classifyS3);
+}
+
 /** An ObjectStore over one bucket with a client of its own, which `close` destroys. */
-export async function openS3Store(config: S3ClientConfig, bucket: string): Promise<{ store: ObjectStore; close: () => void }> {
+export async function openS3Store(config: S3ClientConfig, bucket: string): Promise<OpenedStore> {
   const sdk = await s3Sdk();
   const client = new sdk.S3Client(config);
   return { store: s3Store(sdk, client, bucket), close: () => client.destroy() };

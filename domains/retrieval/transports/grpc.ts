@@ -76,6 +76,7 @@ export async function* drained<T, M>(stream: JobStream<T>, context: HandlerConte
   }
 }
 
+/** The stream's chunks from sequence `from` on (a resumed read), then the final one. */
 async function* dataChunks(stream: JobStream, from: number): AsyncGenerator<DataChunk> {
   for await (const chunk of stream.chunks) {
     if (chunk.sequence < from) continue;
