@@ -73,8 +73,8 @@ if (import.meta.main) {
   const root = join(import.meta.dirname, '..');
   const git = ['ls-files', '--cached', '--others', '--exclude-standard'];
   const listed = execFileSync('git', git, { cwd: root, encoding: 'utf8' });
-  const citations = listed
-    .split('\n')
+  // A file in a merge conflict is listed once per stage: read it once.
+  const citations = [...new Set(listed.split('\n'))]
     .filter((file) => file !== '')
     .flatMap((file) => {
       let text: string;
