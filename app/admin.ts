@@ -13,7 +13,7 @@ import { collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../gateway/config/schema.ts';
 import type { ApiError } from '../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../gateway/errors/gateway-errors.ts';
-import { hostForUrl } from '../gateway/http/origin.ts';
+import { urlOf } from '../gateway/http/origin.ts';
 import type { GatewayMetrics } from '../gateway/observability/metrics.ts';
 import { listen } from './listeners.ts';
 
@@ -31,24 +31,32 @@ function refuse(res: ServerResponse, error: ApiError): void {
   res.writeHead(error.status, headers).end(JSON.stringify(error.body(randomUUID())));
 }
 
+/** With a token configured, the request must present it as `Bearer <token>`; without one, every scrape passes. */
+function presentsToken(req: IncomingMessage, expected: Buffer | null): boolean {
+  if (!expected) return true;
+  const presented = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+  return presented !== undefined && timingSafeEqual(digest(presented), expected);
+}
+
+async function sendMetrics(metrics: GatewayMetrics, req: IncomingMessage, res: ServerResponse, logger: Logger): Promise<void> {
+  try {
+    const text = await metrics.registry.metrics();
+    res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
+    res.end(req.method === 'HEAD' ? undefined : text);
+  } catch (error) {
+    logger.error({ err: error }, 'metrics collection failed');
+    refuse(res, GatewayErrors.make.internal_error());
+  }
+}
+
 function handler(metrics: GatewayMetrics, token: string | null, logger: Logger) {
   const expected = token === null ? null : digest(token);
   return async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics') return refuse(res, GatewayErrors.make.route_not_found());
     if (req.method !== 'GET' && req.method !== 'HEAD') return refuse(res, GatewayErrors.make.method_not_allowed({ allowed: ['GET', 'HEAD'] }));
-    if (expected) {
-      const presented = /^Bearer[ ]+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
-      if (presented === undefined || !timingSafeEqual(digest(presented), expected)) return refuse(res, GatewayErrors.make.not_authenticated());
-    }
-    try {
-      const text = await metrics.registry.metrics();
-      res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
-      res.end(req.method === 'HEAD' ? undefined : text);
-    } catch (error) {
-      logger.error({ err: error }, 'metrics collection failed');
-      refuse(res, GatewayErrors.make.internal_error());
-    }
+    if (!presentsToken(req, expected)) return refuse(res, GatewayErrors.make.not_authenticated());
+    return sendMetrics(metrics, req, res, logger);
   };
 }
 
@@ -61,7 +69,7 @@ export async function startAdminListener(config: Readonly<Config>, metrics: Gate
   server.keepAliveTimeout = 5_000;
   const bound = await listen(server, port, bind);
   return {
-    url: `http://${hostForUrl(bind)}:${bound}`,
+    url: urlOf('http', bind, bound),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -11,7 +11,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
 import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
-import { hostForUrl } from '../gateway/http/origin.ts';
+import { authorityOf } from '../gateway/http/origin.ts';
 import type { AccessSink } from '../gateway/log.ts';
 import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
 import type { ListenerFactory, ListenerOptions } from '../gateway/module.ts';
@@ -104,7 +104,7 @@ export function listen(server: HttpServer | Http2SecureServer, port: number, hos
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       const why = error.code === 'EADDRINUSE' ? 'the address is already in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
-      reject(new Error(`cannot listen on ${hostForUrl(host)}:${port}: ${why}`, { cause: error }));
+      reject(new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error }));
     };
     server.once('error', onError);
     server.listen(port, host, () => {

@@ -12,7 +12,7 @@ import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
 import { buildErrorRegistry } from '../gateway/errors/registry.ts';
-import { deriveOrigin, hostForUrl } from '../gateway/http/origin.ts';
+import { deriveOrigin, urlOf } from '../gateway/http/origin.ts';
 import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
 import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
@@ -117,8 +117,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     throw error;
   }
   const running = domains;
-  const httpsUrl = `https://${hostForUrl(config.bind)}:${bound.httpsPort}`;
-  const httpUrl = bound.httpPort === null ? null : `http://${hostForUrl(config.bind)}:${bound.httpPort}`;
+  const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
+  const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
   const adminUrl = admin?.url ?? null;
   logs.logger.info({ https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName }, 'listening');
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
@@ -210,7 +210,9 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
   const compiled = compileHandlers(instances, {
     authenticator: deps.services.get(AUTHENTICATOR),
     sharedRealmAuthenticator: mesh?.egressAuthenticator,
-    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: deps.config.mesh, metrics: deps.metrics, now: deps.now }) : undefined,
+    meshVerify: mesh
+      ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, metrics: deps.metrics, now: deps.now })
+      : undefined,
     authFailures: deps.metrics.counter(AUTH_FAILURES),
   });
   const routing = deps.services.get(ROUTING_SOURCE);

@@ -1,5 +1,5 @@
 /**
- * The only contract between the gateway and a domain (STYLE C3). A domain
+ * The only contract between the gateway and a domain. A domain
  * exports one HandlerModule; init() receives the gateway's dependencies and
  * returns an instance with its routes and mounts, so several gateways can
  * live in one process (tests) without module-level state.
@@ -12,6 +12,7 @@ import type { ConnectRouter } from '@connectrpc/connect';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.ts';
+import type { ChangeFeed } from './db/change-feed.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import type { Reply, RequestContext } from './http/context.ts';
@@ -36,9 +37,9 @@ export interface RouteDef {
   auth: AuthMode;
   /** Refuse mesh-brokered principals with endpoint_requires_native_realm. */
   nativeOnly?: boolean;
-  /** The path may hold %2F (URN routes, contract §7.2). */
+  /** The path may hold %2F (URN routes). */
   allowEncodedSlash?: boolean;
-  /** Also accept bearer tokens of trusted shared-realm issuers (contract §1.5: at least mesh egress). */
+  /** Also accept bearer tokens of trusted shared-realm issuers (at least mesh egress). */
   acceptSharedRealm?: boolean;
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
 }
@@ -103,6 +104,8 @@ export interface GatewayDeps {
   readonly config: Readonly<Config>;
   readonly db: Db;
   readonly sqlite: Database.Database;
+  /** What other processes on the same database changed: subscribe to the topics a cache depends on. */
+  readonly feed: ChangeFeed;
   readonly logger: Logger;
   /** The access log (log.ts: same destination, lines built by the accessLog stage). */
   readonly accessLog: AccessSink;
@@ -127,7 +130,7 @@ export interface GatewayDeps {
 export interface HandlerInstance {
   routes?: readonly RouteDef[];
   mounts?: readonly ServiceMount[];
-  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener (STYLE C6). */
+  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener. */
   rpc?(router: ConnectRouter): void;
   close?(): Promise<void> | void;
 }

@@ -1,4 +1,4 @@
-/** HTTP surface of the native realm (contract §1): parsing only, logic in service.ts. */
+/** HTTP surface of the native realm: parsing only, logic in service.ts. */
 import { z } from 'zod';
 import { parseQuery, readForm, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
@@ -45,7 +45,7 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       },
     },
     {
-      // Contract §1.1: the refresh token travels in the query string.
+      // The refresh token travels in the query string, as the platform's public client sends it (docs/auth.md).
       method: 'POST',
       path: '/auth/refresh',
       auth: 'none',
@@ -59,7 +59,7 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
     // The caller as this gateway sees them, mesh-brokered callers included (the same body as /auth/users/me).
     { method: 'GET', path: '/whoami', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
     {
-      // Contract §1.3: the SDK sends query parameters; a JSON body is also accepted.
+      // The platform's public client sends query parameters; a JSON body is also accepted.
       method: 'POST',
       path: '/auth/pats',
       auth: 'user',

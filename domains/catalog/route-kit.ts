@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { parseQuery } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 
-/** The raw (undecoded) path after a static v2 prefix such as `/catalog/datasets/v2/` (contract §7.2). */
+/** The raw (undecoded) path after a static v2 prefix such as `/catalog/datasets/v2/`. */
 export function rawTail(ctx: RequestContext, prefix: string): string {
   if (!ctx.rest.startsWith(prefix)) throw new Error(`catalog: ${prefix} route matched ${ctx.rest}`);
   return ctx.rest.slice(prefix.length);
@@ -16,7 +16,7 @@ export function urnFromQuery(ctx: RequestContext, name = 'urn'): string {
   return (parseQuery(ctx.query, z.object({ [name]: urn })) as Record<string, string>)[name] as string;
 }
 
-/** `clobber=true|false` as the SDK sends it (contract §7.5); absent means false. */
+/** `clobber=true|false` as the SDK sends it; absent means false. */
 export function flagFromQuery(ctx: RequestContext, name: string): boolean {
   const parsed = parseQuery(ctx.query, z.object({ [name]: z.enum(['true', 'false', '1', '0']).optional() })) as Record<string, string | undefined>;
   const value = parsed[name];
@@ -27,7 +27,7 @@ export function textFromQuery(ctx: RequestContext, name: string): string | undef
   return (parseQuery(ctx.query, z.object({ [name]: z.string().max(1024).optional() })) as Record<string, string | undefined>)[name];
 }
 
-/** 201 with the URN as a JSON string body (contract §7.3–7.5; the SDK uses `str(response)`). */
+/** 201 with the URN as a JSON string body (the SDK uses `str(response)`). */
 export const created = (value: string) => ({ status: 201, body: value });
 export const noContent = () => ({ status: 204 });
 export const ok = (body: unknown) => ({ status: 200, body });

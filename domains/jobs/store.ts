@@ -1,4 +1,4 @@
-/** Job records and the gate binding behind narrow interfaces (STYLE C3). */
+/** Job records and the gate binding behind narrow interfaces. */
 import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { executionGate, type JobStatus, jobShadows, jobs } from './schema.ts';
@@ -113,7 +113,7 @@ export function createGateStore(db: Db): GateStore {
   };
 }
 
-/** Forwarded submissions (contract §5.6 shim): the peer's job id → the federation it runs on. */
+/** Forwarded submissions (the forwarding shim): the peer's job id → the federation it runs on. */
 export interface ShadowStore {
   insert(row: ShadowRow): void;
   get(jobId: string): ShadowRow | undefined;

@@ -1,6 +1,5 @@
 /**
- * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}` (spec: Mesh
- * proxy; contract §4.1–§4.3, §4.6): resolve the selector among PAIRED
+ * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}`: resolve the selector among PAIRED
  * records, rebuild the header set (credentials and any client-sent mesh or
  * identity header removed, the envelope regenerated), extend the route
  * trace, and stream the request to the peer through its signing dispatcher
@@ -8,7 +7,7 @@
  * errors alike, SSE included, never buffered. The core (`createMeshEgress`)
  * is also provided in process as MESH_EGRESS, so a domain can send a mesh
  * request as its caller without a second signer or selector (the jobs
- * compatibility shim, contract §5.6).
+ * compatibility shim).
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -43,7 +42,7 @@ export interface EgressDeps {
   now(): Date;
 }
 
-/** The mesh identity headers for the caller (contract §4.3), before signing. */
+/** The mesh identity headers for the caller, before signing. */
 export function identityHeaders(principal: Principal, bearer: string | null): Record<string, string> {
   const headers: Record<string, string> = {
     [MESH.userId]: principal.userId,
@@ -70,7 +69,10 @@ export interface MeshCall {
   bearer: string | null;
   selector: string;
   method: HttpMethod;
-  /** The remote path after the selector, still percent-encoded; `/api` is prepended per contract §4.1. */
+  /**
+   * The remote path after the selector, still percent-encoded; `/api` is
+   * prepended unless it starts with `api/` or `runtime/`.
+   */
   remotePath: string;
   /** `?…` as received, or ''; forwarded, not signed. */
   query: string;
@@ -133,13 +135,19 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     return { origin: peerAgent.origin, dispatcher: cached.dispatcher };
   }
 
+  /** Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length. */
+  async function bodyFor(peer: MeshPeer, body: MeshCall['body']): Promise<MeshCall['body']> {
+    if (body === undefined || Buffer.isBuffer(body) || !peer.features.includes('body-sha256')) return body;
+    return readBody(body, deps.config.limits.maxBodyBytes);
+  }
+
   async function send(call: MeshCall): Promise<MeshAnswer> {
     const local = { id: deps.directory.localClusterId(), name: deps.directory.localClusterName() };
     const peer = resolveSelector(call.selector, deps.directory.paired(), local);
     const route = extendRoute(call.inbound?.route ?? [], local.id);
     const { origin, dispatcher } = dispatcherFor(peer);
     signatures.labels('sign', peer.id, 'ok').inc();
-    const correlationId = call.inbound?.correlationId ?? (call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID());
+    const correlationId = correlationOf(call);
     // The trace context is not signed: it only correlates, and the peer trusts nothing else from it.
     const hop = (span: Span) => dispatch(call, { peer, route, origin, dispatcher, correlationId, local: local.id }, span);
     return deps.tracing.inSpan('mesh.hop', call.span ?? NO_SPAN, hop, SpanKind.CLIENT, { 'meshgate.peer': peer.id });
@@ -159,9 +167,7 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     // Names the peer's record, so a peer paired with us more than once verifies with this record's key.
     const named = peer.features.includes('federation-id') ? peer.remoteFederationId : null;
     if (named) headers[MESH.federationId] = named;
-    // Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length.
-    let body = call.body;
-    if (body !== undefined && !Buffer.isBuffer(body) && peer.features.includes('body-sha256')) body = await readBody(body, deps.config.limits.maxBodyBytes);
+    const body = await bodyFor(peer, call.body);
     if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
     try {
       const uri = `${hop.origin}${remoteUri(call.remotePath)}${call.query}`;
@@ -174,6 +180,13 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
   }
 
   return { send };
+}
+
+/** The inbound hop's correlation id, else the client's when it is a UUID, else a new one. */
+function correlationOf(call: MeshCall): string {
+  const inbound = call.inbound?.correlationId;
+  if (inbound !== undefined && inbound !== null) return inbound;
+  return call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID();
 }
 
 export function createMeshEgressRoute(egress: MeshEgress): RouteDef {

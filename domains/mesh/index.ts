@@ -1,5 +1,5 @@
 /**
- * The mesh proxy's domain side (issue 6): adapts the federation records,
+ * The mesh proxy's domain side: adapts the federation records,
  * the allowlist, the user directory and ReBAC into the MESH_DIRECTORY the
  * gateway's egress route and meshVerify stage use, provides the egress
  * core (MESH_EGRESS) to other domains, and mounts egress.

@@ -1,5 +1,5 @@
 /**
- * Retrieval (issue 9): jobs over catalog datasets with inline, SSE and gRPC
+ * Retrieval: jobs over catalog datasets with inline, SSE and gRPC
  * transports, filesystem and Postgres sources, per-record gates, and the
  * dataset gate binding API. Uses AUTHZ through the catalog's DATASETS and
  * the catalog's SECRETS for connector credentials.

@@ -1,6 +1,5 @@
 /**
- * HTTP surface of retrieval (contract §8.1–8.4) and of dataset gate binding
- * (§9.1): parsing only; logic in service.ts and gates/binding.ts.
+ * HTTP surface of retrieval and of dataset gate binding: parsing only; logic in service.ts and gates/binding.ts.
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -25,7 +24,7 @@ export interface RouteDeps {
 }
 
 export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }: RouteDeps): RouteDef[] {
-  // Contract §8.2: a UUID path parameter; anything else is a 422, as on the jobs routes.
+  // A UUID path parameter; anything else is a 422, as on the jobs routes.
   const id = (ctx: RequestContext) => uuidParam(ctx.params, 'id');
   const urn = (ctx: RequestContext) => ctx.params.urn as string;
   const gateRoute = { path: '/catalog/datasets/:urn/gate', auth: 'user', allowEncodedSlash: true } as const;
@@ -54,7 +53,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       path: '/retrieval/jobs/:id/stream',
       auth: 'user',
       async handle(ctx) {
-        // Denials are thrown before the first byte, so they stay small JSON bodies (contract §8.4).
+        // Denials are thrown before the first byte, so they stay small JSON bodies.
         const stream = await service.stream(principalOf(ctx), id(ctx), ctx.span);
         await streamSse(ctx.res, stream, heartbeatMs, logger);
         return undefined;

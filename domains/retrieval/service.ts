@@ -1,5 +1,5 @@
 /**
- * Retrieval jobs (contract §8; spec "Retrieval job", Authentication 9):
+ * Retrieval jobs (Authentication 9):
  * create, status, list, cancel, and opening a job's stream for a transport.
  * A caller needs viewer or higher on the dataset (else 404, the catalog's
  * rule); a job belongs to its creator (native administrators see all).
@@ -51,6 +51,12 @@ export interface JobStream<T = Chunk> {
   finish(error?: unknown): void;
 }
 
+/** A job answered inline is complete at creation, its counts known; any other starts PENDING at zero. */
+function outcomeOf(inline: InlineBlock | null): Pick<JobRow, 'status' | 'rows' | 'bytes' | 'chunks'> {
+  if (!inline) return { status: 'PENDING', rows: 0, bytes: 0, chunks: 0 };
+  return { status: 'COMPLETED', rows: inline.row_count, bytes: Buffer.byteLength(JSON.stringify(inline.data)), chunks: inline.row_count > 0 ? 1 : 0 };
+}
+
 export class RetrievalService {
   constructor(private readonly deps: RetrievalDeps) {}
 
@@ -64,16 +70,7 @@ export class RetrievalService {
     const input = sourceInput(factory, dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
     const source = await factory.create(input);
     const wanted = body.transport ?? 'auto';
-    let inline: InlineBlock | null = null;
-    if (wanted === 'inline' || wanted === 'auto') {
-      inline = await this.#tryInline(principal, dataset, request, source, { id, parent });
-      if (!inline && wanted === 'inline') {
-        throw RetrievalErrors.make.inline_threshold_exceeded({
-          message: `result exceeds the inline threshold of ${settings.inlineThresholdBytes} bytes of JSON; use transport sse or grpc`,
-          inline_threshold_bytes: settings.inlineThresholdBytes,
-        });
-      }
-    }
+    const inline = wanted === 'inline' || wanted === 'auto' ? await this.#inlineResult(principal, dataset, request, source, { id, parent }, wanted) : null;
     const transport = inline ? 'inline' : wanted === 'grpc' ? 'grpc' : 'sse';
     const at = this.deps.now().toISOString();
     const row: JobRow = {
@@ -83,11 +80,8 @@ export class RetrievalService {
       datasetUrn: dataset.urn,
       dataset: { ...datasetBlock(dataset, factory, input) },
       transport,
-      status: inline ? 'COMPLETED' : 'PENDING',
       request: { ...request },
-      rows: inline?.row_count ?? 0,
-      bytes: inline ? Buffer.byteLength(JSON.stringify(inline.data)) : 0,
-      chunks: inline && inline.row_count > 0 ? 1 : 0,
+      ...outcomeOf(inline),
       error: null,
       createdAt: at,
       updatedAt: at,
@@ -120,7 +114,7 @@ export class RetrievalService {
     return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent });
   }
 
-  /** Opens the platform.retrieval.v1 stream for a token (contract §8.5): the token names the job and its caller. */
+  /** Opens the platform.retrieval.v1 stream for a token: the token names the job and its caller. */
   grpcStream(jobId: string, token: string): Promise<JobStream> {
     const row = this.#tokenJob(jobId, this.deps.tokens.verify(token, jobId, 'platform.retrieval.v1'));
     return this.#open(row.principal as unknown as Principal, row, { transport: 'grpc', parent: NO_SPAN });
@@ -144,7 +138,18 @@ export class RetrievalService {
     this.deps.runs.abortAll();
   }
 
-  async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: { id: string; parent: Span }) {
+  /** The whole result when it fits the inline threshold; asked for `inline` only, a result that does not fit is refused. */
+  async #inlineResult(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob, wanted: 'inline' | 'auto') {
+    const inline = await this.#tryInline(principal, dataset, request, source, job);
+    if (inline || wanted === 'auto') return inline;
+    const threshold = this.deps.settings.inlineThresholdBytes;
+    throw RetrievalErrors.make.inline_threshold_exceeded({
+      message: `result exceeds the inline threshold of ${threshold} bytes of JSON; use transport sse or grpc`,
+      inline_threshold_bytes: threshold,
+    });
+  }
+
+  async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob) {
     const controller = new AbortController();
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
@@ -218,7 +223,7 @@ export class RetrievalService {
   #owned(principal: Principal, id: string): JobRow {
     const row = this.deps.store.byId(id);
     if (!row || (row.ownerId !== principal.userId && !isNativeAdmin(principal))) throw RetrievalErrors.make.retrieval_job_not_found({ job_id: id });
-    // Viewing a job needs viewer on its dataset still (spec: Authentication 9); invisible → 404.
+    // Viewing a job needs viewer on its dataset still; invisible → 404.
     this.deps.datasets.get(principal, row.datasetUrn);
     return row;
   }
@@ -241,6 +246,12 @@ export class RetrievalService {
     const endpoint = `grpcs://${host}`;
     return { endpoint, endpoints: [{ location: endpoint }], token, expires_at, protocol, service: 'platform.retrieval.v1.RetrievalService' };
   }
+}
+
+/** The job an inline attempt belongs to, and the request span its run is traced under. */
+interface InlineJob {
+  readonly id: string;
+  readonly parent: Span;
 }
 
 /** Who opens a stream: the transport it goes out on, and the span it runs under. */

@@ -1,4 +1,4 @@
-/** GET/PATCH /api/config/routing (contract §2.1–2.2) and GET /api/ping (§2.3). */
+/** GET/PATCH /api/config/routing and GET /api/ping. */
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { RouteDef } from '../../gateway/module.ts';
@@ -9,7 +9,7 @@ const fields = {
   service_prefixes: z.record(z.string(), z.string()).nullish(),
   enabled_services: z.record(z.string(), z.boolean()).nullish(),
 };
-// Contract header decision 6: the flat fields, or the same fields nested under `routing`.
+// Clients send either shape: the flat fields, or the same fields nested under `routing`.
 const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
 
 export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date): RouteDef[] {

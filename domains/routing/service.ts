@@ -1,5 +1,5 @@
 /**
- * Routing configuration (spec "Routing configuration"; contract §2): read,
+ * Routing configuration: read,
  * merge-patch key by key, validate as a whole, persist, then publish to the
  * gateway, which swaps its live table atomically.
  */
@@ -45,7 +45,13 @@ export class RoutingService implements RoutingSource {
     this.#listeners.push(listener);
   }
 
-  /** The flat object of contract §2.1, plus the spec's `model_routing_method` and a `routing` mirror. */
+  /** Hands the stored configuration to the gateway: after a PATCH here, or one by another process (change feed). */
+  republish(): void {
+    const snapshot = this.current();
+    for (const listener of this.#listeners) listener(snapshot);
+  }
+
+  /** The flat object clients read, plus `model_routing_method` and a `routing` mirror (docs/wire.md). */
   view() {
     const { table, updatedAt } = this.#table();
     const flat = {
@@ -74,8 +80,7 @@ export class RoutingService implements RoutingSource {
       enabledServices: next.enabled,
       updatedAt: this.now().toISOString(),
     });
-    const snapshot = this.current();
-    for (const listener of this.#listeners) listener(snapshot);
+    this.republish();
     return this.view();
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The non-runtime services (spec rules 3, 4 and 6): `/` serves the built-in
+ * The non-runtime services: `/` serves the built-in
  * home page or proxies the operator's frontend upstream; `/login`,
  * `/login/session` and `/logout` are always the gateway's own, and their
  * redirects name the configured origin; `/notebooks` and `/admin/compute`

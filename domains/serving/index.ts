@@ -1,5 +1,5 @@
 /**
- * Serving (issue 3): the deployments registry, the runtime URL proxy for
+ * Serving: the deployments registry, the runtime URL proxy for
  * models, apps and tools, the frontend with login/logout, the operator
  * services (/notebooks, /admin/compute), legacy per-deployment ports (off by
  * default), and the `deploy` / `smoke` commands.
@@ -59,7 +59,9 @@ export const servingModule: HandlerModule = {
             listeners: deps.listeners,
           })
         : null;
-    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
+    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, legacy);
+    deps.feed.subscribe('deployments', (id) => deployments.forget(id));
+    deps.feed.onReset('deployments', () => deployments.forget());
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
     const sockets = new OpenSockets(SOCKET_SWEEP_MS);

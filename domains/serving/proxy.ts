@@ -1,5 +1,5 @@
 /**
- * The runtime proxy's hot path (issue 3): one keep-alive undici Pool per
+ * The runtime proxy's hot path: one keep-alive undici Pool per
  * upstream origin and the low-level dispatch API, so bytes flow both ways
  * without buffering and with backpressure (the issue's measurements put
  * undici's streaming API at ~2× the RPS of http-proxy-3 at half the CPU).
@@ -230,7 +230,7 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETU
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 const CLOSING = new Set(['UND_ERR_DESTROYED', 'UND_ERR_CLOSED']);
 
-/** Classifies an upstream failure (STYLE C2 upstreamErrors); the cause is kept for the log, never the body. */
+/** Classifies an upstream failure by its undici or Node error code; the cause is kept for the log, never the body. */
 export function upstreamError(error: Error, label: string): ApiError {
   const code = (error as { code?: string }).code ?? '';
   const extra = { upstream: label };

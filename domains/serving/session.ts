@@ -2,7 +2,7 @@
  * Who is calling a runtime URL or a frontend page: the bearer the pipeline
  * already verified, else the platform session cookie a browser carries
  * (set by /login/session). Redirects for browsers always name the
- * configured origin (PLATFORM_ORIGIN, spec rule 3 and 6), never a value
+ * configured origin (PLATFORM_ORIGIN: logout and auth redirects return the user to the right origin), never a value
  * taken from the request's Host header.
  */
 import { ApiError } from '../../gateway/errors/api-error.ts';

@@ -1,5 +1,5 @@
 /**
- * `meshgate smoke`: after a routing change, prove spec rule 6 against a
+ * `meshgate smoke`: after a routing change, prove what must still hold against a
  * running gateway — the home page loads at the origin, /api/ping resolves,
  * a model answers under /runtime/models/<id>/v1, an app opens under
  * /runtime/apps/<id>, and login redirects and logout land on the origin
@@ -12,6 +12,7 @@ import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Agent, buildConnector, type Dispatcher, request } from 'undici';
 import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
+import { hostOfUrl } from '../../gateway/http/origin.ts';
 import type { CliCommand } from '../../gateway/module.ts';
 
 export interface SmokeOptions {
@@ -45,7 +46,7 @@ const FORGED_HOST = 'smoke-forged-host.invalid';
  * gateway over a verified connection.
  */
 export function forgedHostAgent(origin: string, ca: string | undefined): Agent {
-  const host = new URL(origin).hostname.replace(/^\[|\]$/g, '');
+  const host = hostOfUrl(origin);
   // SNI carries names only (RFC 6066 §3); for an IP origin the certificate is checked against the address.
   const servername = isIP(host) ? '' : host;
   const connector = buildConnector(ca ? { ca } : {});
@@ -243,7 +244,7 @@ function readCa(file: string): string {
 
 export const smokeCommand: CliCommand = {
   name: 'smoke',
-  summary: 'check a running gateway after a routing change (spec rule 6)',
+  summary: 'check a running gateway after a routing change',
   usage: USAGE,
   async run(args, env) {
     const { values } = parseArgs({

@@ -1,6 +1,6 @@
 /**
  * Compiles route definitions and service mounts into the live tables, with
- * each route's stage list decided once here, never per request (STYLE C1).
+ * each route's stage list decided once here, never per request.
  */
 import type { Counter } from 'prom-client';
 import type { AuthMode, HandlerInstance, RouteDef } from '../module.ts';

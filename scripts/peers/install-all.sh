@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything the real test peers need (DESIGN.md §7; docs/test-peers.md):
+# Installs everything the real test peers need (docs/test-peers.md):
 # the PostgreSQL server (Debian), moto in a cached virtualenv (PyPI), and the
 # Kafka and HiveServer2 jars (Maven Central), grpcio (PyPI) for the gRPC
 # interoperability tests, the public Python SDK (PyPI) for the client-

@@ -27,6 +27,27 @@ interface ReceivedSpan {
   kind: number;
 }
 
+/** The part of an OTLP/HTTP JSON export request the test reads. */
+interface OtlpExport {
+  resourceSpans?: {
+    resource?: { attributes?: { key: string; value: { stringValue?: string } }[] };
+    scopeSpans?: { spans?: (Omit<ReceivedSpan, 'cluster' | 'parentSpanId'> & { parentSpanId?: string })[] }[];
+  }[];
+}
+
+/** Every span of one OTLP/HTTP JSON export request, with its resource's cluster name. */
+function spansOf(body: OtlpExport): ReceivedSpan[] {
+  const spans: ReceivedSpan[] = [];
+  for (const resourceSpans of body.resourceSpans ?? []) {
+    const attributes = resourceSpans.resource?.attributes ?? [];
+    const cluster = attributes.find((a) => a.key === 'meshgate.cluster')?.value.stringValue ?? '';
+    for (const scope of resourceSpans.scopeSpans ?? []) {
+      for (const span of scope.spans ?? []) spans.push({ cluster, ...span, parentSpanId: span.parentSpanId ?? '' });
+    }
+  }
+  return spans;
+}
+
 /** An OTLP/HTTP traces endpoint: every span of every JSON export request, with its resource's cluster name. */
 async function startOtlpReceiver(t: After) {
   const spans: ReceivedSpan[] = [];
@@ -35,14 +56,7 @@ async function startOtlpReceiver(t: After) {
     for await (const chunk of req) chunks.push(chunk as Buffer);
     assert.equal(req.url, '/v1/traces');
     assert.match(String(req.headers['content-type']), /^application\/json/);
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    for (const resourceSpans of body.resourceSpans ?? []) {
-      const attributes: { key: string; value: { stringValue?: string } }[] = resourceSpans.resource?.attributes ?? [];
-      const cluster = attributes.find((a) => a.key === 'meshgate.cluster')?.value.stringValue ?? '';
-      for (const scope of resourceSpans.scopeSpans ?? []) {
-        for (const span of scope.spans ?? []) spans.push({ cluster, ...span, parentSpanId: span.parentSpanId ?? '' });
-      }
-    }
+    spans.push(...spansOf(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
     res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
   });
   server.listen(0, '127.0.0.1');

@@ -1,5 +1,5 @@
 /**
- * Apps under their prefix (issue 3): cookies, redirects and a websocket
+ * Apps under their prefix: cookies, redirects and a websocket
  * through the gateway to a real app on loopback; the frontend's home,
  * login and logout pages; operator services only where enabled.
  */

@@ -17,7 +17,7 @@ export type FileFormat = 'csv' | 'jsonl' | 'parquet';
 
 const EXTENSIONS: Readonly<Record<string, FileFormat>> = { csv: 'csv', jsonl: 'jsonl', ndjson: 'jsonl', json: 'jsonl', parquet: 'parquet' };
 
-/** `format_hint` wins over the extension (contract §8.6: the format is inferred from the extension). */
+/** `format_hint` wins over the extension (the format is inferred from the extension). */
 export function formatOf(path: string, hint: string | null): FileFormat | null {
   if (hint && EXTENSIONS[hint.toLowerCase()]) return EXTENSIONS[hint.toLowerCase()] as FileFormat;
   const dot = path.lastIndexOf('.');

@@ -1,5 +1,5 @@
 /**
- * The Hive source (contract §8.6, platform `hive`; options [I] `host`,
+ * The Hive source (platform `hive`; options [I] `host`,
  * `port`, `database`, `table`, `auth`). With a `host` it reads a table from
  * HiveServer2 over Thrift (hive-driver): the schema from `DESCRIBE`, then
  * one `SELECT` with the columns, the filters (IN / IS NULL) and a LIMIT
@@ -19,7 +19,7 @@ import { abortableRead } from './abortable.ts';
 import { hivePartitionSource } from './hive-partitions.ts';
 import { hiveIdentifier, hiveSelect } from './hive-sql.ts';
 import { lazyModule } from './lazy.ts';
-import { type SecretReader, USER_PASSWORD_FIELDS } from './pg-connection.ts';
+import { revealSecret, type SecretReader, USER_PASSWORD_FIELDS } from './pg-connection.ts';
 import { credentialFields, jsonObject } from './reader-options.ts';
 import { checkColumns, jsonSafe, scanBatches } from './scan.ts';
 import { caBundle, tlsProblem } from './tls-trust.ts';
@@ -48,12 +48,7 @@ const hiveDriver = lazyModule('Hive', () => import('hive-driver'));
 
 function credentials(input: SourceInput, secrets: SecretReader | undefined): { user?: string; password?: string } {
   const urn = text(input.properties.secret_urn);
-  let raw = input.credentialOverride ?? undefined;
-  try {
-    if (!raw && urn) raw = secrets?.reveal(urn);
-  } catch {
-    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-  }
+  const raw = input.credentialOverride || (urn ? revealSecret(secrets, urn) : undefined);
   if (!raw) return {};
   const parsed = jsonObject(raw);
   if (!parsed) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });

@@ -1,6 +1,6 @@
 /**
  * authenticate: `Authorization: Bearer <JWT or PAT>` → Principal, through
- * the Authenticator the auth domain provides (spec: Authentication 1).
+ * the Authenticator the auth domain provides.
  * Compiled only onto routes that take credentials.
  */
 
