@@ -1,7 +1,8 @@
-/** Routing configuration and health (issue 2): provides the gateway's ROUTING_SOURCE. */
+/** Routing configuration and health (liveness and readiness): provides the gateway's ROUTING_SOURCE. */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
 import { RoutingErrors } from './errors.ts';
+import { createReadinessProbe } from './readiness.ts';
 import { routingRoutes } from './routes.ts';
 import { RoutingService } from './service.ts';
 import { createRoutingStore } from './store.ts';
@@ -12,6 +13,6 @@ export const routingModule: HandlerModule = {
   init(deps) {
     const service = new RoutingService(createRoutingStore(deps.db), deps.runtime.origin, deps.now);
     deps.services.provide(ROUTING_SOURCE, service);
-    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now) };
+    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now, createReadinessProbe(deps.sqlite)) };
   },
 };
