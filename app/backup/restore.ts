@@ -44,10 +44,10 @@ export function restoreBackup(config: Readonly<Config>, source: string, options:
   const from = resolve(source);
   const kekDir = resolve(kekDirOf(config));
   if (isInside(from, dataDir) || isInside(dataDir, from)) throw new Error(`the backup ${from} and the data dir ${dataDir} overlap`);
-  const manifest = verifiedManifest(from, dataDir, kekDir);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = holdServeLock(dataDir);
   try {
+    const manifest = verifiedManifest(from, dataDir, kekDir);
     const present = contentOf(dataDir, kekDir);
     if (present.length > 0 && !options.force) {
       const shown = present.slice(0, 3).join(', ') + (present.length > 3 ? ', …' : '');

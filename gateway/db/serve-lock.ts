@@ -8,7 +8,7 @@
  * to clean up (unlike a pid file), and SQLite also sees a holder in the same
  * process, which in-process test gateways need.
  */
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -27,7 +27,7 @@ export interface ServeLock {
 /** Takes the lock without waiting; throws DataDirInUseError when a gateway already holds it. */
 export function holdServeLock(dataDir: string): ServeLock {
   const file = join(dataDir, SERVE_LOCK_FILE);
-  closeSync(openSync(file, 'a', 0o600));
+  createPrivateFile(file);
   const lock = new Database(file, { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
@@ -40,6 +40,18 @@ export function holdServeLock(dataDir: string): ServeLock {
     throw error;
   }
   return { release: () => lock.close() };
+}
+
+/**
+ * Creates the empty lock file 0600 unless it exists. Never opens an existing one: closing any descriptor of a file
+ * drops every POSIX lock this process holds on it (fcntl(2)), which would free an in-process gateway's lock.
+ */
+function createPrivateFile(file: string): void {
+  try {
+    writeFileSync(file, '', { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
 }
 
 /** Whether a gateway is serving `dataDir` right now (a data dir never served has no lock file). */
