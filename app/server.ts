@@ -127,7 +127,9 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
  * The data dir locked down and held (the serve lock: one gateway per data dir, and a restore can see it is in use),
  * and the TLS material for every name the gateway answers to.
  */
-async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<{ tls: TlsMaterial; lock: ServeLock }> {
+type Storage = { tls: TlsMaterial; lock: ServeLock };
+
+async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<Storage> {
   secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
   const lock = holdServeLock(config.dataDir);
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');

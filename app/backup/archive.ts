@@ -86,7 +86,8 @@ export function readManifest(dir: string): Manifest {
   const parsed = manifestSchema.safeParse(json);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`);
-    throw new Error(`${file} is not a meshgate backup manifest (format ${FORMAT} v${FORMAT_VERSION}): ${problems.join('; ')}`);
+    const expected = `format ${FORMAT} v${FORMAT_VERSION}`;
+    throw new Error(`${file} is not a meshgate backup manifest (${expected}): ${problems.join('; ')}`);
   }
   const paths = new Set<string>();
   for (const entry of parsed.data.files) {
@@ -157,6 +158,7 @@ export function syncDir(dir: string): void {
 
 /** The newest migration this build knows (the drizzle journal's `when`). */
 export function latestKnownMigration(): number {
-  const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8')) as { entries: { when: number }[] };
+  const text = readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8');
+  const journal = JSON.parse(text) as { entries: { when: number }[] };
   return Math.max(...journal.entries.map((e) => e.when));
 }

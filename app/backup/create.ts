@@ -42,9 +42,13 @@ export interface BackupResult {
 export async function createBackup(config: Readonly<Config>, target: string): Promise<BackupResult> {
   const dataDir = resolve(config.dataDir);
   const destination = resolve(target);
-  if (!existsSync(join(dataDir, DATABASE_FILE))) throw new Error(`no meshgate database in ${dataDir}: nothing to back up`);
+  if (!existsSync(join(dataDir, DATABASE_FILE))) {
+    throw new Error(`no meshgate database in ${dataDir}: nothing to back up`);
+  }
   if (existsSync(destination)) throw new Error(`${destination} already exists: a backup never overwrites one`);
-  if (isInside(destination, dataDir)) throw new Error(`${destination} is inside the data dir ${dataDir}: back up to another folder`);
+  if (isInside(destination, dataDir)) {
+    throw new Error(`${destination} is inside the data dir ${dataDir}: back up to another folder`);
+  }
   if (!existsSync(dirname(destination))) throw new Error(`${dirname(destination)} does not exist`);
   // Built under a temporary name and renamed when complete: a folder with the target's name is always a whole backup.
   const staging = mkdtempSync(`${destination}.partial-`);
@@ -96,7 +100,8 @@ function dataFiles(dataDir: string, prefix: string, kekDir: string, skipped: str
   return readdirSync(join(dataDir, prefix), { withFileTypes: true }).flatMap((entry) => {
     const path = prefix ? `${prefix}/${entry.name}` : entry.name;
     const absolute = join(dataDir, path);
-    if ((!prefix && LEFT_OUT_OF_BACKUPS.has(entry.name)) || absolute === kekDir || !isPlainRelativePath(path)) return [];
+    const leftOut = !prefix && LEFT_OUT_OF_BACKUPS.has(entry.name);
+    if (leftOut || absolute === kekDir || !isPlainRelativePath(path)) return [];
     if (entry.isDirectory()) return dataFiles(dataDir, path, kekDir, skipped);
     if (entry.isFile()) return [path];
     skipped.push(absolute);

@@ -43,7 +43,9 @@ export function restoreBackup(config: Readonly<Config>, source: string, options:
   const dataDir = resolve(config.dataDir);
   const from = resolve(source);
   const kekDir = resolve(kekDirOf(config));
-  if (isInside(from, dataDir) || isInside(dataDir, from)) throw new Error(`the backup ${from} and the data dir ${dataDir} overlap`);
+  if (isInside(from, dataDir) || isInside(dataDir, from)) {
+    throw new Error(`the backup ${from} and the data dir ${dataDir} overlap`);
+  }
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = holdServeLock(dataDir);
   try {
@@ -51,7 +53,8 @@ export function restoreBackup(config: Readonly<Config>, source: string, options:
     const present = contentOf(dataDir, kekDir);
     if (present.length > 0 && !options.force) {
       const shown = present.slice(0, 3).join(', ') + (present.length > 3 ? ', …' : '');
-      throw new Error(`${dataDir} is not empty (${shown}): restore into an empty data dir, or pass --force to replace its content`);
+      const remedy = 'restore into an empty data dir, or pass --force to replace its content';
+      throw new Error(`${dataDir} is not empty (${shown}): ${remedy}`);
     }
     const staging = mkdtempSync(join(dataDir, STAGING_PREFIX));
     try {
@@ -99,7 +102,7 @@ function stage(from: string, manifest: Manifest, staging: string, kekDir: string
   }
   const facts = inspectDatabase(join(staging, DATABASE_FILE), kekDir, 'verify');
   if (facts.latest > latestKnownMigration()) {
-    throw new Error(`${from} was made by a newer meshgate (its schema is ahead of this build's): restore it with that version`);
+    throw new Error(`${from} was made by a newer meshgate (its schema is ahead of this build's): use that version`);
   }
   return [...facts.kek];
 }

@@ -13,7 +13,8 @@ import { restoreBackup } from '../backup/restore.ts';
 /** The one positional argument both commands take. */
 function folderArgument(args: string[], options: { force?: { type: 'boolean' } } = {}) {
   const { values, positionals } = parseArgs({ args, options, allowPositionals: true });
-  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'missing the backup folder' : `unexpected argument '${positionals[1]}'`);
+  if (positionals.length === 0) throw new UsageError('missing the backup folder');
+  if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
   return { folder: positionals[0] as string, force: values.force === true };
 }
 
@@ -62,10 +63,11 @@ KEK folder). Ends by listing the KEK files the restored secrets need and whether
     const { folder, force } = folderArgument(args, { force: { type: 'boolean' } });
     try {
       const { manifest, kekDir, kek } = restoreBackup(env.config, folder, { force });
-      env.out(`meshgate restore ${folder}: ${manifest.files.length} files into ${env.config.dataDir} (backup of ${manifest.createdAt})`);
+      const what = `${manifest.files.length} files into ${env.config.dataDir}`;
+      env.out(`meshgate restore ${folder}: ${what} (backup of ${manifest.createdAt})`);
       for (const key of kek) env.out(`KEK ${join(kekDir, key.file)}: ${key.state}`);
       if (kek.some((key) => key.state !== 'ok')) {
-        env.err(`before start, put the KEK files the restored secrets need into ${kekDir} (mode 0600): start refuses without them`);
+        env.err(`before start, put the KEK files the restored secrets need into ${kekDir} (mode 0600)`);
       }
       return 0;
     } catch (error) {

@@ -4,6 +4,6 @@ export const RoutingErrors = defineErrors('routing', {
   routing_config_invalid: { status: 422, doc: 'A routing PATCH would produce an invalid table; `problems` lists every problem and nothing is applied.' },
   database_unavailable: {
     status: 503,
-    doc: 'GET /api/ready: the database did not answer a query (closed, unreadable or corrupt); the log names the cause.',
+    doc: 'GET /api/ready: the database did not answer a query (closed, unreadable, corrupt); the log says why.',
   },
 });

@@ -13,6 +13,7 @@ export const routingModule: HandlerModule = {
   init(deps) {
     const service = new RoutingService(createRoutingStore(deps.db), deps.runtime.origin, deps.now);
     deps.services.provide(ROUTING_SOURCE, service);
-    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now, createReadinessProbe(deps.sqlite)) };
+    const ready = createReadinessProbe(deps.sqlite);
+    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now, ready) };
   },
 };

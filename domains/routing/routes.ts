@@ -12,7 +12,7 @@ const fields = {
 // Contract header decision 6: the flat fields, or the same fields nested under `routing`.
 const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
 
-export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date, ready: () => void): RouteDef[] {
+export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date, ready: VoidFunction): RouteDef[] {
   return [
     { method: 'GET', path: '/ping', auth: 'none', handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }) },
     {
