@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
+import { holdServeLock, type ServeLock } from '../gateway/db/serve-lock.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
 import { buildErrorRegistry } from '../gateway/errors/registry.ts';
 import { deriveOrigin, urlOf } from '../gateway/http/origin.ts';
@@ -65,12 +66,16 @@ export interface Gateway {
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
-  const tls = await prepareStorage(config, logs.logger);
+  const { tls, lock } = await prepareStorage(config, logs.logger).catch((error: unknown) => {
+    logs.close();
+    throw error;
+  });
   const metrics = createMetrics();
   const tracing = createTracing(config);
   const observer = createRequestObserver(metrics, tracing);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
   const bound = await bindListeners(ingress).catch((error: unknown) => {
+    lock.release();
     logs.close();
     throw error;
   });
@@ -110,6 +115,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     bound.stop();
     await admin?.close();
     await domains?.close();
+    lock.release();
     logs.close();
     // A domain that failed after the bootstrap admin was created: its password is shown now, with the failure,
     // rather than never — the row stays, and the next start (once the cause is fixed) will not print it again.
@@ -137,23 +143,34 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       await admin?.close();
       // The spans of the last requests are exported before the process goes.
       await tracing.close().catch((error: unknown) => logs.logger.warn({ err: String(error) }, 'span export failed'));
+      lock.release();
       logs.logger.info({ reason }, 'stopped');
       logs.close();
     },
   };
 }
 
-/** The data dir locked down, and the TLS material for every name the gateway answers to. */
-async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<TlsMaterial> {
+/**
+ * The data dir locked down and held (the serve lock: one gateway per data dir, and a restore can see it is in use),
+ * and the TLS material for every name the gateway answers to.
+ */
+type Storage = { tls: TlsMaterial; lock: ServeLock };
+
+async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<Storage> {
   secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
+  const lock = holdServeLock(config.dataDir);
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
-  return ensureTlsMaterial({
+  const tls = await ensureTlsMaterial({
     tlsDir: join(config.dataDir, 'tls'),
     names,
     clusterName: config.clusterName,
     operatorCertFile: config.tlsCertFile,
     operatorKeyFile: config.tlsKeyFile,
+  }).catch((error: unknown) => {
+    lock.release();
+    throw error;
   });
+  return { tls, lock };
 }
 
 type Handle = ReturnType<typeof createPipeline>;

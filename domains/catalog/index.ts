@@ -22,6 +22,8 @@ import { createSecretStore } from './secrets-store.ts';
 
 export { DATASETS, type DatasetService } from './datasets-service.ts';
 export type { DatasetView } from './datasets-wire.ts';
+export { checkKekFiles, type KekFileStatus } from './kek-check.ts';
+export { kekDirOf } from './kek-ring.ts';
 export { SECRETS, type SecretsAccess } from './secrets-service.ts';
 export { parseBoundSecretReference } from './urn.ts';
 

@@ -1,7 +1,8 @@
-/** Routing configuration and health: provides the gateway's ROUTING_SOURCE. */
+/** Routing configuration and health (liveness and readiness): provides the gateway's ROUTING_SOURCE. */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
 import { RoutingErrors } from './errors.ts';
+import { createReadinessProbe } from './readiness.ts';
 import { routingRoutes } from './routes.ts';
 import { RoutingService } from './service.ts';
 import { createRoutingStore } from './store.ts';
@@ -15,6 +16,7 @@ export const routingModule: HandlerModule = {
     deps.feed.subscribe('routing_config', () => service.republish());
     deps.feed.onReset('routing_config', () => service.republish());
     deps.services.provide(ROUTING_SOURCE, service);
-    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now) };
+    const ready = createReadinessProbe(deps.sqlite);
+    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now, ready) };
   },
 };

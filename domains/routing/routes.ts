@@ -1,4 +1,4 @@
-/** GET/PATCH /api/config/routing and GET /api/ping. */
+/** GET/PATCH /api/config/routing, GET /api/ping (liveness) and GET /api/ready (readiness). */
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { RouteDef } from '../../gateway/module.ts';
@@ -12,9 +12,18 @@ const fields = {
 // Clients send either shape: the flat fields, or the same fields nested under `routing`.
 const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
 
-export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date): RouteDef[] {
+export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date, ready: VoidFunction): RouteDef[] {
   return [
     { method: 'GET', path: '/ping', auth: 'none', handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }) },
+    {
+      method: 'GET',
+      path: '/ready',
+      auth: 'none',
+      handle() {
+        ready();
+        return { status: 200, body: { status: 'ready', timestamp: now().toISOString() } };
+      },
+    },
     { method: 'GET', path: '/config/routing', auth: 'user', handle: () => ({ status: 200, body: service.view() }) },
     {
       method: 'PATCH',
