@@ -61,6 +61,8 @@ export class SqliteChangeFeed implements ChangeFeed {
   /** Polls that found the database unchanged and read nothing, and polls that read rows: tests and bench count them. */
   readonly stats = { idlePolls: 0, reads: 0, resets: 0 };
 
+  #failing = false;
+
   constructor(
     sqlite: Database.Database,
     private readonly settings: ChangeFeedSettings,
@@ -93,7 +95,7 @@ export class SqliteChangeFeed implements ChangeFeed {
 
   start(): void {
     if (this.#timer) return;
-    this.#timer = setInterval(() => this.poll(), this.settings.pollIntervalMs);
+    this.#timer = setInterval(() => this.#tick(), this.settings.pollIntervalMs);
     // The feed alone never keeps a process alive.
     this.#timer.unref();
   }
@@ -105,6 +107,20 @@ export class SqliteChangeFeed implements ChangeFeed {
 
   catchUp(): void {
     this.poll();
+  }
+
+  /**
+   * A poll on the interval: a database that cannot answer now (closed, busy, full) is logged once and tried again
+   * on the next tick; a throw from a timer would end the process.
+   */
+  #tick(): void {
+    try {
+      this.poll();
+      this.#failing = false;
+    } catch (error) {
+      if (!this.#failing) this.logger.warn({ err: error }, 'change feed: the database did not answer; polling on');
+      this.#failing = true;
+    }
   }
 
   /** One tailing step; start() runs it on its interval. Exposed so a test can step the feed deterministically. */
