@@ -184,6 +184,7 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
     authenticator: deps.services.get(AUTHENTICATOR),
     sharedRealmAuthenticator: mesh?.egressAuthenticator,
     meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, now: deps.now }) : undefined,
+    sessionOrigin: deps.runtime.origin,
   });
   const routing = deps.services.get(ROUTING_SOURCE);
   let table = buildServiceTable(routing.current(), compiled);

@@ -1,6 +1,7 @@
-/** GET/PATCH /api/config/routing and GET /api/ping. */
+/** GET/PATCH /api/config/routing, its dry run (POST /api/config/routing/validate) and GET /api/ping. */
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
+import type { RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { RoutingService } from './service.ts';
 
@@ -13,6 +14,10 @@ const fields = {
 const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
 
 export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date): RouteDef[] {
+  const readPatch = async (ctx: RequestContext) => {
+    const { routing, ...flat } = await readJson(ctx.req, maxBody, patchBody);
+    return { ...routing, ...flat };
+  };
   return [
     { method: 'GET', path: '/ping', auth: 'none', handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }) },
     { method: 'GET', path: '/config/routing', auth: 'user', handle: () => ({ status: 200, body: service.view() }) },
@@ -20,11 +25,14 @@ export function routingRoutes(service: RoutingService, maxBody: number, now: () 
       method: 'PATCH',
       path: '/config/routing',
       auth: 'admin',
-      async handle(ctx) {
-        const body = await readJson(ctx.req, maxBody, patchBody);
-        const { routing, ...flat } = body;
-        return { status: 200, body: service.patch({ ...routing, ...flat }) };
-      },
+      handle: async (ctx) => ({ status: 200, body: service.patch(await readPatch(ctx)) }),
+    },
+    {
+      // The same body as PATCH, checked and never applied: forms show the problems before anything changes.
+      method: 'POST',
+      path: '/config/routing/validate',
+      auth: 'admin',
+      handle: async (ctx) => ({ status: 200, body: service.validate(await readPatch(ctx)) }),
     },
   ];
 }

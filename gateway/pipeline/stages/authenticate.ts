@@ -1,11 +1,15 @@
 /**
  * authenticate: `Authorization: Bearer <JWT or PAT>` → Principal, through
- * the Authenticator the auth domain provides.
+ * the Authenticator the auth domain provides. On API routes a request
+ * without a bearer may instead carry the platform session cookie (the
+ * operator console is such a client), accepted only from the gateway's own
+ * origin (gateway/http/session-cookie.ts).
  * Compiled only onto routes that take credentials.
  */
 
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
+import { fromOwnOrigin, sessionCookieValue } from '../../http/session-cookie.ts';
 import type { AuthMode } from '../../module.ts';
 import type { Authenticator } from '../../principal.ts';
 import type { Stage, StageResult } from '../stage.ts';
@@ -17,13 +21,22 @@ export function bearerOf(ctx: RequestContext): string | null {
   return match ? (match[1] as string) : null;
 }
 
-export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authenticator: Authenticator): Stage {
+/** The session cookie of a request from the gateway's own origin; a cookie sent from anywhere else is refused. */
+function sessionOf(ctx: RequestContext, mode: Exclude<AuthMode, 'none'>, origin: () => string): string | null {
+  const cookie = sessionCookieValue(ctx.req.headers.cookie);
+  if (cookie === null || fromOwnOrigin(ctx.method, ctx.req.headers, origin())) return cookie;
+  if (mode === 'optional') return null;
+  throw GatewayErrors.make.cross_origin_session();
+}
+
+/** `sessionOrigin`: the configured origin, given only for API routes, where the session cookie may stand in for a bearer. */
+export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authenticator: Authenticator, sessionOrigin?: () => string): Stage {
   return {
     name: 'authenticate',
     async run(ctx: RequestContext): Promise<StageResult> {
       // meshVerify already admitted a signed mesh request as its brokered principal.
       if (ctx.meshPeer) return 'continue';
-      const bearer = bearerOf(ctx);
+      const bearer = bearerOf(ctx) ?? (sessionOrigin ? sessionOf(ctx, mode, sessionOrigin) : null);
       if (bearer === null) {
         if (mode === 'optional') return 'continue';
         throw GatewayErrors.make.not_authenticated();
