@@ -27,23 +27,21 @@ function SmokeResults({ result }: { result: { ok: boolean; checks: { check: stri
   </div>`;
 }
 
-function EditForm({ table, admin, onApplied }: { table: any; admin: boolean; onApplied: () => void }) {
+/** Keyed by the table's update time: a new table after apply starts a fresh form, so the smoke results live in the page. */
+function EditForm({ table, admin, onApplied }: { table: any; admin: boolean; onApplied: (smoke: any) => void }) {
   const [prefixes, setPrefixes] = useState<Record<string, string>>({ ...table.service_prefixes });
   const [enabled, setEnabled] = useState<Record<string, boolean>>({ ...table.enabled_services });
   const [problems, setProblems] = useState<(Problem | string)[]>([]);
-  const [smoke, setSmoke] = useState<any>(null);
   const action = useAction();
   const submit = (event: Event) => {
     event.preventDefault();
     action.run(async () => {
-      setSmoke(null);
       const patch = { service_prefixes: prefixes, enabled_services: enabled };
       const verdict = await api('POST', '/config/routing/validate', patch);
       setProblems(verdict.problems);
       if (!verdict.valid) return;
       await api('PATCH', '/config/routing', patch);
-      onApplied();
-      setSmoke(await api('POST', '/serving/smoke'));
+      onApplied(await api('POST', '/serving/smoke'));
     });
   };
   const services = Object.keys(table.service_prefixes);
@@ -66,12 +64,16 @@ function EditForm({ table, admin, onApplied }: { table: any; admin: boolean; onA
         : null
     }
     <${ErrorNote} error=${action.error} />
-    ${smoke ? html`<${SmokeResults} result=${smoke} />` : null}
   </form>`;
 }
 
 export function RoutingPage({ admin }: { admin: boolean }) {
   const live = useApi<any>('/config/routing');
+  const [smoke, setSmoke] = useState<any>(null);
+  const applied = (result: any) => {
+    setSmoke(result);
+    live.reload();
+  };
   const rows = live.data
     ? Object.entries(live.data.service_prefixes).map(([service, prefix]) => ({ service, prefix, on: live.data.enabled_services[service] !== false }))
     : null;
@@ -83,6 +85,7 @@ export function RoutingPage({ admin }: { admin: boolean }) {
       rows=${rows}
       columns=${[['Service', (r: any) => r.service], ['Prefix', (r: any) => html`<code>${r.prefix}</code>`], ['Enabled', (r: any) => (r.on ? 'yes' : 'no')]]}
     />
-    ${live.data && admin ? html`<${EditForm} key=${live.data.updated_at} table=${live.data} admin=${admin} onApplied=${live.reload} />` : null}
+    ${live.data && admin ? html`<${EditForm} key=${live.data.updated_at} table=${live.data} admin=${admin} onApplied=${applied} />` : null}
+    ${smoke ? html`<${SmokeResults} result=${smoke} />` : null}
   </section>`;
 }
