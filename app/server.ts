@@ -231,6 +231,7 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
       ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, metrics: deps.metrics, now: deps.now })
       : undefined,
     authFailures: deps.metrics.counter(AUTH_FAILURES),
+    sessionOrigin: deps.runtime.origin,
   });
   const routing = deps.services.get(ROUTING_SOURCE);
   let table = buildServiceTable(routing.current(), compiled);

@@ -104,6 +104,7 @@ export function userRoutes(users: UserDirectory, maxBody: number): RouteDef[] {
     return user;
   };
   return [
+    { ...admin, method: 'GET', path: '/auth/users', handle: () => ({ status: 200, body: users.list().map(userView) }) },
     { ...admin, method: 'GET', path: '/auth/users/:id', handle: (ctx) => ({ status: 200, body: userView(find(ctx.params.id as string)) }) },
     {
       ...admin,

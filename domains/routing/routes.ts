@@ -1,6 +1,8 @@
-/** GET/PATCH /api/config/routing, GET /api/ping (liveness) and GET /api/ready (readiness). */
+/** GET/PATCH /api/config/routing, its dry run (POST /api/config/routing/validate), GET /api/ping (liveness) and
+ * GET /api/ready (readiness). */
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
+import type { RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import type { RoutingService } from './service.ts';
 
@@ -13,6 +15,10 @@ const fields = {
 const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
 
 export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date, ready: VoidFunction): RouteDef[] {
+  const readPatch = async (ctx: RequestContext) => {
+    const { routing, ...flat } = await readJson(ctx.req, maxBody, patchBody);
+    return { ...routing, ...flat };
+  };
   return [
     { method: 'GET', path: '/ping', auth: 'none', handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }) },
     {
@@ -29,11 +35,14 @@ export function routingRoutes(service: RoutingService, maxBody: number, now: () 
       method: 'PATCH',
       path: '/config/routing',
       auth: 'admin',
-      async handle(ctx) {
-        const body = await readJson(ctx.req, maxBody, patchBody);
-        const { routing, ...flat } = body;
-        return { status: 200, body: service.patch({ ...routing, ...flat }) };
-      },
+      handle: async (ctx) => ({ status: 200, body: service.patch(await readPatch(ctx)) }),
+    },
+    {
+      // The same body as PATCH, checked and never applied: forms show the problems before anything changes.
+      method: 'POST',
+      path: '/config/routing/validate',
+      auth: 'admin',
+      handle: async (ctx) => ({ status: 200, body: service.validate(await readPatch(ctx)) }),
     },
   ];
 }

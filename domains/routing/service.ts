@@ -65,13 +65,25 @@ export class RoutingService implements RoutingSource {
     return { ...flat, routing: { ...flat } };
   }
 
-  patch(input: RoutingPatch) {
-    const { table, storedBaseHost } = this.#table();
-    const next: RoutingTable = {
+  /** The live table with a patch applied, not saved. */
+  #patched(input: RoutingPatch): RoutingTable {
+    const { table } = this.#table();
+    return {
       baseHost: input.base_host ?? table.baseHost,
       prefixes: { ...table.prefixes, ...input.service_prefixes },
       enabled: { ...table.enabled, ...input.enabled_services },
     };
+  }
+
+  /** A dry run of patch(): every problem the patch would be refused for, nothing applied. */
+  validate(input: RoutingPatch) {
+    const problems = routingProblems(this.#patched(input));
+    return { valid: problems.length === 0, problems };
+  }
+
+  patch(input: RoutingPatch) {
+    const { storedBaseHost } = this.#table();
+    const next = this.#patched(input);
     const problems = routingProblems(next);
     if (problems.length > 0) throw RoutingErrors.make.routing_config_invalid({ problems });
     this.store.save({

@@ -7,6 +7,7 @@
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { parseCookie } from 'cookie';
+import { SESSION_COOKIE } from '../../gateway/http/session-cookie.ts';
 
 /** RFC 9110 §7.6.1 plus the de-facto ones; `host` is set by the upstream pool. */
 const HOP_BY_HOP = new Set([
@@ -26,8 +27,6 @@ const HOP_BY_HOP = new Set([
 
 /** Headers only the gateway may assert upstream (identity and forwarding facts). */
 const GATEWAY_OWNED = new Set(['forwarded', 'x-forwarded-user', 'x-user-attributes', 'x-real-ip']);
-
-export const SESSION_COOKIE = 'meshgate_session';
 
 export interface ForwardFacts {
   clientIp: string;
@@ -91,13 +90,6 @@ export function upstreamRequestHeaders(inbound: IncomingHttpHeaders, facts: Forw
   return Object.assign(out, forwardingHeaders(facts));
 }
 
-/**
- * Cookie values are taken as sent: the session token is base64url, and a
- * percent-decoded value would differ from the one the gateway set. An empty
- * value is skipped, so a later pair of the same name still counts.
- */
-const RAW_VALUES = { decode: (value: string) => value || undefined };
-
 /** Whether one `name=value` pair of a Cookie header is the session cookie, by the name the parser reads. */
 function isSessionPair(pair: string): boolean {
   return Object.hasOwn(parseCookie(pair, { decode: (value) => value }), SESSION_COOKIE);
@@ -115,12 +107,6 @@ export function withoutSessionCookie(cookie: string): string {
     .map((c) => c.trim())
     .filter((c) => c && !isSessionPair(c))
     .join('; ');
-}
-
-/** The session token of a Cookie header (RFC 6265 §5.4 pairs, parsed by `cookie`), or null. */
-export function sessionCookieValue(cookie: string | undefined): string | null {
-  if (!cookie?.includes(SESSION_COOKIE)) return null;
-  return parseCookie(cookie, RAW_VALUES)[SESSION_COOKIE] ?? null;
 }
 
 /** Maps upstream paths to public ones: the inverse of the request path mapping. */

@@ -21,7 +21,7 @@ import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
 import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
-import { smokeCommand } from './smoke.ts';
+import { smokeCommand, smokeRoute } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
 import { OpenSockets } from './websocket.ts';
 
@@ -78,7 +78,7 @@ export const servingModule: HandlerModule = {
       timeoutMs: serving.defaultTimeoutSeconds * 1000,
     };
     return {
-      routes: servingRoutes(deployments, deps.config.limits.maxBodyBytes),
+      routes: [...servingRoutes(deployments, deps.config.limits.maxBodyBytes), smokeRoute(deps.runtime)],
       mounts: [
         ...runtimeMounts(runtime),
         frontendMount(site),

@@ -8,10 +8,10 @@
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeRequest, Reply } from '../../gateway/http/context.ts';
+import { SESSION_COOKIE, sessionCookieValue } from '../../gateway/http/session-cookie.ts';
 import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
 import type { Authenticator, Principal } from '../../gateway/principal.ts';
-import { SESSION_COOKIE, sessionCookieValue } from './headers.ts';
 
 interface Caller {
   readonly req: NodeRequest;

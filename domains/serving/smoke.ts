@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { Agent, buildConnector, type Dispatcher, request } from 'undici';
 import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
 import { hostOfUrl } from '../../gateway/http/origin.ts';
-import type { CliCommand } from '../../gateway/module.ts';
+import type { CliCommand, RouteDef } from '../../gateway/module.ts';
 
 export interface SmokeOptions {
   origin: string;
@@ -276,3 +276,21 @@ export const smokeCommand: CliCommand = {
     return ok ? 0 : 1;
   },
 };
+
+/**
+ * POST /api/serving/smoke: the same checks, run by the gateway against its
+ * own public origin with the caller's credential, so a routing change made
+ * in a browser is followed by the proof the CLI would give.
+ */
+export function smokeRoute(target: { origin: () => string; caPem: () => string }): RouteDef {
+  return {
+    method: 'POST',
+    path: '/serving/smoke',
+    auth: 'admin',
+    nativeOnly: true,
+    async handle(ctx) {
+      const checks = await runSmoke({ origin: target.origin(), ca: target.caPem(), token: ctx.bearer ?? undefined });
+      return { status: 200, body: { ok: checks.every((c) => c.status !== 'fail'), origin: target.origin(), checks } };
+    },
+  };
+}

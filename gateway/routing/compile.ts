@@ -22,13 +22,19 @@ export interface StageSources {
   meshVerify?: Stage | undefined;
   /** Counts refused credentials (AUTH_FAILURES). */
   authFailures?: Counter<'reason'> | undefined;
+  /** The configured origin: API routes then accept the session cookie from pages of that origin. */
+  sessionOrigin?: (() => string) | undefined;
 }
 
-function routeStages(auth: AuthMode, nativeOnly: boolean, handle: RouteDef['handle'], sources: StageSources, sharedRealm = false): Stage[] {
+/** `api`: an API route (the session cookie may stand in for a bearer); mounts read the cookie themselves. */
+function routeStages(auth: AuthMode, nativeOnly: boolean, handle: RouteDef['handle'], sources: StageSources, api: boolean, sharedRealm = false): Stage[] {
   const stages: Stage[] = [];
   if (auth !== 'none' && sources.meshVerify) stages.push(sources.meshVerify);
   const authenticator = sharedRealm ? (sources.sharedRealmAuthenticator ?? sources.authenticator) : sources.authenticator;
-  if (auth !== 'none') stages.push(createAuthenticateStage(auth, authenticator, sources.authFailures));
+  if (auth !== 'none') {
+    const options = { failures: sources.authFailures, sessionOrigin: api ? sources.sessionOrigin : undefined };
+    stages.push(createAuthenticateStage(auth, authenticator, options));
+  }
   if (auth === 'admin' || nativeOnly) stages.push(createAuthorizeStage(auth, nativeOnly));
   stages.push(createDispatchStage(handle));
   return stages;
@@ -47,13 +53,13 @@ export function compileHandlers(instances: readonly HandlerInstance[], sources: 
       routes.push({
         def,
         segments: parsePattern(def.path),
-        stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, sources, def.acceptSharedRealm),
+        stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, sources, true, def.acceptSharedRealm),
       });
     }
     for (const mount of instance.mounts ?? []) {
       if (mounts.has(mount.service)) throw new Error(`service '${mount.service}' is mounted twice`);
       const def: RouteDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
-      mounts.set(mount.service, { def, segments: [], stages: routeStages(mount.auth, false, mount.handle, sources) });
+      mounts.set(mount.service, { def, segments: [], stages: routeStages(mount.auth, false, mount.handle, sources, false) });
     }
   }
   return { api: new RouteTable(routes), mounts };

@@ -1,6 +1,9 @@
 /**
  * authenticate: `Authorization: Bearer <JWT or PAT>` → Principal, through
- * the Authenticator the auth domain provides.
+ * the Authenticator the auth domain provides. On API routes a request
+ * without a bearer may instead carry the platform session cookie (the
+ * operator console is such a client), accepted only from the gateway's own
+ * origin (gateway/http/session-cookie.ts).
  * Compiled only onto routes that take credentials.
  */
 
@@ -8,6 +11,7 @@ import type { Counter } from 'prom-client';
 import { ApiError } from '../../errors/api-error.ts';
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
+import { fromOwnOrigin, sessionCookieValue } from '../../http/session-cookie.ts';
 import type { AuthMode } from '../../module.ts';
 import type { Authenticator } from '../../principal.ts';
 import type { Stage, StageResult } from '../stage.ts';
@@ -26,13 +30,32 @@ export const AUTH_FAILURES = {
   labels: ['reason'],
 } as const;
 
-export function createAuthenticateStage(mode: Exclude<AuthMode, 'none'>, authenticator: Authenticator, failures?: Counter<'reason'>): Stage {
+/** The session cookie of a request from the gateway's own origin; a cookie sent from anywhere else is refused. */
+function sessionOf(ctx: RequestContext, mode: Exclude<AuthMode, 'none'>, origin: () => string): string | null {
+  const cookie = sessionCookieValue(ctx.req.headers.cookie);
+  if (cookie === null || fromOwnOrigin(ctx.method, ctx.req.headers, origin())) return cookie;
+  if (mode === 'optional') return null;
+  throw GatewayErrors.make.cross_origin_session();
+}
+
+export interface AuthenticateOptions {
+  /** Counts refused credentials (AUTH_FAILURES). */
+  failures?: Counter<'reason'> | undefined;
+  /** The configured origin, given only for API routes, where the session cookie may stand in for a bearer. */
+  sessionOrigin?: (() => string) | undefined;
+}
+
+export function createAuthenticateStage(
+  mode: Exclude<AuthMode, 'none'>,
+  authenticator: Authenticator,
+  { failures, sessionOrigin }: AuthenticateOptions = {},
+): Stage {
   return {
     name: 'authenticate',
     async run(ctx: RequestContext): Promise<StageResult> {
       // meshVerify already admitted a signed mesh request as its brokered principal.
       if (ctx.meshPeer) return 'continue';
-      const bearer = bearerOf(ctx);
+      const bearer = bearerOf(ctx) ?? (sessionOrigin ? sessionOf(ctx, mode, sessionOrigin) : null);
       if (bearer === null) {
         if (mode === 'optional') return 'continue';
         failures?.labels('credential_missing').inc();

@@ -6,10 +6,10 @@ import {
   type PathMap,
   rewriteLocation,
   rewriteSetCookie,
-  sessionCookieValue,
   upstreamRequestHeaders,
   withoutSessionCookie,
 } from '../../../domains/serving/headers.ts';
+import { sessionCookieValue } from '../../../gateway/http/session-cookie.ts';
 
 const stripped: PathMap = { basePath: '', prefix: '/runtime/apps/a1', stripPrefix: true, upstreamOrigin: 'http://10.0.0.5:8080' };
 const based: PathMap = { ...stripped, basePath: '/base' };
