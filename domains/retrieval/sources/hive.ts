@@ -167,6 +167,17 @@ async function describe(s: Session, target: HiveTarget): Promise<SchemaField[]> 
   return fields;
 }
 
+/**
+ * hive-driver's JSON rows with BIGINT read exactly: its handler reads an i64
+ * with node-int64's toNumber(), which rounds past 2^53. As a bigint,
+ * jsonSafe gives a wide value as its digits (as for a Parquet INT64).
+ */
+function exactRows(s: Session, operation: Parameters<Session['utils']['getResult']>[0]): Row[] {
+  const result = s.utils.getResult(operation) as unknown as { convertBigInt(value: { toOctetString(): string }): unknown; getValue(): Row[] | null };
+  result.convertBigInt = (value) => BigInt.asIntN(64, BigInt(`0x${value.toOctetString()}`));
+  return result.getValue() ?? [];
+}
+
 async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): AsyncGenerator<Row[]> {
   const request = checkColumns(await describe(s, target), asked);
   const operation = await run(s, hiveSelect(target.database, target.table, request));
@@ -174,7 +185,7 @@ async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): Asy
   do {
     request.signal.throwIfAborted();
     await s.guard(operation.fetch());
-    const rows = (s.utils.getResult(operation).getValue() ?? []) as Row[];
+    const rows = exactRows(s, operation);
     operation.flush();
     if (rows.length > 0) yield rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/^.*\./, ''), jsonSafe(v)])));
   } while (operation.hasMoreRows());

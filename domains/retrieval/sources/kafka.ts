@@ -46,11 +46,12 @@ interface Message {
 const kafkaSdk = lazyModule('Kafka', () => import('@platformatic/kafka'));
 const PARTITION_MAX_BYTES = 4 << 20;
 const CONTROL_BATCH = 0x20;
+/** Typed by what Kafka defines (an int32 partition, an int64 offset, a timestamp in ms), not by sampling a value. */
 const METADATA_FIELDS: SchemaField[] = [
   { name: '_topic', type: 'string' },
-  { name: '_partition', type: 'number' },
-  { name: '_offset', type: 'number' },
-  { name: '_timestamp', type: 'string' },
+  { name: '_partition', type: 'integer' },
+  { name: '_offset', type: 'bigint' },
+  { name: '_timestamp', type: 'timestamp with time zone' },
   { name: '_key', type: 'string' },
 ];
 

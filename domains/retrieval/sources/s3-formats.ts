@@ -7,8 +7,8 @@
  * yields raw batches in object order; scan.ts applies the request.
  */
 import type { Readable } from 'node:stream';
-import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
-import { batchesOf, csvOf, type FileFormat, jsonLinesOf, jsonType, type RawRead } from './fs-formats.ts';
+import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import { batchesOf, csvOf, type FileFormat, jsonLinesOf, jsonType, parquetFields, type RawRead } from './fs-formats.ts';
 import { jsonSafe, scanBatches } from './scan.ts';
 import type { ReadRequest, Row, SchemaField } from './types.ts';
 
@@ -95,7 +95,7 @@ export async function readObject(
 export async function objectSchema(store: ObjectStore, entry: ObjectEntry, format: FileFormat, signal: AbortSignal): Promise<SchemaField[]> {
   if (format === 'parquet') {
     const metadata = await footerOf(store, entry, signal);
-    return parquetSchema(metadata).children.map((c) => ({ name: c.element.name, type: String(c.element.logical_type?.type ?? c.element.type ?? 'GROUP') }));
+    return parquetFields(metadata);
   }
   for await (const row of streamedRows(store, entry.key, format, signal)) {
     return Object.entries(row).map(([name, value]) => ({ name, type: format === 'csv' ? 'string' : jsonType(value) }));
