@@ -45,7 +45,7 @@ bash scripts/peers/install-all.sh
 bash scripts/peers/ray.sh install
 echo "== gen:check"; npm run --silent gen:check
 echo "== typecheck"; npx --no-install tsc --noEmit -p .
-echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts && npx --no-install tsx scripts/check-imports.ts
+echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts && npx --no-install tsx scripts/check-imports.ts && npx --no-install tsx scripts/check-citations.ts
 echo "== tests (temp dir $run_dir, deleted at exit)"
 [ $# -gt 0 ] || set -- 'test/**/*.test.ts' # or the test files (globs) given
 node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"

@@ -1,10 +1,10 @@
 /**
- * `/api/cluster/attribute-schema[/{name}]` (contract §9.1; the SDK's
+ * `/api/cluster/attribute-schema[/{name}]` (the SDK's
  * `declare_attribute`, `list_attributes`, `deprecate_attribute`,
  * `withdraw_attribute`). Parsing only, logic in attributes.ts. Reading is
  * open to any local user (not to mesh callers: which attributes are
  * sensitive is this realm's business); PUT and DELETE are native
- * administrators' (contract §1.4, NativeRealmRequired).
+ * administrators' (NativeRealmRequired).
  */
 import { z } from 'zod';
 import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';

@@ -1,4 +1,4 @@
-/** HTTP surface of the native realm (contract §1): parsing only, logic in service.ts. */
+/** HTTP surface of the native realm: parsing only, logic in service.ts. */
 import { z } from 'zod';
 import { parseQuery, readForm, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
@@ -59,7 +59,7 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       },
     },
     {
-      // Contract §1.1: the refresh token travels in the query string.
+      // The refresh token travels in the query string, as the platform's public client sends it (docs/auth.md).
       method: 'POST',
       path: '/auth/refresh',
       auth: 'none',
@@ -98,7 +98,7 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }),
     },
     {
-      // Contract §1.3: the SDK sends query parameters; a JSON body is also accepted.
+      // The platform's public client sends query parameters; a JSON body is also accepted.
       method: 'POST',
       path: '/auth/pats',
       auth: 'user',
@@ -191,6 +191,13 @@ export function userRoutes(users: UserDirectory, maxBody: number): RouteDef[] {
     return user;
   };
   return [
+    {
+      ...admin,
+      method: 'GET',
+      path: '/auth/users',
+      doc: { summary: 'Every user of the native realm', answers: { 200: z.array(userAnswer) } },
+      handle: () => ({ status: 200, body: users.list().map(userView) }),
+    },
     {
       ...admin,
       method: 'GET',

@@ -1,5 +1,5 @@
 /**
- * The tuple API (contract §6.1–6.2): write, delete, delete-by-object, check
+ * The tuple API: write, delete, delete-by-object, check
  * and list. Parsing only; the rules (model validation, admin-or-owner for
  * writes, visibility of listings) live in AuthzService.
  */
@@ -113,7 +113,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
         };
       },
     },
-    // Contract §6.2 names the trailing-slash form; the bare form is served too rather than 405 (POST owns it).
+    // Clients call the trailing-slash form; the bare form is served too rather than 405 (POST owns it).
     ...['/auth/tuples/', '/auth/tuples'].map(
       (path): RouteDef => ({ method: 'GET', path, auth: 'user', doc: { ...listDoc, errors: WRITE_REASONS }, handle: list }),
     ),

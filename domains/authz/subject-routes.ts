@@ -1,6 +1,6 @@
 /**
  * The subjects API (admin, native realm) and the resource grants API
- * (admin or owner of the object), contract §6.2. Parsing only.
+ * (admin or owner of the object). Parsing only.
  */
 import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';

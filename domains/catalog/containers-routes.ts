@@ -1,5 +1,5 @@
 /**
- * /api/catalog/containers (contract §7.2, §7.4): create and list (admin),
+ * /api/catalog/containers: create and list (admin),
  * get (local users; members filtered), patch and delete (admin) through v2,
  * by-urn and the legacy path; membership add/remove (admin) through
  * `v2/{urn}/datasets[/{dataset_urn}]`, `{encoded_urn}/datasets[/{encoded_dataset_urn}]` and the

@@ -1,5 +1,5 @@
 /**
- * /api/catalog/datasets (contract §7.2–7.3; spec "Catalog"): create and list,
+ * /api/catalog/datasets: create and list,
  * then get/patch/delete and schema get/put through the three addressing
  * forms — v2 path (raw path, URN raw or percent-encoded), `by-urn?urn=`,
  * and the legacy single-segment path (decoded once; `%2F` admitted).

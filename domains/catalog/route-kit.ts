@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { parseQuery } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 
-/** The raw (undecoded) path after a static v2 prefix such as `/catalog/datasets/v2/` (contract §7.2). */
+/** The raw (undecoded) path after a static v2 prefix such as `/catalog/datasets/v2/`. */
 export function rawTail(ctx: RequestContext, prefix: string): string {
   if (!ctx.rest.startsWith(prefix)) throw new Error(`catalog: ${prefix} route matched ${ctx.rest}`);
   return ctx.rest.slice(prefix.length);
@@ -14,7 +14,7 @@ const urn = z.string().min(1).max(8192);
 
 /** `?urn=` of the by-urn forms (or another name). `+` in a query means a space: clients send `%2B`. */
 export const urnQuery = <N extends string>(name: N) => z.object({ [name]: urn } as Record<N, typeof urn>);
-/** `clobber=true|false` as the SDK sends it (contract §7.5); absent means false. */
+/** `clobber=true|false` as the SDK sends it; absent means false. */
 export const flagQuery = <N extends string>(name: N) => z.object({ [name]: z.enum(['true', 'false', '1', '0']).optional() });
 export const textQuery = <N extends string>(name: N) => z.object({ [name]: z.string().max(1024).optional() });
 
@@ -34,7 +34,7 @@ export function textFromQuery(ctx: RequestContext, name: string): string | undef
 /** The JSON string answer of a create: the new URN. */
 export const urnAnswer = z.string();
 
-/** 201 with the URN as a JSON string body (contract §7.3–7.5; the SDK uses `str(response)`). */
+/** 201 with the URN as a JSON string body (the SDK uses `str(response)`). */
 export const created = (value: string) => ({ status: 201, body: value });
 export const noContent = () => ({ status: 204 });
 export const ok = (body: unknown) => ({ status: 200, body });

@@ -1,4 +1,4 @@
-/** All catalog routes (contract §7), plus the service root and health (§7.6). */
+/** All catalog routes, plus the service root and health (both without credentials, as probes call them). */
 import { z } from 'zod';
 import type { RouteDef } from '../../gateway/module.ts';
 import { containerRoutes } from './containers-routes.ts';

@@ -1,5 +1,5 @@
 /**
- * /api/catalog/secrets (contract §7.5): create, list, get and delete by the
+ * /api/catalog/secrets: create, list, get and delete by the
  * v2 path (raw URN, `urn:li:dataHubSecret:<name>`), the URN as one encoded
  * path segment, or `by-urn?urn=`. Native
  * callers only: secrets are this cluster's own connector credentials.
@@ -56,7 +56,7 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
   });
   const byQuery = (ctx: RequestContext) => urnFromQuery(ctx);
   return [
-    // Both spellings: the interface lists /catalog/secrets, the contract and the SDK use the trailing slash.
+    // Both spellings: the documented path is /catalog/secrets; the public client calls the trailing slash.
     ...['/catalog/secrets/', '/catalog/secrets'].flatMap((path): RouteDef[] => [
       { ...base, method: 'POST', path, doc: CREATE_DOC, handle: createRoute },
       { ...base, method: 'GET', path, doc: LIST_DOC, handle: listRoute },

@@ -1,4 +1,4 @@
-/** HTTP surface of the receiver's allowlist (contract §3.8): native-realm admin; `external_id` arrives %-encoded (`@` → %40). */
+/** HTTP surface of the receiver's allowlist: native-realm admin; `external_id` arrives %-encoded (`@` → %40). */
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';

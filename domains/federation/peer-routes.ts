@@ -1,5 +1,5 @@
 /**
- * `/api/cluster/remote/{pair,ping,disconnect}` (contract §3.9): no user
+ * `/api/cluster/remote/{pair,ping,disconnect}`: no user
  * credential at the route level — the PSK signature over the headers and
  * the raw body is the only authentication, checked in peer-protocol.ts.
  */

@@ -1,6 +1,5 @@
 /**
- * HTTP surface of federation management (spec "Federation management";
- * contract §3.2–§3.7, header decision 4): native-realm admin everywhere
+ * HTTP surface of federation management: native-realm admin everywhere
  * except ping (any authenticated user, never a mesh principal). Parsing
  * only; logic in service.ts, pairing.ts, diagnose.ts.
  */
@@ -72,7 +71,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
     },
     { method: 'GET', path: `${BASE}/:id`, auth: 'admin', doc: doc('A federation record', { errors: FOUND }), handle: (ctx) => ok(service.get(id(ctx))) },
     {
-      // Contract §3.4: a free-form object; the service refuses changes outside the updatable fields.
+      // A free-form object; the service refuses changes outside the updatable fields.
       method: 'PUT',
       path: `${BASE}/:id`,
       auth: 'admin',

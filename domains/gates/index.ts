@@ -1,5 +1,5 @@
 /**
- * Gate discovery (contract §5.7): `POST /authz/gates/discover` describes a
+ * Gate discovery: `POST /authz/gates/discover` describes a
  * gate class — execution (jobs) or per-record (retrieval) — before it is
  * bound. Owns the reasons both kinds of binding share (errors.ts).
  */

@@ -1,6 +1,5 @@
 /**
- * HTTP surface of retrieval (contract §8.1–8.4) and of dataset gate binding
- * (§9.1): parsing only; logic in service.ts and gates/binding.ts.
+ * HTTP surface of retrieval and of dataset gate binding: parsing only; logic in service.ts and gates/binding.ts.
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
@@ -58,7 +57,7 @@ export interface RouteDeps {
 }
 
 export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }: RouteDeps): RouteDef[] {
-  // Contract §8.2: a UUID path parameter; anything else is a 422, as on the jobs routes.
+  // A UUID path parameter; anything else is a 422, as on the jobs routes.
   const id = (ctx: RequestContext) => uuidParam(ctx.params, 'id');
   const urn = (ctx: RequestContext) => ctx.params.urn as string;
   const gateRoute = { path: '/catalog/datasets/:urn/gate', auth: 'user', allowEncodedSlash: true } as const;
@@ -74,7 +73,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
         errors: ['inline_threshold_exceeded', ...SOURCE_REASONS, ...GATE_REASONS],
       },
       async handle(ctx) {
-        return { status: 201, body: await service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody)) };
+        return { status: 201, body: await service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody), ctx.span) };
       },
     },
     {
@@ -110,8 +109,8 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
         answerMedia: 'text/event-stream',
       },
       async handle(ctx) {
-        // Denials are thrown before the first byte, so they stay small JSON bodies (contract §8.4).
-        const stream = await service.stream(principalOf(ctx), id(ctx));
+        // Denials are thrown before the first byte, so they stay small JSON bodies.
+        const stream = await service.stream(principalOf(ctx), id(ctx), ctx.span);
         await streamSse(ctx.res, stream, heartbeatMs, logger);
         return undefined;
       },

@@ -1,11 +1,11 @@
-/** `/api/serving/deployments` (issue 3): the registry over HTTP; parsing only, logic in service.ts. */
+/** `/api/serving/deployments`: the registry over HTTP; parsing only, logic in service.ts. */
 import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
 
-/** Models unless asked (issue 3, spec "Mesh proxy": this listing is the models one the SDK parses); `all` for every kind. */
+/** Models unless asked (this listing is the models one the SDK parses); `all` for every kind. */
 const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool', 'all']).default('model') });
 const deploymentAnswer = z.looseObject({ id: z.string(), name: z.string() });
 const NOT_FOUND = ['deployment_not_found'];

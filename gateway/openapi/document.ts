@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import type { RegistryEntry } from '../errors/registry.ts';
+import { SESSION_COOKIE } from '../http/session-cookie.ts';
 import { MESH_INGRESS_REASONS, SHARED_REALM_REASONS } from '../mesh/errors.ts';
 import type { HttpMethod, RouteDef } from '../module.ts';
 import { errorResponses } from './error-responses.ts';
@@ -46,6 +47,8 @@ export function reasonsOf(def: RouteDef, method: HttpMethod): string[] {
   const { doc } = def;
   const reasons = [...ANY_ROUTE, ...(doc.errors ?? [])];
   if (def.auth !== 'none') reasons.push('not_authenticated', ...MESH_INGRESS_REASONS);
+  // A cross-origin session cookie is refused where a credential is required, and ignored where it is optional.
+  if (def.auth === 'user' || def.auth === 'admin') reasons.push('cross_origin_session');
   if (def.acceptSharedRealm) reasons.push(...SHARED_REALM_REASONS);
   if (def.auth === 'admin' || def.nativeOnly) reasons.push('endpoint_requires_native_realm');
   if (def.auth === 'admin') reasons.push('admin_required');
@@ -102,9 +105,11 @@ function successResponses(def: RouteDef, shared: SharedSchemas): Record<string, 
   );
 }
 
+/** A bearer token, or the session cookie (accepted on API routes only from the gateway's own origin). */
 function security(def: RouteDef): JsonSchema[] {
   if (def.auth === 'none') return [];
-  return def.auth === 'optional' ? [{}, { bearer: [] }] : [{ bearer: [] }];
+  const credentials = [{ bearer: [] }, { session: [] }];
+  return def.auth === 'optional' ? [{}, ...credentials] : credentials;
 }
 
 function operation(def: RouteDef, method: HttpMethod, registry: DocumentSources['registry'], shared: SharedSchemas): JsonSchema {
@@ -146,7 +151,15 @@ export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: D
     servers: [{ url: apiPrefix }],
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A native access token (JWT) or a personal access token.' } },
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A native access token (JWT) or a personal access token.' },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: SESSION_COOKIE,
+          description: "The sign-in session; on API routes only from the gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin`).",
+        },
+      },
       schemas: {
         ...Object.fromEntries(shared),
         ErrorReason: {

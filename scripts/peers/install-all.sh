@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything the real test peers need (DESIGN.md §7; docs/test-peers.md):
+# Installs everything the real test peers need (docs/test-peers.md):
 # the PostgreSQL server (Debian), moto in a cached virtualenv (PyPI), and the
 # Kafka and HiveServer2 jars (Maven Central), grpcio (PyPI) for the gRPC
 # interoperability tests, the public Python SDK (PyPI) for the client-
@@ -8,7 +8,7 @@
 # peers themselves through test/helpers/peers/*.ts.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-for peer in postgres s3 kafka hive grpcio sdk schemathesis; do
+for peer in postgres s3 kafka hive grpcio sdk prometheus schemathesis; do
   start=$SECONDS
   path="$(bash "$here/$peer.sh")"
   echo "test peer $peer: $path ($((SECONDS - start)) s)"

@@ -10,7 +10,7 @@ const authenticator: Authenticator = {
   },
 };
 
-test('the ingress order is the one DESIGN.md §3 and ARCHITECTURE.md state', () => {
+test('the ingress order is the one ARCHITECTURE.md states', () => {
   assert.deepEqual(STAGE_ORDER, ['requestId', 'accessLog', 'limits', 'canonicalPath', 'routeMatch', 'meshVerify', 'authenticate', 'authorize', 'dispatch']);
 });
 

@@ -69,11 +69,13 @@ test('existing secrets get distinct UUIDs; existing references bind where their 
   for (const s of secrets) assert.match(s.id, UUID_V4, s.urn);
   assert.equal(new Set(secrets.map((s) => s.id)).size, 3, 'distinct ids');
   const idOf = (name: string) => secrets.find((s) => s.urn === `urn:li:dataHubSecret:${name}`)?.id;
-  const bindings = all('SELECT dataset_urn, reference, secret_id FROM catalog_dataset_secrets ORDER BY reference');
+  const bindings = all('SELECT dataset_urn, reference, secret_id, bound_by FROM catalog_dataset_secrets ORDER BY reference');
+  // A later migration records each binder; the bindings made here were authorized against the creator.
+  const bound = { dataset_urn: 'urn:a', bound_by: 'bob-id' };
   assert.deepEqual(bindings, [
-    { dataset_urn: 'urn:a', reference: 'urn:li:dataHubSecret:kafka', secret_id: idOf('kafka') },
-    { dataset_urn: 'urn:a', reference: 'urn:li:dataHubSecret:odd #name', secret_id: idOf('odd #name') },
-    { dataset_urn: 'urn:a', reference: 'urn:li:dataHubSecret:pg', secret_id: idOf('pg') },
+    { ...bound, reference: 'urn:li:dataHubSecret:kafka', secret_id: idOf('kafka') },
+    { ...bound, reference: 'urn:li:dataHubSecret:odd #name', secret_id: idOf('odd #name') },
+    { ...bound, reference: 'urn:li:dataHubSecret:pg', secret_id: idOf('pg') },
   ]);
   // The rebuilt table keeps its rows intact and its unique id.
   const kept = all("SELECT name, kek_version, created_at FROM catalog_secrets WHERE name = 'pg'");
