@@ -119,10 +119,21 @@ function assets(stagingDir: string): Record<string, string> {
   return { ...files, [ASSET_MANIFEST]: manifestFile };
 }
 
+/** Runs a build tool, its chatter (postject warns about each ELF note it cannot name) shown only when it fails. */
+function quietly(command: string, args: string[]): void {
+  try {
+    execFileSync(command, args, { stdio: 'pipe' });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
+    process.stderr.write(`${stdout ?? ''}${stderr ?? ''}`);
+    throw error;
+  }
+}
+
 /** The fuse Node.js looks for to know a blob was injected (the value its docs give for postject). */
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
-async function singleExecutable(): Promise<void> {
+function singleExecutable(): void {
   const staging = join(DIST, `sea.${process.pid}`);
   mkdirSync(staging, { recursive: true });
   try {
@@ -138,15 +149,12 @@ async function singleExecutable(): Promise<void> {
     };
     const configFile = join(staging, 'sea-config.json');
     writeFileSync(configFile, JSON.stringify(config));
-    execFileSync(process.execPath, ['--experimental-sea-config', configFile], { stdio: ['ignore', 'ignore', 'inherit'] });
+    quietly(process.execPath, ['--experimental-sea-config', configFile]);
     const binary = join(staging, 'meshgate');
     copyFileSync(process.execPath, binary);
     // The Node.js binary carries ~18 MB of symbols and debug info; the dynamic symbols addons link against stay.
-    execFileSync('strip', ['--strip-all', binary]);
-    const { inject } = load('postject') as {
-      inject(file: string, resource: string, data: Buffer, options: { sentinelFuse: string }): Promise<void>;
-    };
-    await inject(binary, 'NODE_SEA_BLOB', readFileSync(blob), { sentinelFuse: SEA_FUSE });
+    quietly('strip', ['--strip-all', binary]);
+    quietly(process.execPath, [load.resolve('postject/dist/cli.js'), binary, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
     chmodSync(binary, 0o755);
     renameSync(binary, EXECUTABLE);
   } finally {
@@ -160,4 +168,4 @@ if (target !== 'bundle' && target !== 'sea') {
   process.exit(2);
 }
 await bundle();
-if (target === 'sea') await singleExecutable();
+if (target === 'sea') singleExecutable();
