@@ -16,14 +16,16 @@ head_commit() { git rev-parse HEAD 2>/dev/null || echo unknown; }
 
 bundle_current() {
   [ -f "$bundle" ] && [ "$(cat dist/meshgate.commit 2>/dev/null)" = "$(head_commit)" ] || return 1
-  local inputs=(app domains gateway proto/gen data/migrations package.json package-lock.json scripts/build.sh scripts/build.ts)
+  local inputs=(app domains gateway proto/gen data/migrations
+    package.json package-lock.json scripts/build.sh scripts/build.ts)
   [ -f node_modules/.meshgate-lockfile ] && inputs+=(node_modules/.meshgate-lockfile)
   [ -z "$(find "${inputs[@]}" -newer "$bundle" -print -quit)" ]
 }
 
 # The executable also depends on the Node.js binary it is made of.
 executable_current() {
-  bundle_current && [ -f "$executable" ] && [ -z "$(find "$bundle" "$(command -v node)" -newer "$executable" -print -quit)" ]
+  bundle_current && [ -f "$executable" ] &&
+    [ -z "$(find "$bundle" "$(command -v node)" -newer "$executable" -print -quit)" ]
 }
 
 target=sea

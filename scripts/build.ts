@@ -12,7 +12,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -151,11 +151,11 @@ function singleExecutable(): void {
     writeFileSync(configFile, JSON.stringify(config));
     quietly(process.execPath, ['--experimental-sea-config', configFile]);
     const binary = join(staging, 'meshgate');
-    copyFileSync(process.execPath, binary);
+    copyFileSync(process.execPath, binary); // with its mode: executable
     // The Node.js binary carries ~18 MB of symbols and debug info; the dynamic symbols addons link against stay.
     quietly('strip', ['--strip-all', binary]);
-    quietly(process.execPath, [load.resolve('postject/dist/cli.js'), binary, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
-    chmodSync(binary, 0o755);
+    const postject = load.resolve('postject/dist/cli.js');
+    quietly(process.execPath, [postject, binary, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
     renameSync(binary, EXECUTABLE);
   } finally {
     rmSync(staging, { recursive: true, force: true });

@@ -17,7 +17,9 @@ const COMMANDS: readonly CliCommand[] = [serveCommand, ...DOMAIN_COMMANDS];
 
 function help(): string {
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(16)}${c.summary}`);
-  return `usage: meshgate <command> [options] | meshgate --version\n\ncommands:\n${lines.join('\n')}\n\nevery command takes the config flags of 'meshgate serve --help' (e.g. --data-dir)`;
+  const synopsis = 'usage: meshgate <command> [options] | meshgate --version';
+  const flags = "every command takes the config flags of 'meshgate serve --help' (e.g. --data-dir)";
+  return `${synopsis}\n\ncommands:\n${lines.join('\n')}\n\n${flags}`;
 }
 
 async function readStdin(): Promise<string> {

@@ -34,9 +34,17 @@ interface Target {
 }
 
 /** The launcher's memory defaults, as bin/meshgate sets them (and did before the bundle). */
-const LAUNCHER_ENV = { MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072', NODE_OPTIONS: '--max-semi-space-size=16' };
+const LAUNCHER_ENV = {
+  MALLOC_ARENA_MAX: '1',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+  NODE_OPTIONS: '--max-semi-space-size=16',
+};
 
-const serveArgs = (port: number, state: string) => ['serve', '--data-dir', join(state, 'data'), '--https-port', String(port), '--log-level', 'warn'];
+function serveArgs(port: number, state: string): string[] {
+  return ['serve', '--data-dir', join(state, 'data'), '--https-port', String(port), '--log-level', 'warn'];
+}
+
+const TSX_LOADER = join(ROOT, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs');
 
 const TARGETS: Target[] = [
   {
@@ -44,7 +52,7 @@ const TARGETS: Target[] = [
     path: '/api/ping',
     command: (port, state) => ({
       file: NODE,
-      args: ['--import', join(ROOT, 'node_modules', 'tsx', 'dist', 'esm', 'index.mjs'), join(ROOT, 'app', 'cli', 'main.ts'), ...serveArgs(port, state)],
+      args: ['--import', TSX_LOADER, join(ROOT, 'app', 'cli', 'main.ts'), ...serveArgs(port, state)],
       env: LAUNCHER_ENV,
     }),
   },
@@ -56,7 +64,11 @@ const TARGETS: Target[] = [
   {
     name: 'dist/meshgate (executable)',
     path: '/api/ping',
-    command: (port, state) => ({ file: join(ROOT, 'dist', 'meshgate'), args: serveArgs(port, state), env: { XDG_CACHE_HOME: join(state, 'cache') } }),
+    command: (port, state) => ({
+      file: join(ROOT, 'dist', 'meshgate'),
+      args: serveArgs(port, state),
+      env: { XDG_CACHE_HOME: join(state, 'cache') },
+    }),
   },
   {
     name: 'caddy (peer)',
@@ -72,6 +84,7 @@ const TARGETS: Target[] = [
 /** Caddy serving a static 200 over TLS with meshgate's server certificate, admin endpoint off. */
 function caddyConfig(port: number, state: string): string {
   const tls = join(sharedTls, 'tls');
+  const certificate = { certificate: join(tls, 'server.pem'), key: join(tls, 'server-key.pem') };
   const config = {
     admin: { disabled: true },
     logging: { logs: { default: { level: 'ERROR' } } },
@@ -86,7 +99,7 @@ function caddyConfig(port: number, state: string): string {
           },
         },
       },
-      tls: { certificates: { load_files: [{ certificate: join(tls, 'server.pem'), key: join(tls, 'server-key.pem') }] } },
+      tls: { certificates: { load_files: [certificate] } },
     },
   };
   const file = join(state, 'caddy.json');
@@ -120,12 +133,19 @@ function cpuMs(pid: number): number {
 }
 
 /** One start: milliseconds from spawn to the first 200, then the idle RSS; the process is stopped after. */
-async function start(target: Target, state: string, ca: () => string | null): Promise<{ readyMs: number; cpuMs: number; rssMb: number }> {
+interface Start {
+  readyMs: number;
+  cpuMs: number;
+  rssMb: number;
+}
+
+async function start(target: Target, state: string, ca: () => string | null): Promise<Start> {
   const port = await freePort();
   const { file, args, env } = target.command(port, state);
   const started = performance.now();
   // A clean environment: no loader flags of the bench's own runner reach the target.
-  const proc = spawn(file, args, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: state, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const clean = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: state };
+  const proc = spawn(file, args, { env: { ...clean, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => {
     stderr += d;
@@ -163,8 +183,12 @@ async function start(target: Target, state: string, ca: () => string | null): Pr
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 
+/** What running from the sources took besides Node: the packages and the source folders. */
+const SOURCES = ['node_modules', 'app', 'domains', 'gateway'];
+
 function sizeMb(...paths: string[]): number {
-  const bytes = paths.reduce((sum, path) => sum + Number(execFileSync('du', ['-sbD', path], { encoding: 'utf8' }).split('\t')[0]), 0);
+  const du = (path: string) => Number(execFileSync('du', ['-sbD', path], { encoding: 'utf8' }).split('\t')[0]);
+  const bytes = paths.reduce((sum, path) => sum + du(path), 0);
   return bytes / 1e6;
 }
 
@@ -196,18 +220,22 @@ async function main(): Promise<void> {
       starts: runs.map((r) => Math.round(r.readyMs)),
     };
     results[target.name] = result;
-    const line = `start→serving ${result.readyMs.toFixed(0)} ms (${result.starts.join(', ')}), CPU ${result.cpuMs.toFixed(0)} ms`;
-    console.log(`${target.name.padEnd(28)} ${line}, idle RSS ${result.rssMb.toFixed(1)} MB`);
+    const serving = `start→serving ${result.readyMs.toFixed(0)} ms (${result.starts.join(', ')})`;
+    const rest = `CPU ${result.cpuMs.toFixed(0)} ms, idle RSS ${result.rssMb.toFixed(1)} MB`;
+    console.log(`${target.name.padEnd(28)} ${serving}, ${rest}`);
   }
   const sizes = {
-    'tsx (before): node + node_modules + sources': sizeMb(NODE, join(ROOT, 'node_modules'), join(ROOT, 'app'), join(ROOT, 'domains'), join(ROOT, 'gateway')),
+    'tsx (before): node + node_modules + sources': sizeMb(NODE, ...SOURCES.map((d) => join(ROOT, d))),
     'dist/meshgate': statSync(join(ROOT, 'dist', 'meshgate')).size / 1e6,
     caddy: statSync(execFileSync('sh', ['-c', 'command -v caddy'], { encoding: 'utf8' }).trim()).size / 1e6,
   };
   for (const [name, mb] of Object.entries(sizes)) console.log(`${name.padEnd(46)} ${mb.toFixed(1)} MB`);
   const caddy = results['caddy (peer)'];
   const exe = results['dist/meshgate (executable)'];
-  if (caddy && exe) console.log(`executable / caddy: start ${(exe.readyMs / caddy.readyMs).toFixed(2)}×, idle RSS ${(exe.rssMb / caddy.rssMb).toFixed(2)}×`);
+  if (caddy && exe) {
+    const ratio = (of: (r: Start) => number) => (of(exe) / of(caddy)).toFixed(2);
+    console.log(`executable / caddy: start ${ratio((r) => r.readyMs)}×, idle RSS ${ratio((r) => r.rssMb)}×`);
+  }
   mkdirSync(join(ROOT, '.bench-out'), { recursive: true });
   writeFileSync(join(ROOT, '.bench-out', 'startup.json'), JSON.stringify({ reps: REPS, results, sizes }, null, 2));
 }
