@@ -9,9 +9,10 @@
  * drizzle's migrator need real files, so they are written once to a folder
  * named by version and content hash under the user's cache dir
  * ($XDG_CACHE_HOME/meshgate/<version>-<hash>/, else ~/.cache/…) and read
- * from there. The folder must be this user's alone: a file planted in it by
+ * from there, each start checking their contents. The folder must be this user's alone: a file planted in it by
  * another user would be code loaded into the gateway.
  */
+import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
@@ -33,8 +34,10 @@ export const ASSET_MANIFEST = 'manifest.json';
 export const SQLITE_ADDON_ASSET = 'better_sqlite3.node';
 
 export interface AssetManifest {
+  /** Of all the files: names the cache folder. */
   readonly hash: string;
-  readonly files: readonly string[];
+  /** Each file's SHA-256 (hex) by its asset name. */
+  readonly files: Readonly<Record<string, string>>;
 }
 
 let shipped: ShippedFiles | null = null;
@@ -60,7 +63,7 @@ function fromExecutable(): ShippedFiles {
   const folder = join(cacheHome(), 'meshgate', `${BUILD_INFO.version}-${manifest.hash}`);
   privateFolder(dirname(folder));
   privateFolder(folder);
-  for (const name of manifest.files) writeOnce(folder, name, new Uint8Array(sea.getRawAsset(name)));
+  for (const [name, sha256] of Object.entries(manifest.files)) writeOnce(folder, name, sha256);
   const addon = { exports: {} };
   process.dlopen(addon, join(folder, SQLITE_ADDON_ASSET));
   return { migrationsFolder: join(folder, 'migrations'), sqliteAddon: addon.exports };
@@ -87,22 +90,23 @@ function privateFolder(path: string): void {
 }
 
 /**
- * The asset as a file in the folder: kept when it already holds these bytes, else written beside and renamed into
- * place, so a concurrent start or an interrupted one never leaves a partial file to be loaded.
+ * The asset as a file in the folder: kept when its contents have the asset's hash (checked against the manifest, so
+ * the executable's own copy is not paged in), else written beside and renamed into place, so a concurrent start or
+ * an interrupted one never leaves a partial file to be loaded.
  */
-function writeOnce(folder: string, name: string, bytes: Uint8Array): void {
+function writeOnce(folder: string, name: string, sha256: string): void {
   const file = join(folder, name);
-  let current: Buffer | null = null;
+  let current: string | null = null;
   try {
-    current = readFileSync(file);
+    current = createHash('sha256').update(readFileSync(file)).digest('hex');
   } catch {
     // absent: written below
   }
-  if (current?.equals(bytes)) return;
+  if (current === sha256) return;
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const staging = `${file}.${process.pid}.tmp`;
   try {
-    writeFileSync(staging, bytes, { mode: 0o600, flag: 'w' });
+    writeFileSync(staging, new Uint8Array(sea.getRawAsset(name)), { mode: 0o600, flag: 'w' });
     renameSync(staging, file);
   } finally {
     rmSync(staging, { force: true });

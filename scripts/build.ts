@@ -111,9 +111,10 @@ function assets(stagingDir: string): Record<string, string> {
     'migrations/meta/_journal.json': join(migrations, 'meta', '_journal.json'),
     ...Object.fromEntries(sql.map((name) => [`migrations/${name}`, join(migrations, name)])),
   };
-  const hash = createHash('sha256');
-  for (const [name, file] of Object.entries(files)) hash.update(`${name}\0`).update(readFileSync(file));
-  const manifest: AssetManifest = { hash: hash.digest('hex').slice(0, 16), files: Object.keys(files) };
+  const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
+  const hashes = Object.fromEntries(Object.entries(files).map(([name, file]) => [name, sha256(readFileSync(file))]));
+  const all = Object.entries(hashes).map(([name, hash]) => `${name} ${hash}\n`);
+  const manifest: AssetManifest = { hash: sha256(all.join('')).slice(0, 16), files: hashes };
   const manifestFile = join(stagingDir, ASSET_MANIFEST);
   writeFileSync(manifestFile, JSON.stringify(manifest));
   return { ...files, [ASSET_MANIFEST]: manifestFile };
