@@ -75,6 +75,9 @@ async function bundle(): Promise<void> {
     write: false,
     logLevel: 'warning',
     plugins: [drizzleRequires],
+    // The Kafka client's compression and CRC helpers read their WebAssembly from a file beside their module, which a
+    // bundle does not have; the package's `bundled` entry carries it inline for bundlers.
+    alias: { '@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
     // A CommonJS script has no import.meta: its URL and file name are this script's (inside the executable, the
     // executable's own path).
     banner: { js: 'const __meshgate_import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
