@@ -42,4 +42,5 @@ exec 9>dist/.build.lock
 flock 9
 "$current" && exit 0
 echo "meshgate: building $([ $target = bundle ] && echo "$bundle" || echo "$executable") (scripts/build.sh)" >&2
-node scripts/build.ts "$target"
+# Type stripping is on by default from Node 23.6 and 22.18; the flag turns it on for the Node 22 releases before.
+node --experimental-strip-types scripts/build.ts "$target"

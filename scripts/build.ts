@@ -8,7 +8,7 @@
  *                                  injected into a copy of this Node.js (a single executable application,
  *                                  https://nodejs.org/api/single-executable-applications.html)
  *
- * Run by Node.js itself (type stripping), so building needs no TypeScript loader either.
+ * Run by Node.js itself (type stripping, scripts/build.sh), so building needs no TypeScript loader either.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
