@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { z } from 'zod';
-import { MIGRATIONS_FOLDER } from '../../gateway/db/open.ts';
+import { shippedFiles } from '../../gateway/shipped.ts';
 import { SERVE_LOCK_FILE } from '../../gateway/db/serve-lock.ts';
 import { DATABASE_FILES } from '../../gateway/db/storage.ts';
 
@@ -158,7 +158,7 @@ export function syncDir(dir: string): void {
 
 /** The newest migration this build knows (the drizzle journal's `when`). */
 export function latestKnownMigration(): number {
-  const text = readFileSync(join(MIGRATIONS_FOLDER, 'meta', '_journal.json'), 'utf8');
+  const text = readFileSync(join(shippedFiles().migrationsFolder, 'meta', '_journal.json'), 'utf8');
   const journal = JSON.parse(text) as { entries: { when: number }[] };
   return Math.max(...journal.entries.map((e) => e.when));
 }

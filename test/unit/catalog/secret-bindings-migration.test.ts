@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { drizzle, migrate } from '../../../gateway/db/drizzle.ts';
-import { MIGRATIONS_FOLDER } from '../../../gateway/db/open.ts';
+import { shippedFiles } from '../../../gateway/shipped.ts';
 
 const TAG = /_secret_ids_and_dataset_bindings$/;
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -19,7 +19,7 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 /** A copy of the migrations folder that stops just before the secret-id migration. */
 function foldersBefore(dir: string): string {
   const folder = join(dir, 'before');
-  cpSync(MIGRATIONS_FOLDER, folder, { recursive: true });
+  cpSync(shippedFiles().migrationsFolder, folder, { recursive: true });
   const journalFile = join(folder, 'meta', '_journal.json');
   const journal = JSON.parse(readFileSync(journalFile, 'utf8')) as { entries: { tag: string }[] };
   const at = journal.entries.findIndex((e) => TAG.test(e.tag));
@@ -62,7 +62,7 @@ test('existing secrets get distinct UUIDs; existing references bind where their 
   addDataset.run('urn:a', 'a', JSON.stringify(properties), at, at);
   addDataset.run('urn:b', 'b', JSON.stringify({ host: 'x' }), at, at);
 
-  migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  migrate(db, { migrationsFolder: shippedFiles().migrationsFolder });
   const all = (query: string) => sqlite.prepare(query).all() as Record<string, unknown>[];
   const secrets = all('SELECT urn, id FROM catalog_secrets ORDER BY urn') as { urn: string; id: string }[];
   assert.equal(secrets.length, 3);
