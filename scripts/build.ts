@@ -78,6 +78,8 @@ async function bundle(): Promise<void> {
     write: false,
     logLevel: 'warning',
     plugins: [drizzleRequires],
+    // Only the console's client build imports esbuild, and the bundle carries that client prebuilt.
+    external: ['esbuild'],
     // The Kafka client's compression and CRC helpers read their WebAssembly from a file beside their module, which a
     // bundle does not have; the package's `bundled` entry carries it inline for bundlers.
     alias: { '@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
@@ -87,6 +89,7 @@ async function bundle(): Promise<void> {
     define: {
       'import.meta.url': '__meshgate_import_meta_url',
       'import.meta.filename': '__filename',
+      'import.meta.dirname': '__dirname',
       MESHGATE_COMMIT: JSON.stringify(stamped),
       MESHGATE_CONSOLE_CLIENT: JSON.stringify(consoleClient),
     },

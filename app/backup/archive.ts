@@ -14,9 +14,9 @@ import { createHash } from 'node:crypto';
 import { closeSync, fsyncSync, lstatSync, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { z } from 'zod';
-import { shippedFiles } from '../../gateway/shipped.ts';
 import { SERVE_LOCK_FILE } from '../../gateway/db/serve-lock.ts';
 import { DATABASE_FILES } from '../../gateway/db/storage.ts';
+import { shippedFiles } from '../../gateway/shipped.ts';
 
 export const MANIFEST_FILE = 'MANIFEST.json';
 

@@ -12,9 +12,9 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import Database from 'better-sqlite3';
 import { kekDirOf } from '../../domains/catalog/index.ts';
 import type { Config } from '../../gateway/config/schema.ts';
+import { sqliteConnection } from '../../gateway/db/open.ts';
 import { DATABASE_FILE } from '../../gateway/db/storage.ts';
 import {
   type FileEntry,
@@ -68,7 +68,7 @@ async function fill(config: Readonly<Config>, dataDir: string, staging: string):
   const databaseCopy = join(staging, DATABASE_FILE);
   // Created 0600 first: the backup API would create it with the umask's mode.
   writeSynced(databaseCopy, '');
-  const source = new Database(join(dataDir, DATABASE_FILE), { fileMustExist: true, timeout: 5000 });
+  const source = sqliteConnection(join(dataDir, DATABASE_FILE), { fileMustExist: true, timeout: 5000 });
   try {
     await source.backup(databaseCopy, { progress: () => ALL_PAGES });
   } finally {

@@ -3,9 +3,10 @@
  * a migration or any domain: its schema level, its integrity, and the KEK
  * files its secrets need.
  */
-import Database from 'better-sqlite3';
+
 import { checkKekFiles, type KekFileStatus } from '../../domains/catalog/index.ts';
 import { drizzle } from '../../gateway/db/drizzle.ts';
+import { sqliteConnection } from '../../gateway/db/open.ts';
 
 const SCHEMA_LEVEL = 'SELECT count(*) AS applied, max(created_at) AS latest FROM __drizzle_migrations';
 
@@ -21,7 +22,7 @@ export interface DatabaseFacts {
  * or -shm appears beside it. mode `verify` (a restored copy): opened read-only and integrity-checked.
  */
 export function inspectDatabase(file: string, kekDir: string, mode: 'standalone' | 'verify'): DatabaseFacts {
-  const sqlite = new Database(file, { fileMustExist: true, readonly: mode === 'verify' });
+  const sqlite = sqliteConnection(file, { fileMustExist: true, readonly: mode === 'verify' });
   try {
     if (mode === 'standalone') sqlite.pragma('journal_mode = DELETE');
     else {

@@ -14,18 +14,25 @@ export type Db = BetterSQLite3Database;
 
 const MEMORY = ':memory:';
 
+/**
+ * Every SQLite connection the gateway opens (the database, the serve lock, a backup's copies): with the addon
+ * gateway/shipped.ts found, which better-sqlite3's own lookup cannot find from inside a bundle.
+ */
+export function sqliteConnection(file: string, options: Database.Options = {}): Database.Database {
+  // better-sqlite3 takes a loaded addon object as well as a path; its type declarations know only the path.
+  return new Database(file, { ...options, nativeBinding: shippedFiles().sqliteAddon as unknown as string });
+}
+
 export function openDatabase(file: string): { sqlite: Database.Database; db: Db } {
   // Created 0600 before SQLite opens it: its WAL and SHM files take the database file's mode.
   // ':memory:' names no file (https://www.sqlite.org/inmemorydb.html).
   if (file !== MEMORY) closeSync(openSync(file, 'a', 0o600));
-  const { sqliteAddon, migrationsFolder } = shippedFiles();
-  // better-sqlite3 takes a loaded addon object as well as a path; its type declarations know only the path.
-  const sqlite = new Database(file, { nativeBinding: sqliteAddon as unknown as string });
+  const sqlite = sqliteConnection(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   const db = drizzle(sqlite);
-  migrate(db, { migrationsFolder });
+  migrate(db, { migrationsFolder: shippedFiles().migrationsFolder });
   return { sqlite, db };
 }

@@ -13,7 +13,7 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { sqliteConnection } from './open.ts';
 
 export const SERVE_LOCK_FILE = 'serve.lock';
 
@@ -44,7 +44,7 @@ export function holdRestoreLock(dataDir: string): ServeLock {
 function takeLock(dataDir: string, mode: 'shared' | 'exclusive'): ServeLock {
   const file = join(dataDir, SERVE_LOCK_FILE);
   createPrivateFile(file);
-  const lock = new Database(file, { timeout: 0 });
+  const lock = sqliteConnection(file, { timeout: 0 });
   try {
     // The journal in memory: the transaction never writes, and a -journal file would only clutter the data dir.
     lock.pragma('journal_mode = MEMORY');
