@@ -100,8 +100,10 @@ test('Schemathesis finds no server error and no answer the document does not des
     '40',
     '--request-timeout',
     '10',
+    // One worker: Python 3.11's ast module can raise a spurious SystemError ("AST constructor recursion depth
+    // mismatch", CPython gh-106905) when Hypothesis describes filters from several threads at once.
     '--workers',
-    '2',
+    '1',
     '--seed',
     '20',
     '--no-color',
