@@ -11,10 +11,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
 import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
-import { hostForUrl } from '../gateway/http/origin.ts';
+import { authorityOf } from '../gateway/http/origin.ts';
 import type { AccessSink } from '../gateway/log.ts';
 import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
 import type { ListenerFactory, ListenerOptions } from '../gateway/module.ts';
+import type { RequestObserver } from '../gateway/observability/request.ts';
 import { createPipeline } from '../gateway/pipeline/run.ts';
 import type { Stage } from '../gateway/pipeline/stage.ts';
 import { createAccessLogStage } from '../gateway/pipeline/stages/access-log.ts';
@@ -26,13 +27,18 @@ export interface IngressBase {
   readonly config: Readonly<Config>;
   readonly accessLog: AccessSink;
   readonly tls: ServerKeyPair;
+  /** Every request's span and metrics, on every listener alike. */
+  readonly observer: RequestObserver;
 }
 
 type AccessFields = ListenerOptions['accessFields'];
 
 /** The stages every listener runs first, in STAGE_ORDER (test/unit/gateway/pipeline/stage-order.test.ts checks). */
-export function ingressPrelude(base: Omit<IngressBase, 'tls'>, accessFields?: AccessFields): Stage[] {
-  const accessLog = createAccessLogStage(base.accessLog, accessFields);
+export function ingressPrelude(
+  base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>,
+  accessFields?: AccessFields,
+): Stage[] {
+  const accessLog = createAccessLogStage(base.accessLog, accessFields, base.observer ?? null);
   return [createRequestIdStage(), accessLog, createLimitsStage(base.config.limits), createCanonicalPathStage()];
 }
 
@@ -105,7 +111,7 @@ export function listen(server: HttpServer | Http2SecureServer, port: number, hos
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       const why = error.code === 'EADDRINUSE' ? 'the address is already in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
-      reject(new Error(`cannot listen on ${hostForUrl(host)}:${port}: ${why}`, { cause: error }));
+      reject(new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error }));
     };
     server.once('error', onError);
     server.listen(port, host, () => {

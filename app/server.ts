@@ -3,21 +3,27 @@
  * listeners bound (requests held) → the domains → the compiled routing
  * tables → requests let through. The HTTPS listener speaks HTTP/2 with
  * HTTP/1.1 fallback; an optional plain-HTTP listener serves local
- * development. Every listener is built by app/listeners.ts.
+ * development; the optional admin listener serves metrics (app/admin.ts).
+ * Every public listener is built by app/listeners.ts.
  */
 import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
+import { holdServeLock, type ServeLock } from '../gateway/db/serve-lock.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
-import { buildErrorRegistry } from '../gateway/errors/registry.ts';
-import { deriveOrigin, hostForUrl } from '../gateway/http/origin.ts';
+import { buildErrorRegistry, type RegistryEntry } from '../gateway/errors/registry.ts';
+import { deriveOrigin, urlOf } from '../gateway/http/origin.ts';
 import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
 import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
 import { createMeshVerifyStage } from '../gateway/mesh/verify.ts';
-import type { GatewayDeps, HandlerInstance } from '../gateway/module.ts';
+import type { GatewayDeps, HandlerInstance, RouteDef } from '../gateway/module.ts';
+import { createMetrics } from '../gateway/observability/metrics.ts';
+import { createRequestObserver } from '../gateway/observability/request.ts';
+import { createTracing } from '../gateway/observability/tracing.ts';
 import type { createPipeline } from '../gateway/pipeline/run.ts';
+import { AUTH_FAILURES } from '../gateway/pipeline/stages/authenticate.ts';
 import { createRouteMatchStage } from '../gateway/pipeline/stages/route-match.ts';
 import { AUTHENTICATOR } from '../gateway/principal.ts';
 import { buildServiceTable, compileHandlers } from '../gateway/routing/compile.ts';
@@ -25,6 +31,8 @@ import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
+import { type AdminListener, startAdminListener } from './admin.ts';
+import { apiDocumentInstance } from './api-document.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
 import {
   closeGracefully,
@@ -47,22 +55,41 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly httpsUrl: string;
   readonly httpUrl: string | null;
+  /** The admin listener (`/metrics`), when `admin.port` is set. */
+  readonly adminUrl: string | null;
   readonly origin: string;
   readonly caPem: string;
   readonly deps: GatewayDeps;
+  /** Every API route served, the API document's own included. */
+  readonly apiRoutes: readonly RouteDef[];
   /** Stops gracefully; `reason` (e.g. the signal) goes into the final `stopped` log line. */
   close(graceMs?: number, reason?: string): Promise<void>;
 }
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
-  buildErrorRegistry(ERROR_TABLES);
+  const registry = buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
-  const tls = await prepareStorage(config, logs.logger);
-  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls };
-  const bound = await bindListeners(ingress).catch((error: unknown) => {
+  const { tls, lock } = await prepareStorage(config, logs.logger).catch((error: unknown) => {
     logs.close();
     throw error;
   });
+  const metrics = createMetrics();
+  const tracing = createTracing(config);
+  const observer = createRequestObserver(metrics, tracing);
+  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
+  const bound = await bindListeners(ingress).catch((error: unknown) => {
+    lock.release();
+    logs.close();
+    throw error;
+  });
+  let admin: AdminListener | null = null;
+  try {
+    admin = await startAdminListener(config, metrics, logs.logger);
+  } catch (error) {
+    bound.stop();
+    logs.close();
+    throw error;
+  }
   const origin = deriveOrigin(config, bound.httpsPort);
   // Operator lines (the bootstrap admin's password) are held until start has succeeded.
   const print = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -71,18 +98,29 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const base: DomainDeps = {
     config,
     purpose: 'serve',
+    metrics,
+    tracing,
     listeners: createListenerFactory(ingress),
-    runtime: { origin: () => origin, externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin, caPem: () => tls.caPem },
+    runtime: {
+      origin: () => origin,
+      externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,
+      caPem: () => tls.caPem,
+      serverCertPem: () => tls.certPem,
+    },
     now: options.now ?? (() => new Date()),
     announce: (line) => (started ? print(line) : held.push(line)),
   };
   let domains: Domains | null = null;
+  let served: Domains | null = null;
   try {
     domains = await initDomains(DOMAIN_MODULES, base, logs);
-    letRequestsThrough(domains, ingress, bound);
+    served = withApiDocument(domains, registry);
+    letRequestsThrough(served, ingress, bound);
   } catch (error) {
     bound.stop();
+    await admin?.close();
     await domains?.close();
+    lock.release();
     logs.close();
     // A domain that failed after the bootstrap admin was created: its password is shown now, with the failure,
     // rather than never — the row stays, and the next start (once the cause is fixed) will not print it again.
@@ -90,38 +128,55 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     throw error;
   }
   const running = domains;
-  const httpsUrl = `https://${hostForUrl(config.bind)}:${bound.httpsPort}`;
-  const httpUrl = bound.httpPort === null ? null : `http://${hostForUrl(config.bind)}:${bound.httpPort}`;
-  logs.logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
+  const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
+  const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
+  const adminUrl = admin?.url ?? null;
+  logs.logger.info({ https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName }, 'listening');
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
   started = true;
   for (const line of held.splice(0)) print(line);
   return {
     httpsUrl,
     httpUrl,
+    adminUrl,
     origin,
     caPem: tls.caPem,
     deps: running.deps,
+    apiRoutes: served.instances.flatMap((i) => i.routes ?? []),
     async close(graceMs = 5000, reason = 'closed') {
       await closeGracefully(bound.listeners, graceMs);
       await running.close();
+      await admin?.close();
+      // The spans of the last requests are exported before the process goes.
+      await tracing.close().catch((error: unknown) => logs.logger.warn({ err: String(error) }, 'span export failed'));
+      lock.release();
       logs.logger.info({ reason }, 'stopped');
       logs.close();
     },
   };
 }
 
-/** The data dir locked down, and the TLS material for every name the gateway answers to. */
-async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<TlsMaterial> {
+/**
+ * The data dir locked down and held (the serve lock: one gateway per data dir, and a restore can see it is in use),
+ * and the TLS material for every name the gateway answers to.
+ */
+type Storage = { tls: TlsMaterial; lock: ServeLock };
+
+async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<Storage> {
   secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
+  const lock = holdServeLock(config.dataDir);
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
-  return ensureTlsMaterial({
+  const tls = await ensureTlsMaterial({
     tlsDir: join(config.dataDir, 'tls'),
     names,
     clusterName: config.clusterName,
     operatorCertFile: config.tlsCertFile,
     operatorKeyFile: config.tlsKeyFile,
+  }).catch((error: unknown) => {
+    lock.release();
+    throw error;
   });
+  return { tls, lock };
 }
 
 type Handle = ReturnType<typeof createPipeline>;
@@ -165,6 +220,12 @@ async function bindListeners(ingress: IngressBase): Promise<BoundListeners> {
   }
 }
 
+/** The domains' instances and the API document of their routes, served beside them. */
+function withApiDocument(domains: Domains, registry: ReadonlyMap<string, RegistryEntry>): Domains {
+  const document = apiDocumentInstance(domains.instances, registry, domains.deps.services.get(ROUTING_SOURCE));
+  return { ...domains, instances: [...domains.instances, document] };
+}
+
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
 function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners): void {
   const table = compileRouting(deps, instances);
@@ -178,7 +239,11 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
   const compiled = compileHandlers(instances, {
     authenticator: deps.services.get(AUTHENTICATOR),
     sharedRealmAuthenticator: mesh?.egressAuthenticator,
-    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: deps.config.mesh, now: deps.now }) : undefined,
+    meshVerify: mesh
+      ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, metrics: deps.metrics, now: deps.now })
+      : undefined,
+    authFailures: deps.metrics.counter(AUTH_FAILURES),
+    sessionOrigin: deps.runtime.origin,
   });
   const routing = deps.services.get(ROUTING_SOURCE);
   let table = buildServiceTable(routing.current(), compiled);

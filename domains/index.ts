@@ -6,6 +6,7 @@ import type { HandlerModule } from '../gateway/module.ts';
 import { authModule } from './auth/index.ts';
 import { authzModule } from './authz/index.ts';
 import { catalogModule } from './catalog/index.ts';
+import { clusterModule } from './cluster/index.ts';
 import { federationModule } from './federation/index.ts';
 import { gatesModule } from './gates/index.ts';
 import { jobsModule } from './jobs/index.ts';
@@ -25,4 +26,5 @@ export const DOMAIN_MODULES: readonly HandlerModule[] = [
   jobsModule,
   servingModule,
   gatesModule,
+  clusterModule,
 ];

@@ -89,8 +89,8 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   { env: ['PLATFORM_MAX_BODY_BYTES'], meaning: 'most bytes of a buffered API request body (413 beyond)' },
   {
-    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS'],
-    meaning: "runtime proxy pool per upstream, and one client connection's share of it",
+    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS', 'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS'],
+    meaning: "runtime proxy pool per upstream, and one client connection's and one client address's share of it",
     doc: 'docs/serving.md',
   },
   {
@@ -108,6 +108,22 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     doc: 'docs/serving.md',
   },
   { env: ['PLATFORM_ACCESS_TOKEN_TTL_SECONDS'], meaning: 'lifetime of access tokens' },
+  {
+    env: ['PLATFORM_ADMIN_PORT', 'PLATFORM_ADMIN_BIND'],
+    meaning: 'admin listener (plain HTTP) serving Prometheus `/metrics`; keep it on loopback or a management network',
+    doc: 'docs/observability.md',
+  },
+  {
+    env: ['PLATFORM_METRICS_TOKEN'],
+    meaning: 'bearer token `/metrics` requires (at least 16 characters)',
+    doc: 'docs/observability.md',
+  },
+  {
+    env: ['PLATFORM_OTLP_ENDPOINT'],
+    unset: 'off',
+    meaning: 'OTLP/HTTP traces endpoint; set, spans are recorded and exported',
+    doc: 'docs/observability.md',
+  },
   {
     env: ['PLATFORM_SECRETS_KEK_DIR'],
     unset: '<data-dir>/keys/kek',

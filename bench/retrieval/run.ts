@@ -1,8 +1,9 @@
 /**
- * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
- * (DESIGN.md §8): a real PostgreSQL, a meshgate started as shipped
- * (`bin/meshgate serve`), and loopback clients: inline and SSE (undici), gRPC
- * with three clients, Python grpcio (test/helpers/grpcio_client.py; the
+ * Retrieval throughput against `psql COPY … TO STDOUT` in the same run:
+ * a real PostgreSQL, a meshgate started as shipped
+ * (`bin/meshgate serve`), and loopback clients: inline and SSE (undici), Arrow
+ * Flight DoGet read by pyarrow.flight (test/helpers/flight_client.py), and
+ * platform.retrieval.v1 gRPC with three clients, Python grpcio (test/helpers/grpcio_client.py; the
  * platform's public SDK is Python) and Node's Connect gRPC transport at its
  * defaults and with 8 MiB HTTP/2 windows (stream and connection). Prints
  * rows/s per transport and table size, the ratio to COPY, psql's rate for
@@ -24,6 +25,7 @@ import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport, type GrpcTransportOptions, Http2SessionManager } from '@connectrpc/connect-node';
 import { Agent, request } from 'undici';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
+import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
 import { startGrpcioClient } from '../../test/helpers/grpcio.ts';
 import { type PostgresPeer, startPostgres } from '../../test/helpers/peers/postgres.ts';
 
@@ -143,22 +145,24 @@ async function main(): Promise<void> {
       notifyResponseByteRead: (stream) => sessions.notifyResponseByteRead(stream),
     };
     const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: gw.url, sessionManager }));
-    return async (jobId: string, jobToken: string) => {
+    return async ({ job_id, grpc: { token: jobToken } }: { job_id: string; grpc: { token: string } }) => {
       let rows = 0;
-      for await (const chunk of client.streamData({ jobId, token: jobToken })) rows += Number(chunk.rowCount);
+      for await (const chunk of client.streamData({ jobId: job_id, token: jobToken })) rows += Number(chunk.rowCount);
       return rows;
     };
   };
-  const py = await startGrpcioClient({ after: (fn) => cleanups.push(fn) }, gw.ca);
-  const grpcClients: [string, (jobId: string, jobToken: string, endpoint: string) => Promise<number>][] = [
-    ['Python grpcio', async (job_id, token, endpoint) => (await py.stream({ endpoint, job_id, token })).rows],
-    ['Node Connect', connectClient()],
-    ['Node Connect, 8 MiB windows', connectClient(8 << 20)],
+  const after = { after: (fn: () => unknown) => cleanups.push(fn) };
+  const py = await startGrpcioClient(after, gw.ca);
+  const flight = await startFlightClient(after, gw.ca);
+  type GrpcJob = { job_id: string; grpc: { token: string; endpoint: string; endpoints: { location: string }[] } };
+  const grpcClients: [string, 'arrow-flight' | 'platform.retrieval.v1', (job: GrpcJob) => Promise<number>][] = [
+    ['Arrow Flight, pyarrow', 'arrow-flight', async (job) => (await flight.get(flightGet(job, false))).rows],
+    ['Python grpcio', 'platform.retrieval.v1', async ({ job_id, grpc }) => (await py.stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows],
+    ['Node Connect', 'platform.retrieval.v1', connectClient()],
+    ['Node Connect, 8 MiB windows', 'platform.retrieval.v1', connectClient(8 << 20)],
   ];
-  const grpc = async (urn: string, stream: (typeof grpcClients)[number][1]) => {
-    const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc' });
-    return stream(job.job_id, job.grpc.token, job.grpc.endpoint);
-  };
+  const grpc = async (urn: string, [, grpc_protocol, stream]: (typeof grpcClients)[number]) =>
+    stream(await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc', grpc_protocol }));
   /** Wall time, and the gateway's CPU seconds per million rows, of one stream. */
   const measured = async (n: number, fn: () => Promise<number>) => {
     const cpu = cpuSeconds(gw.pid);
@@ -181,7 +185,7 @@ async function main(): Promise<void> {
     let peak = base;
     const sampler = watch ? setInterval(() => (peak = Math.max(peak, rssMb(gw.pid))), 100) : undefined;
     const streams = [await measured(n, () => sse(urns[name]))];
-    for (const [, stream] of grpcClients) streams.push(await measured(n, () => grpc(urns[name], stream)));
+    for (const client of grpcClients) streams.push(await measured(n, () => grpc(urns[name], client)));
     clearInterval(sampler);
     if (watch) rss = { base, peak };
     if (streams.some((x) => x.value !== n)) throw new Error(`row count mismatch: ${streams.map((x) => x.value).join(', ')}, want ${n}`);

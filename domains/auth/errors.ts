@@ -1,4 +1,4 @@
-/** Reasons of the native realm (spec/contract.md §1). */
+/** Reasons of the native realm. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const AuthErrors = defineErrors('auth', {
@@ -7,6 +7,10 @@ export const AuthErrors = defineErrors('auth', {
   too_many_attempts: {
     status: 429,
     doc: 'Login throttled: too many failed logins from this client address (or on this username from a client that failed recently), or too many logins of this client in flight. `retry_after` (seconds) is also sent as the Retry-After header.',
+  },
+  validation_throttled: {
+    status: 429,
+    doc: 'GET /api/auth/validate: this client presented too many invalid credentials; `retry_after` (seconds) is also the Retry-After header. A proxy in front should be listed in `auth.forwardAuth.trustedProxies`.',
   },
   login_busy: { status: 503, doc: 'Too many logins waiting for a password check in all; retry after `retry_after` seconds (Retry-After header).' },
   user_is_caller: { status: 409, doc: 'An administrator cannot disable their own account (another administrator or `meshgate user disable` can).' },

@@ -11,10 +11,16 @@
  *   this cluster's identity, `urn:meshgate:cluster:<uuid>` (a JWT `iss` may be
  *   any StringOrURI, RFC 7519 §4.1.1). A later change of port or hostname
  *   leaves it as it was; discovery's endpoints still follow the live origin.
+ *
+ * The file is written whole or not at all (a temporary file, fsync, then a
+ * hard link to the final name, which also never replaces one a concurrent
+ * start made first), and an existing file that holds no valid issuer stops
+ * the start: a crash must not leave an empty file that silently becomes a
+ * new issuer and orphans every PAT.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Config } from '../../gateway/config/schema.ts';
 import type { RuntimeInfo } from '../../gateway/module.ts';
 
@@ -27,18 +33,50 @@ export function authBaseUrl(runtime: RuntimeInfo): string {
 
 export function tokenIssuer(config: Readonly<Config>, runtime: RuntimeInfo): () => string {
   if (config.externalUrl !== null || config.origin !== null) return () => authBaseUrl(runtime);
-  let issuer: string | null = null;
-  // Resolved at first use: the derived origin knows its port only once the listener is bound.
+  const file = join(config.dataDir, 'issuer');
+  // Read now, so a damaged file refuses the start instead of the first login.
+  let issuer: string | null = existsSync(file) ? readIssuer(file) : null;
+  // Chosen at first use: the derived origin knows its port only once the listener is bound.
   return () => {
-    issuer ??= persistedIssuer(config.dataDir, () => (config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`));
+    issuer ??= persistIssuer(file, config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`);
     return issuer;
   };
 }
 
-function persistedIssuer(dataDir: string, firstIssuer: () => string): string {
-  const file = join(dataDir, 'issuer');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  const issuer = firstIssuer();
-  writeFileSync(file, `${issuer}\n`, { mode: 0o600, flag: 'wx' });
+const CLUSTER_URN = /^urn:meshgate:cluster:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function readIssuer(file: string): string {
+  const issuer = readFileSync(file, 'utf8').trim();
+  if (CLUSTER_URN.test(issuer) || (URL.canParse(issuer) && new URL(issuer).protocol === 'https:')) return issuer;
+  throw new Error(
+    `${file} holds no token issuer (expected an https URL or urn:meshgate:cluster:<uuid>): restore it from a backup, ` +
+      'or remove it to choose a new issuer, which makes every PAT signed so far invalid',
+  );
+}
+
+function persistIssuer(file: string, issuer: string): string {
+  const temporary = `${file}.${process.pid}.${randomUUID()}.tmp`;
+  const fd = openSync(temporary, 'wx', 0o600);
+  try {
+    writeSync(fd, `${issuer}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    linkSync(temporary, file);
+  } catch (error) {
+    // Another start chose first: its issuer is the one.
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readIssuer(file);
+    throw error;
+  } finally {
+    unlinkSync(temporary);
+  }
+  const dir = openSync(dirname(file), 'r');
+  try {
+    fsyncSync(dir); // the new name itself survives a crash
+  } finally {
+    closeSync(dir);
+  }
   return issuer;
 }

@@ -1,4 +1,4 @@
-/** Tables of the native realm: users (local and mesh-brokered), refresh tokens, revoked sessions, PATs. */
+/** Tables of the native realm: users (local and mesh-brokered), refresh tokens, ended sessions, PATs. */
 import { index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const users = sqliteTable('users', {
@@ -39,6 +39,15 @@ export const refreshTokens = sqliteTable(
   (t) => [index('refresh_tokens_user').on(t.userId), index('refresh_tokens_family').on(t.familyId)],
 );
 
+/**
+ * Ended sessions, kept for good: a refresh token of a family listed here is refused whatever its own
+ * row says, so no rotation racing the revocation can bring the session back.
+ */
+export const revokedFamilies = sqliteTable('revoked_families', {
+  familyId: text('family_id').primaryKey(),
+  revokedAt: text('revoked_at').notNull(),
+});
+
 /** Sessions whose access tokens are refused before they expire (logout, refresh-token reuse). */
 export const revokedSessions = sqliteTable('revoked_sessions', {
   sid: text('sid').primaryKey(),
@@ -67,7 +76,7 @@ export const pats = sqliteTable(
   (t) => [index('pats_owner').on(t.ownerId)],
 );
 
-/** The realm's declared attribute vocabulary (contract §9.1; docs/attributes.md). */
+/** The realm's declared attribute vocabulary (docs/attributes.md). */
 export const attributeSchema = sqliteTable('attribute_schema', {
   name: text('name').primaryKey(),
   type: text('type', { enum: ['string', 'int', 'bool', 'string[]'] }).notNull(),

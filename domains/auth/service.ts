@@ -1,5 +1,5 @@
 /**
- * The native realm's logic (spec: Authentication 1–2; contract §1): password
+ * The native realm's logic: password
  * and refresh grants, bearer resolution to a Principal, PATs. Transport-free.
  * Sessions follow RFC 9700 §4.14.2: a login starts a refresh-token family
  * (its id is the access tokens' `sid`), each refresh rotates within it, and a
@@ -76,23 +76,27 @@ export class AuthService implements Authenticator {
     if (row.revoked) {
       // Reuse of a rotated token: either the client or a thief holds a copy, and we cannot tell which,
       // so the whole session ends, the successor the legitimate party may hold included.
-      if (row.familyId) this.#endSessions([row.familyId]);
+      if (row.familyId) this.parts.revocations.end([row.familyId]);
       throw AuthErrors.make.invalid_refresh_token();
     }
+    // Rows from before sessions had families were revoked when families came in; one left is refused.
+    if (!row.familyId || this.store.familyRevoked(row.familyId)) throw AuthErrors.make.invalid_refresh_token();
     if (Date.parse(row.expiresAt) <= this.now().getTime()) throw AuthErrors.make.invalid_refresh_token();
     // Refused before rotation: a disabled user's token is kept, so enabling the user restores the session.
     const user = this.parts.users.byId(row.userId);
     if (!user || user.disabled) throw AuthErrors.make.invalid_refresh_token();
-    this.store.revokeRefresh(row.tokenHash);
-    return this.#issue(user.id, row.familyId ?? randomUUID());
+    // Spent and succeeded in one synchronous step: a reuse detected while the access token is being signed
+    // then finds the successor in the family and revokes it with the rest.
+    const successor = this.#storeRefresh(user.id, row.familyId, row.tokenHash);
+    const response = await this.#respond(user.id, row.familyId, successor);
+    // Ended while signing: the token would carry a revoked `sid` and the successor is revoked; say so now.
+    if (this.store.familyRevoked(row.familyId)) throw AuthErrors.make.invalid_refresh_token();
+    return response;
   }
 
   /** Ends every session of the user (refresh tokens and the access tokens they issued); PATs stay. */
   logout(principal: Principal) {
-    const accessTtlMs = this.settings.accessTokenTtlSeconds * 1000;
-    const since = new Date(this.now().getTime() - accessTtlMs).toISOString();
-    this.#endSessions(this.store.recentFamilies(principal.userId, since));
-    this.store.revokeUserRefresh(principal.userId);
+    this.parts.revocations.endUser(principal.userId);
     return {
       message: 'Logged out',
       logout_time: this.now().toISOString(),
@@ -102,27 +106,45 @@ export class AuthService implements Authenticator {
     };
   }
 
-  /** Revokes the families' refresh tokens and refuses their access tokens for as long as one could live. */
-  #endSessions(familyIds: readonly string[]): void {
-    for (const familyId of familyIds) this.store.revokeFamily(familyId);
-    const nowSeconds = Math.floor(this.now().getTime() / 1000);
-    this.parts.revocations.revoke(familyIds, nowSeconds + this.settings.accessTokenTtlSeconds + 1);
+  /**
+   * Ends the session an access token belongs to (browser sign-out): its refresh family and its access
+   * tokens. A token without a session (a PAT) or one that no longer verifies ends nothing.
+   */
+  async endSessionOf(bearer: string): Promise<void> {
+    let sid: string | null;
+    try {
+      ({ sid } = this.cache.get(bearer) ?? (await this.#verify(bearer)));
+    } catch {
+      return;
+    }
+    if (sid !== null) this.parts.revocations.end([sid]);
+  }
+
+  /** Stores a new refresh token of the family (spending `spentHash` in the same step) and returns it. */
+  #storeRefresh(userId: string, familyId: string, spentHash?: string): string {
+    const refresh = randomBytes(32).toString('base64url');
+    const at = this.now();
+    const row = {
+      tokenHash: sha256(refresh),
+      userId,
+      expiresAt: new Date(at.getTime() + this.settings.refreshTokenTtlSeconds * 1000).toISOString(),
+      createdAt: at.toISOString(),
+      familyId,
+    };
+    if (spentHash) this.store.rotateRefresh(spentHash, row);
+    else this.store.insertRefresh(row);
+    return refresh;
   }
 
   async #issue(userId: string, familyId: string): Promise<TokenResponse> {
+    return this.#respond(userId, familyId, this.#storeRefresh(userId, familyId));
+  }
+
+  async #respond(userId: string, familyId: string, refresh: string): Promise<TokenResponse> {
     const user = this.store.userById(userId);
     if (!user) throw AuthErrors.make.invalid_credentials();
     const ttl = this.settings.accessTokenTtlSeconds;
     const { token } = await this.signer.sign(subjectOf(user, this.vocabulary), 'access', ttl, { sid: familyId });
-    const refresh = randomBytes(32).toString('base64url');
-    const at = this.now();
-    this.store.insertRefresh({
-      tokenHash: sha256(refresh),
-      userId: user.id,
-      expiresAt: new Date(at.getTime() + this.settings.refreshTokenTtlSeconds * 1000).toISOString(),
-      createdAt: at.toISOString(),
-      familyId,
-    });
     return { access_token: token, token_type: 'bearer', expires_in: ttl, refresh_token: refresh, id_token: null };
   }
 
@@ -183,7 +205,7 @@ export class AuthService implements Authenticator {
       urn: `urn:li:corpuser:${principal.username}`,
       attributes: principal.attributes,
       source: principal.source,
-      // Mesh callers: who they are at the source (spec: Authentication 5–6).
+      // Mesh callers: who they are at the source.
       ...(principal.source === 'mesh' ? { external_id: principal.externalId ?? null, source_cluster_id: principal.sourceClusterId ?? null } : {}),
     };
   }
@@ -202,8 +224,10 @@ export class AuthService implements Authenticator {
     const user = this.store.userById(principal.userId);
     if (!user) throw GatewayErrors.make.not_authenticated();
     const aud = input.aud ?? PLATFORM_AUDIENCE;
-    const { token, jti, exp } = await this.signer.sign(subjectOf(user, this.vocabulary), 'pat', ttl, { scope, aud });
-    const at = this.now().toISOString();
+    const createdAt = this.now();
+    const issuedAt = Math.floor(createdAt.getTime() / 1000);
+    const { token, jti, exp } = await this.signer.sign(subjectOf(user, this.vocabulary), 'pat', ttl, { scope, aud, issuedAt });
+    const at = createdAt.toISOString();
     const row = {
       jti,
       ownerId: user.id,
@@ -257,6 +281,8 @@ function patView(row: PatRow) {
     scope: row.scope,
     aud: row.aud,
     exp: row.exp,
+    // The lifetime asked for at creation, as the SDK's PAT model echoes it: exp counts from the creation second.
+    ttl_seconds: row.exp - Math.floor(Date.parse(row.createdAt) / 1000),
     tenant_id: row.tenantId,
     created_at: row.createdAt,
     updated_at: row.updatedAt,

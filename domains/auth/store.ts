@@ -1,8 +1,7 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
-import type Database from 'better-sqlite3';
-import { and, asc, eq, gt, lte, sql } from '../../gateway/db/drizzle.ts';
+import { and, asc, eq, gt, inArray, lt, lte, or, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
-import { attributeSchema, pats, refreshTokens, revokedSessions, users } from './schema.ts';
+import { attributeSchema, pats, refreshTokens, revokedFamilies, revokedSessions, users } from './schema.ts';
 
 export type UserRow = typeof users.$inferSelect;
 export type NewUser = typeof users.$inferInsert;
@@ -21,28 +20,30 @@ export interface AuthStore {
   deleteUser(id: string): void;
   insertRefresh(row: typeof refreshTokens.$inferInsert): void;
   refreshByHash(hash: string): RefreshRow | undefined;
-  revokeRefresh(hash: string): void;
+  /** One transaction: the presented token is spent and its successor stored, with nothing in between. */
+  rotateRefresh(spentHash: string, successor: typeof refreshTokens.$inferInsert): void;
   revokeUserRefresh(userId: string): number;
-  revokeFamily(familyId: string): void;
-  /** Sessions of the user that issued a token after `sinceIso`: their access tokens may still be live. */
-  recentFamilies(userId: string, sinceIso: string): string[];
+  /** Revokes the families' refresh tokens and records the families as ended for good. */
+  revokeFamilies(familyIds: readonly string[], atIso: string): void;
+  familyRevoked(familyId: string): boolean;
+  /** Sessions of the user still able to refresh, or that issued a token after `sinceIso` (an access token may be live). */
+  openFamilies(userId: string, sinceIso: string): string[];
   /** Records revoked sessions and drops the rows no token can outlive any more. */
   revokeSessions(sids: readonly string[], expiresAt: number, nowSeconds: number): void;
   /** Revoked sessions still in force at `nowSeconds`; older rows are deleted on the way. */
   liveRevokedSessions(nowSeconds: number): { sid: string; expiresAt: number }[];
-  /** SQLite's data_version: it changes when another connection (the `meshgate` CLI) commits to the database. */
-  dataVersion(): number;
   insertPat(row: typeof pats.$inferInsert): void;
   patByJti(jti: string): PatRow | undefined;
   listPats(ownerId: string): PatRow[];
   revokePat(jti: string, at: string): void;
+  /** The latest `exp` of the PATs created before `createdBeforeSeconds` that are neither revoked nor expired. */
+  latestLivePatExp(createdBeforeSeconds: number): number | null;
   attributeSchema(name: string): AttributeSchemaRow | undefined;
   listAttributeSchema(): AttributeSchemaRow[];
   putAttributeSchema(row: AttributeSchemaRow): void;
 }
 
-export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
-  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
+export function createAuthStore(db: Db): AuthStore {
   return {
     countUsers: () => db.select({ n: sql<number>`count(*)` }).from(users).get()?.n ?? 0,
     userById: (id) => db.select().from(users).where(eq(users.id, id)).get(),
@@ -54,19 +55,33 @@ export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
     deleteUser: (id) => void db.delete(users).where(eq(users.id, id)).run(),
     insertRefresh: (row) => void db.insert(refreshTokens).values(row).run(),
     refreshByHash: (hash) => db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, hash)).get(),
-    revokeRefresh: (hash) => void db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.tokenHash, hash)).run(),
+    rotateRefresh: (spentHash, successor) =>
+      db.transaction((tx) => {
+        tx.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.tokenHash, spentHash)).run();
+        tx.insert(refreshTokens).values(successor).run();
+      }),
     revokeUserRefresh: (userId) =>
       db
         .update(refreshTokens)
         .set({ revoked: true })
         .where(and(eq(refreshTokens.userId, userId), eq(refreshTokens.revoked, false)))
         .run().changes,
-    revokeFamily: (familyId) => void db.update(refreshTokens).set({ revoked: true }).where(eq(refreshTokens.familyId, familyId)).run(),
-    recentFamilies: (userId, sinceIso) =>
+    revokeFamilies: (familyIds, atIso) => {
+      if (familyIds.length === 0) return;
+      db.transaction((tx) => {
+        tx.update(refreshTokens)
+          .set({ revoked: true })
+          .where(inArray(refreshTokens.familyId, [...familyIds]))
+          .run();
+        for (const familyId of familyIds) tx.insert(revokedFamilies).values({ familyId, revokedAt: atIso }).onConflictDoNothing().run();
+      });
+    },
+    familyRevoked: (familyId) => db.select().from(revokedFamilies).where(eq(revokedFamilies.familyId, familyId)).get() !== undefined,
+    openFamilies: (userId, sinceIso) =>
       db
         .selectDistinct({ familyId: refreshTokens.familyId })
         .from(refreshTokens)
-        .where(and(eq(refreshTokens.userId, userId), gt(refreshTokens.createdAt, sinceIso)))
+        .where(and(eq(refreshTokens.userId, userId), or(eq(refreshTokens.revoked, false), gt(refreshTokens.createdAt, sinceIso))))
         .all()
         .flatMap((row) => (row.familyId ? [row.familyId] : [])),
     revokeSessions: (sids, expiresAt, nowSeconds) => {
@@ -79,11 +94,16 @@ export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
       db.delete(revokedSessions).where(lte(revokedSessions.expiresAt, nowSeconds)).run();
       return db.select().from(revokedSessions).all();
     },
-    dataVersion: () => dataVersion.get() as number,
     insertPat: (row) => void db.insert(pats).values(row).run(),
     patByJti: (jti) => db.select().from(pats).where(eq(pats.jti, jti)).get(),
     listPats: (ownerId) => db.select().from(pats).where(eq(pats.ownerId, ownerId)).orderBy(asc(pats.createdAt)).all(),
     revokePat: (jti, at) => void db.update(pats).set({ revoked: true, updatedAt: at }).where(eq(pats.jti, jti)).run(),
+    latestLivePatExp: (before) =>
+      db
+        .select({ exp: sql<number | null>`max(${pats.exp})` })
+        .from(pats)
+        .where(and(eq(pats.revoked, false), lt(pats.createdAt, new Date((before + 1) * 1000).toISOString())))
+        .get()?.exp ?? null,
     attributeSchema: (name) => db.select().from(attributeSchema).where(eq(attributeSchema.name, name)).get(),
     listAttributeSchema: () => db.select().from(attributeSchema).orderBy(asc(attributeSchema.name)).all(),
     putAttributeSchema: (row) => void db.insert(attributeSchema).values(row).onConflictDoUpdate({ target: attributeSchema.name, set: row }).run(),

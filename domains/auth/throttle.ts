@@ -6,22 +6,24 @@
  * - A client address that keeps failing is blocked (429 + Retry-After, RFC 9110 §10.2.3)
  *   until its bucket refills; IPv6 clients are keyed by their /64, which one host usually holds whole.
  * - A username that keeps failing only slows: while its bucket is empty, clients that failed
- *   recently are refused, but a client with no failure within the lockout window still gets
- *   its attempt. Spraying the admin's name from many addresses therefore costs the attacker
- *   one guess per address per window and never locks the owner out.
+ *   recently are refused. A client that signed in to it before (within `knownClientSeconds`)
+ *   still gets its attempt, so the owner is never locked out from where they usually sign in.
+ *   Other clients with no failure within the lockout window share a small bucket of their own
+ *   per username (`lockedAccountCleanTries`), so spraying the name from a whole IPv6 /48
+ *   (65,536 clean /64s) still buys only that many guesses per window, not one per address.
  * - Hashes run a few at a time, taken round-robin across client addresses, so a flood from
  *   some clients waits behind itself, not in front of everyone else; past the per-client and
  *   total bounds a login is refused at once instead of queued.
  */
-import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
+import { clientKey } from '../../gateway/http/client-key.ts';
 import { AuthErrors } from './errors.ts';
 
 type ThrottleSettings = Config['auth']['throttle'];
 
 /** Failure buckets: each failure takes a token, tokens come back one per `refillMs`. */
-class FailureBuckets {
+export class FailureBuckets {
   /** Oldest failure first (a key is re-inserted on each failure), so eviction drops the longest-quiet keys. */
   readonly #entries = new Map<string, { tokens: number; atMs: number }>();
 
@@ -114,22 +116,37 @@ export class FairQueue {
   }
 }
 
-/** The throttle key of a remote address: IPv4 as is (IPv4-mapped IPv6 unwrapped), IPv6 by its /64. */
-export function clientKey(address: string | undefined): string {
-  if (!address) return 'unknown';
-  if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
-  if (!isIPv6(address)) return address;
-  const [head = '', tail] = address.split('::') as [string, string | undefined];
-  const headGroups = head ? head.split(':') : [];
-  const tailGroups = tail ? tail.split(':') : [];
-  const zeros = tail === undefined ? [] : new Array<string>(8 - headGroups.length - tailGroups.length).fill('0');
-  const groups = [...headGroups, ...zeros, ...tailGroups].slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase());
-  return `${groups.join(':')}::/64`;
+/** (username, client) pairs that signed in, with when; bounded, the longest-unseen dropped first. */
+class KnownClients {
+  readonly #seenAtMs = new Map<string, number>();
+
+  constructor(
+    private readonly forMs: number,
+    private readonly maxKeys: number,
+  ) {}
+
+  remember(account: string, client: string, nowMs: number): void {
+    const key = `${client} ${account}`;
+    this.#seenAtMs.delete(key);
+    this.#seenAtMs.set(key, nowMs);
+    for (const oldest of this.#seenAtMs.keys()) {
+      if (this.#seenAtMs.size <= this.maxKeys) break;
+      this.#seenAtMs.delete(oldest);
+    }
+  }
+
+  knows(account: string, client: string, nowMs: number): boolean {
+    const at = this.#seenAtMs.get(`${client} ${account}`);
+    return at !== undefined && nowMs - at < this.forMs;
+  }
 }
 
 export class LoginThrottle {
   readonly #clients: FailureBuckets;
   readonly #accounts: FailureBuckets;
+  /** Per username: the guesses clean clients may still make while it is locked. */
+  readonly #lockedAccountTries: FailureBuckets;
+  readonly #known: KnownClients;
   readonly #queue: FairQueue;
   /** A client is "clean" for a locked username when it has not failed for this long: the time the username needs to recover. */
   readonly #lockoutWindowMs: number;
@@ -141,6 +158,8 @@ export class LoginThrottle {
   ) {
     this.#clients = new FailureBuckets(settings.clientBurst, settings.clientRefillSeconds * 1000, settings.trackedKeys);
     this.#accounts = new FailureBuckets(settings.accountBurst, settings.accountRefillSeconds * 1000, settings.trackedKeys);
+    this.#lockedAccountTries = new FailureBuckets(settings.lockedAccountCleanTries, settings.accountRefillSeconds * 1000, settings.trackedKeys);
+    this.#known = new KnownClients(settings.knownClientSeconds * 1000, settings.trackedKeys);
     this.#queue = new FairQueue(settings.hashConcurrency, settings.hashQueuePerClient, settings.hashQueueTotal);
     this.#lockoutWindowMs = settings.accountBurst * settings.accountRefillSeconds * 1000;
   }
@@ -160,6 +179,7 @@ export class LoginThrottle {
       return check();
     });
     if (result === null) this.#failed(client, account);
+    else this.#known.remember(account, client, this.nowMs());
     return result;
   }
 
@@ -168,8 +188,12 @@ export class LoginThrottle {
     if (this.#clients.level(client, now) < 1) {
       throw AuthErrors.make.too_many_attempts({ retry_after: this.#clients.retryAfterSeconds(client, now) });
     }
-    if (this.#accounts.level(account, now) < 1 && this.#clients.quietFor(client, now) < this.#lockoutWindowMs) {
+    if (this.#accounts.level(account, now) >= 1 || this.#known.knows(account, client, now)) return;
+    if (this.#clients.quietFor(client, now) < this.#lockoutWindowMs) {
       throw AuthErrors.make.too_many_attempts({ retry_after: this.#accounts.retryAfterSeconds(account, now) });
+    }
+    if (this.#lockedAccountTries.level(account, now) < 1) {
+      throw AuthErrors.make.too_many_attempts({ retry_after: this.#lockedAccountTries.retryAfterSeconds(account, now) });
     }
   }
 
@@ -179,6 +203,8 @@ export class LoginThrottle {
       const retryAfter = this.#clients.retryAfterSeconds(client, now);
       this.logger.warn({ event: 'login_lockout', scope: 'client', client, retry_after_seconds: retryAfter }, 'login throttled: client address');
     }
+    // A failure on a locked username came through the clean clients' bucket (or from a known client): it pays there.
+    if (this.#accounts.level(account, now) < 1 && !this.#known.knows(account, client, now)) this.#lockedAccountTries.fail(account, now);
     if (this.#accounts.fail(account, now)) {
       const retryAfter = this.#accounts.retryAfterSeconds(account, now);
       this.logger.warn({ event: 'login_lockout', scope: 'account', username: account, retry_after_seconds: retryAfter }, 'login throttled: username');

@@ -1,15 +1,16 @@
 /**
- * Access tokens and PATs: ES256 JWTs signed by the cluster key (contract
- * §1.1, §1.3). Verification pins the algorithm (no `none`, no HS256 key
- * confusion), issuer and audience, and caches verified tokens until they
- * expire: a jose verify costs 120–250 µs, a map hit well under 1 µs.
+ * Access tokens and PATs: JWTs signed by the cluster's active key, RS256 by
+ * default (keys.ts). Verification takes the key the header's `kid` names
+ * only with that key's own algorithm (no `none`, no HS256 key confusion, no
+ * RS/ES swap), pins issuer and audience, and caches verified tokens until
+ * they expire: a jose verify costs 120–250 µs, a map hit well under 1 µs.
  */
 import { randomUUID } from 'node:crypto';
 import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
-import type { SigningKey } from './keys.ts';
+import { SIGNING_ALGORITHMS, type SigningKeyRing } from './keys.ts';
 
 export const PLATFORM_AUDIENCE = 'platform';
-/** Accepted alias: public clients send the upstream audience literal (contract §0.3). */
+/** Accepted alias: public clients send the upstream audience literal. */
 export const AUDIENCE_ALIASES = [PLATFORM_AUDIENCE, 'kamiwaza-platform'];
 
 /** Claims with a standard meaning; everything else is a custom user attribute (X-User-Attributes). */
@@ -76,7 +77,7 @@ export type TokenKind = 'access' | 'pat';
 
 export class TokenSigner {
   constructor(
-    private readonly key: SigningKey,
+    private readonly keys: SigningKeyRing,
     private readonly issuer: () => string,
   ) {}
 
@@ -84,9 +85,20 @@ export class TokenSigner {
     return this.issuer();
   }
 
-  async sign(subject: TokenSubject, kind: TokenKind, ttlSeconds: number, extra: { scope?: string; aud?: string; jti?: string; sid?: string } = {}) {
+  get algorithm(): string {
+    return this.keys.active.alg;
+  }
+
+  /** `issuedAt` (epoch seconds) defaults to now; a PAT passes the second its record says it was created. */
+  async sign(
+    subject: TokenSubject,
+    kind: TokenKind,
+    ttlSeconds: number,
+    extra: { scope?: string; aud?: string; jti?: string; sid?: string; issuedAt?: number } = {},
+  ) {
     const jti = extra.jti ?? randomUUID();
-    const now = Math.floor(Date.now() / 1000);
+    const now = extra.issuedAt ?? Math.floor(Date.now() / 1000);
+    const key = this.keys.active;
     const token = await new SignJWT({
       ...subject.attributes,
       preferred_username: subject.username,
@@ -97,21 +109,26 @@ export class TokenSigner {
       ...(extra.scope ? { scope: extra.scope } : {}),
       ...(extra.sid ? { sid: extra.sid } : {}),
     })
-      .setProtectedHeader({ alg: 'ES256', kid: this.key.kid, typ: 'JWT' })
+      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'JWT' })
       .setIssuer(this.issuer())
       .setSubject(subject.userId)
       .setAudience(extra.aud ?? PLATFORM_AUDIENCE)
       .setIssuedAt(now)
       .setExpirationTime(now + ttlSeconds)
       .setJti(jti)
-      .sign(this.key.privateKey);
+      .sign(key.privateKey);
     return { token, jti, exp: now + ttlSeconds };
   }
 
   /** Throws on any defect: bad signature, wrong alg/issuer/audience, expired, missing claims. */
   async verify(token: string): Promise<JWTPayload> {
-    const { payload } = await jwtVerify(token, this.key.publicKey, {
-      algorithms: ['ES256'],
+    const resolve = (header: { kid?: string; alg?: string }) => {
+      const key = this.keys.keyFor(header);
+      if (!key) throw new joseErrors.JWKSNoMatchingKey();
+      return key.publicKey;
+    };
+    const { payload } = await jwtVerify(token, resolve, {
+      algorithms: [...SIGNING_ALGORITHMS],
       issuer: this.issuer(),
       audience: AUDIENCE_ALIASES,
       requiredClaims: ['sub', 'exp', 'jti'],

@@ -1,4 +1,4 @@
-/** Reasons of the jobs domain and its execution gate (contract §5, §10). */
+/** Reasons of the jobs domain and its execution gate. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const JobsErrors = defineErrors('jobs', {
@@ -6,7 +6,7 @@ export const JobsErrors = defineErrors('jobs', {
     status: 404,
     doc: 'No job with that id is visible to the caller (unknown, another user’s, or another source cluster’s for mesh callers).',
   },
-  job_not_succeeded: { status: 409, doc: 'The job result was requested before the job reached SUCCEEDED; `status` says where it is.' },
+  job_not_succeeded: { status: 409, doc: 'The job result was requested while the job is still PENDING or RUNNING; `status` says where it is.' },
   job_logs_expired: {
     status: 410,
     doc: 'The job’s logs passed their retention time (or the runtime no longer has them), so neither logs nor result can be read.',
@@ -26,7 +26,7 @@ export const JobsErrors = defineErrors('jobs', {
   },
   no_execution_gate_configured_for_mesh: {
     status: 403,
-    doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster (contract §5.7); `gate` is `(unconfigured)`.',
+    doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster; `gate` is `(unconfigured)`.',
   },
   gate_load_error: { status: 403, doc: 'The bound execution gate’s class path is no longer available; submissions fail closed until it is rebound.' },
 });

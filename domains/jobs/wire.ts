@@ -1,6 +1,6 @@
 /**
- * Job records on the wire (contract §5.1–5.4): superset bodies carrying both
- * `id`/`job_id` and `runtime_job_id`/`ray_job_id` (contract header decision 1),
+ * Job records on the wire: superset bodies carrying both
+ * `id`/`job_id` and `runtime_job_id`/`ray_job_id` (both names, so old and new clients each find theirs),
  * the metadata key literally `metadata_`, and the augmented result marker.
  */
 import type { JobRow } from './store.ts';
@@ -53,6 +53,8 @@ export function runView(row: JobRow, result: unknown) {
     status: row.status,
     cluster_selector: row.clusterSelector,
     result: result ?? null,
+    // The platform SDK's JobResult reads `error` as the short reason a job did not succeed.
+    error: row.status === 'SUCCEEDED' ? null : (row.errorType ?? row.status),
     error_type: row.errorType,
     error_message: row.errorMessage,
     duration_seconds: duration,
@@ -61,10 +63,13 @@ export function runView(row: JobRow, result: unknown) {
   };
 }
 
-/** Contract header decision 2: the marker object plus job_id and status when it lacks them; anything else wrapped. */
+/**
+ * GET /result of a SUCCEEDED job: the marker object with `job_id` and `status` added when it lacks them, the
+ * other facts of the job (which a marker cannot overwrite: the SDK's JobResult types them), and the whole marker
+ * again as `result`, as that model reads it. `audit_actor` is who this gateway recorded, never what the job printed.
+ */
 export function resultView(row: JobRow, marker: unknown): Record<string, unknown> {
-  if (marker !== null && typeof marker === 'object' && !Array.isArray(marker)) {
-    return { job_id: row.id, status: row.status, ...(marker as Record<string, unknown>) };
-  }
-  return { job_id: row.id, status: row.status, result: marker };
+  const own = marker !== null && typeof marker === 'object' && !Array.isArray(marker) ? (marker as Record<string, unknown>) : {};
+  const { job_id, status, ...facts } = runView(row, marker);
+  return { job_id, status, ...own, ...facts };
 }

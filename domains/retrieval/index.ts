@@ -1,5 +1,5 @@
 /**
- * Retrieval (issue 9): jobs over catalog datasets with inline, SSE and gRPC
+ * Retrieval: jobs over catalog datasets with inline, SSE and gRPC
  * transports, filesystem and Postgres sources, per-record gates, and the
  * dataset gate binding API. Uses AUTHZ through the catalog's DATASETS and
  * the catalog's SECRETS for connector credentials.
@@ -11,6 +11,7 @@ import { catalogDatasets } from './catalog-adapter.ts';
 import { RetrievalErrors } from './errors.ts';
 import { GateBindings } from './gates/binding.ts';
 import { recordGateCatalog } from './gates/runner.ts';
+import { observeRuns } from './metrics.ts';
 import { SourceRegistry } from './plan.ts';
 import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
@@ -23,6 +24,7 @@ import { s3Sources } from './sources/s3.ts';
 import { slackSources } from './sources/slack.ts';
 import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
+import { registerFlightRpc } from './transports/flight.ts';
 import { registerRetrievalRpc } from './transports/grpc.ts';
 
 export const retrievalModule: HandlerModule = {
@@ -36,7 +38,7 @@ export const retrievalModule: HandlerModule = {
       filesystemSources(settings.fsRoots),
       postgresSources(() => deps.services.find(SECRETS)),
       s3Sources(() => deps.services.find(SECRETS)),
-      kafkaSources(),
+      kafkaSources(() => deps.services.find(SECRETS)),
       hiveSources(settings.fsRoots, () => deps.services.find(SECRETS)),
       slackSources(() => deps.services.find(SECRETS)),
     ]);
@@ -49,7 +51,8 @@ export const retrievalModule: HandlerModule = {
       settings,
       now: deps.now,
       logger: deps.logger,
-      grpcEndpoint: () => deps.runtime.origin().replace(/^https:/, 'grpcs:'),
+      observe: observeRuns(deps.metrics, deps.tracing),
+      origin: () => deps.runtime.origin(),
     });
     deps.services.provide(RECORD_GATE_CATALOG, recordGateCatalog);
     const routes = retrievalRoutes({
@@ -61,7 +64,10 @@ export const retrievalModule: HandlerModule = {
     });
     return {
       routes,
-      rpc: (router) => registerRetrievalRpc(router, service),
+      rpc: (router) => {
+        registerRetrievalRpc(router, service);
+        registerFlightRpc(router, service);
+      },
       close: () => service.close(),
     };
   },

@@ -1,6 +1,6 @@
 /**
- * Source batches → gate → chunks, the one path every transport reads
- * (DESIGN.md §6): a streamed job holds at most one chunk ahead of the one
+ * Source batches → gate → chunks, the one path every transport reads:
+ * a streamed job holds at most one chunk ahead of the one
  * being sent (readAhead), so memory is bounded by the batch size whatever
  * the result size; the consumer's pace (socket backpressure) is the pace
  * at which the source is read.
@@ -15,7 +15,7 @@ export interface ChunkMetadata {
 }
 
 export interface Chunk {
-  /** From 1 (contract §8.4). */
+  /** From 1. */
   readonly sequence: number;
   readonly rowCount: number;
   /**
@@ -30,7 +30,7 @@ export interface StreamSummary {
   rows: number;
   chunks: number;
   filtered: boolean;
-  /** Present when the dataset has a gate (contract §9.3 footer). */
+  /** Present when the dataset has a gate (the gate footer). */
   gateAudit: ReturnType<typeof gateAudit> | null;
 }
 
@@ -98,6 +98,27 @@ function* sized(encode: Encode, from: number, to: number): Generator<Piece> {
 }
 
 /**
+ * The rows a stream releases, batch by batch: the source's batches through
+ * the gate when there is one (withheld rows never leave this function),
+ * narrowed back to the caller's columns when the gate needed more.
+ */
+export async function* releasedRows(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<readonly Row[]> {
+  const { gate, source } = plan;
+  const narrow = gate !== null && userColumns !== null && gate.requiredFields.some((f) => !userColumns.includes(f));
+  for await (const batch of source.read(plan.request)) {
+    if (!gate) {
+      yield batch;
+      continue;
+    }
+    const outcome = gate.run(batch);
+    if (outcome.violation) plan.onViolation(outcome.violation);
+    if (outcome.withheld > 0) summary.filtered = true;
+    summary.gateAudit = gateAudit(summary.filtered);
+    yield narrow ? outcome.released.map((r) => project(r, userColumns)) : outcome.released;
+  }
+}
+
+/**
  * The stream's pieces. Ungated, from a source that encodes JSON itself:
  * its bytes, no row object built (the throughput path, docs/retrieval.md).
  * Otherwise rows, through the gate when there is one.
@@ -108,18 +129,7 @@ async function* pieces(plan: ReadPlan, userColumns: readonly string[] | null, su
     for await (const batch of source.readJson(plan.request)) yield* sized(encodedJson(batch), 0, batch.ends.length);
     return;
   }
-  const narrow = gate !== null && userColumns !== null && gate.requiredFields.some((f) => !userColumns.includes(f));
-  for await (const batch of source.read(plan.request)) {
-    let rows: readonly Row[] = batch;
-    if (gate) {
-      const outcome = gate.run(batch);
-      if (outcome.violation) plan.onViolation(outcome.violation);
-      if (outcome.withheld > 0) summary.filtered = true;
-      rows = narrow ? outcome.released.map((r) => project(r, userColumns)) : outcome.released;
-      summary.gateAudit = gateAudit(summary.filtered);
-    }
-    yield* sized(rowsJson(rows), 0, rows.length);
-  }
+  for await (const rows of releasedRows(plan, userColumns, summary)) yield* sized(rowsJson(rows), 0, rows.length);
 }
 
 export async function* chunksOf(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<Chunk> {

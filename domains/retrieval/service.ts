@@ -1,5 +1,5 @@
 /**
- * Retrieval jobs (contract §8; spec "Retrieval job", Authentication 9):
+ * Retrieval jobs (Authentication 9):
  * create, status, list, cancel, and opening a job's stream for a transport.
  * A caller needs viewer or higher on the dataset (else 404, the catalog's
  * rule); a job belongs to its creator (native administrators see all).
@@ -8,14 +8,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { NO_SPAN, type Span } from '../../gateway/observability/tracing.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
+import type { IpcMessage } from './arrow/ipc.ts';
+import { arrowMessages } from './arrow/stream.ts';
 import { RetrievalErrors } from './errors.ts';
-import { type Chunk, chunksOf, emptySummary, readAhead, type StreamSummary } from './pipeline.ts';
+import type { RunObserver, RunTransport } from './metrics.ts';
+import { type Chunk, chunksOf, emptySummary, type ReadPlan, readAhead, type StreamSummary } from './pipeline.ts';
 import { type DatasetReader, type DatasetRecord, datasetBlock, gateBindingOf, readPlan, type SourceRegistry, sourceInput } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
-import type { StreamTokens } from './tokens.ts';
+import type { StreamProtocol, StreamTokens } from './tokens.ts';
 import { collectInline } from './transports/inline.ts';
 import { type CreateBody, type GrpcBlock, type InlineBlock, type JobView, jobView, type StoredRequest } from './wire.ts';
 
@@ -33,23 +37,31 @@ export interface RetrievalDeps {
   readonly settings: RetrievalSettings;
   readonly now: () => Date;
   readonly logger: Logger;
-  /** `grpcs://host:port` of the TLS listener (contract §8.1 `grpc.endpoint`). */
-  readonly grpcEndpoint: () => string;
+  readonly observe: RunObserver;
+  /** `https://host:port` of the TLS listener, where both gRPC services are served. */
+  readonly origin: () => string;
 }
 
 /** One open stream of a job. The transport drains `chunks`, then calls finish() exactly once. */
-export interface JobStream {
+export interface JobStream<T = Chunk> {
   readonly job: JobRow;
-  readonly chunks: AsyncGenerator<Chunk>;
+  readonly chunks: AsyncGenerator<T>;
   readonly summary: StreamSummary;
   readonly signal: AbortSignal;
   finish(error?: unknown): void;
 }
 
+/** A job answered inline is complete at creation, its counts known; any other starts PENDING at zero. */
+function outcomeOf(inline: InlineBlock | null): Pick<JobRow, 'status' | 'rows' | 'bytes' | 'chunks'> {
+  if (!inline) return { status: 'PENDING', rows: 0, bytes: 0, chunks: 0 };
+  return { status: 'COMPLETED', rows: inline.row_count, bytes: Buffer.byteLength(JSON.stringify(inline.data)), chunks: inline.row_count > 0 ? 1 : 0 };
+}
+
 export class RetrievalService {
   constructor(private readonly deps: RetrievalDeps) {}
 
-  async create(principal: Principal, body: CreateBody): Promise<JobView> {
+  /** `parent`: the request's span, the parent of the inline run's. */
+  async create(principal: Principal, body: CreateBody, parent: Span = NO_SPAN): Promise<JobView> {
     const { datasets, sources, settings, store } = this.deps;
     const dataset = datasets.forUse(principal, body.dataset_urn);
     const request = storedRequest(body, body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize);
@@ -58,16 +70,7 @@ export class RetrievalService {
     const input = sourceInput(factory, dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
     const source = await factory.create(input);
     const wanted = body.transport ?? 'auto';
-    let inline: InlineBlock | null = null;
-    if (wanted === 'inline' || wanted === 'auto') {
-      inline = await this.#tryInline(principal, dataset, request, source, id);
-      if (!inline && wanted === 'inline') {
-        throw RetrievalErrors.make.inline_threshold_exceeded({
-          message: `result exceeds the inline threshold of ${settings.inlineThresholdBytes} bytes of JSON; use transport sse or grpc`,
-          inline_threshold_bytes: settings.inlineThresholdBytes,
-        });
-      }
-    }
+    const inline = wanted === 'inline' || wanted === 'auto' ? await this.#inlineResult(principal, dataset, request, source, { id, parent }, wanted) : null;
     const transport = inline ? 'inline' : wanted === 'grpc' ? 'grpc' : 'sse';
     const at = this.deps.now().toISOString();
     const row: JobRow = {
@@ -77,11 +80,8 @@ export class RetrievalService {
       datasetUrn: dataset.urn,
       dataset: { ...datasetBlock(dataset, factory, input) },
       transport,
-      status: inline ? 'COMPLETED' : 'PENDING',
       request: { ...request },
-      rows: inline?.row_count ?? 0,
-      bytes: inline ? Buffer.byteLength(JSON.stringify(inline.data)) : 0,
-      chunks: inline && inline.row_count > 0 ? 1 : 0,
+      ...outcomeOf(inline),
       error: null,
       createdAt: at,
       updatedAt: at,
@@ -110,34 +110,79 @@ export class RetrievalService {
   }
 
   /** Opens the job's stream for its owner (SSE; any transport, an inline job replays as chunks). */
-  stream(principal: Principal, id: string): Promise<JobStream> {
-    return this.#open(principal, this.#owned(principal, id));
+  stream(principal: Principal, id: string, parent: Span = NO_SPAN): Promise<JobStream> {
+    return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent });
   }
 
-  /** Opens the stream for a gRPC token (contract §8.5): the token names the job and its caller. */
+  /** Opens the platform.retrieval.v1 stream for a token: the token names the job and its caller. */
   grpcStream(jobId: string, token: string): Promise<JobStream> {
-    const userId = this.deps.tokens.verify(token, jobId);
+    const row = this.#tokenJob(jobId, this.deps.tokens.verify(token, jobId, 'platform.retrieval.v1'));
+    return this.#open(row.principal as unknown as Principal, row, { transport: 'grpc', parent: NO_SPAN });
+  }
+
+  /** Opens the Arrow Flight stream of a DoGet ticket's job, spending the ticket's single-use token. */
+  flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
+    const row = this.#tokenJob(jobId, this.deps.tokens.claim(token, jobId, 'arrow-flight'));
+    const by = { transport: 'flight', parent: NO_SPAN } as const;
+    return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [m.rowCount, m.header.length + m.body.length]);
+  }
+
+  #tokenJob(jobId: string, userId: string): JobRow {
     const row = this.deps.store.byId(jobId);
-    if (!row || row.ownerId !== userId) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'other_caller' });
-    return this.#open(row.principal as unknown as Principal, row);
+    if (!row) throw RetrievalErrors.make.retrieval_job_not_found({ job_id: jobId });
+    if (row.ownerId !== userId) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'other_caller' });
+    return row;
   }
 
   close(): void {
     this.deps.runs.abortAll();
   }
 
-  async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, id: string) {
+  /** The whole result when it fits the inline threshold; asked for `inline` only, a result that does not fit is refused. */
+  async #inlineResult(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob, wanted: 'inline' | 'auto') {
+    const inline = await this.#tryInline(principal, dataset, request, source, job);
+    if (inline || wanted === 'auto') return inline;
+    const threshold = this.deps.settings.inlineThresholdBytes;
+    throw RetrievalErrors.make.inline_threshold_exceeded({
+      message: `result exceeds the inline threshold of ${threshold} bytes of JSON; use transport sse or grpc`,
+      inline_threshold_bytes: threshold,
+    });
+  }
+
+  async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob) {
     const controller = new AbortController();
     const summary = emptySummary(gateBindingOf(dataset) !== null);
-    const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(id, p) });
+    const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
+    const run = this.deps.observe(dataset.platform, 'inline', job.parent, job.id);
+    let failure: unknown;
     try {
-      return await collectInline(chunksOf(plan, request.columns, summary), summary, this.deps.settings.inlineThresholdBytes);
+      const read = { rows: 0, bytes: 0 };
+      const chunks = counted(chunksOf(plan, request.columns, summary), (c) => {
+        read.rows += c.rowCount;
+        read.bytes += c.data.length;
+      });
+      const inline = await collectInline(chunks, summary, this.deps.settings.inlineThresholdBytes);
+      // Counted as sent only when answered inline: past the threshold the job streams, and counts then.
+      if (inline) run.chunk(read.rows, read.bytes);
+      return inline;
+    } catch (error) {
+      failure = error;
+      throw error;
     } finally {
+      run.end(failure);
       controller.abort();
     }
   }
 
-  async #open(principal: Principal, job: JobRow): Promise<JobStream> {
+  #open(principal: Principal, job: JobRow, by: Opener): Promise<JobStream>;
+  #open<T>(principal: Principal, job: JobRow, by: Opener, encode: Encoder<T>, size: (item: T) => [rows: number, bytes: number]): Promise<JobStream<T>>;
+  async #open<T>(
+    principal: Principal,
+    job: JobRow,
+    by: Opener,
+    encode: Encoder<T> = chunksOf as unknown as Encoder<T>,
+    size: (item: T) => [number, number] = (c) => [(c as Chunk).rowCount, (c as Chunk).data.length],
+  ): Promise<JobStream<T>> {
     if (job.status === 'CANCELED') throw RetrievalErrors.make.retrieval_job_canceled({ job_id: job.id });
     const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
@@ -147,7 +192,12 @@ export class RetrievalService {
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
-    const chunks = counted(readAhead(chunksOf(plan, request.columns, summary)), (c) => runs.advance(job.id, c.rowCount, c.data.length));
+    const run = this.deps.observe(dataset.platform, by.transport, by.parent, job.id);
+    const chunks = counted(readAhead(encode(plan, request.columns, summary)), (c) => {
+      const [rows, bytes] = size(c);
+      runs.advance(job.id, rows, bytes);
+      run.chunk(rows, bytes);
+    });
     let finished = false;
     return {
       job,
@@ -160,6 +210,7 @@ export class RetrievalService {
         const canceled = this.deps.store.byId(job.id)?.status === 'CANCELED';
         const reason = error === undefined ? null : ((error as { reason?: string }).reason ?? 'stream_failed');
         runs.end(job.id, controller, { status: error === undefined ? 'COMPLETED' : 'FAILED', error: reason }, canceled);
+        run.end(error);
         void chunks.return(undefined);
       },
     };
@@ -172,7 +223,7 @@ export class RetrievalService {
   #owned(principal: Principal, id: string): JobRow {
     const row = this.deps.store.byId(id);
     if (!row || (row.ownerId !== principal.userId && !isNativeAdmin(principal))) throw RetrievalErrors.make.retrieval_job_not_found({ job_id: id });
-    // Viewing a job needs viewer on its dataset still (spec: Authentication 9); invisible → 404.
+    // Viewing a job needs viewer on its dataset still; invisible → 404.
     this.deps.datasets.get(principal, row.datasetUrn);
     return row;
   }
@@ -184,20 +235,35 @@ export class RetrievalService {
   }
 
   #grpcBlock(row: JobRow): GrpcBlock {
-    const { token, expiresAt } = this.deps.tokens.issue(row.id, row.ownerId);
-    const endpoint = this.deps.grpcEndpoint();
-    return {
-      endpoint,
-      endpoints: [{ location: endpoint }],
-      token,
-      expires_at: expiresAt.toISOString(),
-      protocol: 'platform.retrieval.v1',
-      service: 'platform.retrieval.v1.RetrievalService',
-    };
+    const protocol: StreamProtocol = (row.request as unknown as StoredRequest).grpc_protocol ?? 'platform.retrieval.v1';
+    const { token, expiresAt } = this.deps.tokens.issue(row.id, row.ownerId, protocol);
+    const { host } = new URL(this.deps.origin());
+    const expires_at = expiresAt.toISOString();
+    if (protocol === 'arrow-flight') {
+      // Flight locations are URIs of the gRPC transport (Flight.proto `Location`): grpc+tls is gRPC over TLS.
+      return { endpoints: [{ location: `grpc+tls://${host}` }], token, expires_at, protocol, service: 'arrow.flight.protocol.FlightService' };
+    }
+    const endpoint = `grpcs://${host}`;
+    return { endpoint, endpoints: [{ location: endpoint }], token, expires_at, protocol, service: 'platform.retrieval.v1.RetrievalService' };
   }
 }
 
-async function* counted(chunks: AsyncGenerator<Chunk>, onChunk: (chunk: Chunk) => void): AsyncGenerator<Chunk> {
+/** The job an inline attempt belongs to, and the request span its run is traced under. */
+interface InlineJob {
+  readonly id: string;
+  readonly parent: Span;
+}
+
+/** Who opens a stream: the transport it goes out on, and the span it runs under. */
+interface Opener {
+  readonly transport: RunTransport;
+  readonly parent: Span;
+}
+
+/** Turns a job's read plan into the items a transport sends (JSON chunks, Arrow messages). */
+type Encoder<T> = (plan: ReadPlan, columns: readonly string[] | null, summary: StreamSummary) => AsyncGenerator<T>;
+
+async function* counted<T>(chunks: AsyncGenerator<T>, onChunk: (chunk: T) => void): AsyncGenerator<T> {
   for await (const chunk of chunks) {
     onChunk(chunk);
     yield chunk;
@@ -225,5 +291,6 @@ function storedRequest(body: CreateBody, defaultBatch: number): StoredRequest {
     options: body.options ?? {},
     batch_size: body.batch_size ?? defaultBatch,
     format_hint: body.format_hint ?? null,
+    grpc_protocol: body.grpc_protocol ?? 'arrow-flight',
   };
 }

@@ -1,36 +1,60 @@
 /**
- * The short-lived gRPC stream token of a job's `grpc` block (contract §8.1,
- * §8.5): an HMAC-SHA256-signed `{job, user, expiry}` bound to one job and
- * its caller. Re-use within its lifetime is allowed so a client can resume
- * from a sequence number; a token for another job, tampered, or expired is
+ * The short-lived stream token of a job's `grpc` block: an HMAC-SHA256-signed
+ * `{job, user, protocol, expiry, nonce}` bound to one job, its caller and the
+ * protocol it was handed out for. A `platform.retrieval.v1` token may be
+ * re-used within its lifetime so a client can resume from a sequence number.
+ * An Arrow Flight token is single-use: the first DoGet that presents it
+ * claims it, and any later one is refused (the SDK's contract: no replay of
+ * a handshake). A token for another job or protocol, tampered, or expired is
  * refused. The key is per gateway process: a restart retires old tokens,
  * and the job's status hands out a fresh one.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { RetrievalErrors } from './errors.ts';
 
+export type StreamProtocol = 'arrow-flight' | 'platform.retrieval.v1';
+
 interface Claims {
   j: string;
   u: string;
+  p: StreamProtocol;
   e: number;
+  n: string;
 }
 
 export class StreamTokens {
   readonly #key = randomBytes(32);
+  /** Nonces of claimed single-use tokens, until their expiry (seconds). */
+  readonly #claimed = new Map<string, number>();
 
   constructor(
     private readonly ttlSeconds: number,
     private readonly now: () => Date,
   ) {}
 
-  issue(jobId: string, userId: string): { token: string; expiresAt: Date } {
+  issue(jobId: string, userId: string, protocol: StreamProtocol): { token: string; expiresAt: Date } {
     const expiresAt = new Date(this.now().getTime() + this.ttlSeconds * 1000);
-    const body = Buffer.from(JSON.stringify({ j: jobId, u: userId, e: Math.floor(expiresAt.getTime() / 1000) } satisfies Claims)).toString('base64url');
+    const claims: Claims = { j: jobId, u: userId, p: protocol, e: Math.floor(expiresAt.getTime() / 1000), n: randomBytes(12).toString('base64url') };
+    const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return { token: `${body}.${this.#sign(body)}`, expiresAt };
   }
 
-  /** The user the token was issued to, when it is valid for `jobId`. */
-  verify(token: string, jobId: string): string {
+  /** The user a re-usable token was issued to, when it is valid for `jobId` and `protocol`. */
+  verify(token: string, jobId: string, protocol: StreamProtocol): string {
+    return this.#claims(token, jobId, protocol).u;
+  }
+
+  /** verify() for a single-use token, which it spends: the same token is refused from then on. */
+  claim(token: string, jobId: string, protocol: StreamProtocol): string {
+    const claims = this.#claims(token, jobId, protocol);
+    const at = this.now().getTime() / 1000;
+    for (const [nonce, expiry] of this.#claimed) if (expiry <= at) this.#claimed.delete(nonce);
+    if (this.#claimed.has(claims.n)) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'already_used' });
+    this.#claimed.set(claims.n, claims.e);
+    return claims.u;
+  }
+
+  #claims(token: string, jobId: string, protocol: StreamProtocol): Claims {
     const invalid = (problem: string) => RetrievalErrors.make.grpc_token_invalid({ problem });
     const [body, signature, ...rest] = token.split('.');
     if (!body || !signature || rest.length > 0) throw invalid('malformed');
@@ -39,8 +63,9 @@ export class StreamTokens {
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) throw invalid('signature');
     const claims = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Claims;
     if (claims.j !== jobId) throw invalid('other_job');
+    if (claims.p !== protocol) throw invalid('other_protocol');
     if (claims.e * 1000 <= this.now().getTime()) throw invalid('expired');
-    return claims.u;
+    return claims;
   }
 
   #sign(body: string): string {

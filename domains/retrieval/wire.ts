@@ -1,17 +1,20 @@
 /**
- * Retrieval wire shapes (contract §8.1–8.3): the create body as the SDK
+ * Retrieval wire shapes: the create body as the SDK
  * sends it (unknown keys such as `sdk_session`, `query`, `k` ignored) and
  * the RetrievalJob / RetrievalJobStatus superset answered by create, status,
- * list and cancel (both `job_id` and `id`, contract decision 1).
+ * list and cancel (both `job_id` and `id`, so old and new clients each find theirs).
  */
 import { z } from 'zod';
 import type { JobRow } from './store.ts';
+import type { StreamProtocol } from './tokens.ts';
 
 const scalar = z.union([z.string().max(65_536), z.number(), z.boolean(), z.null()]);
 
 export const createBody = z.object({
   dataset_urn: z.string().min(1).max(16_384),
   transport: z.enum(['auto', 'inline', 'sse', 'grpc']).nullish(),
+  /** Which gRPC service a `grpc` job is read with: Arrow Flight DoGet (the default) or platform.retrieval.v1. */
+  grpc_protocol: z.enum(['arrow-flight', 'platform.retrieval.v1']).nullish(),
   filters: z
     .record(z.string().min(1).max(1024), z.union([scalar, z.array(scalar).max(10_000)]))
     .nullish()
@@ -40,6 +43,8 @@ export interface StoredRequest {
   options: Record<string, unknown>;
   batch_size: number;
   format_hint: string | null;
+  /** Absent on jobs stored before Arrow Flight: those were platform.retrieval.v1 jobs. */
+  grpc_protocol?: StreamProtocol;
 }
 
 export interface DatasetBlock {
@@ -59,12 +64,13 @@ export interface InlineBlock {
 }
 
 export interface GrpcBlock {
-  endpoint: string;
+  /** platform.retrieval.v1 only: `grpcs://host:port` (Arrow Flight clients read `endpoints`). */
+  endpoint?: string;
   endpoints: { location: string }[];
   token: string;
   expires_at: string;
-  protocol: 'platform.retrieval.v1';
-  service: 'platform.retrieval.v1.RetrievalService';
+  protocol: StreamProtocol;
+  service: 'platform.retrieval.v1.RetrievalService' | 'arrow.flight.protocol.FlightService';
 }
 
 export interface Progress {

@@ -1,17 +1,22 @@
 /**
- * One client connection's fair share of an upstream's pool. HTTP/2 lets one
- * connection carry many streams at once; proxied one-for-one, a single
+ * A client's fair share of an upstream's pool, at two levels. HTTP/2 lets
+ * one connection carry many streams at once; proxied one-for-one, a single
  * client could hold every pooled upstream connection while everyone else
- * queues behind it. So each client connection may have at most `limit`
- * requests in flight to one upstream; its further requests wait, in order,
- * on that connection — never in the shared pool queue — and start as its own
- * earlier requests finish. Waiting rather than refusing, because the wait is
- * already bounded: a connection has at most SETTINGS_MAX_CONCURRENT_STREAMS
- * streams open, and each running request at most the upstream timeout.
- * Modelled on nginx `limit_conn` keyed per client and Envoy's per-connection
- * stream limits, applied per upstream instead of per listener.
+ * queues behind it. So each client connection may have at most
+ * `perConnection` requests in flight to one upstream, and all connections
+ * from one client address (IPv6: its /64, gateway/http/client-key.ts) at
+ * most `perAddress` — without the second bound, one client opening eight
+ * connections would take eight shares. Further requests wait, in order, on
+ * their own share — never in the shared pool queue — and start as the
+ * client's earlier requests finish. Waiting rather than refusing, because
+ * the wait is already bounded: a connection has at most
+ * SETTINGS_MAX_CONCURRENT_STREAMS streams open, and each running request at
+ * most the upstream timeout. Modelled on nginx `limit_conn` keyed per client
+ * address and Envoy's per-connection stream limits, applied per upstream
+ * instead of per listener.
  */
 import type { Http2ServerRequest } from 'node:http2';
+import { clientKey } from '../../gateway/http/client-key.ts';
 import type { NodeRequest, NodeResponse } from '../../gateway/http/context.ts';
 
 /** Frees the slot; safe to call more than once. */
@@ -22,31 +27,23 @@ interface Share {
   waiting: Array<() => void>;
 }
 
-export class ConnectionShares {
-  /** Keyed by the client connection (h2 session or h1 socket) so a closed connection's entry goes with it. */
-  readonly #byConnection = new WeakMap<object, Map<object, Share>>();
+/** Up to `limit` slots per key; a waiter is admitted in arrival order, and a key's entry goes when it is idle. */
+class KeyedSlots<K> {
+  readonly #shares = new Map<K, Share>();
 
-  constructor(readonly limit: number) {}
+  constructor(private readonly limit: number) {}
 
-  /** A slot for this request's connection to `upstream`; null when the client left while it waited. */
-  async acquire(req: NodeRequest, res: NodeResponse, upstream: object): Promise<Release | null> {
-    const connection = req.httpVersionMajor === 2 ? (req as Http2ServerRequest).stream.session : req.socket;
-    if (!connection) return null; // the session is already gone
-    let shares = this.#byConnection.get(connection);
-    if (!shares) {
-      shares = new Map();
-      this.#byConnection.set(connection, shares);
-    }
-    let share = shares.get(upstream);
+  /** A slot for `key`; null when the client closed `res` while it waited. */
+  async acquire(key: K, res: NodeResponse): Promise<Release | null> {
+    let share = this.#shares.get(key);
     if (!share) {
       share = { active: 0, waiting: [] };
-      shares.set(upstream, share);
+      this.#shares.set(key, share);
     }
     // A freed slot is handed straight to the next waiter, so a newcomer cannot slip in between.
     if (share.active < this.limit) share.active += 1;
-    else if (!(await this.#wait(share, res))) return null;
+    else if (!(await wait(share, res))) return null;
     let released = false;
-    const owner = shares;
     const held = share;
     return () => {
       if (released) return;
@@ -54,24 +51,64 @@ export class ConnectionShares {
       const next = held.waiting.shift();
       if (next) return next();
       held.active -= 1;
-      if (held.active === 0) owner.delete(upstream);
+      if (held.active === 0) this.#shares.delete(key);
     };
   }
+}
 
-  /** Resolves true when a slot frees up, false if the client closes the request first. */
-  #wait(share: Share, res: NodeResponse): Promise<boolean> {
-    return new Promise((resolve) => {
-      const admit = () => {
-        res.off('close', leave);
-        resolve(true);
-      };
-      const leave = () => {
-        const at = share.waiting.indexOf(admit);
-        if (at >= 0) share.waiting.splice(at, 1);
-        resolve(false);
-      };
-      share.waiting.push(admit);
-      res.once('close', leave);
-    });
+/** Resolves true when a slot frees up, false if the client closes the request first. */
+function wait(share: Share, res: NodeResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const admit = () => {
+      res.off('close', leave);
+      resolve(true);
+    };
+    const leave = () => {
+      const at = share.waiting.indexOf(admit);
+      if (at >= 0) share.waiting.splice(at, 1);
+      resolve(false);
+    };
+    share.waiting.push(admit);
+    res.once('close', leave);
+  });
+}
+
+export class ClientShares {
+  /** Keyed by the client connection (h2 session or h1 socket), then the upstream, so a closed connection's entry goes with it. */
+  readonly #byConnection = new WeakMap<object, KeyedSlots<object>>();
+  /** Keyed by the upstream, then the client address key. */
+  readonly #byAddress = new WeakMap<object, KeyedSlots<string>>();
+
+  constructor(
+    readonly perConnection: number,
+    readonly perAddress: number,
+  ) {}
+
+  /** A slot for this request's connection and address to `upstream`; null when the client left while it waited. */
+  async acquire(req: NodeRequest, res: NodeResponse, upstream: object): Promise<Release | null> {
+    const connection = req.httpVersionMajor === 2 ? (req as Http2ServerRequest).stream.session : req.socket;
+    if (!connection) return null; // the session is already gone
+    let connectionSlots = this.#byConnection.get(connection);
+    if (!connectionSlots) {
+      connectionSlots = new KeyedSlots(this.perConnection);
+      this.#byConnection.set(connection, connectionSlots);
+    }
+    let addressSlots = this.#byAddress.get(upstream);
+    if (!addressSlots) {
+      addressSlots = new KeyedSlots(this.perAddress);
+      this.#byAddress.set(upstream, addressSlots);
+    }
+    // The connection's slot first: a request waiting for its address holds only what its own connection could use.
+    const ofConnection = await connectionSlots.acquire(upstream, res);
+    if (!ofConnection) return null;
+    const ofAddress = await addressSlots.acquire(clientKey(req.socket?.remoteAddress), res);
+    if (!ofAddress) {
+      ofConnection();
+      return null;
+    }
+    return () => {
+      ofAddress();
+      ofConnection();
+    };
   }
 }

@@ -1,6 +1,7 @@
 /**
- * The non-runtime services (spec rules 3, 4 and 6): `/` serves the built-in
- * home page or proxies the operator's frontend upstream; `/login`,
+ * The non-runtime services: `/` serves the operator console
+ * (console/serve.ts) or proxies the operator's frontend upstream, which then
+ * leaves `/console/` to the console; `/login`,
  * `/login/session` and `/logout` are always the gateway's own, and their
  * redirects name the configured origin; `/notebooks` and `/admin/compute`
  * proxy operator-configured upstreams, only where the routing config
@@ -10,17 +11,22 @@ import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeResponse, Reply, RequestContext } from '../../gateway/http/context.ts';
+import { sessionCookieValue } from '../../gateway/http/session-cookie.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
+import type { SessionSignOut } from '../auth/index.ts';
+import { consoleHandler } from './console/serve.ts';
 import { ServingErrors } from './errors.ts';
-import { HTML_HEADERS, homePage, loginPage } from './pages.ts';
+import { HTML_HEADERS, loginPage } from './pages.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { RuntimeAuth } from './session.ts';
-import { proxyUpgrade } from './websocket.ts';
+import { type OpenSockets, proxyUpgrade } from './websocket.ts';
 
 export interface FrontendDeps {
   auth: RuntimeAuth;
+  signOut: SessionSignOut;
   pools: UpstreamPools;
+  sockets: OpenSockets;
   clusterName: string;
   prefixes: () => Readonly<Record<string, string>>;
   frontendUpstream: string | null;
@@ -59,23 +65,33 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
       const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
       return { status: 200, body: { location }, headers: { 'set-cookie': auth.sessionCookie(ctx.bearer), 'cache-control': 'no-store' } };
     },
-    'GET /logout': (ctx) => ({
-      status: 302,
-      headers: { location: auth.absolute(auth.safeNext(ctx.query.get('next'))), 'set-cookie': auth.clearedSessionCookie(), 'cache-control': 'no-store' },
-    }),
+    // POST only: a link or image on another site must not sign anyone out (a GET is "safe", RFC 9110 §9.2.1).
+    // The SameSite=Lax cookie is not sent on a cross-site POST, so a forged form ends no session either.
+    'POST /logout': async (ctx) => {
+      const cookie = sessionCookieValue(ctx.req.headers.cookie);
+      if (cookie) await deps.signOut.endSessionOf(cookie);
+      // 303: the browser follows a form POST with a GET (RFC 9110 §15.4.4).
+      const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
+      return { status: 303, headers: { location, 'set-cookie': auth.clearedSessionCookie(), 'cache-control': 'no-store' } };
+    },
+    'GET /logout': () => {
+      throw GatewayErrors.make.method_not_allowed({ allowed: ['POST'] });
+    },
   };
   pages['HEAD /login'] = pages['GET /login'] as (typeof pages)[string];
-  pages['POST /logout'] = pages['GET /logout'] as (typeof pages)[string];
+  const operatorConsole = consoleHandler({
+    home: () => ({ clusterName: deps.clusterName, origin: auth.origin(), prefixes: deps.prefixes() }),
+    upstreamOwnsRoot: upstream !== null,
+  });
   return {
     service: 'frontend',
     auth: 'optional',
     handle(ctx) {
       const page = pages[`${ctx.method} ${ctx.rest}`];
       if (page) return page(ctx);
+      const consolePage = operatorConsole(ctx);
+      if (consolePage) return consolePage;
       if (upstream) return forward(ctx, upstream, ctx.rest, auth.originUrl(), ctx.principal);
-      if (ctx.rest === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
-        return sendHtml(ctx.res, 200, homePage({ clusterName: deps.clusterName, origin: auth.origin(), prefixes: deps.prefixes() }));
-      }
       throw GatewayErrors.make.route_not_found();
     },
   };
@@ -118,7 +134,13 @@ export function operatorMount(service: string, upstream: string | null, adminOnl
       if (!principal) throw GatewayErrors.make.not_authenticated();
       gate(principal);
       const { prefix, below } = split(ctx);
-      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal);
+      const stillAllowed = async () => {
+        const again = await deps.auth.principal(ctx).catch(() => null);
+        if (again?.userId !== principal.userId) return false;
+        gate(again);
+        return true;
+      };
+      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal, { sockets: deps.sockets, stillAllowed });
     },
   };
 }

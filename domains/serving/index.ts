@@ -1,24 +1,35 @@
 /**
- * Serving (issue 3): the deployments registry, the runtime URL proxy for
+ * Serving: the deployments registry, the runtime URL proxy for
  * models, apps and tools, the frontend with login/logout, the operator
  * services (/notebooks, /admin/compute), legacy per-deployment ports (off by
  * default), and the `deploy` / `smoke` commands.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
+import type { Principal } from '../../gateway/principal.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
+import { createServiceKey } from '../../gateway/services.ts';
+import { SESSION_SIGN_OUT } from '../auth/index.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
 import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
 import { LegacyListeners } from './legacy.ts';
 import { UpstreamPools } from './proxy.ts';
+import { proxyObservability } from './proxy-metrics.ts';
 import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
 import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
-import { smokeCommand } from './smoke.ts';
+import { smokeCommand, smokeRoute } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
+import { OpenSockets } from './websocket.ts';
+
+/** How often open websockets have their access re-checked: the most a lost access outlives its loss by. */
+const SOCKET_SWEEP_MS = 1000;
+
+/** How many deployments a caller may see (cluster capabilities). */
+export const DEPLOYMENT_COUNT = createServiceKey<(principal: Principal) => number>('deployment-count');
 
 export const servingModule: HandlerModule = {
   name: 'serving',
@@ -31,7 +42,11 @@ export const servingModule: HandlerModule = {
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
-    const pools = new UpstreamPools(serving.upstreamConnections, serving.perClientUpstreamRequests);
+    const pools = new UpstreamPools(
+      serving.upstreamConnections,
+      { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
+      (live) => proxyObservability(deps.metrics, deps.tracing, live),
+    );
     // Booted for a command, nothing listens (deps.listeners is null).
     const legacy =
       serving.legacyPortListeners && deps.listeners
@@ -44,20 +59,26 @@ export const servingModule: HandlerModule = {
             listeners: deps.listeners,
           })
         : null;
-    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy);
+    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, legacy);
+    deps.feed.subscribe('deployments', (id) => deployments.forget(id));
+    deps.feed.onReset('deployments', () => deployments.forget());
     deps.services.provide(DEPLOYMENTS, deployments);
-    const runtime: RuntimeDeps = { deployments, auth, pools, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
+    const sockets = new OpenSockets(SOCKET_SWEEP_MS);
+    const runtime: RuntimeDeps = { deployments, auth, pools, sockets, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,
+      signOut: deps.services.get(SESSION_SIGN_OUT),
       pools,
+      sockets,
       clusterName: deps.config.clusterName,
       prefixes,
       frontendUpstream: serving.frontendUpstream,
       timeoutMs: serving.defaultTimeoutSeconds * 1000,
     };
     return {
-      routes: servingRoutes(deployments, deps.config.limits.maxBodyBytes),
+      routes: [...servingRoutes(deployments, deps.config.limits.maxBodyBytes), smokeRoute(deps.runtime)],
       mounts: [
         ...runtimeMounts(runtime),
         frontendMount(site),
@@ -65,6 +86,7 @@ export const servingModule: HandlerModule = {
         operatorMount('admin_compute', serving.adminComputeUpstream, true, site),
       ],
       close: async () => {
+        sockets.close();
         await legacy?.closeAll();
         await pools.close();
       },

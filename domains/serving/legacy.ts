@@ -1,6 +1,5 @@
 /**
- * Legacy port-based runtime URLs (issue 3 item 3; spec "Public runtime URL
- * shapes": port-specific runtime URLs are legacy, kept for backward
+ * Legacy port-based runtime URLs (port-specific runtime URLs are legacy, kept for backward
  * compatibility only). Off unless the operator sets
  * `serving.legacyPortListeners`; then a deployment's `legacy_port` gets its
  * own HTTPS listener (the gateway's bind address and certificate) whose
@@ -11,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
+import { hostOfUrl, urlOf } from '../../gateway/http/origin.ts';
 import { createUpgradeListener } from '../../gateway/http/upgrade.ts';
 import type { ListenerFactory, OpenedListener, RuntimeInfo } from '../../gateway/module.ts';
 import { createDispatchStage } from '../../gateway/pipeline/stages/dispatch.ts';
@@ -75,7 +75,7 @@ export class LegacyListeners implements LegacyPorts {
 
   url(row: DeploymentRow): string | null {
     if (row.legacyPort === null || !this.#open.has(row.id)) return null;
-    return `https://${new URL(this.deps.info.origin()).hostname}:${row.legacyPort}`;
+    return urlOf('https', hostOfUrl(this.deps.info.origin()), row.legacyPort);
   }
 
   /** One HTTPS listener from the root's factory: the gateway's prelude stages, then the deployment's runtime mount with an empty prefix. */

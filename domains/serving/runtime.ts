@@ -1,5 +1,5 @@
 /**
- * The runtime URL mounts (spec "Public runtime URL shapes"):
+ * The path-based runtime URL mounts, the public access pattern:
  * `<models prefix>/<id>/...`, `<apps prefix>/<id>/...`, `<tools prefix>/<id>/...`;
  * `/runtime/models/<id>/v1` is simply the upstream's `/v1` (the OpenAI-
  * compatible base) when the deployment strips its prefix, the default.
@@ -14,12 +14,13 @@ import type { DeploymentKind, DeploymentService } from './service.ts';
 import { KIND_SERVICE } from './service.ts';
 import type { RuntimeAuth } from './session.ts';
 import type { DeploymentRow } from './store.ts';
-import { proxyUpgrade } from './websocket.ts';
+import { type OpenSockets, proxyUpgrade } from './websocket.ts';
 
 export interface RuntimeDeps {
   deployments: DeploymentService;
   auth: RuntimeAuth;
   pools: UpstreamPools;
+  sockets: OpenSockets;
   defaultTimeoutSeconds: number;
 }
 
@@ -97,7 +98,13 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
       if (!admitted) throw GatewayErrors.make.not_authenticated();
       const { row, principal, below, target } = admitted;
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
-      await proxyUpgrade(ctx, socket, head, target, below, origin(), principal);
+      // The same caller and deployment decision, re-run on the open socket: the request's credential must still
+      // authenticate, and the deployment (re-read) must still be visible to it and take websockets.
+      const stillAllowed = async () => {
+        const again = await admit(ctx).catch(() => null);
+        return again !== null && again.principal?.userId === principal?.userId && again.row.websocket;
+      };
+      await proxyUpgrade(ctx, socket, head, target, below, origin(), principal, { sockets: deps.sockets, stillAllowed });
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * `meshgate smoke`: after a routing change, prove spec rule 6 against a
+ * `meshgate smoke`: after a routing change, prove what must still hold against a
  * running gateway — the home page loads at the origin, /api/ping resolves,
  * a model answers under /runtime/models/<id>/v1, an app opens under
  * /runtime/apps/<id>, and login redirects and logout land on the origin
@@ -11,8 +11,10 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Agent, buildConnector, type Dispatcher, request } from 'undici';
+import { z } from 'zod';
 import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
-import type { CliCommand } from '../../gateway/module.ts';
+import { hostOfUrl } from '../../gateway/http/origin.ts';
+import type { CliCommand, RouteDef } from '../../gateway/module.ts';
 
 export interface SmokeOptions {
   origin: string;
@@ -45,7 +47,7 @@ const FORGED_HOST = 'smoke-forged-host.invalid';
  * gateway over a verified connection.
  */
 export function forgedHostAgent(origin: string, ca: string | undefined): Agent {
-  const host = new URL(origin).hostname.replace(/^\[|\]$/g, '');
+  const host = hostOfUrl(origin);
   // SNI carries names only (RFC 6066 §3); for an IP origin the certificate is checked against the address.
   const servername = isIP(host) ? '' : host;
   const connector = buildConnector(ca ? { ca } : {});
@@ -62,16 +64,16 @@ class Probe {
     this.forged = forgedHostAgent(opts.origin, opts.ca);
   }
 
-  async get(path: string, headers: Record<string, string> = {}, withToken = true): Promise<Reply> {
+  async get(path: string, headers: Record<string, string> = {}, withToken = true, method: 'GET' | 'POST' = 'GET'): Promise<Reply> {
     const all = { ...headers, ...(withToken && this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}) };
     const dispatcher = headers.host ? this.forged : this.agent;
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${this.opts.origin}${path}`, { method: 'GET', headers: all, dispatcher, headersTimeout: 15_000, bodyTimeout: 15_000 });
+      res = await request(`${this.opts.origin}${path}`, { method, headers: all, dispatcher, headersTimeout: 15_000, bodyTimeout: 15_000 });
     } catch (error) {
       const code = (error as { code?: string }).code;
       const hint = code?.includes('CERT') || code?.includes('SIGNATURE') ? ' (pass the platform CA with --cacert)' : '';
-      throw new CheckFailed(`GET ${path} → connection failed: ${code ?? (error as Error).message}${hint}`);
+      throw new CheckFailed(`${method} ${path} → connection failed: ${code ?? (error as Error).message}${hint}`);
     }
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   }
@@ -174,12 +176,13 @@ const CHECKS: Record<string, Check> = {
     return `signed-in /login lands on ${p.opts.origin}${next}; foreign next and forged Host stay on the origin`;
   },
   async logout(p) {
-    const reply = await p.get('/logout', { host: FORGED_HOST, 'x-forwarded-host': FORGED_HOST }, false);
+    // Signed out with no session cookie: nothing is ended, only the redirect is checked.
+    const reply = await p.get('/logout', { host: FORGED_HOST, 'x-forwarded-host': FORGED_HOST }, false, 'POST');
     const expected = `${p.opts.origin}/`;
-    if (reply.status === 302 && p.location(reply) !== expected)
-      throw new CheckFailed(`GET /logout → 302 to '${p.location(reply)}', expected 302 to ${expected}`);
-    if (reply.status !== 302) throw new CheckFailed(`${p.explain('/logout', reply, 'frontend')}, expected 302 to ${expected}`);
-    return `GET /logout → 302 ${expected}`;
+    if (reply.status === 303 && p.location(reply) !== expected)
+      throw new CheckFailed(`POST /logout → 303 to '${p.location(reply)}', expected 303 to ${expected}`);
+    if (reply.status !== 303) throw new CheckFailed(`${p.explain('/logout', reply, 'frontend')}, expected 303 to ${expected}`);
+    return `POST /logout → 303 ${expected}`;
   },
 };
 
@@ -242,7 +245,7 @@ function readCa(file: string): string {
 
 export const smokeCommand: CliCommand = {
   name: 'smoke',
-  summary: 'check a running gateway after a routing change (spec rule 6)',
+  summary: 'check a running gateway after a routing change',
   usage: USAGE,
   async run(args, env) {
     const { values } = parseArgs({
@@ -274,3 +277,31 @@ export const smokeCommand: CliCommand = {
     return ok ? 0 : 1;
   },
 };
+
+/**
+ * POST /api/serving/smoke: the same checks, run by the gateway against its
+ * own public origin with the caller's credential, so a routing change made
+ * in a browser is followed by the proof the CLI would give.
+ */
+const smokeAnswer = z.object({
+  ok: z.boolean(),
+  origin: z.string(),
+  checks: z.array(z.object({ check: z.string(), status: z.enum(['pass', 'fail', 'skip']), detail: z.string() })),
+});
+
+export function smokeRoute(target: { origin: () => string; caPem: () => string }): RouteDef {
+  return {
+    method: 'POST',
+    path: '/serving/smoke',
+    auth: 'admin',
+    nativeOnly: true,
+    doc: {
+      summary: "Run the smoke checks against the gateway's own origin with the caller's token (ok: false when one fails)",
+      answers: { 200: smokeAnswer },
+    },
+    async handle(ctx) {
+      const checks = await runSmoke({ origin: target.origin(), ca: target.caPem(), token: ctx.bearer ?? undefined });
+      return { status: 200, body: { ok: checks.every((c) => c.status !== 'fail'), origin: target.origin(), checks } };
+    },
+  };
+}

@@ -3,6 +3,13 @@
  * the upstream's 101 head is relayed, then the two sockets are piped both
  * ways until either side closes. A refused or failed upgrade rejects before
  * anything is written, so the gateway answers it as an error response.
+ *
+ * An open websocket is not a one-time decision: each is registered with the
+ * check that admitted it, re-run every `OpenSockets` sweep, and destroyed
+ * once the check fails (the user disabled or signed out, the grant revoked,
+ * the deployment deleted, made private or its websockets turned off). A
+ * socket thus never outlives the access — nor the credential — it was
+ * opened with by more than one sweep.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -19,6 +26,7 @@ export async function proxyUpgrade(
   below: string,
   origin: URL,
   principal: Principal | null,
+  access: { sockets: OpenSockets; stillAllowed: () => Promise<boolean> },
 ): Promise<void> {
   // undici sets `connection: upgrade` and `upgrade: websocket` itself; the sec-websocket-* headers pass through.
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
@@ -32,7 +40,9 @@ export async function proxyUpgrade(
       signal: AbortSignal.timeout(target.timeoutMs),
     });
   } catch (error) {
-    throw upstreamError(error as Error, target.label);
+    const refusal = upstreamError(error as Error, target.label);
+    target.observed.errors.labels(target.label, refusal.reason).inc();
+    throw refusal;
   }
   const { socket } = upstream;
   if (client.destroyed) {
@@ -49,7 +59,53 @@ export async function proxyUpgrade(
   client.on('error', closeBoth).on('close', closeBoth);
   socket.pipe(client);
   client.pipe(socket);
+  access.sockets.track(client, access.stillAllowed);
   ctx.logger.info({ req_id: ctx.requestId, method: ctx.method, path: ctx.rawPath, status: 101, service: ctx.service, user: principal?.userId }, 'request');
+}
+
+/** Open websockets and the checks that admitted them, re-run every `sweepMs` while any is open. */
+export class OpenSockets {
+  readonly #open = new Map<Duplex, () => Promise<boolean>>();
+  #timer: NodeJS.Timeout | null = null;
+  #sweeping = false;
+
+  constructor(private readonly sweepMs: number) {}
+
+  track(socket: Duplex, stillAllowed: () => Promise<boolean>): void {
+    if (socket.destroyed) return;
+    this.#open.set(socket, stillAllowed);
+    socket.once('close', () => {
+      this.#open.delete(socket);
+      if (this.#open.size === 0) this.#stop();
+    });
+    if (!this.#timer) {
+      this.#timer = setInterval(() => void this.sweep(), this.sweepMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Re-runs every open socket's check and destroys the ones now refused (a failing check counts as refused). */
+  async sweep(): Promise<void> {
+    if (this.#sweeping) return;
+    this.#sweeping = true;
+    try {
+      for (const [socket, stillAllowed] of this.#open) {
+        if (!(await stillAllowed().catch(() => false))) socket.destroy();
+      }
+    } finally {
+      this.#sweeping = false;
+    }
+  }
+
+  close(): void {
+    this.#stop();
+    for (const socket of this.#open.keys()) socket.destroy();
+  }
+
+  #stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+  }
 }
 
 function formatHead(headers: IncomingHttpHeaders): string {

@@ -1,10 +1,11 @@
 /**
- * The single source of meshgate's configuration (STYLE C5): type, defaults,
+ * The single source of meshgate's configuration: type, defaults,
  * descriptions and `PLATFORM_*` env names. `loadConfig()` merges defaults,
  * an optional JSON file and the environment/flags, validates with unknown
  * keys rejected, reports every problem by key path, and deep-freezes.
  */
 import { z } from 'zod';
+import { authSettings } from './auth-schema.ts';
 
 const port = z.number().int().min(0).max(65535);
 const csv = z.array(z.string().min(1));
@@ -51,7 +52,7 @@ export const configSchema = z.strictObject({
         .min(100)
         .default(30_000)
         .describe(
-          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session must open its first stream within it.',
+          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session with no stream open (at its start, after its last one closes) must open one within it.',
         ),
       requestTimeoutMs: z.number().int().min(0).default(300_000).describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
       handshakeTimeoutMs: z.number().int().min(100).default(10_000).describe('Time a new connection has to complete its TLS handshake.'),
@@ -88,69 +89,45 @@ export const configSchema = z.strictObject({
         .describe(
           "Requests one client connection may have in flight to one upstream; more wait on that connection, so one client cannot take the upstream's whole pool.",
         ),
+      perClientAddressUpstreamRequests: z
+        .number()
+        .int()
+        .min(1)
+        .max(4096)
+        .default(64)
+        .describe(
+          'Requests all connections from one client address (IPv6: its /64) may have in flight to one upstream; more wait, so opening more connections gains no more of the pool.',
+        ),
       legacyPortListeners: z
         .boolean()
         .default(false)
         .describe("Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy)."),
     })
     .prefault({}),
-  auth: z
+  auth: authSettings,
+  admin: z
     .strictObject({
-      accessTokenTtlSeconds: z.number().int().min(30).max(86400).default(900).describe('Lifetime of access tokens from /api/auth/token.'),
-      refreshTokenTtlSeconds: z
-        .number()
-        .int()
-        .min(60)
-        .default(7 * 86400)
-        .describe('Lifetime of refresh tokens.'),
-      patDefaultTtlSeconds: z
-        .number()
-        .int()
-        .min(60)
-        .default(90 * 86400)
-        .describe('PAT lifetime when none is asked for.'),
-      patMaxTtlSeconds: z
-        .number()
-        .int()
-        .min(60)
-        .default(365 * 86400)
-        .describe('Longest PAT lifetime allowed.'),
-      throttle: z
-        .strictObject({
-          clientBurst: z
-            .number()
-            .int()
-            .min(1)
-            .max(1000)
-            .default(10)
-            .describe('Failed logins a client address (IPv6: its /64) may make before it is refused 429.'),
-          clientRefillSeconds: z.number().positive().max(3600).default(6).describe('Seconds for a client address to earn back one failed login.'),
-          accountBurst: z
-            .number()
-            .int()
-            .min(1)
-            .max(100)
-            .default(20)
-            .describe('Failed logins on one username before only clients without recent failures may still try it (NIST SP 800-63B §5.2.2: at most 100).'),
-          accountRefillSeconds: z.number().positive().max(3600).default(30).describe('Seconds for a username to earn back one failed login.'),
-          hashConcurrency: z.number().int().min(1).max(16).default(2).describe('Password hashes computed at once (scrypt runs on the libuv pool).'),
-          hashQueuePerClient: z
-            .number()
-            .int()
-            .min(1)
-            .max(1000)
-            .default(16)
-            .describe('Logins one client address may have waiting or hashing; more are refused 429.'),
-          hashQueueTotal: z.number().int().min(1).max(100_000).default(256).describe('Logins waiting or hashing in all; more are refused 503 login_busy.'),
-          trackedKeys: z
-            .number()
-            .int()
-            .min(100)
-            .max(10_000_000)
-            .default(100_000)
-            .describe('Client addresses and usernames remembered by the throttle (the longest without a failure dropped first).'),
-        })
-        .prefault({}),
+      port: port
+        .nullable()
+        .default(null)
+        .describe('Admin listener (plain HTTP, GET /metrics in the Prometheus text format); null = none, 0 picks a free port.'),
+      bind: z.string().min(1).default('127.0.0.1').describe('Address the admin listener binds; loopback keeps it off the network.'),
+      metricsToken: z
+        .string()
+        .min(16)
+        .nullable()
+        .default(null)
+        .describe('Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.'),
+    })
+    .prefault({}),
+  tracing: z
+    .strictObject({
+      otlpEndpoint: z
+        .url({ protocol: /^https?$/ })
+        .nullable()
+        .default(null)
+        .describe('OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.'),
+      exportDelayMs: z.number().int().min(10).max(60_000).default(5000).describe('Longest time a finished span waits in the batch before export.'),
     })
     .prefault({}),
   secrets: z
@@ -186,11 +163,33 @@ export const configSchema = z.strictObject({
         .int()
         .min(1024)
         .default(1024 * 1024)
-        .describe('Largest serialized JSON result answered inline (contract §8.1); `auto` streams over SSE beyond it, `inline` is refused with 422.'),
+        .describe('Largest serialized JSON result answered inline; `auto` streams over SSE beyond it, `inline` is refused with 422.'),
       fsRoots: csv.default([]).describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
       batchSize: z.number().int().min(1).max(100_000).default(1000).describe('Rows per chunk when a job does not ask for a batch_size.'),
       heartbeatMs: z.number().int().min(10).default(15_000).describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
       grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
+    })
+    .prefault({}),
+  feed: z
+    .strictObject({
+      pollIntervalMs: z
+        .number()
+        .int()
+        .min(1)
+        .max(20)
+        .default(20)
+        .describe(
+          'How often each process checks the database for changes made by another (PRAGMA data_version); ' +
+            'a change reaches every process within 100 ms (docs/operating.md).',
+        ),
+      retainRows: z.number().int().min(100).max(10_000_000).default(10_000).describe('Change-feed rows kept at least.'),
+      retainSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(86_400)
+        .default(300)
+        .describe('Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.'),
     })
     .prefault({}),
   mesh: z
@@ -213,7 +212,7 @@ export const configSchema = z.strictObject({
         .min(1)
         .max(3600)
         .default(300)
-        .describe('auth_forward_header_signature_ttl_seconds: oldest accepted mesh signature (spec: Limits).'),
+        .describe('auth_forward_header_signature_ttl_seconds: oldest accepted mesh signature.'),
       signatureFutureSkewSeconds: z
         .number()
         .int()
@@ -367,6 +366,11 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
+  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: { path: ['serving', 'perClientAddressUpstreamRequests'], kind: 'number' },
+  PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
+  PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
+  PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },
+  PLATFORM_OTLP_ENDPOINT: { path: ['tracing', 'otlpEndpoint'], kind: 'string' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },

@@ -15,12 +15,14 @@
  *   server, checked every `connectionsCheckingInterval`; that interval is
  *   tightened so the deadline is kept to within a fraction of itself.
  * - HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS is advertised (RFC 9113 §6.5.2),
- *   and a session must open its first stream within the head deadline.
+ *   and a session with no stream open (at its start, and each time its last
+ *   stream closes) must open one within the head deadline.
  * - Any connection or session moving no bytes for idleTimeoutMs is closed.
  */
 import { createServer as createHttpServer, type Server as HttpServer, type RequestListener } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import type { Config } from '../config/schema.ts';
+import { answerClientErrors } from './client-errors.ts';
 import { endUnreadUploads } from './early-response.ts';
 
 type Limits = Config['limits'];
@@ -58,10 +60,11 @@ export function createHttpsListener(tls: ServerKeyPair, limits: Limits, handle: 
   });
   server.setTimeout(limits.idleTimeoutMs);
   server.on('session', (session: ServerHttp2Session) => {
-    awaitFirstStream(session, limits.headersTimeoutMs);
+    enforceHeadDeadline(session, limits.headersTimeoutMs);
     releaseIdleTimerOnClose(session);
   });
   endUnreadUploads(server);
+  answerClientErrors(server);
   return server;
 }
 
@@ -76,6 +79,7 @@ export function createPlainHttpListener(limits: Limits, handle: RequestListener)
     handle,
   );
   server.setTimeout(limits.idleTimeoutMs);
+  answerClientErrors(server);
   return server;
 }
 
@@ -98,10 +102,44 @@ function releaseIdleTimerOnClose(session: ServerHttp2Session): void {
   };
 }
 
-/** The HTTP/2 side of the head deadline: a session that never opens a stream is closed like a silent HTTP/1.1 client. */
-function awaitFirstStream(session: ServerHttp2Session, deadlineMs: number): void {
-  const timer = setTimeout(() => session.destroy(), deadlineMs);
-  timer.unref();
-  session.once('stream', () => clearTimeout(timer));
-  session.once('close', () => clearTimeout(timer));
+
+/**
+ * The HTTP/2 side of the head deadline. Node emits a stream only once its
+ * header block is complete (HEADERS then every CONTINUATION up to
+ * END_HEADERS), and does not surface a block that is still arriving, so a
+ * later stream's head trickled one CONTINUATION at a time cannot be timed by
+ * itself. What can be timed: a session with no stream open must open one
+ * within the deadline, at its start and again each time its last stream
+ * closes; otherwise it is closed with GOAWAY (RFC 9113 §6.8). A trickled head
+ * therefore lives at most twice the deadline past the session's last open
+ * stream, and an idle keep-alive session the deadline (Node's HTTP/1.1
+ * keep-alive timeout, 5 s, is shorter still).
+ */
+function enforceHeadDeadline(session: ServerHttp2Session, deadlineMs: number): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let destroyTimer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    timer = setTimeout(() => {
+      // GOAWAY first, so an idle client knows not to reuse the session; a head still arriving keeps nghttp2
+      // from finishing that close, so the session is destroyed if it has not closed after the same deadline.
+      session.close();
+      destroyTimer = setTimeout(() => session.destroy(), deadlineMs);
+      destroyTimer.unref();
+    }, deadlineMs);
+    timer.unref();
+  };
+  session.on('stream', (stream) => {
+    clearTimeout(timer);
+    open += 1;
+    stream.once('close', () => {
+      open -= 1;
+      if (open === 0 && !session.closed && !session.destroyed) arm();
+    });
+  });
+  session.once('close', () => {
+    clearTimeout(timer);
+    clearTimeout(destroyTimer);
+  });
+  arm();
 }

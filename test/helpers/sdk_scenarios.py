@@ -64,7 +64,7 @@ def gated(args: dict) -> dict:
 
 
 def gate_setup(args: dict) -> dict:
-    """Contract §9.4's local setup, every step through the SDK: declare the attribute,
+    """The clearance fixture's local setup, every step through the SDK: declare the attribute,
     discover the gate class, catalog the dataset and bind its gate, seed subjects with clearance and grants;
     then the vocabulary's lifecycle calls on a second attribute."""
     client = client_for(args)
@@ -120,15 +120,130 @@ def openai(args: dict) -> dict:
     }
 
 
+def flight(args: dict) -> dict:
+    """Each caller reads the dataset over Arrow Flight with the SDK's flight_batches, then replays the handshake."""
+    out = {}
+    for label, token in args["tokens"].items():
+        client = client_for({**args, "token": token})
+        job = client.retrieval.create_job(RetrievalRequest(dataset_urn=args["urn"], transport="grpc"))
+        batches = list(client.retrieval.flight_batches(job))
+        status = client.retrieval.get_job(job.job_id)
+        try:
+            list(client.retrieval.flight_batches(job))
+            replay = None
+        except Exception as error:  # the second DoGet with a spent token
+            replay = type(error).__name__
+        out[label] = {
+            "protocol": job.grpc.protocol,
+            "rows": [row for batch in batches for row in batch.to_pylist()],
+            "schema": [[f.name, str(f.type)] for f in batches[0].schema] if batches else [],
+            "status": status.status,
+            "replay": replay,
+        }
+    return out
+
+
 def main() -> None:
     scenario, args = sys.argv[1], json.loads(sys.argv[2])
     try:
-        result = {"retrieval": retrieval, "gated": gated, "gate_setup": gate_setup, "openai": openai}[scenario](args)
+        scenarios = {"retrieval": retrieval, "gated": gated, "gate_setup": gate_setup, "openai": openai, "flight": flight}
+        result = (scenarios.get(scenario) or LATER_SCENARIOS[scenario])(args)
     except Exception as error:  # the test shows what the SDK raised, and where
         ours = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == __file__]
         at = f"{ours[-1].name}:{ours[-1].lineno} {ours[-1].line}" if ours else None
         result = {"error": {"type": type(error).__name__, "message": str(error)[:2000], "at": at}}
     print(json.dumps(result, default=str))
+
+
+
+def cluster_calls(args: dict) -> dict:
+    """Capabilities here and at a paired peer over the mesh, diagnose, and who the gateway says we are."""
+    client = client_for(args)
+    local = client.cluster.capabilities()
+    remote = client.federations[args["federation"]].probe()
+    diagnostics = client.cluster.diagnose()
+    return {
+        "local": local.model_dump(),
+        "remote": remote.model_dump(),
+        "diagnose": {"cluster_id": diagnostics.cluster_id, "has_issues": diagnostics.has_issues, "ids": [i.id for i in diagnostics.issues]},
+        "whoami": client.get("/whoami"),
+    }
+
+
+def auth_calls(args: dict) -> dict:
+    """Forward-auth headers for a good and a bad token, the JWKS, and a PAT listed with its lifetime."""
+    from kamiwaza_sdk.schemas.auth import PATCreate
+
+    client = client_for(args)
+    headers = client.auth.forward_auth_headers()
+    refused = None
+    try:
+        client_for({**args, "token": "not-a-token"}).auth.forward_auth_headers()
+    except Exception as error:  # what the SDK raises for a 401 here
+        refused = {"type": type(error).__name__, "status": getattr(error, "status_code", None)}
+    jwks = client.auth.get_jwks()
+    client.auth.create_pat(PATCreate(name="ci", ttl_seconds=3600))
+    return {
+        "headers": {"user_id": headers.user_id, "user_name": headers.user_name, "roles": headers.user_roles, "auth_token": headers.auth_token},
+        "refused": refused,
+        "jwks": [(k.kty, k.alg, bool(k.n), bool(k.e)) for k in jwks.keys],
+        "pats": [(p.name, p.ttl_seconds) for p in client.auth.list_pats().pats],
+    }
+
+
+def jobs_calls(args: dict) -> dict:
+    """run(recoverable=True) with a marker, without one, and a failing job, as JobResult reports them."""
+    client = client_for(args)
+    out = {}
+    for label, entrypoint in args["entrypoints"].items():
+        job = client.jobs.run(entrypoint=entrypoint, recoverable=True, timeout_seconds=60)
+        out[label] = {"status": job.status, "result": job.result, "audit_actor": job.audit_actor, "error": job.error}
+    return out
+
+
+def catalog_paths(args: dict) -> dict:
+    """Container membership and secret get/delete through the path-style routes, URNs encoded as the SDK encodes them."""
+    from kamiwaza_sdk.schemas.catalog import ContainerCreate, SecretCreate
+    from kamiwaza_sdk.services.catalog import ContainerClient
+
+    client = client_for(args)
+    container = client.catalog.containers.create(ContainerCreate(name="/a/b (c)", platform="s3"))
+    dataset = client.catalog.create_dataset(dataset_name="member", platform="file", properties={"path": "/nowhere"}).urn
+    members = f"/catalog/containers/{ContainerClient.encode_path_urn(container)}/datasets"
+    added = client.post(members, json={"dataset_urn": dataset})
+    listed = client.catalog.containers.get(container).datasets
+    removed = client.delete(f"{members}/{ContainerClient.encode_path_urn(dataset)}")
+    secret = client.catalog.secrets.create(SecretCreate(name="pg/pass", value="s3cr3t", owner="urn:li:corpuser:admin"))
+    secret_path = f"/catalog/secrets/{ContainerClient.encode_path_urn(secret)}"
+    got = client.get(secret_path)
+    client.delete(secret_path)
+    gone = None
+    try:
+        client.get(secret_path)
+    except Exception as error:
+        gone = type(error).__name__
+    return {"added": added, "listed": listed, "removed": removed, "secret": got, "gone": gone}
+
+
+def retrieval_errors(args: dict) -> dict:
+    """What the SDK's retrieval wrapper raises for an unknown dataset and for one the caller may not read."""
+    out = {}
+    for label, token in args["tokens"].items():
+        try:
+            client_for({**args, "token": token}).retrieval.materialize(RetrievalRequest(dataset_urn=args["urns"][label]))
+            out[label] = None
+        except Exception as error:
+            out[label] = {"type": type(error).__name__, "message": str(error)}
+    return out
+
+
+LATER_SCENARIOS = {
+    "cluster_calls": cluster_calls,
+    "auth_calls": auth_calls,
+    "jobs_calls": jobs_calls,
+    "catalog_paths": catalog_paths,
+    "retrieval_errors": retrieval_errors,
+}
 
 
 if __name__ == "__main__":

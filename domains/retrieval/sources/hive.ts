@@ -1,5 +1,5 @@
 /**
- * The Hive source (contract §8.6, platform `hive`; options [I] `host`,
+ * The Hive source (platform `hive`; options [I] `host`,
  * `port`, `database`, `table`, `auth`). With a `host` it reads a table from
  * HiveServer2 over Thrift (hive-driver): the schema from `DESCRIBE`, then
  * one `SELECT` with the columns, the filters (IN / IS NULL) and a LIMIT
@@ -7,7 +7,11 @@
  * against the schema; rows are fetched `batchSize` at a time. Without a host
  * but with a `location`/`path`, it reads a Hive-partitioned directory layout
  * (hive-partitions.ts). Auth `NOSASL` (default) or `PLAIN` (SASL with
- * user/password from `secret_urn` or `credential_override` JSON).
+ * user/password from `secret_urn` or `credential_override` JSON). With
+ * `ssl: true` the Thrift connection is TLS (HiveServer2's
+ * `hive.server2.use.SSL`), the chain verified against `ssl_ca_pem` (PEM or a
+ * catalog secret; else the default CA store) and the host name always
+ * checked: hive-driver's own default would accept any certificate.
  */
 import type { HiveClient } from 'hive-driver';
 import { RetrievalErrors } from '../errors.ts';
@@ -15,9 +19,10 @@ import { abortableRead } from './abortable.ts';
 import { hivePartitionSource } from './hive-partitions.ts';
 import { hiveIdentifier, hiveSelect } from './hive-sql.ts';
 import { lazyModule } from './lazy.ts';
-import { type SecretReader, USER_PASSWORD_FIELDS } from './pg-connection.ts';
+import { revealSecret, type SecretReader, USER_PASSWORD_FIELDS } from './pg-connection.ts';
 import { credentialFields, jsonObject } from './reader-options.ts';
 import { checkColumns, jsonSafe, scanBatches } from './scan.ts';
+import { caBundle, tlsProblem } from './tls-trust.ts';
 import type { ReadRequest, Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
 interface HiveTarget {
@@ -28,8 +33,14 @@ interface HiveTarget {
   readonly auth: 'NOSASL' | 'PLAIN';
   readonly user?: string;
   readonly password?: string;
+  /** tls.connect options when `ssl` is set; verification is never off. */
+  readonly tls: { ca?: string; rejectUnauthorized: true } | null;
 }
 
+/** hive-driver's transport as an authentication sees it: the socket it opens. */
+type Transport = Parameters<InstanceType<typeof import('hive-driver').auth.NoSaslAuthentication>['authenticate']>[0];
+/** From the first byte sent to an open session. */
+const CONNECT_TIMEOUT_MS = 10_000;
 type Operation = Awaited<ReturnType<Awaited<ReturnType<HiveClient['openSession']>>['executeStatement']>>;
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 // Named exports: under tsx's loader a dynamic import of this CommonJS (`__esModule`) package has no `default`.
@@ -37,12 +48,7 @@ const hiveDriver = lazyModule('Hive', () => import('hive-driver'));
 
 function credentials(input: SourceInput, secrets: SecretReader | undefined): { user?: string; password?: string } {
   const urn = text(input.properties.secret_urn);
-  let raw = input.credentialOverride ?? undefined;
-  try {
-    if (!raw && urn) raw = secrets?.reveal(urn);
-  } catch {
-    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-  }
+  const raw = input.credentialOverride || (urn ? revealSecret(secrets, urn) : undefined);
   if (!raw) return {};
   const parsed = jsonObject(raw);
   if (!parsed) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });
@@ -64,11 +70,31 @@ function hiveTarget(input: SourceInput, secrets: SecretReader | undefined): Hive
     throw RetrievalErrors.make.source_options_invalid({ option: 'auth', problem: 'NOSASL or PLAIN' });
   const { user, password } = auth === 'NOSASL' ? {} : credentials(input, secrets);
   if (auth !== 'NOSASL' && !user) throw RetrievalErrors.make.source_credentials_missing({ problem: 'PLAIN auth needs a user' });
-  return { host, port, database, table, auth: auth === 'NOSASL' ? 'NOSASL' : 'PLAIN', user, password };
+  const tls = hiveTls(p, secrets);
+  return { host, port, database, table, auth: auth === 'NOSASL' ? 'NOSASL' : 'PLAIN', user, password, tls };
+}
+
+function hiveTls(p: SourceInput['properties'], secrets: SecretReader | undefined): HiveTarget['tls'] {
+  const ssl = p.ssl ?? false;
+  const invalid = (option: string, problem: string) => RetrievalErrors.make.source_options_invalid({ option, problem });
+  if (typeof ssl !== 'boolean') throw invalid('ssl', 'a boolean');
+  // A CA the connection would silently not use: the owner meant TLS.
+  if (!ssl && p.ssl_ca_pem !== undefined) throw invalid('ssl_ca_pem', 'set ssl: true to use it');
+  if (!ssl) return null;
+  const ca = caBundle(p.ssl_ca_pem, secrets, 'ssl_ca_pem');
+  // Explicit: hive-driver's TLS transport defaults to rejectUnauthorized false.
+  // One PEM text: hive-driver's options type takes no list (tls.connect reads every certificate in it).
+  return { ...(ca ? { ca: ca.join('\n') } : {}), rejectUnauthorized: true };
 }
 
 function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
+  const tls = tlsProblem(error);
+  if (tls) return RetrievalErrors.make.source_tls_failed({ problem: tls });
+  // hive-driver's AuthenticationError (not exported): the server answered the SASL exchange with a failure.
+  if (error instanceof Error && error.message.startsWith('Authentication error')) {
+    return RetrievalErrors.make.source_auth_failed({ problem: 'sasl authentication failed' });
+  }
   // hive-driver's StatusError carries HiveServer2's status (errorMessage, sqlState) beside its message.
   const message = `${(error as { message?: unknown })?.message ?? ''} ${JSON.stringify(error, Object.getOwnPropertyNames(error ?? {})) ?? ''}`;
   if (/Table not found|Database does not exist|does not exist|Error 10001/i.test(message))
@@ -85,18 +111,37 @@ async function session(target: HiveTarget) {
       : new hive.auth.NoSaslAuthentication();
   const client = new hive.HiveClient(TCLIService, TCLIService_types);
   // Thrift leaves calls pending forever when the socket closes: every call races the connection's end.
+  let fail: (error: unknown) => void = () => {};
   const lost = new Promise<never>((_, reject) => {
-    client.on('error', () => reject(new Error('connection error')));
+    fail = reject;
+    // The socket's own error, so a TLS failure is told apart from a dropped connection.
+    client.on('error', (error: unknown) => reject(error ?? new Error('connection error')));
     client.on('close', () => reject(new Error('connection closed')));
     client.on('timeout', () => reject(new Error('connection timed out')));
   });
   lost.catch(() => {});
   const guard = <T>(call: Promise<T>): Promise<T> => Promise.race([call, lost]);
-  await guard(
-    client.connect({ host: target.host, port: target.port, options: { connect_timeout: 10_000, timeout: 60_000 } }, new hive.connections.TcpConnection(), auth),
-  );
-  const opened = await guard(client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 }));
-  return { client, opened, guard, utils: new hive.HiveUtils(TCLIService_types) };
+  const options = { connect_timeout: 10_000, timeout: 60_000, ...(target.tls ? { ssl: true, ...target.tls } : {}) };
+  // The SASL exchange has no timeout of its own: a server that does not answer it (one without SASL,
+  // or a stalled one) would hold the read forever. The transport is kept to close it at the deadline.
+  let transport: Transport | undefined;
+  const tracked = {
+    authenticate(opened: Transport) {
+      transport = opened;
+      return auth.authenticate(opened);
+    },
+  };
+  const deadline = setTimeout(() => {
+    fail(new Error('connection timed out'));
+    transport?.getTransport()?.destroy();
+  }, CONNECT_TIMEOUT_MS);
+  try {
+    await guard(client.connect({ host: target.host, port: target.port, options }, new hive.connections.TcpConnection(), tracked));
+    const opened = await guard(client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 }));
+    return { client, opened, guard, utils: new hive.HiveUtils(TCLIService_types) };
+  } finally {
+    clearTimeout(deadline);
+  }
 }
 
 type Session = Awaited<ReturnType<typeof session>>;
@@ -122,6 +167,17 @@ async function describe(s: Session, target: HiveTarget): Promise<SchemaField[]> 
   return fields;
 }
 
+/**
+ * hive-driver's JSON rows with BIGINT read exactly: its handler reads an i64
+ * with node-int64's toNumber(), which rounds past 2^53. As a bigint,
+ * jsonSafe gives a wide value as its digits (as for a Parquet INT64).
+ */
+function exactRows(s: Session, operation: Parameters<Session['utils']['getResult']>[0]): Row[] {
+  const result = s.utils.getResult(operation) as unknown as { convertBigInt(value: { toOctetString(): string }): unknown; getValue(): Row[] | null };
+  result.convertBigInt = (value) => BigInt.asIntN(64, BigInt(`0x${value.toOctetString()}`));
+  return result.getValue() ?? [];
+}
+
 async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): AsyncGenerator<Row[]> {
   const request = checkColumns(await describe(s, target), asked);
   const operation = await run(s, hiveSelect(target.database, target.table, request));
@@ -129,7 +185,7 @@ async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): Asy
   do {
     request.signal.throwIfAborted();
     await s.guard(operation.fetch());
-    const rows = (s.utils.getResult(operation).getValue() ?? []) as Row[];
+    const rows = exactRows(s, operation);
     operation.flush();
     if (rows.length > 0) yield rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/^.*\./, ''), jsonSafe(v)])));
   } while (operation.hasMoreRows());

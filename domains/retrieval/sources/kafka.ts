@@ -1,5 +1,5 @@
 /**
- * The Kafka source (contract §8.6, platform `kafka`): a bounded read of one
+ * The Kafka source (platform `kafka`): a bounded read of one
  * topic. At the start the partitions' high-water marks are read; the read
  * ends there (or at `max_messages`), so a retrieval always ends even while
  * producers keep writing. Partitions are read one after another in number
@@ -8,14 +8,17 @@
  * `commit_group` asks for it (then the next offsets of what was read are
  * committed for that group once the read ends). JSON object values become
  * rows (their keys the columns); other values become `{value}`.
- * Filters, offset and limit are applied in process.
+ * Filters, offset and limit are applied in process. Every client of a read
+ * connects with the dataset's TLS and SASL settings (kafka-security.ts).
  */
 import type { Consumer } from '@platformatic/kafka';
 import { RetrievalErrors } from '../errors.ts';
 import { abortableRead } from './abortable.ts';
 import { jsonType } from './fs-formats.ts';
 import { KAFKA_READER_OPTIONS, type KafkaOptions, kafkaOptions } from './kafka-options.ts';
+import { type KafkaSecurity, kafkaSecurity, kafkaSecurityError } from './kafka-security.ts';
 import { lazyModule } from './lazy.ts';
+import type { SecretReader } from './pg-connection.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory } from './types.ts';
 
@@ -43,25 +46,37 @@ interface Message {
 const kafkaSdk = lazyModule('Kafka', () => import('@platformatic/kafka'));
 const PARTITION_MAX_BYTES = 4 << 20;
 const CONTROL_BATCH = 0x20;
+/** Typed by what Kafka defines (an int32 partition, an int64 offset, a timestamp in ms), not by sampling a value. */
 const METADATA_FIELDS: SchemaField[] = [
   { name: '_topic', type: 'string' },
-  { name: '_partition', type: 'number' },
-  { name: '_offset', type: 'number' },
-  { name: '_timestamp', type: 'string' },
+  { name: '_partition', type: 'integer' },
+  { name: '_offset', type: 'bigint' },
+  { name: '_timestamp', type: 'timestamp with time zone' },
   { name: '_key', type: 'string' },
 ];
 
+/** A read's options and how its clients connect (TLS, SASL: kafka-security.ts). */
+type KafkaRead = KafkaOptions & { readonly security: KafkaSecurity };
+
 function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
+  const security = kafkaSecurityError(error);
+  if (security) return security;
   const text = JSON.stringify(error, Object.getOwnPropertyNames(error ?? {})) ?? '';
   if (/unknown[_ ]topic/i.test(text)) return RetrievalErrors.make.source_not_found({ problem: 'no such topic' });
   return RetrievalErrors.make.source_unavailable({ problem: 'kafka broker unreachable or the read broke off' });
 }
 
-async function consumerFor(options: KafkaOptions, tag: string): Promise<Consumer> {
+/** What every client of a read (Consumer, Admin) connects with. */
+function clientSettings(options: KafkaRead) {
+  const { brokers, security } = options;
+  return { clientId: 'meshgate-retrieval', bootstrapBrokers: brokers, retries: 2, timeout: 10_000, ...security };
+}
+
+async function consumerFor(options: KafkaRead, tag: string): Promise<Consumer> {
   const { Consumer } = await kafkaSdk();
   // groupId is required by the client's constructor; it is never joined (no JoinGroup, no commit).
-  return new Consumer({ clientId: 'meshgate-retrieval', groupId: tag, bootstrapBrokers: options.brokers, retries: 2, retryDelay: 250, timeout: 10_000 });
+  return new Consumer({ ...clientSettings(options), retryDelay: 250, groupId: tag });
 }
 
 const closeConsumer = (consumer: Consumer) => void consumer.close(true).catch(() => {});
@@ -108,35 +123,48 @@ async function plan(consumer: Consumer, options: KafkaOptions): Promise<Plan> {
   return { topicId: topic.id, ranges };
 }
 
+type FetchedPartition = Awaited<ReturnType<Consumer['fetch']>>['responses'][number]['partitions'][number];
+
+/** One Fetch of one partition from `offset`, refused unless the broker answered it without error. */
+async function fetchPartition(consumer: Consumer, topicId: string, range: Range, offset: bigint): Promise<FetchedPartition> {
+  const response = await consumer.fetch({
+    node: range.leader,
+    maxWaitTime: 200,
+    topics: [
+      {
+        topicId,
+        partitions: [{ partition: range.partition, fetchOffset: offset, currentLeaderEpoch: -1, lastFetchedEpoch: -1, partitionMaxBytes: PARTITION_MAX_BYTES }],
+      },
+    ],
+  });
+  // The client keeps an incremental fetch session per broker: the answer may hold other partitions too.
+  const part = response.responses.find((t) => t.topicId === topicId)?.partitions.find((p) => p.partitionIndex === range.partition);
+  if (part?.errorCode !== 0) throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
+  return part;
+}
+
+/** The messages of a Fetch answer within [from, range.end), and the offset after its last batch. */
+function messagesOf(part: FetchedPartition, range: Range, from: bigint): { messages: Message[]; advanced: bigint } {
+  const messages: Message[] = [];
+  let advanced = from;
+  for (const batch of part.records ?? []) {
+    advanced = batch.firstOffset + BigInt(batch.lastOffsetDelta) + 1n;
+    if (batch.attributes & CONTROL_BATCH) continue; // transaction markers are not messages
+    for (const record of batch.records) {
+      const offset = batch.firstOffset + BigInt(record.offsetDelta);
+      if (offset < from || offset >= range.end) continue;
+      messages.push({ partition: range.partition, offset, timestamp: batch.firstTimestamp + record.timestampDelta, key: record.key, value: record.value });
+    }
+  }
+  return { messages, advanced };
+}
+
 /** One partition from range.start to range.end, a Fetch response at a time. */
 async function* partitionMessages(consumer: Consumer, topicId: string, range: Range, signal: AbortSignal): AsyncGenerator<Message[]> {
   let next = range.start;
   while (next < range.end) {
     signal.throwIfAborted();
-    const response = await consumer.fetch({
-      node: range.leader,
-      maxWaitTime: 200,
-      topics: [
-        {
-          topicId,
-          partitions: [{ partition: range.partition, fetchOffset: next, currentLeaderEpoch: -1, lastFetchedEpoch: -1, partitionMaxBytes: PARTITION_MAX_BYTES }],
-        },
-      ],
-    });
-    // The client keeps an incremental fetch session per broker: the answer may hold other partitions too.
-    const part = response.responses.find((t) => t.topicId === topicId)?.partitions.find((p) => p.partitionIndex === range.partition);
-    if (part?.errorCode !== 0) throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
-    const messages: Message[] = [];
-    let advanced = next;
-    for (const batch of part.records ?? []) {
-      advanced = batch.firstOffset + BigInt(batch.lastOffsetDelta) + 1n;
-      if (batch.attributes & CONTROL_BATCH) continue; // transaction markers are not messages
-      for (const record of batch.records) {
-        const offset = batch.firstOffset + BigInt(record.offsetDelta);
-        if (offset < next || offset >= range.end) continue;
-        messages.push({ partition: range.partition, offset, timestamp: batch.firstTimestamp + record.timestampDelta, key: record.key, value: record.value });
-      }
-    }
+    const { messages, advanced } = messagesOf(await fetchPartition(consumer, topicId, range, next), range, next);
     // Nothing below the high-water mark came back: the log moved (retention); end rather than spin.
     if (advanced <= next) return;
     next = advanced;
@@ -182,10 +210,10 @@ async function* topicRows(consumer: Consumer, options: KafkaOptions, signal: Abo
   }
 }
 
-async function commit(options: KafkaOptions, group: string, read: Map<number, bigint>): Promise<void> {
+async function commit(options: KafkaRead, group: string, read: Map<number, bigint>): Promise<void> {
   if (read.size === 0) return;
   const { Admin } = await kafkaSdk();
-  const admin = new Admin({ clientId: 'meshgate-retrieval', bootstrapBrokers: options.brokers, retries: 2, timeout: 10_000 });
+  const admin = new Admin(clientSettings(options));
   try {
     const partitionOffsets = [...read].map(([partition, offset]) => ({ partition, offset }));
     await admin.alterConsumerGroupOffsets({ groupId: group, topics: [{ name: options.topic, partitionOffsets }] });
@@ -194,7 +222,7 @@ async function commit(options: KafkaOptions, group: string, read: Map<number, bi
   }
 }
 
-async function schemaOf(options: KafkaOptions, tag: string): Promise<SchemaField[]> {
+async function schemaOf(options: KafkaRead, tag: string): Promise<SchemaField[]> {
   const consumer = await consumerFor(options, tag);
   try {
     for await (const rows of topicRows(consumer, { ...options, maxMessages: 1 }, new AbortController().signal, new Map())) {
@@ -209,13 +237,13 @@ async function schemaOf(options: KafkaOptions, tag: string): Promise<SchemaField
   }
 }
 
-export function kafkaSources(): SourceFactory {
+export function kafkaSources(secrets: () => SecretReader | undefined): SourceFactory {
   return {
     platforms: ['kafka'],
     readerOptions: KAFKA_READER_OPTIONS,
     describe: (input) => ({ path: kafkaOptions(input).topic, format: kafkaOptions(input).valueFormat }),
     create(input): Source {
-      const options = kafkaOptions(input);
+      const options: KafkaRead = { ...kafkaOptions(input), security: kafkaSecurity(input, secrets()) };
       return {
         schema: () => schemaOf(options, input.tag),
         read: (request) =>

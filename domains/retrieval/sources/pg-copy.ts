@@ -94,34 +94,18 @@ function fieldEnd(src: Buffer, p: number, newline: number): number {
 }
 
 /**
- * Converts COPY text rows, fed in chunks split anywhere, to batches of at
- * most `batchSize` rows, each batch its JSON array's bytes in a buffer of
- * its own (handed on as it is: no string is made of it).
+ * COPY text fed in chunks split anywhere, handed on as whole rows: a row
+ * split across chunks is held (joined once, at its newline), and one longer
+ * than MAX_ROW_BYTES fails the read. Subclasses turn rows into batches.
  */
-export class CopyJsonConverter {
-  readonly #keys: Buffer[];
-  readonly #kinds: CopyKind[];
-  readonly #batchSize: number;
-  /** Most bytes a row's JSON adds beyond 6 per COPY byte (keys, braces, quotes, literals, `,` before it, `]` after it). */
-  readonly #overhead: number;
-  #out: Buffer;
-  #o = 0;
-  #ends: number[] = [];
-  /** The start of a row not yet ended, in the pieces it arrived in (joined once, at its newline). */
+export abstract class CopyRowReader<T> {
+  /** The start of a row not yet ended, in the pieces it arrived in. */
   #carry: Buffer[] = [];
   #carryBytes = 0;
 
-  constructor(columns: readonly CopyColumn[], batchSize: number) {
-    this.#keys = columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`));
-    this.#kinds = columns.map((c) => c.kind);
-    this.#batchSize = batchSize;
-    this.#overhead = this.#keys.reduce((n, key) => n + key.length + 6, 4);
-    this.#out = this.#open(1 << 16);
-  }
-
   /** The batches this chunk completes. */
-  push(chunk: Buffer): JsonRows[] {
-    const done: JsonRows[] = [];
+  push(chunk: Buffer): T[] {
+    const done: T[] = [];
     let start = 0;
     if (this.#carryBytes > 0) {
       const newline = chunk.indexOf(NEWLINE);
@@ -133,25 +117,76 @@ export class CopyJsonConverter {
       const row = Buffer.concat(this.#carry, this.#carryBytes);
       this.#carry = [];
       this.#carryBytes = 0;
-      this.#rows(row, 0, row.length, done);
+      this.rows(row, 0, row.length, done);
       start = newline + 1;
     }
     const end = chunk.lastIndexOf(NEWLINE) + 1;
-    if (end > start) this.#rows(chunk, start, end, done);
+    if (end > start) this.rows(chunk, start, end, done);
     if (end < chunk.length) this.#hold(Buffer.from(chunk.subarray(Math.max(start, end))));
     return done;
   }
 
-  /** Keeps part of an unfinished row; a row longer than MAX_ROW_BYTES fails the read. */
+  /** The last, partial batch (null when there is none); throws if the stream ended inside a row. */
+  end(): T | null {
+    if (this.#carryBytes > 0) throw new Error('COPY output ended inside a row');
+    return this.last();
+  }
+
+  /** Converts the rows of src[from, to) (whole lines), closing each batch that fills into `done`. */
+  protected abstract rows(src: Buffer, from: number, to: number, done: T[]): void;
+
+  protected abstract last(): T | null;
+
   #hold(piece: Buffer): void {
     this.#carryBytes += piece.length;
     if (this.#carryBytes > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
     this.#carry.push(piece);
   }
+}
 
-  /** The last, partial batch (null when there is none); throws if the stream ended inside a row. */
-  end(): JsonRows | null {
-    if (this.#carryBytes > 0) throw new Error('COPY output ended inside a row');
+/** The field ends of a COPY row src[from, newline) into `ends`; throws when it has fewer than `ends.length` fields. */
+export function fieldEnds(src: Buffer, from: number, newline: number, ends: number[]): void {
+  if (newline - from > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
+  const last = ends.length - 1;
+  let p = from;
+  for (let f = 0; f <= last; f++) {
+    const end = f === last ? newline : fieldEnd(src, p, newline);
+    if (end === newline && f < last) throw new Error('COPY row has fewer fields than the SELECT');
+    ends[f] = end;
+    p = end + 1;
+  }
+}
+
+/** True when the field src[p, end) is COPY's NULL, `\N`. */
+export const isCopyNull = (src: Buffer, p: number, end: number): boolean => end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e;
+
+/**
+ * Converts COPY text rows to batches of at most `batchSize` rows, each
+ * batch its JSON array's bytes in a buffer of its own (handed on as it is:
+ * no string is made of it).
+ */
+export class CopyJsonConverter extends CopyRowReader<JsonRows> {
+  readonly #keys: Buffer[];
+  readonly #kinds: CopyKind[];
+  readonly #batchSize: number;
+  /** Most bytes a row's JSON adds beyond 6 per COPY byte (keys, braces, quotes, literals, `,` before it, `]` after it). */
+  readonly #overhead: number;
+  readonly #fieldEnds: number[];
+  #out: Buffer;
+  #o = 0;
+  #ends: number[] = [];
+
+  constructor(columns: readonly CopyColumn[], batchSize: number) {
+    super();
+    this.#keys = columns.map((c, i) => Buffer.from(`${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`));
+    this.#kinds = columns.map((c) => c.kind);
+    this.#batchSize = batchSize;
+    this.#overhead = this.#keys.reduce((n, key) => n + key.length + 6, 4);
+    this.#fieldEnds = columns.map(() => 0);
+    this.#out = this.#open(1 << 16);
+  }
+
+  protected last(): JsonRows | null {
     return this.#ends.length > 0 ? this.#close() : null;
   }
 
@@ -173,8 +208,7 @@ export class CopyJsonConverter {
     return batch;
   }
 
-  /** Converts the rows of src[from, to) (whole lines), closing each batch that fills into `done`. */
-  #rows(src: Buffer, from: number, to: number, done: JsonRows[]): void {
+  protected rows(src: Buffer, from: number, to: number, done: JsonRows[]): void {
     let i = from;
     while (i < to) {
       const newline = src.indexOf(NEWLINE, i);
@@ -186,18 +220,17 @@ export class CopyJsonConverter {
   }
 
   #row(src: Buffer, from: number, newline: number, o: number): number {
-    if (newline - from > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
+    const ends = this.#fieldEnds;
+    fieldEnds(src, from, newline, ends);
     this.#reserve(o, (newline - from) * 6 + this.#overhead);
     const out = this.#out;
     if (this.#ends.length > 0) out[o++] = 0x2c;
-    const last = this.#kinds.length - 1;
     let p = from;
-    for (let f = 0; f <= last; f++) {
-      const end = f === last ? newline : fieldEnd(src, p, newline);
-      if (end === newline && f < last) throw new Error('COPY row has fewer fields than the SELECT');
+    for (let f = 0; f < ends.length; f++) {
+      const end = ends[f] as number;
       const key = this.#keys[f] as Buffer;
       o = put(key, 0, key.length, out, o);
-      o = end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e ? put(LITERALS.null, 0, 4, out, o) : this.#value(src, p, end, f, o);
+      o = isCopyNull(src, p, end) ? put(LITERALS.null, 0, 4, out, o) : this.#value(src, p, end, f, o);
       p = end + 1;
     }
     out[o++] = 0x7d;
@@ -274,17 +307,11 @@ function json(src: Buffer, p: number, end: number, out: Buffer, o: number): numb
 }
 
 /**
- * A COPY stream's rows as JSON arrays of at most `batchSize` rows.
+ * A COPY stream's rows as the converter's batches (JSON arrays, Arrow record batches).
  * Iterating the stream with `for await` reads the next chunk only when the
  * consumer asks for the next batch, so the consumer's pace is the source's.
  */
-export async function* copyJsonBatches(
-  chunks: AsyncIterable<Buffer>,
-  columns: readonly CopyColumn[],
-  batchSize: number,
-  signal: AbortSignal,
-): AsyncGenerator<JsonRows> {
-  const converter = new CopyJsonConverter(columns, batchSize);
+export async function* copyBatches<T>(chunks: AsyncIterable<Buffer>, converter: CopyRowReader<T>, signal: AbortSignal): AsyncGenerator<T> {
   for await (const chunk of chunks) {
     for (const batch of converter.push(chunk)) {
       signal.throwIfAborted();

@@ -1,5 +1,5 @@
 /**
- * The Postgres source (contract §8.6, platform `postgres`): a real
+ * The Postgres source (platform `postgres`): a real
  * PostgreSQL read with `COPY (SELECT …) TO STDOUT`, its text rows converted
  * byte by byte to the JSON row_to_json would give (pg-copy.ts), so an
  * ungated stream sends those bytes without the gateway building row objects
@@ -13,13 +13,15 @@
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { RetrievalErrors } from '../errors.ts';
+import { arrowCopyColumn, CopyArrowConverter } from './pg-arrow.ts';
 import { type PgCredentials, type PgTarget, pgCredentials, pgTarget, type SecretReader } from './pg-connection.ts';
-import { type CopyColumn, copyJsonBatches, copyKind } from './pg-copy.ts';
+import { type CopyColumn, CopyJsonConverter, type CopyRowReader, copyBatches, copyKind } from './pg-copy.ts';
 import { lockedColumns, type PgColumn, relationName } from './pg-schema.ts';
-import { type PgTls, pgTls, tlsProblem } from './pg-tls.ts';
+import { type PgTls, pgTls } from './pg-tls.ts';
 import { checkColumns } from './scan.ts';
 import { type SqlDialect, whereClause } from './sql-filter.ts';
-import type { JsonRows, ReadRequest, Row, Source, SourceFactory } from './types.ts';
+import { tlsProblem } from './tls-trust.ts';
+import type { ReadRequest, Row, Source, SourceFactory } from './types.ts';
 
 const { Client, escapeIdentifier, escapeLiteral } = pg;
 
@@ -30,11 +32,14 @@ function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
   const code = (error as { code?: string }).code;
   if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
-  if (code === '28P01' || code === '28000') return RetrievalErrors.make.source_unavailable({ problem: 'authentication failed' });
+  // A wrong password, an unknown role, or no pg_hba rule admitting this connection: the dataset's to fix.
+  if (code === '28P01' || code === '28000') {
+    return RetrievalErrors.make.source_auth_failed({ problem: 'authentication failed' });
+  }
   // Insufficient privilege: on the table, a selected column, or CONNECT on the database. Never names the role.
   if (code === '42501') return RetrievalErrors.make.source_access_denied({ problem: "the dataset's credentials may not read this table" });
   const tls = tlsProblem(error);
-  if (tls) return RetrievalErrors.make.source_unavailable({ problem: tls });
+  if (tls) return RetrievalErrors.make.source_tls_failed({ problem: tls });
   // A literal the column's type cannot take (class 22 raised while parsing: it carries a `position`;
   // a view failing at run time does not), or a type without `=` (json, point): the caller's filter.
   const atParse = (error as { position?: string }).position !== undefined;
@@ -77,21 +82,28 @@ interface PgEndpoint {
  * literal, and how COPY's text of each of its columns becomes JSON: types
  * the gateway does not render are selected as `to_json(col)` (pg-copy.ts).
  */
-function selectStatement(
+function selectStatement<C>(
   target: PgTarget,
   request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>,
   table: readonly PgColumn[],
-): { text: string; columns: CopyColumn[] } {
+  convert: (column: PgColumn) => C & { json: boolean },
+): { text: string; columns: C[] } {
   const byName = new Map(table.map((c) => [c.name, c]));
   // Distinct names: a row object holds each column once.
   const chosen = request.columns === null ? table : [...new Set(request.columns)].map((name) => byName.get(name) as PgColumn);
-  const kinds = chosen.map((c) => copyKind(c.type, c.domain));
-  const list = chosen.map((c, i) => (kinds[i] ? escapeIdentifier(c.name) : `to_json(${escapeIdentifier(c.name)})`));
+  const columns = chosen.map(convert);
+  const list = chosen.map((c, i) => (columns[i]?.json ? `to_json(${escapeIdentifier(c.name)})` : escapeIdentifier(c.name)));
   let text = `SELECT ${list.join(', ')} FROM ${relationName(target)}`;
   text += whereClause(PG_DIALECT, request.filters);
   if (request.limit !== null) text += ` LIMIT ${count(request.limit, 'limit')}`;
   if (request.offset > 0) text += ` OFFSET ${count(request.offset, 'offset')}`;
-  return { text, columns: chosen.map((c, i) => ({ name: c.name, kind: kinds[i] ?? 'json' })) };
+  return { text, columns };
+}
+
+/** How COPY text of a column becomes JSON: a type the gateway does not render is selected as `to_json(col)` (pg-copy.ts). */
+function jsonCopyColumn(column: PgColumn): CopyColumn & { json: boolean } {
+  const kind = copyKind(column.type, column.domain);
+  return { name: column.name, kind: kind ?? 'json', json: kind === null };
 }
 
 async function connect({ target, ssl, credentials, tag }: PgEndpoint): Promise<pg.Client> {
@@ -154,14 +166,53 @@ function abandon(client: pg.Client, target: PgTarget, running: boolean): void {
  * is read only as fast as batches are taken (pg-copy-streams pauses it when
  * its buffer is full).
  */
-async function* copyJson(client: pg.Client, target: PgTarget, request: ReadRequest): AsyncGenerator<JsonRows> {
+async function* copyRows<T, C>(
+  client: pg.Client,
+  target: PgTarget,
+  request: ReadRequest,
+  convert: (column: PgColumn) => C & { json: boolean },
+  converter: (columns: C[]) => CopyRowReader<T>,
+  first?: (reader: CopyRowReader<T>) => T,
+): AsyncGenerator<T> {
   // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number;
-  // UTC makes to_json's timestamptz text the same whatever the server's TimeZone.
-  await client.query("BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'");
+  // UTC makes timestamptz text (COPY's and to_json's) the same whatever the server's TimeZone.
+  await client.query("BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO'");
   const table = await lockedColumns(client, target);
-  const select = selectStatement(target, checkColumns(table, request), table);
+  const select = selectStatement(target, checkColumns(table, request), table, convert);
+  const reader = converter(select.columns);
+  if (first) yield first(reader);
   const copy = client.query(copyTo(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
-  yield* copyJsonBatches(copy, select.columns, request.batchSize, request.signal);
+  yield* copyBatches(copy, reader, request.signal);
+}
+
+/**
+ * Runs one COPY read on its own connection: cancelled on the server when the
+ * request's signal aborts or the consumer leaves early (abandon), the
+ * connection ended when the read completes.
+ */
+async function* copyRead<T>(endpoint: PgEndpoint, request: ReadRequest, read: (client: pg.Client) => AsyncGenerator<T>): AsyncGenerator<T> {
+  const client = await connect(endpoint);
+  // From BEGIN to the end of the COPY a statement of this read is in flight on the connection
+  // (a cancel between two of them finds the backend idle, and the server ignores it).
+  let running = false;
+  // Mid-COPY the server is sending, not reading a Terminate: cancel the statement and close the socket.
+  const stop = () => abandon(client, endpoint.target, running);
+  request.signal.addEventListener('abort', stop, { once: true });
+  let complete = false;
+  try {
+    request.signal.throwIfAborted(); // aborted while connecting: 'abort' will not fire again
+    running = true;
+    yield* read(client);
+    running = false;
+    complete = true;
+  } catch (error) {
+    request.signal.throwIfAborted();
+    throw classify(error);
+  } finally {
+    request.signal.removeEventListener('abort', stop);
+    if (complete) void client.end().catch(() => {});
+    else stop();
+  }
 }
 
 /** A converted batch back to objects; a parse failure never carries row text into an error or a log. */
@@ -182,30 +233,10 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
     create(input): Source {
       const target = pgTarget(input);
       const endpoint: PgEndpoint = { target, ssl: pgTls(input.properties, secrets()), credentials: pgCredentials(input, secrets()), tag: input.tag };
-      async function* readJson(request: ReadRequest): AsyncGenerator<JsonRows> {
-        const client = await connect(endpoint);
-        // From BEGIN to the end of the COPY a statement of this read is in flight on the connection
-        // (a cancel between two of them finds the backend idle, and the server ignores it).
-        let running = false;
-        // Mid-COPY the server is sending, not reading a Terminate: cancel the statement and close the socket.
-        const stop = () => abandon(client, target, running);
-        request.signal.addEventListener('abort', stop, { once: true });
-        let complete = false;
-        try {
-          request.signal.throwIfAborted(); // aborted while connecting: 'abort' will not fire again
-          running = true;
-          yield* copyJson(client, target, request);
-          running = false;
-          complete = true;
-        } catch (error) {
-          request.signal.throwIfAborted();
-          throw classify(error);
-        } finally {
-          request.signal.removeEventListener('abort', stop);
-          if (complete) void client.end().catch(() => {});
-          else stop();
-        }
-      }
+      const readJson = (request: ReadRequest) =>
+        copyRead(endpoint, request, (client) =>
+          copyRows(client, target, request, jsonCopyColumn, (columns) => new CopyJsonConverter(columns, request.batchSize)),
+        );
       return {
         async schema() {
           const client = await connect(endpoint);
@@ -220,6 +251,18 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
           }
         },
         readJson,
+        // The schema message first (typed by the locked columns), then record batches.
+        readArrow: (request) =>
+          copyRead(endpoint, request, (client) =>
+            copyRows(
+              client,
+              target,
+              request,
+              arrowCopyColumn,
+              (columns) => new CopyArrowConverter(columns, request.batchSize),
+              (reader) => (reader as CopyArrowConverter).schemaMessage(),
+            ),
+          ),
         // One path for both: gated reads see exactly the values ungated streams send.
         async *read(request) {
           for await (const batch of readJson(request)) yield parseRows(batch.json);

@@ -1,5 +1,5 @@
 /**
- * gRPC transport (contract §8.5): `platform.retrieval.v1.RetrievalService/
+ * gRPC transport: `platform.retrieval.v1.RetrievalService/
  * StreamData`, server streaming, served by Connect-RPC on the TLS listener.
  * The chunk payload is the UTF-8 JSON array of rows — the same bytes the
  * SSE stream sends, encoded once per batch and passed on without a copy,
@@ -8,7 +8,7 @@
  * `authorization: Bearer <token>`; `from_sequence` resumes a stream.
  */
 import { create } from '@bufbuild/protobuf';
-import type { ConnectRouter } from '@connectrpc/connect';
+import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { toConnectError } from '../../../gateway/errors/connect-error.ts';
 import { RPC_CONTEXT } from '../../../gateway/routing/rpc.ts';
 import { type DataChunk, DataChunkSchema, RetrievalService as RetrievalRpc } from '../../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
@@ -43,43 +43,61 @@ function finalChunk(stream: JobStream): DataChunk {
  * stream (bench/README.md, retrieval). Per-message flag 0 is plain gRPC;
  * compressed requests are still accepted.
  */
-const UNCOMPRESSED = { compressMinBytes: Number.MAX_SAFE_INTEGER };
+export const UNCOMPRESSED = { compressMinBytes: Number.MAX_SAFE_INTEGER };
+
+/** Opens a job's stream for an RPC; a refusal becomes its Connect status. */
+export async function openForRpc<T>(open: () => Promise<JobStream<T>>): Promise<JobStream<T>> {
+  try {
+    return await open();
+  } catch (error) {
+    throw toConnectError(error);
+  }
+}
+
+/**
+ * An RPC's messages over a job's stream, ending the job exactly once:
+ * COMPLETED once the last message was taken, else FAILED with the error's
+ * reason (a cancel of the job shows as retrieval_job_canceled), and the
+ * client's disconnect ends the read.
+ */
+export async function* drained<T, M>(stream: JobStream<T>, context: HandlerContext, messages: AsyncIterable<M>): AsyncGenerator<M> {
+  const disconnected = () => stream.finish({ reason: 'client_disconnected' });
+  context.signal.addEventListener('abort', disconnected, { once: true });
+  try {
+    yield* messages;
+    stream.finish();
+  } catch (thrown) {
+    const error = stream.signal.aborted && !context.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
+    if (!(error instanceof Error && error.name === 'ApiError')) context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
+    stream.finish(error);
+    throw toConnectError(error);
+  } finally {
+    context.signal.removeEventListener('abort', disconnected);
+  }
+}
+
+/** The stream's chunks from sequence `from` on (a resumed read), then the final one. */
+async function* dataChunks(stream: JobStream, from: number): AsyncGenerator<DataChunk> {
+  for await (const chunk of stream.chunks) {
+    if (chunk.sequence < from) continue;
+    yield create(DataChunkSchema, {
+      sequence: BigInt(chunk.sequence),
+      payload: chunk.data,
+      mediaType: 'application/json',
+      rowCount: BigInt(chunk.rowCount),
+      metadata: stringMap(chunk.metadata),
+    });
+  }
+  yield finalChunk(stream);
+}
 
 export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalService): void {
   router.service(
     RetrievalRpc,
     {
       async *streamData(request, context) {
-        let stream: JobStream;
-        try {
-          stream = await service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization')));
-        } catch (error) {
-          throw toConnectError(error);
-        }
-        const from = Number(request.fromSequence);
-        const disconnected = () => stream.finish({ reason: 'client_disconnected' });
-        context.signal.addEventListener('abort', disconnected, { once: true });
-        try {
-          for await (const chunk of stream.chunks) {
-            if (chunk.sequence < from) continue;
-            yield create(DataChunkSchema, {
-              sequence: BigInt(chunk.sequence),
-              payload: chunk.data,
-              mediaType: 'application/json',
-              rowCount: BigInt(chunk.rowCount),
-              metadata: stringMap(chunk.metadata),
-            });
-          }
-          yield finalChunk(stream);
-          stream.finish();
-        } catch (thrown) {
-          const error = stream.signal.aborted && !context.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
-          if (!(error instanceof Error && error.name === 'ApiError')) context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
-          stream.finish(error);
-          throw toConnectError(error);
-        } finally {
-          context.signal.removeEventListener('abort', disconnected);
-        }
+        const stream = await openForRpc(() => service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization'))));
+        yield* drained(stream, context, dataChunks(stream, Number(request.fromSequence)));
       },
     },
     UNCOMPRESSED,

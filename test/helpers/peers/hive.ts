@@ -7,11 +7,15 @@
  * --add-opens its reflection needs. It is heavy (a JVM of ~1 GB, 20-40 s to
  * start on two busy cores): start one per test file and share it. `query`
  * runs HiveQL through hive-driver, e.g. to create external tables over files
- * written to `dataDir`. Stopped and deleted in t.after.
+ * written to `dataDir`. With `tls` the Thrift port speaks only TLS
+ * (`hive.server2.use.SSL`, a PKCS#12 key store made from the certificate),
+ * and `query` connects over TLS trusting `tls.caPem`. Stopped and deleted in
+ * t.after.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import hive from 'hive-driver';
+import { type KeyStore, pkcs12KeyStore, type ServerTls } from './keystore.ts';
 import { type After, peerScript, peerWorkspace, randomPort, spawnPeer, withPortRetry } from './process.ts';
 
 export interface HivePeer {
@@ -23,6 +27,11 @@ export interface HivePeer {
   query(sql: string): Promise<Record<string, unknown>[]>;
   /** Stops the server now (e.g. "the source goes away mid-stream"); t.after also calls it. */
   stop(): Promise<void>;
+}
+
+export interface HiveOptions {
+  /** Serve TLS only, with this certificate (its names must include localhost: `query` checks it by that name). */
+  tls?: ServerTls & { caPem: string };
 }
 
 const OPENS = [
@@ -62,7 +71,7 @@ logger.metastore.name = org.apache.hadoop.hive.metastore
 logger.metastore.level = OFF
 `;
 
-export async function startHive(t: After): Promise<HivePeer> {
+export async function startHive(t: After, options: HiveOptions = {}): Promise<HivePeer> {
   const lib = await peerScript('hive');
   const workspace = peerWorkspace(t, 'hive');
   const { dir, stop } = workspace;
@@ -70,9 +79,10 @@ export async function startHive(t: After): Promise<HivePeer> {
   const dataDir = join(dir, 'data');
   for (const d of [conf, dataDir, join(dir, 'warehouse'), join(dir, 'scratch')]) mkdirSync(d, { recursive: true });
   writeFileSync(join(conf, 'hive-log4j2.properties'), LOG4J2);
+  const keyStore = options.tls ? await pkcs12KeyStore(dir, options.tls) : undefined;
   const port = await withPortRetry(async () => {
     const candidate = randomPort();
-    writeFileSync(join(conf, 'hive-site.xml'), hiveSite(dir, candidate));
+    writeFileSync(join(conf, 'hive-site.xml'), hiveSite(dir, candidate, keyStore));
     const args = [
       '-Xms128m',
       '-Xmx1g',
@@ -93,13 +103,15 @@ export async function startHive(t: After): Promise<HivePeer> {
     return candidate;
   });
   const host = '127.0.0.1';
-  return { host, port, dataDir, stop, query: (sql) => hiveQuery(host, port, sql) };
+  // Over TLS the certificate is checked by the name it carries, localhost, on the address the server binds.
+  const tls = options.tls ? { ssl: true, ca: options.tls.caPem, servername: 'localhost', rejectUnauthorized: true } : {};
+  return { host, port, dataDir, stop, query: (sql) => hiveQuery(host, port, tls, sql) };
 }
 
-async function hiveQuery(host: string, port: number, sql: string): Promise<Record<string, unknown>[]> {
+async function hiveQuery(host: string, port: number, tls: object, sql: string): Promise<Record<string, unknown>[]> {
   const { TCLIService, TCLIService_types } = hive.thrift;
   const client = await new hive.HiveClient(TCLIService, TCLIService_types).connect(
-    { host, port },
+    { host, port, options: tls },
     new hive.connections.TcpConnection(),
     new hive.auth.NoSaslAuthentication(),
   );
@@ -118,7 +130,18 @@ async function hiveQuery(host: string, port: number, sql: string): Promise<Recor
   }
 }
 
-function hiveSite(dir: string, port: number): string {
+/** HiveServer2's TLS settings ("Setting Up HiveServer2", SSL Encryption). */
+function tlsSite(keyStore: KeyStore | undefined): Record<string, string> {
+  if (!keyStore) return {};
+  return {
+    'hive.server2.use.SSL': 'true',
+    'hive.server2.keystore.path': keyStore.path,
+    'hive.server2.keystore.password': keyStore.password,
+    'hive.server2.keystore.type': 'PKCS12',
+  };
+}
+
+function hiveSite(dir: string, port: number, keyStore: KeyStore | undefined): string {
   const properties: Record<string, string> = {
     'hive.metastore.uris': '',
     'javax.jdo.option.ConnectionURL': `jdbc:derby:;databaseName=${join(dir, 'metastore_db')};create=true`,
@@ -146,6 +169,7 @@ function hiveSite(dir: string, port: number): string {
     'mapreduce.framework.name': 'local',
     'hive.fetch.task.conversion': 'more',
     'hive.stats.autogather': 'false',
+    ...tlsSite(keyStore),
   };
   const body = Object.entries(properties)
     .map(([name, value]) => `  <property><name>${name}</name><value>${value}</value></property>`)

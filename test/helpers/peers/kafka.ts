@@ -4,21 +4,29 @@
  * KRaft process that is both broker and controller. Storage is formatted in a
  * temp dir with a random cluster id; the broker listener binds port 0 and the
  * port it got is read from the log; the controller port is random and retried
- * when taken. PLAINTEXT on 127.0.0.1, topics auto-created. Stopped and deleted
- * in t.after.
+ * when taken. PLAINTEXT on 127.0.0.1, topics auto-created. With `tls`, two
+ * more listeners on `localhost` (random ports, retried too): SSL, and
+ * SASL_SSL taking PLAIN (users in the listener's JAAS) and SCRAM-SHA-256/512
+ * (credentials written at storage format with the broker's own
+ * `kafka-storage format --add-scram`). Stopped and deleted in t.after.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { type KeyStore, pkcs12KeyStore, type ServerTls } from './keystore.ts';
 import { type After, peerScript, peerWorkspace, randomPort, spawnPeer, withPortRetry } from './process.ts';
 
 const execFileAsync = promisify(execFile);
 
 export interface KafkaPeer {
-  /** host:port of the broker, e.g. "127.0.0.1:41943" */
+  /** host:port of the broker's PLAINTEXT listener, e.g. "127.0.0.1:41943" */
   bootstrapServers: string;
+  /** With `tls`: "localhost:<port>" of the SSL listener. */
+  sslBootstrapServers?: string;
+  /** With `tls`: "localhost:<port>" of the SASL_SSL listener (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512). */
+  saslSslBootstrapServers?: string;
   /** Stops the broker now (e.g. "the source goes away mid-stream"); t.after also calls it. */
   stop(): Promise<void>;
 }
@@ -26,6 +34,19 @@ export interface KafkaPeer {
 export interface KafkaOptions {
   /** Partitions of auto-created topics (default 1). */
   partitions?: number;
+  /** The TLS listeners' certificate chain and key (its names must include localhost to be reached by name). */
+  tls?: ServerTls;
+  /** SASL users (name → password), for every mechanism of the SASL_SSL listener; names and passwords alphanumeric. */
+  users?: Readonly<Record<string, string>>;
+}
+
+const SCRAM = ['SCRAM-SHA-256', 'SCRAM-SHA-512'];
+const JAAS_PACKAGE = 'org.apache.kafka.common.security';
+
+interface Ports {
+  controller: number;
+  ssl: number;
+  saslSsl: number;
 }
 
 // Quiet by default; the two INFO lines the helper waits for stay on.
@@ -56,13 +77,19 @@ export async function startKafka(t: After, options: KafkaOptions = {}): Promise<
     ...args,
   ];
   const clusterId = randomBytes(16).toString('base64url');
+  const keyStore = options.tls ? await pkcs12KeyStore(dir, options.tls) : undefined;
+  const users = Object.entries(options.users ?? {});
+  const scramUser = ([name, secret]: [string, string]) => SCRAM.map((m) => `--add-scram=${m}=[name=${name},password=${secret}]`);
+  const scram = users.flatMap(scramUser);
+  const ports: Ports = { controller: 0, ssl: 0, saslSsl: 0 };
   const broker = await withPortRetry(async () => {
-    const controllerPort = randomPort();
+    Object.assign(ports, { controller: randomPort(), ssl: randomPort(), saslSsl: randomPort() });
     const properties = join(dir, 'server.properties');
-    const data = join(dir, `data-${controllerPort}`);
-    writeFileSync(properties, serverProperties(controllerPort, data, options.partitions ?? 1));
+    const data = join(dir, `data-${ports.controller}`);
+    writeFileSync(properties, serverProperties(ports, data, options.partitions ?? 1, { keyStore, users }));
     // One token: a base64url id may start with '-', which the tool's parser would read as an option.
-    await execFileAsync('java', java('kafka.tools.StorageTool', ['format', `--cluster-id=${clusterId}`, '-c', properties])).catch((error) => {
+    const format = ['format', `--cluster-id=${clusterId}`, '-c', properties, ...scram];
+    await execFileAsync('java', java('kafka.tools.StorageTool', format)).catch((error) => {
       throw new Error(`test peer kafka: storage format failed: ${error.stdout}${error.stderr || error.message}`);
     });
     const server = workspace.adopt(
@@ -73,22 +100,59 @@ export async function startKafka(t: After, options: KafkaOptions = {}): Promise<
       }),
     );
     const bound = [...server.output.matchAll(/Awaiting socket connections on 127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
-    const port = bound.find((p) => p !== controllerPort);
+    const port = bound.find((p) => p !== ports.controller && p !== ports.ssl && p !== ports.saslSsl);
     if (!port) throw new Error(`test peer kafka: broker port not found in its log:\n${server.output}`);
     return port;
   });
-  return { bootstrapServers: `127.0.0.1:${broker}`, stop };
+  const plaintext = { bootstrapServers: `127.0.0.1:${broker}`, stop };
+  if (!keyStore) return plaintext;
+  const sslBootstrapServers = `localhost:${ports.ssl}`;
+  return { ...plaintext, sslBootstrapServers, saslSslBootstrapServers: `localhost:${ports.saslSsl}` };
 }
 
-function serverProperties(controllerPort: number, dataDir: string, partitions: number): string {
+/** The SSL and SASL_SSL listeners' settings (Kafka's "Encryption and Authentication using SSL" and "using SASL"). */
+function securedListeners(ports: Ports, keyStore: KeyStore, users: readonly [string, string][]): string[] {
+  const plainUsers = users.map(([name, password]) => ` user_${name}="${password}"`).join('');
+  const jaas = (mechanism: string, module: string, extra = '') =>
+    `listener.name.sasl_ssl.${mechanism.toLowerCase()}.sasl.jaas.config=${JAAS_PACKAGE}.${module} required${extra};`;
+  const listeners = [
+    'PLAINTEXT://127.0.0.1:0',
+    `CONTROLLER://127.0.0.1:${ports.controller}`,
+    `SSL://localhost:${ports.ssl}`,
+    `SASL_SSL://localhost:${ports.saslSsl}`,
+  ];
+  return [
+    `listeners=${listeners.join(',')}`,
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL',
+    'ssl.keystore.type=PKCS12',
+    `ssl.keystore.location=${keyStore.path}`,
+    `ssl.keystore.password=${keyStore.password}`,
+    `ssl.key.password=${keyStore.password}`,
+    `sasl.enabled.mechanisms=PLAIN,${SCRAM.join(',')}`,
+    jaas('PLAIN', 'plain.PlainLoginModule', plainUsers),
+    ...SCRAM.map((m) => jaas(m, 'scram.ScramLoginModule')),
+  ];
+}
+
+interface Security {
+  keyStore: KeyStore | undefined;
+  users: readonly [string, string][];
+}
+
+function serverProperties(ports: Ports, dataDir: string, partitions: number, { keyStore, users }: Security): string {
+  const listeners = keyStore
+    ? securedListeners(ports, keyStore, users)
+    : [
+        `listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:${ports.controller}`,
+        'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      ];
   return `${[
     'process.roles=broker,controller',
     'node.id=1',
-    `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:${controllerPort}`,
+    `controller.quorum.voters=1@127.0.0.1:${ports.controller}`,
+    ...listeners,
     'controller.listener.names=CONTROLLER',
     'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
     `log.dirs=${dataDir}`,
     `num.partitions=${partitions}`,
     'auto.create.topics.enable=true',

@@ -55,11 +55,14 @@ test('missing, malformed, forged, alg-none and expired tokens are all 401', asyn
   const [header, payload] = good.split('.') as [string, string, string];
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
   const none = `${base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }))}.${payload}.`;
-  const { privateKey } = await generateKeyPair('ES256');
+  const { privateKey } = await generateKeyPair('RS256');
   const forged = await new SignJWT(claims).setProtectedHeader(JSON.parse(Buffer.from(header, 'base64url').toString())).sign(privateKey);
+  // The right kid with another algorithm and the attacker's own key: the kid's key is only ever used with its own alg.
+  const { kid } = JSON.parse(Buffer.from(header, 'base64url').toString());
+  const swapped = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid }).sign((await generateKeyPair('ES256')).privateKey);
   const hs = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode('secret-secret-secret-secret-32by'));
   const tampered = `${header}.${base64url.encode(JSON.stringify({ ...claims, roles: ['admin', 'root'] }))}.${good.split('.')[2]}`;
-  for (const token of [undefined, 'garbage', none, forged, hs, tampered]) {
+  for (const token of [undefined, 'garbage', none, forged, swapped, hs, tampered]) {
     const res = await gw.request('GET', '/api/auth/users/me', token ? { token } : {});
     assert.equal(res.status, 401, `token ${String(token).slice(0, 20)}`);
     assert.deepEqual(res.json, { detail: 'Not authenticated' });
@@ -72,11 +75,12 @@ test('expired access tokens are refused', async (t) => {
   const token = await gw.adminToken();
   assert.equal((await gw.request('GET', '/api/auth/users/me', { token })).status, 200);
   // Re-sign the same claims with the gateway's key but an exp in the past.
-  const { loadSigningKey } = await import('../../../../domains/auth/keys.ts');
-  const key = await loadSigningKey(gw.dataDir);
+  const { loadSigningKeyRing } = await import('../../../../domains/auth/keys.ts');
+  const nowSeconds = () => Math.floor(Date.now() / 1000);
+  const key = (await loadSigningKeyRing(gw.dataDir, 'RS256', () => 0, nowSeconds)).active;
   const claims = JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString());
   const expired = await new SignJWT({ ...claims, exp: Math.floor(Date.now() / 1000) - 5 })
-    .setProtectedHeader({ alg: 'ES256', kid: key.kid })
+    .setProtectedHeader({ alg: key.alg, kid: key.kid })
     .sign(key.privateKey);
   assert.equal((await gw.request('GET', '/api/auth/users/me', { token: expired })).status, 401);
 });
@@ -122,7 +126,8 @@ test('JWKS and OIDC discovery let a peer validate our tokens', async (t) => {
   assert.equal(discovery.json.jwks_uri, `${gw.url}/api/auth/jwks`);
   const jwks = await gw.request('GET', '/api/auth/jwks');
   assert.equal(jwks.json.keys.length, 1);
-  assert.equal(jwks.json.keys[0].alg, 'ES256');
+  assert.equal(jwks.json.keys[0].alg, 'RS256');
+  assert.equal(jwks.json.keys[0].kty, 'RSA');
   assert.equal(jwks.json.keys[0].d, undefined, 'no private part');
   const { createLocalJWKSet, jwtVerify } = await import('jose');
   const { payload } = await jwtVerify(await gw.adminToken(), createLocalJWKSet(jwks.json), { issuer: discovery.json.issuer });

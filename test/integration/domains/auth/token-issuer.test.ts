@@ -5,6 +5,8 @@
  * both cases the discovery document names the same issuer as the tokens.
  */
 import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { startTestGateway, TestGateway } from '../../../helpers/gateway.ts';
@@ -47,4 +49,22 @@ test('the first start chooses the issuer: a later fixed port or hostname keeps i
   const discovery = await again.request('GET', '/api/auth/.well-known/openid-configuration');
   assert.equal(discovery.json.issuer, issuer);
   assert.equal(decodeJwt(await again.adminToken()).iss, issuer);
+});
+
+test('an empty or malformed issuer file stops the start with a clear message; the written file is whole', async (t) => {
+  const first = await startTestGateway(t);
+  await first.adminToken();
+  await first.stop();
+  const file = join(first.dataDir, 'issuer');
+  assert.match(readFileSync(file, 'utf8'), /^urn:meshgate:cluster:[0-9a-f-]{36}\n$/);
+  assert.deepEqual(
+    readdirSync(first.dataDir).filter((name) => name.startsWith('issuer')),
+    ['issuer'],
+    'no temporary file is left behind',
+  );
+  for (const content of ['', '\n', 'not an issuer\n', 'http://plain.example/api/auth\n']) {
+    writeFileSync(file, content);
+    const again = new TestGateway(first.dataDir, {});
+    await assert.rejects(again.start(), /holds no token issuer \(expected an https URL or urn:meshgate:cluster:<uuid>\)/, JSON.stringify(content));
+  }
 });

@@ -161,3 +161,40 @@ test('member datasets page by datasets_cursor and datasets_page_size; deleting a
   assert.equal((await gw.request('DELETE', `/api/catalog/containers/v2/${encodeURIComponent(urn)}`, { token: admin })).status, 204);
   assert.equal((await gw.request('GET', `/api/catalog/datasets/v2/${members[0]}`, { token: admin })).json.container_urn, null);
 });
+
+test('path-style membership: the container URN as one encoded segment, the dataset in the next one or the query; admin only', async (t) => {
+  const gw = await startTestGateway(t);
+  const admin = await gw.adminToken();
+  const user = await gw.userToken('user');
+  const urn = await createContainer(gw, admin, { name: '/a/b (c)', platform: 's3' });
+  const first = await createDataset(gw, admin, { name: 'first', platform: 'file' });
+  const second = await createDataset(gw, admin, { name: 'second', platform: 'file' });
+  const base = `/api/catalog/containers/${encodeURIComponent(urn)}/datasets`;
+  for (const [method, path, json] of [
+    ['POST', base, { dataset_urn: first }],
+    ['DELETE', `${base}/${encodeURIComponent(first)}`, undefined],
+    ['DELETE', `${base}?dataset_urn=${encodeURIComponent(first)}`, undefined],
+  ] as const) {
+    const denied = await gw.request(method, path, { token: user.token, json });
+    assert.deepEqual([denied.status, denied.json.detail.reason], [403, 'admin_required'], `${method} ${path}`);
+  }
+  for (const dataset of [first, second]) {
+    const add = await gw.request('POST', base, { token: admin, json: { dataset_urn: dataset } });
+    assert.deepEqual([add.status, add.json], [200, { message: 'ok' }]);
+  }
+  assert.deepEqual((await gw.request('GET', `/api/catalog/containers/${encodeURIComponent(urn)}`, { token: admin })).json.datasets, [first, second].sort());
+  const rm = await gw.request('DELETE', `${base}/${encodeURIComponent(first)}`, { token: admin });
+  assert.deepEqual([rm.status, rm.json], [200, { message: 'removed' }]);
+  const rmQ = await gw.request('DELETE', `${base}?dataset_urn=${encodeURIComponent(second)}`, { token: admin });
+  assert.deepEqual([rmQ.status, rmQ.json], [200, { message: 'removed' }]);
+  assert.deepEqual((await gw.request('GET', `/api/catalog/containers/${encodeURIComponent(urn)}`, { token: admin })).json.datasets, []);
+  const again = await gw.request('DELETE', `${base}/${encodeURIComponent(first)}`, { token: admin });
+  assert.equal(again.json.detail.reason, 'dataset_not_in_container');
+  const noContainer = await gw.request('POST', `/api/catalog/containers/${encodeURIComponent('urn:li:container:none')}/datasets`, {
+    token: admin,
+    json: { dataset_urn: first },
+  });
+  assert.equal(noContainer.json.detail.reason, 'container_not_found');
+  assert.equal((await gw.request('POST', base, { token: admin, json: {} })).status, 422);
+  assert.equal((await gw.request('DELETE', base, { token: admin })).status, 422, 'no dataset named');
+});

@@ -8,10 +8,11 @@ async function createSecret(gw: TestGateway, token: string, body: Record<string,
 }
 
 function secretPaths(urn: string): string[] {
-  return [`/api/catalog/secrets/v2/${urn}`, `/api/catalog/secrets/v2/${encodeURIComponent(urn)}`, `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(urn)}`];
+  const enc = encodeURIComponent(urn);
+  return [`/api/catalog/secrets/v2/${urn}`, `/api/catalog/secrets/v2/${enc}`, `/api/catalog/secrets/by-urn?urn=${enc}`, `/api/catalog/secrets/${enc}`];
 }
 
-test('secrets: create answers the URN; get, list and delete by v2 (raw or encoded) and by-urn never show the value', async (t) => {
+test('secrets: create answers the URN; get, list and delete by v2 (raw or encoded), the encoded path and by-urn never show the value', async (t) => {
   const gw = await startTestGateway(t);
   const { token } = await gw.userToken('alice');
   const res = await createSecret(gw, token, { name: 'demo', value: 's3cr3t-value', description: 'pg password' });

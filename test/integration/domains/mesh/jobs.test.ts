@@ -1,5 +1,5 @@
 /**
- * Mesh jobs (issue 7 item 5; contract §5.3, §5.6, §5.7, §3.8): two real
+ * Mesh jobs: two real
  * meshgates paired through the federation API in shared_idp, the real
  * oidc-provider as the shared realm, jobs run by the receiver's real local
  * runtime. Jobs through `/api/mesh/{fed}/cluster/jobs/...`, the local
@@ -65,7 +65,7 @@ test('mesh jobs: every job path through /api/mesh lands on the receiver as the b
   assert.equal(native.json.source_cluster_id, undefined, 'a local caller has no source cluster');
 
   const gateless = await source.request('POST', `${mesh}/submit`, { token, json: { entrypoint: 'true' } });
-  assert.equal(gateless.status, 403, 'mesh submissions are denied until a gate is bound (contract §5.7)');
+  assert.equal(gateless.status, 403, 'mesh submissions are denied until a gate is bound');
   assert.deepEqual([gateless.json.detail.reason, gateless.json.detail.gate], ['no_execution_gate_configured_for_mesh', '(unconfigured)']);
   await bindAllowAll(receiver);
 
@@ -78,7 +78,11 @@ test('mesh jobs: every job path through /api/mesh lands on the receiver as the b
   assertBrokered(done, pair, me.json.sub);
   assert.equal(done.audit_actor, externalId);
   const result = await source.request('GET', `${mesh}/${id}/result`, { token });
-  assert.deepEqual(result.json, { job_id: id, status: 'SUCCEEDED', probe: 'async' });
+  const { job_id, status, probe, result: marker, audit_actor } = result.json;
+  assert.deepEqual(
+    { job_id, status, probe, marker, audit_actor },
+    { job_id: id, status: 'SUCCEEDED', probe: 'async', marker: { probe: 'async' }, audit_actor: externalId },
+  );
   const logs = await source.request('GET', `${mesh}/${id}/logs`, { token });
   assert.match(logs.json.logs, /plain line/);
 
@@ -98,7 +102,7 @@ test('mesh jobs: every job path through /api/mesh lands on the receiver as the b
   assert.deepEqual((await source.request('GET', '/api/cluster/jobs/', { token: await source.adminToken() })).json, []);
 });
 
-test('contract §5.6 shim: a local submit or run naming the peer is forwarded with the caller token; local polling is proxied', async (t) => {
+test('forwarding shim: a local submit or run naming the peer is forwarded with the caller token; local polling is proxied', async (t) => {
   const { oidc, pair, source, receiver, token } = await meshWithExecutor(t);
   await bindAllowAll(receiver);
   const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
@@ -121,7 +125,8 @@ test('contract §5.6 shim: a local submit or run naming the peer is forwarded wi
   assert.equal(done.status, 'SUCCEEDED', JSON.stringify(done));
   assertBrokered(done, pair, me.json.sub);
   assert.equal(done.cluster_selector, 'local', 'the peer got no selector: it ran the job itself');
-  assert.deepEqual((await source.request('GET', `/api/cluster/jobs/${id}/result`, { token })).json, { job_id: id, status: 'SUCCEEDED', probe: 'shim-async' });
+  const shimResult = (await source.request('GET', `/api/cluster/jobs/${id}/result`, { token })).json;
+  assert.deepEqual([shimResult.job_id, shimResult.status, shimResult.probe, shimResult.result], [id, 'SUCCEEDED', 'shim-async', { probe: 'shim-async' }]);
   assert.match((await source.request('GET', `/api/cluster/jobs/${id}/logs`, { token })).json.logs, /plain line/);
 
   const long = await source.request('POST', '/api/cluster/jobs/submit', { token, json: { entrypoint: 'sleep 60', target_cluster: 'receiver-label' } });

@@ -1,5 +1,5 @@
 /**
- * Retrieval over filesystem datasets (issue 9): CSV, JSON lines and Parquet
+ * Retrieval over filesystem datasets: CSV, JSON lines and Parquet
  * read through inline, SSE and gRPC give identical rows; filters, columns,
  * limit and offset; the inline threshold; path escapes refused; ReBAC.
  */
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
-import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows } from '../../../helpers/retrieval.ts';
+import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
 import { FORMATS, type Format, sampleRows, type TextRow, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
 
 interface World {
@@ -62,7 +62,7 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
     assert.ok(sse.comments.length >= 1, 'a `:` comment opens the stream');
     assert.deepEqual(sse.events.at(-1), { event: 'complete', data: { event: 'complete', rows: rows.length, chunks: 3, metadata: { filtered: false } } });
 
-    const grpcJob = await createJob(gw, alice, { dataset_urn: urns[format], transport: 'grpc' });
+    const grpcJob = await createJob(gw, alice, { dataset_urn: urns[format], transport: 'grpc', grpc_protocol: V1 });
     assert.equal(grpcJob.transport, 'grpc');
     assert.match(grpcJob.grpc.endpoint, /^grpcs:\/\/localhost:\d+$/);
     const grpc = await readGrpc(gw, grpcJob);
@@ -71,7 +71,7 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
     assert.equal(last?.final, true);
     assert.equal(last?.metadata.rows, String(rows.length));
 
-    // The inline job replays as chunks on the stream (contract §8.4).
+    // The inline job replays as chunks on the stream.
     assert.deepEqual(sseRows(await readSse(gw, inline.job_id, alice)), rows);
     const status = await gw.request('GET', `/api/retrieval/jobs/${sseJob.job_id}`, { token: alice });
     assert.equal(status.json.status, 'COMPLETED');
@@ -110,7 +110,7 @@ test('filters (equality, list = IN), columns, offset and limit mean the same in 
       const inline = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'inline' });
       assert.deepEqual(inline.inline.data, expected, `${format} ${JSON.stringify(c.body)}`);
       if (columns) assert.deepEqual(Object.keys(inline.inline.data[0]), columns, 'column order follows the request');
-      const job = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'grpc' });
+      const job = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'grpc', grpc_protocol: V1 });
       assert.deepEqual(grpcRows(await readGrpc(gw, job)), expected);
     }
   }
@@ -205,7 +205,7 @@ test('a caller without viewer gets 404 on create, status and stream; jobs are li
   }
   const cancel = await gw.request('POST', `/api/retrieval/jobs/${aliceJob.job_id}/cancel`, { token: bob.token });
   assert.equal(cancel.status, 404);
-  // Contract §8.2: the job id is a UUID path parameter; anything else is a 422, an unknown UUID a 404.
+  // The job id is a UUID path parameter; anything else is a 422, an unknown UUID a 404.
   for (const [method, path] of [
     ['GET', '/api/retrieval/jobs/not-a-uuid'],
     ['GET', '/api/retrieval/jobs/not-a-uuid/stream'],

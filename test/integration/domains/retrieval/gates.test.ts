@@ -1,5 +1,5 @@
 /**
- * Per-record gates (contract §9): the gate binding API and the clearance
+ * Per-record gates: the gate binding API and the clearance
  * fixture — five rows U, U, U, S, TS; callers with clearance U, S, TS get
  * exactly 3, 4, 5 rows with gate_audit.filtered true, true, false on the
  * inline, SSE and gRPC seams, the four legacy footer keys present and null.
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway } from '../../../helpers/gateway.ts';
-import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows } from '../../../helpers/retrieval.ts';
+import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
 import { CLEARANCE_ROWS, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
 
 const CLEARANCE_GATE = 'platform.gates.clearance.ClearanceGate';
@@ -94,7 +94,7 @@ test('clearance U/S/TS callers get exactly 3/4/5 rows with gate_audit.filtered t
     for (const chunk of sse.events.filter((e) => e.event === 'chunk')) assert.deepEqual(chunk.data.metadata.gate_audit, footer(persona.filtered));
     assert.deepEqual(sse.events.at(-1)?.data.metadata, { filtered: persona.filtered, gate_audit: footer(persona.filtered) });
 
-    const grpc = await readGrpc(gw, await createJob(gw, user.token, { dataset_urn: urn, transport: 'grpc', columns: ['id', 'payload'] }));
+    const grpc = await readGrpc(gw, await createJob(gw, user.token, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1, columns: ['id', 'payload'] }));
     assert.deepEqual(
       grpcRows(grpc),
       expected.map((r) => ({ id: r.id, payload: r.payload })),

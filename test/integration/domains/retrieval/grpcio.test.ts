@@ -1,5 +1,5 @@
 /**
- * The retrieval stream with gRPC's reference client (issue 9; contract §8.5):
+ * The retrieval stream with gRPC's reference client:
  * Python grpcio — the C-core, strict about HTTP/2, content types and
  * trailers — reads a job through the endpoint of its `grpc` block over TLS
  * verified against the gateway's CA. Same rows and chunking as SSE, the
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway } from '../../../helpers/gateway.ts';
 import { startGrpcioClient } from '../../../helpers/grpcio.ts';
-import { createDataset, createJob, grantViewer, readSse, sseRows } from '../../../helpers/retrieval.ts';
+import { createDataset, createJob, grantViewer, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
 import { CLEARANCE_ROWS, sampleRows, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
 
 async function world(t: { after(fn: () => unknown): void }) {
@@ -35,7 +35,7 @@ async function world(t: { after(fn: () => unknown): void }) {
 test('grpcio streams a job: the rows and chunks SSE gives, then the terminal marker with the footer', async (t) => {
   const { gw, admin, urn, rows, client } = await world(t);
   // An explicit batch_size sets the rows per message (without one, gRPC jobs send 10 000).
-  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', batch_size: 1000 });
+  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1, batch_size: 1000 });
   assert.match(job.grpc.endpoint, /^grpcs:\/\//);
   const got = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: job.grpc.token, detail: true });
   assert.equal(got.error, undefined, JSON.stringify(got.error));
@@ -58,7 +58,7 @@ test('grpcio streams a job: the rows and chunks SSE gives, then the terminal mar
 
 test('grpcio: resume from a sequence with the same token; the token as authorization metadata', async (t) => {
   const { gw, admin, urn, rows, client } = await world(t);
-  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', batch_size: 1000 });
+  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1, batch_size: 1000 });
   const base = { endpoint: job.grpc.endpoint, job_id: job.job_id, token: job.grpc.token, detail: true };
   const first = await client.stream(base);
   const resumed = await client.stream({ ...base, from_sequence: 3 });
@@ -80,7 +80,7 @@ test('grpcio: a gated dataset carries gate_audit in each chunk metadata and filt
   ] as const) {
     const user = await gw.userToken(`reader-${clearance}`, { attributes: { clearance } });
     grantViewer(gw, gated, user.id);
-    const job = await createJob(gw, user.token, { dataset_urn: gated, transport: 'grpc' });
+    const job = await createJob(gw, user.token, { dataset_urn: gated, transport: 'grpc', grpc_protocol: V1 });
     const got = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: job.grpc.token, detail: true });
     assert.equal(got.data?.length, count, clearance);
     for (const chunk of got.chunks ?? []) assert.equal(JSON.parse(chunk.metadata.gate_audit ?? 'null').filtered, filtered, clearance);
@@ -89,7 +89,7 @@ test('grpcio: a gated dataset carries gate_audit in each chunk metadata and filt
 
 test('grpcio: a wrong token, or a token for another job, is UNAUTHENTICATED grpc_token_invalid, never rows', async (t) => {
   const { gw, admin, urn, client } = await world(t);
-  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc' });
+  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 });
   const wrong = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: `${job.grpc.token}x` });
   assert.equal(wrong.error?.code, 'UNAUTHENTICATED', JSON.stringify(wrong));
   assert.match(wrong.error.details, /^grpc_token_invalid/);

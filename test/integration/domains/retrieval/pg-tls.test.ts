@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { ensureTlsMaterial } from '../../../../gateway/tls/material.ts';
 import { startTestGateway } from '../../../helpers/gateway.ts';
 import { startPostgres } from '../../../helpers/peers/postgres.ts';
-import { createDataset, createJob, eventually, readSse, sseRows } from '../../../helpers/retrieval.ts';
+import { createDataset, createJob, createSecret, eventually, readSse, sseRows } from '../../../helpers/retrieval.ts';
 
 const ROWS = Array.from({ length: 20 }, (_, i) => ({ id: i + 1, label: `r${i + 1}` }));
 
@@ -27,11 +27,7 @@ async function world(t: { after(fn: () => unknown): void }) {
     CREATE VIEW slow AS SELECT i AS id FROM generate_series(1, 1000000) i WHERE length(pg_sleep(0.001)::text) = 0;`);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = async (name: string, value: string) => {
-    const res = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name, value } });
-    assert.equal(res.status, 201, res.text);
-    return res.json as string;
-  };
+  const secret = (name: string, value: string) => createSecret(gw, admin, name, value);
   const credentials = await secret('pg-creds', JSON.stringify({ user: pg.user, password: pg.password }));
   let n = 0;
   /** A dataset on `items` with these connection properties. */
@@ -64,7 +60,7 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
 
   // The certificate names localhost only: by IP address the name check fails, the chain check alone passes.
   const byIp = await w.dataset({ host: '127.0.0.1', sslmode: 'verify-full', sslrootcert: w.ca });
-  assert.deepEqual(await refusal(w, byIp), { status: 502, reason: 'source_unavailable', problem: 'tls verification failed' });
+  assert.deepEqual(await refusal(w, byIp), { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' });
   for (const sslmode of ['verify-ca', 'require']) {
     const urn = await w.dataset({ host: '127.0.0.1', sslmode, sslrootcert: w.ca });
     assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: urn })).inline.data, ROWS, sslmode);
@@ -95,7 +91,7 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
 
 test('a certificate from another CA, or none to verify against, fails every mode; clear text is refused by the server', async (t) => {
   const w = await world(t);
-  const tlsFailed = { status: 502, reason: 'source_unavailable', problem: 'tls verification failed' };
+  const tlsFailed = { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' };
   for (const sslmode of ['require', 'verify-ca', 'verify-full']) {
     assert.deepEqual(await refusal(w, await w.dataset({ host: 'localhost', sslmode, sslrootcert: w.otherCa })), tlsFailed, sslmode);
     // No sslrootcert: the gateway's default CA store, which does not hold the test CA.
@@ -103,7 +99,7 @@ test('a certificate from another CA, or none to verify against, fails every mode
   }
   for (const clear of [{}, { sslmode: 'disable', sslrootcert: w.ca }]) {
     const refused = await refusal(w, await w.dataset({ host: 'localhost', ...clear }));
-    assert.deepEqual(refused, { status: 502, reason: 'source_unavailable', problem: 'authentication failed' }, JSON.stringify(clear));
+    assert.deepEqual(refused, { status: 403, reason: 'source_auth_failed', problem: 'authentication failed' }, JSON.stringify(clear));
   }
   assert.ok(!w.gw.logs.join('').includes('BEGIN CERTIFICATE'), 'no certificate text in a log line');
 });
@@ -156,7 +152,7 @@ test("the gateway's PGSSLMODE / PGSSLNEGOTIATION never change a dataset's TLS se
   const verified = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.ca });
   assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: verified })).inline.data, ROWS);
   const unverified = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.otherCa });
-  assert.deepEqual(await refusal(w, unverified), { status: 502, reason: 'source_unavailable', problem: 'tls verification failed' });
+  assert.deepEqual(await refusal(w, unverified), { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' });
   const clear = await w.dataset({ host: 'localhost' });
-  assert.deepEqual(await refusal(w, clear), { status: 502, reason: 'source_unavailable', problem: 'authentication failed' });
+  assert.deepEqual(await refusal(w, clear), { status: 403, reason: 'source_auth_failed', problem: 'authentication failed' });
 });

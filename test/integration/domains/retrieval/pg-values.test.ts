@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startTestGateway } from '../../../helpers/gateway.ts';
 import { startPostgres } from '../../../helpers/peers/postgres.ts';
-import { createDataset, createJob, grantViewer, grpcClient, grpcRows, readGrpc, readSse, sseRows } from '../../../helpers/retrieval.ts';
+import { createDataset, createJob, grantViewer, grpcClient, grpcRows, readGrpc, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
 
 const NOTE = 'He said "hi" \\ back\\slash\nline two\ttab ünïcödé 😀 \u0001 end';
 
@@ -84,11 +84,15 @@ test('Postgres values are identical through inline, SSE and gRPC, gated and unga
     const sse = await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 1 })).job_id, alice);
     assert.deepEqual(sseRows(sse), EXPECTED, `sse ${urn}`);
     assert.equal(sse.events.filter((e) => e.event === 'chunk').length, 3);
-    assert.deepEqual(grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc' }))), EXPECTED, `grpc ${urn}`);
+    assert.deepEqual(
+      grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 }))),
+      EXPECTED,
+      `grpc ${urn}`,
+    );
   }
   // int8 past 2^53 is exact where Postgres's JSON is sent as it is, a double where the gateway parsed rows.
-  assert.match(await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc' })), /"big":9007199254740993,/);
-  assert.match(await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: gated, transport: 'grpc' })), /"big":9007199254740992,/);
+  assert.match(await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1 })), /"big":9007199254740993,/);
+  assert.match(await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: gated, transport: 'grpc', grpc_protocol: V1 })), /"big":9007199254740992,/);
 });
 
 test('Postgres filter values are literals coerced to the column type; quotes, backslashes and NUL stay data', async (t) => {
@@ -151,16 +155,20 @@ test("the converted rows are row_to_json's, byte for byte, through every transpo
   const lines = (await pg.psql("SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM oracle o")).split('\n');
   assert.equal(lines.length, 3);
   const oracle = lines.map((line) => JSON.parse(line));
-  const payload = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc' }));
+  const payload = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1 }));
   assert.equal(payload, `[${lines.join(',')}]`);
   for (const urn of [plain, gated]) {
     assert.deepEqual((await createJob(gw, alice, { dataset_urn: urn })).inline.data, oracle, `inline ${urn}`);
     const sse = await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 2 })).job_id, alice);
     assert.deepEqual(sseRows(sse), oracle, `sse ${urn}`);
-    assert.deepEqual(grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc' }))), oracle, `grpc ${urn}`);
+    assert.deepEqual(
+      grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 }))),
+      oracle,
+      `grpc ${urn}`,
+    );
   }
   const columns = ['tstz', 'odd "na\\me" ü', 'arr', 'f8', 'tstz'];
-  const picked = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', columns }));
+  const picked = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1, columns }));
   const select = String.raw`SELECT tstz, "odd ""na\me"" ü", arr, f8 FROM oracle`;
   assert.equal(picked, `[${(await pg.psql(`SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM (${select}) o`)).split('\n').join(',')}]`);
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 import { type PostgresPeer, startPostgres } from '../../../helpers/peers/postgres.ts';
-import { createDataset, createJob, eventually, grantViewer, grpcRows, readGrpc, readSse, sseRows } from '../../../helpers/retrieval.ts';
+import { createDataset, createJob, eventually, grantViewer, grpcRows, readGrpc, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
 
 const REGIONS = ['north', 'south', 'east'];
 const expectedRow = (i: number) => ({ id: i, region: REGIONS[i % 3], amount: (i * 37) % 1000, 'odd "col"': `v${i}` });
@@ -64,7 +64,7 @@ test('Postgres rows are identical through inline, SSE and gRPC; pushdown semanti
   const sse = await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 700 })).job_id, alice);
   assert.deepEqual(sseRows(sse), all);
   assert.equal(sse.events.filter((e) => e.event === 'chunk').length, 8);
-  assert.deepEqual(grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc' }))), all);
+  assert.deepEqual(grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 }))), all);
 
   const body = { filters: { region: ['north', 'east'], amount: [74, 111, 148] }, columns: ['amount', 'odd "col"', 'id'], offset: 3, limit_rows: 7 };
   const expected = all
@@ -81,7 +81,7 @@ test('Postgres rows are identical through inline, SSE and gRPC; pushdown semanti
 
 test('gRPC: default batch is 10x the configured one, a batch over 1 MiB of JSON is split, resume from a sequence', async (t) => {
   const { gw, alice, bigUrn, wideUrn } = await world(t);
-  const big = await readGrpc(gw, await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc' }));
+  const big = await readGrpc(gw, await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc', grpc_protocol: V1 }));
   assert.deepEqual(
     big.chunks.map((c) => c.rows.length),
     [...Array.from({ length: 30 }, () => 10_000), 0],
@@ -91,7 +91,7 @@ test('gRPC: default batch is 10x the configured one, a batch over 1 MiB of JSON 
     Array.from({ length: 300_000 }, (_, i) => i + 1),
   );
 
-  const job = await createJob(gw, alice, { dataset_urn: wideUrn, transport: 'grpc' });
+  const job = await createJob(gw, alice, { dataset_urn: wideUrn, transport: 'grpc', grpc_protocol: V1 });
   const wide = await readGrpc(gw, job);
   assert.deepEqual(
     wide.chunks.map((c) => [c.sequence, c.rows.length, c.final]),
@@ -154,8 +154,8 @@ test('credential_override bad credentials fail without leaking them', async (t) 
     token: alice,
     json: { dataset_urn: urn, credential_override: JSON.stringify({ user: 'meshgate', password: 'wrong-password-123' }) },
   });
-  assert.equal(res.status, 502);
-  assert.equal(res.json.detail.reason, 'source_unavailable');
+  assert.equal(res.status, 403);
+  assert.equal(res.json.detail.reason, 'source_auth_failed');
   assert.doesNotMatch(res.text, /wrong-password-123/);
   assert.ok(!gw.logs.join('').includes('wrong-password-123'), 'the override never reaches a log line');
 });

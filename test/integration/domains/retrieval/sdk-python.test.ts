@@ -1,11 +1,11 @@
 /**
- * The platform's public Python SDK against meshgate (spec/contract.md is
- * written so that it works; scripts/peers/sdk.sh installs kamiwaza-sdk from
- * PyPI): retrieval (issue 9) inline, over SSE and the gRPC handshake through
- * the SDK's own models, the clearance fixture per caller (contract §9.4)
+ * The platform's public Python SDK against meshgate (the wire shapes of
+ * docs/wire.md are what it depends on; scripts/peers/sdk.sh installs kamiwaza-sdk from
+ * PyPI): retrieval inline, over SSE and the gRPC handshake through
+ * the SDK's own models, the clearance fixture per caller
  * with its setup — attribute, gate discovery and binding, subjects, grants —
  * made by the SDK too,
- * and the OpenAI-compatible runtime URL (issue 3) found
+ * and the OpenAI-compatible runtime URL found
  * the way the SDK finds it — the serving listing, then the official openai
  * client on `<origin>/runtime/models/<id>/v1`, plain and streamed.
  */
@@ -16,7 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { startPeer } from '../../../helpers/federation.ts';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
+import { MARKER } from '../../../helpers/jobs.ts';
+import { allow, pairForMesh } from '../../../helpers/mesh.ts';
 import { peerScript } from '../../../helpers/peers/process.ts';
 import { createDataset, grantViewer } from '../../../helpers/retrieval.ts';
 import { CLEARANCE_ROWS, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
@@ -70,24 +73,12 @@ test('the Python SDK catalogs a dataset and retrieves it inline, over SSE, and g
   assert.equal(got.sse.events.at(-1).event, 'complete');
   assert.deepEqual(got.status, { status: 'COMPLETED', rows: 3, chunks: 2 });
   assert.equal(got.grpc.transport, 'grpc');
-  assert.deepEqual(got.grpc.locations, [`grpcs://${new URL(gw.url).host}`]);
+  assert.deepEqual(got.grpc.locations, [`grpc+tls://${new URL(gw.url).host}`]);
   assert.equal(got.grpc.has_token, true);
 });
 
 test("the Python SDK reads the clearance fixture with each caller's token: 3, 4, 5 rows, gate_audit as the contract says", async (t) => {
-  const dir = scratch(t);
-  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
-  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
-  const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
-  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
-  const tokens: Record<string, string> = {};
-  for (const clearance of ['U', 'S', 'TS']) {
-    const user = await gw.userToken(`sdk-${clearance}`, { attributes: { clearance } });
-    grantViewer(gw, urn, user.id);
-    tokens[clearance] = user.token;
-  }
+  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'csv', 'sdk');
   const got = await sdk(gw, dir, 'gated', { urn, tokens });
   const footer = (filtered: boolean) => ({ filtered, included: null, redacted: null, total: null, gate: null });
   for (const [clearance, count, filtered] of [
@@ -106,7 +97,7 @@ test("the Python SDK reads the clearance fixture with each caller's token: 3, 4,
   }
 });
 
-test('the Python SDK performs the §9.4 setup itself — declare, discover, catalog, bind, subjects and grants — and each persona reads 3, 4, 5 rows', async (t) => {
+test('the Python SDK performs the clearance setup itself — declare, discover, catalog, bind, subjects and grants — and each persona reads 3, 4, 5 rows', async (t) => {
   const dir = scratch(t);
   const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
   const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
@@ -150,3 +141,114 @@ test('the Python SDK finds a model deployment by name, chats through its runtime
   assert.equal(got.stopped, true, 'stop_deployment removes the route');
   assert.deepEqual(got.after_stop, []);
 });
+
+test('the Python SDK reads capabilities here and at a paired peer over the mesh, runs diagnose, and asks who it is', async (t) => {
+  const dir = scratch(t);
+  const untrusted = { federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true } };
+  // The SDK resolves names itself: the source answers on localhost, the peer is reached by the gateway only.
+  const source = await startTestGateway(t, untrusted);
+  const receiver = await startPeer(t, 'sdk-b', untrusted);
+  const pair = await pairForMesh(source, receiver, null, 'sdk-peer');
+  await allow(pair, (await source.request('GET', '/api/auth/users/me', { token: await source.adminToken() })).json.sub);
+  await deploy(source, { kind: 'model', name: 'llm', upstream: 'http://127.0.0.1:9' });
+  const got = await sdk(source, dir, 'cluster_calls', { federation: 'sdk-peer' });
+  const shape = { system_type: process.platform, available_platforms: ['local'], federation_count: 1, ray_ready: false };
+  assert.deepEqual({ ...got.local, ...shape }, got.local);
+  assert.equal(got.local.local_node_id, pair.sourceClusterId);
+  assert.equal(got.local.active_deployments, 1);
+  assert.equal(got.local.gpu_count >= 0 && typeof got.local.os, 'string');
+  assert.equal(got.remote.local_node_id, pair.receiverClusterId, 'the probe answered from the peer');
+  assert.equal(got.remote.active_deployments, 0, 'the brokered caller sees no deployment there');
+  assert.deepEqual(got.diagnose, { cluster_id: pair.sourceClusterId, has_issues: false, ids: [] });
+  assert.equal(got.whoami.username, 'admin');
+  assert.deepEqual(got.whoami.roles, ['admin']);
+});
+
+test('the Python SDK gets forward-auth headers (never the token), an RSA JWKS, and PATs listed with ttl_seconds', async (t) => {
+  const dir = scratch(t);
+  const gw = await startTestGateway(t);
+  const got = await sdk(gw, dir, 'auth_calls', {});
+  const me = (await gw.request('GET', '/api/whoami', { token: await gw.adminToken() })).json;
+  assert.deepEqual(got.headers, { user_id: me.sub, user_name: 'admin', roles: ['admin'], auth_token: null });
+  assert.deepEqual(got.refused, { type: 'AuthenticationError', status: 401 });
+  assert.deepEqual(got.jwks, [['RSA', 'RS256', true, true]]);
+  assert.deepEqual(got.pats, [['ci', 3600]]);
+});
+
+test('the Python SDK run(recoverable=True) reports the marker, audit_actor, a marker-less success and a failure', async (t) => {
+  const dir = scratch(t);
+  const gw = await startTestGateway(t);
+  const entrypoints = { marker: `echo '${MARKER}{"answer":42}'`, plain: 'echo no marker here', failing: 'echo boom >&2; exit 3' };
+  const got = await sdk(gw, dir, 'jobs_calls', { entrypoints });
+  const me = (await gw.request('GET', '/api/whoami', { token: await gw.adminToken() })).json;
+  assert.deepEqual(got.marker, { status: 'SUCCEEDED', result: { answer: 42 }, audit_actor: me.sub, error: null });
+  assert.deepEqual(got.plain, { status: 'SUCCEEDED', result: null, audit_actor: null, error: null });
+  assert.equal(got.failing.status, 'FAILED');
+  assert.equal(got.failing.result, null);
+  assert.equal(got.failing.audit_actor, me.sub);
+  assert.equal(typeof got.failing.error, 'string', 'the SDK user learns why it failed');
+});
+
+test('the Python SDK adds and removes a container member and reads and deletes a secret through the path-style routes', async (t) => {
+  const dir = scratch(t);
+  const gw = await startTestGateway(t);
+  const got = await sdk(gw, dir, 'catalog_paths', {});
+  const dataset = 'urn:li:dataset:(urn:li:dataPlatform:file,member,PROD)';
+  assert.deepEqual(got.added, { message: 'ok' });
+  assert.deepEqual(got.listed, [dataset]);
+  assert.deepEqual(got.removed, { message: 'removed' });
+  assert.equal(got.secret.urn, 'urn:li:dataHubSecret:pg/pass');
+  assert.equal(got.secret.value, null);
+  assert.equal(got.gone, 'NotFoundError');
+});
+
+test('the Python SDK retrieval wrapper raises the right exception with a readable message', async (t) => {
+  const dir = scratch(t);
+  const gw = await startTestGateway(t, { retrieval: { fsRoots: [join(dir, 'allowed')] } });
+  const admin = await gw.adminToken();
+  // A dataset another user cannot see is "not found" to them (no existence oracle); a path outside the roots is a 403.
+  const outside = await createDataset(gw, admin, { name: 'outside', platform: 'file', properties: { path: join(dir, 'elsewhere.csv') } });
+  const missing = 'urn:li:dataset:(urn:li:dataPlatform:file,none,PROD)';
+  const got = await sdk(gw, dir, 'retrieval_errors', { tokens: { missing: admin, denied: admin }, urns: { missing, denied: outside } });
+  assert.equal(got.missing.type, 'DatasetNotFoundError');
+  assert.equal(got.denied.type, 'AuthorizationError');
+  assert.equal(got.missing.message, 'Dataset not found', 'a string detail (the catalog answers the contract literal)');
+  // For a structured detail the wrapper prints the body whole: the reason stays machine-readable, and a sentence
+  // beside it makes the exception read as prose.
+  const denied = JSON.parse(got.denied.message).detail;
+  assert.deepEqual([denied.reason, denied.message], ['path_not_allowed', "The dataset's path is outside the folders retrieval may read."]);
+});
+
+test('the Python SDK reads Arrow Flight with flight_batches: 3/4/5 clearance rows, COMPLETED, a replayed handshake refused', async (t) => {
+  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'jsonl', 'flight');
+  const got = await sdk(gw, dir, 'flight', { urn, tokens });
+  for (const [clearance, count] of [
+    ['U', 3],
+    ['S', 4],
+    ['TS', 5],
+  ] as const) {
+    assert.equal(got[clearance].protocol, 'arrow-flight');
+    assert.deepEqual(got[clearance].rows, CLEARANCE_ROWS.slice(0, count), clearance);
+    assert.equal(got[clearance].status, 'COMPLETED', clearance);
+    // The SDK maps the refused replay (UNAUTHENTICATED) to its AuthenticationError, and does not retry it.
+    assert.equal(got[clearance].replay, 'AuthenticationError', clearance);
+  }
+});
+
+/** A gateway with the clearance fixture as a gated file dataset, and a viewer token per clearance U, S, TS. */
+async function clearanceReaders(t: { after(fn: () => unknown): void }, format: 'csv' | 'jsonl', prefix: string) {
+  const dir = scratch(t);
+  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS)[format];
+  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
+  const admin = await gw.adminToken();
+  const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
+  const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
+  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
+  const tokens: Record<string, string> = {};
+  for (const clearance of ['U', 'S', 'TS']) {
+    const user = await gw.userToken(`${prefix}-${clearance}`, { attributes: { clearance } });
+    grantViewer(gw, urn, user.id);
+    tokens[clearance] = user.token;
+  }
+  return { gw, dir, urn, tokens };
+}

@@ -1,5 +1,5 @@
 /**
- * Apps under their prefix (issue 3): cookies, redirects and a websocket
+ * Apps under their prefix: cookies, redirects and a websocket
  * through the gateway to a real app on loopback; the frontend's home,
  * login and logout pages; operator services only where enabled.
  */
@@ -96,7 +96,8 @@ test('home page, login and logout: redirects land on the configured origin, neve
   assert.equal(home.status, 200);
   assert.match(String(home.headers['content-type']), /^text\/html/);
   assert.ok(home.text.includes(gw.url) && !home.text.includes('evil.example'));
-  assert.match(String(home.headers['content-security-policy']), /script-src 'sha256-/);
+  // The home page is the console's shell: only this origin's files may run (docs/console.md).
+  assert.match(String(home.headers['content-security-policy']), /script-src 'self'; /);
 
   const page = await get('/login?next=/runtime/apps/x/');
   assert.equal(page.status, 200);
@@ -126,11 +127,43 @@ test('home page, login and logout: redirects land on the configured origin, neve
   const viaCookie = await get('/login', { cookie: cookie.split(';')[0] as string });
   assert.equal(viaCookie.headers.location, `${gw.url}/`);
 
-  const logout = await get('/logout');
-  assert.equal(logout.status, 302);
+  assert.match(home.text, /<form method="post" action="\/logout">/, 'sign-out is a form: a GET signs nobody out');
+  const logout = await request(`${gw.url}/logout`, { method: 'POST', dispatcher: forged, headers: { host: 'evil.example' } });
+  await logout.body.dump();
+  assert.equal(logout.statusCode, 303);
   assert.equal(logout.headers.location, `${gw.url}/`);
   assert.match(String(logout.headers['set-cookie']), /^meshgate_session=; Path=\/; Max-Age=0/);
   assert.equal((await get('/no-such-page')).status, 404);
+});
+
+test('browser sign-out is POST only and ends the session of the cookie token: its access and refresh tokens', async (t) => {
+  const gw = await startTestGateway(t);
+  await gw.userToken('frank');
+  const login = await gw.request('POST', '/api/auth/token', { form: { username: 'frank', password: 'frank-password', grant_type: 'password' } });
+  const { access_token: access, refresh_token: refresh } = login.json as { access_token: string; refresh_token: string };
+  const other = await gw.login('frank', 'frank-password');
+  const set = await gw.request('POST', '/login/session', { token: access });
+  const cookie = String(set.headers['set-cookie']).split(';')[0] as string;
+  const me = async (token: string) => (await gw.request('GET', '/api/auth/users/me', { token })).status;
+
+  const viaGet = await gw.request('GET', '/logout', { headers: { cookie } });
+  assert.equal(viaGet.status, 405, 'a cross-site link or image cannot sign anyone out');
+  assert.equal(viaGet.json.detail.reason, 'method_not_allowed');
+  assert.equal(viaGet.headers['set-cookie'], undefined);
+  assert.equal(await me(access), 200);
+  // A forged cross-site form carries no SameSite=Lax cookie: only the cookie-less request reaches us, ending nothing.
+  assert.equal((await gw.request('POST', '/logout')).status, 303);
+  assert.equal(await me(access), 200);
+
+  const out = await gw.request('POST', '/logout?next=/runtime/apps/x/', { headers: { cookie } });
+  assert.equal(out.status, 303);
+  assert.equal(out.headers.location, `${gw.url}/runtime/apps/x/`);
+  assert.equal(await me(access), 401, "the cookie's access token is revoked");
+  const refreshed = await gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(refresh)}`);
+  assert.equal(refreshed.status, 401, "the cookie session's refresh token is revoked");
+  const browser = await gw.request('GET', '/login', { headers: { cookie } });
+  assert.equal(browser.status, 200, 'the stale cookie no longer signs the browser in');
+  assert.equal(await me(other), 200, 'another session of the user (another device) stays');
 });
 
 test('notebooks and admin/compute: off unless enabled, 503 without an upstream, proxied with their own gates when configured', async (t) => {

@@ -1,5 +1,5 @@
 /**
- * `meshgate smoke` (issue 3, spec rule 6) against a running gateway with
+ * `meshgate smoke` (what must hold after a routing change) against a running gateway with
  * one model and one app on loopback: it passes, and after a deliberately
  * broken routing PATCH it fails with a precise reason and exit code 1.
  */
@@ -84,7 +84,7 @@ test('without a token smoke still checks the public items and skips what needs o
   const anonymous = await smoke(gw, []);
   assert.equal(anonymous.code, 0, anonymous.out);
   assert.match(anonymous.out, /^SKIP {2}model +no --model given and none listed$/m);
-  assert.match(anonymous.out, /^PASS {2}logout +GET \/logout → 302 https:\/\/localhost:\d+\/$/m);
+  assert.match(anonymous.out, /^PASS {2}logout +POST \/logout → 303 https:\/\/localhost:\d+\/$/m);
 
   // The operator expects https://127.0.0.1:<port> but the gateway's configured origin is localhost:
   // redirects and logout land elsewhere, and smoke says so.
@@ -92,5 +92,5 @@ test('without a token smoke still checks the public items and skips what needs o
   const mismatch = await smoke(gw, ['--token', await gw.adminToken()], expected);
   assert.equal(mismatch.code, 1);
   assert.match(mismatch.out, /^FAIL {2}base_host +routing base_host is 'https:\/\/localhost:\d+', not the origin 'https:\/\/127\.0\.0\.1:\d+'$/m);
-  assert.match(mismatch.out, /^FAIL {2}logout +GET \/logout → 302 to 'https:\/\/localhost:\d+\/', expected 302 to https:\/\/127\.0\.0\.1:\d+\/$/m);
+  assert.match(mismatch.out, /^FAIL {2}logout +POST \/logout → 303 to 'https:\/\/localhost:\d+\/', expected 303 to https:\/\/127\.0\.0\.1:\d+\/$/m);
 });

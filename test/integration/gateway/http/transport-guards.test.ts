@@ -3,7 +3,7 @@
  * request head trickled a line at a time is cut at the absolute head
  * deadline, a TCP connection that never sends a ClientHello is cut at the
  * handshake deadline, an HTTP/2 session that never opens a stream is cut
- * too, SETTINGS advertise the stream limit, the legacy per-deployment
+ * too, and so is one trickling a later stream's head in CONTINUATION frames, SETTINGS advertise the stream limit, the legacy per-deployment
  * ports carry the same guards, and one connection flooding a deployment
  * cannot take the upstream's whole pool from another client.
  */
@@ -64,8 +64,11 @@ async function silentTcp(port: number): Promise<void> {
   await closed(socket);
 }
 
-function h2Session(t: { after(fn: () => unknown): void }, gw: TestGateway, port = gw.port): ClientHttp2Session {
-  const session = connectHttp2(`https://127.0.0.1:${port}`, { ca: gw.gateway.caPem, servername: 'localhost' });
+function h2Session(t: { after(fn: () => unknown): void }, gw: TestGateway, port = gw.port, localAddress = '127.0.0.1'): ClientHttp2Session {
+  // The whole of 127.0.0.0/8 is loopback: a second local address is a second client as the gateway sees it.
+  const createConnection = () =>
+    connectTls({ socket: connectTcp({ host: '127.0.0.1', port, localAddress }), servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['h2'] });
+  const session = connectHttp2(`https://127.0.0.1:${port}`, { createConnection });
   session.on('error', () => {});
   t.after(() => session.destroy());
   return session;
@@ -94,6 +97,61 @@ test('HTTP/2: SETTINGS advertise the stream limit; a session that never opens a 
   await closed(session);
 });
 
+/** One raw HTTP/2 frame (RFC 9113 §4.1). */
+function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(streamId, 5);
+  return Buffer.concat([head, payload]);
+}
+
+test('HTTP/2: a later stream whose head is trickled in CONTINUATION frames is cut at the head deadline', async (t) => {
+  const gw = await startTestGateway(t, { limits: GUARDS });
+  const socket = connectTls({ host: '127.0.0.1', port: gw.port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['h2'] });
+  socket.on('error', () => {}); // the close at the deadline is the expected outcome
+  t.after(() => socket.destroy());
+  await once(socket, 'secureConnect');
+  let received = Buffer.alloc(0);
+  let firstAnswered = false;
+  socket.on('data', (chunk: Buffer) => {
+    received = Buffer.concat([received, chunk]);
+    while (received.length >= 9 && received.length >= 9 + received.readUIntBE(0, 3)) {
+      const [type, flags, streamId] = [received[3], received[4] as number, received.readUInt32BE(5)];
+      // HEADERS or DATA with END_STREAM on stream 1: the first request was answered.
+      if (streamId === 1 && (type === 0 || type === 1) && (flags & 0x1) !== 0) firstAnswered = true;
+      received = received.subarray(9 + received.readUIntBE(0, 3));
+    }
+  });
+  // HPACK: :method GET (0x82), :scheme https (0x87), literal :path and :authority (RFC 7541 Appendix A indexes 4 and 1).
+  const path = Buffer.concat([Buffer.from([0x44, 9]), Buffer.from('/api/ping')]);
+  const authority = Buffer.concat([Buffer.from([0x41, 9]), Buffer.from('localhost')]);
+  socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+  socket.write(frame(4, 0, 0, Buffer.alloc(0)));
+  socket.write(frame(1, 0x5, 1, Buffer.concat([Buffer.from([0x82, 0x87]), path, authority]))); // END_STREAM | END_HEADERS
+  await waitFor(() => firstAnswered);
+  // Stream 3: HEADERS without END_HEADERS, then its header value one byte per CONTINUATION frame. At most 7
+  // frames: nghttp2 drops a connection after 8 CONTINUATIONs, so a real attacker spaces a few just inside the
+  // idle timeout instead (about 87 minutes at the defaults); here they are spaced well past the head deadline.
+  const valueStart = Buffer.concat([Buffer.from([0x40, 3]), Buffer.from('x-a'), Buffer.from([0x7f, 0x80, 0x7f])]);
+  socket.write(frame(1, 0x1, 3, Buffer.concat([Buffer.from([0x82, 0x87]), path, authority, valueStart])));
+  const started = Date.now();
+  let sent = 0;
+  const ticker = setInterval(() => {
+    if (sent < 7 && !socket.destroyed) socket.write(frame(9, 0, 3, Buffer.from('a')));
+    sent += 1;
+  }, 150);
+  try {
+    await closed(socket);
+  } finally {
+    clearInterval(ticker);
+  }
+  const tookMs = Date.now() - started;
+  // Cut near the head deadline (400 ms after stream 1 closed), not at the idle timeout (60 s).
+  assert.ok(sent >= 2 && tookMs < 3000, `the head was still trickling when cut (${sent} ticks, ${tookMs} ms)`);
+});
+
 test('a legacy per-deployment port has the same handshake, head and stream guards', async (t) => {
   const gw = await startTestGateway(t, { limits: { ...GUARDS, maxConcurrentStreams: 5 }, serving: { legacyPortListeners: true } });
   const upstream = await startHoldingServer(t);
@@ -106,27 +164,31 @@ test('a legacy per-deployment port has the same handshake, head and stream guard
   assert.equal(settings.maxConcurrentStreams, 5);
 });
 
+/** GET on a runtime path over an h2 session, answered as status and text. */
+function h2Get(session: ClientHttp2Session, path: string, token: string) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const stream = session.request({ ':path': path, authorization: `Bearer ${token}` });
+    let status = 0;
+    let body = '';
+    stream.on('response', (headers) => {
+      status = Number(headers[':status']);
+    });
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk) => {
+      body += chunk;
+    });
+    stream.on('end', () => resolve({ status, body }));
+    stream.on('error', reject);
+  });
+}
+
 test("a flood of streams on one connection cannot take a deployment's whole upstream pool from another client", async (t) => {
   const share = 2;
   const gw = await startTestGateway(t, { serving: { upstreamConnections: 4, perClientUpstreamRequests: share } });
   const upstream = await startHoldingServer(t);
   const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
   const token = await gw.adminToken();
-  const get = (session: ClientHttp2Session, path: string) =>
-    new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const stream = session.request({ ':path': `/runtime/apps/${app.id}${path}`, authorization: `Bearer ${token}` });
-      let status = 0;
-      let body = '';
-      stream.on('response', (headers) => {
-        status = Number(headers[':status']);
-      });
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk) => {
-        body += chunk;
-      });
-      stream.on('end', () => resolve({ status, body }));
-      stream.on('error', reject);
-    });
+  const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
 
   const flooder = h2Session(t, gw);
   let floodDone = 0;
@@ -150,4 +212,26 @@ test("a flood of streams on one connection cannot take a deployment's whole upst
     answers.every((a) => a.status === 200 && a.body === 'held'),
     'the excess waited on its connection and was served',
   );
+});
+
+test('many connections from one client address share one bound: another address still reaches the upstream', async (t) => {
+  const perAddress = 3;
+  const serving = { upstreamConnections: 4, perClientUpstreamRequests: 2, perClientAddressUpstreamRequests: perAddress };
+  const gw = await startTestGateway(t, { serving });
+  const upstream = await startHoldingServer(t);
+  const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
+  const token = await gw.adminToken();
+  const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
+
+  // Eight connections from 127.0.0.1, two streams each: per connection alone they would take 16 > the pool of 4.
+  const flood = Array.from({ length: 8 }, () => h2Session(t, gw)).flatMap((session) => [get(session, '/held'), get(session, '/held')]);
+  await waitFor(() => upstream.held === perAddress, { timeoutMs: GIVE_UP_MS, what: 'the flood reaching the upstream' });
+
+  const other = await get(h2Session(t, gw, gw.port, '127.0.0.2'), '/quick');
+  assert.deepEqual(other, { status: 200, body: 'quick' }, 'another address still finds room in the pool');
+  assert.equal(upstream.maxHeld, perAddress, 'the address never had more than its share at the upstream');
+
+  upstream.release();
+  const answers = await Promise.all(flood);
+  assert.ok(answers.every((a) => a.status === 200 && a.body === 'held'));
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { clientKey, FairQueue } from '../../../../domains/auth/throttle.ts';
+import { FairQueue } from '../../../../domains/auth/throttle.ts';
+import { clientKey } from '../../../../gateway/http/client-key.ts';
 
 test('clientKey: IPv4 as is, IPv4-mapped unwrapped, IPv6 by its /64 whatever the spelling', () => {
   const cases: [string | undefined, string][] = [

@@ -1,45 +1,75 @@
-/** The gRPC stream token (contract §8.5): bound to job and caller, reusable until it expires. */
+/** The gRPC stream token: bound to job, caller and protocol; platform.retrieval.v1 reusable until it expires, Arrow Flight single-use. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { StreamTokens } from '../../../../domains/retrieval/tokens.ts';
 import { ApiError } from '../../../../gateway/errors/api-error.ts';
 
+const V1 = 'platform.retrieval.v1';
+
+function problem(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    assert.ok(error instanceof ApiError && error.reason === 'grpc_token_invalid');
+    return error.extra.problem;
+  }
+  return 'accepted';
+}
+
 test('a token verifies for its job until it expires, never for another job or when altered', () => {
   let now = new Date('2026-01-01T00:00:00Z');
   const tokens = new StreamTokens(300, () => now);
-  const { token, expiresAt } = tokens.issue('job-1', 'user-1');
+  const { token, expiresAt } = tokens.issue('job-1', 'user-1', V1);
   assert.equal(expiresAt.toISOString(), '2026-01-01T00:05:00.000Z');
-  assert.equal(tokens.verify(token, 'job-1'), 'user-1');
-  assert.equal(tokens.verify(token, 'job-1'), 'user-1', 're-use within its life (resume)');
-  const problem = (fn: () => unknown) => {
-    try {
-      fn();
-    } catch (error) {
-      assert.ok(error instanceof ApiError && error.reason === 'grpc_token_invalid');
-      return error.extra.problem;
-    }
-    return 'accepted';
-  };
+  assert.equal(tokens.verify(token, 'job-1', V1), 'user-1');
+  assert.equal(tokens.verify(token, 'job-1', V1), 'user-1', 're-use within its life (resume)');
   assert.equal(
-    problem(() => tokens.verify(token, 'job-2')),
+    problem(() => tokens.verify(token, 'job-2', V1)),
     'other_job',
   );
   assert.equal(
-    problem(() => tokens.verify(`${token}x`, 'job-1')),
+    problem(() => tokens.verify(`${token}x`, 'job-1', V1)),
     'signature',
   );
   assert.equal(
-    problem(() => tokens.verify('nonsense', 'job-1')),
+    problem(() => tokens.verify('nonsense', 'job-1', V1)),
     'malformed',
   );
   assert.equal(
-    problem(() => new StreamTokens(300, () => now).verify(token, 'job-1')),
+    problem(() => new StreamTokens(300, () => now).verify(token, 'job-1', V1)),
     'signature',
     'another gateway process',
   );
   now = new Date('2026-01-01T00:05:00Z');
   assert.equal(
-    problem(() => tokens.verify(token, 'job-1')),
+    problem(() => tokens.verify(token, 'job-1', V1)),
+    'expired',
+  );
+});
+
+test('an Arrow Flight token is claimed once, and never passes as the other protocol', () => {
+  let now = new Date('2026-01-01T00:00:00Z');
+  const tokens = new StreamTokens(300, () => now);
+  const flight = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
+  assert.equal(
+    problem(() => tokens.verify(flight, 'job-1', V1)),
+    'other_protocol',
+  );
+  assert.equal(
+    problem(() => tokens.claim(tokens.issue('job-1', 'user-1', V1).token, 'job-1', 'arrow-flight')),
+    'other_protocol',
+  );
+  assert.equal(tokens.claim(flight, 'job-1', 'arrow-flight'), 'user-1');
+  assert.equal(
+    problem(() => tokens.claim(flight, 'job-1', 'arrow-flight')),
+    'already_used',
+  );
+  const second = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
+  assert.equal(tokens.claim(second, 'job-1', 'arrow-flight'), 'user-1', 'a fresh handshake is a fresh token');
+  const late = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
+  now = new Date('2026-01-01T00:05:00Z');
+  assert.equal(
+    problem(() => tokens.claim(late, 'job-1', 'arrow-flight')),
     'expired',
   );
 });

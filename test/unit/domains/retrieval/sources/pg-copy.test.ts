@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type CopyColumn, CopyJsonConverter, copyJsonBatches, MAX_ROW_BYTES } from '../../../../../domains/retrieval/sources/pg-copy.ts';
+import { type CopyColumn, CopyJsonConverter, copyBatches, MAX_ROW_BYTES } from '../../../../../domains/retrieval/sources/pg-copy.ts';
 import type { JsonRows } from '../../../../../domains/retrieval/sources/types.ts';
 
 const COLUMNS: CopyColumn[] = [
@@ -49,7 +49,7 @@ function rowTexts({ json, ends }: JsonRows): string[] {
 
 async function collect(chunks: AsyncIterable<Buffer>, batchSize: number, columns = COLUMNS): Promise<string[][]> {
   const out: string[][] = [];
-  for await (const batch of copyJsonBatches(chunks, columns, batchSize, new AbortController().signal)) out.push(rowTexts(batch));
+  for await (const batch of copyBatches(chunks, new CopyJsonConverter(columns, batchSize), new AbortController().signal)) out.push(rowTexts(batch));
   return out;
 }
 

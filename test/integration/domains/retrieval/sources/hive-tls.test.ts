@@ -1,0 +1,104 @@
+/**
+ * The Hive source against a real HiveServer2 whose Thrift port speaks TLS
+ * only (startHive with `tls`: `hive.server2.use.SSL`), its certificate for
+ * `localhost` alone from a test CA (the gateway's own trust material code).
+ * Rows arrive over TLS with the CA from a secret or as PEM text; a
+ * certificate from another CA, none to verify against, or another name is
+ * 502 `source_tls_failed`; bad settings are 422 before any connection.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ensureTlsMaterial } from '../../../../../gateway/tls/material.ts';
+import { startTestGateway } from '../../../../helpers/gateway.ts';
+import { startHive } from '../../../../helpers/peers/hive.ts';
+import { createDataset, createJob, createSecret } from '../../../../helpers/retrieval.ts';
+import { sharedPeer } from '../../../../helpers/retrieval-sources.ts';
+
+const ROWS = Array.from({ length: 8 }, (_, i) => ({ id: i + 1, name: `n${i + 1}` }));
+
+/** One TLS HiveServer2 for the file, with a table `items` of ROWS. */
+const server = sharedPeer(async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-hivetls-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const tls = await ensureTlsMaterial({ tlsDir: join(dir, 'ca'), names: ['localhost'], clusterName: 'hive-test' });
+  const other = await ensureTlsMaterial({ tlsDir: join(dir, 'other'), names: ['localhost'], clusterName: 'hive-other' });
+  const peer = await startHive(t, { tls });
+  const data = join(peer.dataDir, 'items');
+  mkdirSync(data, { recursive: true });
+  writeFileSync(join(data, 'rows.csv'), `${ROWS.map((r) => `${r.id},${r.name}`).join('\n')}\n`);
+  await peer.query(
+    `CREATE EXTERNAL TABLE items (id INT, name STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY ','
+     STORED AS TEXTFILE LOCATION 'file://${data}'`,
+  );
+  return { peer, ca: tls.caPem, otherCa: other.caPem };
+});
+
+async function world(t: { after(fn: () => unknown): void }) {
+  const { peer, ca, otherCa } = await server();
+  const gw = await startTestGateway(t);
+  const admin = await gw.adminToken();
+  const secret = (name: string, value: string) => createSecret(gw, admin, name, value);
+  let n = 0;
+  /** A dataset on `items` over TLS to localhost unless `properties` say otherwise. */
+  const dataset = (properties: Record<string, unknown>) =>
+    createDataset(gw, admin, {
+      name: `default.items-${++n}`,
+      platform: 'hive',
+      properties: { host: 'localhost', port: peer.port, table: 'items', ssl: true, ...properties },
+    });
+  const read = (urn: string, extra: Record<string, unknown> = {}) =>
+    gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: urn, ...extra } });
+  /** The job's refusal; its text holds no certificate. */
+  const refusal = async (urn: string, extra: Record<string, unknown> = {}) => {
+    const res = await read(urn, extra);
+    assert.doesNotMatch(res.text, /BEGIN CERTIFICATE/);
+    return { status: res.status, reason: res.json.detail?.reason, problem: res.json.detail?.problem, option: res.json.detail?.option };
+  };
+  const rows = async (urn: string) => (await createJob(gw, admin, { dataset_urn: urn })).inline.data;
+  return { gw, peer, ca, otherCa, secret, dataset, read, refusal, rows };
+}
+
+test('hiveserver2 over TLS: rows arrive with the CA from a secret or as PEM; the chain and the name are verified', async (t) => {
+  const w = await world(t);
+  assert.deepEqual(await w.rows(await w.dataset({ ssl_ca_pem: await w.secret('hive-ca', w.ca) })), ROWS);
+  assert.deepEqual(await w.rows(await w.dataset({ ssl_ca_pem: `${w.otherCa}\n${w.ca}` })), ROWS, 'a bundle');
+  // SASL PLAIN to this server without SASL: it never answers the exchange; the connect deadline ends the wait.
+  const credentials = await w.secret('hive-user', '{"user":"ann","password":"pw"}');
+  const plain = await w.refusal(await w.dataset({ ssl_ca_pem: w.ca, auth: 'PLAIN', secret_urn: credentials }));
+  assert.deepEqual([plain.status, plain.reason], [502, 'source_unavailable']);
+
+  const tlsFailed = { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed', option: undefined };
+  assert.deepEqual(await w.refusal(await w.dataset({ ssl_ca_pem: w.otherCa })), tlsFailed, 'another CA');
+  assert.deepEqual(await w.refusal(await w.dataset({})), tlsFailed, "the gateway's default CA store");
+  // The certificate names localhost only: by IP address the name check fails.
+  assert.deepEqual(await w.refusal(await w.dataset({ host: '127.0.0.1', ssl_ca_pem: w.ca })), tlsFailed, 'another name');
+  // Clear text to the TLS port gets no rows.
+  const clear = await w.refusal(await w.dataset({ ssl: false }));
+  assert.equal(clear.status, 502);
+  assert.ok(!w.gw.logs.join('').includes('BEGIN CERTIFICATE'), 'no certificate text in a log line');
+});
+
+test('hive TLS settings: bad values are 422 before any connection; no reader option or override reaches them', async (t) => {
+  const w = await world(t);
+  const cases: [Record<string, unknown>, string][] = [
+    [{ ssl: 'yes' }, 'ssl'],
+    [{ ssl_ca_pem: 'not a certificate' }, 'ssl_ca_pem'],
+    [{ ssl_ca_pem: `${w.ca}\n${w.ca.slice(0, 80)}` }, 'ssl_ca_pem'],
+    [{ ssl: false, ssl_ca_pem: w.ca }, 'ssl_ca_pem'],
+  ];
+  for (const [properties, option] of cases) {
+    // Port 1 has no listener: a connection attempt would answer 502, not 422.
+    const refused = await w.refusal(await w.dataset({ port: 1, ...properties }));
+    assert.deepEqual([refused.status, refused.reason, refused.option], [422, 'source_options_invalid', option], JSON.stringify(properties));
+  }
+  const good = await w.dataset({ ssl_ca_pem: w.ca });
+  for (const options of [{ ssl: false }, { ssl_ca_pem: w.otherCa }]) {
+    const res = await w.read(good, { options });
+    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.key], [422, 'option_not_allowed', Object.keys(options)[0]]);
+  }
+  const override = await w.read(good, { credential_override: JSON.stringify({ user: 'ann', password: 'pw', ssl: false }) });
+  assert.deepEqual([override.status, override.json.detail.reason, override.json.detail.key], [422, 'option_not_allowed', 'ssl']);
+});
