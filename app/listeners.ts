@@ -34,10 +34,7 @@ export interface IngressBase {
 type AccessFields = ListenerOptions['accessFields'];
 
 /** The stages every listener runs first, in STAGE_ORDER (test/unit/gateway/pipeline/stage-order.test.ts checks). */
-export function ingressPrelude(
-  base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>,
-  accessFields?: AccessFields,
-): Stage[] {
+export function ingressPrelude(base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>, accessFields?: AccessFields): Stage[] {
   const accessLog = createAccessLogStage(base.accessLog, accessFields, base.observer ?? null);
   return [createRequestIdStage(), accessLog, createLimitsStage(base.config.limits), createCanonicalPathStage()];
 }

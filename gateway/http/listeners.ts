@@ -102,7 +102,6 @@ function releaseIdleTimerOnClose(session: ServerHttp2Session): void {
   };
 }
 
-
 /**
  * The HTTP/2 side of the head deadline. Node emits a stream only once its
  * header block is complete (HEADERS then every CONTINUATION up to
