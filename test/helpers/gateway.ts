@@ -42,6 +42,7 @@ export class TestGateway {
   gateway!: Gateway;
   agent!: Agent;
   #adminToken: string | null = null;
+  readonly #clients: Array<() => Promise<unknown>> = [];
   /** What the running gateway holds; null while stopped. */
   #scope: ResourceScope | null = null;
   /** Job runs a stop left running on purpose, handed to the next start to watch. */
@@ -113,10 +114,19 @@ export class TestGateway {
     const scope = this.#scope;
     if (!scope) return;
     this.#scope = null;
+    for (const close of this.#clients.splice(0)) await close();
     await this.agent.close();
     await scope.run(() => this.gateway.close(1000));
     await assertNothingLeft(scope, `the gateway on port ${this.#port}`, { keepChildren: jobsOutlive });
     if (jobsOutlive) this.#outliving = scope;
+  }
+
+  /**
+   * A client the test started after this gateway (a browser) that would otherwise still hold connections, or run as
+   * a child process, when the gateway's stop checks for leaks: closed first.
+   */
+  closeBeforeStop(close: () => Promise<unknown>): void {
+    this.#clients.push(close);
   }
 
   /** A process restart: job runs outlive it, as they outlive a real one. */

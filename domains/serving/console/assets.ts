@@ -40,17 +40,21 @@ function asset(stem: string, ext: string, body: Buffer): ConsoleAsset {
 export async function buildConsoleClient(): Promise<{ js: string; css: string }> {
   const esbuild = await import('esbuild');
   const dir = join(import.meta.dirname, 'client');
-  const result = await esbuild.build({
-    entryPoints: [join(dir, 'main.ts'), join(dir, 'console.css')],
-    bundle: true,
-    minify: true,
-    format: 'esm',
-    target: ['es2022'],
-    write: false,
-    outdir: '/console',
-    legalComments: 'none',
-    logLevel: 'silent',
-  });
+  // esbuild's API runs a service child process; it is stopped once the client is built, so a gateway keeps no
+  // child it did not need (the next esbuild call would start a new one).
+  const result = await esbuild
+    .build({
+      entryPoints: [join(dir, 'main.ts'), join(dir, 'console.css')],
+      bundle: true,
+      minify: true,
+      format: 'esm',
+      target: ['es2022'],
+      write: false,
+      outdir: '/console',
+      legalComments: 'none',
+      logLevel: 'silent',
+    })
+    .finally(() => esbuild.stop());
   const out = (ext: string) => Buffer.from(result.outputFiles.find((f) => f.path.endsWith(ext))?.contents ?? '');
   return { js: out('.js').toString('utf8'), css: out('.css').toString('utf8') };
 }
