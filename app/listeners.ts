@@ -34,7 +34,10 @@ export interface IngressBase {
 type AccessFields = ListenerOptions['accessFields'];
 
 /** The stages every listener runs first, in STAGE_ORDER (test/unit/gateway/pipeline/stage-order.test.ts checks). */
-export function ingressPrelude(base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>, accessFields?: AccessFields): Stage[] {
+export function ingressPrelude(
+  base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>,
+  accessFields?: AccessFields,
+): Stage[] {
   const accessLog = createAccessLogStage(base.accessLog, accessFields, base.observer ?? null);
   return [createRequestIdStage(), accessLog, createLimitsStage(base.config.limits), createCanonicalPathStage()];
 }
@@ -107,7 +110,12 @@ export function trackSockets(server: HttpServer | Http2SecureServer, sockets = n
 export function listen(server: HttpServer | Http2SecureServer, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'the address is already in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
+      const why =
+        error.code === 'EADDRINUSE'
+          ? 'the address is already in use'
+          : error.code === 'EACCES'
+            ? 'permission denied'
+            : error.message;
       reject(new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error }));
     };
     server.once('error', onError);

@@ -131,7 +131,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
   const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
   const adminUrl = admin?.url ?? null;
-  logs.logger.info({ https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName }, 'listening');
+  logs.logger.info(
+    { https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName },
+    'listening',
+  );
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
   started = true;
   for (const line of held.splice(0)) print(line);
@@ -165,7 +168,9 @@ type Storage = { tls: TlsMaterial; lock: ServeLock };
 async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<Storage> {
   secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
   const lock = holdServeLock(config.dataDir);
-  const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
+  const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter(
+    (n) => n !== '0.0.0.0' && n !== '::',
+  );
   const tls = await ensureTlsMaterial({
     tlsDir: join(config.dataDir, 'tls'),
     names,
@@ -229,7 +234,12 @@ function withApiDocument(domains: Domains, registry: ReadonlyMap<string, Registr
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
 function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners): void {
   const table = compileRouting(deps, instances);
-  bound.requests.open(createIngressPipeline(ingress, { stages: [createRouteMatchStage(table, compileRpc(instances))], logger: deps.logger }));
+  bound.requests.open(
+    createIngressPipeline(ingress, {
+      stages: [createRouteMatchStage(table, compileRpc(instances))],
+      logger: deps.logger,
+    }),
+  );
   bound.upgrades.open(createUpgradeListener(table, upgradeHandlers(instances), deps.logger));
 }
 
@@ -240,7 +250,13 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
     authenticator: deps.services.get(AUTHENTICATOR),
     sharedRealmAuthenticator: mesh?.egressAuthenticator,
     meshVerify: mesh
-      ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, metrics: deps.metrics, now: deps.now })
+      ? createMeshVerifyStage({
+          directory: mesh,
+          sqlite: deps.sqlite,
+          mesh: deps.config.mesh,
+          metrics: deps.metrics,
+          now: deps.now,
+        })
       : undefined,
     authFailures: deps.metrics.counter(AUTH_FAILURES),
     sessionOrigin: deps.runtime.origin,
@@ -254,5 +270,7 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
 }
 
 function upgradeHandlers(instances: readonly HandlerInstance[]) {
-  return new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
+  return new Map(
+    instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])),
+  );
 }

@@ -89,7 +89,11 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   { env: ['PLATFORM_MAX_BODY_BYTES'], meaning: 'most bytes of a buffered API request body (413 beyond)' },
   {
-    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS', 'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS'],
+    env: [
+      'PLATFORM_UPSTREAM_CONNECTIONS',
+      'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS',
+      'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS',
+    ],
     meaning: "runtime proxy pool per upstream, and one client connection's and one client address's share of it",
     doc: 'docs/serving.md',
   },

@@ -46,7 +46,17 @@ export async function startMeshgate(upstream: string, httpPort: number): Promise
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-meshgate-'));
   const logFile = join(dataDir, 'stdout.log');
   const out = openSync(logFile, 'a');
-  const args = ['serve', '--data-dir', dataDir, '--https-port', '0', '--http-port', String(httpPort), '--bind', '127.0.0.1'];
+  const args = [
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--https-port',
+    '0',
+    '--http-port',
+    String(httpPort),
+    '--bind',
+    '127.0.0.1',
+  ];
   const proc = spawn(join(repo, 'bin', 'meshgate'), args, {
     env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
     stdio: ['ignore', out, out],
@@ -66,5 +76,12 @@ export async function startMeshgate(upstream: string, httpPort: number): Promise
     body: JSON.stringify({ kind: 'model', name: 'bench', upstream }),
   });
   const path = `/runtime/models/${id}`;
-  return { url: `${base}${path}`, httpsUrl: `${https}${path}`, caPem, token: token as string, pid: proc.pid as number, stop: () => proc.kill('SIGTERM') };
+  return {
+    url: `${base}${path}`,
+    httpsUrl: `${https}${path}`,
+    caPem,
+    token: token as string,
+    pid: proc.pid as number,
+    stop: () => proc.kill('SIGTERM'),
+  };
 }

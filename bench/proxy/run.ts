@@ -22,7 +22,10 @@ const children: ChildProcess[] = [];
 const stops: (() => void)[] = [];
 
 function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
-  const proc = fork(join(here, file), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(join(here, file), args, {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   children.push(proc);
   return new Promise((resolve, reject) => {
     proc.once('message', (hello) => resolve({ proc, hello: hello as T }));
@@ -64,7 +67,9 @@ http {
   }
 }`,
   );
-  const proc = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs/error.log')], { stdio: 'inherit' });
+  const proc = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs/error.log')], {
+    stdio: 'inherit',
+  });
   children.push(proc);
   proc.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   for (let i = 0; i < 50; i++) {
@@ -88,7 +93,11 @@ function procCpuMicros(pid: number): number {
     const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
     return Number(fields[11]) + Number(fields[12]);
   };
-  const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map(Number);
   return ((ticks(pid) + kids.reduce((sum, k) => sum + ticks(k), 0)) * 1e6) / 100; // USER_HZ = 100
 }
 
@@ -107,14 +116,23 @@ function toMs(text: string): number {
 }
 
 function wrk(url: string, token?: string): WrkResult {
-  const args = ['-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...(token ? ['-H', `Authorization: Bearer ${token}`] : []), url];
+  const args = [
+    '-t2',
+    `-c${CONNECTIONS}`,
+    `-d${SECONDS}s`,
+    '--latency',
+    ...(token ? ['-H', `Authorization: Bearer ${token}`] : []),
+    url,
+  ];
   const out = execFileSync('wrk', args, { encoding: 'utf8' });
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
     p50: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
     p99: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
     requests: Number(/(\d+) requests in/.exec(out)?.[1]),
-    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors: .*?(\d+) timeout/.exec(out)?.[1] ?? 0),
+    errors:
+      Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) +
+      Number(/Socket errors: .*?(\d+) timeout/.exec(out)?.[1] ?? 0),
   };
 }
 
@@ -151,7 +169,10 @@ function wrkWithCpu(target: Target, pid: number | null): { result: WrkResult; cp
 }
 
 /** REPS rounds of wrk on each target, rotating who goes first; CPU per request of the two proxies, the gateway's peak RSS. */
-function measureRps(targets: Targets, pids: { meshgate: number; nginx: number }): Pick<Measured, 'runs' | 'cpu' | 'peakRss'> {
+function measureRps(
+  targets: Targets,
+  pids: { meshgate: number; nginx: number },
+): Pick<Measured, 'runs' | 'cpu' | 'peakRss'> {
   const names = Object.keys(targets) as (keyof Targets)[];
   const runs: Record<string, WrkResult[]> = { direct: [], nginx: [], meshgate: [] };
   const cpu: Record<string, number[]> = { nginx: [], meshgate: [] };
@@ -163,7 +184,9 @@ function measureRps(targets: Targets, pids: { meshgate: number; nginx: number })
       runs[name]?.push(result);
       if (cpuPerRequest !== null) cpu[name]?.push(cpuPerRequest);
       if (name === 'meshgate') peakRss = Math.max(peakRss, rssBytes(pids.meshgate));
-      process.stderr.write(`rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`);
+      process.stderr.write(
+        `rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`,
+      );
     }
   }
   return { runs, cpu, peakRss };
@@ -172,7 +195,13 @@ function measureRps(targets: Targets, pids: { meshgate: number; nginx: number })
 function summarize(names: readonly string[], { runs, cpu, peakRss, stream, stalled }: Measured) {
   const m = (name: string, key: keyof WrkResult) => median((runs[name] ?? []).map((r) => r[key]));
   return {
-    settings: { seconds: SECONDS, reps: REPS, connections: CONNECTIONS, stream_mb: STREAM_MB, cores: execFileSync('nproc', { encoding: 'utf8' }).trim() },
+    settings: {
+      seconds: SECONDS,
+      reps: REPS,
+      connections: CONNECTIONS,
+      stream_mb: STREAM_MB,
+      cores: execFileSync('nproc', { encoding: 'utf8' }).trim(),
+    },
     rps: Object.fromEntries(names.map((n) => [n, Math.round(m(n, 'rps'))])),
     p50_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p50')])),
     p99_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p99')])),
@@ -183,7 +212,9 @@ function summarize(names: readonly string[], { runs, cpu, peakRss, stream, stall
       meshgate_vs_direct_rps: round(m('meshgate', 'rps') / m('direct', 'rps'), 2),
       meshgate_vs_nginx_p99: round(m('meshgate', 'p99') / m('nginx', 'p99'), 2),
       // Each rep runs the targets back to back, so a rep's own ratio shares its moment's load.
-      meshgate_vs_nginx_rps_by_rep: (runs.meshgate ?? []).map((r, i) => round(r.rps / (runs.nginx?.[i]?.rps ?? Number.NaN), 2)),
+      meshgate_vs_nginx_rps_by_rep: (runs.meshgate ?? []).map((r, i) =>
+        round(r.rps / (runs.nginx?.[i]?.rps ?? Number.NaN), 2),
+      ),
       meshgate_vs_nginx_stream: round((stream.meshgate ?? 0) / (stream.nginx ?? 1), 2),
     },
     stream_MBps: Object.fromEntries(names.map((n) => [n, Math.round(stream[n] ?? 0)])),
@@ -205,7 +236,8 @@ async function main(): Promise<void> {
   const names = Object.keys(targets) as (keyof Targets)[];
   const measured = measureRps(targets, { meshgate: gateway.pid, nginx: nginx.pid });
   const stream: Record<string, number> = {};
-  for (const name of names) stream[name] = median(Array.from({ length: REPS }, () => curlMBps(targets[name].url, targets[name].token)));
+  for (const name of names)
+    stream[name] = median(Array.from({ length: REPS }, () => curlMBps(targets[name].url, targets[name].token)));
   const summary = summarize(names, { ...measured, stream, stalled: await stalledClientRss(gateway) });
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   mkdirSync('.bench-out', { recursive: true });
@@ -217,7 +249,9 @@ async function stalledClientRss(gateway: Meshgate) {
   const url = new URL(gateway.url);
   const before = rssBytes(gateway.pid);
   const socket = connect(Number(url.port), url.hostname);
-  socket.write(`GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.token}\r\n\r\n`);
+  socket.write(
+    `GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.token}\r\n\r\n`,
+  );
   socket.pause();
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const during = rssBytes(gateway.pid);

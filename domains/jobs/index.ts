@@ -39,7 +39,13 @@ export const jobsModule: HandlerModule = {
     const store = createJobStore(deps.db);
     observeJobs(deps.metrics, store);
     const apiUrl = () => `${deps.runtime.origin()}/api`;
-    const tracker = new JobTracker(store, runtime, { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl }, deps.now, deps.logger);
+    const tracker = new JobTracker(
+      store,
+      runtime,
+      { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl },
+      deps.now,
+      deps.logger,
+    );
     const gate = new ExecutionGateService(createGateStore(deps.db), deps.now, deps.services.find(RECORD_GATE_CATALOG));
     const service = new JobsService({
       store,
@@ -60,11 +66,16 @@ export const jobsModule: HandlerModule = {
     deps.services.provide(JOBS, service);
     deps.services.provide(EXECUTION_GATE_CATALOG, executionGateCatalog);
     // Allowlist revoke with cancel_in_flight_jobs=true stops the brokered user's jobs here.
-    deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId) });
+    deps.services.provide(BROKERED_JOB_CANCELLER, {
+      cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId),
+    });
     const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
     await tracker.start();
     return {
-      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes, deps.tracing), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
+      routes: [
+        ...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes, deps.tracing),
+        ...gateRoutes(gate, deps.config.limits.maxBodyBytes),
+      ],
       async close() {
         tracker.close();
         await runtime.close();
@@ -82,14 +93,21 @@ function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
       wheelDir: jobs.pythonPackages.wheelDir,
     });
   }
-  const sandbox = new JobSandbox({ ...jobs.local.sandbox, limits: jobs.local.limits, maxFileBytes: jobs.local.maxLogBytes + 1 });
+  const sandbox = new JobSandbox({
+    ...jobs.local.sandbox,
+    limits: jobs.local.limits,
+    maxFileBytes: jobs.local.maxLogBytes + 1,
+  });
   if (sandbox.isolated) {
     const exposed = exposedPaths(jobs.local.sandbox.readOnlyPaths, guardedPaths(config));
-    if (exposed.length > 0) throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
+    if (exposed.length > 0)
+      throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
   }
   const sandboxProblem = sandbox.probe();
-  if (!sandbox.isolated) logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
-  if (sandboxProblem !== null) logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
+  if (!sandbox.isolated)
+    logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
+  if (sandboxProblem !== null)
+    logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
   return new LocalJobRuntime({
     jobsDir: join(config.dataDir, 'jobs'),
     maxConcurrent: jobs.local.maxConcurrent,

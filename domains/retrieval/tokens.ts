@@ -34,7 +34,13 @@ export class StreamTokens {
 
   issue(jobId: string, userId: string, protocol: StreamProtocol): { token: string; expiresAt: Date } {
     const expiresAt = new Date(this.now().getTime() + this.ttlSeconds * 1000);
-    const claims: Claims = { j: jobId, u: userId, p: protocol, e: Math.floor(expiresAt.getTime() / 1000), n: randomBytes(12).toString('base64url') };
+    const claims: Claims = {
+      j: jobId,
+      u: userId,
+      p: protocol,
+      e: Math.floor(expiresAt.getTime() / 1000),
+      n: randomBytes(12).toString('base64url'),
+    };
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return { token: `${body}.${this.#sign(body)}`, expiresAt };
   }

@@ -41,7 +41,11 @@ export const servingModule: HandlerModule = {
     const prefixes = () => routing.current().prefixes;
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
-    const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
+    const auth = new RuntimeAuth(
+      deps.services.get(AUTHENTICATOR),
+      deps.runtime.origin,
+      deps.config.auth.accessTokenTtlSeconds,
+    );
     const pools = new UpstreamPools(
       serving.upstreamConnections,
       { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
@@ -59,13 +63,25 @@ export const servingModule: HandlerModule = {
             listeners: deps.listeners,
           })
         : null;
-    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, legacy);
+    const deployments = new DeploymentService(
+      store,
+      authz,
+      { prefixes, origin: deps.runtime.origin },
+      deps.now,
+      legacy,
+    );
     deps.feed.subscribe('deployments', (id) => deployments.forget(id));
     deps.feed.onReset('deployments', () => deployments.forget());
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
     const sockets = new OpenSockets(SOCKET_SWEEP_MS);
-    const runtime: RuntimeDeps = { deployments, auth, pools, sockets, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    const runtime: RuntimeDeps = {
+      deployments,
+      auth,
+      pools,
+      sockets,
+      defaultTimeoutSeconds: serving.defaultTimeoutSeconds,
+    };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,

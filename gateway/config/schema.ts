@@ -6,6 +6,8 @@
  */
 import { z } from 'zod';
 import { authSettings } from './auth-schema.ts';
+import { jobsSettings } from './jobs-schema.ts';
+import { meshSettings } from './mesh-schema.ts';
 
 const port = z.number().int().min(0).max(65535);
 const csv = z.array(z.string().min(1));
@@ -19,8 +21,16 @@ export const configSchema = z.strictObject({
   httpsPort: port.default(8443).describe('HTTPS (HTTP/2 + HTTP/1.1) listener port; 0 picks a free port.'),
   httpPort: port.nullable().default(null).describe('Optional plain-HTTP listener for local development; null = none.'),
   bind: z.string().min(1).default('127.0.0.1').describe('Address both listeners bind.'),
-  hostnames: csv.min(1).default(['localhost']).describe('Names in the server certificate and accepted as SNI; the first is the deployment domain.'),
-  clusterName: z.string().min(1).max(128).default('meshgate').describe("This cluster's display name, advertised to peers at pairing."),
+  hostnames: csv
+    .min(1)
+    .default(['localhost'])
+    .describe('Names in the server certificate and accepted as SNI; the first is the deployment domain.'),
+  clusterName: z
+    .string()
+    .min(1)
+    .max(128)
+    .default('meshgate')
+    .describe("This cluster's display name, advertised to peers at pairing."),
   externalUrl: z
     .url({ protocol: /^https$/ })
     .nullable()
@@ -31,15 +41,43 @@ export const configSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe('PLATFORM_ORIGIN; must equal the origin of externalUrl.'),
-  tlsCertFile: z.string().nullable().default(null).describe('Operator-supplied server certificate (PEM); null = issue one from the platform CA.'),
+  tlsCertFile: z
+    .string()
+    .nullable()
+    .default(null)
+    .describe('Operator-supplied server certificate (PEM); null = issue one from the platform CA.'),
   tlsKeyFile: z.string().nullable().default(null).describe('Private key for tlsCertFile (PEM).'),
-  bootstrapAdminUsername: z.string().min(1).default('admin').describe('Username of the administrator created at first start.'),
-  bootstrapAdminPassword: z.string().min(8).nullable().default(null).describe('Its password for scripted installs; null = generate one and print it once.'),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
+  bootstrapAdminUsername: z
+    .string()
+    .min(1)
+    .default('admin')
+    .describe('Username of the administrator created at first start.'),
+  bootstrapAdminPassword: z
+    .string()
+    .min(8)
+    .nullable()
+    .default(null)
+    .describe('Its password for scripted installs; null = generate one and print it once.'),
+  logLevel: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('pino log level.'),
   limits: z
     .strictObject({
-      maxHeaderCount: z.number().int().min(8).max(1000).default(100).describe('Most request headers accepted (431 beyond).'),
-      maxHeaderBytes: z.number().int().min(1024).max(1048576).default(16384).describe('Most total request-header bytes (431 beyond).'),
+      maxHeaderCount: z
+        .number()
+        .int()
+        .min(8)
+        .max(1000)
+        .default(100)
+        .describe('Most request headers accepted (431 beyond).'),
+      maxHeaderBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(1048576)
+        .default(16384)
+        .describe('Most total request-header bytes (431 beyond).'),
       maxBodyBytes: z
         .number()
         .int()
@@ -54,15 +92,27 @@ export const configSchema = z.strictObject({
         .describe(
           'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session with no stream open (at its start, after its last one closes) must open one within it.',
         ),
-      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
-      handshakeTimeoutMs: z.number().int().min(100).default(10_000).describe('Time a new connection has to complete its TLS handshake.'),
+      requestTimeoutMs: z
+        .number()
+        .int()
+        .min(0)
+        .default(300_000)
+        .describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
+      handshakeTimeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .default(10_000)
+        .describe('Time a new connection has to complete its TLS handshake.'),
       maxConcurrentStreams: z
         .number()
         .int()
         .min(1)
         .max(65_535)
         .default(128)
-        .describe('HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open at once (RFC 9113 §6.5.2).'),
+        .describe(
+          'HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open at once (RFC 9113 §6.5.2).',
+        ),
       idleTimeoutMs: z
         .number()
         .int()
@@ -75,11 +125,28 @@ export const configSchema = z.strictObject({
     .prefault({}),
   serving: z
     .strictObject({
-      frontendUpstream: upstream.describe('Proxy the frontend (`/`) to this http(s) origin instead of the built-in home page; null = built-in.'),
-      notebooksUpstream: upstream.describe('Upstream of `/notebooks` when that service is enabled; null = not offered.'),
-      adminComputeUpstream: upstream.describe('Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.'),
-      defaultTimeoutSeconds: z.number().positive().max(3600).default(600).describe('Upstream response timeout of a deployment that sets none.'),
-      upstreamConnections: z.number().int().min(1).max(4096).default(256).describe('Keep-alive connections per upstream origin (its pool).'),
+      frontendUpstream: upstream.describe(
+        'Proxy the frontend (`/`) to this http(s) origin instead of the built-in home page; null = built-in.',
+      ),
+      notebooksUpstream: upstream.describe(
+        'Upstream of `/notebooks` when that service is enabled; null = not offered.',
+      ),
+      adminComputeUpstream: upstream.describe(
+        'Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.',
+      ),
+      defaultTimeoutSeconds: z
+        .number()
+        .positive()
+        .max(3600)
+        .default(600)
+        .describe('Upstream response timeout of a deployment that sets none.'),
+      upstreamConnections: z
+        .number()
+        .int()
+        .min(1)
+        .max(4096)
+        .default(256)
+        .describe('Keep-alive connections per upstream origin (its pool).'),
       perClientUpstreamRequests: z
         .number()
         .int()
@@ -101,7 +168,9 @@ export const configSchema = z.strictObject({
       legacyPortListeners: z
         .boolean()
         .default(false)
-        .describe("Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy)."),
+        .describe(
+          "Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy).",
+        ),
     })
     .prefault({}),
   auth: authSettings,
@@ -110,14 +179,22 @@ export const configSchema = z.strictObject({
       port: port
         .nullable()
         .default(null)
-        .describe('Admin listener (plain HTTP, GET /metrics in the Prometheus text format); null = none, 0 picks a free port.'),
-      bind: z.string().min(1).default('127.0.0.1').describe('Address the admin listener binds; loopback keeps it off the network.'),
+        .describe(
+          'Admin listener (plain HTTP, GET /metrics in the Prometheus text format); null = none, 0 picks a free port.',
+        ),
+      bind: z
+        .string()
+        .min(1)
+        .default('127.0.0.1')
+        .describe('Address the admin listener binds; loopback keeps it off the network.'),
       metricsToken: z
         .string()
         .min(16)
         .nullable()
         .default(null)
-        .describe('Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.'),
+        .describe(
+          'Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.',
+        ),
     })
     .prefault({}),
   tracing: z
@@ -126,8 +203,16 @@ export const configSchema = z.strictObject({
         .url({ protocol: /^https?$/ })
         .nullable()
         .default(null)
-        .describe('OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.'),
-      exportDelayMs: z.number().int().min(10).max(60_000).default(5000).describe('Longest time a finished span waits in the batch before export.'),
+        .describe(
+          'OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.',
+        ),
+      exportDelayMs: z
+        .number()
+        .int()
+        .min(10)
+        .max(60_000)
+        .default(5000)
+        .describe('Longest time a finished span waits in the batch before export.'),
     })
     .prefault({}),
   secrets: z
@@ -152,8 +237,16 @@ export const configSchema = z.strictObject({
         ),
       trustedSharedIssuers: csv
         .default([])
-        .describe('PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose tokens mesh ingress accepts (shared_idp); empty trusts none.'),
-      peerTimeoutMs: z.number().int().min(100).max(120_000).default(15_000).describe('Connect and answer timeout of peer-protocol calls and diagnose probes.'),
+        .describe(
+          'PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose tokens mesh ingress accepts (shared_idp); empty trusts none.',
+        ),
+      peerTimeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .max(120_000)
+        .default(15_000)
+        .describe('Connect and answer timeout of peer-protocol calls and diagnose probes.'),
     })
     .prefault({}),
   retrieval: z
@@ -163,11 +256,32 @@ export const configSchema = z.strictObject({
         .int()
         .min(1024)
         .default(1024 * 1024)
-        .describe('Largest serialized JSON result answered inline; `auto` streams over SSE beyond it, `inline` is refused with 422.'),
-      fsRoots: csv.default([]).describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
-      batchSize: z.number().int().min(1).max(100_000).default(1000).describe('Rows per chunk when a job does not ask for a batch_size.'),
-      heartbeatMs: z.number().int().min(10).default(15_000).describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
-      grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
+        .describe(
+          'Largest serialized JSON result answered inline; `auto` streams over SSE beyond it, `inline` is refused with 422.',
+        ),
+      fsRoots: csv
+        .default([])
+        .describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
+      batchSize: z
+        .number()
+        .int()
+        .min(1)
+        .max(100_000)
+        .default(1000)
+        .describe('Rows per chunk when a job does not ask for a batch_size.'),
+      heartbeatMs: z
+        .number()
+        .int()
+        .min(10)
+        .default(15_000)
+        .describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
+      grpcTokenTtlSeconds: z
+        .number()
+        .int()
+        .min(10)
+        .max(3600)
+        .default(300)
+        .describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
     })
     .prefault({}),
   feed: z
@@ -189,156 +303,22 @@ export const configSchema = z.strictObject({
         .min(1)
         .max(86_400)
         .default(300)
-        .describe('Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.'),
-    })
-    .prefault({}),
-  mesh: z
-    .strictObject({
-      proxyReadTimeoutSeconds: z
-        .number()
-        .positive()
-        .max(3600)
-        .default(60)
-        .describe('PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: egress wait for the peer on /api paths (headers, then between body chunks); 504 beyond.'),
-      runtimeReadTimeoutSeconds: z
-        .number()
-        .positive()
-        .max(86400)
-        .default(600)
-        .describe('PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS: the same for /runtime paths (model streaming).'),
-      signatureTtlSeconds: z
-        .number()
-        .int()
-        .min(1)
-        .max(3600)
-        .default(300)
-        .describe('auth_forward_header_signature_ttl_seconds: oldest accepted mesh signature.'),
-      signatureFutureSkewSeconds: z
-        .number()
-        .int()
-        .min(0)
-        .max(600)
-        .default(60)
-        .describe('auth_forward_header_signature_allowed_future_skew_seconds: furthest-ahead accepted signature.'),
-      features: z
-        .array(z.enum(['nonce', 'body-sha256', 'federation-id']))
-        .default(['nonce', 'body-sha256', 'federation-id'])
         .describe(
-          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, ' +
-            'signed body digest, signed federation id); [] keeps the spec envelope only.',
+          'Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.',
         ),
-      replayCacheSize: z
-        .number()
-        .int()
-        .min(100)
-        .max(10_000_000)
-        .default(100_000)
-        .describe('Nonces remembered per peer for replay refusal (oldest dropped beyond).'),
     })
     .prefault({}),
-  jobs: z
-    .strictObject({
-      runtime: z
-        .enum(['local', 'ray'])
-        .default('local')
-        .describe('Job runtime: the embedded local process runner, or a Ray cluster through its Jobs REST API.'),
-      defaultRunTimeoutSeconds: z
-        .number()
-        .int()
-        .min(1)
-        .max(86400)
-        .default(600)
-        .describe('timeout_seconds of POST /cluster/jobs/run when the request names none.'),
-      logRetentionSeconds: z
-        .number()
-        .int()
-        .min(1)
-        .default(7 * 86400)
-        .describe('How long a finished job keeps its logs; afterwards /logs and /result answer 410.'),
-      logsResponseMaxBytes: z
-        .number()
-        .int()
-        .min(1024)
-        .default(8 * 1024 * 1024)
-        .describe('Most log bytes GET /logs returns (the tail, after a notice line).'),
-      runPollIntervalMs: z.number().int().min(10).max(60_000).default(250).describe('Longest wait between status checks while POST /run waits for a job.'),
-      local: z
-        .strictObject({
-          maxConcurrent: z.number().int().min(1).max(1024).default(8).describe('Local jobs running at once; more wait PENDING in a FIFO queue.'),
-          maxLogBytes: z
-            .number()
-            .int()
-            .min(1024)
-            .default(64 * 1024 * 1024)
-            .describe('Output cap per local job (and RLIMIT_FSIZE of its files); more is FAILED log_limit_exceeded.'),
-          stopGraceMs: z.number().int().min(0).max(600_000).default(5000).describe('Time between SIGTERM and SIGKILL when a local job is canceled.'),
-          python: z.string().min(1).default('python3').describe('Interpreter that creates per-job virtualenvs for python_packages.'),
-          sandbox: z
-            .strictObject({
-              mode: z
-                .enum(['bwrap', 'none'])
-                .default('bwrap')
-                .describe('bwrap: every job in a bubblewrap sandbox. none: UNSAFE, jobs see all the gateway user can read.'),
-              bwrapPath: z.string().min(1).default('/usr/bin/bwrap').describe('The bubblewrap binary; missing or refused = jobs 503.'),
-              uid: z
-                .number()
-                .int()
-                .min(1)
-                .max(4_294_967_294)
-                .default(65534)
-                .describe('uid and gid jobs run as when the gateway runs as root (never root itself).'),
-              readOnlyPaths: z
-                .array(z.string().regex(/^\//, 'must be an absolute path'))
-                .default([])
-                .describe('Extra host paths mounted read-only into every sandbox (an interpreter under /opt).'),
-            })
-            .prefault({}),
-          limits: z
-            .strictObject({
-              addressSpaceBytes: z
-                .number()
-                .int()
-                .min(64 * 1024 * 1024)
-                .default(4 * 1024 * 1024 * 1024)
-                .describe('RLIMIT_AS of each job process.'),
-              processes: z.number().int().min(8).default(256).describe('RLIMIT_NPROC: processes of the job uid (shared by running jobs).'),
-              openFiles: z.number().int().min(16).default(1024).describe('RLIMIT_NOFILE of each job process.'),
-              cpuSeconds: z.number().int().min(1).default(3600).describe('RLIMIT_CPU: CPU seconds of each job process.'),
-              tmpBytes: z
-                .number()
-                .int()
-                .min(1024 * 1024)
-                .default(256 * 1024 * 1024)
-                .describe('Size of the private /tmp (tmpfs).'),
-            })
-            .prefault({}),
-        })
-        .prefault({}),
-      ray: z
-        .strictObject({
-          dashboardUrl: z
-            .url({ protocol: /^https?$/ })
-            .nullable()
-            .default(null)
-            .describe('Ray dashboard base URL (it serves the Jobs API); required with runtime=ray.'),
-          requestTimeoutMs: z.number().int().min(100).default(15_000).describe('Timeout of each call to the Ray Jobs API.'),
-        })
-        .prefault({}),
-      pythonPackages: z
-        .strictObject({
-          catalogFile: z.string().nullable().default(null).describe('JSON file of approved packages [{name, version, sha256[]}]; null = none approved.'),
-          wheelDir: z.string().nullable().default(null).describe('Folder of the approved wheels; pip installs from it only (--no-index --find-links).'),
-        })
-        .prefault({}),
-    })
-    .prefault({}),
+  mesh: meshSettings,
+  jobs: jobsSettings,
 });
 
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
 
 /** Env var → key path. Lists and numbers are parsed from their text forms. */
-export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string' | 'number' | 'csv' | 'nullable-number' | 'boolean' }>> = {
+export const ENV_NAMES: Readonly<
+  Record<string, { path: string[]; kind: 'string' | 'number' | 'csv' | 'nullable-number' | 'boolean' }>
+> = {
   PLATFORM_DATA_DIR: { path: ['dataDir'], kind: 'string' },
   PLATFORM_HTTPS_PORT: { path: ['httpsPort'], kind: 'number' },
   PLATFORM_HTTP_PORT: { path: ['httpPort'], kind: 'nullable-number' },
@@ -366,7 +346,10 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
-  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: { path: ['serving', 'perClientAddressUpstreamRequests'], kind: 'number' },
+  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: {
+    path: ['serving', 'perClientAddressUpstreamRequests'],
+    kind: 'number',
+  },
   PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
   PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
   PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },

@@ -8,11 +8,22 @@
  */
 import { constants } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { JobsErrors } from '../../errors.ts';
 import type { JobStatus } from '../../schema.ts';
 import type { JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
-import { type ExitRecord, type JobPaths, jobPaths, livePid, logSize, prepareJobDir, readExit, signalGroup, spawnJob, wasStarted } from './process.ts';
+import {
+  type ExitRecord,
+  type JobPaths,
+  jobEnvironment,
+  jobPaths,
+  livePid,
+  logSize,
+  prepareJobDir,
+  readExit,
+  signalGroup,
+  spawnJob,
+  wasStarted,
+} from './process.ts';
 import type { JobSandbox } from './sandbox.ts';
 
 export interface LocalRuntimeOptions {
@@ -97,7 +108,9 @@ export class LocalJobRuntime implements JobRuntime {
   async openLogs(runtimeJobId: string): Promise<LogSource | null> {
     // O_NOFOLLOW: a symlink where the log should be is never followed (the job cannot reach this dir in
     // its sandbox; without one, it could).
-    const handle = await open(this.#paths(runtimeJobId).log, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => null);
+    const handle = await open(this.#paths(runtimeJobId).log, constants.O_RDONLY | constants.O_NOFOLLOW).catch(
+      () => null,
+    );
     if (!handle) return null;
     const { size } = await handle.stat();
     return {
@@ -139,7 +152,14 @@ export class LocalJobRuntime implements JobRuntime {
       if (exit) {
         this.#entries.set(job.runtimeJobId, finishedEntry(job.spec.jobId, exit));
       } else if (pid !== null) {
-        const entry: Entry = { ...newEntry(job.spec.jobId, null), status: 'RUNNING', pid, adopted: true, holdsSlot: true, startedAt: new Date() };
+        const entry: Entry = {
+          ...newEntry(job.spec.jobId, null),
+          status: 'RUNNING',
+          pid,
+          adopted: true,
+          holdsSlot: true,
+          startedAt: new Date(),
+        };
         this.#entries.set(job.runtimeJobId, entry);
         this.#running++;
       } else if (wasStarted(paths)) {
@@ -208,7 +228,8 @@ export class LocalJobRuntime implements JobRuntime {
     const paths = this.#paths(id);
     try {
       if (this.options.sandboxProblem !== null) throw new Error('the job sandbox is unavailable');
-      if (spec.packages.length > 0 && !this.options.wheelDir) throw new Error('no wheel directory is configured for python_packages');
+      if (spec.packages.length > 0 && !this.options.wheelDir)
+        throw new Error('no wheel directory is configured for python_packages');
       prepareJobDir(paths, spec.packages, this.options.sandbox.jobUid);
       entry.pid = spawnJob({
         paths,
@@ -236,7 +257,11 @@ export class LocalJobRuntime implements JobRuntime {
     const exit = readExit(paths);
     if (exit) this.#finish(id, entry, outcome(exit, entry));
     else if (code === null && signal === null)
-      this.#finish(id, entry, { status: 'FAILED', errorType: 'spawn_failed', errorMessage: 'the job process could not be started' });
+      this.#finish(id, entry, {
+        status: 'FAILED',
+        errorType: 'spawn_failed',
+        errorMessage: 'the job process could not be started',
+      });
     else this.#finish(id, entry, outcome({ step: 'entrypoint', code: code ?? 128, at: new Date() }, entry, signal));
   }
 
@@ -280,7 +305,8 @@ export class LocalJobRuntime implements JobRuntime {
       if (!entry.adopted) continue;
       const exit = readExit(paths);
       if (exit) this.#finish(id, entry, outcome(exit, entry));
-      else if (livePid(paths) === null) this.#finish(id, entry, lost('the re-attached job process ended without an exit status'));
+      else if (livePid(paths) === null)
+        this.#finish(id, entry, lost('the re-attached job process ended without an exit status'));
     }
   }
 
@@ -289,19 +315,18 @@ export class LocalJobRuntime implements JobRuntime {
   }
 }
 
-/**
- * What the entrypoint sees: the clean base, HOME = its work dir, then the job's own variables; with
- * packages, the venv first on PATH. Inside the sandbox PATH, LD_PRELOAD and the like reach only the job.
- */
-function jobEnvironment(baseEnv: Record<string, string>, paths: JobPaths, spec: RuntimeJobSpec): Record<string, string> {
-  const env: Record<string, string> = { ...baseEnv, HOME: paths.work, ...spec.env };
-  if (spec.packages.length === 0) return env;
-  return { ...env, PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`, VIRTUAL_ENV: paths.venv };
-}
-
 function newEntry(jobId: string, spec: RuntimeJobSpec | null): Entry {
   const base = { startedAt: null, endedAt: null, errorType: null, errorMessage: null, pid: null };
-  return { jobId, spec, status: 'PENDING', ...base, adopted: false, stopRequested: false, killTimer: null, holdsSlot: false };
+  return {
+    jobId,
+    spec,
+    status: 'PENDING',
+    ...base,
+    adopted: false,
+    stopRequested: false,
+    killTimer: null,
+    holdsSlot: false,
+  };
 }
 
 function finishedEntry(jobId: string, exit: ExitRecord): Entry {
@@ -313,21 +338,48 @@ function lost(message: string): Pick<Entry, 'status' | 'errorType' | 'errorMessa
 }
 
 /** Maps how the job ended to a status; a job stopped on request is STOPPED whatever its exit. */
-function outcome(exit: ExitRecord, entry: Entry | null, signal?: NodeJS.Signals | null): Pick<Entry, 'status'> & Partial<Entry> {
+function outcome(
+  exit: ExitRecord,
+  entry: Entry | null,
+  signal?: NodeJS.Signals | null,
+): Pick<Entry, 'status'> & Partial<Entry> {
   if (entry?.errorType === 'log_limit_exceeded') {
-    return { status: 'FAILED', errorType: 'log_limit_exceeded', errorMessage: 'the job wrote more output than the log size cap and was stopped' };
+    return {
+      status: 'FAILED',
+      errorType: 'log_limit_exceeded',
+      errorMessage: 'the job wrote more output than the log size cap and was stopped',
+    };
   }
   if (entry?.stopRequested) return { status: 'STOPPED' };
   if (exit.step === 'install') {
-    return { status: 'FAILED', errorType: 'python_package_install_failed', errorMessage: 'installing the approved python packages failed (see the job logs)' };
+    return {
+      status: 'FAILED',
+      errorType: 'python_package_install_failed',
+      errorMessage: 'installing the approved python packages failed (see the job logs)',
+    };
   }
-  if (signal) return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the job process was killed by ${signal}` };
+  if (signal)
+    return {
+      status: 'FAILED',
+      errorType: 'entrypoint_failed',
+      errorMessage: `the job process was killed by ${signal}`,
+    };
   if (exit.code === 0) return { status: 'SUCCEEDED' };
-  return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the entrypoint failed with exit code ${exit.code}` };
+  return {
+    status: 'FAILED',
+    errorType: 'entrypoint_failed',
+    errorMessage: `the entrypoint failed with exit code ${exit.code}`,
+  };
 }
 
 function snapshot(entry: Entry): RuntimeSnapshot {
-  return { status: entry.status, startedAt: entry.startedAt, endedAt: entry.endedAt, errorType: entry.errorType, errorMessage: entry.errorMessage };
+  return {
+    status: entry.status,
+    startedAt: entry.startedAt,
+    endedAt: entry.endedAt,
+    errorType: entry.errorType,
+    errorMessage: entry.errorMessage,
+  };
 }
 
 function isTerminal(status: JobStatus): boolean {
