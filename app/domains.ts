@@ -15,6 +15,7 @@ import { deriveOrigin } from '../gateway/http/origin.ts';
 import { createLoggers, type Loggers } from '../gateway/log.ts';
 import { MeshErrors } from '../gateway/mesh/errors.ts';
 import type { BootedDomains, CliCommand, GatewayDeps, HandlerInstance, HandlerModule } from '../gateway/module.ts';
+import { SINGLE_PROCESS } from '../gateway/process/link.ts';
 import { ServiceRegistry } from '../gateway/services.ts';
 
 /** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
@@ -75,6 +76,7 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
     config,
     purpose: 'command',
     listeners: null,
+    process: SINGLE_PROCESS,
     runtime: {
       origin: () => origin,
       externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,

@@ -71,7 +71,12 @@ export class Deferred<A extends unknown[]> {
   }
 }
 
-type Tracked = Socket & { _meshgateInflight?: number };
+/** An HTTP/1.1 connection with its responses in flight (graceful close spares those and ends it after them). */
+type Tracked = Socket & { _meshgateResponses?: Set<TrackedResponse>; _meshgateUpgraded?: boolean };
+type TrackedResponse = { headersSent: boolean; setHeader(name: string, value: string): unknown; once(e: 'close', f: () => void): unknown };
+
+/** Listeners that are closing: their HTTP/1.1 answers say `Connection: close` (RFC 9112 §9.6). */
+const draining = new WeakSet<HttpServer | Http2SecureServer>();
 
 /** A bound listener of either kind with its tracked connections. */
 export interface Listening {
@@ -79,43 +84,69 @@ export interface Listening {
   readonly sockets: ReadonlySet<Socket>;
 }
 
-/** The listener's connections and, per connection, how many requests are in flight (graceful close spares those). */
+/**
+ * The listener's connections and the HTTP/1.1 responses in flight on each. HTTP/2 sessions need no count: closing
+ * the server sends each one GOAWAY (RFC 9113 §6.8) and Node ends the session once its open streams are done.
+ */
 export function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<Tracked>()): Set<Tracked> {
   const event = 'setSecureContext' in server ? 'secureConnection' : 'connection';
   server.on(event, (socket: Tracked) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  server.on('request', (req: { socket: Tracked }, res: { once(e: string, f: () => void): void }) => {
+  // A websocket has no end a close could wait for: it is dropped at once, as a stop always did.
+  server.on('upgrade', (_req: unknown, socket: Tracked) => {
+    socket._meshgateUpgraded = true;
+  });
+  server.on('request', (req: { httpVersionMajor: number; socket: Tracked }, res: TrackedResponse) => {
+    if (req.httpVersionMajor !== 1) return;
     const socket = req.socket;
-    socket._meshgateInflight = (socket._meshgateInflight ?? 0) + 1;
+    const responses = socket._meshgateResponses ?? new Set();
+    socket._meshgateResponses = responses;
+    responses.add(res);
+    if (draining.has(server)) res.setHeader('connection', 'close');
     res.once('close', () => {
-      socket._meshgateInflight = (socket._meshgateInflight ?? 1) - 1;
+      responses.delete(res);
+      // A keep-alive connection that went idle while closing: ended now, after its last answer was written.
+      if (draining.has(server) && responses.size === 0) socket.end();
     });
   });
   return sockets;
 }
 
-/** Binds; a taken or forbidden address becomes one clear line for the operator, not a raw errno. */
-export function listen(server: HttpServer | Http2SecureServer, port: number, host: string): Promise<number> {
+/**
+ * Binds; a taken or forbidden address becomes one clear line for the operator, not a raw errno. With reusePort, a
+ * worker binds its own socket (SO_REUSEPORT, `exclusive` so node:cluster does not share the primary's).
+ */
+export function listen(server: HttpServer | Http2SecureServer, port: number, host: string, reusePort = false): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       const why = error.code === 'EADDRINUSE' ? 'the address is already in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
       reject(new Error(`cannot listen on ${hostForUrl(host)}:${port}: ${why}`, { cause: error }));
     };
     server.once('error', onError);
-    server.listen(port, host, () => {
+    server.listen({ port, host, ...(reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       server.off('error', onError);
       resolve((server.address() as AddressInfo).port);
     });
   });
 }
 
-/** Stops accepting, closes idle connections now and busy ones once their requests end or graceMs passes. */
+/**
+ * Stops accepting and lets what is in flight finish: HTTP/2 sessions get GOAWAY and end after their open streams,
+ * idle HTTP/1.1 connections are closed, busy ones answer with `Connection: close` and end after the answer;
+ * whatever is still open after graceMs is destroyed.
+ */
 export async function closeGracefully(listeners: readonly Listening[], graceMs: number): Promise<void> {
-  const closing = listeners.map(({ server }) => new Promise<void>((resolve) => server.close(() => resolve())));
+  const closing = listeners.map(({ server }) => {
+    draining.add(server);
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
   const sockets = listeners.flatMap((l) => [...l.sockets]) as Tracked[];
-  for (const socket of sockets) if ((socket._meshgateInflight ?? 0) === 0) socket.destroy();
+  for (const socket of sockets) {
+    if (socket._meshgateUpgraded) socket.destroy();
+    for (const res of socket._meshgateResponses ?? []) if (!res.headersSent) res.setHeader('connection', 'close');
+  }
   const timer = setTimeout(() => {
     for (const socket of sockets) socket.destroy();
   }, graceMs);

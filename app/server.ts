@@ -20,6 +20,7 @@ import type { GatewayDeps, HandlerInstance } from '../gateway/module.ts';
 import type { createPipeline } from '../gateway/pipeline/run.ts';
 import { createRouteMatchStage } from '../gateway/pipeline/stages/route-match.ts';
 import { AUTHENTICATOR } from '../gateway/principal.ts';
+import { type ProcessPlace, SINGLE_PROCESS } from '../gateway/process/link.ts';
 import { buildServiceTable, compileHandlers } from '../gateway/routing/compile.ts';
 import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
@@ -42,6 +43,8 @@ export interface GatewayOptions {
   logDestination?: DestinationStream;
   announce?: (line: string) => void;
   now?: () => Date;
+  /** Where this process stands (default: one process does everything); a primary binds no main listener. */
+  process?: ProcessPlace;
 }
 
 export interface Gateway {
@@ -59,19 +62,25 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const logs = createLoggers(config.logLevel, options.logDestination);
   const tls = await prepareStorage(config, logs.logger);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls };
-  const bound = await bindListeners(ingress).catch((error: unknown) => {
-    logs.close();
-    throw error;
-  });
+  const place = options.process ?? SINGLE_PROCESS;
+  // The primary's workers bind the ports; it knows them from the configuration, which it resolved beforehand.
+  const bound =
+    place.role === 'primary'
+      ? unbound(config)
+      : await bindListeners(ingress, place.role === 'worker' && config.workerListen === 'reuseport').catch((error: unknown) => {
+          logs.close();
+          throw error;
+        });
   const origin = deriveOrigin(config, bound.httpsPort);
   // Operator lines (the bootstrap admin's password) are held until start has succeeded.
   const print = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
   const held: string[] = [];
-  let started = false;
+  let announced = false;
   const base: DomainDeps = {
     config,
     purpose: 'serve',
     listeners: createListenerFactory(ingress),
+    process: place,
     runtime: {
       origin: () => origin,
       externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,
@@ -79,7 +88,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       serverCertPem: () => tls.certPem,
     },
     now: options.now ?? (() => new Date()),
-    announce: (line) => (started ? print(line) : held.push(line)),
+    announce: (line) => (announced ? print(line) : held.push(line)),
   };
   let domains: Domains | null = null;
   try {
@@ -97,9 +106,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const running = domains;
   const httpsUrl = `https://${hostForUrl(config.bind)}:${bound.httpsPort}`;
   const httpUrl = bound.httpPort === null ? null : `http://${hostForUrl(config.bind)}:${bound.httpPort}`;
-  logs.logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName }, 'listening');
+  const started = place.role === 'primary' ? 'primary started; its workers will listen' : 'listening';
+  logs.logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName, role: place.role }, started);
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
-  started = true;
+  announced = true;
   for (const line of held.splice(0)) print(line);
   return {
     httpsUrl,
@@ -146,7 +156,7 @@ interface BoundListeners {
  * The listeners bind before any domain starts: a taken port must stop start before the auth domain creates the
  * bootstrap admin, whose generated password exists only in the line announcing it.
  */
-async function bindListeners(ingress: IngressBase): Promise<BoundListeners> {
+async function bindListeners(ingress: IngressBase, reusePort: boolean): Promise<BoundListeners> {
   const { config } = ingress;
   const requests = new Deferred<Parameters<Handle>>();
   const upgrades = new Deferred<Parameters<UpgradeListener>>();
@@ -161,13 +171,26 @@ async function bindListeners(ingress: IngressBase): Promise<BoundListeners> {
     }
   };
   try {
-    const httpsPort = await listen(https.server, config.httpsPort, config.bind);
-    const httpPort = plain ? await listen(plain.server, config.httpPort as number, config.bind) : null;
+    const httpsPort = await listen(https.server, config.httpsPort, config.bind, reusePort);
+    const httpPort = plain ? await listen(plain.server, config.httpPort as number, config.bind, reusePort) : null;
     return { listeners, httpsPort, httpPort, requests, upgrades, stop };
   } catch (error) {
     stop();
     throw error;
   }
+}
+
+/** A primary's stand-in: no listener, the configured ports, requests never arrive. */
+function unbound(config: Readonly<Config>): BoundListeners {
+  const never = () => {};
+  return {
+    listeners: [],
+    httpsPort: config.httpsPort,
+    httpPort: config.httpPort,
+    requests: new Deferred(),
+    upgrades: new Deferred(),
+    stop: never,
+  };
 }
 
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */

@@ -59,8 +59,9 @@ async function runCommand(command: CliCommand, args: string[]): Promise<number> 
   const commandArgs = remainingArgs(args, tokens ?? []);
   const file = values[CONFIG_FILE_FLAG];
   let config: ReturnType<typeof loadConfig>;
+  const readConfig = () => loadConfig({ overrides: configOverrides, file: typeof file === 'string' ? file : undefined });
   try {
-    config = loadConfig({ overrides: configOverrides, file: typeof file === 'string' ? file : undefined });
+    config = readConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`meshgate: ${error.message}\n`);
@@ -71,6 +72,7 @@ async function runCommand(command: CliCommand, args: string[]): Promise<number> 
   const err = (line: string) => process.stderr.write(`${line}\n`);
   const env: CliEnv = {
     config,
+    reloadConfig: readConfig,
     boot: (modules) => bootDomains(config, modules, { err }),
     readStdin,
     out: (line) => process.stdout.write(`${line}\n`),

@@ -53,6 +53,18 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     meaning: 'pino level: fatal, error, warn, info, debug, trace or silent',
   },
   {
+    flag: 'workers',
+    value: 'N|auto',
+    env: ['PLATFORM_WORKERS'],
+    meaning: 'serving processes; above 1 a primary supervises them and owns the once-only work (`auto`: one per core)',
+    doc: 'docs/operating.md',
+  },
+  {
+    env: ['PLATFORM_WORKER_LISTEN'],
+    meaning: 'how workers share the ports: `shared` (one socket, node:cluster) or `reuseport` (one per worker)',
+    doc: 'docs/operating.md',
+  },
+  {
     flag: 'config',
     value: 'FILE',
     env: [CONFIG_FILE_ENV],
@@ -89,8 +101,8 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   { env: ['PLATFORM_MAX_BODY_BYTES'], meaning: 'most bytes of a buffered API request body (413 beyond)' },
   {
-    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS'],
-    meaning: "runtime proxy pool per upstream, and one client connection's share of it",
+    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS', 'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS'],
+    meaning: "runtime proxy pool per upstream, and one client connection's and one client address's share of it",
     doc: 'docs/serving.md',
   },
   {

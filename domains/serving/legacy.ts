@@ -16,6 +16,7 @@ import type { ListenerFactory, OpenedListener, RuntimeInfo } from '../../gateway
 import { createDispatchStage } from '../../gateway/pipeline/stages/dispatch.ts';
 import type { RoutingSnapshot } from '../../gateway/routing/source.ts';
 import { ServingErrors } from './errors.ts';
+import { legacyUrl } from './legacy-owned.ts';
 import { type RuntimeDeps, runtimeMount } from './runtime.ts';
 import { KIND_SERVICE, type LegacyPorts } from './service.ts';
 import type { DeploymentRow } from './store.ts';
@@ -74,8 +75,7 @@ export class LegacyListeners implements LegacyPorts {
   }
 
   url(row: DeploymentRow): string | null {
-    if (row.legacyPort === null || !this.#open.has(row.id)) return null;
-    return `https://${new URL(this.deps.info.origin()).hostname}:${row.legacyPort}`;
+    return this.#open.has(row.id) ? legacyUrl(row, this.deps.info.origin) : null;
   }
 
   /** One HTTPS listener from the root's factory: the gateway's prelude stages, then the deployment's runtime mount with an empty prefix. */

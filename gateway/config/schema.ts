@@ -35,6 +35,20 @@ export const configSchema = z.strictObject({
   tlsKeyFile: z.string().nullable().default(null).describe('Private key for tlsCertFile (PEM).'),
   bootstrapAdminUsername: z.string().min(1).default('admin').describe('Username of the administrator created at first start.'),
   bootstrapAdminPassword: z.string().min(8).nullable().default(null).describe('Its password for scripted installs; null = generate one and print it once.'),
+  workers: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
+    .default(1)
+    .describe(
+      'Serving processes: 1 = one process does everything; N > 1 or `auto` (one per available core) = a primary ' +
+        'that owns the once-only work and supervises N workers sharing the ports.',
+    ),
+  workerListen: z
+    .enum(['shared', 'reuseport'])
+    .default('shared')
+    .describe(
+      'How workers share the ports: `shared` = one listening socket held by the primary (node:cluster), ' +
+        '`reuseport` = a socket per worker (SO_REUSEPORT), balanced by the kernel.',
+    ),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   limits: z
     .strictObject({
@@ -305,6 +319,8 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_BOOTSTRAP_ADMIN_USERNAME: { path: ['bootstrapAdminUsername'], kind: 'string' },
   PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: { path: ['bootstrapAdminPassword'], kind: 'string' },
   PLATFORM_LOG_LEVEL: { path: ['logLevel'], kind: 'string' },
+  PLATFORM_WORKERS: { path: ['workers'], kind: 'string' },
+  PLATFORM_WORKER_LISTEN: { path: ['workerListen'], kind: 'string' },
   PLATFORM_MAX_HEADER_COUNT: { path: ['limits', 'maxHeaderCount'], kind: 'number' },
   PLATFORM_MAX_HEADER_BYTES: { path: ['limits', 'maxHeaderBytes'], kind: 'number' },
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },
