@@ -93,7 +93,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   let domains: Domains | null = null;
   try {
     domains = await initDomains(DOMAIN_MODULES, base, logs);
-    letRequestsThrough(domains, ingress, bound);
+    // A worker's access lines name it, so an operator can tell which process served a request.
+    letRequestsThrough(domains, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
   } catch (error) {
     bound.stop();
     await domains?.close();
@@ -194,9 +195,10 @@ function unbound(config: Readonly<Config>): BoundListeners {
 }
 
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
-function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners): void {
+function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners, accessFields?: Readonly<Record<string, number>>): void {
   const table = compileRouting(deps, instances);
-  bound.requests.open(createIngressPipeline(ingress, { stages: [createRouteMatchStage(table, compileRpc(instances))], logger: deps.logger }));
+  const stages = [createRouteMatchStage(table, compileRpc(instances))];
+  bound.requests.open(createIngressPipeline(ingress, { stages, logger: deps.logger, accessFields }));
   bound.upgrades.open(createUpgradeListener(table, upgradeHandlers(instances), deps.logger));
 }
 

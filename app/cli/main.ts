@@ -10,9 +10,10 @@ import type { ConfigInput } from '../../gateway/config/schema.ts';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { bootDomains, DOMAIN_COMMANDS } from '../domains.ts';
 import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts';
+import { reloadCommand } from './reload.ts';
 import { serveCommand } from './serve.ts';
 
-const COMMANDS: readonly CliCommand[] = [serveCommand, ...DOMAIN_COMMANDS];
+const COMMANDS: readonly CliCommand[] = [serveCommand, reloadCommand, ...DOMAIN_COMMANDS];
 
 function help(): string {
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(16)}${c.summary}`);

@@ -1,0 +1,146 @@
+/**
+ * `meshgate serve --workers N`: the real processes. Workers share the port
+ * and serve; a worker killed under load is replaced (the failed requests are
+ * counted and bounded); a reload under a steady load fails nothing and
+ * resets no stream; a job submitted on one worker is cancelled on another;
+ * SIGTERM stops every process.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { alive, jobProcesses } from '../helpers/jobs.ts';
+import { adminToken, BIN, connection, servedBy, serveWorkers, steadyLoad, untilServed, workerPids } from '../helpers/workers.ts';
+
+const run = promisify(execFile);
+
+function dataDir(t: { after(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-workers-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+test('two workers share the port and both serve; the pid file is 0600; SIGTERM stops every process', async (t) => {
+  const dir = dataDir(t);
+  const served = await serveWorkers(dir, 2);
+  t.after(() => served.stop('SIGKILL'));
+  const primary = served.child.pid as number;
+  const workers = workerPids(primary);
+  assert.equal(workers.length, 2, 'two workers');
+  assert.equal(statSync(join(dir, 'meshgate.pid')).mode & 0o777, 0o600);
+  // Node's cluster hands new connections to the workers in turn: a few connections reach both.
+  const seen = new Set<number>();
+  for (let i = 0; i < 6 && seen.size < 2; i++) {
+    const conn = connection(served);
+    const res = await conn.call('GET', '/api/ping');
+    assert.equal(res.status, 200);
+    seen.add(await servedBy(served, res.requestId));
+    await conn.close();
+  }
+  assert.deepEqual([...seen].sort(), [...workers].sort(), 'each worker served a connection');
+  assert.equal(await served.stop('SIGTERM'), 0);
+  assert.match(served.output(), /meshgate stopped \(SIGTERM\)/);
+  for (const pid of [primary, ...workers]) await until(() => !alive(pid), `process ${pid} to end`);
+  assert.throws(() => statSync(join(dir, 'meshgate.pid')), /ENOENT/, 'the pid file is removed');
+});
+
+test('a worker killed with SIGKILL under load is replaced; the failed requests are few and the gateway serves again', async (t) => {
+  const served = await serveWorkers(dataDir(t), 2);
+  t.after(() => served.stop('SIGKILL'));
+  const primary = served.child.pid as number;
+  const [victim] = workerPids(primary);
+  const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 60_000 });
+  await untilServed(load.result, 200);
+  process.kill(victim as number, 'SIGKILL');
+  await until(() => workerPids(primary).length === 2 && !workerPids(primary).includes(victim as number), 'a replacement worker');
+  await served.waitForLine(/"msg":"worker serving"/);
+  await untilServed(load.result, 500);
+  const result = await load.stop();
+  t.diagnostic(`SIGKILL under load: ${result.ok} answered, ${result.failed} failed (${result.resets} resets)`);
+  // At most what was in flight on the killed worker's connections: every stream of every connection.
+  assert.ok(result.failed <= 16, `failed ${result.failed}: ${result.errors.join('; ')}`);
+  const conn = connection(served);
+  assert.equal((await conn.call('GET', '/api/ping')).status, 200, 'a new connection is served');
+  await conn.close();
+});
+
+test('a reload under a steady load replaces every worker with no failed request and no reset stream', async (t) => {
+  const dir = dataDir(t);
+  const served = await serveWorkers(dir, 2);
+  t.after(() => served.stop('SIGKILL'));
+  const primary = served.child.pid as number;
+  const before = workerPids(primary);
+  const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 90_000 });
+  await untilServed(load.result, 200);
+  const { stdout } = await run(BIN, ['reload', '--data-dir', dir]);
+  assert.match(stdout, new RegExp(`signalled the primary \\(pid ${primary}\\)`));
+  await served.waitForLine(/^meshgate reloaded \(2 workers replaced\)$/);
+  await untilServed(load.result, 200);
+  const result = await load.stop();
+  t.diagnostic(`reload under load: ${result.ok} answered, ${result.failed} failed, ${result.resets} reset`);
+  assert.equal(result.failed, 0, result.errors.join('; '));
+  assert.equal(result.resets, 0);
+  const after = workerPids(primary);
+  assert.equal(after.length, 2);
+  assert.ok(
+    after.every((pid) => !before.includes(pid)),
+    'every worker was replaced',
+  );
+});
+
+test('meshgate reload without a running primary says so and fails', async (t) => {
+  const dir = dataDir(t);
+  await assert.rejects(run(BIN, ['reload', '--data-dir', dir]), (error: { code: number; stderr: string }) => {
+    assert.equal(error.code, 1);
+    assert.match(error.stderr, /no running primary found/);
+    return true;
+  });
+});
+
+test('a job submitted through one worker is cancelled through another; its process ends', async (t) => {
+  const served = await serveWorkers(dataDir(t), 2);
+  t.after(() => served.stop('SIGKILL'));
+  const token = await adminToken(served);
+  const first = connection(served);
+  t.after(() => first.close());
+  const submitted = await first.call('POST', '/api/cluster/jobs/submit', { token, json: { entrypoint: 'sleep 60' } });
+  assert.equal(submitted.status, 201, submitted.text);
+  const jobId = submitted.json.job_id as string;
+  const submitter = await servedBy(served, submitted.requestId);
+  // Connections until one lands on the other worker (the cluster hands them out in turn).
+  let other: ReturnType<typeof connection> | null = null;
+  for (let i = 0; i < 8 && !other; i++) {
+    const conn = connection(served);
+    const res = await conn.call('GET', `/api/cluster/jobs/${jobId}/status`, { token });
+    assert.equal(res.status, 200, res.text);
+    if ((await servedBy(served, res.requestId)) !== submitter) other = conn;
+    else await conn.close();
+  }
+  assert.ok(other, 'a connection served by the other worker');
+  t.after(() => other?.close());
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const status = await other.call('GET', `/api/cluster/jobs/${jobId}/status`, { token });
+    if (status.json.status === 'RUNNING') break;
+    assert.ok(Date.now() < deadline, `the job did not start: ${status.text}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const cancelled = await other.call('POST', `/api/cluster/jobs/${jobId}/cancel`, { token });
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.notEqual(await servedBy(served, cancelled.requestId), submitter, 'cancelled on the other worker');
+  assert.equal(cancelled.json.status, 'STOPPED');
+  const logs = await other.call('GET', `/api/cluster/jobs/${jobId}/logs`, { token });
+  assert.equal(logs.status, 200, 'logs read on a worker that did not start the job');
+  await until(() => jobProcesses(jobId).length === 0, 'the job process to end');
+});
