@@ -48,7 +48,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       },
     },
     { method: 'GET', path: '/retrieval/jobs/:id', auth: 'user', handle: (ctx) => ok(service.status(principalOf(ctx), id(ctx))) },
-    { method: 'POST', path: '/retrieval/jobs/:id/cancel', auth: 'user', handle: (ctx) => ok(service.cancel(principalOf(ctx), id(ctx))) },
+    { method: 'POST', path: '/retrieval/jobs/:id/cancel', auth: 'user', handle: async (ctx) => ok(await service.cancel(principalOf(ctx), id(ctx))) },
     {
       method: 'GET',
       path: '/retrieval/jobs/:id/stream',
