@@ -7,12 +7,18 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import { alive, jobProcesses } from '../helpers/jobs.ts';
+import { V1 } from '../helpers/retrieval.ts';
+import { sampleRows, writeAllFormats } from '../helpers/retrieval-fixtures.ts';
 import { adminToken, BIN, connection, servedBy, serveWorkers, steadyLoad, untilServed, workerPids } from '../helpers/workers.ts';
 
 const run = promisify(execFile);
@@ -143,4 +149,30 @@ test('a job submitted through one worker is cancelled through another; its proce
   const logs = await other.call('GET', `/api/cluster/jobs/${jobId}/logs`, { token });
   assert.equal(logs.status, 200, 'logs read on a worker that did not start the job');
   await until(() => jobProcesses(jobId).length === 0, 'the job process to end');
+});
+
+test('a retrieval stream token handed out by one worker is honoured by every worker', async (t) => {
+  const dir = dataDir(t);
+  const files = writeAllFormats(dir, 'rows', sampleRows(40));
+  const served = await serveWorkers(join(dir, 'data'), 2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir });
+  t.after(() => served.stop('SIGKILL'));
+  const token = await adminToken(served);
+  const conn = connection(served);
+  t.after(() => conn.close());
+  const dataset = await conn.call('POST', '/api/catalog/datasets/', { token, json: { name: 'rows', platform: 'file', properties: { path: files.jsonl } } });
+  assert.equal(dataset.status, 201, dataset.text);
+  const job = await conn.call('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: dataset.json, transport: 'grpc', grpc_protocol: V1 } });
+  assert.equal(job.status, 201, job.text);
+  const readers = new Set<number>();
+  // Each read opens its own connection; the cluster hands connections to the workers in turn.
+  for (let i = 0; i < 4; i++) {
+    const requestId = randomUUID();
+    const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: served.base, nodeOptions: { ca: served.ca } }));
+    let rows = 0;
+    const chunks = client.streamData({ jobId: job.json.job_id, token: job.json.grpc.token }, { headers: { 'x-request-id': requestId } });
+    for await (const chunk of chunks) if (!chunk.final) rows += (JSON.parse(Buffer.from(chunk.payload).toString('utf8')) as unknown[]).length;
+    assert.equal(rows, 40, `read ${i}`);
+    readers.add(await servedBy(served, requestId));
+  }
+  assert.equal(readers.size, 2, 'both workers served the stream with the token one of them issued');
 });
