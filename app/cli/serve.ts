@@ -8,6 +8,9 @@
  * (printed only once the listeners are up). SIGTERM and SIGINT close
  * gracefully (no new connections, in-flight requests finish) and end with
  * `meshgate stopped (<signal>)`; a second signal during that stops at once.
+ * With `--workers N` (N > 1) this process is the primary of N workers
+ * (app/process/primary.ts), and SIGHUP reloads them one at a time; a
+ * worker is this same command forked by node:cluster (app/process/worker.ts).
  */
 import cluster from 'node:cluster';
 import { join } from 'node:path';
@@ -60,7 +63,12 @@ ${renderHelp()}`,
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);
     }
     // A worker of a primary (node:cluster forks this same command): it takes its configuration from the primary.
-    if (cluster.isWorker) process.exit(await runWorker());
+    if (cluster.isWorker) {
+      const code = await runWorker();
+      // Closing the pipe lets the process end once its last log lines are written (an exit now could cut them).
+      process.disconnect?.();
+      return code;
+    }
     // Listening for the stop signals before start, not after the ready lines: a supervisor that signals as soon as
     // it reads them would otherwise meet the default action (killed, no graceful close).
     const { signal: stopSignal, cancel } = stopSignals();

@@ -55,14 +55,17 @@ export class Supervisor {
 
   /** Forks `count` workers and resolves once all serve; any that fails to start fails start. */
   async start(count: number): Promise<WorkerReady> {
-    const started = await Promise.all(
+    const started = await Promise.allSettled(
       Array.from({ length: count }, async (_, index) => {
         const slot: Slot = { index, worker: null, failures: 0, readyAt: 0, restart: null };
         this.#slots.push(slot);
         return this.#fill(slot);
       }),
     );
-    return started[0] as WorkerReady;
+    // Every fork has settled, so stopping now leaves none of them behind.
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    return (started[0] as PromiseFulfilledResult<WorkerReady>).value;
   }
 
   /** Replaces every worker, one at a time, with one started on `config`. */
@@ -71,6 +74,9 @@ export class Supervisor {
     let replaced = 0;
     for (const slot of this.#slots) {
       if (this.#stopping) break;
+      // A slot waiting out a crash backoff is filled now, by the reload, not twice.
+      if (slot.restart) clearTimeout(slot.restart);
+      slot.restart = null;
       const old = slot.worker;
       await this.#fill(slot);
       if (old) await this.#drain(old);
@@ -91,6 +97,11 @@ export class Supervisor {
     const worker = cluster.fork();
     this.link.attach(worker);
     const ready = await this.#ready(worker);
+    if (this.#stopping) {
+      // Stop came while it was starting: it leaves with the others rather than outlive the primary.
+      await this.#drain(worker);
+      return ready;
+    }
     slot.worker = worker;
     slot.readyAt = Date.now();
     worker.once('exit', (code, signal) => this.#exited(slot, worker, code, signal));

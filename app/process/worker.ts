@@ -11,7 +11,7 @@ import { DRAIN_GRACE_MS, isSupervision, type ToPrimary, type ToWorker } from './
 /** How long a worker whose primary is gone gives its in-flight requests. */
 const ORPHAN_GRACE_MS = 1000;
 
-/** Resolves when the worker has stopped; the caller exits (the IPC pipe would keep the process alive). */
+/** Resolves with the exit code when the worker has stopped; the caller closes the IPC pipe, which keeps it alive. */
 export async function runWorker(): Promise<number> {
   // The primary coordinates stopping and reloading: a terminal's SIGINT or SIGHUP reaches the whole process group,
   // and each worker leaves when the primary drains it. SIGTERM sent to a worker itself drains it (it is replaced).

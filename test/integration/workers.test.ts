@@ -8,17 +8,20 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { Agent, request } from 'undici';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import { alive, jobProcesses } from '../helpers/jobs.ts';
 import { V1 } from '../helpers/retrieval.ts';
 import { sampleRows, writeAllFormats } from '../helpers/retrieval-fixtures.ts';
+import { startModelServer } from '../helpers/upstreams.ts';
 import { adminToken, BIN, connection, servedBy, serveWorkers, steadyLoad, untilServed, workerPids } from '../helpers/workers.ts';
 
 const run = promisify(execFile);
@@ -176,3 +179,58 @@ test('a retrieval stream token handed out by one worker is honoured by every wor
   }
   assert.equal(readers.size, 2, 'both workers served the stream with the token one of them issued');
 });
+
+test('a legacy port asked for on a worker is opened by the primary; its refusal crosses back with its reason', async (t) => {
+  const model = await startModelServer(t);
+  const served = await serveWorkers(dataDir(t), 2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
+  t.after(() => served.stop('SIGKILL'));
+  const token = await adminToken(served);
+  const conn = connection(served);
+  t.after(() => conn.close());
+  const port = await freePort();
+  const created = await conn.call('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'm', upstream: model.url, legacy_port: port } });
+  assert.equal(created.status, 201, created.text);
+  const primary = served.child.pid as number;
+  assert.ok(listenersOf(primary).includes(port), 'the primary holds the legacy port');
+  const agent = new Agent({ connect: { ca: served.ca } });
+  t.after(() => agent.close());
+  const viaLegacy = await request(`https://localhost:${port}/v1/models`, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } });
+  assert.equal(viaLegacy.statusCode, 200, await viaLegacy.body.text());
+  // The upstream's own port is taken by another process: the primary's bind fails, and the worker answers with it.
+  const busy = await conn.call('POST', '/api/serving/deployments', {
+    token,
+    json: { kind: 'tool', name: 'busy', upstream: model.url, legacy_port: Number(new URL(model.url).port) },
+  });
+  assert.equal(busy.status, 409, busy.text);
+  assert.equal(busy.json.detail.reason, 'legacy_port_unavailable');
+});
+
+/** The TCP ports a process listens on (its sockets in /proc/net/tcp{,6} in state LISTEN). */
+function listenersOf(pid: number): number[] {
+  const inodes = new Set(
+    readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        return [/^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1] ?? ''];
+      } catch {
+        return [];
+      }
+    }),
+  );
+  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((file) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((cols) => cols[3] === '0A' && inodes.has(cols[9] ?? ''))
+      .map((cols) => Number.parseInt(cols[1]?.split(':')[1] ?? '', 16)),
+  );
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
