@@ -6,8 +6,8 @@
  * runtime port go through here, so their ingress cannot drift apart.
  */
 import type { Server as HttpServer } from 'node:http';
-import type { Http2SecureServer } from 'node:http2';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
+import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
 import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
@@ -71,12 +71,19 @@ export class Deferred<A extends unknown[]> {
   }
 }
 
-/** An HTTP/1.1 connection with its responses in flight (graceful close spares those and ends it after them). */
-type Tracked = Socket & { _meshgateResponses?: Set<TrackedResponse>; _meshgateUpgraded?: boolean };
+/** A connection with what closing must know of it: its HTTP/1.1 responses in flight, or that it is not HTTP/1.1. */
+type Tracked = Socket & { _meshgateResponses?: Set<TrackedResponse>; _meshgateUpgraded?: boolean; _meshgateSession?: ServerHttp2Session };
 type TrackedResponse = { headersSent: boolean; setHeader(name: string, value: string): unknown; once(e: 'close', f: () => void): unknown };
 
 /** Listeners that are closing: their HTTP/1.1 answers say `Connection: close` (RFC 9112 §9.6). */
 const draining = new WeakSet<HttpServer | Http2SecureServer>();
+
+/**
+ * How long an idle HTTP/1.1 keep-alive connection of a closing listener stays open. Closing it at once races with
+ * a request the client is sending on it (the client sees a reset, RFC 9112 §9.5); within this time its next request
+ * is answered, with `Connection: close`, and only a connection idle beyond it is closed.
+ */
+const IDLE_LINGER_MS = 1000;
 
 /** A bound listener of either kind with its tracked connections. */
 export interface Listening {
@@ -84,17 +91,16 @@ export interface Listening {
   readonly sockets: ReadonlySet<Socket>;
 }
 
-/**
- * The listener's connections and the HTTP/1.1 responses in flight on each. HTTP/2 sessions need no count: closing
- * the server sends each one GOAWAY (RFC 9113 §6.8) and Node ends the session once its open streams are done.
- */
+/** The listener's connections: the HTTP/1.1 responses in flight on each, its HTTP/2 session, or its upgrade. */
 export function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<Tracked>()): Set<Tracked> {
   const event = 'setSecureContext' in server ? 'secureConnection' : 'connection';
   server.on(event, (socket: Tracked) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  // A websocket has no end a close could wait for: it is dropped at once, as a stop always did.
+  server.on('session', (session: ServerHttp2Session) => {
+    (session.socket as Tracked)._meshgateSession = session;
+  });
   server.on('upgrade', (_req: unknown, socket: Tracked) => {
     socket._meshgateUpgraded = true;
   });
@@ -133,23 +139,35 @@ export function listen(server: HttpServer | Http2SecureServer, port: number, hos
 }
 
 /**
- * Stops accepting and lets what is in flight finish: HTTP/2 sessions get GOAWAY and end after their open streams,
- * idle HTTP/1.1 connections are closed, busy ones answer with `Connection: close` and end after the answer;
- * whatever is still open after graceMs is destroyed.
+ * Stops accepting and lets what is in flight finish: each HTTP/2 session gets GOAWAY (RFC 9113 §6.8) and ends after
+ * its open streams; each HTTP/1.1 connection answers what it is sent with `Connection: close` and ends after the
+ * answer, or after IDLE_LINGER_MS idle; websockets are dropped at once (they have no end a close could wait for);
+ * whatever is still open after graceMs is destroyed. The servers' own close() is not used: it would close idle
+ * HTTP/1.1 connections at once, racing with the request a client is sending.
  */
 export async function closeGracefully(listeners: readonly Listening[], graceMs: number): Promise<void> {
   const closing = listeners.map(({ server }) => {
     draining.add(server);
-    return new Promise<void>((resolve) => server.close(() => resolve()));
+    return new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
   });
   const sockets = listeners.flatMap((l) => [...l.sockets]) as Tracked[];
   for (const socket of sockets) {
     if (socket._meshgateUpgraded) socket.destroy();
-    for (const res of socket._meshgateResponses ?? []) if (!res.headersSent) res.setHeader('connection', 'close');
+    else if (socket._meshgateSession) socket._meshgateSession.close();
+    else lingerThenEnd(socket);
   }
   const timer = setTimeout(() => {
     for (const socket of sockets) socket.destroy();
   }, graceMs);
   await Promise.all(closing);
   clearTimeout(timer);
+}
+
+function lingerThenEnd(socket: Tracked): void {
+  for (const res of socket._meshgateResponses ?? []) if (!res.headersSent) res.setHeader('connection', 'close');
+  const timer = setTimeout(() => {
+    if ((socket._meshgateResponses?.size ?? 0) === 0) socket.end();
+  }, IDLE_LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }

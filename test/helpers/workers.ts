@@ -144,14 +144,18 @@ export interface LoadResult {
 }
 
 /**
- * A steady load: `connections` HTTP/2 connections, each with `streams` request loops on GET /api/ping, until
- * stop() or a bound (`maxRequests`, `maxMs`) is reached. A request that throws or answers other than 200 fails.
+ * A steady load: `connections` HTTP/2 connections, each with `streams` request loops on GET /api/ping, and
+ * `http1` HTTP/1.1 keep-alive connections with one loop each, until stop() or a bound (`maxRequests`, `maxMs`) is
+ * reached. A request that throws or answers other than 200 fails.
  */
-export function steadyLoad(served: Served, options: { connections: number; streams: number; maxRequests: number; maxMs: number }) {
+export function steadyLoad(served: Served, options: { connections: number; streams: number; http1?: number; maxRequests: number; maxMs: number }) {
   const result: LoadResult = { ok: 0, failed: 0, resets: 0, errors: [] };
   let running = true;
   const deadline = Date.now() + options.maxMs;
-  const clients = Array.from({ length: options.connections }, () => new Client(served.base, { allowH2: true, connect: { ca: served.ca } }));
+  const client = (allowH2: boolean) => new Client(served.base, { allowH2, connect: { ca: served.ca } });
+  const h2 = Array.from({ length: options.connections }, () => client(true));
+  const h1 = Array.from({ length: options.http1 ?? 0 }, () => client(false));
+  const clients = [...h2, ...h1];
   const loop = async (client: Client) => {
     while (running && Date.now() < deadline && result.ok + result.failed < options.maxRequests) {
       try {
@@ -170,7 +174,7 @@ export function steadyLoad(served: Served, options: { connections: number; strea
       }
     }
   };
-  const loops = clients.flatMap((client) => Array.from({ length: options.streams }, () => loop(client)));
+  const loops = [...h2.flatMap((c) => Array.from({ length: options.streams }, () => loop(c))), ...h1.map(loop)];
   return {
     result,
     async stop(): Promise<LoadResult> {

@@ -84,13 +84,13 @@ test('a worker killed with SIGKILL under load is replaced; the failed requests a
   await conn.close();
 });
 
-test('a reload under a steady load replaces every worker with no failed request and no reset stream', async (t) => {
+test('a reload under a steady HTTP/2 and HTTP/1.1 load replaces every worker; no request fails, no stream resets', async (t) => {
   const dir = dataDir(t);
   const served = await serveWorkers(dir, 2);
   t.after(() => served.stop('SIGKILL'));
   const primary = served.child.pid as number;
   const before = workerPids(primary);
-  const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 90_000 });
+  const load = steadyLoad(served, { connections: 4, streams: 4, http1: 4, maxRequests: 200_000, maxMs: 90_000 });
   await untilServed(load.result, 200);
   const { stdout } = await run(BIN, ['reload', '--data-dir', dir]);
   assert.match(stdout, new RegExp(`signalled the primary \\(pid ${primary}\\)`));
