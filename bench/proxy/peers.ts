@@ -78,12 +78,17 @@ http {
 }
 
 /** CPU µs of a process (all its threads) and its children (nginx master + worker), from /proc. */
+/** The pids of a process's children (nginx's workers, meshgate's workers). */
+export function childrenOf(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
 export function procCpuMicros(pid: number): number {
   const ticks = (p: number) => {
     const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
     return Number(fields[11]) + Number(fields[12]);
   };
-  const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  const kids = childrenOf(pid);
   return ((ticks(pid) + kids.reduce((sum, k) => sum + ticks(k), 0)) * 1e6) / 100; // USER_HZ = 100
 }
 
@@ -134,4 +139,20 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
 
 export function round(x: number, digits = 1): number {
   return Number(x.toFixed(digits));
+}
+
+/** Runs a benchmark, then stops what it started: `stops` first (graceful), then every child process. */
+export function runBench(main: () => Promise<void>, stops: readonly (() => void)[] = []): void {
+  main()
+    .catch((error: unknown) => {
+      process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exitCode = 1;
+    })
+    .finally(() => {
+      for (const stop of stops) stop();
+      for (const c of children) {
+        if (c.connected) c.disconnect();
+        else c.kill('SIGTERM');
+      }
+    });
 }

@@ -12,15 +12,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startMeshgate } from './meshgate.ts';
-import { CONNECTIONS, child, children, freePort } from './peers.ts';
+import { CONNECTIONS, child, childrenOf, freePort, runBench } from './peers.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, '..', '..');
-
-function workersOf(pid: number): number[] {
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-}
+const stops: (() => void)[] = [];
 
 /** wrk's own summary: requests, and every kind of error it counts. */
 function parse(out: string) {
@@ -41,27 +38,20 @@ async function main(): Promise<void> {
   const dataDir = /--data-dir (\S+)/.exec(readFileSync(`/proc/${gateway.pid}/cmdline`, 'utf8').replaceAll('\0', ' '))?.[1] as string;
   const wrk = () => run('wrk', ['-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-H', `Authorization: Bearer ${gateway.token}`, `${gateway.url}/hello`]);
   const at = (ms: number, event: () => unknown) => new Promise((resolve) => setTimeout(() => resolve(event()), ms));
+  stops.push(gateway.stop);
   const results: Record<string, unknown> = {};
-  try {
-    await wrk(); // warm-up
-    results.steady = parse((await wrk()).stdout);
-    const reloading = wrk();
-    await at((SECONDS * 1000) / 4, () => execFileSync(join(repo, 'bin', 'meshgate'), ['reload', '--data-dir', dataDir]));
-    const reloaded = parse((await reloading).stdout);
-    // The reload must have finished while wrk still ran, or the run measured only part of it.
-    const finished = readFileSync(join(dataDir, 'stdout.log'), 'utf8').includes('meshgate reloaded (2 workers replaced)');
-    results.reload = { ...reloaded, completed_within_the_run: finished };
-    const crashing = wrk();
-    await at((SECONDS * 1000) / 4, () => process.kill(workersOf(gateway.pid)[0] as number, 'SIGKILL'));
-    results.sigkill_one_worker = parse((await crashing).stdout);
-  } finally {
-    gateway.stop();
-    for (const c of children) c.kill('SIGTERM');
-  }
+  await wrk(); // warm-up
+  results.steady = parse((await wrk()).stdout);
+  const reloading = wrk();
+  await at((SECONDS * 1000) / 4, () => execFileSync(join(repo, 'bin', 'meshgate'), ['reload', '--data-dir', dataDir]));
+  const reloaded = parse((await reloading).stdout);
+  // The reload must have finished while wrk still ran, or the run measured only part of it.
+  const finished = readFileSync(join(dataDir, 'stdout.log'), 'utf8').includes('meshgate reloaded (2 workers replaced)');
+  results.reload = { ...reloaded, completed_within_the_run: finished };
+  const crashing = wrk();
+  await at((SECONDS * 1000) / 4, () => process.kill(childrenOf(gateway.pid)[0] as number, 'SIGKILL'));
+  results.sigkill_one_worker = parse((await crashing).stdout);
   process.stdout.write(`${JSON.stringify({ seconds: SECONDS, connections: CONNECTIONS, ...results }, null, 2)}\n`);
 }
 
-main().catch((error: unknown) => {
-  process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exitCode = 1;
-});
+runBench(main, stops);

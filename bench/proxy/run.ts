@@ -13,7 +13,6 @@ import { type Meshgate, startMeshgate } from './meshgate.ts';
 import {
   CONNECTIONS,
   child,
-  children,
   curlMBps,
   freePort,
   median,
@@ -21,6 +20,7 @@ import {
   REPS,
   round,
   rssBytes,
+  runBench,
   SECONDS,
   STREAM_MB,
   startNginx,
@@ -97,15 +97,4 @@ async function stalledClientRss(gateway: Meshgate) {
   return { stalled_client_before: round(before / 2 ** 20), stalled_client_after_3s: round(during / 2 ** 20) };
 }
 
-main()
-  .catch((error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const stop of stops) stop();
-    for (const c of children) {
-      if (c.connected) c.disconnect();
-      else c.kill('SIGTERM');
-    }
-  });
+runBench(main, stops);

@@ -11,11 +11,27 @@
  *   npx tsx bench/proxy/workers.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startMeshgate } from './meshgate.ts';
-import { CONNECTIONS, child, children, freePort, median, procCpuMicros, REPS, round, rssBytes, SECONDS, startNginx, type WrkResult, wrk } from './peers.ts';
+import {
+  CONNECTIONS,
+  child,
+  children,
+  childrenOf,
+  freePort,
+  median,
+  procCpuMicros,
+  REPS,
+  round,
+  rssBytes,
+  runBench,
+  SECONDS,
+  startNginx,
+  type WrkResult,
+  wrk,
+} from './peers.ts';
 
 interface Target {
   url: string;
@@ -26,10 +42,6 @@ interface Target {
 }
 
 const stops: (() => void)[] = [];
-
-function childrenOf(pid: number): number[] {
-  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-}
 
 async function waitForPort(port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {
@@ -146,15 +158,4 @@ async function main(): Promise<void> {
   writeFileSync('.bench-out/proxy-workers.json', JSON.stringify(summary, null, 2));
 }
 
-main()
-  .catch((error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const stop of stops) stop();
-    for (const c of children) {
-      if (c.connected) c.disconnect();
-      else c.kill('SIGTERM');
-    }
-  });
+runBench(main, stops);

@@ -32,6 +32,13 @@ function dataDir(t: { after(fn: () => void): void }): string {
   return dir;
 }
 
+/** `serve --workers` on `dir`, killed when the test ends (whatever it left running). */
+async function started(t: { after(fn: () => unknown): void }, ...args: Parameters<typeof serveWorkers>) {
+  const served = await serveWorkers(...args);
+  t.after(() => served.stop('SIGKILL'));
+  return served;
+}
+
 async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
@@ -42,8 +49,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000): Pr
 
 test('two workers share the port and both serve; the pid file is 0600; SIGTERM stops every process', async (t) => {
   const dir = dataDir(t);
-  const served = await serveWorkers(dir, 2);
-  t.after(() => served.stop('SIGKILL'));
+  const served = await started(t, dir, 2);
   const primary = served.child.pid as number;
   const workers = workerPids(primary);
   assert.equal(workers.length, 2, 'two workers');
@@ -65,8 +71,7 @@ test('two workers share the port and both serve; the pid file is 0600; SIGTERM s
 });
 
 test('a worker killed with SIGKILL under load is replaced; the failed requests are few and the gateway serves again', async (t) => {
-  const served = await serveWorkers(dataDir(t), 2);
-  t.after(() => served.stop('SIGKILL'));
+  const served = await started(t, dataDir(t), 2);
   const primary = served.child.pid as number;
   const [victim] = workerPids(primary);
   const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 60_000 });
@@ -86,8 +91,7 @@ test('a worker killed with SIGKILL under load is replaced; the failed requests a
 
 test('a reload under a steady HTTP/2 and HTTP/1.1 load replaces every worker; no request fails, no stream resets', async (t) => {
   const dir = dataDir(t);
-  const served = await serveWorkers(dir, 2);
-  t.after(() => served.stop('SIGKILL'));
+  const served = await started(t, dir, 2);
   const primary = served.child.pid as number;
   const before = workerPids(primary);
   const load = steadyLoad(served, { connections: 4, streams: 4, http1: 4, maxRequests: 200_000, maxMs: 90_000 });
@@ -118,8 +122,7 @@ test('meshgate reload without a running primary says so and fails', async (t) =>
 });
 
 test('a job submitted through one worker is cancelled through another; its process ends', async (t) => {
-  const served = await serveWorkers(dataDir(t), 2);
-  t.after(() => served.stop('SIGKILL'));
+  const served = await started(t, dataDir(t), 2);
   const token = await adminToken(served);
   const first = connection(served);
   t.after(() => first.close());
@@ -157,8 +160,7 @@ test('a job submitted through one worker is cancelled through another; its proce
 test('a retrieval stream token handed out by one worker is honoured by every worker', async (t) => {
   const dir = dataDir(t);
   const files = writeAllFormats(dir, 'rows', sampleRows(40));
-  const served = await serveWorkers(join(dir, 'data'), 2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir });
-  t.after(() => served.stop('SIGKILL'));
+  const served = await started(t, join(dir, 'data'), 2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir });
   const token = await adminToken(served);
   const conn = connection(served);
   t.after(() => conn.close());
@@ -182,8 +184,7 @@ test('a retrieval stream token handed out by one worker is honoured by every wor
 
 test('a legacy port asked for on a worker is opened by the primary; its refusal crosses back with its reason', async (t) => {
   const model = await startModelServer(t);
-  const served = await serveWorkers(dataDir(t), 2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
-  t.after(() => served.stop('SIGKILL'));
+  const served = await started(t, dataDir(t), 2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
   const token = await adminToken(served);
   const conn = connection(served);
   t.after(() => conn.close());
