@@ -61,7 +61,7 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   {
     env: ['PLATFORM_WORKER_LISTEN'],
-    meaning: 'how workers share the ports: `shared` (one socket, node:cluster) or `reuseport` (one per worker)',
+    meaning: 'how workers share the ports: `reuseport` (a socket each, kernel-balanced) or `shared` (the primary hands out connections)',
     doc: 'docs/operating.md',
   },
   {

@@ -2,7 +2,8 @@
  * bench/proxy/workers.ts: the process model's figures, one run, same box.
  * The same runtime-proxy request (`GET /hello` through each proxy to the
  * bench upstream, plain HTTP, keep-alive) against meshgate with one process
- * and with two workers (ports shared through node:cluster, and SO_REUSEPORT),
+ * and with two workers (a SO_REUSEPORT socket each, the default, and one
+ * socket the primary shares through node:cluster),
  * nginx with one worker and with `worker_processes auto`, Caddy and HAProxy.
  * Each target runs in rotating order per rep; medians reported. CPU per
  * request counts every process of a target (meshgate's primary and workers,
@@ -90,7 +91,7 @@ async function startHaproxy(upstreamPort: number): Promise<Target> {
   return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
 }
 
-async function meshgate(upstream: string, workers: number, listen: 'shared' | 'reuseport' = 'shared'): Promise<Target> {
+async function meshgate(upstream: string, workers: number, listen: 'reuseport' | 'shared' = 'reuseport'): Promise<Target> {
   const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)], { PLATFORM_WORKER_LISTEN: listen });
   stops.push(gateway.stop);
   const pids = () => (workers === 1 ? [gateway.pid] : childrenOf(gateway.pid));
@@ -108,7 +109,7 @@ async function main(): Promise<void> {
   const targets: Record<string, Target> = {
     'meshgate-1': await meshgate(upstreamUrl, 1),
     'meshgate-2': await meshgate(upstreamUrl, 2),
-    'meshgate-2-reuseport': await meshgate(upstreamUrl, 2, 'reuseport'),
+    'meshgate-2-shared': await meshgate(upstreamUrl, 2, 'shared'),
     'nginx-1': await nginx(upstream.hello.port, 1),
     'nginx-auto': await nginx(upstream.hello.port, 'auto'),
     caddy: await startCaddy(upstream.hello.port),
@@ -147,7 +148,7 @@ async function main(): Promise<void> {
       two_workers_vs_nginx_auto_rps: round(rps('meshgate-2') / rps('nginx-auto'), 2),
       two_workers_vs_one_rps: round(rps('meshgate-2') / rps('meshgate-1'), 2),
       two_workers_vs_nginx_auto_p99: round(m('meshgate-2', 'p99') / m('nginx-auto', 'p99'), 2),
-      reuseport_vs_shared_rps: round(rps('meshgate-2-reuseport') / rps('meshgate-2'), 2),
+      shared_vs_reuseport_rps: round(rps('meshgate-2-shared') / rps('meshgate-2'), 2),
       // Each rep runs the targets back to back, so a rep's own ratio shares its moment's load.
       two_workers_vs_nginx_auto_by_rep: (runs['meshgate-2'] ?? []).map((r, i) => round(r.rps / (runs['nginx-auto']?.[i]?.rps ?? Number.NaN), 2)),
       two_workers_vs_one_by_rep: (runs['meshgate-2'] ?? []).map((r, i) => round(r.rps / (runs['meshgate-1']?.[i]?.rps ?? Number.NaN), 2)),

@@ -43,11 +43,11 @@ export const configSchema = z.strictObject({
         'that owns the once-only work and supervises N workers sharing the ports.',
     ),
   workerListen: z
-    .enum(['shared', 'reuseport'])
-    .default('shared')
+    .enum(['reuseport', 'shared'])
+    .default('reuseport')
     .describe(
-      'How workers share the ports: `shared` = one listening socket held by the primary (node:cluster), ' +
-        '`reuseport` = a socket per worker (SO_REUSEPORT), balanced by the kernel.',
+      'How workers share the ports: `reuseport` = a socket per worker (SO_REUSEPORT), balanced by the kernel; ' +
+        '`shared` = one listening socket held by the primary, which hands out connections (node:cluster).',
     ),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
   limits: z
