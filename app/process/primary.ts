@@ -33,6 +33,22 @@ export function workerCount(config: Readonly<Config>): number {
 }
 
 export async function runPrimary(config: Readonly<Config>, io: PrimaryIo): Promise<NodeJS.Signals> {
+  // A hang-up before the workers serve would otherwise meet the default action (the primary killed).
+  const early = () => io.out('meshgate reload ignored: still starting');
+  process.on('SIGHUP', early);
+  const started = await startPrimary(config, io).finally(() => process.off('SIGHUP', early));
+  const { gateway, supervisor, resolved } = started;
+  const stopReloading = reloadOnHangup(supervisor, resolved, io, gateway.deps.logger);
+  const signal = await io.stopSignal;
+  stopReloading();
+  await supervisor.stop(DRAIN_GRACE_MS);
+  await gateway.close(DRAIN_GRACE_MS, signal);
+  releasePidFile(config.dataDir);
+  return signal;
+}
+
+/** The primary's domains, then its workers; whatever fails leaves nothing running and no pid file. */
+async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
   // Every worker must bind the same ports, and the primary's origin must name them: port 0 is resolved once here.
   const resolved = await resolvePorts(config, null);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -57,13 +73,7 @@ export async function runPrimary(config: Readonly<Config>, io: PrimaryIo): Promi
   io.out(`meshgate listening ${ready.httpsUrl}`);
   if (ready.httpUrl) io.out(`meshgate listening ${ready.httpUrl}`);
   io.out(`meshgate origin ${ready.origin}  (${workerCount(resolved)} workers, primary pid ${process.pid})`);
-  const stopReloading = reloadOnHangup(supervisor, resolved, io, gateway.deps.logger);
-  const signal = await io.stopSignal;
-  stopReloading();
-  await supervisor.stop(DRAIN_GRACE_MS);
-  await gateway.close(DRAIN_GRACE_MS, signal);
-  releasePidFile(config.dataDir);
-  return signal;
+  return { gateway, supervisor, resolved };
 }
 
 /** SIGHUP: one reload at a time; a hang-up during a reload runs another after it, with the file read then. */

@@ -42,8 +42,6 @@ export class Supervisor {
   readonly #leaving = new WeakSet<Worker>();
   #config: Readonly<Config>;
   #stopping = false;
-  /** Workers started to replace dead ones, since start. */
-  restarts = 0;
 
   constructor(
     config: Readonly<Config>,
@@ -166,7 +164,6 @@ export class Supervisor {
     slot.restart = setTimeout(() => {
       slot.restart = null;
       if (this.#stopping) return;
-      this.restarts += 1;
       this.#fill(slot).catch((error: unknown) => {
         // A replacement that fails to start is one more failure: the next try waits longer.
         this.logger.error({ err: error, slot: slot.index, failures: slot.failures }, 'worker replacement failed to start');

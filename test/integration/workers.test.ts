@@ -47,7 +47,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000): Pr
   }
 }
 
-test('two workers share the port and both serve; the pid file is 0600; SIGTERM stops every process', async (t) => {
+test('two workers share the port and serve; the pid file is 0600 and refuses a second primary; SIGTERM stops all', async (t) => {
   const dir = dataDir(t);
   const served = await started(t, dir, 2);
   const primary = served.child.pid as number;
@@ -64,6 +64,11 @@ test('two workers share the port and both serve; the pid file is 0600; SIGTERM s
     await conn.close();
   }
   assert.deepEqual([...seen].sort(), [...workers].sort(), 'each worker served a connection');
+  await assert.rejects(run(BIN, ['serve', '--data-dir', dir, '--https-port', '0', '--workers', '2']), (error: { code: number; stderr: string }) => {
+    assert.equal(error.code, 1);
+    assert.match(error.stderr, new RegExp(`another meshgate primary \\(pid ${primary}\\) serves`));
+    return true;
+  });
   assert.equal(await served.stop('SIGTERM'), 0);
   assert.match(served.output(), /meshgate stopped \(SIGTERM\)/);
   for (const pid of [primary, ...workers]) await until(() => !alive(pid), `process ${pid} to end`);
