@@ -22,6 +22,11 @@ const READY_TIMEOUT_MS = 60_000;
 /** Beyond the drain grace, how long a draining worker may take to exit before it is killed. */
 const EXIT_MARGIN_MS = 2000;
 
+/** The wait before a slot's next worker: 100 ms after the first failure, doubling per consecutive one, 10 s at most. */
+export function restartDelay(failures: number): number {
+  return Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** failures);
+}
+
 export interface WorkerReady {
   readonly httpsUrl: string;
   readonly httpUrl: string | null;
@@ -159,7 +164,7 @@ export class Supervisor {
   }
 
   #restartLater(slot: Slot): void {
-    const delay = Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** slot.failures);
+    const delay = restartDelay(slot.failures);
     slot.failures += 1;
     slot.restart = setTimeout(() => {
       slot.restart = null;

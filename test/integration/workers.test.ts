@@ -18,7 +18,7 @@ import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { Agent, request } from 'undici';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
-import { alive, jobProcesses } from '../helpers/jobs.ts';
+import { alive, jobProcesses, MARKER } from '../helpers/jobs.ts';
 import { V1 } from '../helpers/retrieval.ts';
 import { sampleRows, writeAllFormats } from '../helpers/retrieval-fixtures.ts';
 import { startModelServer } from '../helpers/upstreams.ts';
@@ -126,7 +126,7 @@ test('meshgate reload without a running primary says so and fails', async (t) =>
   });
 });
 
-test('a job submitted through one worker is cancelled through another; its process ends', async (t) => {
+test('a job submitted through one worker is cancelled and read through another; run waits on any worker', async (t) => {
   const served = await started(t, dataDir(t), 2);
   const token = await adminToken(served);
   const first = connection(served);
@@ -160,6 +160,11 @@ test('a job submitted through one worker is cancelled through another; its proce
   const logs = await other.call('GET', `/api/cluster/jobs/${jobId}/logs`, { token });
   assert.equal(logs.status, 200, 'logs read on a worker that did not start the job');
   await until(() => jobProcesses(jobId).length === 0, 'the job process to end');
+  // `run` waits on a worker for a job the primary runs: it ends with the job, its marker read from the log.
+  const ran = await other.call('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: `echo '${MARKER}{"answer":42}'` } });
+  assert.equal(ran.status, 200, ran.text);
+  assert.equal(ran.json.status, 'SUCCEEDED', ran.text);
+  assert.deepEqual(ran.json.result, { answer: 42 });
 });
 
 test('a retrieval stream token handed out by one worker is honoured by every worker', async (t) => {
