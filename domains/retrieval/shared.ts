@@ -74,9 +74,10 @@ function answerRunCalls(link: OwnerSide, held: SharedRuns, runs: ActiveRuns): vo
   link.answer(SPEND, ({ nonce, expiry }) => held.spend(nonce, expiry));
   link.answer(REMEMBER, ({ jobId, value }) => held.rememberOverride(jobId, value));
   link.answer(OVERRIDE, (jobId) => held.override(jobId));
+  // Answered once every worker has aborted the job's streams: a cancel that returned has taken effect everywhere.
   link.answer(CANCEL, (jobId) => {
     runs.cancel(jobId);
-    link.notify(CANCELED, jobId);
+    return link.notify(CANCELED, jobId);
   });
 }
 

@@ -8,27 +8,55 @@ import { carryError, isLinkMessage, type LinkMessage, type OwnerCall, type Owner
 
 type Handler = (request: unknown) => Promise<unknown> | unknown;
 
+/** How long a notice waits for a worker's acknowledgement. */
+const ACK_WAIT_MS = 2000;
+
 /** The primary's end: answers every attached worker's calls; notices go to all workers still connected. */
 export class PrimaryLink implements OwnerSide {
   readonly role = 'primary';
   readonly #handlers = new Map<string, Handler>();
-  readonly #workers = new Set<Worker>();
+  /** Each attached worker with its notices waiting for an acknowledgement (by notice id). */
+  readonly #workers = new Map<Worker, Map<number, () => void>>();
+  #nextNotice = 1;
 
   answer<Req, Res>(call: OwnerCall<Req, Res>, handler: (request: Req) => Promise<Res> | Res): void {
     if (this.#handlers.has(call.name)) throw new Error(`owner call '${call.name}' is answered twice`);
     this.#handlers.set(call.name, handler as Handler);
   }
 
-  notify<T>(notice: OwnerNotice<T>, payload: T): void {
-    const message: LinkMessage = { link: 'notice', name: notice.name, payload };
-    for (const worker of this.#workers) if (worker.isConnected()) worker.send(message);
+  notify<T>(notice: OwnerNotice<T>, payload: T): Promise<void> {
+    const id = this.#nextNotice++;
+    const message: LinkMessage = { link: 'notice', id, name: notice.name, payload };
+    const sent = [...this.#workers].filter(([worker]) => worker.isConnected());
+    const acked = sent.map(([, acks]) => this.#acked(acks, id));
+    for (const [worker] of sent) worker.send(message);
+    return Promise.all(acked).then(() => {});
   }
 
   attach(worker: Worker): void {
-    this.#workers.add(worker);
-    worker.once('exit', () => this.#workers.delete(worker));
+    const acks = new Map<number, () => void>();
+    this.#workers.set(worker, acks);
+    worker.once('exit', () => {
+      this.#workers.delete(worker);
+      for (const done of [...acks.values()]) done();
+    });
     worker.on('message', (message: unknown) => {
-      if (isLinkMessage(message) && message.link === 'call') void this.#answer(worker, message);
+      if (!isLinkMessage(message)) return;
+      if (message.link === 'call') void this.#answer(worker, message);
+      if (message.link === 'ack') acks.get(message.id)?.();
+    });
+  }
+
+  /** Resolves when the worker acknowledges notice `id`, exits, or ACK_WAIT_MS passes (a stuck worker holds no one). */
+  #acked(acks: Map<number, () => void>, id: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        acks.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, ACK_WAIT_MS);
+      acks.set(id, done);
     });
   }
 
@@ -90,6 +118,8 @@ export class WorkerLink implements WorkerSide {
   #receive(message: LinkMessage): void {
     if (message.link === 'notice') {
       for (const listener of this.#listeners.get(message.name) ?? []) listener(message.payload);
+      const ack: LinkMessage = { link: 'ack', id: message.id };
+      if (this.channel.connected) this.channel.send?.(ack);
       return;
     }
     if (message.link !== 'answer') return;

@@ -40,7 +40,11 @@ export function ownerNotice<T>(name: string): OwnerNotice<T> {
 export interface OwnerSide {
   readonly role: 'primary';
   answer<Req, Res>(call: OwnerCall<Req, Res>, handler: (request: Req) => Promise<Res> | Res): void;
-  notify<T>(notice: OwnerNotice<T>, payload: T): void;
+  /**
+   * Sends the notice to every worker; resolves once each has run its listeners (or exited, or let the ack wait
+   * pass), so a caller that awaits it knows the workers have acted (a cancel has reached their streams).
+   */
+  notify<T>(notice: OwnerNotice<T>, payload: T): Promise<void>;
 }
 
 /** A worker's side: it asks the primary and hears its notices. */
@@ -64,7 +68,8 @@ export type LinkMessage =
   | { readonly link: 'call'; readonly id: number; readonly name: string; readonly request: unknown }
   | { readonly link: 'answer'; readonly id: number; readonly ok: true; readonly value: unknown }
   | { readonly link: 'answer'; readonly id: number; readonly ok: false; readonly error: CarriedError }
-  | { readonly link: 'notice'; readonly name: string; readonly payload: unknown };
+  | { readonly link: 'notice'; readonly id: number; readonly name: string; readonly payload: unknown }
+  | { readonly link: 'ack'; readonly id: number };
 
 /** An error as it crosses: an ApiError keeps its reason and fields; anything else only its message (no stack). */
 export interface CarriedError {

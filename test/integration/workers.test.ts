@@ -8,7 +8,9 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { connect as connectHttp2 } from 'node:http2';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -135,17 +137,7 @@ test('a job submitted through one worker is cancelled and read through another; 
   assert.equal(submitted.status, 201, submitted.text);
   const jobId = submitted.json.job_id as string;
   const submitter = await servedBy(served, submitted.requestId);
-  // Connections until one lands on the other worker.
-  let other: ReturnType<typeof connection> | null = null;
-  for (let i = 0; i < 24 && !other; i++) {
-    const conn = connection(served);
-    const res = await conn.call('GET', `/api/cluster/jobs/${jobId}/status`, { token });
-    assert.equal(res.status, 200, res.text);
-    if ((await servedBy(served, res.requestId)) !== submitter) other = conn;
-    else await conn.close();
-  }
-  assert.ok(other, 'a connection served by the other worker');
-  t.after(() => other?.close());
+  const other = await connectionOnAnotherWorker(served, submitter, t);
   const deadline = Date.now() + 30_000;
   for (;;) {
     const status = await other.call('GET', `/api/cluster/jobs/${jobId}/status`, { token });
@@ -244,4 +236,60 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+test("a retrieval cancel taken by one worker ends the job's stream on another", async (t) => {
+  const dir = dataDir(t);
+  const path = join(dir, 'big.jsonl');
+  writeFileSync(path, Array.from({ length: 200_000 }, (_, i) => JSON.stringify({ id: `r${i}`, note: `row ${i}` })).join('\n'));
+  const served = await started(t, join(dir, 'data'), 2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir });
+  const token = await adminToken(served);
+  // node:http2 keeps HTTP/2 flow control: a stream this test stops reading stops the sender, so the job is still
+  // streaming when the cancel arrives.
+  const session = connectHttp2(served.base, { ca: served.ca });
+  t.after(() => session.close());
+  const http2Call = (headers: Record<string, string>) => session.request({ 'x-request-id': randomUUID(), authorization: `Bearer ${token}`, ...headers });
+  const ping = http2Call({ ':path': '/api/ping', 'x-request-id': randomUUID() });
+  const pingId = ping.sentHeaders['x-request-id'] as string;
+  ping.resume();
+  await once(ping, 'end');
+  const cancelling = await connectionOnAnotherWorker(served, await servedBy(served, pingId), t);
+  const dataset = await cancelling.call('POST', '/api/catalog/datasets/', { token, json: { name: 'big', platform: 'file', properties: { path } } });
+  assert.equal(dataset.status, 201, dataset.text);
+  const job = await cancelling.call('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: dataset.json, transport: 'sse' } });
+  assert.equal(job.status, 201, job.text);
+  const stream = http2Call({ ':path': `/api/retrieval/jobs/${job.json.job_id}/stream`, accept: 'text/event-stream' });
+  stream.setEncoding('utf8');
+  let text = '';
+  await new Promise<void>((resolve) => {
+    const onData = (piece: string) => {
+      text += piece;
+      if (!text.includes('event: chunk')) return;
+      stream.off('data', onData);
+      stream.pause();
+      resolve();
+    };
+    stream.on('data', onData);
+  });
+  // The cancel answers once every worker has aborted the job's streams, so reading on now meets the abort.
+  const cancel = await cancelling.call('POST', `/api/retrieval/jobs/${job.json.job_id}/cancel`, { token });
+  assert.equal(cancel.status, 200, cancel.text);
+  assert.equal(cancel.json.status, 'CANCELED');
+  stream.on('data', (piece: string) => {
+    text += piece;
+  });
+  stream.resume();
+  await once(stream, 'end');
+  assert.match(text.slice(-2000), /event: error\ndata: .*retrieval_job_canceled/);
+  assert.doesNotMatch(text.slice(-2000), /event: complete/);
+});
+
+/** A connection served by a worker other than `worker` (each known by a ping's access line). */
+async function connectionOnAnotherWorker(served: Awaited<ReturnType<typeof serveWorkers>>, worker: number, t: { after(fn: () => unknown): void }) {
+  for (let i = 0; i < 24; i++) {
+    const conn = connection(served);
+    t.after(() => conn.close());
+    if ((await servedBy(served, (await conn.call('GET', '/api/ping')).requestId)) !== worker) return conn;
+  }
+  throw new Error('no connection reached another worker');
 }

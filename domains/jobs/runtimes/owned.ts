@@ -24,7 +24,7 @@ export function answerJobCalls(link: OwnerSide, runtime: JobRuntime): void {
   link.answer(STATUS, (id) => runtime.status(id));
   link.answer(STOP, (id) => runtime.stop(id));
   link.answer(PURGE, (id) => runtime.purge(id));
-  runtime.onChange((id) => link.notify(CHANGED, id));
+  runtime.onChange((id) => void link.notify(CHANGED, id));
 }
 
 /** In a worker: the local runtime as seen from outside its owner. */
