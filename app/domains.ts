@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
+import { SqliteChangeFeed } from '../gateway/db/change-feed.ts';
 import { openDatabase } from '../gateway/db/open.ts';
 import { DATABASE_FILE } from '../gateway/db/storage.ts';
 import type { ErrorTable } from '../gateway/errors/api-error.ts';
@@ -15,6 +16,8 @@ import { deriveOrigin } from '../gateway/http/origin.ts';
 import { createLoggers, type Loggers } from '../gateway/log.ts';
 import { MeshErrors } from '../gateway/mesh/errors.ts';
 import type { BootedDomains, CliCommand, GatewayDeps, HandlerInstance, HandlerModule } from '../gateway/module.ts';
+import { createMetrics } from '../gateway/observability/metrics.ts';
+import { idsOnlyTracing } from '../gateway/observability/tracing.ts';
 import { SINGLE_PROCESS } from '../gateway/process/link.ts';
 import { ServiceRegistry } from '../gateway/services.ts';
 
@@ -30,7 +33,7 @@ export const ERROR_TABLES: readonly ErrorTable[] = [
 /** Every domain's CLI subcommands. */
 export const DOMAIN_COMMANDS: readonly CliCommand[] = DOMAIN_MODULES.flatMap((m) => m.commands ?? []);
 
-export type DomainDeps = Omit<GatewayDeps, 'db' | 'sqlite' | 'logger' | 'accessLog' | 'services'>;
+export type DomainDeps = Omit<GatewayDeps, 'db' | 'sqlite' | 'feed' | 'logger' | 'accessLog' | 'services'>;
 
 /** The running domains over one opened database; `close` ends them in reverse order, then the database. */
 export interface Domains extends BootedDomains {
@@ -38,12 +41,18 @@ export interface Domains extends BootedDomains {
   readonly instances: readonly HandlerInstance[];
 }
 
-/** Opens the database and initialises the modules in order; whatever fails leaves no domain and no database open. */
+/**
+ * Opens the database and initialises the modules in order; whatever fails leaves no domain and no database open.
+ * A serving gateway then tails the change feed; a CLI command only writes (its writes publish through the feed).
+ */
 export async function initDomains(modules: readonly HandlerModule[], base: DomainDeps, logs: Loggers): Promise<Domains> {
   const { sqlite, db } = openDatabase(join(base.config.dataDir, DATABASE_FILE));
-  const deps: GatewayDeps = { ...base, db, sqlite, logger: logs.logger, accessLog: logs.accessLog, services: new ServiceRegistry() };
+  // Created before any domain loads its state, so nothing committed meanwhile is missed.
+  const feed = new SqliteChangeFeed(sqlite, base.config.feed, logs.logger);
+  const deps: GatewayDeps = { ...base, db, sqlite, feed, logger: logs.logger, accessLog: logs.accessLog, services: new ServiceRegistry() };
   const instances: HandlerInstance[] = [];
   const close = async () => {
+    feed.close();
     await closeAll(instances, logs.logger);
     sqlite.close();
   };
@@ -53,6 +62,7 @@ export async function initDomains(modules: readonly HandlerModule[], base: Domai
     await close();
     throw error;
   }
+  if (base.purpose === 'serve') feed.start();
   return { deps, instances, services: deps.services, close };
 }
 
@@ -75,6 +85,9 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
   const base: DomainDeps = {
     config,
     purpose: 'command',
+    // A command is not scraped and exports no spans: its domains record into a registry nobody reads.
+    metrics: createMetrics(),
+    tracing: idsOnlyTracing(),
     listeners: null,
     process: SINGLE_PROCESS,
     runtime: {

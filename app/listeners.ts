@@ -11,10 +11,11 @@ import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
 import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
-import { hostForUrl } from '../gateway/http/origin.ts';
+import { authorityOf } from '../gateway/http/origin.ts';
 import type { AccessSink } from '../gateway/log.ts';
 import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
 import type { ListenerFactory, ListenerOptions } from '../gateway/module.ts';
+import type { RequestObserver } from '../gateway/observability/request.ts';
 import { createPipeline } from '../gateway/pipeline/run.ts';
 import { createAccessLogStage } from '../gateway/pipeline/stages/access-log.ts';
 import { createCanonicalPathStage } from '../gateway/pipeline/stages/canonical-path.ts';
@@ -25,13 +26,15 @@ export interface IngressBase {
   readonly config: Readonly<Config>;
   readonly accessLog: AccessSink;
   readonly tls: ServerKeyPair;
+  /** Every request's span and metrics, on every listener alike. */
+  readonly observer: RequestObserver;
 }
 
 /** The one pipeline factory: the prelude, then the listener's stages; the mesh body guard sees every request first. */
 export function createIngressPipeline(base: IngressBase, options: ListenerOptions) {
   const prelude = [
     createRequestIdStage(),
-    createAccessLogStage(base.accessLog, options.accessFields),
+    createAccessLogStage(base.accessLog, options.accessFields, base.observer),
     createLimitsStage(base.config.limits),
     createCanonicalPathStage(),
   ];
@@ -128,7 +131,7 @@ export function listen(server: HttpServer | Http2SecureServer, port: number, hos
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       const why = error.code === 'EADDRINUSE' ? 'the address is already in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
-      reject(new Error(`cannot listen on ${hostForUrl(host)}:${port}: ${why}`, { cause: error }));
+      reject(new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error }));
     };
     server.once('error', onError);
     server.listen({ port, host, ...(reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {

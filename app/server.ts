@@ -3,21 +3,27 @@
  * listeners bound (requests held) → the domains → the compiled routing
  * tables → requests let through. The HTTPS listener speaks HTTP/2 with
  * HTTP/1.1 fallback; an optional plain-HTTP listener serves local
- * development. Every listener is built by app/listeners.ts.
+ * development; the optional admin listener serves metrics (app/admin.ts).
+ * Every public listener is built by app/listeners.ts.
  */
 import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
+import { holdServeLock, type ServeLock } from '../gateway/db/serve-lock.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
-import { buildErrorRegistry } from '../gateway/errors/registry.ts';
-import { deriveOrigin, hostForUrl } from '../gateway/http/origin.ts';
+import { buildErrorRegistry, type RegistryEntry } from '../gateway/errors/registry.ts';
+import { deriveOrigin, urlOf } from '../gateway/http/origin.ts';
 import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
 import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
 import { createMeshVerifyStage } from '../gateway/mesh/verify.ts';
-import type { GatewayDeps, HandlerInstance } from '../gateway/module.ts';
+import type { GatewayDeps, HandlerInstance, RouteDef } from '../gateway/module.ts';
+import { createMetrics, type GatewayMetrics } from '../gateway/observability/metrics.ts';
+import { createRequestObserver } from '../gateway/observability/request.ts';
+import { createTracing } from '../gateway/observability/tracing.ts';
 import type { createPipeline } from '../gateway/pipeline/run.ts';
+import { AUTH_FAILURES } from '../gateway/pipeline/stages/authenticate.ts';
 import { createRouteMatchStage } from '../gateway/pipeline/stages/route-match.ts';
 import { AUTHENTICATOR } from '../gateway/principal.ts';
 import { type ProcessPlace, SINGLE_PROCESS } from '../gateway/process/link.ts';
@@ -26,6 +32,8 @@ import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
+import { type AdminListener, startAdminListener } from './admin.ts';
+import { apiDocumentInstance } from './api-document.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
 import {
   closeGracefully,
@@ -50,27 +58,43 @@ export interface GatewayOptions {
 export interface Gateway {
   readonly httpsUrl: string;
   readonly httpUrl: string | null;
+  /** The admin listener (`/metrics`), when `admin.port` is set. */
+  readonly adminUrl: string | null;
   readonly origin: string;
   readonly caPem: string;
   readonly deps: GatewayDeps;
+  /** Every API route served, the API document's own included. */
+  readonly apiRoutes: readonly RouteDef[];
   /** Stops gracefully; `reason` (e.g. the signal) goes into the final `stopped` log line. */
   close(graceMs?: number, reason?: string): Promise<void>;
 }
 
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
-  buildErrorRegistry(ERROR_TABLES);
+  const registry = buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
-  const tls = await prepareStorage(config, logs.logger);
-  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls };
+  const { tls, lock } = await prepareStorage(config, logs.logger).catch((error: unknown) => {
+    logs.close();
+    throw error;
+  });
+  const metrics = createMetrics();
+  const tracing = createTracing(config);
+  const observer = createRequestObserver(metrics, tracing);
+  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
   const place = options.process ?? SINGLE_PROCESS;
-  // The primary's workers bind the ports; it knows them from the configuration, which it resolved beforehand.
-  const bound =
-    place.role === 'primary'
-      ? unbound(config)
-      : await bindListeners(ingress, place.role === 'worker' && config.workerListen === 'reuseport').catch((error: unknown) => {
-          logs.close();
-          throw error;
-        });
+  const bound = await bindForRole(ingress, place).catch((error: unknown) => {
+    lock.release();
+    logs.close();
+    throw error;
+  });
+  let admin: AdminListener | null = null;
+  try {
+    admin = await startAdminForRole(config, place, metrics, logs.logger);
+  } catch (error) {
+    bound.stop();
+    lock.release();
+    logs.close();
+    throw error;
+  }
   const origin = deriveOrigin(config, bound.httpsPort);
   // Operator lines (the bootstrap admin's password) are held until start has succeeded.
   const print = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -79,6 +103,8 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const base: DomainDeps = {
     config,
     purpose: 'serve',
+    metrics,
+    tracing,
     listeners: createListenerFactory(ingress),
     process: place,
     runtime: {
@@ -91,13 +117,17 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     announce: (line) => (announced ? print(line) : held.push(line)),
   };
   let domains: Domains | null = null;
+  let served: Domains | null = null;
   try {
     domains = await initDomains(DOMAIN_MODULES, base, logs);
+    served = withApiDocument(domains, registry);
     // A worker's access lines name it, so an operator can tell which process served a request.
-    letRequestsThrough(domains, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
+    letRequestsThrough(served, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
   } catch (error) {
     bound.stop();
+    await admin?.close();
     await domains?.close();
+    lock.release();
     logs.close();
     // A domain that failed after the bootstrap admin was created: its password is shown now, with the failure,
     // rather than never — the row stays, and the next start (once the cause is fixed) will not print it again.
@@ -105,39 +135,56 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     throw error;
   }
   const running = domains;
-  const httpsUrl = `https://${hostForUrl(config.bind)}:${bound.httpsPort}`;
-  const httpUrl = bound.httpPort === null ? null : `http://${hostForUrl(config.bind)}:${bound.httpPort}`;
+  const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
+  const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
+  const adminUrl = admin?.url ?? null;
   const started = place.role === 'primary' ? 'primary started; its workers will listen' : 'listening';
-  logs.logger.info({ https: httpsUrl, http: httpUrl, origin, cluster: config.clusterName, role: place.role }, started);
+  logs.logger.info({ https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName, role: place.role }, started);
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
   announced = true;
   for (const line of held.splice(0)) print(line);
   return {
     httpsUrl,
     httpUrl,
+    adminUrl,
     origin,
     caPem: tls.caPem,
     deps: running.deps,
+    apiRoutes: served.instances.flatMap((i) => i.routes ?? []),
     async close(graceMs = 5000, reason = 'closed') {
       await closeGracefully(bound.listeners, graceMs);
       await running.close();
+      await admin?.close();
+      // The spans of the last requests are exported before the process goes.
+      await tracing.close().catch((error: unknown) => logs.logger.warn({ err: String(error) }, 'span export failed'));
+      lock.release();
       logs.logger.info({ reason }, 'stopped');
       logs.close();
     },
   };
 }
 
-/** The data dir locked down, and the TLS material for every name the gateway answers to. */
-async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<TlsMaterial> {
+/**
+ * The data dir locked down and held (the serve lock: one gateway per data dir, and a restore can see it is in use),
+ * and the TLS material for every name the gateway answers to.
+ */
+type Storage = { tls: TlsMaterial; lock: ServeLock };
+
+async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<Storage> {
   secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
+  const lock = holdServeLock(config.dataDir);
   const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
-  return ensureTlsMaterial({
+  const tls = await ensureTlsMaterial({
     tlsDir: join(config.dataDir, 'tls'),
     names,
     clusterName: config.clusterName,
     operatorCertFile: config.tlsCertFile,
     operatorKeyFile: config.tlsKeyFile,
+  }).catch((error: unknown) => {
+    lock.release();
+    throw error;
   });
+  return { tls, lock };
 }
 
 type Handle = ReturnType<typeof createPipeline>;
@@ -194,6 +241,27 @@ function unbound(config: Readonly<Config>): BoundListeners {
   };
 }
 
+/** The primary's workers bind the ports; it knows them from the configuration, which it resolved beforehand. */
+function bindForRole(ingress: IngressBase, place: ProcessPlace): Promise<BoundListeners> {
+  if (place.role === 'primary') return Promise.resolve(unbound(ingress.config));
+  return bindListeners(ingress, place.role === 'worker' && ingress.config.workerListen === 'reuseport');
+}
+
+/**
+ * One process binds the admin port: the primary under workers (its jobs and ports are the once-only state), a
+ * single process otherwise. A worker's own registry is not scraped.
+ */
+function startAdminForRole(config: Readonly<Config>, place: ProcessPlace, metrics: GatewayMetrics, logger: Logger): Promise<AdminListener | null> {
+  if (place.role === 'worker') return Promise.resolve(null);
+  return startAdminListener(config, metrics, logger);
+}
+
+/** The domains' instances and the API document of their routes, served beside them. */
+function withApiDocument(domains: Domains, registry: ReadonlyMap<string, RegistryEntry>): Domains {
+  const document = apiDocumentInstance(domains.instances, registry, domains.deps.services.get(ROUTING_SOURCE));
+  return { ...domains, instances: [...domains.instances, document] };
+}
+
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
 function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners, accessFields?: Readonly<Record<string, number>>): void {
   const table = compileRouting(deps, instances);
@@ -208,7 +276,11 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
   const compiled = compileHandlers(instances, {
     authenticator: deps.services.get(AUTHENTICATOR),
     sharedRealmAuthenticator: mesh?.egressAuthenticator,
-    meshVerify: mesh ? createMeshVerifyStage({ directory: mesh, mesh: deps.config.mesh, now: deps.now }) : undefined,
+    meshVerify: mesh
+      ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, metrics: deps.metrics, now: deps.now })
+      : undefined,
+    authFailures: deps.metrics.counter(AUTH_FAILURES),
+    sessionOrigin: deps.runtime.origin,
   });
   const routing = deps.services.get(ROUTING_SOURCE);
   let table = buildServiceTable(routing.current(), compiled);

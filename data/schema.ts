@@ -1,4 +1,4 @@
-/** The drizzle schema index: every domain's tables, for drizzle-kit (STYLE C7). */
+/** The drizzle schema index: every domain's tables, for drizzle-kit. */
 export * from '../domains/auth/schema.ts';
 export * from '../domains/authz/schema.ts';
 export * from '../domains/catalog/schema.ts';
@@ -7,3 +7,4 @@ export * from '../domains/jobs/schema.ts';
 export * from '../domains/retrieval/schema.ts';
 export * from '../domains/routing/schema.ts';
 export * from '../domains/serving/schema.ts';
+export * from '../gateway/db/schema.ts';

@@ -1,5 +1,5 @@
 /**
- * The only contract between the gateway and a domain (STYLE C3). A domain
+ * The only contract between the gateway and a domain. A domain
  * exports one HandlerModule; init() receives the gateway's dependencies and
  * returns an instance with its routes and mounts, so several gateways can
  * live in one process (tests) without module-level state.
@@ -11,11 +11,15 @@ import type { Duplex } from 'node:stream';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import type { z } from 'zod';
 import type { Config } from './config/schema.ts';
+import type { ChangeFeed } from './db/change-feed.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import type { Reply, RequestContext } from './http/context.ts';
 import type { AccessSink } from './log.ts';
+import type { MetricsRegistry } from './observability/metrics.ts';
+import type { Tracing } from './observability/tracing.ts';
 import type { Stage } from './pipeline/stage.ts';
 import type { ProcessPlace } from './process/link.ts';
 import type { ServiceRegistry } from './services.ts';
@@ -35,11 +39,36 @@ export interface RouteDef {
   auth: AuthMode;
   /** Refuse mesh-brokered principals with endpoint_requires_native_realm. */
   nativeOnly?: boolean;
-  /** The path may hold %2F (URN routes, contract §7.2). */
+  /** The path may hold %2F (URN routes). */
   allowEncodedSlash?: boolean;
-  /** Also accept bearer tokens of trusted shared-realm issuers (contract §1.5: at least mesh egress). */
+  /** Also accept bearer tokens of trusted shared-realm issuers (at least mesh egress). */
   acceptSharedRealm?: boolean;
+  /** What the API document (/api/openapi.json) says of this route. */
+  doc: RouteDoc;
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
+}
+
+/**
+ * A route's inputs, answers and refusals as the OpenAPI document states them. The schemas are the
+ * same zod values the handler parses with, so the document cannot drift from the validation.
+ * Reasons the kernel gives on the route's behalf (authentication, body limits, validation, paths)
+ * are added by the document builder from `auth`, `nativeOnly` and the inputs declared here.
+ */
+export interface RouteDoc {
+  summary: string;
+  /** Path parameters narrower than a plain string (UUIDs, names with a pattern). */
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  /** A JSON request body. */
+  body?: z.ZodType;
+  /** An application/x-www-form-urlencoded request body. */
+  form?: z.ZodObject;
+  /** Successful answers by status: the JSON body's schema, or null for an empty body. */
+  answers: Readonly<Record<number, z.ZodType | null>>;
+  /** The successful answers' media type when it is not JSON (an event stream, a page). */
+  answerMedia?: string;
+  /** The registered reasons the route's own logic may refuse with. */
+  errors?: readonly string[];
 }
 
 /** A non-API service (models, apps, tools, frontend, ...) served below its routing prefix. */
@@ -102,10 +131,16 @@ export interface GatewayDeps {
   readonly config: Readonly<Config>;
   readonly db: Db;
   readonly sqlite: Database.Database;
+  /** What other processes on the same database changed: subscribe to the topics a cache depends on. */
+  readonly feed: ChangeFeed;
   readonly logger: Logger;
   /** The access log (log.ts: same destination, lines built by the accessLog stage). */
   readonly accessLog: AccessSink;
   readonly services: ServiceRegistry;
+  /** This gateway's Prometheus registry: a module declares its metrics here, with bounded labels only. */
+  readonly metrics: MetricsRegistry;
+  /** Spans and W3C trace context; a request's span is RequestContext.span. */
+  readonly tracing: Tracing;
   readonly runtime: RuntimeInfo;
   /**
    * 'serve': the gateway is starting (first-start setup such as the bootstrap admin runs);
@@ -127,7 +162,7 @@ export interface GatewayDeps {
 export interface HandlerInstance {
   routes?: readonly RouteDef[];
   mounts?: readonly ServiceMount[];
-  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener (STYLE C6). */
+  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener. */
   rpc?(router: ConnectRouter): void;
   close?(): Promise<void> | void;
 }

@@ -1,8 +1,8 @@
 /**
- * Who is calling, as every domain sees it (issue 4: one principal model).
+ * Who is calling, as every domain sees it (one principal model).
  * Services take a Principal, never a request. A mesh principal is a
- * receiver-local brokered user; admin bypass never applies to it
- * (spec: Authentication 5).
+ * receiver-local brokered user; admin bypass never applies to it.
+ *
  */
 import { createServiceKey } from './services.ts';
 

@@ -1,4 +1,4 @@
-/** House rule (STYLE C9): source files stay under 400 lines; generated code is exempt. */
+/** House rule: source files stay under 400 lines; generated code is exempt. */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 

@@ -3,7 +3,7 @@
 # packages, install what the real test peers need (Debian packages, then
 # PostgreSQL, moto, Kafka and HiveServer2 jars, Ray — all idempotent and cached
 # under ~/.cache/meshgate, so a second run costs seconds), then check the
-# generated code, typecheck, lint, and run every test with node's runner.
+# generated code, typecheck, lint, build the executable (scripts/build.sh), and run every test with node's runner.
 # The tests start and stop the peers themselves (test/helpers/peers/*).
 #
 # Runs share a machine (docs/test-peers.md): every peer picks free ports, and
@@ -45,7 +45,9 @@ bash scripts/peers/install-all.sh
 bash scripts/peers/ray.sh install
 echo "== gen:check"; npm run --silent gen:check
 echo "== typecheck"; npx --no-install tsc --noEmit -p .
-echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts && npx --no-install tsx scripts/check-imports.ts
+echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts && npx --no-install tsx scripts/check-imports.ts && npx --no-install tsx scripts/check-citations.ts
+# The single executable, which test/integration/sea.test.ts runs outside the checkout (and the bundle bin/meshgate runs).
+echo "== build"; bash scripts/build.sh
 echo "== tests (temp dir $run_dir, deleted at exit)"
 [ $# -gt 0 ] || set -- 'test/**/*.test.ts' # or the test files (globs) given
 node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"

@@ -4,20 +4,24 @@
  * domains it needs through the composition root (app/domains.ts).
  */
 import { parseArgs } from 'node:util';
+import { BUILD_INFO } from '../../gateway/build-info.ts';
 import { isUsageError, USAGE_EXIT_CODE } from '../../gateway/cli/usage.ts';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { bootDomains, DOMAIN_COMMANDS } from '../domains.ts';
+import { backupCommand, restoreCommand } from './backup.ts';
 import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts';
 import { reloadCommand } from './reload.ts';
 import { serveCommand } from './serve.ts';
 
-const COMMANDS: readonly CliCommand[] = [serveCommand, reloadCommand, ...DOMAIN_COMMANDS];
+const COMMANDS: readonly CliCommand[] = [serveCommand, reloadCommand, backupCommand, restoreCommand, ...DOMAIN_COMMANDS];
 
 function help(): string {
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(16)}${c.summary}`);
-  return `usage: meshgate <command> [options]\n\ncommands:\n${lines.join('\n')}\n\nevery command takes the config flags of 'meshgate serve --help' (e.g. --data-dir)`;
+  const synopsis = 'usage: meshgate <command> [options] | meshgate --version';
+  const flags = "every command takes the config flags of 'meshgate serve --help' (e.g. --data-dir)";
+  return `${synopsis}\n\ncommands:\n${lines.join('\n')}\n\n${flags}`;
 }
 
 async function readStdin(): Promise<string> {
@@ -28,6 +32,10 @@ async function readStdin(): Promise<string> {
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === '--version' || name === 'version') {
+    process.stdout.write(`meshgate ${BUILD_INFO.version} (commit ${BUILD_INFO.commit}, Node.js ${BUILD_INFO.node})\n`);
+    return 0;
+  }
   if (!name || name === '--help' || name === 'help') {
     process.stdout.write(`${help()}\n`);
     return name ? 0 : 2;

@@ -121,6 +121,22 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   { env: ['PLATFORM_ACCESS_TOKEN_TTL_SECONDS'], meaning: 'lifetime of access tokens' },
   {
+    env: ['PLATFORM_ADMIN_PORT', 'PLATFORM_ADMIN_BIND'],
+    meaning: 'admin listener (plain HTTP) serving Prometheus `/metrics`; keep it on loopback or a management network',
+    doc: 'docs/observability.md',
+  },
+  {
+    env: ['PLATFORM_METRICS_TOKEN'],
+    meaning: 'bearer token `/metrics` requires (at least 16 characters)',
+    doc: 'docs/observability.md',
+  },
+  {
+    env: ['PLATFORM_OTLP_ENDPOINT'],
+    unset: 'off',
+    meaning: 'OTLP/HTTP traces endpoint; set, spans are recorded and exported',
+    doc: 'docs/observability.md',
+  },
+  {
     env: ['PLATFORM_SECRETS_KEK_DIR'],
     unset: '<data-dir>/keys/kek',
     meaning: "the catalog's key-encryption keys; keep them off the database's disk in production",

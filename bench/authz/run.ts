@@ -1,5 +1,5 @@
 /**
- * Authz benchmark (issue 4 item 7): warm checks/s and latency percentiles
+ * Authz benchmark: warm checks/s and latency percentiles
  * with 1M tuples across 10k users and 100k objects, and list filtering for a
  * user who sees 10k datasets. The peer measured in the same run is a direct
  * SQLite probe over the same table and index (what a check cost before the
@@ -13,6 +13,7 @@ import { AuthzService } from '../../domains/authz/service.ts';
 import { createTupleStore } from '../../domains/authz/store.ts';
 import { openDatabase } from '../../gateway/db/open.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
+import { localPrincipal } from '../../test/helpers/deployments.ts';
 
 const { values } = parseArgs({ options: { scale: { type: 'string', default: '1' }, seconds: { type: 'string', default: '2' } } });
 const scale = Number(values.scale);
@@ -34,16 +35,6 @@ const random = () => {
 const pick = (n: number) => Math.floor(random() * n);
 const userId = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
 const objectId = (i: number) => `urn:li:dataset:(urn:li:dataPlatform:file,bench/ds-${i},PROD)`;
-const principal = (id: string): Principal => ({
-  userId: id,
-  username: id,
-  email: null,
-  roles: [],
-  attributes: {},
-  tenantId: DEFAULT_TENANT,
-  source: 'local',
-  authMethod: 'jwt',
-});
 
 function seedTuples(sqlite: ReturnType<typeof openDatabase>['sqlite']): void {
   const insert = sqlite.prepare(
@@ -69,7 +60,7 @@ function queries(sqlite: ReturnType<typeof openDatabase>['sqlite'], n: number): 
     o: string;
   }[];
   const principals = new Map<string, Principal>();
-  const p = (id: string) => principals.get(id) ?? principals.set(id, principal(id)).get(id)!;
+  const p = (id: string) => principals.get(id) ?? principals.set(id, localPrincipal(id)).get(id)!;
   const out = stored.map((r) => ({ principal: p(r.s), object: { namespace: 'dataset', id: r.o } }));
   while (out.length < n) out.push({ principal: p(userId(pick(USERS))), object: { namespace: 'dataset', id: objectId(pick(OBJECTS)) } });
   return out.sort(() => random() - 0.5);
@@ -156,7 +147,7 @@ function main(): void {
   console.log(`ratio index/sqlite: ${fmt(idx.perSecond / sql.perSecond, 1)}x`);
 
   // List filtering: a catalog page of 10k datasets filtered to what the caller may see.
-  const lister = principal('lister');
+  const lister = localPrincipal('lister');
   const catalog = Array.from({ length: LIST_OBJECTS }, (_, i) => ({ urn: objectId(i) }));
   const listIndex = median(21, () => {
     const visible = authz.visibleIds(lister, 'dataset');

@@ -1,5 +1,5 @@
 /**
- * Jobs benchmark (issue 7 item 6), never run by the test suite. A real
+ * Jobs benchmark, never run by the test suite. A real
  * gateway in-process with the local runtime, driven over HTTPS:
  *  1. submit → RUNNING latency (first status poll that reads RUNNING);
  *  2. POST /run round trip against the peer: the same bare `python3 -c`

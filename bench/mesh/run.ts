@@ -1,5 +1,5 @@
 /**
- * bench/mesh (issue 6 item 5): the same GET (/api/auth/users/me) as
+ * bench/mesh: the same GET (/api/auth/users/me) as
  * (a) a local call on the receiver and (b) source → receiver over the mesh,
  * both real meshgates in this process (hardened envelope, peer_kc with
  * require_peer_jwt, so the peer token is validated and cached). Prints RPS,
@@ -68,7 +68,7 @@ async function main() {
   await load(meshUrl, sourceToken, source.agent);
   const local = await load(localUrl, receiverToken, receiver.agent);
   const mesh = await load(meshUrl, sourceToken, source.agent);
-  console.log(`features: ${pair.features.join(', ') || 'spec envelope only'}; ${total} requests, concurrency ${concurrency}`);
+  console.log(`features: ${pair.features.join(', ') || 'base envelope only'}; ${total} requests, concurrency ${concurrency}`);
   for (const [name, r] of [
     ['local (receiver)', local],
     ['mesh (source → receiver)', mesh],

@@ -30,38 +30,45 @@ import {
 
 const stops: (() => void)[] = [];
 
-async function main(): Promise<void> {
-  const upstream = await child<{ port: number }>('upstream.ts', []);
-  const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
-  const gateway = await startMeshgate(upstreamUrl, await freePort());
-  stops.push(gateway.stop);
-  const nginx = await startNginx(upstream.hello.port);
-  const targets = {
-    direct: { url: upstreamUrl, token: undefined as string | undefined },
-    nginx: { url: nginx.url, token: undefined as string | undefined },
-    meshgate: { url: gateway.url, token: gateway.token },
-  };
-  const names = Object.keys(targets) as (keyof typeof targets)[];
+type Target = { url: string; token: string | undefined };
+type Targets = Record<'direct' | 'nginx' | 'meshgate', Target>;
+interface Measured {
+  runs: Record<string, WrkResult[]>;
+  cpu: Record<string, number[]>;
+  peakRss: number;
+  stream: Record<string, number>;
+  stalled: Awaited<ReturnType<typeof stalledClientRss>>;
+}
+
+/** One wrk run on /hello and, for a process we started, its CPU time per request (µs). */
+function wrkWithCpu(target: Target, pid: number | null): { result: WrkResult; cpuPerRequest: number | null } {
+  const before = pid === null ? 0 : procCpuMicros(pid);
+  const result = wrk(`${target.url}/hello`, target.token);
+  return { result, cpuPerRequest: pid === null ? null : (procCpuMicros(pid) - before) / result.requests };
+}
+
+/** REPS rounds of wrk on each target, rotating who goes first; CPU per request of the two proxies, the gateway's peak RSS. */
+function measureRps(targets: Targets, pids: { meshgate: number; nginx: number }): Pick<Measured, 'runs' | 'cpu' | 'peakRss'> {
+  const names = Object.keys(targets) as (keyof Targets)[];
   const runs: Record<string, WrkResult[]> = { direct: [], nginx: [], meshgate: [] };
   const cpu: Record<string, number[]> = { nginx: [], meshgate: [] };
   let peakRss = 0;
   for (const name of names) wrk(`${targets[name].url}/hello`, targets[name].token); // warm-up (JIT, pools, token cache)
   for (let rep = 0; rep < REPS; rep++) {
     for (const name of [...names.slice(rep % 3), ...names.slice(0, rep % 3)]) {
-      const pid = name === 'meshgate' ? gateway.pid : name === 'nginx' ? nginx.pid : null;
-      const before = pid === null ? 0 : procCpuMicros(pid);
-      const result = wrk(`${targets[name].url}/hello`, targets[name].token);
+      const { result, cpuPerRequest } = wrkWithCpu(targets[name], name === 'direct' ? null : pids[name]);
       runs[name]?.push(result);
-      if (pid !== null) cpu[name]?.push((procCpuMicros(pid) - before) / result.requests);
-      if (name === 'meshgate') peakRss = Math.max(peakRss, rssBytes(gateway.pid));
+      if (cpuPerRequest !== null) cpu[name]?.push(cpuPerRequest);
+      if (name === 'meshgate') peakRss = Math.max(peakRss, rssBytes(pids.meshgate));
       process.stderr.write(`rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`);
     }
   }
-  const stream: Record<string, number> = {};
-  for (const name of names) stream[name] = median(Array.from({ length: REPS }, () => curlMBps(targets[name].url, targets[name].token)));
-  const stalled = await stalledClientRss(gateway);
+  return { runs, cpu, peakRss };
+}
+
+function summarize(names: readonly string[], { runs, cpu, peakRss, stream, stalled }: Measured) {
   const m = (name: string, key: keyof WrkResult) => median((runs[name] ?? []).map((r) => r[key]));
-  const summary = {
+  return {
     settings: { seconds: SECONDS, reps: REPS, connections: CONNECTIONS, stream_mb: STREAM_MB, cores: execFileSync('nproc', { encoding: 'utf8' }).trim() },
     rps: Object.fromEntries(names.map((n) => [n, Math.round(m(n, 'rps'))])),
     p50_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p50')])),
@@ -79,6 +86,24 @@ async function main(): Promise<void> {
     stream_MBps: Object.fromEntries(names.map((n) => [n, Math.round(stream[n] ?? 0)])),
     meshgate_rss_mb: { peak_under_load: round(peakRss / 2 ** 20), ...stalled },
   };
+}
+
+async function main(): Promise<void> {
+  const upstream = await child<{ port: number }>('upstream.ts', []);
+  const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
+  const gateway = await startMeshgate(upstreamUrl, await freePort());
+  stops.push(gateway.stop);
+  const nginx = await startNginx(upstream.hello.port);
+  const targets: Targets = {
+    direct: { url: upstreamUrl, token: undefined },
+    nginx: { url: nginx.url, token: undefined },
+    meshgate: { url: gateway.url, token: gateway.token },
+  };
+  const names = Object.keys(targets) as (keyof Targets)[];
+  const measured = measureRps(targets, { meshgate: gateway.pid, nginx: nginx.pid });
+  const stream: Record<string, number> = {};
+  for (const name of names) stream[name] = median(Array.from({ length: REPS }, () => curlMBps(targets[name].url, targets[name].token)));
+  const summary = summarize(names, { ...measured, stream, stalled: await stalledClientRss(gateway) });
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   mkdirSync('.bench-out', { recursive: true });
   writeFileSync('.bench-out/proxy.json', JSON.stringify(summary, null, 2));

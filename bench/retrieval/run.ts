@@ -1,6 +1,6 @@
 /**
- * Retrieval throughput against `psql COPY … TO STDOUT` in the same run
- * (DESIGN.md §8): a real PostgreSQL, a meshgate started as shipped
+ * Retrieval throughput against `psql COPY … TO STDOUT` in the same run:
+ * a real PostgreSQL, a meshgate started as shipped
  * (`bin/meshgate serve`), and loopback clients: inline and SSE (undici), Arrow
  * Flight DoGet read by pyarrow.flight (test/helpers/flight_client.py), and
  * platform.retrieval.v1 gRPC with three clients, Python grpcio (test/helpers/grpcio_client.py; the

@@ -1,6 +1,6 @@
 /**
- * SSE throughput of every retrieval source beside Postgres, in one run
- * (issue 10 item 6; DESIGN.md §8): the same rows `(id, region, amount,
+ * SSE throughput of every retrieval source beside Postgres, in one run:
+ * the same rows `(id, region, amount,
  * note)` served by a real PostgreSQL, moto (CSV and Parquet objects, and a
  * Hive-partitioned Parquet layout), a KRaft Kafka broker (JSON messages), a
  * HiveServer2 (text table) and the local Slack Web API server; one

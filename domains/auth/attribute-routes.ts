@@ -1,15 +1,16 @@
 /**
- * `/api/cluster/attribute-schema[/{name}]` (contract §9.1; the SDK's
+ * `/api/cluster/attribute-schema[/{name}]` (the SDK's
  * `declare_attribute`, `list_attributes`, `deprecate_attribute`,
  * `withdraw_attribute`). Parsing only, logic in attributes.ts. Reading is
  * open to any local user (not to mesh callers: which attributes are
  * sensitive is this realm's business); PUT and DELETE are native
- * administrators' (contract §1.4, NativeRealmRequired).
+ * administrators' (NativeRealmRequired).
  */
 import { z } from 'zod';
 import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
+import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
 import { ATTRIBUTE_AUTHORITIES, ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE, ATTRIBUTE_TYPES, type AttributeVocabulary } from './attributes.ts';
 
 const declareBody = z.object({
@@ -21,7 +22,11 @@ const declareBody = z.object({
 
 const flag = z.enum(['true', 'false']).transform((v) => v === 'true');
 
-const nameOf = (ctx: RequestContext) => validate(z.string().regex(ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE), ctx.params.name, 'path');
+const attributeName = z.string().regex(ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE);
+const nameOf = (ctx: RequestContext) => validate(attributeName, ctx.params.name, 'path');
+const nameParams = z.object({ name: attributeName });
+const listQuery = z.object({ include_deprecated: flag.default(true) });
+const deleteQuery = z.object({ force: flag.optional(), subjects_holding_value: z.coerce.number().int().min(0).optional() });
 
 export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number): RouteDef[] {
   const admin = { auth: 'admin', nativeOnly: true } as const;
@@ -31,8 +36,13 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
       path: '/cluster/attribute-schema',
       auth: 'user',
       nativeOnly: true,
+      doc: {
+        summary: 'The declared attribute vocabulary',
+        query: listQuery,
+        answers: { 200: z.object({ attributes: jsonObjects, schema_version: z.string() }) },
+      },
       handle(ctx) {
-        const q = parseQuery(ctx.query, z.object({ include_deprecated: flag.default(true) }));
+        const q = parseQuery(ctx.query, listQuery);
         return { status: 200, body: vocabulary.list(q.include_deprecated) };
       },
     },
@@ -41,12 +51,20 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
       path: '/cluster/attribute-schema/:name',
       auth: 'user',
       nativeOnly: true,
+      doc: { summary: 'One declared attribute', params: nameParams, answers: { 200: jsonObject }, errors: ['attribute_not_found'] },
       handle: (ctx) => ({ status: 200, body: vocabulary.get(nameOf(ctx)) }),
     },
     {
       ...admin,
       method: 'PUT',
       path: '/cluster/attribute-schema/:name',
+      doc: {
+        summary: 'Declare an attribute (201), or confirm an identical declaration (200)',
+        params: nameParams,
+        body: declareBody,
+        answers: { 200: jsonObject, 201: jsonObject },
+        errors: ['attribute_name_reserved', 'attribute_shape_conflict'],
+      },
       async handle(ctx) {
         const name = nameOf(ctx);
         const shape = await readJson(ctx.req, maxBody, declareBody);
@@ -58,9 +76,16 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
       ...admin,
       method: 'DELETE',
       path: '/cluster/attribute-schema/:name',
+      doc: {
+        summary: 'Deprecate an attribute; with `force` set, withdraw it',
+        params: nameParams,
+        query: deleteQuery,
+        answers: { 200: jsonObject },
+        errors: ['attribute_not_found', 'attribute_in_use'],
+      },
       handle(ctx) {
         const name = nameOf(ctx);
-        const q = parseQuery(ctx.query, z.object({ force: flag.optional(), subjects_holding_value: z.coerce.number().int().min(0).optional() }));
+        const q = parseQuery(ctx.query, deleteQuery);
         // Without `force` a DELETE deprecates; with it (the SDK's withdraw_attribute) it withdraws.
         if (q.force === undefined) return { status: 200, body: vocabulary.deprecate(name) };
         const result = vocabulary.withdraw(name, q.force);

@@ -1,5 +1,5 @@
 /**
- * The realm's declared attribute vocabulary (contract §9.1: "before binding
+ * The realm's declared attribute vocabulary ("before binding
  * a gate that needs `clearance`, the attribute must be declared"; the SDK's
  * `declare_attribute` / `list_attributes` / `deprecate_attribute` /
  * `withdraw_attribute`). Transport-free; docs/attributes.md.

@@ -1,4 +1,4 @@
-/** Reasons of the native realm (spec/contract.md §1). */
+/** Reasons of the native realm. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const AuthErrors = defineErrors('auth', {

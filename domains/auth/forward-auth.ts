@@ -113,9 +113,14 @@ export class ForwardAuth {
 
   routes(): RouteDef[] {
     const handle = (ctx: RequestContext) => this.validate(ctx);
+    const doc = {
+      summary: "Forward auth for a reverse proxy: 200 with the caller's identity in X-User-* headers, or 401",
+      answers: { 200: null },
+      errors: ['not_authenticated', 'validation_throttled'],
+    };
     return [
-      { method: ANY_METHOD, path: '/auth/validate', auth: 'none', handle },
-      { method: ANY_METHOD, path: '/auth/validate/*rest', auth: 'none', handle },
+      { method: ANY_METHOD, path: '/auth/validate', auth: 'none', doc, handle },
+      { method: ANY_METHOD, path: '/auth/validate/*rest', auth: 'none', doc, handle },
     ];
   }
 }

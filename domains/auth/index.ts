@@ -1,8 +1,9 @@
 /**
- * The native realm (issue 2): local users, tokens, PATs, JWKS, the declared
- * attribute vocabulary (contract §9.1). Provides the
+ * The native realm: local users, tokens, PATs, JWKS, the declared
+ * attribute vocabulary. Provides the
  * gateway's Authenticator and the USER_DIRECTORY other domains use.
  */
+import type { ChangeFeed } from '../../gateway/db/change-feed.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { createServiceKey } from '../../gateway/services.ts';
@@ -32,12 +33,31 @@ export interface SessionSignOut {
 }
 export const SESSION_SIGN_OUT = createServiceKey<SessionSignOut>('sessionSignOut');
 
+/**
+ * Writes by other processes and the CLI (users, ended sessions, PATs, the vocabulary) reach this one's caches.
+ * A dropped principal is re-verified against the rows on its next request.
+ */
+function followChanges(
+  feed: ChangeFeed,
+  parts: { users: UserDirectory; revocations: SessionRevocations; tokens: { dropJti(jti: string): void }; dropCachedPrincipals: () => void },
+): void {
+  const everything = () => {
+    parts.users.invalidate();
+    parts.revocations.reload();
+  };
+  feed.subscribe('users', () => parts.users.invalidate());
+  feed.subscribe('revoked_sessions', () => parts.revocations.reload());
+  feed.subscribe('pats', (jti) => parts.tokens.dropJti(jti));
+  feed.subscribe('attribute_schema', parts.dropCachedPrincipals);
+  for (const topic of ['users', 'revoked_sessions', 'pats', 'attribute_schema']) feed.onReset(topic, everything);
+}
+
 export const authModule: HandlerModule = {
   name: 'auth',
   errors: AuthErrors,
   commands: [userCommand],
   async init(deps) {
-    const store = createAuthStore(deps.db, deps.sqlite);
+    const store = createAuthStore(deps.db);
     const nowSeconds = () => Math.floor(deps.now().getTime() / 1000);
     const { signingAlgorithm, accessTokenTtlSeconds } = deps.config.auth;
     // A retired key stays while an access token or a live PAT it may have signed can still be presented.
@@ -48,12 +68,7 @@ export const authModule: HandlerModule = {
     const dropCachedPrincipals = () => service?.cache.clear();
     const revocations = new SessionRevocations(store, nowSeconds, deps.config.auth.accessTokenTtlSeconds);
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
-    // Users change here or through the CLI (seen by data_version), which may also have ended sessions.
-    const usersChanged = () => {
-      dropCachedPrincipals();
-      revocations.reload();
-    };
-    const users = new UserDirectory(store, deps.now, vocabulary, usersChanged, revocations);
+    const users = new UserDirectory(store, deps.now, vocabulary, dropCachedPrincipals, revocations, deps.feed);
     const throttle = new LoginThrottle(deps.config.auth.throttle, deps.logger);
     service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
     // First-start setup belongs to `serve`: a command on a fresh data dir (`meshgate user add`) creates only what it is asked to.
@@ -62,6 +77,7 @@ export const authModule: HandlerModule = {
     if (generated) {
       deps.announce(`meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`);
     }
+    followChanges(deps.feed, { users, revocations, tokens: service.cache, dropCachedPrincipals });
     deps.services.provide(AUTHENTICATOR, service);
     deps.services.provide(USER_DIRECTORY, users);
     deps.services.provide(SIGNING_KEYS, { algorithm: () => keys.active.alg, overlaps: () => keys.overlaps() });

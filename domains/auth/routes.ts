@@ -1,8 +1,9 @@
-/** HTTP surface of the native realm (contract §1): parsing only, logic in service.ts. */
+/** HTTP surface of the native realm: parsing only, logic in service.ts. */
 import { z } from 'zod';
 import { parseQuery, readForm, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
+import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { AuthErrors } from './errors.ts';
 import type { AuthService } from './service.ts';
 import type { TokenSigner } from './tokens.ts';
@@ -18,6 +19,13 @@ const tokenForm = z.object({
   client_secret: z.string().optional(),
 });
 
+/** The token endpoint's answer (RFC 6749 §5.1). */
+const tokenAnswer = z.object({ access_token: z.string(), token_type: z.literal('bearer'), expires_in: z.number(), refresh_token: z.string() });
+/** The caller as a service sees them; mesh callers also carry `external_id` and `source_cluster_id`. */
+const meAnswer = z.looseObject({ sub: z.string(), username: z.string(), roles: z.array(z.string()), source: z.enum(['local', 'mesh']) });
+const refreshQuery = z.object({ refresh_token: z.string().min(1) });
+const jtiParams = z.object({ jti: z.string().min(1) });
+
 const patInput = z.object({
   name: z.string().max(200).optional(),
   ttl_seconds: z.coerce.number().int().optional(),
@@ -32,6 +40,12 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       method: 'POST',
       path: '/auth/token',
       auth: 'none',
+      doc: {
+        summary: 'Sign in (grant_type=password) or refresh (grant_type=refresh_token): an access and a refresh token',
+        form: tokenForm,
+        answers: { 200: tokenAnswer },
+        errors: ['invalid_credentials', 'invalid_refresh_token', 'too_many_attempts', 'login_busy', 'unsupported_grant_type'],
+      },
       async handle(ctx) {
         const form = await readForm(ctx.req, maxBody, tokenForm);
         if (form.grant_type === 'password') {
@@ -45,25 +59,57 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       },
     },
     {
-      // Contract §1.1: the refresh token travels in the query string.
+      // The refresh token travels in the query string, as the platform's public client sends it (docs/auth.md).
       method: 'POST',
       path: '/auth/refresh',
       auth: 'none',
+      doc: {
+        summary: 'Exchange a refresh token (sent in the query) for new tokens',
+        query: refreshQuery,
+        answers: { 200: tokenAnswer },
+        errors: ['invalid_refresh_token'],
+      },
       async handle(ctx) {
-        const { refresh_token } = parseQuery(ctx.query, z.object({ refresh_token: z.string().min(1) }));
+        const { refresh_token } = parseQuery(ctx.query, refreshQuery);
         return { status: 200, body: await service.refresh(refresh_token), headers: { 'cache-control': 'no-store' } };
       },
     },
-    { method: 'POST', path: '/auth/logout', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.logout(principalOf(ctx)) }) },
-    { method: 'GET', path: '/auth/users/me', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
-    // The caller as this gateway sees them, mesh-brokered callers included (the same body as /auth/users/me).
-    { method: 'GET', path: '/whoami', auth: 'user', handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }) },
     {
-      // Contract §1.3: the SDK sends query parameters; a JSON body is also accepted.
+      method: 'POST',
+      path: '/auth/logout',
+      auth: 'user',
+      nativeOnly: true,
+      doc: { summary: "End the caller's session: its refresh family is revoked", answers: { 200: jsonObject } },
+      handle: (ctx) => ({ status: 200, body: service.logout(principalOf(ctx)) }),
+    },
+    {
+      method: 'GET',
+      path: '/auth/users/me',
+      auth: 'user',
+      doc: { summary: 'The caller', answers: { 200: meAnswer } },
+      handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }),
+    },
+    // The caller as this gateway sees them, mesh-brokered callers included (the same body as /auth/users/me).
+    {
+      method: 'GET',
+      path: '/whoami',
+      auth: 'user',
+      doc: { summary: 'The caller as this gateway sees them', answers: { 200: meAnswer } },
+      handle: (ctx) => ({ status: 200, body: service.me(principalOf(ctx)) }),
+    },
+    {
+      // The platform's public client sends query parameters; a JSON body is also accepted.
       method: 'POST',
       path: '/auth/pats',
       auth: 'user',
       nativeOnly: true,
+      doc: {
+        summary: 'Create a personal access token (fields in the query, or a JSON body); the token is shown once',
+        query: patInput,
+        body: patInput.optional(),
+        answers: { 200: jsonObject },
+        errors: ['pat_ttl_out_of_range', 'pat_scope_invalid'],
+      },
       async handle(ctx) {
         const fromQuery = parseQuery(ctx.query, patInput);
         const hasBody = Number(ctx.req.headers['content-length'] ?? 0) > 0 || ctx.req.headers['transfer-encoding'] !== undefined;
@@ -71,26 +117,66 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
         return { status: 200, body: await service.createPat(principalOf(ctx), { ...fromBody, ...stripUndefined(fromQuery) }) };
       },
     },
-    { method: 'GET', path: '/auth/pats', auth: 'user', nativeOnly: true, handle: (ctx) => ({ status: 200, body: service.listPats(principalOf(ctx)) }) },
+    {
+      method: 'GET',
+      path: '/auth/pats',
+      auth: 'user',
+      nativeOnly: true,
+      doc: { summary: "The caller's personal access tokens (never the secrets)", answers: { 200: z.object({ pats: z.array(jsonObject) }) } },
+      handle: (ctx) => ({ status: 200, body: service.listPats(principalOf(ctx)) }),
+    },
     {
       method: 'DELETE',
       path: '/auth/pats/:jti',
       auth: 'user',
       nativeOnly: true,
+      doc: {
+        summary: "Revoke one of the caller's personal access tokens",
+        params: jtiParams,
+        answers: { 200: z.object({ revoked: z.boolean(), jti: z.string() }) },
+        errors: ['pat_not_found'],
+      },
       handle: (ctx) => ({ status: 200, body: service.revokePat(principalOf(ctx), ctx.params.jti as string) }),
     },
-    { method: 'GET', path: '/auth/pat-config', auth: 'user', handle: () => ({ status: 200, body: service.patConfig() }) },
-    { method: 'GET', path: '/auth/jwks', auth: 'none', handle: () => ({ status: 200, body: jwks(), headers: { 'cache-control': 'public, max-age=300' } }) },
+    {
+      method: 'GET',
+      path: '/auth/pat-config',
+      auth: 'user',
+      doc: { summary: 'Limits of personal access tokens (TTL bounds, scopes)', answers: { 200: jsonObject } },
+      handle: () => ({ status: 200, body: service.patConfig() }),
+    },
+    {
+      method: 'GET',
+      path: '/auth/jwks',
+      auth: 'none',
+      doc: { summary: "The realm's token signing keys (RFC 7517 JWK set)", answers: { 200: z.looseObject({ keys: z.array(jsonObject) }) } },
+      handle: () => ({ status: 200, body: jwks(), headers: { 'cache-control': 'public, max-age=300' } }),
+    },
     {
       method: 'GET',
       path: '/auth/.well-known/openid-configuration',
       auth: 'none',
+      doc: { summary: 'OpenID Connect discovery of the native realm', answers: { 200: z.looseObject({ issuer: z.string(), jwks_uri: z.string() }) } },
       handle: () => ({ status: 200, body: discovery(signer.issuerUrl, endpoints(), signer.algorithm) }),
     },
-    { method: 'GET', path: '/auth/health', auth: 'none', handle: () => ({ status: 200, body: { status: 'healthy', PLATFORM_USE_AUTH: true } }) },
-    { method: 'GET', path: '/auth/', auth: 'none', handle: () => ({ status: 200, body: { message: 'Platform Auth Service', issuer: signer.issuerUrl } }) },
+    {
+      method: 'GET',
+      path: '/auth/health',
+      auth: 'none',
+      doc: { summary: 'Liveness of the auth service', answers: { 200: z.object({ status: z.string(), PLATFORM_USE_AUTH: z.boolean() }) } },
+      handle: () => ({ status: 200, body: { status: 'healthy', PLATFORM_USE_AUTH: true } }),
+    },
+    {
+      method: 'GET',
+      path: '/auth/',
+      auth: 'none',
+      doc: { summary: 'The auth service root', answers: { 200: z.object({ message: z.string(), issuer: z.string() }) } },
+      handle: () => ({ status: 200, body: { message: 'Platform Auth Service', issuer: signer.issuerUrl } }),
+    },
   ];
 }
+
+const userAnswer = z.looseObject({ id: z.string(), username: z.string(), roles: z.array(z.string()), active: z.boolean() });
 
 /** The platform SDK's `update_user` body; `active: false` disables the user, `true` enables it. */
 const userUpdate = z.strictObject({ active: z.boolean() });
@@ -98,17 +184,32 @@ const userUpdate = z.strictObject({ active: z.boolean() });
 /** Administration of users by the native realm's administrators (the SDK's `get_user` / `update_user`). */
 export function userRoutes(users: UserDirectory, maxBody: number): RouteDef[] {
   const admin = { auth: 'admin', nativeOnly: true } as const;
+  const errors = ['user_not_found'];
   const find = (id: string) => {
     const user = users.resolve(id);
     if (!user) throw AuthErrors.make.user_not_found({ user: id });
     return user;
   };
   return [
-    { ...admin, method: 'GET', path: '/auth/users/:id', handle: (ctx) => ({ status: 200, body: userView(find(ctx.params.id as string)) }) },
+    {
+      ...admin,
+      method: 'GET',
+      path: '/auth/users',
+      doc: { summary: 'Every user of the native realm', answers: { 200: z.array(userAnswer) } },
+      handle: () => ({ status: 200, body: users.list().map(userView) }),
+    },
+    {
+      ...admin,
+      method: 'GET',
+      path: '/auth/users/:id',
+      doc: { summary: 'A user, by id or username', answers: { 200: userAnswer }, errors },
+      handle: (ctx) => ({ status: 200, body: userView(find(ctx.params.id as string)) }),
+    },
     {
       ...admin,
       method: 'PUT',
       path: '/auth/users/:id',
+      doc: { summary: 'Enable or disable a user', body: userUpdate, answers: { 200: userAnswer }, errors: [...errors, 'user_is_caller'] },
       async handle(ctx) {
         const { active } = await readJson(ctx.req, maxBody, userUpdate);
         const user = find(ctx.params.id as string);

@@ -76,7 +76,7 @@ export const pats = sqliteTable(
   (t) => [index('pats_owner').on(t.ownerId)],
 );
 
-/** The realm's declared attribute vocabulary (contract §9.1; docs/attributes.md). */
+/** The realm's declared attribute vocabulary (docs/attributes.md). */
 export const attributeSchema = sqliteTable('attribute_schema', {
   name: text('name').primaryKey(),
   type: text('type', { enum: ['string', 'int', 'bool', 'string[]'] }).notNull(),

@@ -1,5 +1,5 @@
 /**
- * The native realm's logic (spec: Authentication 1–2; contract §1): password
+ * The native realm's logic: password
  * and refresh grants, bearer resolution to a Principal, PATs. Transport-free.
  * Sessions follow RFC 9700 §4.14.2: a login starts a refresh-token family
  * (its id is the access tokens' `sid`), each refresh rotates within it, and a
@@ -205,7 +205,7 @@ export class AuthService implements Authenticator {
       urn: `urn:li:corpuser:${principal.username}`,
       attributes: principal.attributes,
       source: principal.source,
-      // Mesh callers: who they are at the source (spec: Authentication 5–6).
+      // Mesh callers: who they are at the source.
       ...(principal.source === 'mesh' ? { external_id: principal.externalId ?? null, source_cluster_id: principal.sourceClusterId ?? null } : {}),
     };
   }

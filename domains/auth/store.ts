@@ -1,5 +1,4 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
-import type Database from 'better-sqlite3';
 import { and, asc, eq, gt, inArray, lt, lte, or, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { attributeSchema, pats, refreshTokens, revokedFamilies, revokedSessions, users } from './schema.ts';
@@ -33,8 +32,6 @@ export interface AuthStore {
   revokeSessions(sids: readonly string[], expiresAt: number, nowSeconds: number): void;
   /** Revoked sessions still in force at `nowSeconds`; older rows are deleted on the way. */
   liveRevokedSessions(nowSeconds: number): { sid: string; expiresAt: number }[];
-  /** SQLite's data_version: it changes when another connection (the `meshgate` CLI) commits to the database. */
-  dataVersion(): number;
   insertPat(row: typeof pats.$inferInsert): void;
   patByJti(jti: string): PatRow | undefined;
   listPats(ownerId: string): PatRow[];
@@ -46,8 +43,7 @@ export interface AuthStore {
   putAttributeSchema(row: AttributeSchemaRow): void;
 }
 
-export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
-  const dataVersion = sqlite.prepare('PRAGMA data_version').pluck();
+export function createAuthStore(db: Db): AuthStore {
   return {
     countUsers: () => db.select({ n: sql<number>`count(*)` }).from(users).get()?.n ?? 0,
     userById: (id) => db.select().from(users).where(eq(users.id, id)).get(),
@@ -98,7 +94,6 @@ export function createAuthStore(db: Db, sqlite: Database.Database): AuthStore {
       db.delete(revokedSessions).where(lte(revokedSessions.expiresAt, nowSeconds)).run();
       return db.select().from(revokedSessions).all();
     },
-    dataVersion: () => dataVersion.get() as number,
     insertPat: (row) => void db.insert(pats).values(row).run(),
     patByJti: (jti) => db.select().from(pats).where(eq(pats.jti, jti)).get(),
     listPats: (ownerId) => db.select().from(pats).where(eq(pats.ownerId, ownerId)).orderBy(asc(pats.createdAt)).all(),

@@ -10,7 +10,7 @@ import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose'
 import { SIGNING_ALGORITHMS, type SigningKeyRing } from './keys.ts';
 
 export const PLATFORM_AUDIENCE = 'platform';
-/** Accepted alias: public clients send the upstream audience literal (contract §0.3). */
+/** Accepted alias: public clients send the upstream audience literal. */
 export const AUDIENCE_ALIASES = [PLATFORM_AUDIENCE, 'kamiwaza-platform'];
 
 /** Claims with a standard meaning; everything else is a custom user attribute (X-User-Attributes). */

@@ -4,6 +4,7 @@
  * domains reach it through the USER_DIRECTORY service key.
  */
 import { randomUUID } from 'node:crypto';
+import type { ChangeFeed } from '../../gateway/db/change-feed.ts';
 import { DEFAULT_TENANT } from '../../gateway/principal.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import type { AttributeVocabulary } from './attributes.ts';
@@ -27,12 +28,11 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export class UserDirectory {
   /**
-   * Rows by id, read on every authenticated request. Every write below clears it, and so
-   * does a commit by another connection (the `meshgate user` CLI on the same database),
-   * seen through SQLite's data_version, so a disable reaches the very next request.
+   * Rows by id, read on every authenticated request. Every write below clears it, and so does a
+   * change by another process or the `meshgate user` CLI, delivered by the change feed (`invalidate`);
+   * byId catches the feed up first, so a disable reaches the very next request.
    */
   readonly #byId = new Map<string, UserRow>();
-  #dataVersion: number;
 
   constructor(
     private readonly store: AuthStore,
@@ -41,9 +41,8 @@ export class UserDirectory {
     /** Called when users change, so caches of verified credentials drop stale entries. */
     private readonly onChange: () => void,
     private readonly sessions: Pick<SessionRevocations, 'endUser'>,
-  ) {
-    this.#dataVersion = store.dataVersion();
-  }
+    private readonly feed: Pick<ChangeFeed, 'catchUp'>,
+  ) {}
 
   async create(input: NewUserInput): Promise<UserRow> {
     if (this.store.userByUsername(input.username)) throw AuthErrors.make.user_exists({ username: input.username });
@@ -74,11 +73,7 @@ export class UserDirectory {
   }
 
   byId(id: string): UserRow | undefined {
-    const version = this.store.dataVersion();
-    if (version !== this.#dataVersion) {
-      this.#dataVersion = version;
-      this.#changed();
-    }
+    this.feed.catchUp();
     const cached = this.#byId.get(id);
     if (cached) return cached;
     const row = this.store.userById(id);
@@ -125,6 +120,11 @@ export class UserDirectory {
 
   delete(id: string): void {
     this.store.deleteUser(id);
+    this.#changed();
+  }
+
+  /** A user changed elsewhere (the change feed): cached rows and the principals built from them go. */
+  invalidate(): void {
     this.#changed();
   }
 

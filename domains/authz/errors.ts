@@ -1,4 +1,4 @@
-/** Reasons of the ReBAC layer and the subjects API (contract §6, §10). */
+/** Reasons of the ReBAC layer and the subjects API. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const AuthzErrors = defineErrors('authz', {

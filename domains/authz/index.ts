@@ -1,5 +1,5 @@
 /**
- * ReBAC (issue 4): the tuple store and checker every domain asks, provided
+ * ReBAC: the tuple store and checker every domain asks, provided
  * as AUTHZ, plus the tuple, check, subjects and resource grants APIs.
  * Uses USER_DIRECTORY, so it is listed after the auth module.
  */
@@ -20,7 +20,11 @@ export const authzModule: HandlerModule = {
   name: 'authz',
   errors: AuthzErrors,
   init(deps) {
-    const authz = new AuthzService(createTupleStore(deps.sqlite), deps.now);
+    const tuples = createTupleStore(deps.sqlite);
+    // Tuples written by another process or the CLI enter the index within the feed's bound (own writes at once).
+    deps.feed.subscribe('authz_tuples', (key) => tuples.refresh(key));
+    deps.feed.onReset('authz_tuples', () => tuples.reload());
+    const authz = new AuthzService(tuples, deps.now);
     deps.services.provide(AUTHZ, authz);
     const subjects = new SubjectsService(deps.services.get(USER_DIRECTORY), authz);
     const maxBody = deps.config.limits.maxBodyBytes;

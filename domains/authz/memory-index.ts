@@ -1,5 +1,5 @@
 /**
- * The in-memory check index (issue 4 item 7: ≥ 200k checks/s, p99 ≤ 50 µs).
+ * The in-memory check index (≥ 200k checks/s, p99 ≤ 50 µs).
  * SQLite stays the source of truth; this is a projection of authz_tuples,
  * rebuilt from it at init and updated by the store after each committed
  * write or delete, so the two never disagree within one process.

@@ -1,6 +1,6 @@
 /**
- * The ReBAC model, declared as data (issue 4; spec "ReBAC tuple"; contract
- * §6.1). Each namespace lists its relations and, for each, the relations
+ * The ReBAC model, declared as data.
+ * Each namespace lists its relations and, for each, the relations
  * that imply it (owner ⊇ editor ⊇ viewer). The checker evaluates this
  * table; there are no namespace-specific branches anywhere else.
  */
@@ -31,24 +31,24 @@ export const SATISFIED_BY: ReadonlyMap<string, ReadonlyMap<string, readonly stri
 function compileClosure(model: Readonly<Record<string, NamespaceModel>>): Map<string, Map<string, string[]>> {
   const out = new Map<string, Map<string, string[]>>();
   for (const [namespace, { relations }] of Object.entries(model)) {
-    const closures = new Map<string, string[]>();
-    for (const relation of Object.keys(relations)) {
-      const seen = new Set<string>([relation]);
-      const queue = [relation];
-      while (queue.length > 0) {
-        for (const implier of relations[queue.shift() as string] ?? []) {
-          if (!relations[implier]) throw new Error(`model: ${namespace}#${implier} is not a relation`);
-          if (!seen.has(implier)) {
-            seen.add(implier);
-            queue.push(implier);
-          }
-        }
-      }
-      closures.set(relation, [...seen]);
-    }
-    out.set(namespace, closures);
+    out.set(namespace, new Map(Object.keys(relations).map((relation) => [relation, impliers(namespace, relations, relation)])));
   }
   return out;
+}
+
+/** `relation` and every relation that implies it, directly or through others (breadth first). */
+function impliers(namespace: string, relations: NamespaceModel['relations'], relation: string): string[] {
+  const seen = new Set<string>([relation]);
+  const queue = [relation];
+  while (queue.length > 0) {
+    for (const implier of relations[queue.shift() as string] ?? []) {
+      if (!relations[implier]) throw new Error(`model: ${namespace}#${implier} is not a relation`);
+      if (seen.has(implier)) continue;
+      seen.add(implier);
+      queue.push(implier);
+    }
+  }
+  return [...seen];
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The tuple encodings on the wire (contract §6.2, "the three tuple
+ * The tuple encodings on the wire ("the three tuple
  * encodings") and their request schemas: nested `{namespace,id}` for
  * /auth/tuples and /auth/check, flat `object_namespace/object_id/relation`
  * for subject grants. Both normalize to one TupleInput. Namespace values are
@@ -43,7 +43,7 @@ export const subjectBody = z.object({
   password: z.string().min(1).max(1024).optional(),
 });
 
-/** Body `tenant_id` or `X-Tenant-Id` (the SDK may send both, contract §6.1); they must agree. */
+/** Body `tenant_id` or `X-Tenant-Id` (the SDK may send both); they must agree. */
 export function tenantOf(req: NodeRequest, bodyTenant: string | undefined): string {
   const header = req.headers['x-tenant-id'];
   const fromHeader = typeof header === 'string' && header !== '' ? header : undefined;

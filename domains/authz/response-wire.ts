@@ -1,7 +1,7 @@
-/** Response shapes of the tuple, subject and resource grant APIs (contract §6.2). */
+/** Response shapes of the tuple, subject and resource grant APIs. */
 import type { TupleRow } from './store.ts';
 
-/** The flat row of GET /auth/tuples/ (contract §6.2). */
+/** The flat row of GET /auth/tuples/. */
 export function flatRow(row: TupleRow) {
   return {
     subject_namespace: row.subjectNs,
@@ -13,12 +13,12 @@ export function flatRow(row: TupleRow) {
   };
 }
 
-/** A subject grant (contract §6.2 subjects API). */
+/** A subject grant (the subjects API). */
 export function grantView(row: TupleRow) {
   return { object_namespace: row.objectNs, object_id: row.objectId, relation: row.relation, tenant_id: row.tenant };
 }
 
-/** A resource grant (contract §6.2 resource grants API); grant_id is the tuple's row id. */
+/** A resource grant (the resource grants API); grant_id is the tuple's row id. */
 export function resourceGrantView(row: TupleRow) {
   return {
     grant_id: String(row.rowid),

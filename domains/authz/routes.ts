@@ -1,12 +1,14 @@
 /**
- * The tuple API (contract §6.1–6.2): write, delete, delete-by-object, check
+ * The tuple API: write, delete, delete-by-object, check
  * and list. Parsing only; the rules (model validation, admin-or-owner for
  * writes, visibility of listings) live in AuthzService.
  */
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
+import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { AuthzErrors } from './errors.ts';
 import { listQuery, objectDeleteBody, tenantOf, tupleBody, tupleDeleteBody } from './request-wire.ts';
 import { flatRow } from './response-wire.ts';
@@ -14,6 +16,9 @@ import { type AuthzService, validateRelation } from './service.ts';
 import type { SubjectsService } from './subjects.ts';
 
 const NO_CONTENT = { status: 204 } as const;
+/** What a tuple write may be refused with: the model's rules, then admin-or-owner. */
+const WRITE_REASONS = ['tenant_mismatch', 'rebac_denied', 'namespace_unsupported', 'object_id_invalid', 'relation_unsupported'];
+const checkAnswer = z.object({ allow: z.boolean(), decision_id: z.string(), reason: z.string(), via: z.string().optional() });
 
 export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxBody: number): RouteDef[] {
   const list: RouteDef['handle'] = (ctx) => {
@@ -30,11 +35,18 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
     });
     return { status: 200, body: rows.map(flatRow) };
   };
+  const listDoc = { summary: 'The tuples the caller may see, filtered', query: listQuery, answers: { 200: z.array(jsonObject) } };
   return [
     {
       method: 'POST',
       path: '/auth/tuples',
       auth: 'user',
+      doc: {
+        summary: 'Write a relationship tuple (administrators, or managers of the object)',
+        body: tupleBody,
+        answers: { 204: null },
+        errors: WRITE_REASONS,
+      },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, tupleBody);
         authz.writeAs(principalOf(ctx), [{ ...body, tenantId: tenantOf(ctx.req, body.tenant_id) }]);
@@ -45,6 +57,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       method: 'DELETE',
       path: '/auth/tuples',
       auth: 'user',
+      doc: { summary: 'Delete relationship tuples (all relations when none is named)', body: tupleDeleteBody, answers: { 204: null }, errors: WRITE_REASONS },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, tupleDeleteBody);
         authz.deleteAs(principalOf(ctx), { ...body, relation: body.relation ?? null, tenantId: tenantOf(ctx.req, body.tenant_id) });
@@ -55,6 +68,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       method: 'DELETE',
       path: '/auth/tuples/object',
       auth: 'user',
+      doc: { summary: 'Delete every tuple of an object', body: objectDeleteBody, answers: { 204: null }, errors: WRITE_REASONS },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, objectDeleteBody);
         authz.deleteObjectAs(principalOf(ctx), body.object, tenantOf(ctx.req, body.tenant_id));
@@ -65,6 +79,12 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       method: 'POST',
       path: '/auth/check',
       auth: 'user',
+      doc: {
+        summary: 'Decide whether a subject holds a relation on an object (others than the caller: managers only)',
+        body: tupleBody,
+        answers: { 200: checkAnswer },
+        errors: WRITE_REASONS,
+      },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, tupleBody);
         const tenant = tenantOf(ctx.req, body.tenant_id);
@@ -93,8 +113,9 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
         };
       },
     },
-    // Contract §6.2 names the trailing-slash form; the bare form is served too rather than 405 (POST owns it).
-    { method: 'GET', path: '/auth/tuples/', auth: 'user', handle: list },
-    { method: 'GET', path: '/auth/tuples', auth: 'user', handle: list },
+    // Clients call the trailing-slash form; the bare form is served too rather than 405 (POST owns it).
+    ...['/auth/tuples/', '/auth/tuples'].map(
+      (path): RouteDef => ({ method: 'GET', path, auth: 'user', doc: { ...listDoc, errors: WRITE_REASONS }, handle: list }),
+    ),
   ];
 }

@@ -1,4 +1,4 @@
-/** Relationship tuples: (subject, relation, object) within a tenant (issue 4). */
+/** Relationship tuples: (subject, relation, object) within a tenant. */
 import { index, sqliteTable, text, uniqueIndex } from '../../gateway/db/drizzle.ts';
 
 export const tuples = sqliteTable(

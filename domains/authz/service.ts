@@ -1,8 +1,8 @@
 /**
- * The authorization service every domain asks (issue 4): check, list
+ * The authorization service every domain asks: check, list
  * filtering, tuple writes, owner seeding. Transport-free; takes Principals.
  * Admin bypass applies to native administrators only, never to mesh
- * principals (spec: Authentication 5).
+ * principals.
  */
 
 import { DEFAULT_TENANT, isNativeAdmin, type Principal } from '../../gateway/principal.ts';
@@ -23,10 +23,10 @@ export interface TupleInput {
   tenantId?: string | undefined;
 }
 
-/** A delete's match: a null relation matches every relation (contract §6.2). */
+/** A delete's match: a null relation matches every relation. */
 export type TupleMatch = Omit<TupleInput, 'relation'> & { relation: string | null };
 
-/** Why a check came out as it did (POST /api/auth/check `reason`, contract §6.2). */
+/** Why a check came out as it did (POST /api/auth/check `reason`). */
 export interface Decision {
   allow: boolean;
   reason: 'admin_bypass' | 'direct_tuple' | 'implied_by_tuple' | 'no_matching_tuple';
@@ -48,7 +48,7 @@ export class AuthzService {
     return (this.store.mask('user', principal.userId, object.namespace, object.id, principal.tenantId) & required) !== 0;
   }
 
-  /** Throws 403 rebac_denied (contract §4.5 step 6) when check() is false. */
+  /** Throws 403 rebac_denied when check() is false. */
   require(principal: Principal, relation: string, object: ObjectRef): void {
     if (!this.check(principal, relation, object)) {
       throw AuthzErrors.make.rebac_denied({ relation, object: `${object.namespace}:${object.id}` });
@@ -76,7 +76,7 @@ export class AuthzService {
 
   /**
    * Who may change the tuples of an object: a native admin, or an owner of
-   * it in the same tenant (issue 4 item 3; contract §6.1 "[I] admin-or-owner").
+   * it in the same tenant: an owner delegates access to what it owns without asking an admin.
    */
   requireManager(principal: Principal, object: ObjectRef, tenantId: string): void {
     validateObject(object);
@@ -123,7 +123,7 @@ export class AuthzService {
     return this.store.deleteSubject('user', userId);
   }
 
-  /** The creator of an object gets owner on it (issue 4 item 6), which implies the lesser relations. */
+  /** The creator of an object gets owner on it, which implies the lesser relations. */
   grantOwnership(principal: Principal, object: ObjectRef): void {
     this.write([{ subject: { namespace: 'user', id: principal.userId }, relation: 'owner', object, tenantId: principal.tenantId }]);
   }
@@ -151,14 +151,18 @@ export class AuthzService {
       add(this.list({ ...where, subjectNs: 'user', subjectId: principal.userId }));
     }
     for (const namespace of where.objectNs === undefined ? Object.keys(MODEL) : [where.objectNs]) {
-      const owner = SATISFIED_MASK.get(namespace)?.get('owner');
-      if (owner === undefined) continue;
-      for (const objectId of this.store.objectIds('user', principal.userId, namespace, owner, principal.tenantId)) {
-        if (where.objectId === undefined || where.objectId === objectId) add(this.list({ ...where, objectNs: namespace, objectId }));
-      }
+      for (const objectId of this.#ownedObjects(principal, namespace, where.objectId)) add(this.list({ ...where, objectNs: namespace, objectId }));
     }
     const sorted = [...rows.values()].sort((a, b) => a.rowid - b.rowid);
     return sorted.slice(offset, limit === undefined ? undefined : offset + limit);
+  }
+
+  /** The objects of `namespace` the caller owns in its tenant (only `wanted`, when given). */
+  #ownedObjects(principal: Principal, namespace: string, wanted: string | undefined): string[] {
+    const owner = SATISFIED_MASK.get(namespace)?.get('owner');
+    if (owner === undefined) return [];
+    const owned = this.store.objectIds('user', principal.userId, namespace, owner, principal.tenantId);
+    return wanted === undefined ? owned : owned.filter((objectId) => objectId === wanted);
   }
 
   /** Increases with every change (the resource grants API's `zedtoken`). */
@@ -167,7 +171,7 @@ export class AuthzService {
   }
 }
 
-/** 403 namespace_unsupported for a namespace outside the model (contract §6.1). */
+/** 403 namespace_unsupported for a namespace outside the model. */
 export function validateNamespace(namespace: string): void {
   if (!MODEL[namespace]) throw AuthzErrors.make.namespace_unsupported({ namespace });
 }

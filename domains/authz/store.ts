@@ -46,7 +46,15 @@ export interface TupleWriter {
   deleteSubject(subjectNs: string, subjectId: string): number;
 }
 
-export type TupleStore = TupleReader & TupleWriter;
+/** Changes committed by other processes or the CLI, as the change feed delivers them. */
+export interface TupleFollower {
+  /** Re-reads one tuple (its feed key: the JSON array of its six columns) and adds or drops it. */
+  refresh(key: string): void;
+  /** Rebuilds the index from the table. */
+  reload(): void;
+}
+
+export type TupleStore = TupleReader & TupleWriter & TupleFollower;
 
 const COLUMNS = 'subject_ns AS subjectNs, subject_id AS subjectId, relation, object_ns AS objectNs, object_id AS objectId, tenant';
 
@@ -60,8 +68,12 @@ const FILTER_COLUMN: Record<keyof Tuple, string> = {
 };
 
 export function createTupleStore(sqlite: Database.Database): TupleStore {
-  const index = new TupleIndex();
-  index.load(sqlite.prepare(`SELECT ${COLUMNS} FROM authz_tuples`).iterate() as Iterable<Tuple>);
+  const loadIndex = () => {
+    const fresh = new TupleIndex();
+    fresh.load(sqlite.prepare(`SELECT ${COLUMNS} FROM authz_tuples`).iterate() as Iterable<Tuple>);
+    return fresh;
+  };
+  let index = loadIndex();
   let revision = 0;
   const insert = sqlite.prepare(
     'INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
@@ -80,13 +92,14 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
   // and are re-read from SQLite in a microtask: better-sqlite3 transactions
   // are synchronous, so by then the outer one has committed or rolled back.
   let pending: Tuple[] = [];
+  const reread = (t: Tuple) => {
+    if (exists.get(t.subjectNs, t.subjectId, t.relation, t.objectNs, t.objectId, t.tenant)) index.add(t);
+    else index.remove(t);
+  };
   const reconcile = () => {
     const rows = pending;
     pending = [];
-    for (const t of rows) {
-      if (exists.get(t.subjectNs, t.subjectId, t.relation, t.objectNs, t.objectId, t.tenant)) index.add(t);
-      else index.remove(t);
-    }
+    for (const t of rows) reread(t);
   };
   const touched = (rows: readonly Tuple[]) => {
     if (!sqlite.inTransaction || rows.length === 0) return;
@@ -128,5 +141,14 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
     },
     deleteObject: (oNs, oId, tenant) => removeRows('DELETE FROM authz_tuples WHERE object_ns = ? AND object_id = ? AND tenant = ?', oNs, oId, tenant),
     deleteSubject: (sNs, sId) => removeRows('DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ?', sNs, sId),
+    refresh(key) {
+      const [subjectNs, subjectId, relation, objectNs, objectId, tenant] = JSON.parse(key) as string[];
+      reread({ subjectNs, subjectId, relation, objectNs, objectId, tenant } as Tuple);
+      revision++;
+    },
+    reload() {
+      index = loadIndex();
+      revision++;
+    },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The subjects API's logic (issue 4 item 5; contract §6.2): operators and
+ * The subjects API's logic: operators and
  * tests seed local users with custom attributes (carried into that user's
  * next tokens as top-level claims, so into X-User-Attributes) and grant
  * them relations in the flat form. Transport-free; the route layer gates it

@@ -1,7 +1,7 @@
 /**
- * Containers (contract §7.4): URN-identified groups of datasets. Creation,
+ * Containers: URN-identified groups of datasets. Creation,
  * listing, updates, deletion and membership are native-admin operations
- * (spec: Authentication 8; enforced at the route). Reading one container is
+ * (enforced at the route). Reading one container is
  * open to local users, with its member datasets filtered by their ReBAC
  * visibility, so a container never reveals a dataset its reader cannot see.
  */

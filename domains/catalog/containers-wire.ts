@@ -1,4 +1,4 @@
-/** Container wire shapes (contract §7.4) and the member-dataset cursor. */
+/** Container wire shapes and the member-dataset cursor. */
 import { z } from 'zod';
 import { validationError } from '../../gateway/http/body.ts';
 import type { ContainerRow } from './containers-store.ts';

@@ -1,6 +1,5 @@
 /**
- * Two-layer envelope encryption of secret values (spec: "Catalog entities";
- * contract §7.5). Each secret gets its own random AES-256-GCM data key
+ * Two-layer envelope encryption of secret values. Each secret gets its own random AES-256-GCM data key
  * (DEK); the DEK is wrapped by a versioned key-encryption key (KEK). The
  * secret's URN is bound as associated data in both layers, so a ciphertext
  * or wrapped key copied onto another row fails to open. Rotation rewraps

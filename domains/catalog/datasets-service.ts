@@ -1,5 +1,5 @@
 /**
- * Datasets (contract §7.3; spec: Authentication 8). ReBAC on `dataset:<urn>`:
+ * Datasets. ReBAC on `dataset:<urn>`:
  * viewer (or editor, owner) reads metadata and schema; owner writes and
  * deletes; the creator becomes owner. A dataset the caller cannot view is
  * 404, one it can view but not write is 403 `rebac_denied`. Mesh principals
@@ -9,14 +9,15 @@
  * Secret references in `properties` are bound, when the dataset is written,
  * to the id of the secret each URN names then (catalog_dataset_secrets).
  * A use (`forUse`, what retrieval reads through) resolves them by that id
- * only and re-checks that the dataset's owner may still use each secret —
- * the policy is evaluated at use, not only when the reference was written.
+ * only and re-checks that the user who bound each one may still use its
+ * secret — the policy is evaluated at use, not only when the reference was
+ * written.
  */
-
+import { isDeepStrictEqual } from 'node:util';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import type { AuthzService } from '../authz/index.ts';
-import type { DatasetRow, DatasetStore } from './datasets-store.ts';
+import type { DatasetRow, DatasetStore, SecretBinding } from './datasets-store.ts';
 import {
   type DatasetCreate,
   type DatasetPatch,
@@ -64,7 +65,7 @@ export class DatasetService {
       createdAt: at,
       updatedAt: at,
     };
-    // Row and owner tuple together, so a create is visible to its creator at once (contract §7.3 [I]).
+    // Row and owner tuple together, so a create is visible to its creator at once.
     this.store.atomically(() => {
       if (this.store.byUrn(urn)) throw CatalogErrors.make.dataset_exists({ urn });
       const bindings = this.#bindSecrets(principal, properties, {}, new Map());
@@ -75,7 +76,7 @@ export class DatasetService {
     return urn;
   }
 
-  /** `query`: case-insensitive substring of name or URN (contract §7.3). */
+  /** `query`: case-insensitive substring of name or URN. */
   list(principal: Principal, query: string | undefined): DatasetView[] {
     const visible = this.authz.visibleIds(principal, 'dataset');
     const rows = visible === 'all' ? this.store.list() : this.store.byUrns([...visible]);
@@ -99,11 +100,7 @@ export class DatasetService {
         this.store.setSecretBindings(urn, bindings);
       }
       if (patch.dataset_schema) changes.datasetSchema = { ...storedSchema(patch.dataset_schema, row) };
-      if (patch.container_urn !== undefined && (patch.container_urn ?? null) !== row.containerUrn) {
-        if (patch.container_urn) this.#checkMembership(principal, patch.container_urn);
-        else this.#requireAdminForMembership(principal);
-        changes.containerUrn = patch.container_urn ?? null;
-      }
+      if (patch.container_urn !== undefined) this.#moveContainer(principal, row, patch.container_urn, changes);
       this.store.update(urn, changes);
       return datasetView({ ...row, ...changes });
     });
@@ -121,19 +118,18 @@ export class DatasetService {
    * The dataset as a connector uses it: readable by `principal` (else 404),
    * every secret reference in `properties` replaced by its bound form
    * (`<urn>#<secret id>`, what SECRETS.reveal takes). A reference without a
-   * binding, bound to a deleted secret, or to one the dataset's owner (its
-   * creator) may no longer use is 409 `secret_unavailable` — never a lookup
-   * by name.
+   * binding, bound to a deleted secret, or to one the user who bound it may
+   * no longer use is 409 `secret_unavailable` — never a lookup by name.
    */
   forUse(principal: Principal, urn: string): DatasetView {
     const row = this.#readable(principal, urn);
     const bindings = this.store.secretBindings(urn);
     const properties = mapSecretReferences(row.properties, (reference) => {
-      const secretId = bindings.get(reference);
-      if (!secretId || !this.secrets.usableBy(row.createdBy, secretId)) {
+      const binding = bindings.get(reference);
+      if (!binding || !this.secrets.usableBy(binding.boundBy, binding.secretId)) {
         throw CatalogErrors.make.secret_unavailable({ secret_urn: reference });
       }
-      return boundSecretReference(reference, secretId);
+      return boundSecretReference(reference, binding.secretId);
     });
     return datasetView({ ...row, properties });
   }
@@ -153,6 +149,14 @@ export class DatasetService {
     });
   }
 
+  /** A change of container (null: out of any) needs the right to place the dataset there; the same one is no change. */
+  #moveContainer(principal: Principal, row: DatasetRow, containerUrn: string | null, changes: Partial<DatasetRow>): void {
+    if (containerUrn === row.containerUrn) return;
+    if (containerUrn) this.#checkMembership(principal, containerUrn);
+    else this.#requireAdminForMembership(principal);
+    changes.containerUrn = containerUrn;
+  }
+
   #readable(principal: Principal, urn: string): DatasetRow {
     const row = this.store.byUrn(urn);
     if (!row || !this.authz.check(principal, 'viewer', object(urn))) throw CatalogErrors.make.catalog_dataset_not_found();
@@ -170,24 +174,30 @@ export class DatasetService {
   /**
    * Binds each secret reference of `next` to the secret its URN names now,
    * which the writer must be able to use (the secret's owner or a native
-   * admin); otherwise anyone could point a connector at another user's
-   * credential. A reference already present that the writer cannot bind
-   * (someone else's secret, or one deleted since) keeps its binding, dead or
-   * alive, so a co-owner can edit other properties; a new one is 403
+   * admin), recording the writer as the binder; otherwise anyone could point
+   * a connector at another user's credential. A reference already present
+   * that the writer cannot bind (someone else's secret, or one deleted since)
+   * keeps its binding, dead or alive, only when the properties are otherwise
+   * unchanged: host, port, endpoint, API URL and the rest decide where the
+   * credential goes, and that stays the binder's choice. A new reference the
+   * writer cannot bind, or a kept one with other properties changed, is 403
    * `secret_reference_forbidden`, for absent and foreign secrets alike.
    */
   #bindSecrets(
     principal: Principal,
     next: Record<string, unknown>,
     previous: Record<string, unknown>,
-    previousBindings: ReadonlyMap<string, string>,
-  ): Map<string, string> {
+    previousBindings: ReadonlyMap<string, SecretBinding>,
+  ): Map<string, SecretBinding> {
     const before = secretReferences(previous);
-    const bindings = new Map<string, string>();
+    const bindings = new Map<string, SecretBinding>();
     for (const reference of secretReferences(next)) {
-      const secretId = this.secrets.bindable(principal, reference) ?? previousBindings.get(reference);
-      if (secretId) bindings.set(reference, secretId);
-      else if (!before.has(reference)) throw CatalogErrors.make.secret_reference_forbidden({ secret_urn: reference });
+      const secretId = this.secrets.bindable(principal, reference);
+      const kept = previousBindings.get(reference);
+      if (secretId) bindings.set(reference, { secretId, boundBy: principal.userId });
+      else if (before.has(reference) && isDeepStrictEqual(next, previous)) {
+        if (kept) bindings.set(reference, kept);
+      } else throw CatalogErrors.make.secret_reference_forbidden({ secret_urn: reference });
     }
     return bindings;
   }

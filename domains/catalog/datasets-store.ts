@@ -4,6 +4,11 @@ import type { Db } from '../../gateway/db/open.ts';
 import { catalogDatasetSecrets, catalogDatasets } from './schema.ts';
 
 export type DatasetRow = typeof catalogDatasets.$inferSelect;
+/** One secret reference's binding: the secret it names, and who bound it (the user a use is authorized against). */
+export interface SecretBinding {
+  secretId: string;
+  boundBy: string;
+}
 export type DatasetChanges = Partial<Omit<DatasetRow, 'urn' | 'createdAt' | 'createdBy'>>;
 
 export interface DatasetStore {
@@ -15,10 +20,10 @@ export interface DatasetStore {
   delete(urn: string): void;
   /** Member URNs of a container in URN order, strictly after `after`. */
   memberUrns(containerUrn: string, after: string | null, limit: number): string[];
-  /** The dataset's secret bindings: reference as written → secret id. */
-  secretBindings(urn: string): Map<string, string>;
+  /** The dataset's secret bindings by reference as written. */
+  secretBindings(urn: string): Map<string, SecretBinding>;
   /** Replaces the dataset's secret bindings (the rows go with the dataset when it is deleted). */
-  setSecretBindings(urn: string, bindings: ReadonlyMap<string, string>): void;
+  setSecretBindings(urn: string, bindings: ReadonlyMap<string, SecretBinding>): void;
   /** Detaches every member of a container (container deleted). */
   detachAll(containerUrn: string, at: string): void;
   atomically<T>(fn: () => T): T;
@@ -60,15 +65,15 @@ export function createDatasetStore(db: Db): DatasetStore {
     secretBindings: (urn) =>
       new Map(
         db
-          .select({ reference: catalogDatasetSecrets.reference, secretId: catalogDatasetSecrets.secretId })
+          .select()
           .from(catalogDatasetSecrets)
           .where(eq(catalogDatasetSecrets.datasetUrn, urn))
           .all()
-          .map((row) => [row.reference, row.secretId]),
+          .map((row) => [row.reference, { secretId: row.secretId, boundBy: row.boundBy }]),
       ),
     setSecretBindings(urn, bindings) {
       db.delete(catalogDatasetSecrets).where(eq(catalogDatasetSecrets.datasetUrn, urn)).run();
-      const rows = [...bindings].map(([reference, secretId]) => ({ datasetUrn: urn, reference, secretId }));
+      const rows = [...bindings].map(([reference, binding]) => ({ datasetUrn: urn, reference, ...binding }));
       for (let i = 0; i < rows.length; i += IN_CHUNK) {
         db.insert(catalogDatasetSecrets)
           .values(rows.slice(i, i + IN_CHUNK))

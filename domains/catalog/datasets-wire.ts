@@ -1,6 +1,6 @@
 /**
- * Dataset wire shapes (contract §7.3): the create, update and schema bodies
- * (unknown keys ignored, contract §0.3) and the `Dataset` response.
+ * Dataset wire shapes: the create, update and schema bodies
+ * (unknown keys ignored) and the `Dataset` response.
  */
 import { z } from 'zod';
 import type { DatasetRow } from './datasets-store.ts';
@@ -63,7 +63,7 @@ export const datasetCreateBody = z.object({
 });
 export type DatasetCreate = z.infer<typeof datasetCreateBody>;
 
-/** `DatasetUpdate` (contract §7.3); `properties` replaces the whole object; `updated_at` is accepted and ignored. */
+/** `DatasetUpdate`; `properties` replaces the whole object; `updated_at` is accepted and ignored. */
 export const datasetPatchBody = z.object({
   description: description.optional(),
   tags: z.array(z.string().max(256)).max(256).optional(),
@@ -84,7 +84,7 @@ export function storedSchema(body: SchemaBody, row: Pick<DatasetRow, 'name' | 'p
   return { name: body.name ?? row.name, platform: body.platform ?? row.platform, version: body.version ?? null, fields: body.fields };
 }
 
-/** Mirrors `path` ↔ `location` when only one is set (contract §7.3: the server backfills `location`). */
+/** Mirrors `path` ↔ `location` when only one is set (the server backfills `location`). */
 export function mirrorLocation(props: Record<string, unknown>): Record<string, unknown> {
   if (typeof props.path === 'string' && props.location === undefined) return { ...props, location: props.path };
   if (typeof props.location === 'string' && props.path === undefined) return { ...props, path: props.location };

@@ -1,15 +1,15 @@
-/** Reasons of the catalog (contract §7, §10; our additions marked in docs/catalog.md). */
+/** Reasons of the catalog (our additions marked in docs/catalog.md). */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const CatalogErrors = defineErrors('catalog', {
   catalog_dataset_not_found: {
     status: 404,
-    doc: 'No dataset with that URN is visible to the caller: absent, or no viewer/editor/owner relation (contract §7.3).',
+    doc: 'No dataset with that URN is visible to the caller: absent, or no viewer/editor/owner relation.',
     stringDetail: 'Dataset not found',
   },
   catalog_schema_update_not_found: {
     status: 404,
-    doc: 'Schema PUT on a dataset the caller cannot see; the SDK matches this exact string (contract §1.6, §7.3).',
+    doc: 'Schema PUT on a dataset the caller cannot see; the SDK matches this exact string.',
     stringDetail: 'Dataset not found or schema could not be updated',
   },
   catalog_schema_not_set: { status: 404, doc: 'The dataset has no schema yet.', stringDetail: 'Dataset schema not found' },
@@ -19,7 +19,7 @@ export const CatalogErrors = defineErrors('catalog', {
   container_parent_invalid: { status: 422, doc: '`parent_urn` names the container itself or one of its descendants.' },
   container_membership_admin_only: {
     status: 403,
-    doc: "Setting or changing a dataset's `container_urn` is a membership change, which needs a native administrator (spec: Authentication 8).",
+    doc: "Setting or changing a dataset's `container_urn` is a membership change, which needs a native administrator.",
   },
   dataset_not_in_container: { status: 404, doc: 'Membership removal for a dataset that is not in that container.' },
   secret_not_found: { status: 404, doc: 'No secret with that URN that the caller may see (owner or native administrator).' },
@@ -28,7 +28,9 @@ export const CatalogErrors = defineErrors('catalog', {
   secret_owner_unknown: { status: 422, doc: '`owner` is not `urn:li:corpuser:<username>` of a local user.' },
   secret_reference_forbidden: {
     status: 403,
-    doc: 'Dataset properties reference a secret URN the caller cannot see; existence is not revealed. `secret_urn` says which.',
+    doc:
+      'Dataset properties reference a secret URN the caller cannot see (existence is not revealed), or keep such a ' +
+      'reference while changing another property (where the credential would go). `secret_urn` says which.',
   },
   secret_unavailable: {
     status: 409,

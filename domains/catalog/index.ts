@@ -1,5 +1,5 @@
 /**
- * The data catalog (issue 8): datasets, containers and encrypted secrets.
+ * The data catalog: datasets, containers and encrypted secrets.
  * Provides DATASETS (ReBAC-checked dataset access) and SECRETS (`reveal`
  * for connectors, never routed) to later domains; adds `meshgate rotate-kek`.
  */
@@ -22,7 +22,10 @@ import { createSecretStore } from './secrets-store.ts';
 
 export { DATASETS, type DatasetService } from './datasets-service.ts';
 export type { DatasetView } from './datasets-wire.ts';
+export { checkKekFiles, type KekFileStatus } from './kek-check.ts';
+export { kekDirOf } from './kek-ring.ts';
 export { SECRETS, type SecretsAccess } from './secrets-service.ts';
+export { parseBoundSecretReference } from './urn.ts';
 
 export const catalogModule: HandlerModule = {
   name: 'catalog',

@@ -13,6 +13,10 @@ import { KEY_BYTES } from './crypto.ts';
 
 const FILE = /^kek-v(\d+)\.key$/;
 
+export function kekFileName(version: number): string {
+  return `kek-v${version}.key`;
+}
+
 export function kekDirOf(config: Readonly<Config>): string {
   return config.secrets.kekDir ?? join(config.dataDir, 'keys', 'kek');
 }
@@ -76,7 +80,7 @@ export class KekRing {
   }
 
   #file(version: number): string {
-    return join(this.dir, `kek-v${version}.key`);
+    return join(this.dir, kekFileName(version));
   }
 
   #syncDir(): void {

@@ -1,5 +1,5 @@
 /**
- * KEK rotation (issue 8): add a KEK version, rewrap every data key under it
+ * KEK rotation: add a KEK version, rewrap every data key under it
  * without touching value ciphertexts, then retire the old versions and
  * delete their key files. Every step is durable before the next starts, so
  * a crash anywhere is finished by running the command again:

@@ -1,5 +1,5 @@
 /**
- * Catalog tables (issue 8): datasets, containers, secrets, and the KEK
+ * Catalog tables: datasets, containers, secrets, and the KEK
  * ledger. Secrets hold only ciphertext and a wrapped data key; key material
  * of the KEKs lives in key files (crypto.ts, kek-ring.ts), never here.
  */
@@ -84,6 +84,8 @@ export const catalogDatasetSecrets = sqliteTable(
       .references(() => catalogDatasets.urn, { onDelete: 'cascade' }),
     reference: text('reference').notNull(),
     secretId: text('secret_id').notNull(),
+    /** The local user who wrote the reference: a use is authorized against them, not whoever owns the dataset now. */
+    boundBy: text('bound_by').notNull(),
   },
   (t) => [primaryKey({ columns: [t.datasetUrn, t.reference] }), index('catalog_dataset_secrets_secret').on(t.secretId)],
 );

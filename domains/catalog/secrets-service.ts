@@ -1,5 +1,5 @@
 /**
- * Secrets (contract §7.5): metadata through the API, values only through
+ * Secrets: metadata through the API, values only through
  * the in-process SECRETS service (connectors). Who may see and delete a
  * secret — our rule, since the ReBAC model has no secret namespace: its
  * owner (the local user who created it, or the user an administrator named

@@ -1,6 +1,6 @@
 /**
- * Catalog URNs (contract §7.1) and the raw-path split of the v2 addressing
- * form (§7.2). URNs are opaque keys once built: names are kept verbatim
+ * Catalog URNs and the raw-path split of the v2 addressing
+ * form (docs/catalog.md). URNs are opaque keys once built: names are kept verbatim
  * (slashes, parentheses, commas, `%`, `+`, unicode), so a URN is parsed back
  * only by the fixed parts around the name — the platform and the
  * environment, which the create bodies restrict to [A-Za-z0-9_.-].
@@ -35,15 +35,15 @@ function parse(prefix: string, urn: string): UrnParts | null {
   return TOKEN_PATTERN.test(parts.platform) && TOKEN_PATTERN.test(parts.environment) ? parts : null;
 }
 
-/** `urn:li:dataset:(urn:li:dataPlatform:<platform>,<name>,<ENV>)` (contract §7.1). */
+/** `urn:li:dataset:(urn:li:dataPlatform:<platform>,<name>,<ENV>)`. */
 export const datasetUrn = (parts: UrnParts): string => build(DATASET_PREFIX, parts);
 export const parseDatasetUrn = (urn: string): UrnParts | null => parse(DATASET_PREFIX, urn);
 
-/** `urn:li:container:(urn:li:dataPlatform:<platform|"platform">,<name>,PROD)` (contract §7.1 [I]). */
+/** `urn:li:container:(urn:li:dataPlatform:<platform|"platform">,<name>,PROD)`, the DataHub container form. */
 export const containerUrn = (platform: string, name: string): string => build(CONTAINER_PREFIX, { platform, name, environment: 'PROD' });
 export const parseContainerUrn = (urn: string): UrnParts | null => parse(CONTAINER_PREFIX, urn);
 
-/** `urn:li:dataHubSecret:<name>` (contract §7.1 [I]). */
+/** `urn:li:dataHubSecret:<name>`, the DataHub secret form. */
 export const secretUrn = (name: string): string => `${SECRET_PREFIX}${name}`;
 export function parseSecretUrn(urn: string): string | null {
   return urn.startsWith(SECRET_PREFIX) && urn.length > SECRET_PREFIX.length ? urn.slice(SECRET_PREFIX.length) : null;

@@ -7,6 +7,7 @@
 
 import { principalOf } from '../../gateway/http/context.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
+import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { SIGNING_KEYS } from '../auth/index.ts';
 import { FEDERATIONS } from '../federation/index.ts';
 import { DEPLOYMENT_COUNT } from '../serving/index.ts';
@@ -25,9 +26,16 @@ export const clusterModule: HandlerModule = {
           method: 'GET',
           path: '/cluster/cluster_capabilities',
           auth: 'user',
+          doc: { summary: "This cluster's capabilities (runtimes, GPUs, federations) as the SDK reads them", answers: { 200: jsonObject } },
           handle: (ctx) => ({ status: 200, body: capabilities(capabilitySources, principalOf(ctx)) }),
         },
-        { method: 'GET', path: '/cluster/diagnose', auth: 'admin', handle: () => ({ status: 200, body: diagnose(diagnoseSources) }) },
+        {
+          method: 'GET',
+          path: '/cluster/diagnose',
+          auth: 'admin',
+          doc: { summary: 'Diagnostics of this cluster: identity, certificate expiry, signing keys', answers: { 200: jsonObject } },
+          handle: () => ({ status: 200, body: diagnose(diagnoseSources) }),
+        },
       ],
     };
   },

@@ -1,6 +1,5 @@
 /**
- * The receiver's brokered-user allowlist (spec "Brokered-user allowlist
- * entry", "Allowlist entry" states; contract §3.8): add (409 on repeat,
+ * The receiver's brokered-user allowlist ("Allowlist entry" states): add (409 on repeat,
  * release 1.3.3), list, revoke (optionally cancelling the user's in-flight
  * jobs through the BROKERED_JOB_CANCELLER hook), restore (optionally with a
  * new recipe). Recipes are validated against the ReBAC model at add time.

@@ -1,8 +1,7 @@
 /**
- * Preflight, diagnose and resolve-address (spec "Federation management";
- * contract §3.7): probe a proposed or stored route layer by layer (dns,
+ * Preflight, diagnose and resolve-address: probe a proposed or stored route layer by layer (dns,
  * tcp, tls, http, hmac) and report one stable reason per failing layer
- * with the remedy the spec gives. A failed layer is part of the report
+ * with its remedy. A failed layer is part of the report
  * (200); the layers after it are `skipped`.
  */
 import { ApiError } from '../../gateway/errors/api-error.ts';
@@ -19,7 +18,7 @@ import { primaryRoute } from './wire.ts';
 export const LAYERS = ['dns', 'tcp', 'tls', 'http', 'hmac'] as const;
 type Layer = (typeof LAYERS)[number];
 
-/** Remedies (spec: Errors "Diagnosing"; contract §3.7). */
+/** Remedies. */
 export const REMEDIES: Readonly<Record<string, string>> = {
   dns_unresolvable: 'Fix the DNS name, or put the peer IP in remote_ips[].ip and keep its name in hostname.',
   connection_failed: 'Check the address and port, that the peer gateway is running, and firewalls between the clusters.',
@@ -176,7 +175,7 @@ async function signedProbe(ctx: FederationContext, row: FederationRow): Promise<
   }
 }
 
-/** POST /resolve-address (contract §3.7): a name → its IP by DNS; an IP → a DNS name from the TLS certificate SANs. */
+/** POST /resolve-address: a name → its IP by DNS; an IP → a DNS name from the TLS certificate SANs. */
 export async function resolveAddress(ctx: FederationContext, input: string) {
   const { host, port } = parsePeerAddress(input);
   const dns = await probeDns(host, ctx.policy.peerTimeoutMs);

@@ -1,9 +1,9 @@
 /**
- * FEDERATIONS: what the mesh proxy and mesh ingress (issue 6) need from
+ * FEDERATIONS: what the mesh proxy and mesh ingress need from
  * this domain, without reaching into its tables: this cluster's identity,
  * PAIRED records for selector resolution, PSK access for signing and
  * verifying, the per-peer agent, the shared-issuer policy and the
- * allowlist lookups used at brokered-user admission (contract §4.1–§4.5).
+ * allowlist lookups used at brokered-user admission.
  */
 import type { KeyObject } from 'node:crypto';
 import type { PeerAgent } from '../../gateway/mesh/peer-agent.ts';
@@ -20,7 +20,7 @@ export type AllowlistEntryView = ReturnType<typeof entryView>;
 export interface FederationDirectory {
   readonly localClusterId: string;
   readonly localClusterName: string;
-  /** PAIRED records (contract §4.1: selectors consider only these). */
+  /** PAIRED records (selectors consider only these). */
   paired(): readonly FederationRecordView[];
   /** Records pinned to a peer's cluster id (X-KZ-Mesh-Source-Cluster-Id), DELETED excluded; status tells PAIRED from not active. */
   byRemoteClusterId(remoteClusterId: string): readonly FederationRecordView[];
@@ -33,7 +33,7 @@ export interface FederationDirectory {
   /** PLATFORM_TRUSTED_SHARED_ISSUERS: empty trusts none. */
   isTrustedSharedIssuer(issuer: string): boolean;
   allowlistEntry(federationId: string, externalId: string): AllowlistEntryView | undefined;
-  /** First admission: remember the receiver-local user and flip auto_provisioned (contract §4.5 step 4). */
+  /** First admission: remember the receiver-local user and flip auto_provisioned. */
   markProvisioned(federationId: string, externalId: string, localUserId: string): AllowlistEntryView;
   /** The entry's tuple recipe rendered for the local user ({{user_id}}, {{external_id}}). */
   renderEntryTuples(entry: AllowlistEntryView, localUserId: string): TupleInput[];

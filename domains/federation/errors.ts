@@ -1,5 +1,5 @@
 /**
- * Reasons of the federation domain (contract §3, §3.7, §3.9, §10). Peer
+ * Reasons of the federation domain. Peer
  * transport and trust failures on the calling side use the diagnose layer
  * reasons so a failed pair, ping or disconnect names the same cause
  * diagnose would. The envelope reasons (invalid_signature, ...) live with the
@@ -28,7 +28,7 @@ export const FederationErrors = defineErrors('federation', {
   peer_identity_aliases_local: { status: 409, doc: 'The peer reports this cluster’s own id (a self-pair, or the address points back here). Fix remote_ips.' },
   pairing_clock_skew: {
     status: 403,
-    doc: 'Receiver side of /remote/pair: the clocks differ by 60 s or more (spec: Limits); `skew_seconds` says by how much.',
+    doc: 'Receiver side of /remote/pair: the clocks differ by 60 s or more; `skew_seconds` says by how much.',
   },
   federation_user_exists: { status: 409, doc: 'The allowlist already has an entry for that external_id (release 1.3.3 semantics).' },
   federation_user_not_found: { status: 404, doc: 'No allowlist entry with that external_id on this federation.' },

@@ -1,5 +1,5 @@
 /**
- * Federation (issue 5): records, the pairing handshake with CA exchange,
+ * Federation: records, the pairing handshake with CA exchange,
  * the peer protocol, the brokered-user allowlist and diagnose. Provides
  * FEDERATIONS (for the mesh proxy and ingress) and looks up the optional
  * BROKERED_JOB_CANCELLER at revoke time.
@@ -13,6 +13,7 @@ import { type FederationContext, PeerAgents } from './context.ts';
 import { createDirectory, FEDERATIONS } from './directory.ts';
 import { FederationErrors } from './errors.ts';
 import { ChangeCounter } from './memo.ts';
+import { observeFederations } from './metrics.ts';
 import { peerRoutes } from './peer-routes.ts';
 import { PskVault } from './psk-vault.ts';
 import { federationRoutes } from './routes.ts';
@@ -32,8 +33,15 @@ export const federationModule: HandlerModule = {
     const agents = new PeerAgents(deps.config.federation.peerTimeoutMs);
     const changes = new ChangeCounter();
     const bump = () => changes.bump();
+    // Records and allowlists changed by another process or `meshgate federation` drop the memoised lookups too.
+    for (const topic of ['federations', 'federation_users']) {
+      deps.feed.subscribe(topic, bump);
+      deps.feed.onReset(topic, bump);
+    }
+    const records = createFederationStore(deps.db, bump);
+    observeFederations(deps.metrics, records);
     const ctx: FederationContext = {
-      records: createFederationStore(deps.db, bump),
+      records,
       allowlist: createAllowlistStore(deps.db, bump),
       changes,
       nonces: createNonceStore(deps.db),

@@ -1,5 +1,5 @@
 /**
- * The mesh hot path's read cache (issue 6 item 5: mesh p50 within 2 ms of
+ * The mesh hot path's read cache (mesh p50 within 2 ms of
  * a local call). Every signed request looked up the record by source
  * cluster, the PAIRED list, the peer agent's record and the allowlist entry
  * — each a drizzle query built from scratch. Both stores bump one in-process

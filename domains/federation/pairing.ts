@@ -1,11 +1,12 @@
 /**
- * The initiator side of pairing and the checks every peer answer passes
- * (contract §3.3, §3.9 steps 1–5, 7). The first /remote/pair runs over the
+ * The initiator side of pairing and the checks every peer answer passes.
+ * The first /remote/pair runs over the
  * TLS bootstrap: hostname pinned, chain not yet verifiable; the receiver's
  * CA is accepted only from an answer whose response HMAC verifies under the
  * PSK, and only when the leaf the peer presented was issued by that CA.
  */
 import { isIP } from 'node:net';
+import { authorityOf, hostOfUrl } from '../../gateway/http/origin.ts';
 import { unixSeconds } from '../../gateway/mesh/canonical.ts';
 import { negotiateFeatures } from '../../gateway/mesh/features.ts';
 import { createPeerAgent, parsePeerAddress, verifyLeafIssuedBy } from '../../gateway/mesh/peer-agent.ts';
@@ -49,7 +50,7 @@ export async function pair(ctx: FederationContext, principal: Principal, id: str
       lastActivity: at,
       updatedAt: at,
     });
-    // Contract §3.2 "Seeded relations": the admin who paired gets federation:{id}#operator.
+    // Seeded relation: the admin who paired gets federation:{id}#operator.
     ctx.authz.write([{ subject: { namespace: 'user', id: principal.userId }, relation: 'operator', object: { namespace: 'federation', id: row.id } }]);
     ctx.logger.info({ federation_id: row.id, remote_cluster_id: paired.remoteClusterId }, 'federation paired (initiator)');
     return recordView(paired);
@@ -76,7 +77,7 @@ function pairBody(ctx: FederationContext, row: FederationRow, principal: Princip
 }
 
 /**
- * How the peer should reach this cluster (contract §3.9 step 2): the
+ * How the peer should reach this cluster: the
  * record's callback_hostname, else auto-detected from the bound address
  * and the public origin (its host as Host/SNI, its port).
  */
@@ -86,18 +87,16 @@ export function advertisedRoute(ctx: FederationContext, row: FederationRow): Rem
     return { ip: row.callbackHostname, hostname: isIP(host) ? (ctx.local.hostnames[0] ?? null) : host, primary: true };
   }
   const origin = new URL(ctx.local.origin());
-  const host = origin.hostname.replace(/^\[|\]$/g, '');
+  const host = hostOfUrl(origin);
   const port = origin.port ? Number(origin.port) : 443;
   const wildcard = ctx.local.bind === '0.0.0.0' || ctx.local.bind === '::';
-  const target = wildcard ? host : ctx.local.bind;
-  const ip = isIP(target) === 6 ? `[${target}]:${port}` : `${target}:${port}`;
-  return { ip, hostname: host, primary: true };
+  return { ip: authorityOf(wildcard ? host : ctx.local.bind, port), hostname: host, primary: true };
 }
 
 /**
  * A peer answer is usable only when it is 200, carries a valid response
  * signature, and its clock is within `maxSkew`. Refusals map to the stable
- * diagnose reasons (contract §3.3: pairing errors = diagnose reasons).
+ * diagnose reasons (pairing errors = diagnose reasons).
  */
 export function expectAccepted(ctx: FederationContext, answer: PeerAnswer, maxSkew: number): void {
   if (answer.status !== 200) throw refusalError(answer);

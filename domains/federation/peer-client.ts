@@ -1,6 +1,6 @@
 /**
- * The calling side of the peer protocol (contract §3.9): signs a JSON body
- * with the PSK under the §4.4 envelope (user id and roles empty, route =
+ * The calling side of the peer protocol: signs a JSON body
+ * with the PSK under the mesh envelope (user id and roles empty, route =
  * this cluster, body hashed), sends it through the peer's agent, and checks
  * the answer's response signature. Transport failures become the stable
  * layer reasons of diagnose.

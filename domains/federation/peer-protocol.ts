@@ -1,7 +1,7 @@
 /**
- * The answering side of the peer protocol, `/api/cluster/remote/*`
- * (contract §3.9), authenticated only by the PSK signature over headers
- * and body (§4.4). Transport-free: routes hand in the signed call. Each
+ * The answering side of the peer protocol, `/api/cluster/remote/*`,
+ * authenticated only by the PSK signature over headers
+ * and body (gateway/mesh/canonical.ts). Transport-free: routes hand in the signed call. Each
  * accepted signature is recorded once (replays are refused), and every
  * success answer carries a response signature binding it to the request.
  */
@@ -26,7 +26,7 @@ import { MESH_HEADERS } from './peer-client.ts';
 import { disconnectRequest, pairRequest } from './requests.ts';
 import type { FederationRow } from './store.ts';
 
-/** Pairing tolerates less skew than the mesh window (spec: Limits, "clock difference for pairing: under 60 seconds"). */
+/** Pairing tolerates less skew than the mesh window: the clocks must differ by under 60 seconds. */
 export const PAIRING_MAX_SKEW_SECONDS = 60;
 
 export interface SignedCall {
@@ -118,7 +118,7 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
   const paired = ctx.records.update(row.id, {
     remoteClusterId: body.local_cluster_id,
     remoteFederationId: body.local_federation_id ?? null,
-    // Contract §3.1: the handshake overwrites the receiver's label with the initiator's advertised name.
+    // The handshake overwrites the receiver's label with the initiator's advertised name.
     remoteClusterName: body.local_cluster_name,
     remoteIps: row.remoteIps.length > 0 ? row.remoteIps : body.local_ips,
     remoteCaPem: body.local_ca_cert,
@@ -154,8 +154,8 @@ function callerRecordId(raw: Buffer): string | null {
 }
 
 /**
- * The record a paired peer's call belongs to: looked up by its cluster id, proven by the signature (contract
- * §4.4). When several records between the same clusters verify (a PSK reused across pairings), the signed body's
+ * The record a paired peer's call belongs to: looked up by its cluster id, proven by the signature.
+ * When several records between the same clusters verify (a PSK reused across pairings), the signed body's
  * federation_id names the caller's record, else the PAIRED one wins over a disconnected one.
  */
 function pairedSigner(ctx: FederationContext, call: SignedCall): { row: FederationRow; key: KeyObject } {

@@ -1,5 +1,5 @@
 /**
- * `/api/cluster/remote/{pair,ping,disconnect}` (contract §3.9): no user
+ * `/api/cluster/remote/{pair,ping,disconnect}`: no user
  * credential at the route level — the PSK signature over the headers and
  * the raw body is the only authentication, checked in peer-protocol.ts.
  */
@@ -8,6 +8,7 @@ import type { RequestContext } from '../../gateway/http/context.ts';
 import { parseTs } from '../../gateway/mesh/canonical.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
 import type { RouteDef } from '../../gateway/module.ts';
+import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import type { FederationContext } from './context.ts';
 import { MESH_HEADERS } from './peer-client.ts';
 import { type PeerReply, remoteDisconnect, remotePair, remotePing, type SignedCall } from './peer-protocol.ts';
@@ -33,14 +34,30 @@ async function signedCall(ctx: RequestContext): Promise<SignedCall> {
   return call;
 }
 
-function peerRoute(path: string, answer: (fctx: FederationContext, call: SignedCall) => PeerReply, fctx: FederationContext): RouteDef {
-  return { method: 'POST', path, auth: 'none', handle: async (ctx) => answer(fctx, await signedCall(ctx)) };
+type PeerAnswer = (fctx: FederationContext, call: SignedCall) => PeerReply;
+
+/** Every peer call: the envelope (signature, age, replay) is checked before the body is read as JSON. */
+const SIGNED_CALL_REASONS = ['invalid_signature', 'signature_expired', 'signature_in_future', 'signature_replayed', 'body_too_large'];
+
+function peerRoute(path: string, answer: PeerAnswer, fctx: FederationContext, summary: string, errors: string[] = []): RouteDef {
+  return {
+    method: 'POST',
+    path,
+    auth: 'none',
+    doc: { summary, answers: { 200: jsonObject }, errors: [...SIGNED_CALL_REASONS, ...errors] },
+    handle: async (ctx) => answer(fctx, await signedCall(ctx)),
+  };
 }
 
 export function peerRoutes(fctx: FederationContext): RouteDef[] {
   return [
-    peerRoute('/cluster/remote/pair', remotePair, fctx),
-    peerRoute('/cluster/remote/ping', remotePing, fctx),
-    peerRoute('/cluster/remote/disconnect', remoteDisconnect, fctx),
+    peerRoute('/cluster/remote/pair', remotePair, fctx, 'Peer protocol: pair (PSK-signed; answered signed)', [
+      'pairing_clock_skew',
+      'peer_identity_aliases_local',
+      'psk_ambiguous',
+      'request_validation_failed',
+    ]),
+    peerRoute('/cluster/remote/ping', remotePing, fctx, 'Peer protocol: ping (PSK-signed; answered signed)', ['federation_not_active']),
+    peerRoute('/cluster/remote/disconnect', remoteDisconnect, fctx, 'Peer protocol: disconnect (PSK-signed; answered signed)', ['request_validation_failed']),
   ];
 }

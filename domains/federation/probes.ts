@@ -1,6 +1,6 @@
 /**
- * One probe per network layer for preflight, diagnose and resolve-address
- * (contract §3.7): DNS → TCP → TLS → HTTP, each answering ok or one stable
+ * One probe per network layer for preflight, diagnose and resolve-address:
+ * DNS → TCP → TLS → HTTP, each answering ok or one stable
  * reason. They never return the peer's response body.
  */
 import { X509Certificate } from 'node:crypto';

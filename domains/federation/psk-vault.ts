@@ -1,5 +1,5 @@
 /**
- * PSKs at rest (DESIGN.md §4: secrets never stored in clear): AES-256-GCM
+ * PSKs at rest (secrets never stored in clear): AES-256-GCM
  * under a key kept in <dataDir>/keys/federation-psk.key (mode 0600), with
  * the record id as associated data so a ciphertext cannot be moved to
  * another record. The catalog's two-layer envelope scheme can replace this

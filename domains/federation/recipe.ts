@@ -1,6 +1,6 @@
 /**
- * Allowlist tuple recipes (spec "Brokered-user allowlist entry"; contract
- * §3.8, §6.2): strings `user:{{user_id}}` / `<namespace>:<object_id>`,
+ * Allowlist tuple recipes:
+ * strings `user:{{user_id}}` / `<namespace>:<object_id>`,
  * validated against the ReBAC model when the entry is added, rendered into
  * real tuples when mesh ingress provisions the brokered user.
  */
@@ -15,7 +15,7 @@ export const recipeSchema = z
   .array(z.object({ subject: z.string().trim().min(1).max(1024), relation: z.string().trim().min(1).max(64), object: z.string().trim().min(1).max(2048) }))
   .max(256);
 
-/** `<namespace>:<id>`, split on the FIRST colon: dataset URNs contain colons (contract §3.8). */
+/** `<namespace>:<id>`, split on the FIRST colon: dataset URNs contain colons. */
 export function splitRef(ref: string): { namespace: string; id: string } | null {
   const at = ref.indexOf(':');
   if (at <= 0 || at === ref.length - 1) return null;

@@ -1,4 +1,4 @@
-/** Request bodies and queries of the federation API and the peer protocol (contract §3.2–§3.9), as zod schemas. */
+/** Request bodies and queries of the federation API and the peer protocol, as zod schemas. */
 import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
 import { parsePeerAddress } from '../../gateway/mesh/peer-agent.ts';
@@ -68,7 +68,7 @@ export const createBody = z.object({
 });
 export type CreateBody = z.infer<typeof createBody>;
 
-/** PUT: the fields that may change (spec "Federation update request"). */
+/** PUT: the fields that may change. */
 export const updatableFields = z.object({
   brokering_enabled: z.boolean().optional(),
   shared_ca_pem: certificatePem.nullable().optional(),
@@ -103,8 +103,8 @@ export const restoreBody = z.object({ initial_tuples: recipeSchema.optional() })
 export const preflightBody = z.object({ remote_ips: z.array(remoteIpSchema).min(1).max(16) });
 export const resolveBody = z.object({ address });
 
-/** The peer protocol (contract §3.9). Every body carries the caller's nonce (peer-client.ts). */
-/** Mesh hardening offered at pairing; a peer that sends none speaks the spec envelope only. */
+/** The peer protocol. Every body carries the caller's nonce (peer-client.ts). */
+/** Mesh hardening offered at pairing; a peer that sends none speaks the base envelope only. */
 const meshFeaturesOffer = z.array(z.string().max(32)).max(16).default([]);
 
 export const pairRequest = z.object({

@@ -1,5 +1,5 @@
 /**
- * Tables of the federation domain (contract §3): the cluster's own
+ * Tables of the federation domain: the cluster's own
  * identity, federation records (PSK encrypted at rest), the receiver's
  * brokered-user allowlist, and the once-only cache of peer-call signatures.
  */
@@ -44,7 +44,7 @@ export const federations = sqliteTable(
     updatedAt: text('updated_at').notNull(),
     /** AES-256-GCM ciphertext (psk-vault.ts); null once the record is deleted. */
     pskEnc: text('psk_enc'),
-    /** The peer's platform CA, received only inside the PSK-signed handshake (contract §3.9). */
+    /** The peer's platform CA, received only inside the PSK-signed handshake. */
     remoteCaPem: text('remote_ca_pem'),
     peerKcIssuerUrl: text('peer_kc_issuer_url'),
     peerKcJwksUrl: text('peer_kc_jwks_url'),
@@ -60,7 +60,7 @@ export const federations = sqliteTable(
     identityMode: text('identity_mode', { enum: ['shared_idp', 'peer_kc'] }),
     trustPosture: text('trust_posture', { enum: ['receiver_controlled_shared', 'source_trusted'] }),
     grandfathered: integer('grandfathered', { mode: 'boolean' }).notNull(),
-    /** Mesh hardening both sides announced at pairing (gateway/mesh/features.ts); [] = spec envelope only. */
+    /** Mesh hardening both sides announced at pairing (gateway/mesh/features.ts); [] = base envelope only. */
     meshFeatures: text('mesh_features', { mode: 'json' }).$type<string[]>().notNull().default([]),
   },
   (t) => [index('federations_status').on(t.status), index('federations_remote_cluster').on(t.remoteClusterId)],

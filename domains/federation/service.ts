@@ -1,6 +1,5 @@
 /**
- * Federation records (spec "Federation record", "Federation status";
- * contract §3.1–§3.6): create, list, get, update, disconnect, delete and
+ * Federation records: create, list, get, update, disconnect, delete and
  * ping. Transport-free; takes a Principal. Pairing itself is pairing.ts,
  * the answering side of peer calls peer-protocol.ts.
  */
@@ -19,7 +18,7 @@ import type { FederationRow, FederationStatus } from './store.ts';
 import { recordView } from './wire.ts';
 
 const UPDATABLE = new Set(['brokering_enabled', 'shared_ca_pem', 'require_peer_jwt', 'shared_jwks_url']);
-/** Fields a PUT must refuse to change (spec "Federation update request"; contract §3.4). */
+/** Fields a PUT must refuse to change. */
 const IMMUTABLE = new Set([
   'preshared_key',
   'id',
@@ -104,7 +103,10 @@ export class FederationService {
     return recordView(row);
   }
 
-  /** Contract §3.1: a shared issuer selects shared_idp; otherwise peer_kc, gated by cluster policy (§3.2). */
+  /**
+   * A shared issuer selects shared_idp; otherwise peer_kc, gated by cluster policy
+   * (untrusted federation is off by default).
+   */
   private identityOf(body: CreateBody): Pick<FederationRow, 'identityMode' | 'trustPosture' | 'requirePeerJwt'> {
     if (body.identity_mode && body.identity_mode !== 'shared_idp' && body.identity_mode !== 'peer_kc') {
       throw FederationErrors.make.identity_mode_unsupported({ identity_mode: body.identity_mode });
@@ -145,7 +147,7 @@ export class FederationService {
     return recordView(updated);
   }
 
-  /** Default: the peer acknowledges first, or nothing changes (502). force=true: local only (contract §3.5). */
+  /** Default: the peer acknowledges first, or nothing changes (502). force=true: local only. */
   async disconnect(id: string, force: boolean) {
     const row = requireRecord(this.ctx, id);
     if (row.status === 'DELETED') throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
@@ -164,7 +166,7 @@ export class FederationService {
     return { federation_id: id, status: 'DISCONNECTED', peer_acknowledged: acknowledged, message: 'Federation disconnected' };
   }
 
-  /** Soft delete: best-effort peer notice, PSK destroyed, ReBAC grants on the record removed (contract §3.5). */
+  /** Soft delete: best-effort peer notice, PSK destroyed, ReBAC grants on the record removed. */
   async delete(id: string) {
     const row = requireRecord(this.ctx, id);
     if (row.status === 'DELETED') return { federation_id: id, status: 'DELETED', peer_acknowledged: false, message: 'Federation deleted' };
@@ -184,7 +186,7 @@ export class FederationService {
     return { federation_id: id, status: 'DELETED', peer_acknowledged: acknowledged, message: 'Federation deleted' };
   }
 
-  /** The signed peer path end to end (contract §3.6); transport failures are 502/504 with the layer reason. */
+  /** The signed peer path end to end; transport failures are 502/504 with the layer reason. */
   async ping(id: string) {
     const row = requireRecord(this.ctx, id);
     const agent = row.status === 'PAIRED' ? this.ctx.agents.for(row) : null;

@@ -1,4 +1,4 @@
-/** Drizzle queries of the federation domain behind narrow interfaces (STYLE C3). */
+/** Drizzle queries of the federation domain behind narrow interfaces. */
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, inArray, lt } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';

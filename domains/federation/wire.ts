@@ -1,9 +1,9 @@
-/** Wire shapes of federation records and allowlist entries (contract §3.1, §3.8). The PSK never appears. */
+/** Wire shapes of federation records and allowlist entries. The PSK never appears. */
 import { createHash } from 'node:crypto';
 import type { RemoteIp } from './schema.ts';
 import type { AllowlistRow, FederationRow } from './store.ts';
 
-/** SHA-256 of the whitespace-stripped PEM (contract §3.10's fingerprint form). */
+/** SHA-256 of the whitespace-stripped PEM (the fingerprint form the upstream platform shows). */
 export function caFingerprint(pem: string | null): string | null {
   return pem ? createHash('sha256').update(pem.replace(/\s+/g, '')).digest('hex') : null;
 }
@@ -56,7 +56,7 @@ export function entryView(row: AllowlistRow) {
   };
 }
 
-/** The route pair and peer calls use: the primary entry, else the first (contract §3.9 step 1). */
+/** The route pair and peer calls use: the primary entry, else the first. */
 export function primaryRoute(row: FederationRow): RemoteIp | null {
   return row.remoteIps.find((r) => r.primary) ?? row.remoteIps[0] ?? null;
 }

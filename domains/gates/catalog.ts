@@ -1,6 +1,6 @@
 /**
  * What gate classes this gateway ships, as `POST /authz/gates/discover`
- * describes them (contract §5.7). The classes live with the domain that runs
+ * describes them. The classes live with the domain that runs
  * them — execution gates in jobs, per-record gates in retrieval — and each
  * provides its catalog under a key here, so this module never imports them.
  */
@@ -12,7 +12,7 @@ import { GateErrors } from './errors.ts';
 export interface GateDescription {
   readonly name: string;
   readonly kind: 'execution' | 'attribute';
-  /** `AttributeSpec`s (contract §9.2): the caller attributes the gate reads. */
+  /** `AttributeSpec`s: the caller attributes the gate reads. */
   readonly required_attributes: readonly { key: string; header: string; required: boolean }[];
   /** JSON Schema of the binding's `config`. */
   readonly config_schema: Readonly<Record<string, unknown>>;

@@ -1,6 +1,6 @@
 /**
  * Reasons shared by both kinds of gate binding and by gate discovery — the cluster execution gate
- * (jobs, contract §5.7) and per-dataset record gates (retrieval, §9.1) — so
+ * (jobs) and per-dataset record gates (retrieval) — so
  * one reason means one thing however it is reached.
  */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
@@ -12,7 +12,7 @@ export const GateErrors = defineErrors('gates', {
   },
   wrong_kind: {
     status: 400,
-    doc: 'The gate class is of the other kind: an execution gate bound to a dataset (contract §9.1), or a record gate bound as the execution gate (§5.7); `expected` names the kind wanted.',
+    doc: 'The gate class is of the other kind: an execution gate bound to a dataset, or a record gate bound as the execution gate; `expected` names the kind wanted.',
   },
   classpath_unimportable: {
     status: 404,

@@ -1,11 +1,12 @@
 /**
- * Gate discovery (contract §5.7): `POST /authz/gates/discover` describes a
+ * Gate discovery: `POST /authz/gates/discover` describes a
  * gate class — execution (jobs) or per-record (retrieval) — before it is
  * bound. Owns the reasons both kinds of binding share (errors.ts).
  */
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
+import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { EXECUTION_GATE_CATALOG, type GateDescription, RECORD_GATE_CATALOG, unshippedGate } from './catalog.ts';
 import { GateErrors } from './errors.ts';
 
@@ -33,6 +34,12 @@ export const gatesModule: HandlerModule = {
           path: '/authz/gates/discover',
           auth: 'admin',
           nativeOnly: true,
+          doc: {
+            summary: 'Describe a shipped gate by its classpath: its kind and settings',
+            body: discoverBody,
+            answers: { 200: jsonObject },
+            errors: ['classpath_unimportable', 'classpath_not_allowed'],
+          },
           async handle(ctx) {
             const { classpath } = await readJson(ctx.req, maxBody, discoverBody);
             return { status: 200, body: discover(classpath) };

@@ -1,4 +1,4 @@
-/** Reasons of the jobs domain and its execution gate (contract §5, §10). */
+/** Reasons of the jobs domain and its execution gate. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const JobsErrors = defineErrors('jobs', {
@@ -26,7 +26,7 @@ export const JobsErrors = defineErrors('jobs', {
   },
   no_execution_gate_configured_for_mesh: {
     status: 403,
-    doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster (contract §5.7); `gate` is `(unconfigured)`.',
+    doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster; `gate` is `(unconfigured)`.',
   },
   gate_load_error: { status: 403, doc: 'The bound execution gate’s class path is no longer available; submissions fail closed until it is rebound.' },
 });

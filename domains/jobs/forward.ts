@@ -1,5 +1,5 @@
 /**
- * The compatibility shim of contract §5.6: the develop SDK sends
+ * The forwarding shim for older clients (docs/jobs.md "Mesh jobs"): the develop SDK sends
  * `run(target_cluster="X")` to its LOCAL cluster and then polls locally.
  * A local submit or run naming another cluster is sent through this
  * cluster's own mesh egress (MESH_EGRESS: same selector, signer and
@@ -10,16 +10,18 @@
  * `{remote job_id → federation}` so local status/result/logs/cancel for
  * that id are proxied the same way.
  */
+
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import type { MeshInbound, Reply } from '../../gateway/http/context.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
 import { MESH } from '../../gateway/mesh/headers.ts';
 import type { HttpMethod } from '../../gateway/module.ts';
+import type { Span } from '../../gateway/observability/tracing.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import type { MeshAnswer, MeshEgress } from '../mesh/index.ts';
 import type { ShadowStore } from './store.ts';
 
-/** The per-job actions a shadow proxies (contract §5.6 item 2). */
+/** The per-job actions a shadow proxies. */
 export type ShadowAction = 'status' | 'result' | 'logs' | 'cancel';
 
 /** Who is forwarding: the principal, its credential, and the inbound hop when this cluster is itself a mesh hop. */
@@ -27,12 +29,14 @@ export interface Caller {
   principal: Principal;
   bearer: string | null;
   inbound: MeshInbound | null;
+  /** The caller's span; a forwarded job continues its trace on the peer. */
+  span: Span;
 }
 
 /** Far above any jobs answer (logs are capped at jobs.logsResponseMaxBytes before JSON escaping). */
 const PEER_ANSWER_MAX_BYTES = 64 * 1024 * 1024;
 
-/** The selector a submit or run names; `local` when it names none (contract §5.1: target_cluster is an alias). */
+/** The selector a submit or run names; `local` when it names none (target_cluster is an alias). */
 export function targetOf(input: { cluster_selector?: string | null | undefined; target_cluster?: string | null | undefined }): string {
   return input.cluster_selector ?? input.target_cluster ?? 'local';
 }
@@ -44,7 +48,7 @@ export class MeshJobForwarder {
     private readonly now: () => Date,
   ) {}
 
-  /** Contract §5.6 items 1 and 3; item 2 for a submit the peer accepted. */
+  /** Forward through the mesh, answer the peer's body plus `cluster_selector`; shadow a submit the peer accepted. */
   async submission(caller: Caller, kind: 'submit' | 'run', selector: string, body: Record<string, unknown>): Promise<Reply> {
     const { target_cluster: _alias, cluster_selector: _selector, ...forwarded } = body;
     const answer = await this.#send(caller, selector, 'POST', `api/cluster/jobs/${kind}`, Buffer.from(JSON.stringify(forwarded)));
@@ -77,6 +81,7 @@ export class MeshJobForwarder {
       headers: body ? { 'content-type': 'application/json', accept: 'application/json' } : { accept: 'application/json' },
       body,
       inbound: caller.inbound,
+      span: caller.span,
     });
   }
 }

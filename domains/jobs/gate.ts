@@ -1,9 +1,9 @@
 /**
- * The cluster execution gate (contract §5.7): at most one binding, chosen
+ * The cluster execution gate: at most one binding, chosen
  * from the gates this gateway ships, consulted once per submission. Without
  * a binding, local submissions are allowed and mesh submissions refused.
  * Class paths are accepted under the upstream `kamiwaza.` literal the SDK
- * sends and under the neutral `platform.` alias (contract §0.3).
+ * sends and under the neutral `platform.` alias.
  */
 
 import type { Principal } from '../../gateway/principal.ts';
@@ -110,7 +110,7 @@ export class ExecutionGateService {
     return { ...gate.decide(input, row.config), gate: gate.name };
   }
 
-  /** Throws the refusal for a denied decision (403 with `gate`, contract §5.1). */
+  /** Throws the refusal for a denied decision (403 with `gate`). */
   enforce(input: GateInput): GateDecision {
     const decision = this.decide(input);
     if (decision.allow) return decision;

@@ -1,6 +1,6 @@
 /**
- * Jobs (issue 7): submit/run/status/result/logs/cancel/list over the
- * configured runtime, the execution gate, and the contract §5.6 shim that
+ * Jobs: submit/run/status/result/logs/cancel/list over the
+ * configured runtime, the execution gate, and the forwarding shim that
  * forwards non-local selectors through MESH_EGRESS. Provides JOBS and the
  * federation's BROKERED_JOB_CANCELLER. Uses AUTHZ and MESH_EGRESS, so it
  * follows authz and mesh.
@@ -17,10 +17,11 @@ import { MESH_EGRESS } from '../mesh/index.ts';
 import { JobsErrors } from './errors.ts';
 import { MeshJobForwarder } from './forward.ts';
 import { ExecutionGateService, executionGateCatalog } from './gate.ts';
+import { observeJobs } from './metrics.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
-import { JobSandbox } from './runtimes/local/sandbox.ts';
+import { exposedPaths, type GuardedPath, JobSandbox } from './runtimes/local/sandbox.ts';
 import { answerJobCalls, OwnedJobRuntime } from './runtimes/owned.ts';
 import { RayJobRuntime } from './runtimes/ray.ts';
 import type { JobRuntime } from './runtimes/types.ts';
@@ -38,6 +39,7 @@ export const jobsModule: HandlerModule = {
     const catalog = PackageCatalog.load(jobsConfig.pythonPackages.catalogFile);
     const runtime = createRuntime(deps.config, deps.logger, deps.process);
     const store = createJobStore(deps.db);
+    observeJobs(deps.metrics, store);
     const apiUrl = () => `${deps.runtime.origin()}/api`;
     // Re-attaching jobs after a restart and sweeping expired logs happen once, in the process that owns the jobs.
     const owner = deps.process.role !== 'worker';
@@ -62,12 +64,12 @@ export const jobsModule: HandlerModule = {
     });
     deps.services.provide(JOBS, service);
     deps.services.provide(EXECUTION_GATE_CATALOG, executionGateCatalog);
-    // Allowlist revoke with cancel_in_flight_jobs=true (contract §3.8) stops the brokered user's jobs here.
+    // Allowlist revoke with cancel_in_flight_jobs=true stops the brokered user's jobs here.
     deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId) });
     const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
     await tracker.start();
     return {
-      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
+      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes, deps.tracing), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
       async close() {
         tracker.close();
         await runtime.close();
@@ -87,6 +89,10 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
     });
   }
   const sandbox = new JobSandbox({ ...jobs.local.sandbox, limits: jobs.local.limits, maxFileBytes: jobs.local.maxLogBytes + 1 });
+  if (sandbox.isolated) {
+    const exposed = exposedPaths(jobs.local.sandbox.readOnlyPaths, guardedPaths(config));
+    if (exposed.length > 0) throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
+  }
   const sandboxProblem = sandbox.probe();
   if (!sandbox.isolated) logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
   if (sandboxProblem !== null) logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
@@ -103,6 +109,14 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
   });
   if (place.role === 'primary') answerJobCalls(place, local);
   return local;
+}
+
+/** What no job may see: the data dir (keys, database, other jobs), the KEKs and the TLS key. */
+function guardedPaths(config: Readonly<Config>): GuardedPath[] {
+  const guarded = [{ setting: 'dataDir', path: config.dataDir }];
+  if (config.secrets.kekDir !== null) guarded.push({ setting: 'secrets.kekDir', path: config.secrets.kekDir });
+  if (config.tlsKeyFile !== null) guarded.push({ setting: 'tlsKeyFile', path: config.tlsKeyFile });
+  return guarded;
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The result marker (spec "Job": Result marker; contract §5.4): the last
+ * The result marker (Result marker): the last
  * stdout line beginning `KZ_MESH_RUN_ON_JSON::` whose remainder parses as
  * JSON is the result. Logs are read backwards in chunks, so a huge log costs
  * only the bytes after its last marker, never the whole file in memory.

@@ -1,5 +1,5 @@
 /**
- * The operator's approved python package catalog (contract §5.8): a JSON
+ * The operator's approved python package catalog: a JSON
  * file of {name, version, sha256[]}, read once at start. A job may name only
  * exact coordinates from it; anything else is refused before the job exists.
  */

@@ -1,9 +1,10 @@
 /**
- * The job submit/run request (spec "Job"; contract §5.1), validated into
- * FastAPI-style 422 lists. Unknown fields are ignored (contract §0.3);
+ * The job submit/run request, validated into
+ * FastAPI-style 422 lists. Unknown fields are ignored;
  * runtime_env keeps only env_vars, the other keys are stripped silently.
  */
 import { z } from 'zod';
+import { ENV_NAME } from './env.ts';
 
 const MAX_PACKAGES = 32;
 const MAX_DELEGATED = 64;
@@ -11,7 +12,6 @@ const DATASET_OPS = ['discover', 'read', 'retrieve'] as const;
 const MODEL_OPS = ['discover', 'chat'] as const;
 /** PEP 440-ish exact pin: a bare name, `==`, a bare version; no extras, markers, URLs or ranges. */
 const PIN = /^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==([A-Za-z0-9](?:[A-Za-z0-9.+!_-]*[A-Za-z0-9])?)$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 const operations = <T extends readonly [string, ...string[]]>(allowed: T) =>
   z
@@ -67,7 +67,7 @@ export const jobRequestSchema = z.object({
   delegated_access: delegatedAccess.nullish(),
   python_packages: pythonPackages.nullish(),
   cluster_selector: z.string().min(1).nullish(),
-  /** The develop SDK's name for cluster_selector (contract §5.1). */
+  /** The develop SDK's name for cluster_selector. */
   target_cluster: z.string().min(1).nullish(),
 });
 

@@ -1,7 +1,7 @@
 /**
  * Tables of the jobs domain: one row per job with every stored attribute of
- * contract §5.3 (and what a restart needs to re-queue a PENDING job), and the
- * single execution-gate binding of contract §5.7.
+ * the job record (and what a restart needs to re-queue a PENDING job), and the
+ * single execution-gate binding.
  */
 import { index, integer, sqliteTable, text, uniqueIndex } from '../../gateway/db/drizzle.ts';
 
@@ -32,11 +32,11 @@ export const jobs = sqliteTable(
     sourceClusterName: text('source_cluster_name'),
     userId: text('user_id').notNull(),
     tenantId: text('tenant_id').notNull(),
-    /** The originating identity (contract §5.2 audit_actor): sub, or external_id for mesh callers. */
+    /** The originating identity (`audit_actor` on the wire): sub, or external_id for mesh callers. */
     auditActor: text('audit_actor').notNull(),
     clusterSelector: text('cluster_selector').notNull(),
     entrypoint: text('entrypoint').notNull(),
-    /** Only `env_vars` survives (spec "Job"); kept so a queued job can be re-queued after a restart. */
+    /** Only `env_vars` survives; kept so a queued job can be re-queued after a restart. */
     envVars: text('env_vars', { mode: 'json' }).$type<Record<string, string>>().notNull(),
     /** The submitter's attributes, for PLATFORM_USER_ATTRS when a queued job starts after a restart. */
     userAttrs: text('user_attrs', { mode: 'json' }).$type<Record<string, unknown>>().notNull(),
@@ -68,7 +68,7 @@ export const executionGate = sqliteTable('execution_gate', {
 });
 
 /**
- * Contract §5.6 shim, item 2: a job this cluster forwarded through the mesh
+ * The forwarding shim's shadow: a job this cluster forwarded through the mesh
  * on a local submit with a non-local selector. Local status/result/logs/
  * cancel for `jobId` (the peer's id) are proxied to `federationId`, for the
  * submitter only.

@@ -1,10 +1,10 @@
 /**
- * The jobs service (spec "Jobs"; contract §5): submit, run, status, result,
+ * The jobs service: submit, run, status, result,
  * logs, cancel and list over one JobRuntime. Transport-free; every call
  * takes the caller's Principal. A job is visible to its submitter (and to
  * native admins); a mesh caller sees only jobs from its own source cluster.
  * Jobs run on this cluster: a request naming another cluster never reaches
- * here (routes.ts hands it to the contract §5.6 shim in forward.ts).
+ * here (routes.ts hands it to the forwarding shim in forward.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -26,7 +26,7 @@ import { recordView, resultView, runView, submitView } from './wire.ts';
 export const JOBS_OBJECT = { namespace: 'cluster_jobs', id: '__all__' } as const;
 
 export interface JobsServiceOptions {
-  /** Contract §5.2: 600 s when a run names no timeout_seconds. */
+  /** 600 s when a run names no timeout_seconds: the public client's own default wait. */
   defaultRunTimeoutSeconds: number;
   logsResponseMaxBytes: number;
   /** Upper bound between status polls while `run` waits (runtimes that push changes end the wait sooner). */
@@ -76,7 +76,7 @@ export class JobsService {
     return recordView(await this.deps.tracker.refresh(this.#visible(principal, jobId)));
   }
 
-  /** 200 marker; 409 until SUCCEEDED; 410 when logs expired or no marker (spec Jobs result codes). */
+  /** 200 marker; 409 until SUCCEEDED; 410 when logs expired or no marker (what polling clients branch on). */
   async result(principal: Principal, jobId: string) {
     const row = await this.deps.tracker.refresh(this.#visible(principal, jobId));
     // A job that ended otherwise has an outcome to report (the SDK drops a 409 body): its record, error included.
@@ -100,7 +100,7 @@ export class JobsService {
     }
   }
 
-  /** Contract §5.3: the updated record; a terminal job is returned unchanged. */
+  /** The updated record; a terminal job is returned unchanged. */
   async cancel(principal: Principal, jobId: string) {
     const row = await this.deps.tracker.refresh(this.#visible(principal, jobId));
     return recordView(TERMINAL_STATUSES.has(row.status) ? row : await this.#stop(row, null));
@@ -116,7 +116,7 @@ export class JobsService {
     return Promise.all(rows.map(async (row) => recordView(await this.deps.tracker.refresh(row))));
   }
 
-  /** Allowlist revoke with cancel_in_flight_jobs=true (spec "Allowlist entry"): best effort; returns how many were stopped. */
+  /** Allowlist revoke with cancel_in_flight_jobs=true: best effort; returns how many were stopped. */
   async cancelActiveJobsOf(userId: string): Promise<number> {
     let stopped = 0;
     for (const row of this.deps.store.activeOf(userId)) {
@@ -182,7 +182,7 @@ export class JobsService {
     };
   }
 
-  /** Contract §5.4 404 rule: unknown, someone else's, or another source cluster's job all look absent. */
+  /** One 404 so existence does not leak: unknown, someone else's, or another source cluster's job all look absent. */
   #visible(principal: Principal, jobId: string): JobRow {
     const row = this.deps.store.get(jobId);
     const mine = row && (isNativeAdmin(principal) || row.userId === principal.userId);

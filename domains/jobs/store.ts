@@ -1,4 +1,4 @@
-/** Job records and the gate binding behind narrow interfaces (STYLE C3). */
+/** Job records and the gate binding behind narrow interfaces. */
 import { and, desc, eq, inArray, isNotNull, isNull, lte, ne, type SQL, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { executionGate, type JobStatus, jobShadows, jobs } from './schema.ts';
@@ -33,11 +33,15 @@ export interface JobStore {
   activeOf(userId: string): JobRow[];
   /** Terminal jobs that ended at or before `cutoff` and still have logs. */
   expiredLogs(cutoff: string): JobRow[];
+  /** How many jobs are in each state, per runtime (the jobs_status index serves it). */
+  countByState(): { status: string; runtime: string; count: number }[];
 }
 
 export function createJobStore(db: Db): JobStore {
   return {
     insert: (row) => void db.insert(jobs).values(row).run(),
+    countByState: () =>
+      db.select({ status: jobs.status, runtime: jobs.runtime, count: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status, jobs.runtime).all(),
     get: (id) => db.select().from(jobs).where(eq(jobs.id, id)).get(),
     getByRuntimeId: (runtimeJobId) => db.select().from(jobs).where(eq(jobs.runtimeJobId, runtimeJobId)).get(),
     updateActive: (id, patch) =>
@@ -109,7 +113,7 @@ export function createGateStore(db: Db): GateStore {
   };
 }
 
-/** Forwarded submissions (contract §5.6 shim): the peer's job id → the federation it runs on. */
+/** Forwarded submissions (the forwarding shim): the peer's job id → the federation it runs on. */
 export interface ShadowStore {
   insert(row: ShadowRow): void;
   get(jobId: string): ShadowRow | undefined;

@@ -2,7 +2,7 @@
  * Keeps job records in step with the runtime: applies its snapshots (a
  * terminal record never changes again), re-attaches active jobs after a
  * restart so none stays RUNNING forever, and expires logs after the
- * retention time (then /logs and /result answer 410, spec Errors).
+ * retention time (then /logs and /result answer 410 Gone).
  */
 import type { Logger } from 'pino';
 import { specFor } from './env.ts';

@@ -1,6 +1,6 @@
 /**
- * Job records on the wire (contract §5.1–5.4): superset bodies carrying both
- * `id`/`job_id` and `runtime_job_id`/`ray_job_id` (contract header decision 1),
+ * Job records on the wire: superset bodies carrying both
+ * `id`/`job_id` and `runtime_job_id`/`ray_job_id` (both names, so old and new clients each find theirs),
  * the metadata key literally `metadata_`, and the augmented result marker.
  */
 import type { JobRow } from './store.ts';

@@ -1,5 +1,5 @@
 /**
- * Brokered-user admission on the receiver (contract §4.5 steps 3–5, §3.8):
+ * Brokered-user admission on the receiver:
  * the allowlist decides who may enter; the first admitted request mints a
  * local user with a fresh UUID and writes the entry's rendered tuple
  * recipe; later requests map the external id to that same user. The

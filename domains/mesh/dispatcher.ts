@@ -1,5 +1,5 @@
 /**
- * The mesh egress dispatcher of one peer (STYLE C2): the peer's agent
+ * The mesh egress dispatcher of one peer: the peer's agent
  * (stored CA, SNI hostname, keep-alive pool) composed with
  * `upstreamErrors → deadline → meshSign`, outermost first. undici's
  * compose() wraps inside-out, so the call lists them closest-to-socket
@@ -15,7 +15,7 @@ import { meshSign, type SignOptions } from '../../gateway/mesh/sign.ts';
 import { classifyTransportError } from '../../gateway/mesh/transport-errors.ts';
 
 export interface Deadlines {
-  /** Read timeout for /api paths (contract §4.6: 60 s). */
+  /** Read timeout for /api paths (60 s). */
   apiMs: number;
   /** Read timeout for /runtime paths (600 s). */
   runtimeMs: number;
@@ -29,7 +29,7 @@ export function deadline(deadlines: Deadlines): Dispatcher.DispatcherComposeInte
   };
 }
 
-/** Transport failures → 504 mesh_proxy_timeout or 502 mesh_proxy_bad_gateway with layer and cause (contract §4.6). */
+/** Transport failures → 504 mesh_proxy_timeout or 502 mesh_proxy_bad_gateway with layer and cause. */
 export function upstreamError(error: unknown): ApiError {
   const code = String((error as { code?: unknown }).code ?? '');
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return MeshErrors.make.mesh_proxy_timeout({}, error);

@@ -1,5 +1,5 @@
 /**
- * The authenticator of the mesh egress route (contract §1.5, §4.2): native
+ * The authenticator of the mesh egress route: native
  * credentials as everywhere, plus bearer tokens minted by a trusted shared
  * realm (PLATFORM_TRUSTED_SHARED_ISSUERS), with the tenant admission the
  * SDK's tests pin down: no `tenant_id` → 401 tenant_required, another
@@ -23,6 +23,25 @@ function issuerOf(token: string): string | null {
   }
 }
 
+type SharedClaims = Awaited<ReturnType<IdentityResolver['verifySharedToken']>>;
+
+/** The caller a verified shared-realm token names: only the default tenant is admitted to the mesh. */
+function sharedRealmPrincipal(payload: SharedClaims): Principal {
+  if (typeof payload.tenant_id !== 'string' || payload.tenant_id === '') throw MeshErrors.make.tenant_required();
+  if (payload.tenant_id !== DEFAULT_TENANT) throw MeshErrors.make.mesh_tenant_not_admitted();
+  const roles = (payload.realm_access as { roles?: unknown } | undefined)?.roles;
+  return Object.freeze({
+    userId: String(payload.sub),
+    username: typeof payload.preferred_username === 'string' ? payload.preferred_username : String(payload.sub),
+    email: typeof payload.email === 'string' ? payload.email : null,
+    roles: Array.isArray(roles) ? roles.map(String) : [],
+    attributes: customClaims(payload),
+    tenantId: DEFAULT_TENANT,
+    source: 'local' as const,
+    authMethod: 'shared_jwt' as const,
+  });
+}
+
 export function createEgressAuthenticator(native: Authenticator, federations: FederationDirectory, identity: IdentityResolver): Authenticator {
   /** The CA for the shared realm's JWKS: the one stored on a PAIRED record of that issuer, if any. */
   const caFor = (issuer: string) =>
@@ -31,25 +50,13 @@ export function createEgressAuthenticator(native: Authenticator, federations: Fe
     async authenticate(bearer: string): Promise<Principal> {
       const issuer = issuerOf(bearer);
       if (!issuer || !federations.isTrustedSharedIssuer(issuer)) return native.authenticate(bearer);
-      let payload: Awaited<ReturnType<IdentityResolver['verifySharedToken']>>;
+      let payload: SharedClaims;
       try {
         payload = await identity.verifySharedToken(bearer, issuer, caFor(issuer));
       } catch {
         throw GatewayErrors.make.not_authenticated();
       }
-      if (typeof payload.tenant_id !== 'string' || payload.tenant_id === '') throw MeshErrors.make.tenant_required();
-      if (payload.tenant_id !== DEFAULT_TENANT) throw MeshErrors.make.mesh_tenant_not_admitted();
-      const roles = (payload.realm_access as { roles?: unknown } | undefined)?.roles;
-      return Object.freeze({
-        userId: String(payload.sub),
-        username: typeof payload.preferred_username === 'string' ? payload.preferred_username : String(payload.sub),
-        email: typeof payload.email === 'string' ? payload.email : null,
-        roles: Array.isArray(roles) ? roles.map(String) : [],
-        attributes: customClaims(payload),
-        tenantId: DEFAULT_TENANT,
-        source: 'local' as const,
-        authMethod: 'shared_jwt' as const,
-      });
+      return sharedRealmPrincipal(payload);
     },
   };
 }

@@ -1,6 +1,5 @@
 /**
- * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}` (spec: Mesh
- * proxy; contract §4.1–§4.3, §4.6): resolve the selector among PAIRED
+ * Mesh egress `{METHOD} /api/mesh/{selector}/{remote_path}`: resolve the selector among PAIRED
  * records, rebuild the header set (credentials and any client-sent mesh or
  * identity header removed, the envelope regenerated), extend the route
  * trace, and stream the request to the peer through its signing dispatcher
@@ -8,12 +7,13 @@
  * errors alike, SSE included, never buffered. The core (`createMeshEgress`)
  * is also provided in process as MESH_EGRESS, so a domain can send a mesh
  * request as its caller without a second signer or selector (the jobs
- * compatibility shim, contract §5.6).
+ * compatibility shim).
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { type Dispatcher, request } from 'undici';
+import { z } from 'zod';
 import type { Config } from '../../gateway/config/schema.ts';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { readBody } from '../../gateway/http/body.ts';
@@ -23,7 +23,10 @@ import { unixSeconds } from '../../gateway/mesh/canonical.ts';
 import type { MeshDirectory, MeshPeer } from '../../gateway/mesh/directory.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
 import { forwardableRequestHeaders, forwardableResponseHeaders, MAX_HOPS, MESH, remoteUri } from '../../gateway/mesh/headers.ts';
+import { MESH_SIGNATURES } from '../../gateway/mesh/metrics.ts';
 import type { HttpMethod, RouteDef } from '../../gateway/module.ts';
+import type { MetricsRegistry } from '../../gateway/observability/metrics.ts';
+import { NO_SPAN, type Span, SpanKind, type Tracing } from '../../gateway/observability/tracing.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import { composeMeshDispatcher, upstreamError } from './dispatcher.ts';
@@ -35,10 +38,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export interface EgressDeps {
   directory: MeshDirectory;
   config: Readonly<Config>;
+  metrics: MetricsRegistry;
+  tracing: Tracing;
   now(): Date;
 }
 
-/** The mesh identity headers for the caller (contract §4.3), before signing. */
+/** The mesh identity headers for the caller, before signing. */
 export function identityHeaders(principal: Principal, bearer: string | null): Record<string, string> {
   const headers: Record<string, string> = {
     [MESH.userId]: principal.userId,
@@ -65,7 +70,10 @@ export interface MeshCall {
   bearer: string | null;
   selector: string;
   method: HttpMethod;
-  /** The remote path after the selector, still percent-encoded; `/api` is prepended per contract §4.1. */
+  /**
+   * The remote path after the selector, still percent-encoded; `/api` is
+   * prepended unless it starts with `api/` or `runtime/`.
+   */
   remotePath: string;
   /** `?…` as received, or ''; forwarded, not signed. */
   query: string;
@@ -77,6 +85,8 @@ export interface MeshCall {
   /** A client-chosen correlation id (kept when it is a UUID and there is no inbound one). */
   correlationId?: string | undefined;
   signal?: AbortSignal | undefined;
+  /** The caller's span: the hop's span is its child, and the peer continues the trace from the hop. */
+  span?: Span | undefined;
 }
 
 export interface MeshAnswer {
@@ -84,6 +94,16 @@ export interface MeshAnswer {
   correlationId: string;
   /** The peer's answer, body unread: the caller streams or reads it. */
   response: Dispatcher.ResponseData;
+}
+
+/** One resolved hop: the peer, its signing dispatcher and origin, the extended route trace. */
+interface Hop {
+  peer: MeshPeer;
+  route: readonly string[];
+  origin: string;
+  dispatcher: Dispatcher;
+  correlationId: string;
+  local: string;
 }
 
 export interface MeshEgress {
@@ -97,12 +117,16 @@ export const MESH_EGRESS = createServiceKey<MeshEgress>('mesh-egress');
 export function createMeshEgress(deps: EgressDeps): MeshEgress {
   const deadlines = { apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000, runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000 };
   const dispatchers = new Map<string, { agent: Dispatcher; dispatcher: Dispatcher }>();
+  const signatures = deps.metrics.counter(MESH_SIGNATURES);
 
   /** One signing dispatcher per peer, rebuilt when the federation hands out a new agent (new CA or route). */
   function dispatcherFor(peer: MeshPeer): { origin: string; dispatcher: Dispatcher } {
     const peerAgent = deps.directory.agent(peer);
     const key = deps.directory.key(peer);
-    if (!peerAgent || !key) throw MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'tls', cause: 'peer_not_reachable_unpaired' });
+    if (!peerAgent || !key) {
+      signatures.labels('sign', peer.id, 'peer_not_reachable_unpaired').inc();
+      throw MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'tls', cause: 'peer_not_reachable_unpaired' });
+    }
     let cached = dispatchers.get(peer.id);
     if (cached?.agent !== peerAgent.agent) {
       const sign = { key, features: new Set(peer.features), nowSeconds: () => unixSeconds(deps.now()) };
@@ -112,29 +136,44 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     return { origin: peerAgent.origin, dispatcher: cached.dispatcher };
   }
 
+  /** Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length. */
+  async function bodyFor(peer: MeshPeer, body: MeshCall['body']): Promise<MeshCall['body']> {
+    if (body === undefined || Buffer.isBuffer(body) || !peer.features.includes('body-sha256')) return body;
+    return readBody(body, deps.config.limits.maxBodyBytes);
+  }
+
   async function send(call: MeshCall): Promise<MeshAnswer> {
     const local = { id: deps.directory.localClusterId(), name: deps.directory.localClusterName() };
     const peer = resolveSelector(call.selector, deps.directory.paired(), local);
     const route = extendRoute(call.inbound?.route ?? [], local.id);
     const { origin, dispatcher } = dispatcherFor(peer);
-    const correlationId = call.inbound?.correlationId ?? (call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID());
+    signatures.labels('sign', peer.id, 'ok').inc();
+    const correlationId = correlationOf(call);
+    // The trace context is not signed: it only correlates, and the peer trusts nothing else from it.
+    const hop = (span: Span) => dispatch(call, { peer, route, origin, dispatcher, correlationId, local: local.id }, span);
+    return deps.tracing.inSpan('mesh.hop', call.span ?? NO_SPAN, hop, SpanKind.CLIENT, { 'meshgate.peer': peer.id });
+  }
+
+  /** The hop itself: the header set (trace context, identity, envelope), the body, the signed request. */
+  async function dispatch(call: MeshCall, hop: Hop, span: Span): Promise<MeshAnswer> {
+    const { peer, correlationId } = hop;
     const headers: Record<string, string> = {
       ...call.headers,
+      ...deps.tracing.headersFor(span),
       ...identityHeaders(call.principal, call.bearer),
-      [MESH.sourceClusterId]: local.id,
-      [MESH.route]: route.join(','),
+      [MESH.sourceClusterId]: hop.local,
+      [MESH.route]: hop.route.join(','),
       [MESH.correlationId]: correlationId,
     };
     // Names the peer's record, so a peer paired with us more than once verifies with this record's key.
     const named = peer.features.includes('federation-id') ? peer.remoteFederationId : null;
     if (named) headers[MESH.federationId] = named;
-    // Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length.
-    let body = call.body;
-    if (body !== undefined && !Buffer.isBuffer(body) && peer.features.includes('body-sha256')) body = await readBody(body, deps.config.limits.maxBodyBytes);
+    const body = await bodyFor(peer, call.body);
     if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
     try {
-      const uri = `${origin}${remoteUri(call.remotePath)}${call.query}`;
-      const response = await request(uri, { method: call.method, headers, body, dispatcher, signal: call.signal });
+      const uri = `${hop.origin}${remoteUri(call.remotePath)}${call.query}`;
+      const response = await request(uri, { method: call.method, headers, body, dispatcher: hop.dispatcher, signal: call.signal });
+      span.setAttribute('http.response.status_code', response.statusCode);
       return { peer, correlationId, response };
     } catch (error) {
       throw error instanceof ApiError ? error : upstreamError(error);
@@ -142,6 +181,13 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
   }
 
   return { send };
+}
+
+/** The inbound hop's correlation id, else the client's when it is a UUID, else a new one. */
+function correlationOf(call: MeshCall): string {
+  const inbound = call.inbound?.correlationId;
+  if (inbound !== undefined && inbound !== null) return inbound;
+  return call.correlationId && UUID.test(call.correlationId) ? call.correlationId : randomUUID();
 }
 
 export function createMeshEgressRoute(egress: MeshEgress): RouteDef {
@@ -166,6 +212,7 @@ export function createMeshEgressRoute(egress: MeshEgress): RouteDef {
       inbound: ctx.meshPeer,
       correlationId: typeof clientCorrelation === 'string' ? clientCorrelation : undefined,
       signal: abort.signal,
+      span: ctx.span,
     });
     const res = ctx.res as ServerResponse;
     res.writeHead(response.statusCode, { ...forwardableResponseHeaders(response.headers), [MESH.correlationId]: correlationId });
@@ -185,6 +232,20 @@ export function createMeshEgressRoute(egress: MeshEgress): RouteDef {
     acceptSharedRealm: true,
     // The peer decides what its own paths may hold (URN routes take %2F).
     allowEncodedSlash: true,
+    doc: {
+      summary: "Call a paired cluster's API as the caller: `/api/{remote}` there, its answer streamed back as it is",
+      // Whatever the peer answers (any status, any body) is relayed; these are the answers of this side.
+      answers: { 200: z.unknown() },
+      errors: [
+        'mesh_target_not_found',
+        'mesh_target_ambiguous',
+        'mesh_target_is_local',
+        'mesh_proxy_bad_gateway',
+        'mesh_proxy_timeout',
+        'mesh_hop_limit_exceeded',
+        'body_too_large',
+      ],
+    },
     handle: forward,
   };
 }

@@ -1,6 +1,6 @@
 /**
- * Who a signed mesh request speaks for, by the federation's identity mode
- * (spec: Authentication 7; contract §4.5 step 2, §9.2):
+ * Who a signed mesh request speaks for, by the federation's identity mode:
+ *
  * - shared_idp (receiver-controlled): only the caller's own shared-realm
  *   token counts. Its issuer must be the record's and trusted here; roles
  *   the source asserted are dropped and X-KZ-Mesh-User-Attributes ignored;

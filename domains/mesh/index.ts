@@ -1,5 +1,5 @@
 /**
- * The mesh proxy's domain side (issue 6): adapts the federation records,
+ * The mesh proxy's domain side: adapts the federation records,
  * the allowlist, the user directory and ReBAC into the MESH_DIRECTORY the
  * gateway's egress route and meshVerify stage use, provides the egress
  * core (MESH_EGRESS) to other domains, and mounts egress.
@@ -72,7 +72,7 @@ export const meshModule: HandlerModule = {
       egressAuthenticator: createEgressAuthenticator(deps.services.get(AUTHENTICATOR), federations, identity),
     };
     deps.services.provide(MESH_DIRECTORY, directory);
-    const egress = createMeshEgress({ directory, config: deps.config, now: deps.now });
+    const egress = createMeshEgress({ directory, config: deps.config, metrics: deps.metrics, tracing: deps.tracing, now: deps.now });
     deps.services.provide(MESH_EGRESS, egress);
     return { routes: [createMeshEgressRoute(egress)], close: () => verifier.close() };
   },

@@ -1,10 +1,10 @@
 /**
- * Validation of the caller's token a mesh request carries (contract §4.5
- * step 2) and of shared-realm tokens at egress (§1.5): jose against a
+ * Validation of the caller's token a mesh request carries (receiver
+ * side, after the signature verified) and of shared-realm tokens at egress: jose against a
  * remote JWKS fetched over TLS that trusts only the CA given (the record's
  * shared_ca_pem, or the peer CA stored at pairing), algorithms allow-listed,
  * exp required. Verified tokens are cached until they expire: a jose verify
- * costs 120–250 µs, a map hit well under 1 µs (issue 6 item 5).
+ * costs 120–250 µs, a map hit well under 1 µs.
  */
 import { createRemoteJWKSet, customFetch, type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
 import { Agent, type Dispatcher, fetch } from 'undici';
@@ -22,7 +22,7 @@ export interface RealmSpec {
   dispatcher: Dispatcher;
 }
 
-/** Why a token failed, as the `error` of peer_jwt_validation_failed (contract §1.6: e.g. "kid not present"). */
+/** Why a token failed, as the `error` of peer_jwt_validation_failed (e.g. "kid not present"). */
 export type TokenFailure = { kind: 'invalid'; error: string } | { kind: 'jwks'; error: string };
 
 export class TokenFailed extends Error {
@@ -102,7 +102,7 @@ export class RealmVerifier {
   }
 }
 
-/** Keycloak's layout first (contract §3.1), then OIDC discovery for other providers. */
+/** Keycloak's layout first, then OIDC discovery for other providers. */
 export async function sharedJwksUrl(issuer: string, dispatcher: Dispatcher): Promise<string> {
   const base = issuer.replace(/\/+$/, '');
   const derived = `${base}/protocol/openid-connect/certs`;

@@ -1,6 +1,5 @@
 /**
- * Selector resolution among PAIRED records only (spec: Mesh proxy 1–3;
- * contract §4.1), in precedence order: exact federation UUID, exact remote
+ * Selector resolution among PAIRED records only, in precedence order: exact federation UUID, exact remote
  * cluster UUID, exact remote_cluster_name, unique name prefix. UUIDs compare
  * case-insensitively; names as given.
  */

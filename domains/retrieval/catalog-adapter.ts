@@ -1,7 +1,7 @@
 /**
- * Retrieval's view of the catalog (issue 8's DATASETS service): dataset
+ * Retrieval's view of the catalog (the catalog's DATASETS service): dataset
  * lookup under the catalog's ReBAC rules, and the properties write that
- * stores a gate binding as `properties.gate` (contract §9.1).
+ * stores a gate binding as `properties.gate`.
  */
 
 import type { Principal } from '../../gateway/principal.ts';

@@ -1,4 +1,4 @@
-/** Reasons of the retrieval service and dataset gates (contract §8, §9, §10). */
+/** Reasons of the retrieval service and dataset gates. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const RetrievalErrors = defineErrors('retrieval', {
@@ -11,7 +11,7 @@ export const RetrievalErrors = defineErrors('retrieval', {
   inline_threshold_exceeded: {
     status: 422,
     message: 'The result is too large to return inline; ask for the sse, grpc or auto transport.',
-    doc: 'The result is larger than the inline threshold (`retrieval.inlineThresholdBytes`, 1 MiB of JSON by default); use `transport` `sse`, `grpc` or `auto` (contract §8.1).',
+    doc: 'The result is larger than the inline threshold (`retrieval.inlineThresholdBytes`, 1 MiB of JSON by default); use `transport` `sse`, `grpc` or `auto`.',
   },
   source_unsupported: {
     status: 422,
@@ -99,6 +99,6 @@ export const RetrievalErrors = defineErrors('retrieval', {
   dataset_not_found: {
     status: 404,
     message: 'No such dataset, or you may not see it.',
-    doc: 'Gate binding on a URN the caller cannot see, or no such dataset (contract §9.1).',
+    doc: 'Gate binding on a URN the caller cannot see, or no such dataset.',
   },
 });

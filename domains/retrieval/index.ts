@@ -1,5 +1,5 @@
 /**
- * Retrieval (issue 9): jobs over catalog datasets with inline, SSE and gRPC
+ * Retrieval: jobs over catalog datasets with inline, SSE and gRPC
  * transports, filesystem and Postgres sources, per-record gates, and the
  * dataset gate binding API. Uses AUTHZ through the catalog's DATASETS and
  * the catalog's SECRETS for connector credentials.
@@ -11,6 +11,7 @@ import { catalogDatasets } from './catalog-adapter.ts';
 import { RetrievalErrors } from './errors.ts';
 import { GateBindings } from './gates/binding.ts';
 import { recordGateCatalog } from './gates/runner.ts';
+import { observeRuns } from './metrics.ts';
 import { SourceRegistry } from './plan.ts';
 import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
@@ -54,6 +55,7 @@ export const retrievalModule: HandlerModule = {
       settings,
       now: deps.now,
       logger: deps.logger,
+      observe: observeRuns(deps.metrics, deps.tracing),
       origin: () => deps.runtime.origin(),
     });
     deps.services.provide(RECORD_GATE_CATALOG, recordGateCatalog);

@@ -1,6 +1,6 @@
 /**
- * Source batches → gate → chunks, the one path every transport reads
- * (DESIGN.md §6): a streamed job holds at most one chunk ahead of the one
+ * Source batches → gate → chunks, the one path every transport reads:
+ * a streamed job holds at most one chunk ahead of the one
  * being sent (readAhead), so memory is bounded by the batch size whatever
  * the result size; the consumer's pace (socket backpressure) is the pace
  * at which the source is read.
@@ -15,7 +15,7 @@ export interface ChunkMetadata {
 }
 
 export interface Chunk {
-  /** From 1 (contract §8.4). */
+  /** From 1. */
   readonly sequence: number;
   readonly rowCount: number;
   /**
@@ -30,7 +30,7 @@ export interface StreamSummary {
   rows: number;
   chunks: number;
   filtered: boolean;
-  /** Present when the dataset has a gate (contract §9.3 footer). */
+  /** Present when the dataset has a gate (the gate footer). */
   gateAudit: ReturnType<typeof gateAudit> | null;
 }
 

@@ -1,7 +1,7 @@
 /**
  * From a job's stored request and its dataset to a ReadPlan: the source
- * for the dataset's platform, the bound gate (contract §9.1
- * `properties.gate`) evaluated with the caller's attributes (§9.2), and
+ * for the dataset's platform, the bound gate (stored in
+ * `properties.gate`) evaluated with the caller's attributes, and
  * the columns the gate needs read alongside the caller's.
  */
 import type { Principal } from '../../gateway/principal.ts';
@@ -21,7 +21,7 @@ export interface DatasetRecord {
   readonly properties: Readonly<Record<string, unknown>>;
 }
 
-/** Dataset lookup with the catalog's ReBAC rules: viewer or higher, else 404 (spec: Authentication 9). */
+/** Dataset lookup with the catalog's ReBAC rules: viewer or higher, else 404. */
 export interface DatasetReader {
   get(principal: Principal, urn: string): DatasetRecord;
   /**

@@ -3,7 +3,7 @@
  * every stream of a job), their progress (kept in memory, written to the
  * job row at most once a second and at the end, so a 10M-row stream does
  * not turn into 10k synchronous database writes), and the in-memory
- * credential overrides (never persisted, contract §8.1 `credential_override`).
+ * credential overrides (`credential_override`, never persisted).
  */
 import type { JobChanges, JobStore } from './store.ts';
 import type { Progress } from './wire.ts';

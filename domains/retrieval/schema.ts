@@ -1,7 +1,7 @@
 /**
- * Retrieval jobs (contract §8.1–8.3). A job keeps the request it was created
+ * Retrieval jobs. A job keeps the request it was created
  * with, the dataset summary, the caller it belongs to (with the attributes
- * its gates evaluate, read from the token at creation: contract §9.2) and
+ * its gates evaluate, read from the token at creation) and
  * its progress. `credential_override` is never stored: it lives in memory
  * for the job's lifetime only.
  */

@@ -1,5 +1,5 @@
 /**
- * Retrieval jobs (contract §8; spec "Retrieval job", Authentication 9):
+ * Retrieval jobs (Authentication 9):
  * create, status, list, cancel, and opening a job's stream for a transport.
  * A caller needs viewer or higher on the dataset (else 404, the catalog's
  * rule); a job belongs to its creator (native administrators see all).
@@ -8,10 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { NO_SPAN, type Span } from '../../gateway/observability/tracing.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { IpcMessage } from './arrow/ipc.ts';
 import { arrowMessages } from './arrow/stream.ts';
 import { RetrievalErrors } from './errors.ts';
+import type { RunObserver, RunTransport } from './metrics.ts';
 import { type Chunk, chunksOf, emptySummary, type ReadPlan, readAhead, type StreamSummary } from './pipeline.ts';
 import { type DatasetReader, type DatasetRecord, datasetBlock, gateBindingOf, readPlan, type SourceRegistry, sourceInput } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
@@ -38,6 +40,7 @@ export interface RetrievalDeps {
   readonly settings: RetrievalSettings;
   readonly now: () => Date;
   readonly logger: Logger;
+  readonly observe: RunObserver;
   /** `https://host:port` of the TLS listener, where both gRPC services are served. */
   readonly origin: () => string;
 }
@@ -51,10 +54,17 @@ export interface JobStream<T = Chunk> {
   finish(error?: unknown): void;
 }
 
+/** A job answered inline is complete at creation, its counts known; any other starts PENDING at zero. */
+function outcomeOf(inline: InlineBlock | null): Pick<JobRow, 'status' | 'rows' | 'bytes' | 'chunks'> {
+  if (!inline) return { status: 'PENDING', rows: 0, bytes: 0, chunks: 0 };
+  return { status: 'COMPLETED', rows: inline.row_count, bytes: Buffer.byteLength(JSON.stringify(inline.data)), chunks: inline.row_count > 0 ? 1 : 0 };
+}
+
 export class RetrievalService {
   constructor(private readonly deps: RetrievalDeps) {}
 
-  async create(principal: Principal, body: CreateBody): Promise<JobView> {
+  /** `parent`: the request's span, the parent of the inline run's. */
+  async create(principal: Principal, body: CreateBody, parent: Span = NO_SPAN): Promise<JobView> {
     const { datasets, sources, settings, store } = this.deps;
     const dataset = datasets.forUse(principal, body.dataset_urn);
     const request = storedRequest(body, body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize);
@@ -63,16 +73,7 @@ export class RetrievalService {
     const input = sourceInput(factory, dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
     const source = await factory.create(input);
     const wanted = body.transport ?? 'auto';
-    let inline: InlineBlock | null = null;
-    if (wanted === 'inline' || wanted === 'auto') {
-      inline = await this.#tryInline(principal, dataset, request, source, id);
-      if (!inline && wanted === 'inline') {
-        throw RetrievalErrors.make.inline_threshold_exceeded({
-          message: `result exceeds the inline threshold of ${settings.inlineThresholdBytes} bytes of JSON; use transport sse or grpc`,
-          inline_threshold_bytes: settings.inlineThresholdBytes,
-        });
-      }
-    }
+    const inline = wanted === 'inline' || wanted === 'auto' ? await this.#inlineResult(principal, dataset, request, source, { id, parent }, wanted) : null;
     const transport = inline ? 'inline' : wanted === 'grpc' ? 'grpc' : 'sse';
     const at = this.deps.now().toISOString();
     const row: JobRow = {
@@ -82,11 +83,8 @@ export class RetrievalService {
       datasetUrn: dataset.urn,
       dataset: { ...datasetBlock(dataset, factory, input) },
       transport,
-      status: inline ? 'COMPLETED' : 'PENDING',
       request: { ...request },
-      rows: inline?.row_count ?? 0,
-      bytes: inline ? Buffer.byteLength(JSON.stringify(inline.data)) : 0,
-      chunks: inline && inline.row_count > 0 ? 1 : 0,
+      ...outcomeOf(inline),
       error: null,
       createdAt: at,
       updatedAt: at,
@@ -115,20 +113,21 @@ export class RetrievalService {
   }
 
   /** Opens the job's stream for its owner (SSE; any transport, an inline job replays as chunks). */
-  stream(principal: Principal, id: string): Promise<JobStream> {
-    return this.#open(principal, this.#owned(principal, id));
+  stream(principal: Principal, id: string, parent: Span = NO_SPAN): Promise<JobStream> {
+    return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent });
   }
 
-  /** Opens the platform.retrieval.v1 stream for a token (contract §8.5): the token names the job and its caller. */
+  /** Opens the platform.retrieval.v1 stream for a token: the token names the job and its caller. */
   grpcStream(jobId: string, token: string): Promise<JobStream> {
     const row = this.#tokenJob(jobId, this.deps.tokens.verify(token, jobId, 'platform.retrieval.v1'));
-    return this.#open(row.principal as unknown as Principal, row);
+    return this.#open(row.principal as unknown as Principal, row, { transport: 'grpc', parent: NO_SPAN });
   }
 
   /** Opens the Arrow Flight stream of a DoGet ticket's job, spending the ticket's single-use token. */
   async flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
     const row = this.#tokenJob(jobId, await this.deps.tokens.claim(token, jobId, 'arrow-flight'));
-    return this.#open(row.principal as unknown as Principal, row, arrowMessages, (m) => [m.rowCount, m.header.length + m.body.length]);
+    const by = { transport: 'flight', parent: NO_SPAN } as const;
+    return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [m.rowCount, m.header.length + m.body.length]);
   }
 
   #tokenJob(jobId: string, userId: string): JobRow {
@@ -142,22 +141,48 @@ export class RetrievalService {
     this.deps.runs.abortAll();
   }
 
-  async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, id: string) {
+  /** The whole result when it fits the inline threshold; asked for `inline` only, a result that does not fit is refused. */
+  async #inlineResult(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob, wanted: 'inline' | 'auto') {
+    const inline = await this.#tryInline(principal, dataset, request, source, job);
+    if (inline || wanted === 'auto') return inline;
+    const threshold = this.deps.settings.inlineThresholdBytes;
+    throw RetrievalErrors.make.inline_threshold_exceeded({
+      message: `result exceeds the inline threshold of ${threshold} bytes of JSON; use transport sse or grpc`,
+      inline_threshold_bytes: threshold,
+    });
+  }
+
+  async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob) {
     const controller = new AbortController();
     const summary = emptySummary(gateBindingOf(dataset) !== null);
-    const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(id, p) });
+    const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
+    const run = this.deps.observe(dataset.platform, 'inline', job.parent, job.id);
+    let failure: unknown;
     try {
-      return await collectInline(chunksOf(plan, request.columns, summary), summary, this.deps.settings.inlineThresholdBytes);
+      const read = { rows: 0, bytes: 0 };
+      const chunks = counted(chunksOf(plan, request.columns, summary), (c) => {
+        read.rows += c.rowCount;
+        read.bytes += c.data.length;
+      });
+      const inline = await collectInline(chunks, summary, this.deps.settings.inlineThresholdBytes);
+      // Counted as sent only when answered inline: past the threshold the job streams, and counts then.
+      if (inline) run.chunk(read.rows, read.bytes);
+      return inline;
+    } catch (error) {
+      failure = error;
+      throw error;
     } finally {
+      run.end(failure);
       controller.abort();
     }
   }
 
-  #open(principal: Principal, job: JobRow): Promise<JobStream>;
-  #open<T>(principal: Principal, job: JobRow, encode: Encoder<T>, size: (item: T) => [rows: number, bytes: number]): Promise<JobStream<T>>;
+  #open(principal: Principal, job: JobRow, by: Opener): Promise<JobStream>;
+  #open<T>(principal: Principal, job: JobRow, by: Opener, encode: Encoder<T>, size: (item: T) => [rows: number, bytes: number]): Promise<JobStream<T>>;
   async #open<T>(
     principal: Principal,
     job: JobRow,
+    by: Opener,
     encode: Encoder<T> = chunksOf as unknown as Encoder<T>,
     size: (item: T) => [number, number] = (c) => [(c as Chunk).rowCount, (c as Chunk).data.length],
   ): Promise<JobStream<T>> {
@@ -170,7 +195,12 @@ export class RetrievalService {
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
-    const chunks = counted(readAhead(encode(plan, request.columns, summary)), (c) => runs.advance(job.id, ...size(c)));
+    const run = this.deps.observe(dataset.platform, by.transport, by.parent, job.id);
+    const chunks = counted(readAhead(encode(plan, request.columns, summary)), (c) => {
+      const [rows, bytes] = size(c);
+      runs.advance(job.id, rows, bytes);
+      run.chunk(rows, bytes);
+    });
     let finished = false;
     return {
       job,
@@ -183,6 +213,7 @@ export class RetrievalService {
         const canceled = this.deps.store.byId(job.id)?.status === 'CANCELED';
         const reason = error === undefined ? null : ((error as { reason?: string }).reason ?? 'stream_failed');
         runs.end(job.id, controller, { status: error === undefined ? 'COMPLETED' : 'FAILED', error: reason }, canceled);
+        run.end(error);
         void chunks.return(undefined);
       },
     };
@@ -195,7 +226,7 @@ export class RetrievalService {
   #owned(principal: Principal, id: string): JobRow {
     const row = this.deps.store.byId(id);
     if (!row || (row.ownerId !== principal.userId && !isNativeAdmin(principal))) throw RetrievalErrors.make.retrieval_job_not_found({ job_id: id });
-    // Viewing a job needs viewer on its dataset still (spec: Authentication 9); invisible → 404.
+    // Viewing a job needs viewer on its dataset still; invisible → 404.
     this.deps.datasets.get(principal, row.datasetUrn);
     return row;
   }
@@ -218,6 +249,18 @@ export class RetrievalService {
     const endpoint = `grpcs://${host}`;
     return { endpoint, endpoints: [{ location: endpoint }], token, expires_at, protocol, service: 'platform.retrieval.v1.RetrievalService' };
   }
+}
+
+/** The job an inline attempt belongs to, and the request span its run is traced under. */
+interface InlineJob {
+  readonly id: string;
+  readonly parent: Span;
+}
+
+/** Who opens a stream: the transport it goes out on, and the span it runs under. */
+interface Opener {
+  readonly transport: RunTransport;
+  readonly parent: Span;
 }
 
 /** Turns a job's read plan into the items a transport sends (JSON chunks, Arrow messages). */

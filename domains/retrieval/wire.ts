@@ -1,8 +1,8 @@
 /**
- * Retrieval wire shapes (contract §8.1–8.3): the create body as the SDK
+ * Retrieval wire shapes: the create body as the SDK
  * sends it (unknown keys such as `sdk_session`, `query`, `k` ignored) and
  * the RetrievalJob / RetrievalJobStatus superset answered by create, status,
- * list and cancel (both `job_id` and `id`, contract decision 1).
+ * list and cancel (both `job_id` and `id`, so old and new clients each find theirs).
  */
 import { z } from 'zod';
 import type { JobRow } from './store.ts';

@@ -1,7 +1,8 @@
-/** Routing configuration and health (issue 2): provides the gateway's ROUTING_SOURCE. */
+/** Routing configuration and health (liveness and readiness): provides the gateway's ROUTING_SOURCE. */
 import type { HandlerModule } from '../../gateway/module.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
 import { RoutingErrors } from './errors.ts';
+import { createReadinessProbe } from './readiness.ts';
 import { routingRoutes } from './routes.ts';
 import { RoutingService } from './service.ts';
 import { createRoutingStore } from './store.ts';
@@ -11,7 +12,11 @@ export const routingModule: HandlerModule = {
   errors: RoutingErrors,
   init(deps) {
     const service = new RoutingService(createRoutingStore(deps.db), deps.runtime.origin, deps.now);
+    // A PATCH answered by another process swaps this one's live table too.
+    deps.feed.subscribe('routing_config', () => service.republish());
+    deps.feed.onReset('routing_config', () => service.republish());
     deps.services.provide(ROUTING_SOURCE, service);
-    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now) };
+    const ready = createReadinessProbe(deps.sqlite);
+    return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now, ready) };
   },
 };

@@ -1,5 +1,5 @@
 /**
- * Routing configuration (spec "Routing configuration"; contract §2): read,
+ * Routing configuration: read,
  * merge-patch key by key, validate as a whole, persist, then publish to the
  * gateway, which swaps its live table atomically.
  */
@@ -45,7 +45,13 @@ export class RoutingService implements RoutingSource {
     this.#listeners.push(listener);
   }
 
-  /** The flat object of contract §2.1, plus the spec's `model_routing_method` and a `routing` mirror. */
+  /** Hands the stored configuration to the gateway: after a PATCH here, or one by another process (change feed). */
+  republish(): void {
+    const snapshot = this.current();
+    for (const listener of this.#listeners) listener(snapshot);
+  }
+
+  /** The flat object clients read, plus `model_routing_method` and a `routing` mirror (docs/wire.md). */
   view() {
     const { table, updatedAt } = this.#table();
     const flat = {
@@ -59,13 +65,25 @@ export class RoutingService implements RoutingSource {
     return { ...flat, routing: { ...flat } };
   }
 
-  patch(input: RoutingPatch) {
-    const { table, storedBaseHost } = this.#table();
-    const next: RoutingTable = {
+  /** The live table with a patch applied, not saved. */
+  #patched(input: RoutingPatch): RoutingTable {
+    const { table } = this.#table();
+    return {
       baseHost: input.base_host ?? table.baseHost,
       prefixes: { ...table.prefixes, ...input.service_prefixes },
       enabled: { ...table.enabled, ...input.enabled_services },
     };
+  }
+
+  /** A dry run of patch(): every problem the patch would be refused for, nothing applied. */
+  validate(input: RoutingPatch) {
+    const problems = routingProblems(this.#patched(input));
+    return { valid: problems.length === 0, problems };
+  }
+
+  patch(input: RoutingPatch) {
+    const { storedBaseHost } = this.#table();
+    const next = this.#patched(input);
     const problems = routingProblems(next);
     if (problems.length > 0) throw RoutingErrors.make.routing_config_invalid({ problems });
     this.store.save({
@@ -74,8 +92,7 @@ export class RoutingService implements RoutingSource {
       enabledServices: next.enabled,
       updatedAt: this.now().toISOString(),
     });
-    const snapshot = this.current();
-    for (const listener of this.#listeners) listener(snapshot);
+    this.republish();
     return this.view();
   }
 }

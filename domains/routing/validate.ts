@@ -1,10 +1,10 @@
 /**
- * Validates a whole routing table before it goes live (STYLE C5, traefik):
+ * Validates a whole routing table before it goes live (traefik):
  * every problem is reported, and a table with any problem is never applied.
  */
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
 
-/** Spec "Routing configuration": the services and their default prefixes. */
+/** The services and their default prefixes (docs/wire.md, routing). */
 export const DEFAULT_PREFIXES: Readonly<Record<string, string>> = {
   api: '/api',
   frontend: '/',
@@ -15,7 +15,7 @@ export const DEFAULT_PREFIXES: Readonly<Record<string, string>> = {
   admin_compute: '/admin/compute',
 };
 
-/** Administrative paths are off unless intentionally enabled (spec rule 4). */
+/** Administrative paths are off unless intentionally enabled: they are not part of the public runtime pattern. */
 export const DEFAULT_ENABLED: Readonly<Record<string, boolean>> = {
   api: true,
   frontend: true,
@@ -35,34 +35,43 @@ export interface RoutingTable {
 }
 
 export function routingProblems(table: RoutingTable): string[] {
+  return [
+    ...baseHostProblems(table.baseHost),
+    ...Object.entries(table.prefixes).flatMap(([service, prefix]) => prefixProblems(service, prefix)),
+    ...overlapProblems(table.prefixes),
+    ...enabledProblems(table.enabled),
+  ];
+}
+
+/** A known service; the frontend is the catch-all `/`; any other prefix is a canonical path not ending in `/`. */
+function prefixProblems(service: string, prefix: string): string[] {
   const problems: string[] = [];
-  problems.push(...baseHostProblems(table.baseHost));
-  for (const [service, prefix] of Object.entries(table.prefixes)) {
-    if (!SERVICES.includes(service)) problems.push(`service_prefixes.${service}: unknown service (known: ${SERVICES.join(', ')})`);
-    if (service === 'frontend') {
-      if (prefix !== '/') problems.push(`service_prefixes.frontend: must be '/' (the catch-all)`);
-      continue;
-    }
-    if (!/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/.test(prefix) || problemWithPath(prefix)) {
-      problems.push(
-        `service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved characters in canonical segments`,
-      );
-    }
+  if (!SERVICES.includes(service)) problems.push(`service_prefixes.${service}: unknown service (known: ${SERVICES.join(', ')})`);
+  if (service === 'frontend') {
+    if (prefix !== '/') problems.push(`service_prefixes.frontend: must be '/' (the catch-all)`);
+  } else if (!/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/.test(prefix) || problemWithPath(prefix)) {
+    problems.push(`service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved characters in canonical segments`);
   }
-  const entries = Object.entries(table.prefixes).filter(([service]) => service !== 'frontend');
-  for (let i = 0; i < entries.length; i++) {
-    for (let j = i + 1; j < entries.length; j++) {
-      const [a, pa] = entries[i] as [string, string];
-      const [b, pb] = entries[j] as [string, string];
-      if (pa === pb || pa.startsWith(`${pb}/`) || pb.startsWith(`${pa}/`)) {
-        problems.push(`service_prefixes: '${a}' (${pa}) and '${b}' (${pb}) overlap`);
-      }
+  return problems;
+}
+
+/** Two services may not share a prefix or nest one in the other (the frontend's `/` aside). */
+function overlapProblems(prefixes: Readonly<Record<string, string>>): string[] {
+  const problems: string[] = [];
+  const entries = Object.entries(prefixes).filter(([service]) => service !== 'frontend');
+  entries.forEach(([a, pa], i) => {
+    for (const [b, pb] of entries.slice(i + 1)) {
+      if (pa === pb || pa.startsWith(`${pb}/`) || pb.startsWith(`${pa}/`)) problems.push(`service_prefixes: '${a}' (${pa}) and '${b}' (${pb}) overlap`);
     }
-  }
-  for (const service of Object.keys(table.enabled)) {
-    if (!SERVICES.includes(service)) problems.push(`enabled_services.${service}: unknown service`);
-  }
-  if (table.enabled.api === false) problems.push('enabled_services.api: the platform API cannot be disabled (it serves this endpoint)');
+  });
+  return problems;
+}
+
+function enabledProblems(enabled: Readonly<Record<string, boolean>>): string[] {
+  const problems = Object.keys(enabled)
+    .filter((service) => !SERVICES.includes(service))
+    .map((service) => `enabled_services.${service}: unknown service`);
+  if (enabled.api === false) problems.push('enabled_services.api: the platform API cannot be disabled (it serves this endpoint)');
   return problems;
 }
 
@@ -74,7 +83,7 @@ function baseHostProblems(baseHost: string): string[] {
     return [`base_host: '${baseHost}' is not a URL`];
   }
   const problems: string[] = [];
-  if (url.protocol !== 'https:') problems.push(`base_host: must be an https:// origin (spec rule 5), got ${url.protocol}`);
+  if (url.protocol !== 'https:') problems.push(`base_host: must be an https:// origin, got ${url.protocol}`);
   if (url.pathname !== '/' || url.search || url.hash || url.username || url.password) {
     problems.push('base_host: must be an origin only (no path, query, fragment or credentials)');
   }

@@ -8,9 +8,9 @@ import { parseArgs } from 'node:util';
 import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { validate } from '../../gateway/http/body.ts';
-import type { CliCommand } from '../../gateway/module.ts';
+import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
-import { DEPLOYMENTS, type DeploymentKind, deploymentInput, deploymentPatch } from './service.ts';
+import { DEPLOYMENTS, type DeploymentKind, type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
 
 const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
                    [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
@@ -67,59 +67,72 @@ function checkUsage(positionals: string[], values: Record<string, unknown>): voi
   requireFlags(values, spec.required ?? []);
 }
 
+const parseDeployArgs = (args: string[]) => parseArgs({ args, allowPositionals: true, options });
+type DeployFlags = ReturnType<typeof parseDeployArgs>['values'];
+
+/** `deploy add`: the flags as the API's body, checked by the same schema. */
+function addInput(values: DeployFlags) {
+  const body = {
+    kind: values.kind,
+    name: values.name,
+    upstream: values.upstream,
+    strip_prefix: !values['no-strip-prefix'],
+    websocket: !values['no-websocket'],
+    timeout_seconds: values.timeout === undefined ? undefined : Number(values.timeout),
+    requires_auth: !values.public,
+    forward_authorization: values['forward-authorization'],
+    visibility: values.visibility,
+  };
+  return validate(deploymentInput, body, 'body');
+}
+
+function listDeployments(service: DeploymentService, values: DeployFlags, env: CliEnv): void {
+  const rows = service.list(OPERATOR, values.kind as DeploymentKind | undefined);
+  if (values.json) env.out(JSON.stringify(rows, null, 2));
+  else for (const d of rows) env.out(`${d.id}  ${d.kind.padEnd(5)}  ${d.name}  ${d.runtime_path}  -> ${d.upstream}`);
+}
+
+/** One action, already checked by checkUsage (which admits only the five). */
+async function runDeployAction(positionals: string[], values: DeployFlags, service: DeploymentService, env: CliEnv): Promise<void> {
+  const [action, id, value] = positionals as [string, string, string | undefined];
+  const show = (result: unknown) => env.out(JSON.stringify(result, null, 2));
+  switch (action) {
+    case 'add':
+      return show(await service.create(OPERATOR, addInput(values), false));
+    case 'list':
+      return listDeployments(service, values, env);
+    case 'get':
+      return show(service.get(OPERATOR, id));
+    case 'visibility': {
+      const { visibility } = validate(deploymentPatch, { visibility: value as string }, 'body');
+      return show(service.setVisibility(OPERATOR, id, visibility));
+    }
+    default:
+      await service.remove(OPERATOR, id);
+      env.out(`removed deployment ${id}`);
+  }
+}
+
+/** A refusal as one line: the reason, then the field problems or the error's details. */
+function refusalLine(error: ApiError): string {
+  const detail = error.problems ? error.problems.map((p) => `${p.loc.slice(1).join('.')}: ${p.msg}`).join('; ') : JSON.stringify(error.extra);
+  return `meshgate: ${error.reason} ${detail}`;
+}
+
 export const deployCommand: CliCommand = {
   name: 'deploy',
   summary: 'add, list, show and remove model/app/tool deployments',
   usage: USAGE,
   async run(args, env) {
-    const { positionals, values } = parseArgs({ args, allowPositionals: true, options });
+    const { positionals, values } = parseDeployArgs(args);
     checkUsage(positionals, values);
-    const [action, id, value] = positionals as [string, string, string | undefined];
     const domains = await env.boot(['auth', 'authz', 'routing', 'serving']);
-    const service = domains.services.get(DEPLOYMENTS);
     try {
-      if (action === 'add') {
-        const input = validate(
-          deploymentInput,
-          {
-            kind: values.kind,
-            name: values.name,
-            upstream: values.upstream,
-            strip_prefix: !values['no-strip-prefix'],
-            websocket: !values['no-websocket'],
-            timeout_seconds: values.timeout === undefined ? undefined : Number(values.timeout),
-            requires_auth: !values.public,
-            forward_authorization: values['forward-authorization'],
-            visibility: values.visibility,
-          },
-          'body',
-        );
-        env.out(JSON.stringify(await service.create(OPERATOR, input, false), null, 2));
-        return 0;
-      }
-      if (action === 'list') {
-        const rows = service.list(OPERATOR, values.kind as DeploymentKind | undefined);
-        if (values.json) env.out(JSON.stringify(rows, null, 2));
-        else for (const d of rows) env.out(`${d.id}  ${d.kind.padEnd(5)}  ${d.name}  ${d.runtime_path}  -> ${d.upstream}`);
-        return 0;
-      }
-      if (action === 'get') {
-        env.out(JSON.stringify(service.get(OPERATOR, id), null, 2));
-        return 0;
-      }
-      if (action === 'visibility') {
-        const { visibility } = validate(deploymentPatch, { visibility: value as string }, 'body');
-        env.out(JSON.stringify(service.setVisibility(OPERATOR, id, visibility), null, 2));
-        return 0;
-      }
-      // remove: checkUsage admits only the five actions.
-      await service.remove(OPERATOR, id);
-      env.out(`removed deployment ${id}`);
+      await runDeployAction(positionals, values, domains.services.get(DEPLOYMENTS), env);
       return 0;
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      const detail = error.problems ? error.problems.map((p) => `${p.loc.slice(1).join('.')}: ${p.msg}`).join('; ') : JSON.stringify(error.extra);
-      env.err(`meshgate: ${error.reason} ${detail}`);
+      env.err(refusalLine(error));
       return 1;
     } finally {
       await domains.close();

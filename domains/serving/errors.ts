@@ -1,4 +1,4 @@
-/** Reasons of the serving domain: the deployments registry and the runtime proxy (issue 3). */
+/** Reasons of the serving domain: the deployments registry and the runtime proxy. */
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const ServingErrors = defineErrors('serving', {

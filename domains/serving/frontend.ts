@@ -1,6 +1,7 @@
 /**
- * The non-runtime services (spec rules 3, 4 and 6): `/` serves the built-in
- * home page or proxies the operator's frontend upstream; `/login`,
+ * The non-runtime services: `/` serves the operator console
+ * (console/serve.ts) or proxies the operator's frontend upstream, which then
+ * leaves `/console/` to the console; `/login`,
  * `/login/session` and `/logout` are always the gateway's own, and their
  * redirects name the configured origin; `/notebooks` and `/admin/compute`
  * proxy operator-configured upstreams, only where the routing config
@@ -10,12 +11,13 @@ import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeResponse, Reply, RequestContext } from '../../gateway/http/context.ts';
+import { sessionCookieValue } from '../../gateway/http/session-cookie.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { SessionSignOut } from '../auth/index.ts';
+import { consoleHandler } from './console/serve.ts';
 import { ServingErrors } from './errors.ts';
-import { sessionCookieValue } from './headers.ts';
-import { HTML_HEADERS, homePage, loginPage } from './pages.ts';
+import { HTML_HEADERS, loginPage } from './pages.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { RuntimeAuth } from './session.ts';
 import { type OpenSockets, proxyUpgrade } from './websocket.ts';
@@ -77,16 +79,19 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
     },
   };
   pages['HEAD /login'] = pages['GET /login'] as (typeof pages)[string];
+  const operatorConsole = consoleHandler({
+    home: () => ({ clusterName: deps.clusterName, origin: auth.origin(), prefixes: deps.prefixes() }),
+    upstreamOwnsRoot: upstream !== null,
+  });
   return {
     service: 'frontend',
     auth: 'optional',
     handle(ctx) {
       const page = pages[`${ctx.method} ${ctx.rest}`];
       if (page) return page(ctx);
+      const consolePage = operatorConsole(ctx);
+      if (consolePage) return consolePage;
       if (upstream) return forward(ctx, upstream, ctx.rest, auth.originUrl(), ctx.principal);
-      if (ctx.rest === '/' && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
-        return sendHtml(ctx.res, 200, homePage({ clusterName: deps.clusterName, origin: auth.origin(), prefixes: deps.prefixes() }));
-      }
       throw GatewayErrors.make.route_not_found();
     },
   };

@@ -1,11 +1,13 @@
 /**
- * Header hygiene for the runtime proxy (issue 3; RFC 9110 §7.6.1, RFC 7239
+ * Header hygiene for the runtime proxy (RFC 9110 §7.6.1, RFC 7239
  * conventions): hop-by-hop headers never cross, identity headers a client
  * could forge are dropped, X-Forwarded-* are set by us (we are the edge, so
  * inbound values are not trusted), and Location / Set-Cookie paths from an
  * upstream are moved under the deployment's public prefix.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { parseCookie } from 'cookie';
+import { SESSION_COOKIE } from '../../gateway/http/session-cookie.ts';
 
 /** RFC 9110 §7.6.1 plus the de-facto ones; `host` is set by the upstream pool. */
 const HOP_BY_HOP = new Set([
@@ -25,8 +27,6 @@ const HOP_BY_HOP = new Set([
 
 /** Headers only the gateway may assert upstream (identity and forwarding facts). */
 const GATEWAY_OWNED = new Set(['forwarded', 'x-forwarded-user', 'x-user-attributes', 'x-real-ip']);
-
-export const SESSION_COOKIE = 'meshgate_session';
 
 export interface ForwardFacts {
   clientIp: string;
@@ -49,27 +49,22 @@ function connectionTokens(value: string | string[] | undefined): string[] {
     .filter(Boolean);
 }
 
-/** The headers sent upstream for one request. `upgrade` keeps the websocket handshake headers. */
-export function upstreamRequestHeaders(inbound: IncomingHttpHeaders, facts: ForwardFacts): Record<string, string | string[]> {
-  const dropped = connectionTokens(inbound.connection);
-  const out: Record<string, string | string[]> = {};
-  for (const name in inbound) {
-    const value = inbound[name];
-    if (value === undefined || name.charCodeAt(0) === 58 /* ':' h2 pseudo */) continue;
-    if (HOP_BY_HOP.has(name) || GATEWAY_OWNED.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-kz-mesh-')) continue;
-    if (dropped.length > 0 && dropped.includes(name)) continue;
-    if (name === 'authorization' && !facts.forwardAuthorization) continue;
-    if (name === 'cookie') {
-      const kept = withoutSessionCookie(String(value));
-      if (kept) out.cookie = kept;
-      continue;
-    }
-    out[name] = value;
-  }
-  out['x-forwarded-for'] = facts.clientIp;
-  out['x-forwarded-proto'] = facts.proto;
-  out['x-forwarded-host'] = facts.originHost;
-  out['x-forwarded-port'] = facts.originPort;
+/** Whether an inbound header may cross to the upstream at all (the cookie is then filtered on its own). */
+function crossesUpstream(name: string, dropped: readonly string[], facts: ForwardFacts): boolean {
+  if (name.charCodeAt(0) === 58 /* ':' h2 pseudo */) return false;
+  if (HOP_BY_HOP.has(name) || GATEWAY_OWNED.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-kz-mesh-')) return false;
+  if (dropped.includes(name)) return false;
+  return name !== 'authorization' || facts.forwardAuthorization;
+}
+
+/** What the gateway itself asserts upstream: the forwarding facts and, for a signed-in caller, who it is. */
+function forwardingHeaders(facts: ForwardFacts): Record<string, string> {
+  const out: Record<string, string> = {
+    'x-forwarded-for': facts.clientIp,
+    'x-forwarded-proto': facts.proto,
+    'x-forwarded-host': facts.originHost,
+    'x-forwarded-port': facts.originPort,
+  };
   if (facts.prefix) out['x-forwarded-prefix'] = facts.prefix; // a legacy port has none
   out['x-request-id'] = facts.requestId;
   if (facts.user) {
@@ -79,23 +74,39 @@ export function upstreamRequestHeaders(inbound: IncomingHttpHeaders, facts: Forw
   return out;
 }
 
-/** The platform session cookie is the caller's credential; an upstream never sees it. */
+/** The headers sent upstream for one request. `upgrade` keeps the websocket handshake headers. */
+export function upstreamRequestHeaders(inbound: IncomingHttpHeaders, facts: ForwardFacts): Record<string, string | string[]> {
+  const dropped = connectionTokens(inbound.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const name in inbound) {
+    const value = inbound[name];
+    if (value === undefined || !crossesUpstream(name, dropped, facts)) continue;
+    if (name !== 'cookie') out[name] = value;
+    else {
+      const kept = withoutSessionCookie(String(value));
+      if (kept) out.cookie = kept;
+    }
+  }
+  return Object.assign(out, forwardingHeaders(facts));
+}
+
+/** Whether one `name=value` pair of a Cookie header is the session cookie, by the name the parser reads. */
+function isSessionPair(pair: string): boolean {
+  return Object.hasOwn(parseCookie(pair, { decode: (value) => value }), SESSION_COOKIE);
+}
+
+/**
+ * The platform session cookie is the caller's credential; an upstream never
+ * sees it. The other pairs pass byte for byte (a parse and re-serialise
+ * would re-encode their values).
+ */
 export function withoutSessionCookie(cookie: string): string {
   if (!cookie.includes(SESSION_COOKIE)) return cookie;
   return cookie
     .split(';')
     .map((c) => c.trim())
-    .filter((c) => c && !c.startsWith(`${SESSION_COOKIE}=`))
+    .filter((c) => c && !isSessionPair(c))
     .join('; ');
-}
-
-export function sessionCookieValue(cookie: string | undefined): string | null {
-  if (!cookie?.includes(SESSION_COOKIE)) return null;
-  for (const part of cookie.split(';')) {
-    const [name, value] = part.trim().split('=', 2);
-    if (name === SESSION_COOKIE && value) return value;
-  }
-  return null;
 }
 
 /** Maps upstream paths to public ones: the inverse of the request path mapping. */

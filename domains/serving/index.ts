@@ -1,5 +1,5 @@
 /**
- * Serving (issue 3): the deployments registry, the runtime URL proxy for
+ * Serving: the deployments registry, the runtime URL proxy for
  * models, apps and tools, the frontend with login/logout, the operator
  * services (/notebooks, /admin/compute), legacy per-deployment ports (off by
  * default), and the `deploy` / `smoke` commands.
@@ -17,11 +17,12 @@ import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
 import { LegacyListeners } from './legacy.ts';
 import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
 import { UpstreamPools } from './proxy.ts';
+import { proxyObservability } from './proxy-metrics.ts';
 import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
 import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
-import { smokeCommand } from './smoke.ts';
+import { smokeCommand, smokeRoute } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
 import { OpenSockets } from './websocket.ts';
 
@@ -42,10 +43,11 @@ export const servingModule: HandlerModule = {
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
     const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
-    const pools = new UpstreamPools(serving.upstreamConnections, {
-      perConnection: serving.perClientUpstreamRequests,
-      perAddress: serving.perClientAddressUpstreamRequests,
-    });
+    const pools = new UpstreamPools(
+      serving.upstreamConnections,
+      { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
+      (live) => proxyObservability(deps.metrics, deps.tracing, live),
+    );
     // Booted for a command, nothing listens (deps.listeners is null); a worker asks the primary, which owns the ports.
     const place = deps.process;
     const legacy =
@@ -61,7 +63,9 @@ export const servingModule: HandlerModule = {
         : null;
     if (legacy && place.role === 'primary') answerLegacyCalls(place, legacy);
     const ownedPorts = serving.legacyPortListeners && place.role === 'worker' ? new OwnedLegacyPorts(place, deps.runtime.origin) : null;
-    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, undefined, legacy ?? ownedPorts);
+    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, legacy ?? ownedPorts);
+    deps.feed.subscribe('deployments', (id) => deployments.forget(id));
+    deps.feed.onReset('deployments', () => deployments.forget());
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
     const sockets = new OpenSockets(SOCKET_SWEEP_MS);
@@ -78,7 +82,7 @@ export const servingModule: HandlerModule = {
       timeoutMs: serving.defaultTimeoutSeconds * 1000,
     };
     return {
-      routes: servingRoutes(deployments, deps.config.limits.maxBodyBytes),
+      routes: [...servingRoutes(deployments, deps.config.limits.maxBodyBytes), smokeRoute(deps.runtime)],
       mounts: [
         ...runtimeMounts(runtime),
         frontendMount(site),

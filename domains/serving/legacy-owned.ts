@@ -5,6 +5,7 @@
  * primary to open or close its port through the owner link, and gets the
  * primary's refusal (legacy_port_unavailable) as its own.
  */
+import { hostOfUrl, urlOf } from '../../gateway/http/origin.ts';
 import { type OwnerSide, ownerCall, type WorkerSide } from '../../gateway/process/link.ts';
 import type { LegacyListeners } from './legacy.ts';
 import type { LegacyPorts } from './service.ts';
@@ -41,5 +42,5 @@ export class OwnedLegacyPorts implements LegacyPorts {
 }
 
 export function legacyUrl(row: DeploymentRow, origin: () => string): string | null {
-  return row.legacyPort === null ? null : `https://${new URL(origin()).hostname}:${row.legacyPort}`;
+  return row.legacyPort === null ? null : urlOf('https', hostOfUrl(origin()), row.legacyPort);
 }

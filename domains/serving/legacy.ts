@@ -1,6 +1,5 @@
 /**
- * Legacy port-based runtime URLs (issue 3 item 3; spec "Public runtime URL
- * shapes": port-specific runtime URLs are legacy, kept for backward
+ * Legacy port-based runtime URLs (port-specific runtime URLs are legacy, kept for backward
  * compatibility only). Off unless the operator sets
  * `serving.legacyPortListeners`; then a deployment's `legacy_port` gets its
  * own HTTPS listener (the gateway's bind address and certificate) whose

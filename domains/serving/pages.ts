@@ -1,6 +1,6 @@
 /**
- * The built-in HTML: the home page at the frontend prefix and the login
- * page. The login script is a constant (its settings travel in data-
+ * The built-in HTML: the login page, and the summary the console's shell
+ * shows before (or without) its script. The login script is a constant (its settings travel in data-
  * attributes), so a hash-pinned Content-Security-Policy allows exactly it.
  */
 import { createHash } from 'node:crypto';
@@ -51,7 +51,12 @@ export interface HomeInfo {
   prefixes: Readonly<Record<string, string>>;
 }
 
-export function homePage(info: HomeInfo): string {
+/**
+ * What the platform serves where, and the sign-in/out controls: the page
+ * a browser without scripts sees at the frontend prefix (the console's
+ * shell carries it until the console renders).
+ */
+export function homeSummary(info: HomeInfo): string {
   const p = info.prefixes;
   const rows = [
     ['Platform API', `${p.api}`],
@@ -61,16 +66,13 @@ export function homePage(info: HomeInfo): string {
   ]
     .map(([what, path]) => `<li>${what}: <code>${escapeHtml(info.origin)}${path}</code></li>`)
     .join('\n');
-  return page(
-    `${info.clusterName} · meshgate`,
-    `<h1>${escapeHtml(info.clusterName)}</h1>
+  return `<h1>${escapeHtml(info.clusterName)}</h1>
 <p>This platform is served at <code>${escapeHtml(info.origin)}</code>.</p>
 <ul>
 ${rows}
 </ul>
 <p><a href="/login">Sign in</a> · <a href="${escapeHtml(p.api ?? '/api')}/ping">API health</a></p>
-<form method="post" action="/logout"><button type="submit">Sign out</button></form>`,
-  );
+<form method="post" action="/logout"><button type="submit">Sign out</button></form>`;
 }
 
 export function loginPage(info: { clusterName: string; tokenUrl: string; next: string }): string {

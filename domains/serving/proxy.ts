@@ -1,5 +1,5 @@
 /**
- * The runtime proxy's hot path (issue 3): one keep-alive undici Pool per
+ * The runtime proxy's hot path: one keep-alive undici Pool per
  * upstream origin and the low-level dispatch API, so bytes flow both ways
  * without buffering and with backpressure (the issue's measurements put
  * undici's streaming API at ~2× the RPS of http-proxy-3 at half the CPU).
@@ -12,10 +12,12 @@ import type { TLSSocket } from 'node:tls';
 import { type Dispatcher, Pool } from 'undici';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
 import type { NodeRequest, Reply, RequestContext } from '../../gateway/http/context.ts';
+import { type Span, SpanKind } from '../../gateway/observability/tracing.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
 import { ClientShares } from './fair-share.ts';
 import { downstreamResponseHeaders, type PathMap, upstreamRequestHeaders } from './headers.ts';
+import type { ProxyObservability } from './proxy-metrics.ts';
 
 /** Where one request goes: an upstream pool plus the path mapping and per-deployment options. */
 export interface ProxyTarget extends PathMap {
@@ -25,33 +27,41 @@ export interface ProxyTarget extends PathMap {
   /** Deployment id or service name, for error bodies and logs. */
   label: string;
   shares: ClientShares;
+  observed: ProxyObservability;
+  /** This deployment's in-flight gauge, labelled once rather than per request. */
+  inFlight: { inc(): void; dec(): void };
 }
 
 /** Lazily created keep-alive pools, one per upstream origin, closed with the domain. */
 export class UpstreamPools {
-  readonly #pools = new Map<string, Pool>();
+  readonly #pools = new Map<string, { pool: Pool; label: string }>();
   readonly shares: ClientShares;
+  readonly observed: ProxyObservability;
 
   constructor(
     private readonly connections: number,
     shares: { perConnection: number; perAddress: number },
+    observe: (pools: () => Iterable<[Pool, string]>) => ProxyObservability,
   ) {
     this.shares = new ClientShares(shares.perConnection, shares.perAddress);
+    this.observed = observe(() => [...this.#pools.values()].map(({ pool, label }) => [pool, label]));
   }
 
-  get(origin: string): Pool {
-    let pool = this.#pools.get(origin);
-    if (!pool) {
-      pool = new Pool(origin, { connections: this.connections, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
-      this.#pools.set(origin, pool);
+  /** The pool of `origin`; `label` names it in the metrics when this call creates it. */
+  get(origin: string, label: string): Pool {
+    let entry = this.#pools.get(origin);
+    if (!entry) {
+      const pool = new Pool(origin, { connections: this.connections, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
+      entry = { pool, label };
+      this.#pools.set(origin, entry);
     }
-    return pool;
+    return entry.pool;
   }
 
   async close(): Promise<void> {
     const pools = [...this.#pools.values()];
     this.#pools.clear();
-    await Promise.all(pools.map((p) => p.destroy()));
+    await Promise.all(pools.map((p) => p.pool.destroy()));
   }
 }
 
@@ -67,7 +77,7 @@ export interface TargetSpec {
 export function buildTarget(pools: UpstreamPools, spec: TargetSpec): ProxyTarget {
   const url = new URL(spec.upstream);
   return {
-    pool: pools.get(url.origin),
+    pool: pools.get(url.origin, spec.label),
     upstreamOrigin: url.origin,
     basePath: url.pathname.replace(/\/+$/, ''),
     prefix: spec.prefix,
@@ -76,6 +86,8 @@ export function buildTarget(pools: UpstreamPools, spec: TargetSpec): ProxyTarget
     forwardAuthorization: spec.forwardAuthorization,
     label: spec.label,
     shares: pools.shares,
+    observed: pools.observed,
+    inFlight: pools.observed.inFlight.labels(spec.label),
   };
 }
 
@@ -118,16 +130,21 @@ function hasBody(req: NodeRequest, headers: IncomingHttpHeaders): boolean {
 export async function forward(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null): Promise<undefined> {
   const release = await target.shares.acquire(ctx.req, ctx.res, target.pool);
   if (!release) return undefined; // the client left while waiting for its share
+  target.inFlight.inc();
   try {
-    return await stream(ctx, target, rest, origin, principal);
+    const attributes = { 'meshgate.deployment': target.label };
+    return await target.observed.tracing.inSpan('proxy', ctx.span, (span) => stream(ctx, target, rest, origin, principal, span), SpanKind.CLIENT, attributes);
   } finally {
+    target.inFlight.dec();
     release();
   }
 }
 
 /** Streams the request to the target and the answer back; resolves when done, rejects only before the head. */
-function stream(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null): Promise<undefined> {
+function stream(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null, span: Span): Promise<undefined> {
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
+  // The upstream continues this hop's trace: its parent is the proxy span, never what the client sent.
+  Object.assign(headers, target.observed.tracing.headersFor(span));
   return new Promise((resolve, reject) => {
     const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject);
     ctx.res.once('close', () => handler.clientClosed());
@@ -190,10 +207,13 @@ class ResponsePump implements Dispatcher.DispatchHandler {
     if (this.#done) return;
     this.#done = true;
     if (this.res.headersSent) {
+      this.target.observed.errors.labels(this.target.label, 'stream_aborted').inc();
       this.res.destroy();
       this.resolve(undefined);
     } else {
-      this.reject(upstreamError(error, this.target.label));
+      const refusal = upstreamError(error, this.target.label);
+      this.target.observed.errors.labels(this.target.label, refusal.reason).inc();
+      this.reject(refusal);
     }
   }
 
@@ -210,7 +230,7 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETU
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 const CLOSING = new Set(['UND_ERR_DESTROYED', 'UND_ERR_CLOSED']);
 
-/** Classifies an upstream failure (STYLE C2 upstreamErrors); the cause is kept for the log, never the body. */
+/** Classifies an upstream failure by its undici or Node error code; the cause is kept for the log, never the body. */
 export function upstreamError(error: Error, label: string): ApiError {
   const code = (error as { code?: string }).code ?? '';
   const extra = { upstream: label };

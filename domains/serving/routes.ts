@@ -1,12 +1,14 @@
-/** `/api/serving/deployments` (issue 3): the registry over HTTP; parsing only, logic in service.ts. */
+/** `/api/serving/deployments`: the registry over HTTP; parsing only, logic in service.ts. */
 import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
 
-/** Models unless asked (issue 3, spec "Mesh proxy": this listing is the models one the SDK parses); `all` for every kind. */
+/** Models unless asked (this listing is the models one the SDK parses); `all` for every kind. */
 const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool', 'all']).default('model') });
+const deploymentAnswer = z.looseObject({ id: z.string(), name: z.string() });
+const NOT_FOUND = ['deployment_not_found'];
 
 export function servingRoutes(service: DeploymentService, maxBody: number): RouteDef[] {
   return [
@@ -14,6 +16,12 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'POST',
       path: '/serving/deployments',
       auth: 'admin',
+      doc: {
+        summary: 'Register a deployment (a model, app or tool upstream served below /runtime)',
+        body: deploymentInput,
+        answers: { 201: deploymentAnswer },
+        errors: ['deployment_name_taken', 'legacy_ports_disabled', 'legacy_port_unavailable'],
+      },
       async handle(ctx) {
         const input = await readJson(ctx.req, maxBody, deploymentInput);
         return { status: 201, body: await service.create(principalOf(ctx), input) };
@@ -23,6 +31,7 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'GET',
       path: '/serving/deployments',
       auth: 'user',
+      doc: { summary: 'The deployments the caller may use, of one kind (models unless asked)', query: listQuery, answers: { 200: z.array(deploymentAnswer) } },
       handle: (ctx) => {
         const { kind } = parseQuery(ctx.query, listQuery);
         return { status: 200, body: service.list(principalOf(ctx), kind === 'all' ? undefined : kind) };
@@ -33,6 +42,7 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'GET',
       path: '/serving/deployment/:id/status',
       auth: 'user',
+      doc: { summary: "A deployment's status as a JSON string", answers: { 200: z.literal('DEPLOYED') }, errors: NOT_FOUND },
       handle: (ctx) => {
         service.get(principalOf(ctx), ctx.params.id as string); // 404 when absent or not visible
         return { status: 200, body: 'DEPLOYED' };
@@ -43,6 +53,7 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
         method: 'GET',
         path,
         auth: 'user',
+        doc: { summary: 'A deployment', answers: { 200: deploymentAnswer }, errors: NOT_FOUND },
         handle: (ctx) => ({ status: 200, body: service.get(principalOf(ctx), ctx.params.id as string) }),
       }),
     ),
@@ -52,6 +63,12 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       path: '/serving/deployments/:id',
       auth: 'user',
       nativeOnly: true,
+      doc: {
+        summary: "Change a deployment's visibility (its owner or an administrator)",
+        body: deploymentPatch,
+        answers: { 200: deploymentAnswer },
+        errors: [...NOT_FOUND, 'admin_required'],
+      },
       async handle(ctx) {
         const { visibility } = await readJson(ctx.req, maxBody, deploymentPatch);
         return { status: 200, body: service.setVisibility(principalOf(ctx), ctx.params.id as string, visibility) };
@@ -61,6 +78,7 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'DELETE',
       path: '/serving/deployments/:id',
       auth: 'admin',
+      doc: { summary: 'Remove a deployment', answers: { 204: null }, errors: NOT_FOUND },
       async handle(ctx) {
         await service.remove(principalOf(ctx), ctx.params.id as string);
         return { status: 204 };
@@ -71,6 +89,7 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'DELETE',
       path: '/serving/deployment/:id',
       auth: 'admin',
+      doc: { summary: 'Remove a deployment; answers `true`', answers: { 200: z.literal(true) }, errors: NOT_FOUND },
       async handle(ctx) {
         await service.remove(principalOf(ctx), ctx.params.id as string);
         return { status: 200, body: true };

@@ -1,5 +1,5 @@
 /**
- * The runtime URL mounts (spec "Public runtime URL shapes"):
+ * The path-based runtime URL mounts, the public access pattern:
  * `<models prefix>/<id>/...`, `<apps prefix>/<id>/...`, `<tools prefix>/<id>/...`;
  * `/runtime/models/<id>/v1` is simply the upstream's `/v1` (the OpenAI-
  * compatible base) when the deployment strips its prefix, the default.

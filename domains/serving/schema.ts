@@ -1,4 +1,4 @@
-/** Deployments (issue 3): one row per model, app or tool fronted under its runtime URL. */
+/** Deployments: one row per model, app or tool fronted under its runtime URL. */
 import { integer, real, sqliteTable, text, uniqueIndex } from '../../gateway/db/drizzle.ts';
 
 export const deployments = sqliteTable(
@@ -19,7 +19,7 @@ export const deployments = sqliteTable(
     visibility: text('visibility', { enum: ['private', 'authenticated'] })
       .notNull()
       .default('private'),
-    /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); null = none. */
+    /** Legacy port-based runtime URL; null = none. */
     legacyPort: integer('legacy_port'),
     createdBy: text('created_by').notNull(),
     createdAt: text('created_at').notNull(),

@@ -1,5 +1,5 @@
 /**
- * The deployments registry (issue 3; spec "Public runtime URL shapes"):
+ * The deployments registry:
  * create, list, get and delete models, apps and tools, and resolve one for
  * the runtime proxy. Transport-free: takes a Principal, knows no HTTP.
  * Who sees what is access.ts, for the API and the runtime URLs alike; a
@@ -30,7 +30,7 @@ const upstreamUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or 
   return !url || (!url.username && !url.password && !url.search && !url.hash);
 }, 'must carry no credentials, query or fragment');
 
-/** The create body (and the CLI's flags): unknown fields are ignored (contract §0.3). */
+/** The create body (and the CLI's flags): unknown fields are ignored. */
 export const deploymentInput = z.object({
   kind: z.enum(['model', 'app', 'tool']),
   name: z.string().trim().min(1).max(128),
@@ -40,7 +40,7 @@ export const deploymentInput = z.object({
   timeout_seconds: z.number().positive().max(3600).nullish(),
   requires_auth: z.boolean().default(true),
   forward_authorization: z.boolean().default(false),
-  /** Legacy port-based runtime URL (spec "Public runtime URL shapes"); honoured only when the operator enabled it. */
+  /** Legacy port-based runtime URL; honoured only when the operator enabled it. */
   legacy_port: z.number().int().min(1).max(65535).nullish(),
   /** `authenticated` shares it with every native-realm user; `private` leaves it to its viewers (access.ts). */
   visibility: z.enum(VISIBILITIES).default('private'),
@@ -65,8 +65,11 @@ export interface LegacyPorts {
   url(row: DeploymentRow): string | null;
 }
 
+const MAX_CACHED_ROWS = 10_000;
+
 export class DeploymentService {
-  readonly #cache = new Map<string, { row: DeploymentRow | undefined; at: number }>();
+  /** Rows the proxy looked up: dropped on a write here, or by another process or the CLI (the change feed: `forget`). */
+  readonly #cache = new Map<string, { row: DeploymentRow | undefined }>();
   readonly #access: DeploymentAccess;
 
   constructor(
@@ -74,8 +77,6 @@ export class DeploymentService {
     private readonly authz: AuthzService,
     private readonly urls: PublicUrls,
     private readonly now: () => Date,
-    /** How long the proxy may use a looked-up row; the CLI writes the same database from another process. */
-    private readonly cacheMs = 1000,
     private readonly ports: LegacyPorts | null = null,
   ) {
     this.#access = new DeploymentAccess(authz);
@@ -163,18 +164,25 @@ export class DeploymentService {
 
   /**
    * The proxy's lookup: the deployment of that kind if the caller (null:
-   * anonymous) may see it, else null. Rows are cached briefly, so the hot
-   * path costs no query per request; the decision is access.ts's.
+   * anonymous) may see it, else null. Rows are cached until they change, so
+   * the hot path costs no query per request; the decision is access.ts's.
    */
   resolveFor(principal: Principal | null, kind: DeploymentKind, id: string): DeploymentRow | null {
-    const at = Date.now();
     let hit = this.#cache.get(id);
-    if (!hit || at - hit.at > this.cacheMs) {
-      hit = { row: this.store.get(id), at };
+    if (!hit) {
+      // Misses are kept too (ids come from request paths): the map is bounded like the verified-token cache.
+      if (this.#cache.size >= MAX_CACHED_ROWS) this.#cache.clear();
+      hit = { row: this.store.get(id) };
       this.#cache.set(id, hit);
     }
     const row = hit.row;
     return row?.kind === kind && this.#access.canSee(principal, row) ? row : null;
+  }
+
+  /** A deployment changed elsewhere; `undefined` forgets every row (the feed's reset). */
+  forget(id?: string): void {
+    if (id === undefined) this.#cache.clear();
+    else this.#cache.delete(id);
   }
 
   /** The row when the caller may see it; otherwise the same 404 as a row that does not exist. */

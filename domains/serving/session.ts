@@ -2,16 +2,16 @@
  * Who is calling a runtime URL or a frontend page: the bearer the pipeline
  * already verified, else the platform session cookie a browser carries
  * (set by /login/session). Redirects for browsers always name the
- * configured origin (PLATFORM_ORIGIN, spec rule 3 and 6), never a value
+ * configured origin (PLATFORM_ORIGIN: logout and auth redirects return the user to the right origin), never a value
  * taken from the request's Host header.
  */
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeRequest, Reply } from '../../gateway/http/context.ts';
+import { SESSION_COOKIE, sessionCookieValue } from '../../gateway/http/session-cookie.ts';
 import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
 import type { Authenticator, Principal } from '../../gateway/principal.ts';
-import { SESSION_COOKIE, sessionCookieValue } from './headers.ts';
 
 interface Caller {
   readonly req: NodeRequest;

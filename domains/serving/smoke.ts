@@ -1,5 +1,5 @@
 /**
- * `meshgate smoke`: after a routing change, prove spec rule 6 against a
+ * `meshgate smoke`: after a routing change, prove what must still hold against a
  * running gateway — the home page loads at the origin, /api/ping resolves,
  * a model answers under /runtime/models/<id>/v1, an app opens under
  * /runtime/apps/<id>, and login redirects and logout land on the origin
@@ -11,8 +11,10 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { Agent, buildConnector, type Dispatcher, request } from 'undici';
+import { z } from 'zod';
 import { requireFlags, UsageError } from '../../gateway/cli/usage.ts';
-import type { CliCommand } from '../../gateway/module.ts';
+import { hostOfUrl } from '../../gateway/http/origin.ts';
+import type { CliCommand, RouteDef } from '../../gateway/module.ts';
 
 export interface SmokeOptions {
   origin: string;
@@ -45,7 +47,7 @@ const FORGED_HOST = 'smoke-forged-host.invalid';
  * gateway over a verified connection.
  */
 export function forgedHostAgent(origin: string, ca: string | undefined): Agent {
-  const host = new URL(origin).hostname.replace(/^\[|\]$/g, '');
+  const host = hostOfUrl(origin);
   // SNI carries names only (RFC 6066 §3); for an IP origin the certificate is checked against the address.
   const servername = isIP(host) ? '' : host;
   const connector = buildConnector(ca ? { ca } : {});
@@ -243,7 +245,7 @@ function readCa(file: string): string {
 
 export const smokeCommand: CliCommand = {
   name: 'smoke',
-  summary: 'check a running gateway after a routing change (spec rule 6)',
+  summary: 'check a running gateway after a routing change',
   usage: USAGE,
   async run(args, env) {
     const { values } = parseArgs({
@@ -275,3 +277,31 @@ export const smokeCommand: CliCommand = {
     return ok ? 0 : 1;
   },
 };
+
+/**
+ * POST /api/serving/smoke: the same checks, run by the gateway against its
+ * own public origin with the caller's credential, so a routing change made
+ * in a browser is followed by the proof the CLI would give.
+ */
+const smokeAnswer = z.object({
+  ok: z.boolean(),
+  origin: z.string(),
+  checks: z.array(z.object({ check: z.string(), status: z.enum(['pass', 'fail', 'skip']), detail: z.string() })),
+});
+
+export function smokeRoute(target: { origin: () => string; caPem: () => string }): RouteDef {
+  return {
+    method: 'POST',
+    path: '/serving/smoke',
+    auth: 'admin',
+    nativeOnly: true,
+    doc: {
+      summary: "Run the smoke checks against the gateway's own origin with the caller's token (ok: false when one fails)",
+      answers: { 200: smokeAnswer },
+    },
+    async handle(ctx) {
+      const checks = await runSmoke({ origin: target.origin(), ca: target.caPem(), token: ctx.bearer ?? undefined });
+      return { status: 200, body: { ok: checks.every((c) => c.status !== 'fail'), origin: target.origin(), checks } };
+    },
+  };
+}

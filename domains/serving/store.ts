@@ -1,4 +1,4 @@
-/** Deployment rows behind the narrow interface the service needs (STYLE C3). */
+/** Deployment rows behind the narrow interface the service needs. */
 import { and, asc, eq } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { deployments } from './schema.ts';

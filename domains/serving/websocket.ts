@@ -40,7 +40,9 @@ export async function proxyUpgrade(
       signal: AbortSignal.timeout(target.timeoutMs),
     });
   } catch (error) {
-    throw upstreamError(error as Error, target.label);
+    const refusal = upstreamError(error as Error, target.label);
+    target.observed.errors.labels(target.label, refusal.reason).inc();
+    throw refusal;
   }
   const { socket } = upstream;
   if (client.destroyed) {

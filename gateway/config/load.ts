@@ -4,6 +4,7 @@
  * Semantic checks the schema cannot express live in verifyConfig().
  */
 import { readFileSync } from 'node:fs';
+import { hostOfUrl } from '../http/origin.ts';
 import { type Config, type ConfigInput, configSchema, ENV_NAMES } from './schema.ts';
 
 export class ConfigError extends Error {
@@ -55,7 +56,7 @@ export function verifyConfig(config: Config): string[] {
     ['origin', config.origin],
   ] as const) {
     if (!value) continue;
-    const host = new URL(value).hostname.replace(/^\[|\]$/g, '');
+    const host = hostOfUrl(value);
     if (!config.hostnames.includes(host) && host !== config.bind) {
       problems.push(`${key}: host '${host}' is not one of hostnames (${config.hostnames.join(', ')}), so the certificate would not match`);
     }
@@ -80,32 +81,40 @@ function readConfigFile(path: string, problems: string[]): Tree {
   return {};
 }
 
+type EnvKind = (typeof ENV_NAMES)[string]['kind'];
+
+/** One environment value in the type its setting takes, or the problem that stops start. */
+function envValue(name: string, raw: string, kind: EnvKind): { value: unknown } | { problem: string } {
+  switch (kind) {
+    case 'csv':
+      return {
+        value: raw
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      };
+    case 'boolean':
+      if (!/^(true|false|1|0)$/i.test(raw)) return { problem: `${name}: '${raw}' is not a boolean (true/false)` };
+      return { value: /^(true|1)$/i.test(raw) };
+    case 'nullable-number':
+    case 'number': {
+      if (kind === 'nullable-number' && raw === 'none') return { value: null };
+      const value = Number(raw);
+      return Number.isFinite(value) ? { value } : { problem: `${name}: '${raw}' is not a number` };
+    }
+    default:
+      return { value: raw };
+  }
+}
+
 function fromEnv(env: Record<string, string | undefined>, problems: string[]): Tree {
   const tree: Tree = {};
   for (const [name, { path, kind }] of Object.entries(ENV_NAMES)) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
-    let value: unknown = raw;
-    if (kind === 'csv')
-      value = raw
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-    if (kind === 'boolean') {
-      if (!/^(true|false|1|0)$/i.test(raw)) {
-        problems.push(`${name}: '${raw}' is not a boolean (true/false)`);
-        continue;
-      }
-      value = /^(true|1)$/i.test(raw);
-    }
-    if (kind === 'number' || kind === 'nullable-number') {
-      value = kind === 'nullable-number' && raw === 'none' ? null : Number(raw);
-      if (typeof value === 'number' && !Number.isFinite(value)) {
-        problems.push(`${name}: '${raw}' is not a number`);
-        continue;
-      }
-    }
-    setPath(tree, path, value);
+    const parsed = envValue(name, raw, kind);
+    if ('problem' in parsed) problems.push(parsed.problem);
+    else setPath(tree, path, parsed.value);
   }
   return tree;
 }

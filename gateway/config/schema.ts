@@ -1,5 +1,5 @@
 /**
- * The single source of meshgate's configuration (STYLE C5): type, defaults,
+ * The single source of meshgate's configuration: type, defaults,
  * descriptions and `PLATFORM_*` env names. `loadConfig()` merges defaults,
  * an optional JSON file and the environment/flags, validates with unknown
  * keys rejected, reports every problem by key path, and deep-freezes.
@@ -119,6 +119,31 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   auth: authSettings,
+  admin: z
+    .strictObject({
+      port: port
+        .nullable()
+        .default(null)
+        .describe('Admin listener (plain HTTP, GET /metrics in the Prometheus text format); null = none, 0 picks a free port.'),
+      bind: z.string().min(1).default('127.0.0.1').describe('Address the admin listener binds; loopback keeps it off the network.'),
+      metricsToken: z
+        .string()
+        .min(16)
+        .nullable()
+        .default(null)
+        .describe('Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.'),
+    })
+    .prefault({}),
+  tracing: z
+    .strictObject({
+      otlpEndpoint: z
+        .url({ protocol: /^https?$/ })
+        .nullable()
+        .default(null)
+        .describe('OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.'),
+      exportDelayMs: z.number().int().min(10).max(60_000).default(5000).describe('Longest time a finished span waits in the batch before export.'),
+    })
+    .prefault({}),
   secrets: z
     .strictObject({
       kekDir: z
@@ -152,11 +177,33 @@ export const configSchema = z.strictObject({
         .int()
         .min(1024)
         .default(1024 * 1024)
-        .describe('Largest serialized JSON result answered inline (contract §8.1); `auto` streams over SSE beyond it, `inline` is refused with 422.'),
+        .describe('Largest serialized JSON result answered inline; `auto` streams over SSE beyond it, `inline` is refused with 422.'),
       fsRoots: csv.default([]).describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
       batchSize: z.number().int().min(1).max(100_000).default(1000).describe('Rows per chunk when a job does not ask for a batch_size.'),
       heartbeatMs: z.number().int().min(10).default(15_000).describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
       grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
+    })
+    .prefault({}),
+  feed: z
+    .strictObject({
+      pollIntervalMs: z
+        .number()
+        .int()
+        .min(1)
+        .max(20)
+        .default(20)
+        .describe(
+          'How often each process checks the database for changes made by another (PRAGMA data_version); ' +
+            'a change reaches every process within 100 ms (docs/operating.md).',
+        ),
+      retainRows: z.number().int().min(100).max(10_000_000).default(10_000).describe('Change-feed rows kept at least.'),
+      retainSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(86_400)
+        .default(300)
+        .describe('Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.'),
     })
     .prefault({}),
   mesh: z
@@ -179,7 +226,7 @@ export const configSchema = z.strictObject({
         .min(1)
         .max(3600)
         .default(300)
-        .describe('auth_forward_header_signature_ttl_seconds: oldest accepted mesh signature (spec: Limits).'),
+        .describe('auth_forward_header_signature_ttl_seconds: oldest accepted mesh signature.'),
       signatureFutureSkewSeconds: z
         .number()
         .int()
@@ -336,6 +383,10 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
   PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: { path: ['serving', 'perClientAddressUpstreamRequests'], kind: 'number' },
+  PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
+  PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
+  PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },
+  PLATFORM_OTLP_ENDPOINT: { path: ['tracing', 'otlpEndpoint'], kind: 'string' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },

@@ -2,28 +2,37 @@
  * One SQLite database per gateway: WAL, foreign keys, full
  * sync so a committed change survives a crash before the response leaves.
  * Drizzle migrations from data/migrations run before the listener opens.
+ * The addon and the migrations come from gateway/shipped.ts, which finds
+ * them in the checkout or inside the single executable.
  */
 import { closeSync, openSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { shippedFiles } from '../shipped.ts';
 import { type BetterSQLite3Database, drizzle, migrate } from './drizzle.ts';
 
 export type Db = BetterSQLite3Database;
 
 const MEMORY = ':memory:';
 
-export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../data/migrations', import.meta.url));
+/**
+ * Every SQLite connection the gateway opens (the database, the serve lock, a backup's copies): with the addon
+ * gateway/shipped.ts found, which better-sqlite3's own lookup cannot find from inside a bundle.
+ */
+export function sqliteConnection(file: string, options: Database.Options = {}): Database.Database {
+  // better-sqlite3 takes a loaded addon object as well as a path; its type declarations know only the path.
+  return new Database(file, { ...options, nativeBinding: shippedFiles().sqliteAddon as unknown as string });
+}
 
 export function openDatabase(file: string): { sqlite: Database.Database; db: Db } {
   // Created 0600 before SQLite opens it: its WAL and SHM files take the database file's mode.
   // ':memory:' names no file (https://www.sqlite.org/inmemorydb.html).
   if (file !== MEMORY) closeSync(openSync(file, 'a', 0o600));
-  const sqlite = new Database(file);
+  const sqlite = sqliteConnection(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   const db = drizzle(sqlite);
-  migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  migrate(db, { migrationsFolder: shippedFiles().migrationsFolder });
   return { sqlite, db };
 }

@@ -1,7 +1,7 @@
 /**
- * The one error type of meshgate (STYLE C4). A refusal carries an HTTP
- * status and a stable snake_case `reason`; the wire body is FastAPI-style
- * (spec/contract.md §1.6): `{"detail":{"reason":...,...extra}}`, or a string
+ * The one error type of meshgate. A refusal carries an HTTP
+ * status and a stable snake_case `reason`; the wire body is FastAPI-style:
+ * `{"detail":{"reason":...,...extra}}`, or a string
  * `detail` for the few refusals public clients match as strings.
  */
 export type ErrorExtra = Record<string, unknown>;
@@ -10,7 +10,7 @@ export interface ErrorDef {
   status: number;
   /** One line for ERRORS.md: when this reason is given. */
   doc: string;
-  /** When set, the body is `{"detail": message}` (contract §1.6 string details). */
+  /** When set, the body is `{"detail": message}`: a plain string some clients match (docs/wire.md). */
   stringDetail?: string;
   /**
    * A sentence for people, sent as `detail.message` beside the reason: clients that show the raw body (the

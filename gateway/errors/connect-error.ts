@@ -1,5 +1,5 @@
 /**
- * The Connect mapping point for ApiError (STYLE C4: one to HTTP in
+ * The Connect mapping point for ApiError (one to HTTP in
  * http/respond.ts, one to Connect here). The message is the stable reason;
  * anything that is not an ApiError becomes an opaque INTERNAL.
  */

@@ -1,7 +1,7 @@
 /**
  * Buffered request bodies for API routes, bounded by limits.maxBodyBytes
  * (413 beyond, and the rest of the upload is not read), validated with zod
- * into FastAPI-style 422 lists (spec/contract.md §0.3).
+ * into FastAPI-style 422 lists.
  */
 import { z } from 'zod';
 import { ApiError, type ValidationProblem } from '../errors/api-error.ts';
@@ -32,7 +32,7 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, root: '
   throw validationError(problems);
 }
 
-/** A UUID path parameter (contract §5.3, §8.2: the upstream's UUID path params answer 422 to anything else). */
+/** A UUID path parameter (the upstream's UUID path params answer 422 to anything else). */
 export function uuidParam(params: Readonly<Record<string, string | undefined>>, name: string): string {
   return validate(z.object({ [name]: z.uuid() }), params, 'path')[name] as string;
 }

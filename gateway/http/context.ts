@@ -1,11 +1,12 @@
 /**
- * The typed per-request object every stage and handler sees (STYLE C1):
+ * The typed per-request object every stage and handler sees:
  * an explicit field set, no symbol-keyed bags on req/res. Requests may be
  * HTTP/1.1 or HTTP/2 (the TLS listener allows both), so req/res are unions.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { Logger } from 'pino';
+import type { Span } from '../observability/tracing.ts';
 import type { Principal } from '../principal.ts';
 import type { CompiledRoute } from '../routing/router.ts';
 
@@ -35,11 +36,13 @@ export interface RequestContext {
   principal: Principal | null;
   /** Raw bearer credential presented (for mesh egress as the peer token). */
   bearer: string | null;
+  /** This request's span (accessLog begins it): the parent of its proxy, mesh and job spans, and of the next hop. */
+  span: Span;
   /** Set by meshVerify for a signed mesh request: where it came from (the principal is the brokered user). */
   meshPeer: MeshInbound | null;
 }
 
-/** A verified inbound mesh hop (contract §4.3–§4.5). */
+/** A verified inbound mesh hop. */
 export interface MeshInbound {
   readonly federationId: string;
   readonly sourceClusterId: string;
@@ -63,4 +66,11 @@ export interface Reply {
 export function principalOf(ctx: RequestContext): Principal {
   if (!ctx.principal) throw new Error(`route ${ctx.method} ${ctx.rawPath} ran without a principal`);
   return ctx.principal;
+}
+
+/** The request target (RFC 9112 §3.2, origin-form) split at the first `?` into the raw path and the query. */
+export function splitTarget(url: string | undefined): { rawPath: string; query: URLSearchParams } {
+  const target = url ?? '/';
+  const q = target.indexOf('?');
+  return q === -1 ? { rawPath: target, query: new URLSearchParams() } : { rawPath: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) };
 }

@@ -22,6 +22,7 @@
 import { createServer as createHttpServer, type Server as HttpServer, type RequestListener } from 'node:http';
 import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import type { Config } from '../config/schema.ts';
+import { answerClientErrors } from './client-errors.ts';
 import { endUnreadUploads } from './early-response.ts';
 
 type Limits = Config['limits'];
@@ -60,6 +61,7 @@ export function createHttpsListener(tls: ServerKeyPair, limits: Limits, handle: 
   server.setTimeout(limits.idleTimeoutMs);
   server.on('session', (session: ServerHttp2Session) => enforceHeadDeadline(session, limits.headersTimeoutMs));
   endUnreadUploads(server);
+  answerClientErrors(server);
   return server;
 }
 
@@ -74,6 +76,7 @@ export function createPlainHttpListener(limits: Limits, handle: RequestListener)
     handle,
   );
   server.setTimeout(limits.idleTimeoutMs);
+  answerClientErrors(server);
   return server;
 }
 

@@ -12,9 +12,19 @@ export function hostForUrl(host: string): string {
   return isIPv6(host) ? `[${host}]` : host;
 }
 
+/** The host of a URL as an address or name: `URL.hostname` keeps an IPv6 literal's brackets, this drops them. */
+export function hostOfUrl(url: string | URL): string {
+  return new URL(url).hostname.replace(/^\[|\]$/g, '');
+}
+
+/** `host:port` as an authority (a URL's, a Host header's, a peer address): an IPv6 literal bracketed. */
+export function authorityOf(host: string, port: number): string {
+  return `${hostForUrl(host)}:${port}`;
+}
+
 export function urlOf(scheme: 'https' | 'http', host: string, port: number): string {
   const defaultPort = scheme === 'https' ? 443 : 80;
-  return `${scheme}://${hostForUrl(host)}${port === defaultPort ? '' : `:${port}`}`;
+  return `${scheme}://${port === defaultPort ? hostForUrl(host) : authorityOf(host, port)}`;
 }
 
 /** The public origin: PLATFORM_ORIGIN when set (no trailing slash), else the first hostname at the HTTPS port. */

@@ -1,4 +1,4 @@
-/** The one place replies and errors are written to the wire (STYLE C4 mapping point). */
+/** The one place replies and errors are written to the wire. */
 import type { ServerResponse } from 'node:http';
 import { ApiError } from '../errors/api-error.ts';
 import { GatewayErrors } from '../errors/gateway-errors.ts';

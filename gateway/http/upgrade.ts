@@ -14,31 +14,36 @@ import { GatewayErrors } from '../errors/gateway-errors.ts';
 import type { ServiceMount, UpgradeContext } from '../module.ts';
 import { problemWithPath } from '../pipeline/stages/canonical-path.ts';
 import type { ServiceTable } from '../routing/service-table.ts';
+import { splitTarget } from './context.ts';
 
 type UpgradeHandler = NonNullable<ServiceMount['upgrade']>;
+
+/** The mount's upgrade hook for a path, after the same path checks and service resolution as the pipeline's. */
+function upgradeTarget(table: Pick<ServiceTable, 'resolve'>, handlers: ReadonlyMap<string, UpgradeHandler>, rawPath: string) {
+  const problem = problemWithPath(rawPath);
+  if (problem) throw GatewayErrors.make.non_canonical_path({ problem });
+  const resolved = table.resolve(rawPath);
+  if (!resolved) throw GatewayErrors.make.route_not_found();
+  if (!resolved.enabled) throw GatewayErrors.make.service_disabled({ service: resolved.service });
+  const handler = handlers.get(resolved.service);
+  if (!handler) throw GatewayErrors.make.route_not_found();
+  return { resolved, handler };
+}
 
 /** `table` resolves a path to its service; a domain's extra listener (legacy runtime ports) passes its own. */
 export function createUpgradeListener(table: () => Pick<ServiceTable, 'resolve'>, handlers: ReadonlyMap<string, UpgradeHandler>, logger: Logger) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const rawPath = q === -1 ? url : url.slice(0, q);
+    const { rawPath, query } = splitTarget(req.url);
     const requestId = randomUUID();
     socket.on('error', () => socket.destroy());
     const run = async () => {
-      const problem = problemWithPath(rawPath);
-      if (problem) throw GatewayErrors.make.non_canonical_path({ problem });
-      const resolved = table().resolve(rawPath);
-      if (!resolved) throw GatewayErrors.make.route_not_found();
-      if (!resolved.enabled) throw GatewayErrors.make.service_disabled({ service: resolved.service });
-      const handler = handlers.get(resolved.service);
-      if (!handler) throw GatewayErrors.make.route_not_found();
+      const { resolved, handler } = upgradeTarget(table(), handlers, rawPath);
       const ctx: UpgradeContext = {
         requestId,
         req,
         method: (req.method ?? 'GET').toUpperCase(),
         rawPath,
-        query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
+        query,
         service: resolved.service,
         rest: resolved.rest,
         logger,

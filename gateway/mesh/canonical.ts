@@ -1,13 +1,13 @@
 /**
- * The mesh signature envelope (spec/contract.md §4.4, §3.9): ONE pure
+ * The mesh signature envelope: ONE pure
  * canonicalization shared by every signer and verifier (the mesh proxy's
  * meshSign/meshVerify and the federation peer protocol), so they cannot
- * drift apart (STYLE C2). HMAC-SHA256 keyed with the pairing PSK, lower
+ * drift apart. HMAC-SHA256 keyed with the pairing PSK, lower
  * hex, compared in constant time; the clock is always injected.
  */
 import { createHash, createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 
-/** Accepted signature age and future skew (spec: Limits; contract §4.4). */
+/** Accepted signature age and future skew. */
 export const SIGNATURE_MAX_AGE_SECONDS = 300;
 export const SIGNATURE_MAX_FUTURE_SECONDS = 60;
 
@@ -22,7 +22,7 @@ export interface CanonicalFields {
   route: string;
   /** HTTP method (uppercased in the canonical form). */
   method: string;
-  /** Path only, still percent-encoded; any query is dropped (spec: Mesh proxy rule 6). */
+  /** Path only, still percent-encoded; any query is dropped. */
   uri: string;
   /** X-KZ-Mesh-Signature-Ts, Unix seconds. */
   ts: number;
@@ -48,7 +48,7 @@ function optionalHash(value: Buffer | string | null | undefined): string {
   return value === undefined || value === null || value.length === 0 ? '' : sha256Hex(value);
 }
 
-/** The contract §4.4 canonical string: ten `name:value` lines joined by '\n'. */
+/** The canonical string both sides sign: ten `name:value` lines joined by '\n' (docs/mesh.md). */
 export function canonicalizeRequest(fields: CanonicalFields): string {
   const q = fields.uri.indexOf('?');
   return [
@@ -78,7 +78,7 @@ export interface ResponseCanonicalFields {
 }
 
 /**
- * The response proof of a peer-protocol answer (contract §3.9 step 3; the
+ * The response proof of a peer-protocol answer (the
  * X-KZ-Mesh-Response-Signature headers of FAPI13): the initiator accepts the
  * receiver's CA only when this verifies under the same PSK.
  */
@@ -110,7 +110,7 @@ export function signatureMatches(key: KeyObject, canonical: string, presented: s
   return timingSafeEqual(expected, Buffer.from(presented, 'hex'));
 }
 
-/** The timestamp window of contract §4.4: at most 300 s old, at most 60 s ahead. */
+/** The timestamp window: at most 300 s old (a replayed capture ages out), at most 60 s ahead (clock skew). */
 export function checkTimestamp(
   ts: number,
   nowSeconds: number,

@@ -50,7 +50,7 @@ export interface MeshDirectory {
   agent(peer: MeshPeer): PeerAgent | null;
   /** Identity by mode, allowlist admission, first-request provisioning; throws the mesh reasons. */
   admit(peer: MeshPeer, envelope: MeshEnvelope): Promise<Principal>;
-  /** Egress: accepts native credentials and bearer tokens of trusted shared issuers (contract §1.5). */
+  /** Egress: accepts native credentials and bearer tokens of trusted shared issuers. */
   readonly egressAuthenticator: Authenticator;
 }
 

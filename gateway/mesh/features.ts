@@ -1,5 +1,5 @@
 /**
- * Mesh hardening negotiated at pairing (issue 6 item 4): each side offers
+ * Mesh hardening negotiated at pairing: each side offers
  * what it supports, both store the intersection. A peer that offers
  * nothing (another implementation of the spec) keeps the spec envelope;
  * two meshgates add a signed nonce (replay cache), a signed body digest and

@@ -1,6 +1,6 @@
 /**
- * One undici Agent per federation peer (DESIGN.md §3 item 4; contract
- * §3.2, §3.9): it connects to the record's primary `ip` (a literal address
+ * One undici Agent per federation peer:
+ * it connects to the record's primary `ip` (a literal address
  * or a DNS name, optionally with a port, default 443) while the request
  * origin, the Host header and TLS SNI carry the peer's `hostname`. TLS
  * trusts ONLY the peer CA stored at pairing. Redirects are never followed
@@ -11,6 +11,7 @@ import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import { checkServerIdentity, type TLSSocket } from 'node:tls';
 import { Agent, buildConnector } from 'undici';
+import { urlOf } from '../http/origin.ts';
 
 export interface PeerRoute {
   /** `10.0.0.12`, `127.0.0.1:8443`, `[::1]:8443`, `::1`, `peer.example`, `peer.example:8443`. */
@@ -29,7 +30,7 @@ export class PeerAddressError extends Error {
   override name = 'PeerAddressError';
 }
 
-/** Splits `ip` into host and port (contract §3.2: the ip may carry a port; default 443). */
+/** Splits `ip` into host and port (the ip may carry a port; default 443). */
 export function parsePeerAddress(ip: string): PeerAddress {
   const value = ip.trim();
   const bracketed = /^\[([0-9a-fA-F:.]+)\](?::(\d{1,5}))?$/.exec(value);
@@ -58,7 +59,7 @@ export function peerServerName(route: PeerRoute): string {
 export function peerOrigin(route: PeerRoute): string {
   const { port } = parsePeerAddress(route.ip);
   const name = peerServerName(route);
-  return `https://${isIP(name) === 6 ? `[${name}]` : name}${port === 443 ? '' : `:${port}`}`;
+  return urlOf('https', name, port);
 }
 
 export interface PeerAgentOptions {
@@ -71,7 +72,7 @@ export type PeerTrust =
   /** After pairing: the peer CA received in the PSK-signed handshake, and nothing else. */
   | { caPem: string }
   /**
-   * The TLS bootstrap of contract §3.9 step 4, for the first /remote/pair
+   * The TLS bootstrap, for the first /remote/pair
    * only: the private peer CA is not known yet, so the chain cannot be
    * validated; the hostname is still pinned, and the caller must accept the
    * CA returned in the answer only when the answer's HMAC verifies and the

@@ -1,5 +1,5 @@
 /**
- * meshSign: the undici interceptor that signs a mesh request (STYLE C2).
+ * meshSign: the undici interceptor that signs a mesh request.
  * Composed closest to the socket, so a retried dispatch is re-signed with a
  * fresh timestamp and nonce. It reads the identity headers egress already
  * set, builds the ONE canonical form (canonical.ts) and only sets headers.

@@ -1,8 +1,8 @@
 /**
- * Classifies an outbound failure to a peer into one stable layer reason
- * (contract §3.7; DESIGN.md §6 federation): the same names diagnose
+ * Classifies an outbound failure to a peer into one stable layer reason:
+ * the same names diagnose
  * reports, the pairing and ping errors carry, and the mesh proxy puts in
- * `cause` of its 502 (contract §4.6).
+ * `cause` of its 502.
  */
 export type TransportLayer = 'dns' | 'tcp' | 'tls' | 'http';
 
@@ -20,7 +20,7 @@ export interface TransportFailure {
   reason: TransportReason;
   /** The low-level code (ECONNREFUSED, SELF_SIGNED_CERT_IN_CHAIN, ...), never a secret. */
   detail: string;
-  /** 504 for timeouts, 502 otherwise (contract §3.6). */
+  /** 504 for timeouts, 502 otherwise. */
   status: 502 | 504;
 }
 

@@ -1,45 +1,58 @@
 /** Runs the prelude stages, then the matched route's compiled stages; one catch for all. */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { NodeRequest, NodeResponse, RequestContext } from '../http/context.ts';
+import { type NodeRequest, type NodeResponse, type RequestContext, splitTarget } from '../http/context.ts';
 import { sendError } from '../http/respond.ts';
-import type { Stage } from './stage.ts';
+import { NO_SPAN } from '../observability/tracing.ts';
+import type { Stage, StageResult } from './stage.ts';
+
+/** A fresh context: the request line split into path and query, nothing resolved yet. */
+function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger): RequestContext {
+  return {
+    requestId: randomUUID(),
+    req,
+    res,
+    method: (req.method ?? 'GET').toUpperCase(),
+    ...splitTarget(req.url),
+    startedAt: process.hrtime.bigint(),
+    logger,
+    hasEncodedSlash: false,
+    route: null,
+    service: null,
+    rest: '',
+    params: {},
+    principal: null,
+    bearer: null,
+    meshPeer: null,
+    span: NO_SPAN,
+  };
+}
+
+/**
+ * Runs `stages` from `from` until one answers 'done'. Most stages answer
+ * synchronously; awaiting a plain value still costs a microtask turn, so
+ * this stays synchronous until a stage returns a promise (eight stages per
+ * runtime request; bench/README.md, proxy).
+ */
+function runStages(stages: readonly Stage[], ctx: RequestContext, from: number): StageResult | Promise<StageResult> {
+  for (let i = from; i < stages.length; i++) {
+    const result = (stages[i] as Stage).run(ctx);
+    if (typeof result !== 'string') return result.then((r) => (r === 'done' ? r : runStages(stages, ctx, i + 1)));
+    if (result === 'done') return result;
+  }
+  return 'continue';
+}
 
 /** `onArrival` runs synchronously before any stage, while no body byte has been read yet (mesh body digest). */
 export function createPipeline(prelude: readonly Stage[], logger: Logger, onArrival?: (req: NodeRequest) => void) {
   return async function handle(req: NodeRequest, res: NodeResponse): Promise<void> {
     onArrival?.(req);
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const ctx: RequestContext = {
-      requestId: randomUUID(),
-      req,
-      res,
-      method: (req.method ?? 'GET').toUpperCase(),
-      rawPath: q === -1 ? url : url.slice(0, q),
-      query: new URLSearchParams(q === -1 ? '' : url.slice(q + 1)),
-      startedAt: process.hrtime.bigint(),
-      logger,
-      hasEncodedSlash: false,
-      route: null,
-      service: null,
-      rest: '',
-      params: {},
-      principal: null,
-      bearer: null,
-      meshPeer: null,
-    };
+    const ctx = contextOf(req, res, logger);
     try {
-      // Most stages answer synchronously; awaiting a plain value still costs a microtask
-      // turn, so only promises are awaited (eight stages per runtime request; bench/README.md, proxy).
-      for (const stage of prelude) {
-        const result = stage.run(ctx);
-        if ((typeof result === 'string' ? result : await result) === 'done') return;
-      }
-      for (const stage of ctx.route?.stages ?? []) {
-        const result = stage.run(ctx);
-        if ((typeof result === 'string' ? result : await result) === 'done') return;
-      }
+      const preluded = runStages(prelude, ctx, 0);
+      if ((typeof preluded === 'string' ? preluded : await preluded) === 'done') return;
+      const routed = runStages(ctx.route?.stages ?? [], ctx, 0);
+      if (typeof routed !== 'string') await routed;
     } catch (error) {
       sendError(ctx, error);
     }

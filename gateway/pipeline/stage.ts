@@ -13,7 +13,7 @@ export interface Stage {
 }
 
 /**
- * The ingress order (DESIGN.md §3, STYLE C1), asserted by tests and quoted
+ * The ingress order, asserted by tests and quoted
  * in ARCHITECTURE.md. The first five run for every request; the rest are
  * compiled per route, leaving out what a route does not use.
  */

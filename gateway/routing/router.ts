@@ -1,18 +1,21 @@
 /**
  * The API route table: method + segment patterns, compiled once per
  * routing-config version. `:name` takes one decoded segment; a final
- * `*name` takes the decoded rest (URNs with slashes, contract §7.2).
+ * `*name` takes the decoded rest (URNs with slashes).
  * Static segments outrank parameters, so `/datasets/by-urn` beats
  * `/datasets/:urn`. A miss that would hit with the trailing slash toggled
- * answers 307, as FastAPI does (spec: Mesh proxy rule 5).
+ * answers 307, as FastAPI does.
  */
 import type { HttpMethod, RouteDef } from '../module.ts';
 import type { Stage } from '../pipeline/stage.ts';
 
+/** What routing reads of a definition; service mounts and the RPC adapter compile to one too, with no document. */
+export type RoutedDef = Omit<RouteDef, 'doc'>;
+
 export interface CompiledRoute {
-  readonly def: RouteDef;
+  readonly def: RoutedDef;
   readonly segments: readonly Segment[];
-  /** Per-route stages after routeMatch, compiled at startup (STYLE C1). */
+  /** Per-route stages after routeMatch, compiled at startup. */
   readonly stages: readonly Stage[];
 }
 
@@ -98,22 +101,27 @@ function matchSegments(segments: readonly Segment[], parts: string[]): Record<st
   const params: Record<string, string> = {};
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i] as Segment;
-    if (segment.kind === 'rest') {
-      const rest = parts.slice(i).join('/');
-      if (rest === '') return null;
-      params[segment.name] = safeDecode(rest);
-      return params;
-    }
-    const part = parts[i];
-    if (part === undefined) return null;
-    if (segment.kind === 'static') {
-      if (part !== segment.value) return null;
-    } else {
-      if (part === '') return null;
-      params[segment.name] = safeDecode(part);
-    }
+    if (segment.kind === 'rest') return matchRest(segment.name, parts.slice(i), params);
+    if (!matchPart(segment, parts[i], params)) return null;
   }
   return parts.length === segments.length ? params : null;
+}
+
+/** A `*rest` segment takes the remaining parts, at least one character of them. */
+function matchRest(name: string, rest: readonly string[], params: Record<string, string>): Record<string, string> | null {
+  const joined = rest.join('/');
+  if (joined === '') return null;
+  params[name] = safeDecode(joined);
+  return params;
+}
+
+/** A static segment matches its own text; a `:param` any non-empty part, recorded in `params`. */
+function matchPart(segment: Exclude<Segment, { kind: 'rest' }>, part: string | undefined, params: Record<string, string>): boolean {
+  if (part === undefined) return false;
+  if (segment.kind === 'static') return part === segment.value;
+  if (part === '') return false;
+  params[segment.name] = safeDecode(part);
+  return true;
 }
 
 function safeDecode(value: string): string {

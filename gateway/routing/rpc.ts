@@ -1,9 +1,9 @@
 /**
- * Connect-RPC mounting (STYLE C6): every HandlerModule.rpc registers into
+ * Connect-RPC mounting: every HandlerModule.rpc registers into
  * ONE connectNodeAdapter, and paths `/<package>.<Service>/<Method>` of a
  * registered service go to it before the prefix table. The RPC route runs
  * no `authenticate` stage: an RPC authorizes itself (the retrieval stream
- * by its job token, DESIGN.md §3 item 7). The request id and logger reach
+ * by its job token). The request id and logger reach
  * the implementation through RPC_CONTEXT.
  */
 import { type ConnectRouter, createContextKey, createContextValues } from '@connectrpc/connect';

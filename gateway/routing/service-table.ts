@@ -1,8 +1,8 @@
 /**
  * Which service a path belongs to, from the live routing configuration
- * (spec: "Routing configuration"; default prefixes api=/api, frontend=/,
+ * (default prefixes api=/api, frontend=/,
  * models=/runtime/models, ...). Longest prefix wins; `/` is the catch-all.
- * Rebuilt as a whole and swapped atomically when the config changes (STYLE C5).
+ * Rebuilt as a whole and swapped atomically when the config changes.
  */
 import type { CompiledRoute, RouteTable } from './router.ts';
 import type { RoutingSnapshot } from './source.ts';

@@ -1,5 +1,5 @@
 /**
- * Trust material (DESIGN.md §4): a per-gateway platform CA (ECDSA P-256)
+ * Trust material: a per-gateway platform CA (ECDSA P-256)
  * created at first start in <dataDir>/tls, and a server certificate it
  * issues for the configured hostnames, the bind address and loopback. The
  * leaf is re-issued when that name set changes or it nears expiry. An

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HiveServer2 test peer (DESIGN.md §7; docs/sources.md "HiveServer2 test
+# HiveServer2 test peer (docs/sources.md "HiveServer2 test
 # peer"): Apache Hive 4.0.1 (hive-service, hive-exec, the standalone metastore
 # with DataNucleus and embedded Derby) plus the Hadoop 3.3.6 client and HDFS
 # jars it loads even on the local file system, from Maven Central, cached

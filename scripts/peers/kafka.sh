@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Apache Kafka test peer (DESIGN.md §7): the official broker jars
+# Apache Kafka test peer: the official broker jars
 # (org.apache.kafka:kafka_2.13 and its runtime dependencies, log4j2 behind
 # slf4j 1.x as in the binary distribution) from Maven Central, cached under
 # ~/.cache/meshgate. Java 17 runs them; test/helpers/peers/kafka.ts formats and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# S3-compatible test peer (DESIGN.md §7): moto's standalone server from PyPI,
+# S3-compatible test peer: moto's standalone server from PyPI,
 # installed into a cached virtualenv. Idempotent: a second run only checks the
 # pinned version and prints the server's path. Prints the moto_server path.
 set -euo pipefail

@@ -2,8 +2,8 @@
 # The platform's public Python SDK for the client-compatibility tests
 # (docs/test-peers.md): kamiwaza-sdk from PyPI, with the openai client it
 # brings, and pyarrow (its `flight` extra, for Arrow Flight retrieval), in a
-# cached virtualenv. The contract (spec/contract.md) is written
-# so that this client works against meshgate; the tests run it for real.
+# cached virtualenv. meshgate's wire shapes (docs/wire.md) are what this
+# client depends on; the tests run it for real.
 # Idempotent: a second run only checks the pinned version. Prints the
 # virtualenv's python.
 set -euo pipefail

@@ -1,8 +1,8 @@
 /**
- * The contract every retrieval Source keeps (issue 9 item 3; STYLE C8
- * contract suites). A source under test is built holding CONTRACT_ROWS
- * (text columns id, grp, val, in this order); issue 10's sources (S3,
- * Kafka, Hive, Slack) run the same suite.
+ * The contract every retrieval Source keeps: one shared suite, run by
+ * every implementation. A source under test is built holding CONTRACT_ROWS
+ * (text columns id, grp, val, in this order); every source (filesystem, PostgreSQL,
+ * S3, Kafka, Hive, Slack) runs the same suite.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

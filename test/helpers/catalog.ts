@@ -5,7 +5,7 @@ import { boundSecretReference } from '../../domains/catalog/urn.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import type { TestGateway } from './gateway.ts';
 
-/** Names clients really send, and hostile ones (issue 8 item 4). */
+/** Names clients really send, and hostile ones. */
 export const HOSTILE_NAMES = [
   'plain',
   '/srv/docs',
@@ -30,8 +30,8 @@ export function rawSafe(urn: string): boolean {
 }
 
 /**
- * The item paths of one dataset URN in every addressing form it can take
- * (contract §7.2): v2 percent-encoded, v2 raw (when raw-safe), by-urn, and
+ * The item paths of one dataset URN in every addressing form it can take:
+ * v2 percent-encoded, v2 raw (when raw-safe), by-urn, and
  * the legacy single segment.
  */
 export function datasetPaths(urn: string): { form: string; path: string }[] {

@@ -18,7 +18,7 @@ export function routeTo(gw: TestGateway, hostname = gw.overrides.hostnames?.[0] 
   return { ip: `127.0.0.1:${gw.port}`, hostname, primary: true };
 }
 
-/** A fresh PSK per pair, as the SDK tests mint one (contract §3.9: avoids psk_ambiguous). */
+/** A fresh PSK per pair, as the SDK tests mint one (avoids psk_ambiguous). */
 export function newPsk(): string {
   return `psk-${crypto.randomUUID()}`;
 }

@@ -47,7 +47,7 @@ export function hostPid(jobId: string, sandboxPid: number): number {
   throw new Error(`job ${jobId} has no process ${sandboxPid}`);
 }
 
-/** A non-admin user holding cluster_jobs:__all__#executor (spec "Authorization tuples"). */
+/** A non-admin user holding cluster_jobs:__all__#executor: the relation that lets a user submit jobs. */
 export async function executorToken(gw: TestGateway, username: string, attributes: Record<string, unknown> = {}): Promise<{ token: string; id: string }> {
   const user = await gw.userToken(username, { attributes });
   gw.gateway.deps.services

@@ -40,7 +40,7 @@ export function sampleRows(count = 2500): TextRow[] {
   }));
 }
 
-/** The clearance fixture of contract §9.4 (JSON variant): five rows U, U, U, S, TS. */
+/** The clearance fixture the public SDK's acceptance tests use (JSON variant): five rows U, U, U, S, TS. */
 export const CLEARANCE_ROWS: TextRow[] = [
   { id: 'r1', classification: 'U', payload: 'unclassified-alpha' },
   { id: 'r2', classification: 'U', payload: 'unclassified-bravo' },

@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the issue 10 source tests: one real peer per test file
+ * Shared pieces of the source tests (S3, Kafka, Hive, Slack, PostgreSQL): one real peer per test file
  * (started on first use, stopped when the file's tests end), and the
  * "peer goes away mid-stream" check every source must pass: the SSE stream
  * ends with a clear `error` event, the job is FAILED with that reason, and
@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { type AddressInfo, createServer } from 'node:net';
 import { after } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createParser } from 'eventsource-parser';
 import { request as undiciRequest } from 'undici';
 import type { TestGateway } from './gateway.ts';
 import type { After } from './peers/process.ts';
+import { type SseEvent, sseEvents } from './retrieval.ts';
 
 /** Starts the peer on first call and reuses it for the rest of the file. */
 export function sharedPeer<T>(start: (t: After) => Promise<T>): () => Promise<T> {
@@ -50,22 +50,16 @@ export async function streamThroughOutage(
     signal: AbortSignal.timeout(withinMs),
   });
   assert.equal(res.statusCode, 200);
-  const events: { event: string; data: Record<string, unknown> }[] = [];
+  const events: SseEvent[] = [];
   let rows = 0;
   let pending: Promise<void> | undefined;
-  const parser = createParser({
-    onEvent: (message) => {
-      const data = JSON.parse(message.data);
-      events.push({ event: message.event ?? 'message', data });
-      if (message.event === 'chunk') {
-        rows += (data.data as unknown[]).length;
-        pending ??= goAway();
-      }
-    },
-  });
-  for await (const piece of res.body) {
-    parser.feed(Buffer.from(piece).toString('utf8'));
-    if (pending) await pending;
+  for await (const event of sseEvents(res.body)) {
+    events.push(event);
+    if (event.event === 'chunk') {
+      rows += (event.data.data as unknown[]).length;
+      pending ??= goAway();
+      await pending;
+    }
   }
   assert.ok(pending, 'at least one chunk arrived before the peer went away');
   const last = events.at(-1) as FailureOutcome['last'];

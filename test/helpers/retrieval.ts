@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { createParser } from 'eventsource-parser';
 import { request as undiciRequest } from 'undici';
 import { AUTHZ } from '../../domains/authz/index.ts';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
@@ -34,12 +34,27 @@ export function grantViewer(gw: TestGateway, urn: string, userId: string): void 
   gw.gateway.deps.services.get(AUTHZ).write([{ subject: { namespace: 'user', id: userId }, relation: 'viewer', object: { namespace: 'dataset', id: urn } }]);
 }
 
+export interface SseEvent {
+  event: string;
+  data: any;
+}
+
 export interface SseResult {
   status: number;
   contentType: string;
   comments: string[];
-  events: { event: string; data: any }[];
+  events: SseEvent[];
   json: any;
+}
+
+/** SSE events of a response body, one at a time as they are parsed (eventsource-parser); comments go to `onComment`. */
+export async function* sseEvents(body: AsyncIterable<Uint8Array>, onComment?: (comment: string) => void): AsyncGenerator<SseEvent> {
+  const pending: SseEvent[] = [];
+  const parser = createParser({ onEvent: (m) => pending.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }), onComment });
+  for await (const piece of body) {
+    parser.feed(Buffer.from(piece).toString('utf8'));
+    yield* pending.splice(0);
+  }
 }
 
 /** Drains a job's SSE stream; `stopAfterChunks` disconnects after that many chunk events. */
@@ -62,17 +77,10 @@ export async function readSseAt(gw: TestGateway, path: string, token: string, st
   }
   const result: SseResult = { status: res.statusCode, contentType, comments: [], events: [], json: undefined };
   let chunks = 0;
-  const parser = createParser({
-    onEvent: (message: EventSourceMessage) => {
-      result.events.push({ event: message.event ?? 'message', data: JSON.parse(message.data) });
-      if (message.event === 'chunk') chunks++;
-    },
-    onComment: (comment) => result.comments.push(comment),
-  });
   try {
-    for await (const piece of res.body) {
-      parser.feed(Buffer.from(piece).toString('utf8'));
-      if (chunks >= stopAfterChunks) {
+    for await (const event of sseEvents(res.body, (comment) => result.comments.push(comment))) {
+      result.events.push(event);
+      if (event.event === 'chunk' && ++chunks >= stopAfterChunks) {
         controller.abort();
         break;
       }
@@ -83,7 +91,7 @@ export async function readSseAt(gw: TestGateway, path: string, token: string, st
   return result;
 }
 
-export function sseRows(result: SseResult): Row[] {
+export function sseRows(result: Pick<SseResult, 'events'>): Row[] {
   return result.events.filter((e) => e.event === 'chunk').flatMap((e) => e.data.data as Row[]);
 }
 

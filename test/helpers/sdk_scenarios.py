@@ -64,7 +64,7 @@ def gated(args: dict) -> dict:
 
 
 def gate_setup(args: dict) -> dict:
-    """Contract §9.4's local setup, every step through the SDK: declare the attribute,
+    """The clearance fixture's local setup, every step through the SDK: declare the attribute,
     discover the gate class, catalog the dataset and bind its gate, seed subjects with clearance and grants;
     then the vocabulary's lifecycle calls on a second attribute."""
     client = client_for(args)

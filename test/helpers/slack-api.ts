@@ -1,5 +1,5 @@
 /**
- * A local Slack Web API server on loopback (Slack is a SaaS; issue 10 item 4):
+ * A local Slack Web API server on loopback (Slack is a SaaS):
  * the three methods the Slack source calls — conversations.list,
  * conversations.history, conversations.replies — with Slack's response
  * shapes (`ok`, `messages`, `has_more`, `response_metadata.next_cursor`,

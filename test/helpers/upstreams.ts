@@ -204,7 +204,8 @@ export async function startToolServer(t: After): Promise<Upstream> {
 }
 
 /**
- * A dead upstream without reserving a port (STYLE §5): nothing listens on
+ * A dead upstream without reserving a port (a port reserved then closed
+ * may be taken by another run on the machine): nothing listens on
  * tcp/1 (tcpmux) on loopback, so connecting is refused at once.
  */
 export const DEAD_UPSTREAM = 'http://127.0.0.1:1';

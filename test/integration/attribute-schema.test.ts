@@ -1,5 +1,5 @@
 /**
- * The declared attribute vocabulary (contract §9.1; docs/attributes.md)
+ * The declared attribute vocabulary (docs/attributes.md)
  * through a real gateway: declare, list, get, deprecate, withdraw, revive;
  * what each state does to subject writes and to the claims tokens carry,
  * down to the clearance gate.
@@ -58,7 +58,7 @@ test('declare is idempotent for one shape, refuses another, and lists; reading i
   }
   const reserved = await gw.request('PUT', `${SCHEMA}/roles`, { token: admin, json: DECLARE });
   assert.deepEqual([reserved.status, reserved.json.detail.reason], [422, 'attribute_name_reserved']);
-  // Validation failures are contract §8.2 problem lists naming what was wrong.
+  // Validation failures are problem lists naming what was wrong.
   const bad: [string, unknown, string[]][] = [
     [`${SCHEMA}/${encodeURIComponent('x y')}`, DECLARE, ['path']],
     [`${SCHEMA}/level`, { type: 'float' }, ['body', 'type']],

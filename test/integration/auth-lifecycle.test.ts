@@ -5,13 +5,11 @@
  * same database, refuses every credential on the next request until enabled.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { runMeshgate } from '../helpers/cli.ts';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 
 const ME = '/api/auth/users/me';
-const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
 
 async function session(gw: TestGateway, username = 'admin', password = ADMIN_PASSWORD) {
   const res = await gw.request('POST', '/api/auth/token', { form: { username, password, grant_type: 'password' } });
@@ -22,19 +20,7 @@ async function session(gw: TestGateway, username = 'admin', password = ADMIN_PAS
 const refresh = (gw: TestGateway, token: string) => gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(token)}`);
 const meStatus = async (gw: TestGateway, token: string) => (await gw.request('GET', ME, { token })).status;
 
-function cli(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-    });
-    child.stderr.on('data', (d) => {
-      out += d;
-    });
-    child.on('close', (code) => resolve({ code, out }));
-  });
-}
+const cli = runMeshgate;
 
 test('a reused refresh token revokes its whole family: the successor and its access token are refused', async (t) => {
   const gw = await startTestGateway(t);

@@ -1,6 +1,6 @@
 /**
  * The subjects API (admin, native realm) and the resource grants API
- * through a real gateway (contract §6.2): seeding users with attributes
+ * through a real gateway: seeding users with attributes
  * that reach their tokens, flat grants, deletion with and without cascade.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The tuple API through a real gateway (contract §6.1–6.2): nested writes,
+ * The tuple API through a real gateway: nested writes,
  * deletes, check, filtered listings, admin-or-owner writes, and the 401/403/422
  * refusals, over HTTPS verified against the gateway's own CA.
  */
@@ -25,7 +25,7 @@ test('an admin writes nested tuples (204), lists them flat, checks and deletes t
   const write = await gw.request('POST', '/api/auth/tuples', { token: admin, json: { ...tuple(alice.id, 'viewer'), tenant_id: '__default__' } });
   assert.equal(write.status, 204);
   assert.equal(write.text, '');
-  // Contract §6.1: the SDK may add the tenant as a header.
+  // The public SDK may add the tenant as a header.
   const viaHeader = await gw.request('POST', '/api/auth/tuples', {
     token: admin,
     json: tuple(alice.id, 'viewer', ds('d-t2')),

@@ -1,5 +1,5 @@
 /**
- * Canary test (issue 8): secret values written through the API must never
+ * Canary test: secret values written through the API must never
  * come back in a response body, a log line, or the raw database files
  * (SQLite main file, WAL, shared memory) — in clear, base64 or hex.
  */

@@ -36,7 +36,7 @@ test('full pairing: CA exchange, both records PAIRED, signed ping both ways, PSK
     assert.equal(ping.json.reachable, true);
     assert.equal(ping.json.remote_cluster_id, peerId);
   }
-  // Contract §3.2 seeded relations: the admin who paired operates the record.
+  // Seeded relation: the admin who paired operates the record.
   const admin = (await a.request('GET', '/api/auth/users/me', { token: await a.adminToken() })).json.sub;
   const tuples = a.gateway.deps.services.get(AUTHZ).list({ objectNs: 'federation', objectId: initiatorId });
   assert.ok(tuples.some((x) => x.subjectId === admin && x.relation === 'operator'));

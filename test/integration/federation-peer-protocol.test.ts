@@ -1,6 +1,6 @@
 /**
  * The peer protocol as a peer sees it: signed calls crafted with the shared
- * canonicalizer against a real receiver (contract §3.9, §4.4).
+ * canonicalizer against a real receiver.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Gate discovery (contract §5.7): `POST /api/authz/gates/discover` describes
+ * Gate discovery: `POST /api/authz/gates/discover` describes
  * the gates this gateway ships — execution (jobs) and per-record
  * (retrieval) — under their class paths and upstream aliases, for native
  * administrators; anything else is unimportable or not allowed.

@@ -78,7 +78,7 @@ test('delegated_access and unknown fields: validated, stored, echoed; extras ign
   assert.deepEqual(status.json.delegated_access, delegated);
 });
 
-test('a selector other than local is sent through the mesh (contract §5.6); target_cluster is its alias; nothing runs here', async (t) => {
+test('a selector other than local is sent through the mesh; target_cluster is its alias; nothing runs here', async (t) => {
   const gw = await startTestGateway(t);
   const token = await gw.adminToken();
   for (const json of [

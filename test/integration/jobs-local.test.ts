@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway } from '../helpers/gateway.ts';
@@ -10,20 +10,29 @@ const JOBS = '/api/cluster/jobs';
 test('concurrency limit: queued jobs stay PENDING and start in FIFO order', async (t) => {
   const gw = await startTestGateway(t, { jobs: { local: { maxConcurrent: 2 } } });
   const token = await gw.adminToken();
+  // The two slot jobs wait for a file the test writes into their work dirs, so nothing ends before it is observed.
+  const held = `while [ ! -e release ]; do sleep 0.02; done; echo '${MARKER}{"held":true}'`;
   const ids: string[] = [];
-  for (let i = 0; i < 5; i++) ids.push((await submit(gw, token, { entrypoint: `sleep 0.4; echo '${MARKER}{"i":${i}}'` })).json.id);
-  const first = await Promise.all(ids.map(async (id) => (await gw.request('GET', `${JOBS}/${id}/status`, { token })).json.status));
-  assert.ok(first.filter((s) => s === 'RUNNING').length <= 2, first.join());
-  assert.deepEqual(first.slice(2), ['PENDING', 'PENDING', 'PENDING']);
+  for (let i = 0; i < 5; i++) {
+    const entrypoint = i < 2 ? held : `echo '${MARKER}{"i":${i}}'`;
+    ids.push((await submit(gw, token, { entrypoint })).json.id);
+  }
+  const [a, b, ...queued] = ids as [string, string, ...string[]];
+  await waitFor(gw, token, a, (s) => s.status === 'RUNNING');
+  await waitFor(gw, token, b, (s) => s.status === 'RUNNING');
+  const status = async (id: string) => (await gw.request('GET', `${JOBS}/${id}/status`, { token })).json.status;
+  assert.deepEqual(await Promise.all(queued.map(status)), ['PENDING', 'PENDING', 'PENDING']);
+  const release = (id: string) => writeFileSync(join(gw.dataDir, 'jobs', id, 'work', 'release'), '');
+  release(a);
+  release(b);
   const done = await Promise.all(ids.map((id) => waitFor(gw, token, id)));
   assert.ok(done.every((d) => d.status === 'SUCCEEDED'));
   const starts = done.map((d) => Date.parse(d.started_at)) as [number, number, number, number, number];
-  // Jobs 0 and 1 take the two free slots at once, in either order; FIFO is a property of the queue behind them.
-  const queued = starts.slice(2);
+  const queuedStarts = starts.slice(2);
   assert.ok(Math.max(starts[0], starts[1]) <= starts[2], 'both slot jobs started before the queue moved');
   assert.deepEqual(
-    [...queued].sort((a, b) => a - b),
-    queued,
+    [...queuedStarts].sort((x, y) => x - y),
+    queuedStarts,
     'queued jobs start in FIFO order',
   );
   const firstEnd = Math.min(Date.parse(done[0].ended_at), Date.parse(done[1].ended_at));

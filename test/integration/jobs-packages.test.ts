@@ -1,5 +1,5 @@
 /**
- * python_packages (contract §5.1, §5.8): only catalog coordinates, installed
+ * python_packages: only catalog coordinates, installed
  * with hash checking from the operator's wheel folder into a per-job venv.
  * The wheels are built in the test, offline (test/fixtures/jobs/make_wheel.py).
  */

@@ -97,23 +97,27 @@ test('mesh attack table', async (t) => {
       const res = await send(pair, spec, fill, values);
       assert.equal(res.status, row.expect.status, `${row.why}: ${res.text.slice(0, 300)}`);
       assert.doesNotMatch(res.text, /rebac_denied/);
-      if (row.expect.reason) {
-        const detail = res.json?.detail;
-        assert.equal(typeof detail === 'string' ? detail : detail?.reason, row.expect.reason, row.why);
-      }
-      for (const [path, expected] of Object.entries(spec.json_equals ?? {})) {
-        assert.deepEqual(pick(res.json, path), typeof expected === 'string' ? fill(expected) : expected, `${row.why}: ${path}`);
-      }
+      assertAnswer(res.json, row, fill);
     });
   }
 });
 
-async function send(pair: MeshPair, spec: Row['request'], fill: (s: string) => string, values: Record<string, string>) {
-  const method = spec.method ?? 'GET';
-  const path = spec.path ?? ME;
+/** The stable reason (a string `detail` or `detail.reason`) and the JSON fields the row names. */
+function assertAnswer(json: any, row: Row, fill: (s: string) => string): void {
+  if (row.expect.reason) {
+    const detail = json?.detail;
+    assert.equal(typeof detail === 'string' ? detail : detail?.reason, row.expect.reason, row.why);
+  }
+  for (const [path, expected] of Object.entries(row.request.json_equals ?? {})) {
+    assert.deepEqual(pick(json, path), typeof expected === 'string' ? fill(expected) : expected, `${row.why}: ${path}`);
+  }
+}
+
+/** The envelope the row signs: the sender's defaults unless the row overrides a field. */
+function craftRow(pair: MeshPair, spec: Row['request'], fill: (s: string) => string) {
   const sign = spec.sign ?? {};
   const peerToken = sign.peerToken === 'none' ? undefined : fill(String(sign.peerToken ?? '$token'));
-  const crafted = craft(pair, spec.signMethod ?? method, spec.signPath ?? path, {
+  return craft(pair, spec.signMethod ?? spec.method ?? 'GET', spec.signPath ?? spec.path ?? ME, {
     userId: fill(String(sign.userId ?? '$sub')),
     ...(sign.roles !== undefined ? { roles: fill(String(sign.roles)) } : {}),
     ...(sign.route !== undefined ? { route: fill(String(sign.route)) } : {}),
@@ -123,18 +127,32 @@ async function send(pair: MeshPair, spec: Row['request'], fill: (s: string) => s
     ...(sign.psk !== undefined ? { psk: String(sign.psk) } : {}),
     ...(sign.body !== undefined ? { body: Buffer.from(String(sign.body)) } : {}),
   });
-  values.$tsPlus1 = String(Number(crafted.headers[MESH.ts]) + 1);
-  values.$sigPrefix = (crafted.headers[MESH.signature] as string).slice(0, 40);
-  values.$same = crafted.headers[MESH.signature] as string;
-  const headers: Record<string, string> = { ...crafted.headers };
+}
+
+/** The signed headers as sent, tampered as the row says: removed, replaced, duplicated, added, padded. */
+function tamperedHeaders(signed: Record<string, string>, spec: Row['request'], fill: (s: string) => string): string[] {
+  const headers: Record<string, string> = { ...signed };
   for (const name of spec.remove ?? []) delete headers[name];
   for (const [name, value] of Object.entries(spec.set ?? {})) headers[name] = fill(value);
   const flat = Object.entries(headers).flat();
   for (const [name, value] of Object.entries(spec.duplicate ?? {})) flat.push(name, fill(value));
   for (const [name, value] of Object.entries(spec.extraHeaders ?? {})) flat.push(name, fill(value));
   for (let i = 0; i < (spec.manyHeaders ?? 0); i++) flat.push(`x-filler-${i}`, 'y');
+  return flat;
+}
+
+async function send(pair: MeshPair, spec: Row['request'], fill: (s: string) => string, values: Record<string, string>) {
+  const crafted = craftRow(pair, spec, fill);
+  values.$tsPlus1 = String(Number(crafted.headers[MESH.ts]) + 1);
+  values.$sigPrefix = (crafted.headers[MESH.signature] as string).slice(0, 40);
+  values.$same = crafted.headers[MESH.signature] as string;
+  const flat = tamperedHeaders(crafted.headers, spec, fill);
   const once = async () => {
-    const res = await request(`${pair.receiver.gateway.httpsUrl}${path}`, { method: method as 'GET', headers: flat, dispatcher: pair.receiver.agent });
+    const res = await request(`${pair.receiver.gateway.httpsUrl}${spec.path ?? ME}`, {
+      method: (spec.method ?? 'GET') as 'GET',
+      headers: flat,
+      dispatcher: pair.receiver.agent,
+    });
     const text = await res.body.text();
     let json: any;
     try {

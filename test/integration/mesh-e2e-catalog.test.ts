@@ -1,6 +1,6 @@
 /**
- * Catalog through the mesh, end to end (issue 6 "What must be shown";
- * spec: Mesh proxy, Authentication 7–8; contract §4.5, §7.3): on a receiver
+ * Catalog through the mesh, end to end (the receiver alone decides:
+ * allowlist, then per-resource ReBAC): on a receiver
  * with several datasets, a shared-realm user allowlisted with a viewer
  * recipe on one of them lists exactly that one through
  * /api/mesh/{fed}/catalog/datasets/, reads it, and gets 404 for the others.

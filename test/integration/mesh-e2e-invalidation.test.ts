@@ -2,8 +2,7 @@
  * The mesh read cache (domains/federation/memo.ts) keeps behaviour
  * identical: with every lookup warm, each write — revoke, restore,
  * brokering off, disconnect on either side, delete — is seen by the very
- * next request (spec: Federation management, Authentication 6–7; contract
- * §3.5, §4.5).
+ * next request: a cache must never let a revoked caller through.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

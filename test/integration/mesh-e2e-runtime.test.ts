@@ -1,7 +1,5 @@
 /**
- * Model runtime and deployments through the mesh, end to end (issue 3 with
- * issue 6 item 3; spec: Mesh proxy "commonly proxied endpoints",
- * Authentication 5 and 10, Public runtime URL shapes): a real
+ * Model runtime and deployments through the mesh, end to end: a real
  * OpenAI-compatible upstream deployed on the receiver, reached by a
  * shared-realm persona holding `model` viewer through its allowlist recipe
  * at /api/mesh/{fed}/runtime/models/<id>/v1/chat/completions, streamed

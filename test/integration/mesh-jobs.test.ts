@@ -1,5 +1,5 @@
 /**
- * Mesh jobs (issue 7 item 5; contract §5.3, §5.6, §5.7, §3.8): two real
+ * Mesh jobs: two real
  * meshgates paired through the federation API in shared_idp, the real
  * oidc-provider as the shared realm, jobs run by the receiver's real local
  * runtime. Jobs through `/api/mesh/{fed}/cluster/jobs/...`, the local
@@ -65,7 +65,7 @@ test('mesh jobs: every job path through /api/mesh lands on the receiver as the b
   assert.equal(native.json.source_cluster_id, undefined, 'a local caller has no source cluster');
 
   const gateless = await source.request('POST', `${mesh}/submit`, { token, json: { entrypoint: 'true' } });
-  assert.equal(gateless.status, 403, 'mesh submissions are denied until a gate is bound (contract §5.7)');
+  assert.equal(gateless.status, 403, 'mesh submissions are denied until a gate is bound');
   assert.deepEqual([gateless.json.detail.reason, gateless.json.detail.gate], ['no_execution_gate_configured_for_mesh', '(unconfigured)']);
   await bindAllowAll(receiver);
 
@@ -102,7 +102,7 @@ test('mesh jobs: every job path through /api/mesh lands on the receiver as the b
   assert.deepEqual((await source.request('GET', '/api/cluster/jobs/', { token: await source.adminToken() })).json, []);
 });
 
-test('contract §5.6 shim: a local submit or run naming the peer is forwarded with the caller token; local polling is proxied', async (t) => {
+test('forwarding shim: a local submit or run naming the peer is forwarded with the caller token; local polling is proxied', async (t) => {
   const { oidc, pair, source, receiver, token } = await meshWithExecutor(t);
   await bindAllowAll(receiver);
   const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });

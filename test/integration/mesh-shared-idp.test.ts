@@ -1,5 +1,5 @@
 /**
- * Mesh proxy in shared_idp (spec: Authentication 4–7; contract §1.5, §4):
+ * Mesh proxy in shared_idp:
  * two real meshgates paired through the federation API, the real
  * oidc-provider as the shared realm, callers with real password-grant tokens.
  */
@@ -75,7 +75,7 @@ test('shared_idp: refusals at the receiver pass through the source unchanged', a
   assert.doesNotMatch(after.text, /rebac_denied/);
 });
 
-test('shared_idp: tenant admission at the source mesh boundary (contract §1.5)', async (t) => {
+test('shared_idp: tenant admission at the source mesh boundary', async (t) => {
   const { oidc, pair, source } = await sharedIdpMesh(t);
   const noTenant = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await oidc.passwordToken('fed-no-tenant', 'pw-n') });
   assert.equal(noTenant.status, 401);

@@ -1,6 +1,5 @@
 /**
- * Mesh proxy in peer_kc and across topologies (spec: Mesh proxy 1–6,
- * Errors, Limits): selectors, redirects, hop loops across three real
+ * Mesh proxy in peer_kc and across topologies: selectors, redirects, hop loops across three real
  * meshgates, an admin without bypass, and a peer that speaks only the spec
  * envelope (hardening not negotiated).
  */

@@ -1,5 +1,5 @@
 /**
- * Egress transport (contract §4.3, §4.6): what crosses the hop, streaming
+ * Egress transport: what crosses the hop, streaming
  * without buffering, and failure mapping. After pairing with a real
  * meshgate, that gateway is stopped and its address taken over by a TLS
  * server holding the same certificate (so the pinned CA still verifies):

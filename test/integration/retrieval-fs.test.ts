@@ -1,5 +1,5 @@
 /**
- * Retrieval over filesystem datasets (issue 9): CSV, JSON lines and Parquet
+ * Retrieval over filesystem datasets: CSV, JSON lines and Parquet
  * read through inline, SSE and gRPC give identical rows; filters, columns,
  * limit and offset; the inline threshold; path escapes refused; ReBAC.
  */
@@ -71,7 +71,7 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
     assert.equal(last?.final, true);
     assert.equal(last?.metadata.rows, String(rows.length));
 
-    // The inline job replays as chunks on the stream (contract §8.4).
+    // The inline job replays as chunks on the stream.
     assert.deepEqual(sseRows(await readSse(gw, inline.job_id, alice)), rows);
     const status = await gw.request('GET', `/api/retrieval/jobs/${sseJob.job_id}`, { token: alice });
     assert.equal(status.json.status, 'COMPLETED');
@@ -205,7 +205,7 @@ test('a caller without viewer gets 404 on create, status and stream; jobs are li
   }
   const cancel = await gw.request('POST', `/api/retrieval/jobs/${aliceJob.job_id}/cancel`, { token: bob.token });
   assert.equal(cancel.status, 404);
-  // Contract §8.2: the job id is a UUID path parameter; anything else is a 422, an unknown UUID a 404.
+  // The job id is a UUID path parameter; anything else is a 422, an unknown UUID a 404.
   for (const [method, path] of [
     ['GET', '/api/retrieval/jobs/not-a-uuid'],
     ['GET', '/api/retrieval/jobs/not-a-uuid/stream'],

@@ -1,5 +1,5 @@
 /**
- * Per-record gates (contract §9): the gate binding API and the clearance
+ * Per-record gates: the gate binding API and the clearance
  * fixture — five rows U, U, U, S, TS; callers with clearance U, S, TS get
  * exactly 3, 4, 5 rows with gate_audit.filtered true, true, false on the
  * inline, SSE and gRPC seams, the four legacy footer keys present and null.

@@ -1,5 +1,5 @@
 /**
- * The retrieval stream with gRPC's reference client (issue 9; contract §8.5):
+ * The retrieval stream with gRPC's reference client:
  * Python grpcio — the C-core, strict about HTTP/2, content types and
  * trailers — reads a job through the endpoint of its `grpc` block over TLS
  * verified against the gateway's CA. Same rows and chunking as SSE, the

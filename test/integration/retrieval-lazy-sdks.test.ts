@@ -1,6 +1,6 @@
 /**
  * The optional sources' client libraries are not loaded when the gateway
- * starts (domains/retrieval/sources/lazy.ts; issue 3's RSS target). A child
+ * starts (domains/retrieval/sources/lazy.ts: they would cost resident memory on every gateway, used or not). A child
  * Node process records every module it resolves, ESM and require alike,
  * starts a real gateway on a fresh data dir (every module's init run),
  * closes it and reports. That the libraries do load on first use is shown by the

@@ -120,10 +120,6 @@ test('a deleted secret is never replaced by one re-created under its name, by th
   const refusals = [await job(gw, bob.token, orders), await job(gw, bob.token, recorded)];
   refusals.push(await job(gw, admin, recorded));
   for (const res of refusals) assertUnavailable(res, prodDb);
-  // An admin writing bob's dataset binds the admin's secret, which bob, the dataset's owner, may not use.
-  const adminWrite = await write(admin, recorded, toRecorder);
-  assert.equal(adminWrite.status, 200);
-  assertUnavailable(await job(gw, bob.token, recorded), prodDb);
   // bob cannot bind the admin's secret by writing his dataset again.
   const bobWrite = await write(bob.token, orders, properties);
   assert.equal(bobWrite.status, 200, 'the reference was already there: the write keeps its binding');
@@ -132,10 +128,18 @@ test('a deleted secret is never replaced by one re-created under its name, by th
   const fresh = await gw.request('POST', '/api/catalog/datasets/', { token: bob.token, json: again });
   assert.equal(fresh.status, 403, 'a new reference to the admin secret is refused at write');
   assert.equal(fresh.json.detail.reason, 'secret_reference_forbidden');
+  // An admin writing bob's dataset binds the admin's secret on the admin's authority: bob's reads use it where
+  // the admin pointed it, and bob cannot point it anywhere else.
+  const adminWrite = await write(admin, orders, properties);
+  assert.equal(adminWrite.status, 200);
+  assert.deepEqual((await job(gw, bob.token, orders)).json.inline.data, rows);
+  const retarget = await write(bob.token, orders, toRecorder);
+  assert.deepEqual([retarget.status, retarget.json.detail.reason], [403, 'secret_reference_forbidden']);
+  assert.deepEqual((await job(gw, bob.token, orders)).json.inline.data, rows, 'still read from the admin-chosen server');
 
   assert.equal(recorder.connections, connections, 'no connection was made after the delete');
   assert.ok(!recorder.received.includes(pg.password), "the admin's value never reached the dataset's server");
-  const seen = [...refusals, adminWrite, bobWrite, fresh]
+  const seen = [...refusals, adminWrite, bobWrite, fresh, retarget]
     .map((r) => r.text)
     .concat(gw.logs)
     .join('\n');

@@ -158,6 +158,11 @@ test('slack: channels stay within the dataset; the stored token never goes to a 
   const apiUrl = `${attacker.url}/api/`;
   const location = [{ channels: ['exec'] }, { channels: ['general', 'C0EXEC'] }, { api_url: apiUrl }, { channel: 'exec' }, { token: 'x' }];
   for (const options of location) await assertNotAllowed(gw, token, { dataset_urn: urn, options }, firstKey(options), 'slack');
+  // A cap beyond the safe integers is no cap, never "no limit": a malformed option.
+  for (const max of [1e300, 2 ** 53]) {
+    const res = await gw.request('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: urn, options: { max_messages: max } } });
+    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.option], [422, 'source_options_invalid', 'max_messages']);
+  }
   const override = JSON.stringify({ token: 'xoxb-caller-1', api_url: apiUrl });
   await assertNotAllowed(gw, token, { dataset_urn: urn, credential_override: override }, 'api_url', 'slack');
   assert.equal(attacker.connections(), 0);

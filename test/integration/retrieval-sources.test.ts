@@ -1,4 +1,4 @@
-/** The Source contract suite run by every source of issue 9: filesystem CSV, JSON lines, Parquet, and real PostgreSQL. */
+/** The Source contract suite run by every built-in source: filesystem CSV, JSON lines, Parquet, and real PostgreSQL. */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

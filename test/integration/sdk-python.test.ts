@@ -1,11 +1,11 @@
 /**
- * The platform's public Python SDK against meshgate (spec/contract.md is
- * written so that it works; scripts/peers/sdk.sh installs kamiwaza-sdk from
- * PyPI): retrieval (issue 9) inline, over SSE and the gRPC handshake through
- * the SDK's own models, the clearance fixture per caller (contract §9.4)
+ * The platform's public Python SDK against meshgate (the wire shapes of
+ * docs/wire.md are what it depends on; scripts/peers/sdk.sh installs kamiwaza-sdk from
+ * PyPI): retrieval inline, over SSE and the gRPC handshake through
+ * the SDK's own models, the clearance fixture per caller
  * with its setup — attribute, gate discovery and binding, subjects, grants —
  * made by the SDK too,
- * and the OpenAI-compatible runtime URL (issue 3) found
+ * and the OpenAI-compatible runtime URL found
  * the way the SDK finds it — the serving listing, then the official openai
  * client on `<origin>/runtime/models/<id>/v1`, plain and streamed.
  */
@@ -97,7 +97,7 @@ test("the Python SDK reads the clearance fixture with each caller's token: 3, 4,
   }
 });
 
-test('the Python SDK performs the §9.4 setup itself — declare, discover, catalog, bind, subjects and grants — and each persona reads 3, 4, 5 rows', async (t) => {
+test('the Python SDK performs the clearance setup itself — declare, discover, catalog, bind, subjects and grants — and each persona reads 3, 4, 5 rows', async (t) => {
   const dir = scratch(t);
   const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
   const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });

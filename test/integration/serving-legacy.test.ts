@@ -1,5 +1,5 @@
 /**
- * Legacy port-based runtime URLs (issue 3 item 3) against a real model
+ * Legacy port-based runtime URLs against a real model
  * server: off by default, and when enabled a deployment's own HTTPS port
  * answers like its path-based URL (same proxy, same auth), collides
  * clearly, closes on delete and reopens on restart.

@@ -1,5 +1,5 @@
 /**
- * The runtime proxy against real upstreams on loopback (issue 3): OpenAI-
+ * The runtime proxy against real upstreams on loopback: OpenAI-
  * compatible SSE streamed incrementally over HTTP/1.1 and HTTP/2, header
  * hygiene, credentials, large bodies both ways, and upstream failures.
  */

@@ -1,5 +1,5 @@
 /**
- * The deployments registry (issue 3): admin-only writes, validation,
+ * The deployments registry: admin-only writes, validation,
  * ReBAC-filtered reads, live prefixes in runtime URLs, and `meshgate deploy`
  * against the data dir of a running gateway.
  */

@@ -1,5 +1,5 @@
 /**
- * `meshgate smoke` (issue 3, spec rule 6) against a running gateway with
+ * `meshgate smoke` (what must hold after a routing change) against a running gateway with
  * one model and one app on loopback: it passes, and after a deliberately
  * broken routing PATCH it fails with a precise reason and exit code 1.
  */

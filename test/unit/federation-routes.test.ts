@@ -1,5 +1,5 @@
 /**
- * Route-level gates of the federation API (spec: Authentication 3; contract
+ * Route-level gates of the federation API (contract
  * header decision 4): every management route is native admin or refuses
  * mesh principals; only the peer protocol is anonymous (PSK-signed).
  */

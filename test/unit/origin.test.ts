@@ -1,7 +1,7 @@
 /** One origin derivation for the server and every command: IPv6 literals bracketed (RFC 3986 §3.2.2). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { deriveOrigin, hostForUrl, urlOf } from '../../gateway/http/origin.ts';
+import { authorityOf, deriveOrigin, hostForUrl, hostOfUrl, urlOf } from '../../gateway/http/origin.ts';
 
 test('hosts in URLs: IPv6 literals are bracketed once, names and IPv4 stay as they are', () => {
   for (const [host, expected] of [
@@ -30,4 +30,13 @@ test('PLATFORM_ORIGIN wins, else the first hostname at the HTTPS port; an IPv6 o
   const parsed = new URL(v6);
   assert.equal(parsed.hostname, '[2001:db8::1]');
   assert.equal(parsed.port, '8443');
+});
+
+test('authorities always carry the port; a URL host comes back without brackets, and round-trips', () => {
+  assert.equal(authorityOf('::1', 8443), '[::1]:8443');
+  assert.equal(authorityOf('10.0.0.1', 443), '10.0.0.1:443');
+  assert.equal(authorityOf('gw.example.com', 9443), 'gw.example.com:9443');
+  assert.equal(hostOfUrl('https://[fd00::10:1]:8443/x'), 'fd00::10:1');
+  assert.equal(hostOfUrl(new URL('https://gw.example.com')), 'gw.example.com');
+  for (const host of ['::1', '192.0.2.7', 'gw.example.com']) assert.equal(hostOfUrl(urlOf('https', host, 8443)), host, host);
 });

@@ -10,20 +10,21 @@ const authenticator: Authenticator = {
   },
 };
 
-test('the ingress order is the one DESIGN.md §3 and ARCHITECTURE.md state', () => {
+test('the ingress order is the one ARCHITECTURE.md states', () => {
   assert.deepEqual(STAGE_ORDER, ['requestId', 'accessLog', 'limits', 'canonicalPath', 'routeMatch', 'meshVerify', 'authenticate', 'authorize', 'dispatch']);
 });
 
 test('each route compiles only the stages it uses, in STAGE_ORDER', () => {
   const handle = () => ({ status: 200 });
+  const doc = { summary: 'a route', answers: { 200: null } };
   const { api } = compileHandlers(
     [
       {
         routes: [
-          { method: 'GET', path: '/anon', auth: 'none', handle },
-          { method: 'GET', path: '/user', auth: 'user', handle },
-          { method: 'GET', path: '/native', auth: 'user', nativeOnly: true, handle },
-          { method: 'GET', path: '/admin', auth: 'admin', handle },
+          { method: 'GET', path: '/anon', auth: 'none', doc, handle },
+          { method: 'GET', path: '/user', auth: 'user', doc, handle },
+          { method: 'GET', path: '/native', auth: 'user', nativeOnly: true, doc, handle },
+          { method: 'GET', path: '/admin', auth: 'admin', doc, handle },
         ],
       },
     ],

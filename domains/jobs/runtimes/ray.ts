@@ -1,9 +1,9 @@
 /**
- * The scale-out job runtime (issue 7 item 4; DESIGN.md §6): a Ray cluster
+ * The scale-out job runtime: a Ray cluster
  * driven through the Ray Jobs REST API on its dashboard (`/api/jobs/`),
  * over undici. Ray keeps the state and the logs; this adapter maps them.
  * Approved packages go to Ray's pip runtime_env with the same hash pinning
- * and offline index as the local runtime (contract §5.8).
+ * and offline index as the local runtime.
  */
 import { Agent, request } from 'undici';
 import type { JobStatus } from '../schema.ts';

@@ -1,6 +1,6 @@
 /**
- * The seam between the jobs service and whatever runs the processes
- * (DESIGN.md §6): the embedded local runner or a Ray cluster. The service
+ * The seam between the jobs service and whatever runs the processes:
+ * the embedded local runner or a Ray cluster. The service
  * owns the records; a runtime only runs, reports and forgets. One contract
  * suite (test/contract/job-runtime.contract.ts) runs against every runtime.
  */
@@ -11,7 +11,7 @@ export interface RuntimeJobSpec {
   readonly entrypoint: string;
   /** The job's whole environment additions: the caller's env_vars, then the platform's (which win). */
   readonly env: Readonly<Record<string, string>>;
-  /** Approved, hash-pinned packages to install before the entrypoint runs (contract §5.8). */
+  /** Approved, hash-pinned packages to install before the entrypoint runs. */
   readonly packages: readonly ApprovedPackage[];
   readonly metadata: Readonly<Record<string, string>>;
 }

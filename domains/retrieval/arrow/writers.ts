@@ -11,7 +11,11 @@ import { toBigInt64, toBool, toBytes, toDays, toFloat, toMicros, toSmallInt, toT
 export interface ColumnWriter {
   /** Appends one value; null, undefined or a value the type cannot hold is a null. */
   push(value: unknown): void;
-  /** The values appended since the last finish, as Arrow Data; the writer starts over empty. */
+  /**
+   * The values appended since the last finish, as Arrow Data over the
+   * writer's own buffers, which the next batch reuses: valid until the next
+   * push (batchMessage copies it into the IPC body at once).
+   */
   finish(): Data;
 }
 
@@ -24,22 +28,27 @@ function grown<T extends Numbers | Uint8Array>(array: T, needed: number): T {
   return bigger;
 }
 
-/** A bitmap appended bit by bit: the validity of a column, or a boolean column's values. */
+/**
+ * A bitmap appended bit by bit: the validity of a column, or a boolean
+ * column's values. Its bytes are kept from batch to batch (the batch is
+ * copied into its IPC body before the next value comes, ipc.ts).
+ */
 export class Bits {
   #bytes = new Uint8Array(64);
   length = 0;
   unset = 0;
 
   push(bit: boolean): void {
-    this.#bytes = grown(this.#bytes, (this.length >> 3) + 1);
-    if (bit) this.#bytes[this.length >> 3] = (this.#bytes[this.length >> 3] as number) | (1 << (this.length & 7));
+    const at = this.length >> 3;
+    if (at >= this.#bytes.length) this.#bytes = grown(this.#bytes, at + 1);
+    if ((this.length & 7) === 0) this.#bytes[at] = 0;
+    if (bit) this.#bytes[at] = (this.#bytes[at] as number) | (1 << (this.length & 7));
     else this.unset++;
     this.length++;
   }
 
   take(): Uint8Array {
     const out = this.#bytes.subarray(0, (this.length + 7) >> 3);
-    this.#bytes = new Uint8Array(Math.max(64, out.length));
     this.length = 0;
     this.unset = 0;
     return out;
@@ -84,15 +93,14 @@ export class NumberWriter extends Writer {
 
   /** A value already of the column's kind (an integer in range, a float, a day number), or null. */
   pushRaw(n: number | null): void {
-    this.#values = grown(this.#values, this.valid.length + 1);
-    this.#values[this.valid.length] = n ?? 0;
+    const at = this.valid.length;
+    if (at >= this.#values.length) this.#values = grown(this.#values, at + 1);
+    this.#values[at] = n ?? 0;
     this.valid.push(n !== null);
   }
 
   protected buffers(length: number) {
-    const data = this.#values.subarray(0, length);
-    this.#values = new (this.#values.constructor as new (n: number) => Numbers)(Math.max(1024, length));
-    return { data };
+    return { data: this.#values.subarray(0, length) };
   }
 }
 
@@ -142,7 +150,6 @@ export class WideWriter extends Writer {
 
   protected buffers(length: number) {
     const words = this.#words.subarray(0, length * this.#width);
-    this.#words = new Int32Array(Math.max(2048, words.length));
     if (this.type.kind === 'decimal') return { data: new Uint32Array(words.buffer, words.byteOffset, words.length) };
     return { data: new BigInt64Array(words.buffer, words.byteOffset, words.length / 2) };
   }
@@ -210,16 +217,15 @@ export class BytesWriter extends Writer {
 
   /** Ends the current value (empty when `present` is false). */
   close(present: boolean): void {
-    this.#offsets = grown(this.#offsets, this.valid.length + 2);
-    this.#offsets[this.valid.length + 1] = this.#end;
+    const at = this.valid.length + 1;
+    if (at >= this.#offsets.length) this.#offsets = grown(this.#offsets, at + 1);
+    this.#offsets[at] = this.#end;
     this.valid.push(present);
   }
 
   protected buffers(length: number) {
     const valueOffsets = this.#offsets.subarray(0, length + 1);
     const data = this.#bytes.subarray(0, this.#end);
-    this.#offsets = new Int32Array(Math.max(1025, length + 1));
-    this.#bytes = Buffer.allocUnsafe(Math.max(1 << 16, this.#end));
     this.#end = 0;
     return { valueOffsets, data };
   }
@@ -247,7 +253,6 @@ export class ListWriter extends Writer {
 
   protected buffers(length: number) {
     const valueOffsets = this.#offsets.subarray(0, length + 1);
-    this.#offsets = new Int32Array(Math.max(1025, length + 1));
     this.#items = 0;
     return { valueOffsets, child: this.item.finish() };
   }

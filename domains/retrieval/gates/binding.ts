@@ -1,5 +1,5 @@
 /**
- * Dataset gate binding (contract §9.1): `PUT/GET/DELETE
+ * Dataset gate binding: `PUT/GET/DELETE
  * /catalog/datasets/{urn}/gate`, stored as the dataset's `properties.gate`.
  * Only built-in attribute gates bind (an execution gate is `wrong_kind`,
  * another class under a gate module `classpath_unimportable`, anything else
@@ -56,7 +56,7 @@ export class GateBindings {
     try {
       return this.datasets.get(principal, urn);
     } catch (error) {
-      // The catalog answers a string "Dataset not found"; the gate API uses the structured reason (§9.1).
+      // The catalog answers a string "Dataset not found"; the gate API uses the structured reason.
       if (error instanceof ApiError && error.status === 404) throw RetrievalErrors.make.dataset_not_found({ dataset_urn: urn });
       throw error;
     }

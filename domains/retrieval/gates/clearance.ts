@@ -1,5 +1,5 @@
 /**
- * The built-in clearance gate (contract §9.4, the MiniClearance fixture's
+ * The built-in clearance gate (the MiniClearance fixture's
  * semantics): ranks U < S < TS; the caller's `clearance` attribute, trimmed
  * and upper-cased, unknown or missing floors to U; a row is included iff its
  * classification is recognized and ranks at or below the caller's.
@@ -45,7 +45,7 @@ export const clearanceGate: GateDefinition = {
     additionalProperties: false,
   },
   parseConfig(config) {
-    // Config schema {"classification_field": str = "classification"}, additionalProperties false (contract §9.4).
+    // Config schema {"classification_field": str = "classification"}, additionalProperties false.
     const value = config ?? {};
     if (typeof value !== 'object' || Array.isArray(value)) return { problems: ['config must be an object'] };
     const extra = Object.keys(value).filter((k) => k !== 'classification_field');

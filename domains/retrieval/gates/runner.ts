@@ -1,5 +1,5 @@
 /**
- * The gate runner, the release boundary of contract §9.3: every batch goes
+ * The gate runner, the release boundary (docs/retrieval.md): every batch goes
  * through the bound gate, its GateResult is checked against the
  * postconditions, and a violation fails the whole batch closed (no row
  * released, audit reason `gate_postcondition_violation`). The footer the

@@ -1,5 +1,5 @@
 /**
- * Per-record (attribute) gates, contract §9.3: a gate is called as
+ * Per-record (attribute) gates: a gate is called as
  * `filter_records(records, user_attrs, gate_config)` and answers a
  * GateResult whose counts the runner checks before any row is released.
  */
@@ -32,11 +32,11 @@ export interface RecordGate {
 /** A built-in gate class: its class path, accepted aliases, config schema and constructor. */
 export interface GateDefinition {
   readonly type: string;
-  /** Upstream class paths public clients send (contract decision 9: accept them as aliases). */
+  /** Upstream class paths public clients send (accepted as aliases of the neutral names). */
   readonly aliases: readonly string[];
   readonly name: string;
   readonly kind: 'attribute';
-  /** Caller attributes it reads, as discovery reports them (contract §9.2 AttributeSpec). */
+  /** Caller attributes it reads, as discovery reports them (the AttributeSpec shape). */
   readonly requiredAttributes: readonly { key: string; header: string; required: boolean }[];
   /** JSON Schema of its `config`, as discovery reports it; parseConfig enforces it. */
   readonly configSchema: Readonly<Record<string, unknown>>;
@@ -45,7 +45,7 @@ export interface GateDefinition {
   create(config: Record<string, unknown>): RecordGate;
 }
 
-/** What `properties.gate` holds on a dataset (contract §9.1). */
+/** What `properties.gate` holds on a dataset. */
 export interface GateBinding {
   readonly type: string;
   readonly config: Record<string, unknown>;

@@ -1,5 +1,5 @@
 /**
- * The filesystem source (contract §8.6, platform `file`): the dataset's
+ * The filesystem source (platform `file`): the dataset's
  * `properties.path` (or `location`, or the URN name) read as CSV, JSON lines
  * or Parquet, only under the allowed roots. Columns and the offset are
  * pushed into the Parquet reader; filters are applied in process.

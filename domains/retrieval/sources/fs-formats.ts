@@ -8,7 +8,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { pipeline, type Readable } from 'node:stream';
 import { parse } from 'csv-parse';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
+import { asyncBufferFromFile, type FileMetaData, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
 import { jsonSafe } from './scan.ts';
 import type { Row, SchemaField } from './types.ts';
@@ -17,7 +17,7 @@ export type FileFormat = 'csv' | 'jsonl' | 'parquet';
 
 const EXTENSIONS: Readonly<Record<string, FileFormat>> = { csv: 'csv', jsonl: 'jsonl', ndjson: 'jsonl', json: 'jsonl', parquet: 'parquet' };
 
-/** `format_hint` wins over the extension (contract §8.6: the format is inferred from the extension). */
+/** `format_hint` wins over the extension (the format is inferred from the extension). */
 export function formatOf(path: string, hint: string | null): FileFormat | null {
   if (hint && EXTENSIONS[hint.toLowerCase()]) return EXTENSIONS[hint.toLowerCase()] as FileFormat;
   const dot = path.lastIndexOf('.');
@@ -122,11 +122,26 @@ export function jsonType(value: unknown): string {
   return typeof value;
 }
 
+/**
+ * A Parquet file's columns by their logical type (else the physical one). A
+ * timestamp is stored as INT64; its annotation says whether it is an instant
+ * (isAdjustedToUTC, as the legacy TIMESTAMP_MILLIS/MICROS annotations always
+ * are) or a wall-clock time (Parquet format spec, LogicalTypes "Timestamp").
+ */
+export function parquetFields(metadata: FileMetaData): SchemaField[] {
+  return parquetSchema(metadata).children.map(({ element }) => {
+    const logical = element.logical_type;
+    if (logical?.type === 'TIMESTAMP' && !logical.isAdjustedToUTC) return { name: element.name, type: 'timestamp without time zone' };
+    if (logical?.type === 'TIMESTAMP' || element.converted_type?.startsWith('TIMESTAMP_')) return { name: element.name, type: 'timestamp with time zone' };
+    return { name: element.name, type: String(logical?.type ?? element.type ?? 'GROUP') };
+  });
+}
+
 /** Typed schema: Parquet from its metadata; CSV header cells as `string`; JSON lines from the first object. */
 export async function fileSchema(path: string, format: FileFormat, signal: AbortSignal): Promise<SchemaField[]> {
   if (format === 'parquet') {
     const metadata = await parquetMetadataAsync(await asyncBufferFromFile(path));
-    return parquetSchema(metadata).children.map((c) => ({ name: c.element.name, type: String(c.element.logical_type?.type ?? c.element.type ?? 'GROUP') }));
+    return parquetFields(metadata);
   }
   signal.throwIfAborted();
   for await (const row of format === 'csv' ? csvRows(path) : jsonLines(path)) {

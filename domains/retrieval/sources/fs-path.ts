@@ -1,5 +1,5 @@
 /**
- * Where a filesystem dataset may be read from (issue 9 item 3): only
+ * Where a filesystem dataset may be read from: only
  * absolute paths under one of the allowed roots (PLATFORM_RETRIEVAL_FS_ROOTS),
  * never through a `..` segment and never through a symbolic link below the
  * root. The real path is compared with the lexical one, so a link planted

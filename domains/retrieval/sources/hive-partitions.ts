@@ -1,5 +1,5 @@
 /**
- * Hive-partitioned directory layouts (issue 10 item 3): `location` (or
+ * Hive-partitioned directory layouts: `location` (or
  * `path`) names a directory under the allowed roots, or an `s3://bucket/prefix`,
  * whose data files sit in `key=value/` folders (values %-escaped as Hive
  * writes them). Partition keys become string columns after the file's own
@@ -15,17 +15,13 @@ import { RetrievalErrors } from '../errors.ts';
 import { type FileFormat, formatOf } from './fs-formats.ts';
 import { allowedPath } from './fs-path.ts';
 import type { SecretReader } from './pg-connection.ts';
-import { type ObjectEntry, type ObjectStore, objectSchema, readObjects } from './s3-formats.ts';
-import { classifyS3, openS3Store, s3Config } from './s3-store.ts';
-import { checkColumns, matchesFilters, neededColumns, scanBatches } from './scan.ts';
+import { type ObjectEntry, type ObjectStore, type ObjectToRead, objectSchema, scanObjects } from './s3-formats.ts';
+import { folderPrefix, type OpenedStore, openS3Store, readOpenedStore, s3Config, withOpenedStore } from './s3-store.ts';
+import { checkColumns, matchesFilters, neededColumns } from './scan.ts';
 import type { ReadRequest, Row, SchemaField, Source, SourceInput } from './types.ts';
 
-interface PartitionFile {
-  readonly entry: ObjectEntry;
-  readonly format: FileFormat;
-  /** Partition key → value, from the folders above the file. */
-  readonly extra: Row;
-}
+/** A data file of the layout; `extra` holds partition key → value, from the folders above the file. */
+type PartitionFile = ObjectToRead & { readonly extra: Row };
 
 /** An ObjectStore over a directory tree: keys are paths relative to the root, `/`-separated. */
 export function directoryStore(root: string): ObjectStore {
@@ -81,10 +77,8 @@ function partitionOf(relative: string, hint: string | null): { values: Row; form
   return { values, format };
 }
 
-interface Layout {
-  readonly store: ObjectStore;
+interface Layout extends OpenedStore {
   readonly prefix: string;
-  readonly close: () => void;
 }
 
 async function layoutOf(input: SourceInput, roots: readonly string[], secrets: SecretReader | undefined): Promise<Layout> {
@@ -93,8 +87,7 @@ async function layoutOf(input: SourceInput, roots: readonly string[], secrets: S
   const s3 = /^s3a?:\/\/([^/]+)\/?(.*)$/.exec(raw);
   if (s3) {
     const { store, close } = await openS3Store(s3Config(input, secrets), s3[1] as string);
-    const key = s3[2] as string;
-    return { store, prefix: key === '' || key.endsWith('/') ? key : `${key}/`, close };
+    return { store, prefix: folderPrefix(s3[2] as string), close };
   }
   const root = await allowedPath(raw, roots);
   if (!(await lstat(root)).isDirectory())
@@ -130,46 +123,19 @@ async function* readLayout(layout: Layout, asked: ReadRequest, hint: string | nu
   const fromFiles = needed?.filter((c) => !keys.includes(c)) ?? null;
   // A projection of partition keys only still needs one file column to count rows.
   const fileColumns = fromFiles !== null && fromFiles.length === 0 ? [(fields[0] as SchemaField).name] : fromFiles;
-  const filtered = Object.keys(request.filters).length > 0;
-  const raw = readObjects(layout.store, kept, {
-    needed: fileColumns,
-    skip: request.offset,
-    skipAllowed: !filtered,
-    batchSize: request.batchSize,
-    signal: request.signal,
-  });
-  yield* scanBatches(raw, { ...request, offset: filtered ? request.offset : 0 });
+  yield* scanObjects(layout.store, kept, request, fileColumns);
 }
 
 export async function hivePartitionSource(input: SourceInput, roots: readonly string[], secrets: SecretReader | undefined): Promise<Source> {
+  const open = () => layoutOf(input, roots, secrets);
   // Refuse a bad location (outside the roots, no such directory) at job creation.
-  (await layoutOf(input, roots, secrets)).close();
-  const withLayout = async <T>(use: (layout: Layout) => Promise<T>): Promise<T> => {
-    const layout = await layoutOf(input, roots, secrets);
-    try {
-      return await use(layout);
-    } catch (error) {
-      throw classifyS3(error);
-    } finally {
-      layout.close();
-    }
-  };
+  (await open()).close();
   return {
     schema: (signal) =>
-      withLayout(async (layout) => {
+      withOpenedStore(open, async (layout) => {
         const { files, keys } = await filesOf(layout, input.formatHint, signal);
         return schemaOf(layout, files, keys, signal);
       }),
-    async *read(request) {
-      const layout = await layoutOf(input, roots, secrets);
-      try {
-        yield* readLayout(layout, request, input.formatHint);
-      } catch (error) {
-        request.signal.throwIfAborted();
-        throw classifyS3(error);
-      } finally {
-        layout.close();
-      }
-    },
+    read: (request) => readOpenedStore(request.signal, open, (layout) => readLayout(layout, request, input.formatHint)),
   };
 }

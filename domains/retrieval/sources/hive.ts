@@ -1,5 +1,5 @@
 /**
- * The Hive source (contract §8.6, platform `hive`; options [I] `host`,
+ * The Hive source (platform `hive`; options [I] `host`,
  * `port`, `database`, `table`, `auth`). With a `host` it reads a table from
  * HiveServer2 over Thrift (hive-driver): the schema from `DESCRIBE`, then
  * one `SELECT` with the columns, the filters (IN / IS NULL) and a LIMIT
@@ -19,7 +19,7 @@ import { abortableRead } from './abortable.ts';
 import { hivePartitionSource } from './hive-partitions.ts';
 import { hiveIdentifier, hiveSelect } from './hive-sql.ts';
 import { lazyModule } from './lazy.ts';
-import { type SecretReader, USER_PASSWORD_FIELDS } from './pg-connection.ts';
+import { revealSecret, type SecretReader, USER_PASSWORD_FIELDS } from './pg-connection.ts';
 import { credentialFields, jsonObject } from './reader-options.ts';
 import { checkColumns, jsonSafe, scanBatches } from './scan.ts';
 import { caBundle, tlsProblem } from './tls-trust.ts';
@@ -48,12 +48,7 @@ const hiveDriver = lazyModule('Hive', () => import('hive-driver'));
 
 function credentials(input: SourceInput, secrets: SecretReader | undefined): { user?: string; password?: string } {
   const urn = text(input.properties.secret_urn);
-  let raw = input.credentialOverride ?? undefined;
-  try {
-    if (!raw && urn) raw = secrets?.reveal(urn);
-  } catch {
-    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-  }
+  const raw = input.credentialOverride || (urn ? revealSecret(secrets, urn) : undefined);
   if (!raw) return {};
   const parsed = jsonObject(raw);
   if (!parsed) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });
@@ -172,6 +167,17 @@ async function describe(s: Session, target: HiveTarget): Promise<SchemaField[]> 
   return fields;
 }
 
+/**
+ * hive-driver's JSON rows with BIGINT read exactly: its handler reads an i64
+ * with node-int64's toNumber(), which rounds past 2^53. As a bigint,
+ * jsonSafe gives a wide value as its digits (as for a Parquet INT64).
+ */
+function exactRows(s: Session, operation: Parameters<Session['utils']['getResult']>[0]): Row[] {
+  const result = s.utils.getResult(operation) as unknown as { convertBigInt(value: { toOctetString(): string }): unknown; getValue(): Row[] | null };
+  result.convertBigInt = (value) => BigInt.asIntN(64, BigInt(`0x${value.toOctetString()}`));
+  return result.getValue() ?? [];
+}
+
 async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): AsyncGenerator<Row[]> {
   const request = checkColumns(await describe(s, target), asked);
   const operation = await run(s, hiveSelect(target.database, target.table, request));
@@ -179,7 +185,7 @@ async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): Asy
   do {
     request.signal.throwIfAborted();
     await s.guard(operation.fetch());
-    const rows = (s.utils.getResult(operation).getValue() ?? []) as Row[];
+    const rows = exactRows(s, operation);
     operation.flush();
     if (rows.length > 0) yield rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/^.*\./, ''), jsonSafe(v)])));
   } while (operation.hasMoreRows());

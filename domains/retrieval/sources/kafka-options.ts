@@ -10,7 +10,7 @@
  * Malformed values are a 422 `source_options_invalid` naming the option.
  */
 import { RetrievalErrors } from '../errors.ts';
-import { AT_MOST, CHOICE, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
+import { AT_MOST, CHOICE, COUNT_PROBLEM, isCount, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import type { SourceInput } from './types.ts';
 
 export type StartAt = { kind: 'earliest' } | { kind: 'tail' } | { kind: 'offsets'; offsets: ReadonlyMap<number, bigint> } | { kind: 'timestamp'; ms: bigint };
@@ -97,7 +97,7 @@ export function kafkaOptions(input: SourceInput): KafkaOptions {
   const topic = input.properties.topic ?? input.name;
   if (typeof topic !== 'string' || !/^[\w.-]{1,249}$/.test(topic)) throw invalid('topic', 'a Kafka topic name');
   const max = get('max_messages');
-  if (max !== undefined && max !== null && !(Number.isInteger(max) && (max as number) > 0)) throw invalid('max_messages', 'an integer > 0');
+  if (max !== undefined && max !== null && !isCount(max)) throw invalid('max_messages', COUNT_PROBLEM);
   const valueFormat = get('value_format') ?? 'json';
   if (valueFormat !== 'json' && valueFormat !== 'text') throw invalid('value_format', '"json" or "text"');
   const group = input.properties.commit_group;

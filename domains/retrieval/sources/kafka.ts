@@ -1,5 +1,5 @@
 /**
- * The Kafka source (contract §8.6, platform `kafka`): a bounded read of one
+ * The Kafka source (platform `kafka`): a bounded read of one
  * topic. At the start the partitions' high-water marks are read; the read
  * ends there (or at `max_messages`), so a retrieval always ends even while
  * producers keep writing. Partitions are read one after another in number
@@ -46,11 +46,12 @@ interface Message {
 const kafkaSdk = lazyModule('Kafka', () => import('@platformatic/kafka'));
 const PARTITION_MAX_BYTES = 4 << 20;
 const CONTROL_BATCH = 0x20;
+/** Typed by what Kafka defines (an int32 partition, an int64 offset, a timestamp in ms), not by sampling a value. */
 const METADATA_FIELDS: SchemaField[] = [
   { name: '_topic', type: 'string' },
-  { name: '_partition', type: 'number' },
-  { name: '_offset', type: 'number' },
-  { name: '_timestamp', type: 'string' },
+  { name: '_partition', type: 'integer' },
+  { name: '_offset', type: 'bigint' },
+  { name: '_timestamp', type: 'timestamp with time zone' },
   { name: '_key', type: 'string' },
 ];
 
@@ -122,35 +123,48 @@ async function plan(consumer: Consumer, options: KafkaOptions): Promise<Plan> {
   return { topicId: topic.id, ranges };
 }
 
+type FetchedPartition = Awaited<ReturnType<Consumer['fetch']>>['responses'][number]['partitions'][number];
+
+/** One Fetch of one partition from `offset`, refused unless the broker answered it without error. */
+async function fetchPartition(consumer: Consumer, topicId: string, range: Range, offset: bigint): Promise<FetchedPartition> {
+  const response = await consumer.fetch({
+    node: range.leader,
+    maxWaitTime: 200,
+    topics: [
+      {
+        topicId,
+        partitions: [{ partition: range.partition, fetchOffset: offset, currentLeaderEpoch: -1, lastFetchedEpoch: -1, partitionMaxBytes: PARTITION_MAX_BYTES }],
+      },
+    ],
+  });
+  // The client keeps an incremental fetch session per broker: the answer may hold other partitions too.
+  const part = response.responses.find((t) => t.topicId === topicId)?.partitions.find((p) => p.partitionIndex === range.partition);
+  if (part?.errorCode !== 0) throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
+  return part;
+}
+
+/** The messages of a Fetch answer within [from, range.end), and the offset after its last batch. */
+function messagesOf(part: FetchedPartition, range: Range, from: bigint): { messages: Message[]; advanced: bigint } {
+  const messages: Message[] = [];
+  let advanced = from;
+  for (const batch of part.records ?? []) {
+    advanced = batch.firstOffset + BigInt(batch.lastOffsetDelta) + 1n;
+    if (batch.attributes & CONTROL_BATCH) continue; // transaction markers are not messages
+    for (const record of batch.records) {
+      const offset = batch.firstOffset + BigInt(record.offsetDelta);
+      if (offset < from || offset >= range.end) continue;
+      messages.push({ partition: range.partition, offset, timestamp: batch.firstTimestamp + record.timestampDelta, key: record.key, value: record.value });
+    }
+  }
+  return { messages, advanced };
+}
+
 /** One partition from range.start to range.end, a Fetch response at a time. */
 async function* partitionMessages(consumer: Consumer, topicId: string, range: Range, signal: AbortSignal): AsyncGenerator<Message[]> {
   let next = range.start;
   while (next < range.end) {
     signal.throwIfAborted();
-    const response = await consumer.fetch({
-      node: range.leader,
-      maxWaitTime: 200,
-      topics: [
-        {
-          topicId,
-          partitions: [{ partition: range.partition, fetchOffset: next, currentLeaderEpoch: -1, lastFetchedEpoch: -1, partitionMaxBytes: PARTITION_MAX_BYTES }],
-        },
-      ],
-    });
-    // The client keeps an incremental fetch session per broker: the answer may hold other partitions too.
-    const part = response.responses.find((t) => t.topicId === topicId)?.partitions.find((p) => p.partitionIndex === range.partition);
-    if (part?.errorCode !== 0) throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
-    const messages: Message[] = [];
-    let advanced = next;
-    for (const batch of part.records ?? []) {
-      advanced = batch.firstOffset + BigInt(batch.lastOffsetDelta) + 1n;
-      if (batch.attributes & CONTROL_BATCH) continue; // transaction markers are not messages
-      for (const record of batch.records) {
-        const offset = batch.firstOffset + BigInt(record.offsetDelta);
-        if (offset < next || offset >= range.end) continue;
-        messages.push({ partition: range.partition, offset, timestamp: batch.firstTimestamp + record.timestampDelta, key: record.key, value: record.value });
-      }
-    }
+    const { messages, advanced } = messagesOf(await fetchPartition(consumer, topicId, range, next), range, next);
     // Nothing below the high-water mark came back: the log moved (retention); end rather than spin.
     if (advanced <= next) return;
     next = advanced;

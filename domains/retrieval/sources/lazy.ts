@@ -2,7 +2,7 @@
  * The client libraries of the optional sources (S3, Kafka, Hive, Slack) are
  * loaded on first use, not when the gateway starts: together they cost about
  * 20 MB of live heap and much more start-up garbage in every gateway process,
- * most of which never reads from those platforms (issue 3, RSS < 200 MB).
+ * most of which never reads from those platforms (RSS < 200 MB).
  * A library that cannot be loaded is the source's 502 `source_unavailable`,
  * never a 500; the next use tries again.
  */

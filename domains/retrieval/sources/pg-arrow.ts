@@ -13,7 +13,8 @@ import { batchMessage, type IpcMessage, schemaMessage } from '../arrow/ipc.ts';
 import { declaredType, PG_JSON_RENDERED } from '../arrow/mapping.ts';
 import { arrowField, type ColumnType, UTF8 } from '../arrow/types.ts';
 import { type BytesWriter, type ColumnWriter, columnWriter, type NumberWriter, type WideWriter } from '../arrow/writers.ts';
-import { CopyRowReader, fieldEnds, isCopyNull } from './pg-copy.ts';
+import { RetrievalErrors } from '../errors.ts';
+import { CopyRowReader, MAX_ROW_BYTES } from './pg-copy.ts';
 import type { PgColumn } from './pg-schema.ts';
 
 export interface ArrowCopyColumn {
@@ -33,10 +34,28 @@ const QUOTE = 0x22;
 /** COPY's escapes (PostgreSQL manual, COPY "Text Format"): the byte each `\x` stands for. */
 const UNESCAPED: Readonly<Record<number, number>> = { 98: 0x08, 102: 0x0c, 110: 0x0a, 114: 0x0d, 116: 0x09, 118: 0x0b };
 
-/** A field's text, unescaped, appended to a bytes column as one value. */
-function appendText(writer: BytesWriter, src: Buffer, p: number, end: number): void {
+/**
+ * The text field at p appended to a bytes column as one value: copied as it
+ * is, or unescaped when it holds a backslash. Returns the field's end.
+ */
+function appendText(writer: BytesWriter, src: Buffer, p: number): number {
+  let end = p;
+  let escaped = false;
+  for (let c = src[end]; c !== TAB && c !== NEWLINE; c = src[++end]) if (c === BACKSLASH) escaped = true;
+  if (end - p > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
   const out = writer.reserve(end - p);
   let o = writer.end;
+  if (!escaped) {
+    if (end - p > 64) out.set(src.subarray(p, end), o);
+    else for (let k = p; k < end; k++) out[o++] = src[k] as number;
+    writer.end = writer.end + end - p;
+  } else writer.end = unescapeInto(out, o, src, p, end);
+  writer.close(true);
+  return end;
+}
+
+/** src[p, end) with COPY's escapes undone, written to out at o; returns the end of what was written. */
+function unescapeInto(out: Buffer, o: number, src: Buffer, p: number, end: number): number {
   for (let k = p; k < end; k++) {
     const c = src[k] as number;
     if (c !== BACKSLASH) out[o++] = c;
@@ -45,8 +64,7 @@ function appendText(writer: BytesWriter, src: Buffer, p: number, end: number): v
       out[o++] = UNESCAPED[next] ?? next;
     }
   }
-  writer.end = o;
-  writer.close(true);
+  return o;
 }
 
 function unescaped(src: Buffer, p: number, end: number): string {
@@ -69,6 +87,12 @@ function integer(src: Buffer, p: number, end: number): number {
 
 const digits = (src: Buffer, p: number, n: number) => integer(src, p, p + n);
 
+/** Milliseconds since the epoch of a UTC calendar day; Date.UTC alone reads years 0-99 as 1900-1999. */
+function utcDay(year: number, month: number, day: number): number {
+  const ms = Date.UTC(year, month - 1, day);
+  return year < 100 ? new Date(ms).setUTCFullYear(year) : ms;
+}
+
 /**
  * `YYYY-MM-DD[ HH:MM:SS[.ffffff]][+HH[:MM]]` (COPY's ISO output; the read sets
  * TimeZone UTC) as microseconds since the epoch, or NaN for anything else
@@ -76,7 +100,7 @@ const digits = (src: Buffer, p: number, n: number) => integer(src, p, p + n);
  */
 function micros(src: Buffer, p: number, end: number): number {
   if (end - p < 10 || src[p + 4] !== 0x2d) return Number.NaN;
-  let ms = Date.UTC(digits(src, p, 4), digits(src, p + 5, 2) - 1, digits(src, p + 8, 2));
+  let ms = utcDay(digits(src, p, 4), digits(src, p + 5, 2), digits(src, p + 8, 2));
   let k = p + 10;
   let fraction = 0;
   if (k < end && src[k] === 0x20) {
@@ -95,51 +119,54 @@ function micros(src: Buffer, p: number, end: number): number {
   return ms * 1000 + fraction;
 }
 
-type FieldReader = (src: Buffer, p: number, end: number) => void;
+/**
+ * How the row loop reads a column: a parse specialised to its Arrow type
+ * (one `switch` arm each, so no call per field goes through a closure), or
+ * the writer's own conversion of the field's text (SLOW).
+ */
+const INT = 0;
+const INT64 = 1;
+const FLOAT = 2;
+const BOOLEAN = 3;
+const TEXT = 4;
+const JSON_TEXT = 5;
+const DAY = 6;
+const TIMESTAMP = 7;
+const SLOW = 8;
 
-/** How one column's COPY text goes into its writer; a value the fast parse cannot take goes through the writer's own conversion. */
-function fieldReader(column: ArrowCopyColumn, writer: ColumnWriter): FieldReader {
-  const slow: FieldReader = (src, p, end) => writer.push(unescaped(src, p, end));
+function readKind(column: ArrowCopyColumn): number {
+  if (column.json) return JSON_TEXT;
   const { type } = column;
-  if (column.json) {
-    return (src, p, end) => (src[p] === QUOTE ? writer.push(JSON.parse(unescaped(src, p, end)) as string) : appendText(writer as BytesWriter, src, p, end));
-  }
-  switch (type.kind) {
-    case 'utf8':
-      return (src, p, end) => appendText(writer as BytesWriter, src, p, end);
-    case 'int':
-    case 'date': {
-      const read = type.kind === 'int' ? integer : (src: Buffer, p: number, end: number) => Math.floor(micros(src, p, end) / 86_400_000_000);
-      if (type.kind === 'int' && type.bits === 64) {
-        return (src, p, end) => (end - p <= 15 ? (writer as WideWriter).pushSafe(integer(src, p, end)) : slow(src, p, end));
-      }
-      return (src, p, end) => {
-        const n = read(src, p, end);
-        if (Number.isNaN(n)) slow(src, p, end);
-        else (writer as NumberWriter).pushRaw(n);
-      };
-    }
-    case 'float':
-      return (src, p, end) => (writer as NumberWriter).pushRaw(Number(src.toString('latin1', p, end)));
-    case 'bool':
-      return (src, p) => writer.push(src[p] === 0x74);
-    case 'timestamp':
-      return (src, p, end) => {
-        const n = micros(src, p, end);
-        if (Number.isSafeInteger(n)) (writer as WideWriter).pushSafe(n);
-        else slow(src, p, end);
-      };
-    default:
-      return slow;
-  }
+  if (type.kind === 'int') return type.bits === 64 ? INT64 : INT;
+  const kinds: Partial<Record<ColumnType['kind'], number>> = { float: FLOAT, bool: BOOLEAN, utf8: TEXT, date: DAY, timestamp: TIMESTAMP };
+  return kinds[type.kind] ?? SLOW;
 }
 
-/** COPY text rows → Arrow record batches of at most `batchSize` rows, written column by column. */
+const TAB = 0x09;
+const NEWLINE = 0x0a;
+const MINUS = 0x2d;
+const DIGIT_0 = 0x30;
+/** Past this many digits an int8 may not be a safe integer: it takes the BigInt conversion. */
+const SAFE_DIGITS = 15;
+
+/** The tab or newline ending the field at p (COPY escapes both inside a value, so the first one ends it). */
+function fieldStop(src: Buffer, p: number): number {
+  let c = src[p];
+  while (c !== TAB && c !== NEWLINE) c = src[++p];
+  return p;
+}
+
+/**
+ * COPY text rows → Arrow record batches of at most `batchSize` rows. Each
+ * field is parsed where it lies and its end found by the same scan: digits
+ * straight into the column's typed array (no string), text copied as bytes
+ * (unescaped only when it holds a backslash). Column buffers are kept from
+ * batch to batch.
+ */
 export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
   readonly schema: Schema;
   readonly #writers: ColumnWriter[];
-  readonly #readers: FieldReader[];
-  readonly #ends: number[];
+  readonly #kinds: number[];
   readonly #batchSize: number;
   #rows = 0;
 
@@ -147,28 +174,72 @@ export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
     super();
     this.schema = new Schema(columns.map(arrowField));
     this.#writers = columns.map((c) => columnWriter(c.type));
-    this.#readers = columns.map((c, i) => fieldReader(c, this.#writers[i] as ColumnWriter));
-    this.#ends = columns.map(() => 0);
+    this.#kinds = columns.map(readKind);
     this.#batchSize = batchSize;
   }
 
   protected rows(src: Buffer, from: number, to: number, done: IpcMessage[]): void {
-    const ends = this.#ends;
-    const readers = this.#readers;
-    const writers = this.#writers;
-    for (let i = from; i < to; ) {
-      const newline = src.indexOf(0x0a, i);
-      fieldEnds(src, i, newline, ends);
-      let p = i;
-      for (let f = 0; f < ends.length; f++) {
-        const end = ends[f] as number;
-        if (isCopyNull(src, p, end)) (writers[f] as ColumnWriter).push(null);
-        else (readers[f] as FieldReader)(src, p, end);
+    const last = this.#kinds.length - 1;
+    for (let p = from; p < to; ) {
+      const start = p;
+      for (let f = 0; f <= last; f++) {
+        const end = this.#field(src, p, f);
+        if (src[end] !== (f === last ? NEWLINE : TAB)) throw new Error('COPY row does not have the fields the SELECT names');
         p = end + 1;
       }
+      if (p - start > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
       if (++this.#rows === this.#batchSize) done.push(this.#batch());
-      i = newline + 1;
     }
+  }
+
+  /** Appends field f starting at p to its column; returns where the field ends (its tab or newline). */
+  #field(src: Buffer, p: number, f: number): number {
+    const writer = this.#writers[f] as ColumnWriter;
+    if (src[p] === BACKSLASH && src[p + 1] === 0x4e && (src[p + 2] === TAB || src[p + 2] === NEWLINE)) {
+      writer.push(null);
+      return p + 2;
+    }
+    switch (this.#kinds[f]) {
+      case INT: {
+        const negative = src[p] === MINUS;
+        let k = negative ? p + 1 : p;
+        let n = 0;
+        for (let d = (src[k] as number) - DIGIT_0; d >= 0 && d <= 9; d = (src[++k] as number) - DIGIT_0) n = n * 10 + d;
+        (writer as NumberWriter).pushRaw(negative ? -n : n);
+        return k;
+      }
+      case INT64: {
+        const end = fieldStop(src, p);
+        if (end - p <= SAFE_DIGITS) (writer as WideWriter).pushSafe(integer(src, p, end));
+        else writer.push(src.toString('latin1', p, end));
+        return end;
+      }
+      case TEXT:
+        return appendText(writer as BytesWriter, src, p);
+      case JSON_TEXT: {
+        if (src[p] !== QUOTE) return appendText(writer as BytesWriter, src, p);
+        const end = fieldStop(src, p);
+        writer.push(JSON.parse(unescaped(src, p, end)) as string);
+        return end;
+      }
+      case BOOLEAN:
+        writer.push(src[p] === 0x74);
+        return fieldStop(src, p);
+      default:
+        return this.#parsed(src, p, f);
+    }
+  }
+
+  /** A float, date or timestamp parsed from the field's bytes, or any value through the writer's own conversion. */
+  #parsed(src: Buffer, p: number, f: number): number {
+    const writer = this.#writers[f] as ColumnWriter;
+    const end = fieldStop(src, p);
+    const kind = this.#kinds[f];
+    if (kind === FLOAT) (writer as NumberWriter).pushRaw(Number(src.toString('latin1', p, end)));
+    else if (kind === DAY && src[p + 4] === MINUS && end - p === 10) (writer as NumberWriter).pushRaw(Math.floor(micros(src, p, end) / 86_400_000_000));
+    else if (kind === TIMESTAMP && Number.isSafeInteger(micros(src, p, end))) (writer as WideWriter).pushSafe(micros(src, p, end));
+    else writer.push(unescaped(src, p, end));
+    return end;
   }
 
   protected last(): IpcMessage | null {

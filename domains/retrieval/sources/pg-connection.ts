@@ -1,6 +1,6 @@
 /**
- * Where a Postgres dataset lives and with which credentials (contract §8.6
- * ingestion kwargs `host`, `port`, `database`, `user`, `password`,
+ * Where a Postgres dataset lives and with which credentials (the dataset's
+ * ingestion options `host`, `port`, `database`, `user`, `password`,
  * `schema`). Credentials come from a catalog secret (a property whose value
  * is a secret URN, or `secret_urn` holding `{"user","password"}` JSON or a
  * bare password) or from the job's `credential_override`, which may set the
@@ -9,6 +9,8 @@
  * caller chose. Values are never logged or put in an error. TLS settings
  * are pg-tls.ts's.
  */
+import { ApiError } from '../../../gateway/errors/api-error.ts';
+import { parseBoundSecretReference } from '../../catalog/index.ts';
 import { RetrievalErrors } from '../errors.ts';
 import { credentialFields, jsonObject } from './reader-options.ts';
 import type { SourceInput } from './types.ts';
@@ -54,16 +56,31 @@ function credentialsOf(fields: Record<string, unknown> | null, value: string): P
   return fields ? { user: text(fields.user) ?? text(fields.username), password: text(fields.password) } : { password: value };
 }
 
-/** A property's text, or, when it is a secret URN, the secret's value. */
-export function revealed(value: unknown, secrets: SecretReader | undefined): string | undefined {
-  const raw = text(value);
-  if (!raw?.startsWith(SECRET_PREFIX)) return raw;
-  if (!secrets) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secrets service unavailable' });
+/** The catalog's own refusals of a use: they already say the right thing (409, 500) and name the URN only. */
+const CATALOG_REFUSALS = new Set(['secret_unavailable', 'secret_unreadable']);
+
+const notReadable = (urn: string) => RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
+
+/**
+ * A bound secret reference's value. A secret deleted or no longer usable between the job's creation and
+ * this read stays the catalog's `secret_unavailable` (so a client can tell it from bad options), and any
+ * refusal names the URN as written, never the bound form with the secret's internal id.
+ */
+export function revealSecret(secrets: SecretReader | undefined, reference: string, refuse: (urn: string) => Error = notReadable): string {
+  const urn = parseBoundSecretReference(reference)?.reference ?? reference;
+  if (!secrets) throw refuse(urn);
   try {
-    return secrets.reveal(raw);
-  } catch {
-    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: raw });
+    return secrets.reveal(reference);
+  } catch (error) {
+    if (error instanceof ApiError && CATALOG_REFUSALS.has(error.reason)) throw error;
+    throw refuse(urn);
   }
+}
+
+/** A property's text, or, when it is a secret URN, the secret's value. */
+export function revealed(value: unknown, secrets: SecretReader | undefined, refuse?: (urn: string) => Error): string | undefined {
+  const raw = text(value);
+  return raw?.startsWith(SECRET_PREFIX) ? revealSecret(secrets, raw, refuse) : raw;
 }
 
 export function pgCredentials(input: SourceInput, secrets: SecretReader | undefined): PgCredentials {

@@ -1,5 +1,5 @@
 /**
- * The Postgres source (contract §8.6, platform `postgres`): a real
+ * The Postgres source (platform `postgres`): a real
  * PostgreSQL read with `COPY (SELECT …) TO STDOUT`, its text rows converted
  * byte by byte to the JSON row_to_json would give (pg-copy.ts), so an
  * ungated stream sends those bytes without the gateway building row objects

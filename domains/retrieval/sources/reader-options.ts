@@ -49,7 +49,13 @@ function notAllowed(key: string, source: string, problem: string, where = 'optio
   return RetrievalErrors.make.option_not_allowed({ key: shown(key), source, in: where, problem });
 }
 
-const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0;
+/**
+ * A count (a cap, a number of messages) is a safe integer ≥ `min`: 1e300 or 2**53 is no count, and would
+ * otherwise read as "no cap" wherever a comparison or Math.min meets it.
+ */
+export const COUNT_PROBLEM = 'a whole number from 1 to 2^53-1';
+
+export const isCount = (value: unknown, min = 1): value is number => Number.isSafeInteger(value) && (value as number) >= min;
 /** The dataset's own value of a key; null counts as unset. */
 const ownValue = (owner: Settings, key: string) => (Object.hasOwn(owner, key) ? (owner[key] ?? undefined) : undefined);
 
@@ -59,7 +65,11 @@ function narrowed(rule: ReaderOptionRule, key: string, value: unknown, owner: Se
     case 'choice':
       return value;
     case 'at_most':
-      return isCount(value) && isCount(own) ? Math.min(value, own) : value;
+      // null leaves the dataset's own cap in force (sources read `options[key] ?? properties[key]`).
+      if (value === null) return value;
+      // Refused here, for every source alike, with the reason a source gives a malformed option.
+      if (!isCount(value)) throw RetrievalErrors.make.source_options_invalid({ option: key, problem: COUNT_PROBLEM });
+      return isCount(own) ? Math.min(value, own) : value;
     case 'subset': {
       // A malformed list is the source's to refuse (source_options_invalid); only a wider one is refused here.
       if (!Array.isArray(value) || !Array.isArray(own)) return value;

@@ -3,18 +3,25 @@
  * tree for Hive-partitioned layouts): CSV and JSON lines stream the object
  * body; Parquet is read through ranged reads (hyparquet's AsyncBuffer), one
  * row group at a time, fetching only the column chunks the request needs
- * (issue 10 item 1: range requests, not whole-object downloads). Each reader
+ * (range requests, not whole-object downloads). Each reader
  * yields raw batches in object order; scan.ts applies the request.
  */
 import type { Readable } from 'node:stream';
-import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
-import { batchesOf, csvOf, type FileFormat, jsonLinesOf, jsonType, type RawRead } from './fs-formats.ts';
-import { jsonSafe } from './scan.ts';
-import type { Row, SchemaField } from './types.ts';
+import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import { batchesOf, csvOf, type FileFormat, jsonLinesOf, jsonType, parquetFields, type RawRead } from './fs-formats.ts';
+import { jsonSafe, scanBatches } from './scan.ts';
+import type { ReadRequest, Row, SchemaField } from './types.ts';
 
 export interface ObjectEntry {
   readonly key: string;
   readonly size: number;
+}
+
+/** An object of a table, its format, and (Hive layouts) the partition values its rows carry. */
+export interface ObjectToRead {
+  readonly entry: ObjectEntry;
+  readonly format: FileFormat;
+  readonly extra?: Row;
 }
 
 /** What the format readers need of a store; S3 and the local file system implement it. */
@@ -88,7 +95,7 @@ export async function readObject(
 export async function objectSchema(store: ObjectStore, entry: ObjectEntry, format: FileFormat, signal: AbortSignal): Promise<SchemaField[]> {
   if (format === 'parquet') {
     const metadata = await footerOf(store, entry, signal);
-    return parquetSchema(metadata).children.map((c) => ({ name: c.element.name, type: String(c.element.logical_type?.type ?? c.element.type ?? 'GROUP') }));
+    return parquetFields(metadata);
   }
   for await (const row of streamedRows(store, entry.key, format, signal)) {
     return Object.entries(row).map(([name, value]) => ({ name, type: format === 'csv' ? 'string' : jsonType(value) }));
@@ -96,13 +103,9 @@ export async function objectSchema(store: ObjectStore, entry: ObjectEntry, forma
   return [];
 }
 
-/** Several objects read as one table, in order; the offset is pushed into each object while it can be. */
-export async function* readObjects(
-  store: ObjectStore,
-  objects: readonly { entry: ObjectEntry; format: FileFormat; extra?: Row }[],
-  read: RawRead & { skipAllowed: boolean },
-): AsyncGenerator<Row[]> {
-  let skip = read.skipAllowed ? read.skip : 0;
+/** Several objects read as one table, in order; `read.skip` rows are pushed into each object while it can take them. */
+async function* readObjects(store: ObjectStore, objects: readonly ObjectToRead[], read: RawRead): AsyncGenerator<Row[]> {
+  let skip = read.skip;
   for (const { entry, format, extra } of objects) {
     read.signal.throwIfAborted();
     const raw = await readObject(store, entry, format, { ...read, skip });
@@ -116,4 +119,17 @@ export async function* readObjects(
       } else yield rows;
     }
   }
+}
+
+/**
+ * A checked request over several objects as one table: the readers return
+ * `needed` columns; the offset is pushed into them unless a filter is in
+ * play (the skipped rows must be the first matching ones, which only the
+ * scan can tell), and the scan applies the rest.
+ */
+export function scanObjects(store: ObjectStore, objects: readonly ObjectToRead[], request: ReadRequest, needed: string[] | null): AsyncGenerator<Row[]> {
+  const filtered = Object.keys(request.filters).length > 0;
+  const skip = filtered ? 0 : request.offset;
+  const raw = readObjects(store, objects, { needed, skip, batchSize: request.batchSize, signal: request.signal });
+  return scanBatches(raw, { ...request, offset: request.offset - skip });
 }

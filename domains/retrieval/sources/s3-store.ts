@@ -1,11 +1,11 @@
 /**
- * Where an object-storage dataset lives and how to sign for it (contract
- * §8.6 `s3`): endpoint and region from the dataset properties (`region`,
+ * Where an object-storage dataset lives and how to sign for it
+ * (platform `s3`): endpoint and region from the dataset properties (`region`,
  * `endpoint`, `endpoint_url`, `endpoint_override`), keys from a catalog
  * secret (`properties.secret_urn`, JSON with `aws_access_key_id`,
  * `aws_secret_access_key`, optional `aws_session_token`, `region`,
  * `endpoint…`) or from the job's `credential_override` (same JSON keys), in
- * that rising order: per-request overrides beat catalog metadata (§8.6).
+ * that rising order: per-request overrides beat catalog metadata.
  * Stored keys go only to the dataset's own endpoint: an override that names
  * an endpoint, or any key, brings a complete key pair of its own, and then
  * no stored key (nor session token) is sent with it.
@@ -17,11 +17,12 @@ import { Readable } from 'node:stream';
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import type { AsyncBuffer } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
+import { abortableRead } from './abortable.ts';
 import { lazyModule } from './lazy.ts';
-import { SECRET_PREFIX, type SecretReader } from './pg-connection.ts';
+import { revealSecret, SECRET_PREFIX, type SecretReader } from './pg-connection.ts';
 import { credentialFields } from './reader-options.ts';
 import type { ObjectEntry, ObjectStore } from './s3-formats.ts';
-import type { SourceInput } from './types.ts';
+import type { Row, SourceInput } from './types.ts';
 
 const s3Sdk = lazyModule('S3', () => import('@aws-sdk/client-s3'));
 type S3Sdk = Awaited<ReturnType<typeof s3Sdk>>;
@@ -58,14 +59,8 @@ function parseJson(value: string, what: string): Settings {
 function fromSecret(input: SourceInput, secrets: SecretReader | undefined): Settings {
   const urn = text(input.properties.secret_urn);
   if (!urn) return {};
-  if (!urn.startsWith(SECRET_PREFIX) || !secrets) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-  let value: string;
-  try {
-    value = secrets.reveal(urn);
-  } catch {
-    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-  }
-  return parseJson(value, 'the secret');
+  if (!urn.startsWith(SECRET_PREFIX)) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
+  return parseJson(revealSecret(secrets, urn), 'the secret');
 }
 
 const endpointOf = (s: Settings) => text(s.endpoint_override) ?? text(s.endpoint_url) ?? text(s.endpoint);
@@ -126,8 +121,36 @@ export function classifyS3(error: unknown): Error {
   });
 }
 
+/** A key as the prefix of the objects "in" it: '' (the whole bucket) and `a/` stay, `a` becomes `a/`. */
+export function folderPrefix(key: string): string {
+  return key === '' || key.endsWith('/') ? key : `${key}/`;
+}
+
+/** A store opened for one schema call or one read, and how to let it go. */
+export interface OpenedStore {
+  readonly store: ObjectStore;
+  readonly close: () => void;
+}
+
+/** One call on a store opened for it alone: closed afterwards, a failure mapped to an ApiError. */
+export async function withOpenedStore<S extends OpenedStore, T>(open: () => Promise<S>, use: (opened: S) => Promise<T>): Promise<T> {
+  const opened = await open();
+  try {
+    return await use(opened);
+  } catch (error) {
+    throw classifyS3(error);
+  } finally {
+    opened.close();
+  }
+}
+
+/** A read from a store opened for it alone: closed when the read ends or aborts (abortable.ts), failures classified. */
+export function readOpenedStore<S extends OpenedStore>(signal: AbortSignal, open: () => Promise<S>, batches: (opened: S) => AsyncIterable<Row[]>) {
+  return abortableRead(signal, open, (opened) => opened.close(), batches, classifyS3);
+}
+
 /** An ObjectStore over one bucket with a client of its own, which `close` destroys. */
-export async function openS3Store(config: S3ClientConfig, bucket: string): Promise<{ store: ObjectStore; close: () => void }> {
+export async function openS3Store(config: S3ClientConfig, bucket: string): Promise<OpenedStore> {
   const sdk = await s3Sdk();
   const client = new sdk.S3Client(config);
   return { store: s3Store(sdk, client, bucket), close: () => client.destroy() };

@@ -1,5 +1,5 @@
 /**
- * The object-storage source (contract §8.6, platform `s3`): URN name
+ * The object-storage source (platform `s3`): URN name
  * `bucket/key` reads one object; `bucket/prefix/` (or a key that names no
  * object but has objects under `key/`) reads every CSV, JSON lines or
  * Parquet object under it in key order as one table. Parquet is read by
@@ -9,19 +9,14 @@
  * client per read, destroyed when the read ends or is aborted.
  */
 import { RetrievalErrors } from '../errors.ts';
-import { type FileFormat, formatOf } from './fs-formats.ts';
+import { formatOf } from './fs-formats.ts';
 import type { SecretReader } from './pg-connection.ts';
-import { type ObjectEntry, type ObjectStore, objectSchema, readObjects } from './s3-formats.ts';
-import { classifyS3, openS3Store, type S3Location, s3Config, s3Location } from './s3-store.ts';
-import { checkFileColumns, neededColumns, scanBatches } from './scan.ts';
+import { type ObjectStore, type ObjectToRead, objectSchema, scanObjects } from './s3-formats.ts';
+import { folderPrefix, type OpenedStore, openS3Store, readOpenedStore, type S3Location, s3Config, s3Location, withOpenedStore } from './s3-store.ts';
+import { checkFileColumns, neededColumns } from './scan.ts';
 import type { Source, SourceFactory, SourceInput } from './types.ts';
 
-export interface TypedObject {
-  readonly entry: ObjectEntry;
-  readonly format: FileFormat;
-}
-
-async function resolveObjects(store: ObjectStore, location: S3Location, hint: string | null, signal: AbortSignal): Promise<TypedObject[]> {
+async function resolveObjects(store: ObjectStore, location: S3Location, hint: string | null, signal: AbortSignal): Promise<ObjectToRead[]> {
   if (location.key !== '' && !location.key.endsWith('/')) {
     const single = await store.stat(location.key, signal);
     if (single) {
@@ -30,8 +25,8 @@ async function resolveObjects(store: ObjectStore, location: S3Location, hint: st
       return [{ entry: single, format }];
     }
   }
-  const prefix = location.key === '' || location.key.endsWith('/') ? location.key : `${location.key}/`;
-  const objects: TypedObject[] = [];
+  const prefix = folderPrefix(location.key);
+  const objects: ObjectToRead[] = [];
   for await (const entry of store.list(prefix, signal)) {
     const format = formatOf(entry.key, hint);
     if (format) objects.push({ entry, format });
@@ -40,14 +35,10 @@ async function resolveObjects(store: ObjectStore, location: S3Location, hint: st
   return objects;
 }
 
-async function withStore<T>(input: SourceInput, secrets: SecretReader | undefined, use: (store: ObjectStore, location: S3Location) => Promise<T>): Promise<T> {
+/** The dataset's bucket, opened with a client of its own for one call or one read. */
+async function openLocation(input: SourceInput, secrets: SecretReader | undefined): Promise<OpenedStore & { location: S3Location }> {
   const location = s3Location(input);
-  const { store, close } = await openS3Store(s3Config(input, secrets), location.bucket);
-  try {
-    return await use(store, location);
-  } finally {
-    close();
-  }
+  return { ...(await openS3Store(s3Config(input, secrets), location.bucket)), location };
 }
 
 export function s3Sources(secrets: () => SecretReader | undefined): SourceFactory {
@@ -63,36 +54,20 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
       // Validate location and credentials now, so a bad dataset is a 4xx at job creation.
       s3Config(input, secrets());
       s3Location(input);
-      const open = <T>(use: (store: ObjectStore, location: S3Location) => Promise<T>) => withStore(input, secrets(), use);
+      const open = () => openLocation(input, secrets());
       return {
         schema: (signal) =>
-          open(async (store, location) => {
-            const [first] = await resolveObjects(store, location, input.formatHint, signal);
-            return objectSchema(store, (first as TypedObject).entry, (first as TypedObject).format, signal);
+          withOpenedStore(open, async ({ store, location }) => {
+            const [first] = (await resolveObjects(store, location, input.formatHint, signal)) as [ObjectToRead];
+            return objectSchema(store, first.entry, first.format, signal);
           }),
-        async *read(asked) {
-          const location = s3Location(input);
-          const { store, close } = await openS3Store(s3Config(input, secrets()), location.bucket);
-          try {
+        read: (asked) =>
+          readOpenedStore(asked.signal, open, async function* ({ store, location }) {
             const objects = await resolveObjects(store, location, input.formatHint, asked.signal);
-            const first = objects[0] as TypedObject;
+            const first = objects[0] as ObjectToRead;
             const request = checkFileColumns(await objectSchema(store, first.entry, first.format, asked.signal), first.format, asked);
-            const filtered = Object.keys(request.filters).length > 0;
-            const raw = readObjects(store, objects, {
-              needed: neededColumns(request),
-              skip: request.offset,
-              skipAllowed: !filtered,
-              batchSize: request.batchSize,
-              signal: request.signal,
-            });
-            yield* scanBatches(raw, { ...request, offset: filtered ? request.offset : 0 });
-          } catch (error) {
-            asked.signal.throwIfAborted();
-            throw classifyS3(error);
-          } finally {
-            close();
-          }
-        },
+            yield* scanObjects(store, objects, request, neededColumns(request));
+          }),
       };
     },
   };

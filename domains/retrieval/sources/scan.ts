@@ -33,21 +33,24 @@ export function project(row: Row, columns: readonly string[] | null): Row {
   return out;
 }
 
+/** The rows of one raw batch that pass the filters, once `skip.left` passing rows have been skipped. */
+function keptRows(rows: readonly Row[], filters: ReadRequest['filters'], skip: { left: number }): readonly Row[] {
+  const hasFilters = Object.keys(filters).length > 0;
+  const kept = hasFilters ? rows.filter((row) => matchesFilters(row, filters)) : rows;
+  const skipped = Math.min(skip.left, kept.length);
+  skip.left -= skipped;
+  return skipped === 0 ? kept : kept.slice(skipped);
+}
+
 /** Applies the request to raw batches in source order and yields batches of at most batchSize rows. */
 export async function* scanBatches(raw: AsyncIterable<readonly Row[]>, request: ReadRequest): AsyncGenerator<Row[]> {
-  const hasFilters = Object.keys(request.filters).length > 0;
-  let toSkip = request.offset;
+  const skip = { left: request.offset };
   let remaining = request.limit ?? Number.POSITIVE_INFINITY;
   let batch: Row[] = [];
   if (remaining <= 0) return;
   for await (const rows of raw) {
     request.signal.throwIfAborted();
-    for (const row of rows) {
-      if (hasFilters && !matchesFilters(row, request.filters)) continue;
-      if (toSkip > 0) {
-        toSkip--;
-        continue;
-      }
+    for (const row of keptRows(rows, request.filters, skip)) {
       batch.push(project(row, request.columns));
       remaining--;
       if (batch.length >= request.batchSize || remaining === 0) {

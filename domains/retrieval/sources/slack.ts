@@ -1,5 +1,5 @@
 /**
- * The Slack source (contract §8.6, platform `slack`): messages of
+ * The Slack source (platform `slack`): messages of
  * `channels` (IDs, or names resolved through conversations.list; a reader
  * may pick among the dataset's channels, or any when the dataset lists none)
  * read with conversations.history between `since_ts` and `until_ts`,
@@ -8,7 +8,7 @@
  * them, channel by channel in the API's order (newest first), each thread's
  * replies right after their parent. Pagination follows `next_cursor`; a 429
  * waits for its `Retry-After` (the Web API client's own handling). The
- * token comes from `credential_override` (the token itself, §8.6) or the
+ * token comes from `credential_override` (the token itself) or the
  * catalog secret `properties.secret_urn`; it is never logged. Filters,
  * offset and limit are applied in process.
  */
@@ -16,8 +16,8 @@ import type { ConversationsHistoryResponse, Logger, WebClient } from '@slack/web
 import { RetrievalErrors } from '../errors.ts';
 import { jsonType } from './fs-formats.ts';
 import { lazyModule } from './lazy.ts';
-import type { SecretReader } from './pg-connection.ts';
-import { AT_MOST, credentialFields, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
+import { revealSecret, type SecretReader } from './pg-connection.ts';
+import { AT_MOST, COUNT_PROBLEM, credentialFields, isCount, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
@@ -62,7 +62,7 @@ function slackOptions(input: SourceInput): SlackOptions {
   const includeReplies = get('include_replies') ?? false;
   if (typeof includeReplies !== 'boolean') throw invalid('include_replies', 'a boolean');
   const max = get('max_messages');
-  if (max !== undefined && max !== null && !(Number.isInteger(max) && (max as number) > 0)) throw invalid('max_messages', 'an integer > 0');
+  if (max !== undefined && max !== null && !isCount(max)) throw invalid('max_messages', COUNT_PROBLEM);
   // The API URL is the dataset owner's choice (a Slack Enterprise Grid or a test server), never the caller's.
   const apiUrl = input.properties.api_url;
   if (apiUrl !== undefined && (typeof apiUrl !== 'string' || !/^https?:\/\/[^\s]+\/$/.test(apiUrl))) throw invalid('api_url', 'an http(s) URL ending in /');
@@ -80,13 +80,7 @@ function slackToken(input: SourceInput, secrets: SecretReader | undefined): stri
   let raw = input.credentialOverride;
   const fromOverride = raw !== null;
   const urn = input.properties.secret_urn;
-  if (!raw && typeof urn === 'string' && urn !== '') {
-    try {
-      raw = secrets?.reveal(urn) ?? null;
-    } catch {
-      throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
-    }
-  }
+  if (!raw && typeof urn === 'string' && urn !== '') raw = revealSecret(secrets, urn);
   let token = raw?.trim();
   if (token?.startsWith('{')) {
     // A reader's override is the token or {"token"}, nothing else; the owner's secret may hold more.

@@ -1,7 +1,7 @@
 /**
  * The `WHERE` clause of the SQL sources (Postgres, Hive): an AND of
- * equalities, a list value meaning IN and null meaning IS NULL (contract
- * §8.1 [I]). Each dialect brings its identifier quoting and its literals;
+ * equalities, a list value meaning IN and null meaning IS NULL.
+ * Each dialect brings its identifier quoting and its literals;
  * only column names checked against the table's schema reach here.
  */
 import type { FilterValue } from './types.ts';

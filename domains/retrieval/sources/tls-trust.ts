@@ -26,12 +26,8 @@ function isCertificate(block: string): boolean {
  * before any connection.
  */
 export function caBundle(value: unknown, secrets: SecretReader | undefined, option: string): string[] | undefined {
-  let pem: string | undefined;
-  try {
-    pem = revealed(value, secrets);
-  } catch {
-    throw RetrievalErrors.make.source_options_invalid({ option, problem: 'secret not readable' });
-  }
+  const unreadable = () => RetrievalErrors.make.source_options_invalid({ option, problem: 'secret not readable' });
+  const pem = revealed(value, secrets, unreadable);
   if (pem === undefined) return undefined;
   // Every certificate of a bundle must parse (text between them, such as comments, is allowed):
   // tls.connect would skip one it cannot read, and verification fail later with a vaguer error.

@@ -1,9 +1,8 @@
 /**
- * The one interface every retrieval source implements (issue 9 item 3;
- * DESIGN.md §6): typed schema discovery, then row batches read with the
+ * The one interface every retrieval source implements: typed schema discovery, then row batches read with the
  * request's columns, filters, limit and offset pushed down where the source
- * can, cancelled through an AbortSignal. Sources of issue 10 (S3, Kafka,
- * Hive, Slack) add a factory to the registry and run the contract suite in
+ * can, cancelled through an AbortSignal. Each source (PostgreSQL, S3, Kafka,
+ * Hive, Slack, ...) adds a factory to the registry and run the contract suite in
  * test/contract/source.contract.ts.
  */
 import type { IpcMessage } from '../arrow/ipc.ts';
@@ -22,7 +21,7 @@ export interface JsonRows {
   readonly ends: readonly number[];
 }
 
-/** A filter value: a scalar means equality, a list means IN (contract §8.1 [I]). */
+/** A filter value: a scalar means equality, a list means IN (the filter form public clients send). */
 export type FilterValue = string | number | boolean | null | readonly (string | number | boolean | null)[];
 
 export interface ReadRequest {
@@ -88,7 +87,7 @@ export interface SourceInput {
 }
 
 export interface SourceFactory {
-  /** Dataset `platform` values this factory serves (contract §8.6). */
+  /** Dataset `platform` values this factory serves. */
   readonly platforms: readonly string[];
   /** The `options` keys a reader may set, and how each narrows the dataset; every other key is refused. */
   readonly readerOptions: ReaderOptionTable;

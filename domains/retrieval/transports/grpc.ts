@@ -1,5 +1,5 @@
 /**
- * gRPC transport (contract §8.5): `platform.retrieval.v1.RetrievalService/
+ * gRPC transport: `platform.retrieval.v1.RetrievalService/
  * StreamData`, server streaming, served by Connect-RPC on the TLS listener.
  * The chunk payload is the UTF-8 JSON array of rows — the same bytes the
  * SSE stream sends, encoded once per batch and passed on without a copy,
@@ -76,6 +76,7 @@ export async function* drained<T, M>(stream: JobStream<T>, context: HandlerConte
   }
 }
 
+/** The stream's chunks from sequence `from` on (a resumed read), then the final one. */
 async function* dataChunks(stream: JobStream, from: number): AsyncGenerator<DataChunk> {
   for await (const chunk of stream.chunks) {
     if (chunk.sequence < from) continue;

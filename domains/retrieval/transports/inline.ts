@@ -1,5 +1,5 @@
 /**
- * Inline transport (contract §8.1): the result is read batch by batch and
+ * Inline transport: the result is read batch by batch and
  * kept only while its JSON stays under the inline threshold; the first
  * batch that would cross it stops the read (the source is not drained), and
  * the caller resolves `auto` to SSE or refuses `inline` with 422.
@@ -25,7 +25,7 @@ export async function collectInline(chunks: AsyncGenerator<Chunk>, summary: Stre
   return { media_type: 'application/json', data: rows, row_count: rows.length, metadata: footer(summary) };
 }
 
-/** `metadata` of a finished result: `gate_audit` (dict, §9.3) and `filtered` only when the dataset is gated. */
+/** `metadata` of a finished result: `gate_audit` (a dict) and `filtered` only when the dataset is gated. */
 export function footer(summary: StreamSummary): Record<string, unknown> {
   return summary.gateAudit ? { gate_audit: summary.gateAudit, filtered: summary.filtered } : {};
 }

@@ -1,5 +1,5 @@
 /**
- * SSE transport (contract §8.4): `text/event-stream` with `event: chunk`
+ * SSE transport: `text/event-stream` with `event: chunk`
  * frames `{sequence, data, metadata}`, `:` comment heartbeats while idle,
  * then `event: complete` `{event, rows, chunks, metadata}` or `event: error`
  * `{event, reason, message}`. Each frame waits for the socket to drain

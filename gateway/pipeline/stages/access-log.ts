@@ -5,10 +5,14 @@
  * (`/api/auth/refresh?refresh_token=`). The line is built here rather than
  * by pino, without redaction (gateway/log.ts), so only the fixed fields
  * below may go into it — never headers, bodies or the query.
+ *
+ * The same close event ends the request's span and records its metrics
+ * (observability/request.ts): one listener per request for all three.
  */
 
 import type { RequestContext } from '../../http/context.ts';
 import type { AccessSink } from '../../log.ts';
+import type { RequestObserver } from '../../observability/request.ts';
 import type { Stage } from '../stage.ts';
 
 const INFO = 30;
@@ -25,19 +29,30 @@ function accessLine(ctx: RequestContext, bindings: string): string {
     `{"level":${INFO},"time":${Date.now()},"svc":"meshgate",${bindings}"req_id":${JSON.stringify(ctx.requestId)},` +
     `"method":${JSON.stringify(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},"status":${ctx.res.statusCode},` +
     `${optional('service', ctx.service)}${optional('user', principal?.userId)}${optional('source', principal?.source)}` +
+    `${ctx.span.isRecording() ? optional('trace_id', ctx.span.spanContext().traceId) : ''}` +
     `"ms":${ms},"aborted":${!ctx.res.writableFinished},"msg":"request"}\n`
   );
 }
 
 /** `bindings`: extra fields for every line of this listener, e.g. `{ legacy_port: 8081 }`. */
-export function createAccessLogStage(sink: AccessSink, bindings: Readonly<Record<string, string | number>> = {}): Stage {
+export function createAccessLogStage(
+  sink: AccessSink,
+  bindings: Readonly<Record<string, string | number>> = {},
+  observer: RequestObserver | null = null,
+): Stage {
   const fixed = Object.entries(bindings)
     .map(([name, value]) => `${JSON.stringify(name)}:${JSON.stringify(value)},`)
     .join('');
   return {
     name: 'accessLog',
     run(ctx: RequestContext) {
-      if (sink.enabled) ctx.res.once('close', () => sink.write(accessLine(ctx, fixed)));
+      if (observer) {
+        observer.begin(ctx);
+        ctx.res.once('close', () => {
+          observer.end(ctx);
+          if (sink.enabled) sink.write(accessLine(ctx, fixed));
+        });
+      } else if (sink.enabled) ctx.res.once('close', () => sink.write(accessLine(ctx, fixed)));
       return 'continue';
     },
   };

@@ -1,7 +1,7 @@
 /**
  * authorize: the route-level gates. Admin routes need a native-realm
  * administrator, and any route marked nativeOnly refuses mesh-brokered
- * callers first (spec: Authentication 3 and 5; contract §1.5). Per-resource
+ * callers first. Per-resource
  * ReBAC is decided by the domain's service, which knows the object.
  */
 

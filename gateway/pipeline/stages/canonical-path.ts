@@ -1,6 +1,6 @@
 /**
  * canonicalPath: refuse paths whose meaning a backend might read differently
- * from us (DESIGN.md §3): dot segments (raw or %2e-encoded), empty segments
+ * from us: dot segments (raw or %2e-encoded), empty segments
  * (`//`), backslashes, control characters, malformed escapes, absolute-form
  * targets. An encoded slash is only noted here; routeMatch admits it on URN
  * routes alone.

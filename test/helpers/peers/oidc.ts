@@ -1,14 +1,13 @@
 /**
- * A real OpenID provider as the shared realm of a test (DESIGN.md §7;
- * contract §1.5, §3.1, §4.5, §9.2): `oidc-provider` from npm over HTTPS on
+ * A real OpenID provider as the shared realm of a test: `oidc-provider` from npm over HTTPS on
  * 127.0.0.1, port 0, with its own throwaway CA (gateway/tls/material.ts), so
  * consumers verify TLS against `caPem`. It looks like a Keycloak realm:
  *   issuer     https://127.0.0.1:<port>/realms/<realm>
  *   discovery  {issuer}/.well-known/openid-configuration
- *   JWKS       {issuer}/protocol/openid-connect/certs   (contract §3.1 derives it so)
+ *   JWKS       {issuer}/protocol/openid-connect/certs   (derived from the issuer, as federation does)
  *   token      {issuer}/protocol/openid-connect/token
- * Personas get tokens with the Keycloak-style password grant the SDK uses
- * (contract §1.5). oidc-provider has no password grant, so one is registered
+ * Personas get tokens with the Keycloak-style password grant the SDK uses.
+ * oidc-provider has no password grant, so one is registered
  * through its extension point (`registerGrantType`): it checks the persona's
  * password, records a Grant and issues an AccessToken through the provider's
  * own token machinery, in JWT format (`at+jwt`, ES256 from the provider's
@@ -39,11 +38,11 @@ export interface OidcProviderOptions {
   personas: Persona[];
   /** Realm name in the issuer path (default 'federation'). */
   realm?: string;
-  /** Public client personas log in through (default 'kamiwaza-platform', the SDK's client id, contract §1.1). */
+  /** Public client personas log in through (default 'kamiwaza-platform', the SDK's client id). */
   clientId?: string;
   /** `aud` of the access tokens (default 'meshgate'). */
   audience?: string;
-  /** Access token lifetime (default 300 s, as contract §1.1's example). */
+  /** Access token lifetime (default 300 s, as the platform's own tokens). */
   accessTokenTtlSeconds?: number;
 }
 

@@ -1,5 +1,5 @@
 /**
- * A throwaway PostgreSQL cluster for one test (DESIGN.md §7): the Debian
+ * A throwaway PostgreSQL cluster for one test: the Debian
  * server binaries (scripts/peers/postgres.sh), initdb into a temp dir, TCP on
  * 127.0.0.1 with a random port (retried when taken), password auth
  * (scram-sha-256) for a superuser, durability off for speed. PostgreSQL

@@ -1,5 +1,5 @@
 /**
- * An S3-compatible server for one test (DESIGN.md §7): moto's standalone
+ * An S3-compatible server for one test: moto's standalone
  * server (PyPI `moto[server]`, cached virtualenv from scripts/peers/s3.sh) on
  * 127.0.0.1, port 0 (it prints the port it bound). Plain HTTP on loopback;
  * any access key is accepted, so the returned pair is simply what clients

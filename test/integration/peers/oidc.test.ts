@@ -18,7 +18,7 @@ test('oidc peer: a password grant yields a JWT with custom claims that verifies 
   const caFetch: typeof globalThis.fetch = ((url: string, init: object) => fetch(url, { ...init, dispatcher: idp.dispatcher })) as never;
   const discovery = (await (await caFetch(`${idp.issuer}/.well-known/openid-configuration`)).json()) as Record<string, string>;
   assert.equal(discovery.issuer, idp.issuer);
-  assert.equal(discovery.jwks_uri, `${idp.issuer}/protocol/openid-connect/certs`, 'contract §3.1 derives the JWKS from the issuer this way');
+  assert.equal(discovery.jwks_uri, `${idp.issuer}/protocol/openid-connect/certs`, 'federation derives the JWKS from the issuer this way');
   assert.equal(discovery.token_endpoint, `${idp.issuer}/protocol/openid-connect/token`);
 
   const jwks = createRemoteJWKSet(new URL(discovery.jwks_uri as string), { [customFetch]: caFetch });

@@ -7,18 +7,9 @@ import { test } from 'node:test';
 import { AuthzService } from '../../../domains/authz/service.ts';
 import { createTupleStore } from '../../../domains/authz/store.ts';
 import { openDatabase } from '../../../gateway/db/open.ts';
-import { DEFAULT_TENANT, type Principal } from '../../../gateway/principal.ts';
+import { localPrincipal } from '../../helpers/deployments.ts';
 
-const alice: Principal = {
-  userId: 'alice',
-  username: 'alice',
-  email: null,
-  roles: [],
-  attributes: {},
-  tenantId: DEFAULT_TENANT,
-  source: 'local',
-  authMethod: 'jwt',
-};
+const alice = localPrincipal('alice');
 const d1 = { namespace: 'dataset', id: 'd1' };
 const d2 = { namespace: 'dataset', id: 'd2' };
 const tick = () => new Promise((resolve) => setImmediate(resolve));

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { drizzle, migrate } from '../../../gateway/db/drizzle.ts';
-import { MIGRATIONS_FOLDER } from '../../../gateway/db/open.ts';
+import { shippedFiles } from '../../../gateway/shipped.ts';
 
 const TAG = /_secret_ids_and_dataset_bindings$/;
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -19,7 +19,7 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 /** A copy of the migrations folder that stops just before the secret-id migration. */
 function foldersBefore(dir: string): string {
   const folder = join(dir, 'before');
-  cpSync(MIGRATIONS_FOLDER, folder, { recursive: true });
+  cpSync(shippedFiles().migrationsFolder, folder, { recursive: true });
   const journalFile = join(folder, 'meta', '_journal.json');
   const journal = JSON.parse(readFileSync(journalFile, 'utf8')) as { entries: { tag: string }[] };
   const at = journal.entries.findIndex((e) => TAG.test(e.tag));
@@ -62,18 +62,20 @@ test('existing secrets get distinct UUIDs; existing references bind where their 
   addDataset.run('urn:a', 'a', JSON.stringify(properties), at, at);
   addDataset.run('urn:b', 'b', JSON.stringify({ host: 'x' }), at, at);
 
-  migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  migrate(db, { migrationsFolder: shippedFiles().migrationsFolder });
   const all = (query: string) => sqlite.prepare(query).all() as Record<string, unknown>[];
   const secrets = all('SELECT urn, id FROM catalog_secrets ORDER BY urn') as { urn: string; id: string }[];
   assert.equal(secrets.length, 3);
   for (const s of secrets) assert.match(s.id, UUID_V4, s.urn);
   assert.equal(new Set(secrets.map((s) => s.id)).size, 3, 'distinct ids');
   const idOf = (name: string) => secrets.find((s) => s.urn === `urn:li:dataHubSecret:${name}`)?.id;
-  const bindings = all('SELECT dataset_urn, reference, secret_id FROM catalog_dataset_secrets ORDER BY reference');
+  const bindings = all('SELECT dataset_urn, reference, secret_id, bound_by FROM catalog_dataset_secrets ORDER BY reference');
+  // A later migration records each binder; the bindings made here were authorized against the creator.
+  const bound = { dataset_urn: 'urn:a', bound_by: 'bob-id' };
   assert.deepEqual(bindings, [
-    { dataset_urn: 'urn:a', reference: 'urn:li:dataHubSecret:kafka', secret_id: idOf('kafka') },
-    { dataset_urn: 'urn:a', reference: 'urn:li:dataHubSecret:odd #name', secret_id: idOf('odd #name') },
-    { dataset_urn: 'urn:a', reference: 'urn:li:dataHubSecret:pg', secret_id: idOf('pg') },
+    { ...bound, reference: 'urn:li:dataHubSecret:kafka', secret_id: idOf('kafka') },
+    { ...bound, reference: 'urn:li:dataHubSecret:odd #name', secret_id: idOf('odd #name') },
+    { ...bound, reference: 'urn:li:dataHubSecret:pg', secret_id: idOf('pg') },
   ]);
   // The rebuilt table keeps its rows intact and its unique id.
   const kept = all("SELECT name, kek_version, created_at FROM catalog_secrets WHERE name = 'pg'");

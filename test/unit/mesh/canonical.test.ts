@@ -1,5 +1,5 @@
 /**
- * Signer/verifier contract over the shared test vectors (STYLE C8): every
+ * Signer/verifier contract over the shared test vectors: every
  * vector's canonical string and signature are reproduced by the signer and
  * accepted by the verifier; every negative case is refused with its reason.
  * The expected values were computed independently (Python hashlib/hmac).

@@ -1,11 +1,15 @@
-/** Table-driven rules of mesh egress and ingress helpers (spec: Mesh proxy 1–4; contract §4.1, §4.3). */
+/** Table-driven rules of mesh egress and ingress helpers. */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { extendRoute } from '../../../domains/mesh/egress.ts';
 import { resolveSelector } from '../../../domains/mesh/selector.ts';
+import { openDatabase } from '../../../gateway/db/open.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
 import { readBody } from '../../../gateway/http/body.ts';
 import { guardMeshBody } from '../../../gateway/mesh/body-guard.ts';
@@ -96,14 +100,31 @@ test('hardening negotiation keeps only what both sides offer', () => {
   assert.deepEqual(negotiateFeatures(all, all, null), ['nonce', 'body-sha256'], 'no peer record id: nothing to name');
 });
 
-test('replay cache: once per peer within the window, bounded', () => {
-  const cache = new ReplayCache(3);
+test('replay cache: once per peer within the window, bounded, shared by every connection to the database', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-replay-'));
+  const file = join(dir, 'replay.db');
+  const first = openDatabase(file);
+  const second = openDatabase(file);
+  t.after(() => {
+    first.sqlite.close();
+    second.sqlite.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const cache = new ReplayCache(first.sqlite, 3);
+  const otherProcess = new ReplayCache(second.sqlite, 3);
   assert.equal(cache.accept('p', 'n1', 100, 10), true);
   assert.equal(cache.accept('p', 'n1', 100, 11), false);
   assert.equal(cache.accept('q', 'n1', 100, 11), true, 'per peer');
   assert.equal(cache.accept('p', 'n1', 100, 101), true, 'expired entries may come again (the window refuses them anyway)');
   for (const n of ['a', 'b', 'c', 'd']) cache.accept('p', n, 200, 20);
   assert.equal(cache.accept('p', 'd', 200, 21), false);
+  assert.equal(otherProcess.accept('p', 'd', 200, 21), false, 'a nonce accepted by one process is refused by another');
+  assert.equal(otherProcess.accept('p', 'e', 200, 21), true);
+  assert.equal(cache.accept('p', 'e', 200, 22), false);
+  for (const n of ['f', 'g', 'h', 'i', 'j', 'k']) assert.equal(cache.accept('p', n, 200, 22), true);
+  const rows = first.sqlite.prepare("SELECT count(*) FROM mesh_replay WHERE peer_id = 'p'").pluck().get() as number;
+  // Trimmed every `bound` accepts: at most the bound plus the accepts since the last trim.
+  assert.ok(rows <= 6, `the per-peer bound holds (${rows} rows)`);
 });
 
 test('the body guard refuses a body that differs from the signed digest while it is read', async (t) => {

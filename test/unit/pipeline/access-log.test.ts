@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
 import type { RequestContext } from '../../../gateway/http/context.ts';
+import { NO_SPAN } from '../../../gateway/observability/tracing.ts';
 import { createAccessLogStage } from '../../../gateway/pipeline/stages/access-log.ts';
 
 /** Just the fields the stage reads: a response that emits `close`, and the context facts. */
@@ -14,6 +15,7 @@ function fakeContext(fields: Partial<RequestContext>, finished: boolean) {
     startedAt: process.hrtime.bigint(),
     service: null,
     principal: null,
+    span: NO_SPAN,
     ...fields,
     res,
   } as unknown as RequestContext & { res: EventEmitter };

@@ -1,4 +1,4 @@
-/** Gate runner postconditions (contract §9.3) and the clearance gate's decisions (§9.4), table-driven. */
+/** Gate runner postconditions and the clearance gate's decisions, table-driven. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { clearanceGate } from '../../../domains/retrieval/gates/clearance.ts';

@@ -6,8 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KAFKA_READER_OPTIONS } from '../../../domains/retrieval/sources/kafka-options.ts';
+import { KAFKA_READER_OPTIONS, kafkaOptions } from '../../../domains/retrieval/sources/kafka-options.ts';
 import { credentialFields, readerOptions } from '../../../domains/retrieval/sources/reader-options.ts';
+import type { SourceInput } from '../../../domains/retrieval/sources/types.ts';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
 
 type Options = Record<string, unknown>;
@@ -61,6 +62,25 @@ test('each rule narrows against the dataset, never widens it', () => {
   }
   assert.deepEqual({ ...kafka({ value_format: 'text' }, { value_format: 'json' }) }, { value_format: 'text' }, 'decoding is the reader’s choice');
   assert.equal(Object.getPrototypeOf(kafka({ partitions: [0] })), null);
+});
+
+test('an at_most cap takes only a safe whole number: a huge or odd one is refused, never read as no cap', () => {
+  for (const max of [1e300, 2 ** 53, 2 ** 53 + 2, Number.MAX_VALUE, -1, 0, 1.5, '5', true, [5], { n: 5 }]) {
+    for (const properties of [{}, { max_messages: 10 }]) {
+      assert.throws(
+        () => kafka({ max_messages: max }, properties),
+        (e: unknown) => e instanceof ApiError && e.reason === 'source_options_invalid' && e.extra.option === 'max_messages',
+        String(max),
+      );
+    }
+  }
+  assert.deepEqual({ ...kafka({ max_messages: 2 ** 53 - 1 }, { max_messages: 10 }) }, { max_messages: 10 });
+  assert.deepEqual({ ...kafka({ max_messages: null }, { max_messages: 10 }) }, { max_messages: null }, 'the dataset’s cap stays');
+  const input = { urn: 'u', platform: 'kafka', name: 't', options: {}, credentialOverride: null, formatHint: null, tag: 'x' };
+  for (const max of [1e300, 2 ** 53, 0]) {
+    const properties = { bootstrap_servers: 'k:9092', topic: 't', max_messages: max };
+    assert.equal(refusal(() => kafkaOptions({ ...input, properties } as unknown as SourceInput)).reason, 'source_options_invalid', String(max));
+  }
 });
 
 test('a credential_override holds credentials only', () => {

@@ -1,7 +1,15 @@
-/** Header hygiene and path rewriting of the runtime proxy, table-driven (STYLE C8). */
+/** Header hygiene and path rewriting of the runtime proxy, table-driven. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { downstreamResponseHeaders, type PathMap, rewriteLocation, rewriteSetCookie, upstreamRequestHeaders } from '../../../domains/serving/headers.ts';
+import {
+  downstreamResponseHeaders,
+  type PathMap,
+  rewriteLocation,
+  rewriteSetCookie,
+  upstreamRequestHeaders,
+  withoutSessionCookie,
+} from '../../../domains/serving/headers.ts';
+import { sessionCookieValue } from '../../../gateway/http/session-cookie.ts';
 
 const stripped: PathMap = { basePath: '', prefix: '/runtime/apps/a1', stripPrefix: true, upstreamOrigin: 'http://10.0.0.5:8080' };
 const based: PathMap = { ...stripped, basePath: '/base' };
@@ -102,4 +110,22 @@ test('response headers: hop-by-hop and Connection-named headers are removed, the
     stripped,
   );
   assert.deepEqual(out, { 'content-type': 'text/event-stream', 'set-cookie': ['one=1; Path=/runtime/apps/a1'], location: '/runtime/apps/a1/next' });
+});
+
+test('session cookie: the whole value is read, `=` and all, and only the session pair is withheld', async (t) => {
+  const rows: { desc: string; header: string | undefined; value: string | null; upstream: string }[] = [
+    { desc: 'value with `=` (base64 padding)', header: 'meshgate_session=ab=cd==; app=1', value: 'ab=cd==', upstream: 'app=1' },
+    { desc: 'among others, spaces around', header: 'a=1;  meshgate_session=tok ; b=x=y', value: 'tok', upstream: 'a=1; b=x=y' },
+    { desc: 'space before `=` still names the session', header: 'meshgate_session =tok; app=1', value: 'tok', upstream: 'app=1' },
+    { desc: 'an empty pair gives way to a later one', header: 'meshgate_session=; meshgate_session=tok', value: 'tok', upstream: '' },
+    { desc: 'percent escapes are not decoded', header: 'meshgate_session=a%3Db', value: 'a%3Db', upstream: '' },
+    { desc: 'a lookalike name is not the session', header: 'meshgate_session_old=x; app=1', value: null, upstream: 'meshgate_session_old=x; app=1' },
+    { desc: 'no cookie header', header: undefined, value: null, upstream: '' },
+  ];
+  for (const row of rows) {
+    await t.test(row.desc, () => {
+      assert.equal(sessionCookieValue(row.header), row.value);
+      assert.equal(withoutSessionCookie(row.header ?? ''), row.upstream);
+    });
+  }
 });

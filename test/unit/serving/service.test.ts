@@ -1,5 +1,5 @@
 /**
- * Deployment visibility for mesh callers (spec "Mesh proxy": remote model
+ * Deployment visibility for mesh callers (remote model
  * listing answers 403 unless the receiver granted a model relation; admin
  * bypass never applies to mesh principals), over a real migrated SQLite.
  */

@@ -1,13 +1,14 @@
 /**
- * One local job process (issue 7 item 3): its own directory and process
+ * One local job process: its own directory and process
  * group, output captured straight to a file (so the job outlives a gateway
  * restart and its logs survive it), approved packages installed into a
  * per-job virtualenv before the entrypoint, and the exit status written to a
  * file the gateway reads back after a restart.
  */
 import { spawn } from 'node:child_process';
-import { chownSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ENV_NAME } from '../../env.ts';
 import type { ApprovedPackage } from '../../schema.ts';
 import { type JobSandbox, shellQuote } from './sandbox.ts';
 
@@ -20,21 +21,31 @@ wait "$child"; code=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done`;
 
 /**
- * The entrypoint's parent inside the sandbox. A cancel's SIGTERM cannot reach the sandbox's processes
- * from outside (they left the group with --new-session), so the supervisor writes a line on fd 3 and the
- * watcher turns it into kill -1, which in the sandbox's own pid namespace, as the job uid, reaches exactly
- * the job's processes (never pid 1, bwrap's init). The entrypoint gets no fd 3.
+ * Loads the job's environment in the process that runs the entrypoint, and only there: the variables come
+ * on fd 4 from a 0600 file in the gateway's job dir (never a command line, which /proc shows to every
+ * user), as `export NAME='value'` lines the gateway wrote. Nothing outside the sandbox ever runs with them.
  */
-const RELAYED_ENTRYPOINT = `(read -r _ <&3; kill -TERM -1) 2>/dev/null &
-exec 3>&-
+const LOAD_ENV_AND_RUN = `eval "$(/usr/bin/cat <&4)"; exec 4<&-; exec /bin/sh -c "$1"`;
+
+/**
+ * The entrypoint's parent inside the sandbox. A cancel's SIGTERM cannot reach the sandbox's processes
+ * from outside (they left the group with --new-session), so the supervisor writes a line into the stop
+ * FIFO and the watcher turns it into kill -1, which in the sandbox's own pid namespace, as the job uid,
+ * reaches exactly the job's processes (never pid 1, bwrap's init). The sandbox holds only the read end
+ * (fd 3): when the supervisor dies its write end closes, the watcher reads EOF and kills everything at
+ * once, so no sandbox outlives its supervisor. The entrypoint gets neither fd 3 nor fd 4.
+ */
+const RELAYED_ENTRYPOINT = `(exec 4<&-; if read -r _ <&3; then kill -TERM -1; else kill -KILL -1; fi) 2>/dev/null &
+exec 3<&-
 trap : TERM
-/bin/sh -c "$1" &
+(${LOAD_ENV_AND_RUN}) &
+exec 4<&-
 ${WAIT_CHILD}
 exit "$code"`;
 
 /**
- * `--no-deps`: every package, dependencies included, must be an approved, hash-pinned catalog entry
- * (contract §5.8). The venv is made without its own pip (seconds faster); the interpreter's pip installs
+ * `--no-deps`: every package, dependencies included, must be an approved, hash-pinned catalog entry.
+ * The venv is made without its own pip (seconds faster); the interpreter's pip installs
  * into it. Positional: $1 python, $2 venv, $3 wheel dir, $4 requirements.
  */
 const INSTALL = `"$1" -m venv --without-pip "$2" && "$1" -m pip --python "$2/bin/python" install --quiet --no-cache-dir \\
@@ -42,6 +53,8 @@ const INSTALL = `"$1" -m venv --without-pip "$2" && "$1" -m pip --python "$2/bin
 
 export interface JobPaths {
   dir: string;
+  /** The job's environment, 0600, gateway-owned; unlinked as soon as the supervisor holds it open. */
+  env: string;
   work: string;
   log: string;
   exit: string;
@@ -54,6 +67,7 @@ export function jobPaths(jobsDir: string, jobId: string): JobPaths {
   const dir = join(jobsDir, jobId);
   return {
     dir,
+    env: join(dir, 'env'),
     work: join(dir, 'work'),
     log: join(dir, 'output.log'),
     exit: join(dir, 'exit'),
@@ -97,7 +111,10 @@ function readNoFollow<T>(path: string, use: (text: string, fd: number) => T): T 
 export interface SpawnOptions {
   paths: JobPaths;
   entrypoint: string;
-  env: Record<string, string>;
+  /** What the entrypoint sees, inside the sandbox; never the supervisor, bwrap or anything outside it. */
+  jobEnv: Record<string, string>;
+  /** The supervisor's own fixed environment (set by the gateway, nothing of the caller's). */
+  supervisorEnv: Record<string, string>;
   packages: readonly ApprovedPackage[];
   python: string;
   wheelDir: string;
@@ -123,46 +140,90 @@ export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackag
  * install step and then the entrypoint, each in its own sandbox (the venv is writable only while the
  * install runs), and writes the exit status where only the gateway can (the job never sees the job dir).
  * `$1` is the entrypoint; everything else in the script is the gateway's own paths and options, quoted.
+ * It runs in the job dir with a fixed environment and calls every tool by its absolute path: a job
+ * controls its work dir and its own variables, and neither may choose what runs out here.
  * The supervisor outlives SIGTERM (a handler, not an ignore, which the entrypoint would inherit) so the
  * entrypoint gets the whole grace before SIGKILL, and its status is kept.
  */
 function supervisorScript(options: SpawnOptions): string {
   const { paths, sandbox, packages } = options;
   const command = (argv: readonly string[]) => argv.map(shellQuote).join(' ');
-  const lines = [`dir=${shellQuote(paths.dir)}`, `finish() { printf '%s %s\\n' "$1" "$2" > "$dir/exit.tmp" && mv -f "$dir/exit.tmp" "$dir/exit"; exit "$2"; }`];
+  const lines = [
+    `dir=${shellQuote(paths.dir)}`,
+    `finish() { printf '%s %s\\n' "$1" "$2" > "$dir/exit.tmp" && /usr/bin/mv -f "$dir/exit.tmp" "$dir/exit"; exit "$2"; }`,
+  ];
   if (packages.length > 0) {
     const launch = sandbox.launcher({ writable: [paths.work, paths.venv], readOnly: [paths.requirements, options.wheelDir], chdir: paths.work });
     const args = [options.python, paths.venv, options.wheelDir, paths.requirements];
     lines.push(
       'echo "[meshgate] installing approved python packages"',
-      `${command([...launch, '/bin/sh', '-c', INSTALL, 'meshgate-install', ...args])} || finish install 1`,
-      `PATH=${shellQuote(join(paths.venv, 'bin'))}:$PATH; VIRTUAL_ENV=${shellQuote(paths.venv)}; export PATH VIRTUAL_ENV`,
+      `${command([...launch, '/bin/sh', '-c', INSTALL, 'meshgate-install', ...args])} 4<&- || finish install 1`,
     );
   }
   if (sandbox.isolated) {
     const launch = sandbox.launcher({ writable: [paths.work], readOnly: packages.length > 0 ? [paths.venv] : [], chdir: paths.work });
+    // fd 3: the supervisor's own read-write end (a reader always exists, so a late stop never SIGPIPEs it);
+    // fd 5: the read-only end, which becomes the sandbox's fd 3.
     lines.push(
-      'mkfifo -m 600 "$dir/stop" && exec 3<>"$dir/stop" && rm -f "$dir/stop" || finish entrypoint 125',
+      '/usr/bin/mkfifo -m 600 "$dir/stop" && exec 3<>"$dir/stop" 5<"$dir/stop" && /usr/bin/rm -f "$dir/stop" || finish entrypoint 125',
       `trap 'echo stop >&3' TERM`,
-      `${command([...launch, '/bin/sh', '-c', RELAYED_ENTRYPOINT, 'meshgate-job'])} "$1" &`,
+      `${command([...launch, '/bin/sh', '-c', RELAYED_ENTRYPOINT, 'meshgate-job'])} "$1" 3<&5 5<&- &`,
+      'exec 5<&- 4<&-',
     );
   } else {
-    lines.push('trap : TERM', `${command([...sandbox.launcher({ writable: [], readOnly: [], chdir: null }), '/bin/sh', '-c'])} "$1" &`);
+    const launch = sandbox.launcher({ writable: [], readOnly: [], chdir: null });
+    lines.push(
+      'trap : TERM',
+      `(cd ${shellQuote(paths.work)} && exec ${command([...launch, '/bin/sh', '-c', LOAD_ENV_AND_RUN, 'meshgate-job'])} "$1") &`,
+      'exec 4<&-',
+    );
   }
   lines.push(WAIT_CHILD, 'finish entrypoint "$code"');
   return lines.join('\n');
+}
+
+/** `export NAME='value'` lines; the names were checked at submit, and are checked again before any shell reads them. */
+function environmentScript(env: Record<string, string>): string {
+  return Object.entries(env)
+    .map(([name, value]) => {
+      if (!ENV_NAME.test(name) || value.includes('\0')) throw new Error(`the job environment variable ${JSON.stringify(name)} is not usable`);
+      return `export ${name}=${shellQuote(value)}\n`;
+    })
+    .join('');
+}
+
+/**
+ * Writes the job's environment to its 0600 file and opens it for the supervisor; the file is unlinked at
+ * once, so the values live only in the open descriptor (and the job's own processes).
+ */
+function openEnvironment(paths: JobPaths, env: Record<string, string>): number {
+  rmSync(paths.env, { force: true });
+  const fd = openSync(paths.env, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  try {
+    writeFileSync(fd, environmentScript(env));
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    return openSync(paths.env, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } finally {
+    rmSync(paths.env, { force: true });
+  }
 }
 
 /** Spawns the wrapper as a new process group; returns its pid (= the group id). */
 export function spawnJob(options: SpawnOptions): number {
   const { paths } = options;
   const out = openSync(paths.log, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  let env: number | null = null;
   try {
+    env = openEnvironment(paths, options.jobEnv);
     const child = spawn('/bin/sh', ['-c', supervisorScript(options), 'meshgate-supervisor', options.entrypoint], {
-      cwd: paths.work,
-      env: options.env,
+      cwd: paths.dir,
+      env: options.supervisorEnv,
       detached: true,
-      stdio: ['ignore', out, out],
+      // fd 3 stays free for the stop FIFO; fd 4 carries the job's environment.
+      stdio: ['ignore', out, out, 'ignore', env],
     });
     let reported = false;
     const report = (code: number | null, signal: NodeJS.Signals | null) => {
@@ -177,6 +238,7 @@ export function spawnJob(options: SpawnOptions): number {
     return child.pid;
   } finally {
     closeSync(out);
+    if (env !== null) closeSync(env);
   }
 }
 

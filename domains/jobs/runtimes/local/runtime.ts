@@ -1,5 +1,5 @@
 /**
- * The embedded local job runtime (issue 7 item 3; DESIGN.md §6): processes
+ * The embedded local job runtime: processes
  * on this machine, at most `maxConcurrent` at a time with a FIFO queue
  * (queued jobs stay PENDING), cancel = SIGTERM to the group then SIGKILL
  * after a grace, output capped at `maxLogBytes` (a job that writes more is
@@ -8,6 +8,7 @@
  */
 import { constants } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { JobsErrors } from '../../errors.ts';
 import type { JobStatus } from '../../schema.ts';
 import type { JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
@@ -47,6 +48,11 @@ interface Entry {
 }
 
 const PREFIX = 'local-';
+/**
+ * The supervisor's whole environment: fixed, nothing of the caller's (it runs outside the sandbox, as root
+ * when the gateway is). PLATFORM_JOB_ID names the job's processes for operators (and tests).
+ */
+const SUPERVISOR_ENV = { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' };
 /** Terminal entries are dropped this long after the end; the service has recorded them by then. */
 const FORGET_AFTER_MS = 60_000;
 
@@ -190,7 +196,8 @@ export class LocalJobRuntime implements JobRuntime {
       entry.pid = spawnJob({
         paths,
         entrypoint: spec.entrypoint,
-        env: { ...this.options.baseEnv, HOME: paths.work, ...spec.env },
+        jobEnv: jobEnvironment(this.options.baseEnv, paths, spec),
+        supervisorEnv: { ...SUPERVISOR_ENV, PLATFORM_JOB_ID: spec.jobId },
         packages: spec.packages,
         python: this.options.python,
         wheelDir: this.options.wheelDir ?? '',
@@ -278,6 +285,16 @@ export async function openJobLog(jobsDir: string, runtimeJobId: string): Promise
     },
     close: () => handle.close(),
   };
+}
+
+/**
+ * What the entrypoint sees: the clean base, HOME = its work dir, then the job's own variables; with
+ * packages, the venv first on PATH. Inside the sandbox PATH, LD_PRELOAD and the like reach only the job.
+ */
+function jobEnvironment(baseEnv: Record<string, string>, paths: JobPaths, spec: RuntimeJobSpec): Record<string, string> {
+  const env: Record<string, string> = { ...baseEnv, HOME: paths.work, ...spec.env };
+  if (spec.packages.length === 0) return env;
+  return { ...env, PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`, VIRTUAL_ENV: paths.venv };
 }
 
 function newEntry(jobId: string, spec: RuntimeJobSpec | null): Entry {

@@ -14,8 +14,8 @@
  *   /bin/sh -c <step>
  */
 import { spawnSync } from 'node:child_process';
-import { lstatSync, readlinkSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
 export interface SandboxLimits {
   addressSpaceBytes: number;
@@ -66,11 +66,43 @@ const ETC_FILES = [
   '/etc/localtime',
   '/etc/locale.alias',
   '/etc/mime.types',
-  '/etc/ssl',
+  // The trust store only: /etc/ssl and /etc/pki also hold private keys (/etc/ssl/private, /etc/pki/tls/private).
+  '/etc/ssl/certs',
+  '/etc/ssl/openssl.cnf',
   '/etc/ca-certificates',
-  '/etc/pki',
+  '/etc/pki/tls/certs',
+  '/etc/pki/ca-trust',
   '/etc/python3',
 ];
+
+/** A path the gateway keeps from jobs, named for the start error. */
+export interface GuardedPath {
+  setting: string;
+  path: string;
+}
+
+/**
+ * Which guarded paths a sandbox would expose: one inside a mounted path, or holding one (a mount of part of
+ * the data dir shows that part). Compared after resolving symlinks, as the kernel would mount them. When the
+ * gateway is not root, jobs run as its own uid, so a mount is all that stands between a job and these files.
+ */
+export function exposedPaths(readOnlyPaths: readonly string[], guarded: readonly GuardedPath[]): string[] {
+  const mounts = [...SYSTEM_DIRS, ...ETC_FILES, ...readOnlyPaths].map(resolved);
+  const within = (path: string, dir: string) => path === dir || path.startsWith(dir === '/' ? '/' : `${dir}/`);
+  return guarded.flatMap(({ setting, path }) => {
+    const real = resolved(path);
+    const mount = mounts.find((m) => within(real, m) || within(m, real));
+    return mount ? [`${setting} (${path}) would be visible to jobs through the sandbox mount ${mount}`] : [];
+  });
+}
+
+function resolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
 
 /** True when this process can switch uids, so jobs must run as the dedicated uid. */
 const runsAsRoot = () => process.geteuid?.() === 0;
@@ -129,8 +161,10 @@ export class JobSandbox {
     // Unprivileged bwrap needs a user namespace to mount; root does not, and must not map the job to uid 0.
     if (!runsAsRoot()) args.push('--unshare-user', '--disable-userns', '--cap-drop', 'ALL');
     for (const dir of SYSTEM_DIRS) args.push(...systemMount(dir));
-    args.push('--perms', '0755', '--dir', '/etc');
-    for (const file of ETC_FILES) args.push('--ro-bind-try', file, file);
+    // Parents of a nested entry (/etc/ssl for /etc/ssl/certs) are made 0755 first, as for the job's own dirs.
+    const present = ETC_FILES.filter((file) => existsSync(file));
+    for (const dir of ancestors(present)) args.push('--perms', '0755', '--dir', dir);
+    for (const file of present) args.push('--ro-bind', file, file);
     for (const path of this.options.readOnlyPaths) args.push('--ro-bind', path, path);
     args.push('--proc', '/proc', '--dev', '/dev', '--size', String(this.options.limits.tmpBytes), '--tmpfs', '/tmp');
     return args;

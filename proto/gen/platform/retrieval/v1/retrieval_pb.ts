@@ -1,5 +1,5 @@
-// The retrieval stream over gRPC (spec/contract.md §8.5, field names
-// mirroring the SSE payload of §8.4). Served with Connect-RPC on the
+// The retrieval stream over gRPC (field names
+// mirroring the SSE payload, docs/retrieval.md). Served with Connect-RPC on the
 // gateway's TLS listener (HTTP/2); gRPC, gRPC-Web and Connect clients all
 // work. Authorized by the short-lived token of the job's `grpc` block.
 

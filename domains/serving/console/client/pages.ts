@@ -1,0 +1,114 @@
+/** Deployments, jobs (with a live log tail), the catalog and retrieval runs: what the API lets the caller see. */
+import { useState } from 'preact/hooks';
+import { api } from './api.ts';
+import { Badge, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts';
+
+const LIVE_MS = 2000;
+const ACTIVE_JOB = new Set(['PENDING', 'RUNNING', 'SUBMITTED']);
+
+export function DeploymentsPage() {
+  const list = useApi<any[]>('/serving/deployments?kind=all', LIVE_MS * 5);
+  return html`<section aria-labelledby="page-title">
+    <h2 id="page-title">Deployments</h2>
+    <${ErrorNote} error=${list.error} />
+    <${Table}
+      caption="Deployments"
+      rows=${list.data}
+      columns=${[
+        ['Name', (d: any) => d.name],
+        ['Kind', (d: any) => d.kind],
+        ['Upstream', (d: any) => d.upstream ?? html`<span class="muted">administrators only</span>`],
+        ['Status', (d: any) => html`<${Badge} value=${d.status ?? 'registered'} />`],
+        ['Runtime URL', (d: any) => html`<a href=${d.url}>${d.runtime_path}</a>`],
+      ]}
+    />
+  </section>`;
+}
+
+function JobLog({ id }: { id: string }) {
+  const logs = useApi<any>(`/cluster/jobs/${encodeURIComponent(id)}/logs`, LIVE_MS);
+  const text = typeof logs.data === 'string' ? logs.data : (logs.data?.logs ?? '');
+  const tail = text.split('\n').slice(-200).join('\n');
+  return html`<figure class="log">
+    <figcaption>Log of ${id} (last 200 lines, refreshed every ${LIVE_MS / 1000} s)</figcaption>
+    <${ErrorNote} error=${logs.error} />
+    <pre tabindex="0" aria-live="polite">${tail}</pre>
+  </figure>`;
+}
+
+export function JobsPage() {
+  const jobs = useApi<any[]>('/cluster/jobs/', LIVE_MS);
+  const [open, setOpen] = useState<string | null>(null);
+  const action = useAction();
+  const cancel = (id: string) => action.run(() => api('POST', `/cluster/jobs/${encodeURIComponent(id)}/cancel`).then(jobs.reload));
+  const rows = Array.isArray(jobs.data) ? jobs.data : ((jobs.data as any)?.jobs ?? null);
+  return html`<section aria-labelledby="page-title">
+    <h2 id="page-title">Jobs</h2>
+    <${ErrorNote} error=${jobs.error ?? action.error} />
+    <${Table}
+      caption="Jobs"
+      rows=${rows}
+      columns=${[
+        ['Job', (j: any) => j.job_id ?? j.id],
+        ['State', (j: any) => html`<${Badge} value=${j.status} />`],
+        ['Source cluster', (j: any) => j.source_cluster_name ?? j.source_cluster_id ?? 'local'],
+        ['Submitted', (j: any) => when(j.submitted_at)],
+        [
+          'Actions',
+          (j: any) => html`<button onClick=${() => setOpen(j.job_id ?? j.id)}>Log of ${j.job_id ?? j.id}</button>
+            ${ACTIVE_JOB.has(j.status) ? html` <button class="danger" disabled=${action.busy} onClick=${() => cancel(j.job_id ?? j.id)}>Cancel</button>` : null}`,
+        ],
+      ]}
+    />
+    ${open ? html`<${JobLog} key=${open} id=${open} />` : null}
+  </section>`;
+}
+
+export function CatalogPage({ admin }: { admin: boolean }) {
+  const datasets = useApi<any[]>('/catalog/datasets/');
+  const containers = useApi<any[]>('/catalog/containers/');
+  const list = (d: any) => (Array.isArray(d) ? d : (d?.items ?? d?.datasets ?? d?.containers ?? null));
+  return html`<section aria-labelledby="page-title">
+    <h2 id="page-title">Catalog</h2>
+    <${ErrorNote} error=${datasets.error ?? containers.error} />
+    <${Table}
+      caption="Datasets"
+      rows=${list(datasets.data)}
+      columns=${[
+        ['URN', (d: any) => d.urn],
+        ['Platform', (d: any) => d.platform ?? '—'],
+        ['Gate', (d: any) => (d.gate ? html`<${Badge} value=${d.gate.mode ?? 'bound'} />` : 'none')],
+      ]}
+    />
+    <${Table} caption="Containers" rows=${list(containers.data)} columns=${[['URN', (c: any) => c.urn], ['Name', (c: any) => c.name ?? '—']]} />
+    <p class="muted">Secrets are shown by their metadata only (URN, owner, dates); their values never reach the console.${admin ? '' : ' Only their owners and administrators list them.'}</p>
+  </section>`;
+}
+
+export function RetrievalPage() {
+  const runs = useApi<any>('/retrieval/jobs', LIVE_MS);
+  const rows = Array.isArray(runs.data) ? runs.data : (runs.data?.jobs ?? runs.data?.items ?? null);
+  return html`<section aria-labelledby="page-title">
+    <h2 id="page-title">Retrieval runs</h2>
+    <${ErrorNote} error=${runs.error} />
+    <${Table}
+      caption="Retrieval runs"
+      rows=${rows}
+      columns=${[
+        ['Run', (r: any) => r.job_id],
+        ['Dataset', (r: any) => r.dataset_urn],
+        ['Status', (r: any) => html`<${Badge} value=${r.status} />`],
+        ['Rows', (r: any) => r.progress?.rows_processed ?? 0],
+        ['Transport', (r: any) => r.transport],
+      ]}
+    />
+  </section>`;
+}
+
+/** Traffic figures come from the gateway's metrics; until those exist the console shows none rather than guesses. */
+export function TrafficPlaceholder() {
+  return html`<section class="placeholder" aria-labelledby="traffic-title">
+    <h2 id="traffic-title">Traffic</h2>
+    <p>Request rates and latencies will appear here once the gateway exports metrics. No figures are shown until then.</p>
+  </section>`;
+}

@@ -1,0 +1,85 @@
+/**
+ * The gateway's Prometheus registry (prom-client), one per gateway so that
+ * several gateways in one process (tests) keep their own figures. Modules
+ * get it through their deps as a MetricsRegistry and declare their metrics
+ * with it; the kernel never learns a domain's metric by name. Every name is
+ * prefixed `meshgate_`. Label values must come from bounded sets (a route
+ * template, a configured deployment or peer, a registered reason), never
+ * from ids, paths or user input: each distinct value is a new time series
+ * kept for the life of the process.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface MetricSpec<L extends string> {
+  /** Without the `meshgate_` prefix. */
+  readonly name: string;
+  readonly help: string;
+  readonly labels: readonly L[];
+}
+
+export interface HistogramSpec<L extends string> extends MetricSpec<L> {
+  readonly buckets: readonly number[];
+}
+
+export interface GaugeSpec<L extends string> extends MetricSpec<L> {
+  /** Called at each scrape to set the gauge from the live state (a store count, a pool's stats). */
+  readonly collect?: (gauge: Gauge<L>) => void | Promise<void>;
+}
+
+export interface MetricsRegistry {
+  counter<L extends string>(spec: MetricSpec<L>): Counter<L>;
+  histogram<L extends string>(spec: HistogramSpec<L>): Histogram<L>;
+  gauge<L extends string>(spec: GaugeSpec<L>): Gauge<L>;
+}
+
+/** Seconds buckets from 1 ms to 1 min: API answers, proxied requests and streamed retrievals alike. */
+export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
+
+export const METRIC_PREFIX = 'meshgate_';
+
+export interface GatewayMetrics extends MetricsRegistry {
+  /** What the admin listener renders. */
+  readonly registry: Registry;
+}
+
+/**
+ * A registry whose declarations are idempotent by name: two modules (the
+ * mesh verify stage and the egress signer) share one counter by declaring
+ * the same spec, where prom-client alone would refuse the second.
+ */
+export function createMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  const declared = new Map<string, unknown>();
+  function declare<T>(spec: MetricSpec<string>, build: (name: string) => T): T {
+    const name = `${METRIC_PREFIX}${spec.name}`;
+    let metric = declared.get(name) as T | undefined;
+    if (metric === undefined) {
+      metric = build(name);
+      declared.set(name, metric);
+    }
+    return metric;
+  }
+  const base = (name: string, spec: MetricSpec<string>) => ({ name, help: spec.help, labelNames: spec.labels, registers: [registry] });
+  return {
+    registry,
+    counter: (spec) => declare(spec, (name) => new Counter(base(name, spec))),
+    histogram: (spec) => declare(spec, (name) => new Histogram({ ...base(name, spec), buckets: [...spec.buckets] })),
+    gauge: <L extends string>(spec: GaugeSpec<L>) =>
+      declare<Gauge<L>>(spec, (name) => {
+        const collect = spec.collect as ((gauge: Gauge<string>) => void | Promise<void>) | undefined;
+        const scrape = collect
+          ? {
+              collect: function (this: Gauge<string>) {
+                return collect(this);
+              },
+            }
+          : {};
+        return new Gauge<string>({ ...base(name, spec), ...scrape }) as Gauge<L>;
+      }),
+  };
+}
+
+/** "2xx" … "5xx": the status class keeps the request series bounded whatever the answers. */
+export function statusClass(status: number): string {
+  return status >= 100 && status < 600 ? `${Math.floor(status / 100)}xx` : 'other';
+}

@@ -1,0 +1,182 @@
+/**
+ * Builds meshgate from this checkout (scripts/build.sh runs it when the
+ * outputs are older than their inputs):
+ *
+ *   node scripts/build.ts bundle   dist/meshgate.cjs: app/cli/main.ts and every npm package it uses, one
+ *                                  CommonJS script (what bin/meshgate runs)
+ *   node scripts/build.ts sea      that, then dist/meshgate: the script, the SQLite addon and the migrations
+ *                                  injected into a copy of this Node.js (a single executable application,
+ *                                  https://nodejs.org/api/single-executable-applications.html)
+ *
+ * Run by Node.js itself (type stripping, scripts/build.sh), so building needs no TypeScript loader either.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { buildConsoleClient } from '../domains/serving/console/assets.ts';
+import { ASSET_MANIFEST, type AssetManifest, SQLITE_ADDON_ASSET } from '../gateway/shipped.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const DIST = join(ROOT, 'dist');
+const BUNDLE = join(DIST, 'meshgate.cjs');
+const EXECUTABLE = join(DIST, 'meshgate');
+const load = createRequire(import.meta.url);
+
+/**
+ * gateway/db/drizzle.ts loads drizzle-orm's CommonJS build through a createRequire() function named `load` (see
+ * that file for why); a bundler only follows literal `require()` calls, so in the bundle those calls become them.
+ */
+const drizzleRequires: Plugin = {
+  name: 'drizzle-requires',
+  setup(builder) {
+    builder.onLoad({ filter: /[\\/]gateway[\\/]db[\\/]drizzle\.ts$/ }, ({ path }) => {
+      const source = readFileSync(path, 'utf8');
+      const contents = source.replaceAll(/\bload\('/g, "require('");
+      if (contents === source) throw new Error(`${path}: no load('…') call left to bundle`);
+      return { contents, loader: 'ts' };
+    });
+  },
+};
+
+/** HEAD's commit, `-dirty` when tracked files differ from it; `unknown` outside a git checkout. */
+function commit(): string {
+  const git = (...args: string[]) => execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8' }).trim();
+  try {
+    const head = git('rev-parse', 'HEAD');
+    return git('status', '--porcelain', '--untracked-files=no') === '' ? head : `${head}-dirty`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Written beside and renamed into place: a concurrent run of bin/meshgate never starts a half-written file. */
+function writeAtomically(file: string, write: (staging: string) => void): void {
+  const staging = `${file}.${process.pid}.tmp`;
+  try {
+    write(staging);
+    renameSync(staging, file);
+  } finally {
+    rmSync(staging, { force: true });
+  }
+}
+
+async function bundle(): Promise<void> {
+  const stamped = commit();
+  // The operator console's client is built here, once: the gateway's bundle holds neither esbuild nor its sources.
+  const consoleClient = await buildConsoleClient();
+  const result = await build({
+    entryPoints: [join(ROOT, 'app', 'cli', 'main.ts')],
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    format: 'cjs',
+    minify: true,
+    write: false,
+    logLevel: 'warning',
+    plugins: [drizzleRequires],
+    // Only the console's client build imports esbuild, and the bundle carries that client prebuilt.
+    external: ['esbuild'],
+    // The Kafka client's compression and CRC helpers read their WebAssembly from a file beside their module, which a
+    // bundle does not have; the package's `bundled` entry carries it inline for bundlers.
+    alias: { '@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
+    // A CommonJS script has no import.meta: its URL and file name are this script's (inside the executable, the
+    // executable's own path).
+    banner: { js: 'const __meshgate_import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
+    define: {
+      'import.meta.url': '__meshgate_import_meta_url',
+      'import.meta.filename': '__filename',
+      'import.meta.dirname': '__dirname',
+      MESHGATE_COMMIT: JSON.stringify(stamped),
+      MESHGATE_CONSOLE_CLIENT: JSON.stringify(consoleClient),
+    },
+  });
+  const [output] = result.outputFiles;
+  if (!output) throw new Error('esbuild wrote no bundle');
+  mkdirSync(DIST, { recursive: true });
+  writeAtomically(BUNDLE, (staging) => writeFileSync(staging, output.contents));
+  // The commit bin/meshgate compares with HEAD to know the bundle is current.
+  writeFileSync(join(DIST, 'meshgate.commit'), `${stamped.replace(/-dirty$/, '')}\n`);
+}
+
+/** The addon better-sqlite3 itself loads on this machine: its path, from the module cache after loading it. */
+function sqliteAddonFile(): string {
+  const packageDir = dirname(load.resolve('better-sqlite3/package.json'));
+  (load(join(packageDir, 'lib', 'binding.js')) as { getBinding(nativeBinding: null): object }).getBinding(null);
+  const file = Object.keys(load.cache).find((key) => key.startsWith(packageDir) && key.endsWith('.node'));
+  if (!file) throw new Error('better-sqlite3 loaded no addon');
+  return file;
+}
+
+/** Every asset by its name inside the executable, and the manifest naming them with their content hash. */
+function assets(stagingDir: string): Record<string, string> {
+  const migrations = join(ROOT, 'data', 'migrations');
+  // drizzle's migrator reads the journal and the .sql files; the snapshots serve drizzle-kit only.
+  const sql = readdirSync(migrations).filter((name) => name.endsWith('.sql'));
+  const files: Record<string, string> = {
+    [SQLITE_ADDON_ASSET]: sqliteAddonFile(),
+    'migrations/meta/_journal.json': join(migrations, 'meta', '_journal.json'),
+    ...Object.fromEntries(sql.map((name) => [`migrations/${name}`, join(migrations, name)])),
+  };
+  const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
+  const hashes = Object.fromEntries(Object.entries(files).map(([name, file]) => [name, sha256(readFileSync(file))]));
+  const all = Object.entries(hashes).map(([name, hash]) => `${name} ${hash}\n`);
+  const manifest: AssetManifest = { hash: sha256(all.join('')).slice(0, 16), files: hashes };
+  const manifestFile = join(stagingDir, ASSET_MANIFEST);
+  writeFileSync(manifestFile, JSON.stringify(manifest));
+  return { ...files, [ASSET_MANIFEST]: manifestFile };
+}
+
+/** Runs a build tool, its chatter (postject warns about each ELF note it cannot name) shown only when it fails. */
+function quietly(command: string, args: string[]): void {
+  try {
+    execFileSync(command, args, { stdio: 'pipe' });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
+    process.stderr.write(`${stdout ?? ''}${stderr ?? ''}`);
+    throw error;
+  }
+}
+
+/** The fuse Node.js looks for to know a blob was injected (the value its docs give for postject). */
+const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+
+function singleExecutable(): void {
+  const staging = join(DIST, `sea.${process.pid}`);
+  mkdirSync(staging, { recursive: true });
+  try {
+    const blob = join(staging, 'prep.blob');
+    const config = {
+      main: BUNDLE,
+      output: blob,
+      disableExperimentalSEAWarning: true,
+      useCodeCache: true,
+      // bin/meshgate's memory default for a long-running gateway (bench/README.md); NODE_OPTIONS still adds to it.
+      execArgv: ['--max-semi-space-size=16'],
+      assets: assets(staging),
+    };
+    const configFile = join(staging, 'sea-config.json');
+    writeFileSync(configFile, JSON.stringify(config));
+    quietly(process.execPath, ['--experimental-sea-config', configFile]);
+    const binary = join(staging, 'meshgate');
+    copyFileSync(process.execPath, binary); // with its mode: executable
+    // The Node.js binary carries ~18 MB of symbols and debug info; the dynamic symbols addons link against stay.
+    quietly('strip', ['--strip-all', binary]);
+    const postject = load.resolve('postject/dist/cli.js');
+    quietly(process.execPath, [postject, binary, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
+    renameSync(binary, EXECUTABLE);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+const target = process.argv[2];
+if (target !== 'bundle' && target !== 'sea') {
+  process.stderr.write('usage: node scripts/build.ts bundle|sea\n');
+  process.exit(2);
+}
+await bundle();
+if (target === 'sea') singleExecutable();
