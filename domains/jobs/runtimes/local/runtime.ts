@@ -75,7 +75,7 @@ export class LocalJobRuntime implements JobRuntime {
   }
 
   idFor(jobId: string): string {
-    return `${PREFIX}${jobId}`;
+    return localRuntimeJobId(jobId);
   }
 
   async submit(spec: RuntimeJobSpec): Promise<void> {
@@ -94,21 +94,8 @@ export class LocalJobRuntime implements JobRuntime {
     return { status: 'FAILED', errorType: 'runtime_lost', errorMessage: 'the local runtime has no record of this job' };
   }
 
-  async openLogs(runtimeJobId: string): Promise<LogSource | null> {
-    // O_NOFOLLOW: a symlink where the log should be is never followed (the job cannot reach this dir in
-    // its sandbox; without one, it could).
-    const handle = await open(this.#paths(runtimeJobId).log, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => null);
-    if (!handle) return null;
-    const { size } = await handle.stat();
-    return {
-      size,
-      async read(position, length) {
-        const buffer = Buffer.alloc(length);
-        const { bytesRead } = await handle.read(buffer, 0, length, position);
-        return buffer.subarray(0, bytesRead);
-      },
-      close: () => handle.close(),
-    };
+  openLogs(runtimeJobId: string): Promise<LogSource | null> {
+    return openJobLog(this.options.jobsDir, runtimeJobId);
   }
 
   async stop(runtimeJobId: string): Promise<void> {
@@ -287,6 +274,29 @@ export class LocalJobRuntime implements JobRuntime {
   #emit(id: string): void {
     for (const listener of this.#listeners) listener(id);
   }
+}
+
+export function localRuntimeJobId(jobId: string): string {
+  return `${PREFIX}${jobId}`;
+}
+
+/** A local job's log, read from its file: any process of the gateway may read it, whichever one started the job. */
+export async function openJobLog(jobsDir: string, runtimeJobId: string): Promise<LogSource | null> {
+  // O_NOFOLLOW: a symlink where the log should be is never followed (the job cannot reach this dir in
+  // its sandbox; without one, it could).
+  const path = jobPaths(jobsDir, jobIdOf(runtimeJobId)).log;
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => null);
+  if (!handle) return null;
+  const { size } = await handle.stat();
+  return {
+    size,
+    async read(position, length) {
+      const buffer = Buffer.alloc(length);
+      const { bytesRead } = await handle.read(buffer, 0, length, position);
+      return buffer.subarray(0, bytesRead);
+    },
+    close: () => handle.close(),
+  };
 }
 
 /**
