@@ -85,17 +85,30 @@ export async function serveWorkers(dataDir: string, workers: number | 'auto', ex
 
 /** Live processes whose parent is `parent` and that run meshgate (job processes are the primary's children too). */
 export function workerPids(parent: number): number[] {
+  // A worker runs the primary's own script (the bundle from bin/meshgate, or app/cli/main.ts under tsx).
+  const script = primaryScript(parent);
+  if (script === undefined) return [];
   return readdirSync('/proc')
     .filter((name) => /^\d+$/.test(name))
     .flatMap((name) => {
       try {
         const stat = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
         if (Number(stat[1]) !== parent || stat[0] === 'Z') return [];
-        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('app/cli/main.ts') ? [Number(name)] : [];
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').includes(script) ? [Number(name)] : [];
       } catch {
         return []; // gone meanwhile
       }
     });
+}
+
+function primaryScript(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .find((arg) => /meshgate\.cjs$|main\.ts$/.test(arg));
+  } catch {
+    return undefined; // the primary has ended
+  }
 }
 
 /** The worker pid the access log names for a request id, once its line is out (lines are flushed each second). */
@@ -141,6 +154,24 @@ export interface LoadResult {
   /** Failures that were a reset stream or connection (RST_STREAM, ECONNRESET, a socket closed mid-request). */
   resets: number;
   errors: string[];
+}
+
+/** One GET /api/ping, counted into `result`: 200 is ok, anything else (or a throw) failed. */
+async function pingOnce(client: Client, result: LoadResult): Promise<void> {
+  try {
+    const res = await client.request({ method: 'GET', path: '/api/ping' });
+    await res.body.dump();
+    if (res.statusCode === 200) result.ok += 1;
+    else {
+      result.failed += 1;
+      result.errors.push(`status ${res.statusCode}`);
+    }
+  } catch (error) {
+    result.failed += 1;
+    const text = `${(error as NodeJS.ErrnoException).code ?? ''} ${(error as Error).message}`;
+    if (/RST|reset|ECONNRESET|UND_ERR_SOCKET|closed/i.test(text)) result.resets += 1;
+    if (result.errors.length < 20) result.errors.push(text);
+  }
 }
 
 /**
