@@ -204,24 +204,6 @@ export function steadyLoad(served: Served, options: { connections: number; strea
   };
 }
 
-/** One request of the load, counted as answered, failed, or failed by a reset stream or connection. */
-async function pingOnce(client: Client, result: LoadResult): Promise<void> {
-  try {
-    const res = await client.request({ method: 'GET', path: '/api/ping' });
-    await res.body.dump();
-    if (res.statusCode === 200) result.ok += 1;
-    else {
-      result.failed += 1;
-      result.errors.push(`status ${res.statusCode}`);
-    }
-  } catch (error) {
-    result.failed += 1;
-    const text = `${(error as NodeJS.ErrnoException).code ?? ''} ${(error as Error).message}`;
-    if (/RST|reset|ECONNRESET|UND_ERR_SOCKET|closed/i.test(text)) result.resets += 1;
-    if (result.errors.length < 20) result.errors.push(text);
-  }
-}
-
 /** Resolves once `ok` has grown by `count` requests (the load is flowing), or fails after `timeoutMs`. */
 export async function untilServed(result: LoadResult, count: number, timeoutMs = 20_000): Promise<void> {
   const target = result.ok + count;
