@@ -38,7 +38,12 @@ function presentsToken(req: IncomingMessage, expected: Buffer | null): boolean {
   return presented !== undefined && timingSafeEqual(digest(presented), expected);
 }
 
-async function sendMetrics(metrics: GatewayMetrics, req: IncomingMessage, res: ServerResponse, logger: Logger): Promise<void> {
+async function sendMetrics(
+  metrics: GatewayMetrics,
+  req: IncomingMessage,
+  res: ServerResponse,
+  logger: Logger,
+): Promise<void> {
   try {
     const text = await metrics.registry.metrics();
     res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
@@ -54,18 +59,26 @@ function handler(metrics: GatewayMetrics, token: string | null, logger: Logger) 
   return async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics') return refuse(res, GatewayErrors.make.route_not_found());
-    if (req.method !== 'GET' && req.method !== 'HEAD') return refuse(res, GatewayErrors.make.method_not_allowed({ allowed: ['GET', 'HEAD'] }));
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return refuse(res, GatewayErrors.make.method_not_allowed({ allowed: ['GET', 'HEAD'] }));
     if (!presentsToken(req, expected)) return refuse(res, GatewayErrors.make.not_authenticated());
     return sendMetrics(metrics, req, res, logger);
   };
 }
 
 /** Binds the admin listener when `admin.port` is set; the process-wide metrics (event loop, GC, memory) join then. */
-export async function startAdminListener(config: Readonly<Config>, metrics: GatewayMetrics, logger: Logger): Promise<AdminListener | null> {
+export async function startAdminListener(
+  config: Readonly<Config>,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): Promise<AdminListener | null> {
   const { port, bind, metricsToken } = config.admin;
   if (port === null) return null;
   collectDefaultMetrics({ register: metrics.registry });
-  const server: Server = createServer({ maxHeaderSize: 8192, requestTimeout: 10_000, headersTimeout: 5_000 }, handler(metrics, metricsToken, logger));
+  const server: Server = createServer(
+    { maxHeaderSize: 8192, requestTimeout: 10_000, headersTimeout: 5_000 },
+    handler(metrics, metricsToken, logger),
+  );
   server.keepAliveTimeout = 5_000;
   const bound = await listen(server, port, bind);
   return {

@@ -14,7 +14,11 @@ import type { RoutingSource } from '../gateway/routing/source.ts';
 import packageJson from '../package.json' with { type: 'json' };
 
 /** The document's own shape, as far as a client relies on it. */
-const openApiShape = z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.record(z.string(), z.unknown()) });
+const openApiShape = z.looseObject({
+  openapi: z.string(),
+  info: z.looseObject({}),
+  paths: z.record(z.string(), z.unknown()),
+});
 
 export function apiDocumentInstance(
   domains: readonly HandlerInstance[],
@@ -27,12 +31,18 @@ export function apiDocumentInstance(
       method: 'GET',
       path: '/openapi.json',
       auth: 'none',
-      doc: { summary: 'This document: every API route, its inputs, answers and refusal reasons', answers: { 200: openApiShape } },
+      doc: {
+        summary: 'This document: every API route, its inputs, answers and refusal reasons',
+        answers: { 200: openApiShape },
+      },
       handle() {
         const prefix = routing.current().prefixes.api ?? '/api';
         if (cached?.prefix !== prefix) {
           const all = [...domains.flatMap((d) => d.routes ?? []), ...routes];
-          cached = { prefix, document: buildOpenApiDocument({ routes: all, registry, apiPrefix: prefix, version: packageJson.version }) };
+          cached = {
+            prefix,
+            document: buildOpenApiDocument({ routes: all, registry, apiPrefix: prefix, version: packageJson.version }),
+          };
         }
         return { status: 200, body: cached.document, headers: { 'cache-control': 'no-cache' } };
       },
@@ -41,7 +51,11 @@ export function apiDocumentInstance(
       method: 'GET',
       path: '/docs',
       auth: 'none',
-      doc: { summary: 'The API reference page (renders openapi.json; no external resources)', answers: { 200: z.string() }, answerMedia: 'text/html' },
+      doc: {
+        summary: 'The API reference page (renders openapi.json; no external resources)',
+        answers: { 200: z.string() },
+        answerMedia: 'text/html',
+      },
       handle(ctx: RequestContext) {
         // Http2ServerResponse has the same writeHead/end shape; the union's overloads just do not unify.
         const res = ctx.res as ServerResponse;

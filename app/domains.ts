@@ -26,7 +26,9 @@ export const ERROR_TABLES: readonly ErrorTable[] = [
   ...new Set([
     GatewayErrors,
     MeshErrors,
-    ...DOMAIN_MODULES.flatMap((m) => (m.errors === undefined ? [] : Array.isArray(m.errors) ? m.errors : [m.errors as ErrorTable])),
+    ...DOMAIN_MODULES.flatMap((m) =>
+      m.errors === undefined ? [] : Array.isArray(m.errors) ? m.errors : [m.errors as ErrorTable],
+    ),
   ]),
 ];
 
@@ -45,11 +47,23 @@ export interface Domains extends BootedDomains {
  * Opens the database and initialises the modules in order; whatever fails leaves no domain and no database open.
  * A serving gateway then tails the change feed; a CLI command only writes (its writes publish through the feed).
  */
-export async function initDomains(modules: readonly HandlerModule[], base: DomainDeps, logs: Loggers): Promise<Domains> {
+export async function initDomains(
+  modules: readonly HandlerModule[],
+  base: DomainDeps,
+  logs: Loggers,
+): Promise<Domains> {
   const { sqlite, db } = openDatabase(join(base.config.dataDir, DATABASE_FILE));
   // Created before any domain loads its state, so nothing committed meanwhile is missed.
   const feed = new SqliteChangeFeed(sqlite, base.config.feed, logs.logger);
-  const deps: GatewayDeps = { ...base, db, sqlite, feed, logger: logs.logger, accessLog: logs.accessLog, services: new ServiceRegistry() };
+  const deps: GatewayDeps = {
+    ...base,
+    db,
+    sqlite,
+    feed,
+    logger: logs.logger,
+    accessLog: logs.accessLog,
+    services: new ServiceRegistry(),
+  };
   const instances: HandlerInstance[] = [];
   const close = async () => {
     feed.close();

@@ -34,7 +34,10 @@ export interface IngressBase {
 type AccessFields = ListenerOptions['accessFields'];
 
 /** The stages every listener runs first, in STAGE_ORDER (test/unit/gateway/pipeline/stage-order.test.ts checks). */
-export function ingressPrelude(base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>, accessFields?: AccessFields): Stage[] {
+export function ingressPrelude(
+  base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>,
+  accessFields?: AccessFields,
+): Stage[] {
   const accessLog = createAccessLogStage(base.accessLog, accessFields, base.observer ?? null);
   return [createRequestIdStage(), accessLog, createLimitsStage(base.config.limits), createCanonicalPathStage()];
 }
@@ -79,8 +82,16 @@ export class Deferred<A extends unknown[]> {
 }
 
 /** A connection with what closing must know of it: its HTTP/1.1 responses in flight, or that it is not HTTP/1.1. */
-type Tracked = Socket & { _meshgateResponses?: Set<TrackedResponse>; _meshgateUpgraded?: boolean; _meshgateSession?: ServerHttp2Session };
-type TrackedResponse = { headersSent: boolean; setHeader(name: string, value: string): unknown; once(e: 'close', f: () => void): unknown };
+type Tracked = Socket & {
+  _meshgateResponses?: Set<TrackedResponse>;
+  _meshgateUpgraded?: boolean;
+  _meshgateSession?: ServerHttp2Session;
+};
+type TrackedResponse = {
+  headersSent: boolean;
+  setHeader(name: string, value: string): unknown;
+  once(e: 'close', f: () => void): unknown;
+};
 
 /** Listeners that are closing: their HTTP/1.1 answers say `Connection: close` (RFC 9112 §9.6). */
 const draining = new WeakSet<HttpServer | Http2SecureServer>();
@@ -131,10 +142,20 @@ export function trackSockets(server: HttpServer | Http2SecureServer, sockets = n
  * Binds; a taken or forbidden address becomes one clear line for the operator, not a raw errno. With reusePort, a
  * worker binds its own socket (SO_REUSEPORT, `exclusive` so node:cluster does not share the primary's).
  */
-export function listen(server: HttpServer | Http2SecureServer, port: number, host: string, reusePort = false): Promise<number> {
+export function listen(
+  server: HttpServer | Http2SecureServer,
+  port: number,
+  host: string,
+  reusePort = false,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'the address is already in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
+      const why =
+        error.code === 'EADDRINUSE'
+          ? 'the address is already in use'
+          : error.code === 'EACCES'
+            ? 'permission denied'
+            : error.message;
       reject(new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error }));
     };
     server.once('error', onError);

@@ -139,7 +139,10 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
   const adminUrl = admin?.url ?? null;
   const started = place.role === 'primary' ? 'primary started; its workers will listen' : 'listening';
-  logs.logger.info({ https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName, role: place.role }, started);
+  logs.logger.info(
+    { https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName, role: place.role },
+    started,
+  );
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
   announced = true;
   for (const line of held.splice(0)) print(line);
@@ -173,7 +176,9 @@ type Storage = { tls: TlsMaterial; lock: ServeLock };
 async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise<Storage> {
   secureDataDir(config.dataDir, logger, config.secrets.kekDir === null ? [] : [config.secrets.kekDir]);
   const lock = holdServeLock(config.dataDir);
-  const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter((n) => n !== '0.0.0.0' && n !== '::');
+  const names = [...config.hostnames, config.bind, '127.0.0.1', '::1', 'localhost'].filter(
+    (n) => n !== '0.0.0.0' && n !== '::',
+  );
   const tls = await ensureTlsMaterial({
     tlsDir: join(config.dataDir, 'tls'),
     names,
@@ -251,7 +256,12 @@ function bindForRole(ingress: IngressBase, place: ProcessPlace): Promise<BoundLi
  * One process binds the admin port: the primary under workers (its jobs and ports are the once-only state), a
  * single process otherwise. A worker's own registry is not scraped.
  */
-function startAdminForRole(config: Readonly<Config>, place: ProcessPlace, metrics: GatewayMetrics, logger: Logger): Promise<AdminListener | null> {
+function startAdminForRole(
+  config: Readonly<Config>,
+  place: ProcessPlace,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): Promise<AdminListener | null> {
   if (place.role === 'worker') return Promise.resolve(null);
   return startAdminListener(config, metrics, logger);
 }
@@ -263,7 +273,12 @@ function withApiDocument(domains: Domains, registry: ReadonlyMap<string, Registr
 }
 
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
-function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners, accessFields?: Readonly<Record<string, number>>): void {
+function letRequestsThrough(
+  { deps, instances }: Domains,
+  ingress: IngressBase,
+  bound: BoundListeners,
+  accessFields?: Readonly<Record<string, number>>,
+): void {
   const table = compileRouting(deps, instances);
   const stages = [createRouteMatchStage(table, compileRpc(instances))];
   bound.requests.open(createIngressPipeline(ingress, { stages, logger: deps.logger, accessFields }));
@@ -277,7 +292,13 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
     authenticator: deps.services.get(AUTHENTICATOR),
     sharedRealmAuthenticator: mesh?.egressAuthenticator,
     meshVerify: mesh
-      ? createMeshVerifyStage({ directory: mesh, sqlite: deps.sqlite, mesh: deps.config.mesh, metrics: deps.metrics, now: deps.now })
+      ? createMeshVerifyStage({
+          directory: mesh,
+          sqlite: deps.sqlite,
+          mesh: deps.config.mesh,
+          metrics: deps.metrics,
+          now: deps.now,
+        })
       : undefined,
     authFailures: deps.metrics.counter(AUTH_FAILURES),
     sessionOrigin: deps.runtime.origin,
@@ -291,5 +312,7 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
 }
 
 function upgradeHandlers(instances: readonly HandlerInstance[]) {
-  return new Map(instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])));
+  return new Map(
+    instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])),
+  );
 }

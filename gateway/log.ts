@@ -45,10 +45,15 @@ export interface Loggers {
 }
 
 export function createLoggers(level: string, destination?: DestinationStream): Loggers {
-  const stdout = destination ? null : pino.destination({ dest: process.stdout.fd ?? 1, minLength: BLOCK_BYTES, sync: false });
+  const stdout = destination
+    ? null
+    : pino.destination({ dest: process.stdout.fd ?? 1, minLength: BLOCK_BYTES, sync: false });
   const timer = stdout ? setInterval(() => stdout.flush(), FLUSH_MS).unref() : null;
   const sink = destination ?? (stdout as DestinationStream);
-  const logger = pino({ level, base: { svc: 'meshgate' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
+  const logger = pino(
+    { level, base: { svc: 'meshgate' }, redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
+    sink,
+  );
   return {
     logger,
     accessLog: { enabled: logger.isLevelEnabled('info'), write: (line) => sink.write(line) },

@@ -24,7 +24,8 @@ export class ServiceRegistry {
 
   /** Throws when absent: a module listed before its provider is a wiring bug. */
   get<T>(key: ServiceKey<T>): T {
-    if (!this.#values.has(key.id)) throw new Error(`service '${key.name}' is not provided (check the order in domains/index.ts)`);
+    if (!this.#values.has(key.id))
+      throw new Error(`service '${key.name}' is not provided (check the order in domains/index.ts)`);
     return this.#values.get(key.id) as T;
   }
 

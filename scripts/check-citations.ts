@@ -33,7 +33,13 @@ const OUTSIDE_DOCUMENTS: readonly RegExp[] = [
  * Searched in comments only, where code may hold `#fff` or `'#1'` strings and parameters named `spec`:
  * an issue-tracker reference (`#12`) and a section of an outside spec (`spec: Limits`).
  */
-const IN_COMMENTS: readonly RegExp[] = [/(?<![\w&/.#-])#\d+\b/, /\bspec: /i, /\bspec rules? \d/i, /\bspec "[A-Z]/i, /\bcontract (?:header )?decision/i];
+const IN_COMMENTS: readonly RegExp[] = [
+  /(?<![\w&/.#-])#\d+\b/,
+  /\bspec: /i,
+  /\bspec rules? \d/i,
+  /\bspec "[A-Z]/i,
+  /\bcontract (?:header )?decision/i,
+];
 
 /** Generated, vendored or binary files: nobody writes prose there. */
 const SKIPPED = [/^node_modules\//, /^\.tools\//, /^proto\/gen\//, /^data\/migrations\//, /^package-lock\.json$/];

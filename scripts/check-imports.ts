@@ -39,7 +39,8 @@ export function violationOf(file: string, target: string): string | null {
   if (from === null) return null;
   if (target.startsWith('app/')) return 'a domain never imports the composition root (app/)';
   const to = domainOf(target);
-  if (to !== null && to !== from && target !== `domains/${to}/index.ts`) return `reach domains/${to} through its index.ts`;
+  if (to !== null && to !== from && target !== `domains/${to}/index.ts`)
+    return `reach domains/${to} through its index.ts`;
   return null;
 }
 
@@ -54,7 +55,9 @@ export function checkImports(files: readonly string[], read: (file: string) => s
 
 if (import.meta.main) {
   const roots = ['app', 'gateway', 'domains', 'scripts', 'bench'];
-  const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', ...roots], { encoding: 'utf8' });
+  const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', ...roots], {
+    encoding: 'utf8',
+  });
   const root = join(import.meta.dirname, '..');
   const files = listed.split('\n').filter((f) => f.endsWith('.ts'));
   const violations = checkImports(files, (file) => readFileSync(join(root, file), 'utf8'));

@@ -3,9 +3,13 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 const LIMIT = 400;
-const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'app', 'gateway', 'domains', 'scripts', 'test', 'bench'], {
-  encoding: 'utf8',
-})
+const files = execFileSync(
+  'git',
+  ['ls-files', '--cached', '--others', '--exclude-standard', 'app', 'gateway', 'domains', 'scripts', 'test', 'bench'],
+  {
+    encoding: 'utf8',
+  },
+)
   .split('\n')
   .filter((f) => /\.(ts|mts|js|mjs)$/.test(f) && !f.includes('/gen/'));
 const over = files

@@ -31,4 +31,5 @@ export function renderErrorsDoc(): string {
   return `${lines.join('\n')}\n`;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) writeFileSync(new URL('../ERRORS.md', import.meta.url), renderErrorsDoc());
+if (import.meta.url === `file://${process.argv[1]}`)
+  writeFileSync(new URL('../ERRORS.md', import.meta.url), renderErrorsDoc());

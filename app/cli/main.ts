@@ -15,7 +15,13 @@ import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts
 import { reloadCommand } from './reload.ts';
 import { serveCommand } from './serve.ts';
 
-const COMMANDS: readonly CliCommand[] = [serveCommand, reloadCommand, backupCommand, restoreCommand, ...DOMAIN_COMMANDS];
+const COMMANDS: readonly CliCommand[] = [
+  serveCommand,
+  reloadCommand,
+  backupCommand,
+  restoreCommand,
+  ...DOMAIN_COMMANDS,
+];
 
 function help(): string {
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(16)}${c.summary}`);
@@ -68,7 +74,8 @@ async function runCommand(command: CliCommand, args: string[]): Promise<number> 
   const commandArgs = remainingArgs(args, tokens ?? []);
   const file = values[CONFIG_FILE_FLAG];
   let config: ReturnType<typeof loadConfig>;
-  const readConfig = () => loadConfig({ overrides: configOverrides, file: typeof file === 'string' ? file : undefined });
+  const readConfig = () =>
+    loadConfig({ overrides: configOverrides, file: typeof file === 'string' ? file : undefined });
   try {
     config = readConfig();
   } catch (error) {

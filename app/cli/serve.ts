@@ -95,7 +95,8 @@ ${renderHelp()}`,
       env.out(`meshgate stopped (${signal})`);
       return 0;
     }
-    const hangUp = () => env.err('meshgate: reload needs workers (--workers N, N > 1); restart this process to apply changes');
+    const hangUp = () =>
+      env.err('meshgate: reload needs workers (--workers N, N > 1); restart this process to apply changes');
     process.on('SIGHUP', hangUp);
     const gateway = await startGateway(env.config, { announce: env.out }).catch((error: unknown) => {
       cancel();

@@ -61,7 +61,8 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   {
     env: ['PLATFORM_WORKER_LISTEN'],
-    meaning: 'how workers share the ports: `reuseport` (a socket each, kernel-balanced) or `shared` (the primary hands out connections)',
+    meaning:
+      'how workers share the ports: `reuseport` (a socket each, kernel-balanced) or `shared` (the primary hands out connections)',
     doc: 'docs/operating.md',
   },
   {
@@ -101,7 +102,11 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   { env: ['PLATFORM_MAX_BODY_BYTES'], meaning: 'most bytes of a buffered API request body (413 beyond)' },
   {
-    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS', 'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS'],
+    env: [
+      'PLATFORM_UPSTREAM_CONNECTIONS',
+      'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS',
+      'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS',
+    ],
     meaning: "runtime proxy pool per upstream, and one client connection's and one client address's share of it",
     doc: 'docs/serving.md',
   },

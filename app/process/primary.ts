@@ -101,7 +101,8 @@ function reloadOnHangup(supervisor: Supervisor, started: Readonly<Config>, io: P
  * (the running workers hold it).
  */
 async function resolvePorts(config: Readonly<Config>, started: Readonly<Config> | null): Promise<Readonly<Config>> {
-  const pick = async (port: number, before: number | null | undefined) => (port !== 0 ? port : (before ?? (await freePort(config.bind))));
+  const pick = async (port: number, before: number | null | undefined) =>
+    port !== 0 ? port : (before ?? (await freePort(config.bind)));
   const httpsPort = await pick(config.httpsPort, started?.httpsPort);
   const httpPort = config.httpPort === null ? null : await pick(config.httpPort, started?.httpPort);
   return { ...config, httpsPort, httpPort };

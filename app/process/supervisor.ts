@@ -121,7 +121,8 @@ export class Supervisor {
         reject(new Error(why));
       };
       const timer = setTimeout(() => fail(`a worker did not start within ${READY_TIMEOUT_MS} ms`), READY_TIMEOUT_MS);
-      const onExit = (code: number | null, signal: string | null) => fail(`a worker exited while starting (${signal ?? `code ${code}`})`);
+      const onExit = (code: number | null, signal: string | null) =>
+        fail(`a worker exited while starting (${signal ?? `code ${code}`})`);
       const onMessage = (message: unknown) => {
         if (!isSupervision<ToPrimary>(message)) return;
         if (message.supervise === 'failed') fail(message.message);
@@ -171,7 +172,10 @@ export class Supervisor {
       if (this.#stopping) return;
       this.#fill(slot).catch((error: unknown) => {
         // A replacement that fails to start is one more failure: the next try waits longer.
-        this.logger.error({ err: error, slot: slot.index, failures: slot.failures }, 'worker replacement failed to start');
+        this.logger.error(
+          { err: error, slot: slot.index, failures: slot.failures },
+          'worker replacement failed to start',
+        );
         this.#restartLater(slot);
       });
     }, delay);

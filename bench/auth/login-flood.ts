@@ -51,7 +51,10 @@ async function adminLogins(gw: TestGateway) {
 
 /** The worker: 32 clients on their own loopback addresses, each guessing until told to stop or out of guesses. */
 async function flood(url: string, ca: string) {
-  const agents = Array.from({ length: FLOODERS }, (_, i) => new Agent({ localAddress: `127.0.1.${i + 1}`, connect: { ca, servername: 'localhost' } }));
+  const agents = Array.from(
+    { length: FLOODERS },
+    (_, i) => new Agent({ localAddress: `127.0.1.${i + 1}`, connect: { ca, servername: 'localhost' } }),
+  );
   const counts: Record<number, number> = {};
   let sent = 0;
   let stop = false;
@@ -73,7 +76,10 @@ async function flood(url: string, ca: string) {
 }
 
 async function flooded(gw: TestGateway) {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { url: gw.gateway.httpsUrl, ca: gw.gateway.caPem }, execArgv: ['--import', 'tsx'] });
+  const worker = new Worker(new URL(import.meta.url), {
+    workerData: { url: gw.gateway.httpsUrl, ca: gw.gateway.caPem },
+    execArgv: ['--import', 'tsx'],
+  });
   const next = () => new Promise<unknown>((resolve) => worker.once('message', resolve));
   await next();
   const admin = await adminLogins(gw);
@@ -96,7 +102,9 @@ async function measure(label: string, overrides: ConfigInput) {
 
 async function main() {
   await measure('default throttle', {});
-  await measure('buckets wide open (fair queue only)', { auth: { throttle: { clientBurst: 1000, accountBurst: 100, accountRefillSeconds: 0.01 } } });
+  await measure('buckets wide open (fair queue only)', {
+    auth: { throttle: { clientBurst: 1000, accountBurst: 100, accountRefillSeconds: 0.01 } },
+  });
 }
 
 if (!isMainThread) {

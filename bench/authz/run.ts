@@ -15,7 +15,9 @@ import { openDatabase } from '../../gateway/db/open.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
 import { localPrincipal } from '../../test/helpers/deployments.ts';
 
-const { values } = parseArgs({ options: { scale: { type: 'string', default: '1' }, seconds: { type: 'string', default: '2' } } });
+const { values } = parseArgs({
+  options: { scale: { type: 'string', default: '1' }, seconds: { type: 'string', default: '2' } },
+});
 const scale = Number(values.scale);
 const seconds = Number(values.seconds);
 const USERS = Math.round(10_000 * scale);
@@ -41,7 +43,9 @@ function seedTuples(sqlite: ReturnType<typeof openDatabase>['sqlite']): void {
     "INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES ('user', ?, ?, 'dataset', ?, ?, '2026-01-01T00:00:00Z')",
   );
   sqlite.transaction(() => {
-    for (let u = 0; u < USERS; u++) for (let k = 0; k < PER_USER; k++) insert.run(userId(u), RELATIONS[pick(3)], objectId(pick(OBJECTS)), DEFAULT_TENANT);
+    for (let u = 0; u < USERS; u++)
+      for (let k = 0; k < PER_USER; k++)
+        insert.run(userId(u), RELATIONS[pick(3)], objectId(pick(OBJECTS)), DEFAULT_TENANT);
     for (let o = 0; o < LIST_OBJECTS; o++) insert.run('lister', 'viewer', objectId(o), DEFAULT_TENANT);
   })();
 }
@@ -54,7 +58,9 @@ interface Query {
 /** Half the queries name a stored (user, object) pair, half a random one (mostly misses). */
 function queries(sqlite: ReturnType<typeof openDatabase>['sqlite'], n: number): Query[] {
   const stored = sqlite
-    .prepare("SELECT subject_id AS s, object_id AS o FROM authz_tuples WHERE subject_id != 'lister' ORDER BY random() LIMIT ?")
+    .prepare(
+      "SELECT subject_id AS s, object_id AS o FROM authz_tuples WHERE subject_id != 'lister' ORDER BY random() LIMIT ?",
+    )
     .all(n / 2) as {
     s: string;
     o: string;
@@ -62,7 +68,8 @@ function queries(sqlite: ReturnType<typeof openDatabase>['sqlite'], n: number): 
   const principals = new Map<string, Principal>();
   const p = (id: string) => principals.get(id) ?? principals.set(id, localPrincipal(id)).get(id)!;
   const out = stored.map((r) => ({ principal: p(r.s), object: { namespace: 'dataset', id: r.o } }));
-  while (out.length < n) out.push({ principal: p(userId(pick(USERS))), object: { namespace: 'dataset', id: objectId(pick(OBJECTS)) } });
+  while (out.length < n)
+    out.push({ principal: p(userId(pick(USERS))), object: { namespace: 'dataset', id: objectId(pick(OBJECTS)) } });
   return out.sort(() => random() - 0.5);
 }
 
@@ -130,7 +137,8 @@ function main(): void {
     `SELECT 1 FROM authz_tuples WHERE subject_ns = 'user' AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ? AND relation IN (${viewer.map(() => '?').join(',')}) LIMIT 1`,
   );
   const viaIndex = (q: Query) => authz.check(q.principal, 'viewer', q.object);
-  const viaSqlite = (q: Query) => probe.get(q.principal.userId, q.object.namespace, q.object.id, DEFAULT_TENANT, ...viewer) !== undefined;
+  const viaSqlite = (q: Query) =>
+    probe.get(q.principal.userId, q.object.namespace, q.object.id, DEFAULT_TENANT, ...viewer) !== undefined;
 
   const qs = queries(sqlite, 100_000);
   const mismatch = qs.filter((q) => viaIndex(q) !== viaSqlite(q)).length;
@@ -143,7 +151,9 @@ function main(): void {
   console.log(
     `check (index):  ${fmt(idx.perSecond / 1000, 0)}k checks/s, allowed ${fmt(idx.allowed * 100, 0)}%, p50 ${fmt(idxLat.p50)} µs, p99 ${fmt(idxLat.p99)} µs, p99.9 ${fmt(idxLat.p999)} µs`,
   );
-  console.log(`check (sqlite): ${fmt(sql.perSecond / 1000, 0)}k checks/s, p50 ${fmt(sqlLat.p50)} µs, p99 ${fmt(sqlLat.p99)} µs, p99.9 ${fmt(sqlLat.p999)} µs`);
+  console.log(
+    `check (sqlite): ${fmt(sql.perSecond / 1000, 0)}k checks/s, p50 ${fmt(sqlLat.p50)} µs, p99 ${fmt(sqlLat.p99)} µs, p99.9 ${fmt(sqlLat.p999)} µs`,
+  );
   console.log(`ratio index/sqlite: ${fmt(idx.perSecond / sql.perSecond, 1)}x`);
 
   // List filtering: a catalog page of 10k datasets filtered to what the caller may see.
@@ -151,16 +161,21 @@ function main(): void {
   const catalog = Array.from({ length: LIST_OBJECTS }, (_, i) => ({ urn: objectId(i) }));
   const listIndex = median(21, () => {
     const visible = authz.visibleIds(lister, 'dataset');
-    if (visible !== 'all' && catalog.filter((d) => visible.has(d.urn)).length !== LIST_OBJECTS) throw new Error('list filter lost rows');
+    if (visible !== 'all' && catalog.filter((d) => visible.has(d.urn)).length !== LIST_OBJECTS)
+      throw new Error('list filter lost rows');
   });
   const objectIdsSql = sqlite.prepare(
     `SELECT DISTINCT object_id AS id FROM authz_tuples WHERE subject_ns = 'user' AND subject_id = ? AND object_ns = 'dataset' AND tenant = ? AND relation IN (${viewer.map(() => '?').join(',')})`,
   );
   const listSql = median(21, () => {
-    const visible = new Set((objectIdsSql.all('lister', DEFAULT_TENANT, ...viewer) as { id: string }[]).map((r) => r.id));
+    const visible = new Set(
+      (objectIdsSql.all('lister', DEFAULT_TENANT, ...viewer) as { id: string }[]).map((r) => r.id),
+    );
     if (catalog.filter((d) => visible.has(d.urn)).length !== LIST_OBJECTS) throw new Error('list filter lost rows');
   });
-  console.log(`list-filter ${LIST_OBJECTS} datasets: index ${fmt(listIndex)} ms, sqlite ${fmt(listSql)} ms (median of 21)`);
+  console.log(
+    `list-filter ${LIST_OBJECTS} datasets: index ${fmt(listIndex)} ms, sqlite ${fmt(listSql)} ms (median of 21)`,
+  );
   sqlite.close();
 }
 

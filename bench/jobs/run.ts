@@ -15,13 +15,16 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TestGateway } from '../../test/helpers/gateway.ts';
 
-const { values } = parseArgs({ options: { samples: { type: 'string', default: '40' }, concurrent: { type: 'string', default: '100' } } });
+const { values } = parseArgs({
+  options: { samples: { type: 'string', default: '40' }, concurrent: { type: 'string', default: '100' } },
+});
 const SAMPLES = Number(values.samples);
 const CONCURRENT = Number(values.concurrent);
 const MARKER = 'KZ_MESH_RUN_ON_JSON::';
 const PY = `python3 -c 'print(1)'`;
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] as number;
 const ms = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(1)} ms, p95 ${pct(xs, 95).toFixed(1)} ms`;
 
@@ -29,7 +32,8 @@ async function submitToRunning(gw: TestGateway, token: string): Promise<number[]
   const out: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     const start = process.hrtime.bigint();
-    const id = (await gw.request('POST', '/api/cluster/jobs/submit', { token, json: { entrypoint: 'sleep 0.3' } })).json.id;
+    const id = (await gw.request('POST', '/api/cluster/jobs/submit', { token, json: { entrypoint: 'sleep 0.3' } })).json
+      .id;
     for (;;) {
       const status = (await gw.request('GET', `/api/cluster/jobs/${id}/status`, { token })).json.status;
       if (status !== 'PENDING') break;
@@ -55,7 +59,10 @@ async function runVersusBare(gw: TestGateway, token: string): Promise<{ peer: nu
   return { peer, viaRun };
 }
 
-async function concurrent(gw: TestGateway, token: string): Promise<{ wallMs: number; lostLogs: number; lostResults: number }> {
+async function concurrent(
+  gw: TestGateway,
+  token: string,
+): Promise<{ wallMs: number; lostLogs: number; lostResults: number }> {
   const start = process.hrtime.bigint();
   const ids = await Promise.all(
     Array.from({ length: CONCURRENT }, async (_, i) => {

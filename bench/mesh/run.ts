@@ -68,14 +68,20 @@ async function main() {
   await load(meshUrl, sourceToken, source.agent);
   const local = await load(localUrl, receiverToken, receiver.agent);
   const mesh = await load(meshUrl, sourceToken, source.agent);
-  console.log(`features: ${pair.features.join(', ') || 'base envelope only'}; ${total} requests, concurrency ${concurrency}`);
+  console.log(
+    `features: ${pair.features.join(', ') || 'base envelope only'}; ${total} requests, concurrency ${concurrency}`,
+  );
   for (const [name, r] of [
     ['local (receiver)', local],
     ['mesh (source → receiver)', mesh],
   ] as const) {
-    console.log(`${name.padEnd(26)} ${r.rps.toFixed(0).padStart(6)} rps   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`);
+    console.log(
+      `${name.padEnd(26)} ${r.rps.toFixed(0).padStart(6)} rps   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`,
+    );
   }
-  console.log(`ratio mesh/local: rps ${(mesh.rps / local.rps).toFixed(2)}, p50 +${(mesh.p50 - local.p50).toFixed(2)} ms (target ≤ 2 ms)`);
+  console.log(
+    `ratio mesh/local: rps ${(mesh.rps / local.rps).toFixed(2)}, p50 +${(mesh.p50 - local.p50).toFixed(2)} ms (target ≤ 2 ms)`,
+  );
 
   const key = pskKey(pair.psk);
   const features = new Set(pair.features);
@@ -113,7 +119,9 @@ async function main() {
   const cache = new VerifiedTokenCache<object>();
   cache.set(`jwks\n${sourceToken}`, {}, now() + 600, 'j');
   const token = perOp('receiver: peer-token cache hit', 200_000, () => cache.get(`jwks\n${sourceToken}`));
-  console.log(`per side beyond the plain proxy path: source ${sign.toFixed(1)} µs, receiver ${(verify + token).toFixed(1)} µs (target ≤ 20 µs)`);
+  console.log(
+    `per side beyond the plain proxy path: source ${sign.toFixed(1)} µs, receiver ${(verify + token).toFixed(1)} µs (target ≤ 20 µs)`,
+  );
 }
 
 runBench(main);

@@ -18,19 +18,22 @@ const upstream = process.argv[2] as string;
 const tlsDir = mkdtempSync(join(tmpdir(), 'bench-bare-h2-'));
 const tls = await ensureTlsMaterial({ tlsDir, names: ['127.0.0.1', 'localhost'], clusterName: 'bench' });
 const pool = new Pool(upstream, { connections: 256, pipelining: 1 });
-const server = createSecureServer({ allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, settings: { maxConcurrentStreams: 128 } }, (req, res) => {
-  const path = (req.url ?? '/').replace(/^\/runtime\/models\/[^/]+/, '') || '/';
-  pool
-    .request({ path, method: req.method as Dispatcher.HttpMethod, body: req.method === 'POST' ? req : null })
-    .then(({ statusCode, headers, body }) => {
-      res.writeHead(statusCode, { 'content-type': String(headers['content-type'] ?? 'application/octet-stream') });
-      pipeline(body, res, () => {});
-    })
-    .catch(() => {
-      res.writeHead(502);
-      res.end();
-    });
-});
+const server = createSecureServer(
+  { allowHTTP1: true, key: tls.keyPem, cert: tls.certPem, settings: { maxConcurrentStreams: 128 } },
+  (req, res) => {
+    const path = (req.url ?? '/').replace(/^\/runtime\/models\/[^/]+/, '') || '/';
+    pool
+      .request({ path, method: req.method as Dispatcher.HttpMethod, body: req.method === 'POST' ? req : null })
+      .then(({ statusCode, headers, body }) => {
+        res.writeHead(statusCode, { 'content-type': String(headers['content-type'] ?? 'application/octet-stream') });
+        pipeline(body, res, () => {});
+      })
+      .catch(() => {
+        res.writeHead(502);
+        res.end();
+      });
+  },
+);
 server.listen(0, '127.0.0.1', () => process.send?.({ port: (server.address() as AddressInfo).port, caPem: tls.caPem }));
 process.on('disconnect', () => {
   rmSync(tlsDir, { recursive: true, force: true });

@@ -43,7 +43,10 @@ function once(session: ClientHttp2Session, path: string, n: number, token: strin
   const post = kind >= 7 && kind < 9;
   const target = kind === 9 ? `${path}/stream?mb=1` : `${path}/hello`;
   return new Promise((resolve) => {
-    const stream = session.request({ ':method': post ? 'POST' : 'GET', ':path': target, authorization: `Bearer ${token}` }, { endStream: !post });
+    const stream = session.request(
+      { ':method': post ? 'POST' : 'GET', ':path': target, authorization: `Bearer ${token}` },
+      { endStream: !post },
+    );
     let status = 0;
     stream.on('response', (headers) => {
       status = Number(headers[':status']);
@@ -83,7 +86,12 @@ try {
   const { hello: up } = await child<{ port: number }>('upstream.ts', []);
   const upstream = `http://127.0.0.1:${up.port}`;
   const { proc: bare, hello } = await child<{ port: number; caPem: string }>('bare-h2.ts', [upstream]);
-  const peer = await load(`https://127.0.0.1:${hello.port}/runtime/models/bench`, hello.caPem, 'none', bare.pid as number);
+  const peer = await load(
+    `https://127.0.0.1:${hello.port}/runtime/models/bench`,
+    hello.caPem,
+    'none',
+    bare.pid as number,
+  );
   bare.disconnect();
   const gateway = await startMeshgate(upstream, 0);
   const idle = Math.round(rssMb(gateway.pid));
@@ -91,7 +99,18 @@ try {
   gateway.stop();
   const ratio = Math.round((measured.peak_rss_mb / peer.peak_rss_mb) * 100) / 100;
   console.log(
-    JSON.stringify({ sessions: SESSIONS, streams: STREAMS, seconds: SECONDS, meshgate: { idle_rss_mb: idle, ...measured }, bare_h2: peer, ratio }, null, 2),
+    JSON.stringify(
+      {
+        sessions: SESSIONS,
+        streams: STREAMS,
+        seconds: SECONDS,
+        meshgate: { idle_rss_mb: idle, ...measured },
+        bare_h2: peer,
+        ratio,
+      },
+      null,
+      2,
+    ),
   );
 } finally {
   for (const proc of children) if (proc.connected) proc.disconnect();

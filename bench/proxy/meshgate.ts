@@ -43,11 +43,27 @@ async function call(url: string, init: RequestInit): Promise<Record<string, stri
 }
 
 /** `extra`: more `serve` flags, e.g. `['--workers', '2']`; `env`: more settings (PLATFORM_WORKER_LISTEN). */
-export async function startMeshgate(upstream: string, httpPort: number, extra: string[] = [], env: Record<string, string> = {}): Promise<Meshgate> {
+export async function startMeshgate(
+  upstream: string,
+  httpPort: number,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Meshgate> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-meshgate-'));
   const logFile = join(dataDir, 'stdout.log');
   const out = openSync(logFile, 'a');
-  const args = ['serve', '--data-dir', dataDir, '--https-port', '0', '--http-port', String(httpPort), '--bind', '127.0.0.1', ...extra];
+  const args = [
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--https-port',
+    '0',
+    '--http-port',
+    String(httpPort),
+    '--bind',
+    '127.0.0.1',
+    ...extra,
+  ];
   const proc = spawn(join(repo, 'bin', 'meshgate'), args, {
     env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD, ...env },
     stdio: ['ignore', out, out],
@@ -67,5 +83,12 @@ export async function startMeshgate(upstream: string, httpPort: number, extra: s
     body: JSON.stringify({ kind: 'model', name: 'bench', upstream }),
   });
   const path = `/runtime/models/${id}`;
-  return { url: `${base}${path}`, httpsUrl: `${https}${path}`, caPem, token: token as string, pid: proc.pid as number, stop: () => proc.kill('SIGTERM') };
+  return {
+    url: `${base}${path}`,
+    httpsUrl: `${https}${path}`,
+    caPem,
+    token: token as string,
+    pid: proc.pid as number,
+    stop: () => proc.kill('SIGTERM'),
+  };
 }

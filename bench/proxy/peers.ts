@@ -17,7 +17,10 @@ export const STREAM_MB = 512;
 export const children: ChildProcess[] = [];
 
 export function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
-  const proc = fork(join(here, file), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(join(here, file), args, {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   children.push(proc);
   return new Promise((resolve, reject) => {
     proc.once('message', (hello) => resolve({ proc, hello: hello as T }));
@@ -37,7 +40,10 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startNginx(upstreamPort: number, workers: number | 'auto' = 1): Promise<{ url: string; pid: number }> {
+export async function startNginx(
+  upstreamPort: number,
+  workers: number | 'auto' = 1,
+): Promise<{ url: string; pid: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
   mkdirSync(join(dir, 'logs'));
   const port = await freePort();
@@ -59,7 +65,9 @@ http {
   }
 }`,
   );
-  const proc = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs/error.log')], { stdio: 'inherit' });
+  const proc = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs/error.log')], {
+    stdio: 'inherit',
+  });
   children.push(proc);
   proc.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   for (let i = 0; i < 50; i++) {
@@ -109,16 +117,27 @@ function toMs(text: string): number {
 
 /** One wrk run; bash's `times` after it gives wrk's own CPU (it shares the cores with what it measures). */
 export function wrk(url: string, token?: string): WrkResult {
-  const args = ['-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '--latency', ...(token ? ['-H', `Authorization: Bearer ${token}`] : []), url];
+  const args = [
+    '-t2',
+    `-c${CONNECTIONS}`,
+    `-d${SECONDS}s`,
+    '--latency',
+    ...(token ? ['-H', `Authorization: Bearer ${token}`] : []),
+    url,
+  ];
   const out = execFileSync('bash', ['-c', 'wrk "$@"; times', 'wrk', ...args], { encoding: 'utf8' });
-  const [user, sys] = [...(out.trim().split('\n').at(-1) ?? '').matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]));
+  const [user, sys] = [...(out.trim().split('\n').at(-1) ?? '').matchAll(/(\d+)m([\d.]+)s/g)].map(
+    (m) => Number(m[1]) * 60 + Number(m[2]),
+  );
   return {
     wrkCpuSeconds: (user ?? 0) + (sys ?? 0),
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
     p50: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
     p99: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
     requests: Number(/(\d+) requests in/.exec(out)?.[1]),
-    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + Number(/Socket errors: .*?(\d+) timeout/.exec(out)?.[1] ?? 0),
+    errors:
+      Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) +
+      Number(/Socket errors: .*?(\d+) timeout/.exec(out)?.[1] ?? 0),
   };
 }
 

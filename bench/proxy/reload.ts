@@ -21,7 +21,10 @@ const stops: (() => void)[] = [];
 
 /** wrk's own summary: requests, and every kind of error it counts. */
 function parse(out: string) {
-  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)?.slice(1).map(Number) ?? [0, 0, 0, 0];
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/
+    .exec(out)
+    ?.slice(1)
+    .map(Number) ?? [0, 0, 0, 0];
   return {
     requests: Number(/(\d+) requests in/.exec(out)?.[1]),
     non_2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
@@ -35,8 +38,18 @@ function parse(out: string) {
 async function main(): Promise<void> {
   const upstream = await child<{ port: number }>('upstream.ts', []);
   const gateway = await startMeshgate(`http://127.0.0.1:${upstream.hello.port}`, await freePort(), ['--workers', '2']);
-  const dataDir = /--data-dir (\S+)/.exec(readFileSync(`/proc/${gateway.pid}/cmdline`, 'utf8').replaceAll('\0', ' '))?.[1] as string;
-  const wrk = () => run('wrk', ['-t2', `-c${CONNECTIONS}`, `-d${SECONDS}s`, '-H', `Authorization: Bearer ${gateway.token}`, `${gateway.url}/hello`]);
+  const dataDir = /--data-dir (\S+)/.exec(
+    readFileSync(`/proc/${gateway.pid}/cmdline`, 'utf8').replaceAll('\0', ' '),
+  )?.[1] as string;
+  const wrk = () =>
+    run('wrk', [
+      '-t2',
+      `-c${CONNECTIONS}`,
+      `-d${SECONDS}s`,
+      '-H',
+      `Authorization: Bearer ${gateway.token}`,
+      `${gateway.url}/hello`,
+    ]);
   const at = (ms: number, event: () => unknown) => new Promise((resolve) => setTimeout(() => resolve(event()), ms));
   stops.push(gateway.stop);
   const results: Record<string, unknown> = {};

@@ -48,7 +48,10 @@ function wrkWithCpu(target: Target, pid: number | null): { result: WrkResult; cp
 }
 
 /** REPS rounds of wrk on each target, rotating who goes first; CPU per request of the two proxies, the gateway's peak RSS. */
-function measureRps(targets: Targets, pids: { meshgate: number; nginx: number }): Pick<Measured, 'runs' | 'cpu' | 'peakRss'> {
+function measureRps(
+  targets: Targets,
+  pids: { meshgate: number; nginx: number },
+): Pick<Measured, 'runs' | 'cpu' | 'peakRss'> {
   const names = Object.keys(targets) as (keyof Targets)[];
   const runs: Record<string, WrkResult[]> = { direct: [], nginx: [], meshgate: [] };
   const cpu: Record<string, number[]> = { nginx: [], meshgate: [] };
@@ -60,7 +63,9 @@ function measureRps(targets: Targets, pids: { meshgate: number; nginx: number })
       runs[name]?.push(result);
       if (cpuPerRequest !== null) cpu[name]?.push(cpuPerRequest);
       if (name === 'meshgate') peakRss = Math.max(peakRss, rssBytes(pids.meshgate));
-      process.stderr.write(`rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`);
+      process.stderr.write(
+        `rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`,
+      );
     }
   }
   return { runs, cpu, peakRss };
@@ -69,7 +74,13 @@ function measureRps(targets: Targets, pids: { meshgate: number; nginx: number })
 function summarize(names: readonly string[], { runs, cpu, peakRss, stream, stalled }: Measured) {
   const m = (name: string, key: keyof WrkResult) => median((runs[name] ?? []).map((r) => r[key]));
   return {
-    settings: { seconds: SECONDS, reps: REPS, connections: CONNECTIONS, stream_mb: STREAM_MB, cores: execFileSync('nproc', { encoding: 'utf8' }).trim() },
+    settings: {
+      seconds: SECONDS,
+      reps: REPS,
+      connections: CONNECTIONS,
+      stream_mb: STREAM_MB,
+      cores: execFileSync('nproc', { encoding: 'utf8' }).trim(),
+    },
     rps: Object.fromEntries(names.map((n) => [n, Math.round(m(n, 'rps'))])),
     p50_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p50')])),
     p99_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p99')])),
@@ -80,7 +91,9 @@ function summarize(names: readonly string[], { runs, cpu, peakRss, stream, stall
       meshgate_vs_direct_rps: round(m('meshgate', 'rps') / m('direct', 'rps'), 2),
       meshgate_vs_nginx_p99: round(m('meshgate', 'p99') / m('nginx', 'p99'), 2),
       // Each rep runs the targets back to back, so a rep's own ratio shares its moment's load.
-      meshgate_vs_nginx_rps_by_rep: (runs.meshgate ?? []).map((r, i) => round(r.rps / (runs.nginx?.[i]?.rps ?? Number.NaN), 2)),
+      meshgate_vs_nginx_rps_by_rep: (runs.meshgate ?? []).map((r, i) =>
+        round(r.rps / (runs.nginx?.[i]?.rps ?? Number.NaN), 2),
+      ),
       meshgate_vs_nginx_stream: round((stream.meshgate ?? 0) / (stream.nginx ?? 1), 2),
     },
     stream_MBps: Object.fromEntries(names.map((n) => [n, Math.round(stream[n] ?? 0)])),
@@ -102,7 +115,8 @@ async function main(): Promise<void> {
   const names = Object.keys(targets) as (keyof Targets)[];
   const measured = measureRps(targets, { meshgate: gateway.pid, nginx: nginx.pid });
   const stream: Record<string, number> = {};
-  for (const name of names) stream[name] = median(Array.from({ length: REPS }, () => curlMBps(targets[name].url, targets[name].token)));
+  for (const name of names)
+    stream[name] = median(Array.from({ length: REPS }, () => curlMBps(targets[name].url, targets[name].token)));
   const summary = summarize(names, { ...measured, stream, stalled: await stalledClientRss(gateway) });
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   mkdirSync('.bench-out', { recursive: true });
@@ -114,7 +128,9 @@ async function stalledClientRss(gateway: Meshgate) {
   const url = new URL(gateway.url);
   const before = rssBytes(gateway.pid);
   const socket = connect(Number(url.port), url.hostname);
-  socket.write(`GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.token}\r\n\r\n`);
+  socket.write(
+    `GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.token}\r\n\r\n`,
+  );
   socket.pause();
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const during = rssBytes(gateway.pid);

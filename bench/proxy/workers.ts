@@ -70,7 +70,10 @@ async function startCaddy(upstreamPort: number): Promise<Target> {
     join(dir, 'Caddyfile'),
     `{\n  admin off\n  auto_https off\n  storage file_system ${dir}\n}\n:${port} {\n  bind 127.0.0.1\n  log {\n    output file ${dir}/access.log\n  }\n  reverse_proxy 127.0.0.1:${upstreamPort}\n}\n`,
   );
-  const proc = spawn('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], { stdio: 'ignore', env: { ...process.env, HOME: dir } });
+  const proc = spawn('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], {
+    stdio: 'ignore',
+    env: { ...process.env, HOME: dir },
+  });
   children.push(proc);
   await waitForPort(port);
   return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
@@ -91,8 +94,14 @@ async function startHaproxy(upstreamPort: number): Promise<Target> {
   return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
 }
 
-async function meshgate(upstream: string, workers: number, listen: 'reuseport' | 'shared' = 'reuseport'): Promise<Target> {
-  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)], { PLATFORM_WORKER_LISTEN: listen });
+async function meshgate(
+  upstream: string,
+  workers: number,
+  listen: 'reuseport' | 'shared' = 'reuseport',
+): Promise<Target> {
+  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)], {
+    PLATFORM_WORKER_LISTEN: listen,
+  });
   stops.push(gateway.stop);
   const pids = () => (workers === 1 ? [gateway.pid] : childrenOf(gateway.pid));
   return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids };
@@ -136,7 +145,12 @@ async function main(): Promise<void> {
   const m = (name: string, key: keyof WrkResult) => median((runs[name] ?? []).map((r) => r[key]));
   const rps = (name: string) => m(name, 'rps');
   const summary = {
-    settings: { seconds: SECONDS, reps: REPS, connections: CONNECTIONS, cores: (await import('node:os')).availableParallelism() },
+    settings: {
+      seconds: SECONDS,
+      reps: REPS,
+      connections: CONNECTIONS,
+      cores: (await import('node:os')).availableParallelism(),
+    },
     rps: Object.fromEntries(names.map((n) => [n, Math.round(rps(n))])),
     p50_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p50')])),
     p99_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p99')])),
@@ -150,8 +164,12 @@ async function main(): Promise<void> {
       two_workers_vs_nginx_auto_p99: round(m('meshgate-2', 'p99') / m('nginx-auto', 'p99'), 2),
       shared_vs_reuseport_rps: round(rps('meshgate-2-shared') / rps('meshgate-2'), 2),
       // Each rep runs the targets back to back, so a rep's own ratio shares its moment's load.
-      two_workers_vs_nginx_auto_by_rep: (runs['meshgate-2'] ?? []).map((r, i) => round(r.rps / (runs['nginx-auto']?.[i]?.rps ?? Number.NaN), 2)),
-      two_workers_vs_one_by_rep: (runs['meshgate-2'] ?? []).map((r, i) => round(r.rps / (runs['meshgate-1']?.[i]?.rps ?? Number.NaN), 2)),
+      two_workers_vs_nginx_auto_by_rep: (runs['meshgate-2'] ?? []).map((r, i) =>
+        round(r.rps / (runs['nginx-auto']?.[i]?.rps ?? Number.NaN), 2),
+      ),
+      two_workers_vs_one_by_rep: (runs['meshgate-2'] ?? []).map((r, i) =>
+        round(r.rps / (runs['meshgate-1']?.[i]?.rps ?? Number.NaN), 2),
+      ),
     },
   };
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

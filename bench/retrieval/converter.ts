@@ -12,7 +12,10 @@ import { CopyJsonConverter, type CopyRowReader } from '../../domains/retrieval/s
 
 const [rows = 200_000, reps = 15] = process.argv.slice(2).map(Number);
 const REGIONS = ['north', 'south', 'east', 'west'];
-const text = Array.from({ length: rows }, (_, i) => `${i + 1}\t${REGIONS[i % 4]}\t${(i * 37) % 10_000}\tnote number ${i}\n`).join('');
+const text = Array.from(
+  { length: rows },
+  (_, i) => `${i + 1}\t${REGIONS[i % 4]}\t${(i * 37) % 10_000}\tnote number ${i}\n`,
+).join('');
 const bytes = Buffer.from(text);
 const chunks: Buffer[] = [];
 for (let p = 0; p < bytes.length; p += 65_536) chunks.push(bytes.subarray(p, p + 65_536));

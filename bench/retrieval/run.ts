@@ -39,16 +39,25 @@ async function startGateway(): Promise<{ url: string; ca: string; pid: number; c
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   // As shipped: the launcher's Node flags and malloc settings apply (bench/README.md, proxy).
-  const child = spawn(join(ROOT, 'bin', 'meshgate'), ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'], {
-    env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    join(ROOT, 'bin', 'meshgate'),
+    ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
+    {
+      env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   cleanups.push(() => child.kill('SIGTERM'));
   for await (const line of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
     const match = /meshgate listening (https:\/\/\S+)/.exec(line);
     if (match) {
       const port = new URL(match[1] as string).port;
-      return { url: `https://localhost:${port}`, ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8'), pid: child.pid as number, child };
+      return {
+        url: `https://localhost:${port}`,
+        ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8'),
+        pid: child.pid as number,
+        child,
+      };
     }
   }
   throw new Error('gateway did not start');
@@ -75,7 +84,10 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: numb
 }
 
 async function main(): Promise<void> {
-  const pg: PostgresPeer = await startPostgres({ after: (fn) => cleanups.push(fn) }, { settings: { shared_buffers: '256MB' } });
+  const pg: PostgresPeer = await startPostgres(
+    { after: (fn) => cleanups.push(fn) },
+    { settings: { shared_buffers: '256MB' } },
+  );
   const fill = (table: string, n: number) =>
     pg
       .psql(`CREATE TABLE ${table} (id int, region text, amount int, note text);
@@ -86,7 +98,9 @@ async function main(): Promise<void> {
   const gw = await startGateway();
   const agent = new Agent({ connect: { ca: gw.ca } });
   const api = async (method: string, path: string, token: string | null, body?: unknown) => {
-    const headers: Record<string, string> = token ? { authorization: `Bearer ${token}`, 'content-type': 'application/json' } : {};
+    const headers: Record<string, string> = token
+      ? { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+      : {};
     const res = await request(`${gw.url}${path}`, {
       method: method as 'POST',
       headers,
@@ -102,7 +116,10 @@ async function main(): Promise<void> {
     dispatcher: agent,
   });
   const token = ((await login.body.json()) as { access_token: string }).access_token;
-  const secret = await api('POST', '/api/catalog/secrets/', token, { name: 'bench-pg', value: JSON.stringify({ user: pg.user, password: pg.password }) });
+  const secret = await api('POST', '/api/catalog/secrets/', token, {
+    name: 'bench-pg',
+    value: JSON.stringify({ user: pg.user, password: pg.password }),
+  });
   const urnOf = async (table: string) =>
     api('POST', '/api/catalog/datasets/', token, {
       name: table,
@@ -115,13 +132,20 @@ async function main(): Promise<void> {
   const copy = async (table: string, json = false) => {
     const query = json ? `COPY (SELECT row_to_json(r.*) FROM ${table} r) TO STDOUT` : `COPY ${table} TO STDOUT`;
     const env = { ...process.env, PGPASSWORD: pg.password };
-    await execFileAsync(join(pg.binDir, 'psql'), ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database, '-c', query, '-o', '/dev/null'], {
-      env,
-    });
+    await execFileAsync(
+      join(pg.binDir, 'psql'),
+      ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database, '-c', query, '-o', '/dev/null'],
+      {
+        env,
+      },
+    );
   };
   const sse = async (urn: string) => {
     const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'sse' });
-    const res = await request(`${gw.url}/api/retrieval/jobs/${job.job_id}/stream`, { headers: { authorization: `Bearer ${token}` }, dispatcher: agent });
+    const res = await request(`${gw.url}/api/retrieval/jobs/${job.job_id}/stream`, {
+      headers: { authorization: `Bearer ${token}` },
+      dispatcher: agent,
+    });
     let tail = '';
     for await (const piece of res.body) tail = (tail + Buffer.from(piece).toString('latin1')).slice(-4096);
     return Number(/"rows":(\d+)/.exec(tail.slice(tail.lastIndexOf('event: complete')))?.[1]);
@@ -139,7 +163,8 @@ async function main(): Promise<void> {
       authority: sessions.authority,
       async request(method, path, headers, options) {
         const stream = await sessions.request(method, path, headers, options);
-        if (window && stream.session && stream.session.state.effectiveLocalWindowSize !== window) stream.session.setLocalWindowSize(window);
+        if (window && stream.session && stream.session.state.effectiveLocalWindowSize !== window)
+          stream.session.setLocalWindowSize(window);
         return stream;
       },
       notifyResponseByteRead: (stream) => sessions.notifyResponseByteRead(stream),
@@ -157,7 +182,11 @@ async function main(): Promise<void> {
   type GrpcJob = { job_id: string; grpc: { token: string; endpoint: string; endpoints: { location: string }[] } };
   const grpcClients: [string, 'arrow-flight' | 'platform.retrieval.v1', (job: GrpcJob) => Promise<number>][] = [
     ['Arrow Flight, pyarrow', 'arrow-flight', async (job) => (await flight.get(flightGet(job, false))).rows],
-    ['Python grpcio', 'platform.retrieval.v1', async ({ job_id, grpc }) => (await py.stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows],
+    [
+      'Python grpcio',
+      'platform.retrieval.v1',
+      async ({ job_id, grpc }) => (await py.stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
+    ],
     ['Node Connect', 'platform.retrieval.v1', connectClient()],
     ['Node Connect, 8 MiB windows', 'platform.retrieval.v1', connectClient(8 << 20)],
   ];
@@ -188,16 +217,27 @@ async function main(): Promise<void> {
     for (const client of grpcClients) streams.push(await measured(n, () => grpc(urns[name], client)));
     clearInterval(sampler);
     if (watch) rss = { base, peak };
-    if (streams.some((x) => x.value !== n)) throw new Error(`row count mismatch: ${streams.map((x) => x.value).join(', ')}, want ${n}`);
+    if (streams.some((x) => x.value !== n))
+      throw new Error(`row count mismatch: ${streams.map((x) => x.value).join(', ')}, want ${n}`);
     const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
     const ratio = (x: { seconds: number }) => `${rate(x)} (${(rate(x) / rate(c)).toFixed(2)})`;
-    results.push(`| ${name} | ${n} | ${rate(c)} | ${ratio(j)} | ${streams.map(ratio).join(' | ')} | ${streams.map((x) => x.cpuPerM.toFixed(2)).join(' / ')} |`);
+    results.push(
+      `| ${name} | ${n} | ${rate(c)} | ${ratio(j)} | ${streams.map(ratio).join(' | ')} | ${streams.map((x) => x.cpuPerM.toFixed(2)).join(' / ')} |`,
+    );
   }
   const inlineRuns = 20;
   const inline = await timed(async () => {
-    for (let i = 0; i < inlineRuns; i++) await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urns.small, transport: 'inline', limit_rows: 10_000 });
+    for (let i = 0; i < inlineRuns; i++)
+      await api('POST', '/api/retrieval/jobs', token, {
+        dataset_urn: urns.small,
+        transport: 'inline',
+        limit_rows: 10_000,
+      });
   });
-  results.push('', `inline (10k rows, ${inlineRuns} jobs): ${Math.round((inlineRuns * 10_000) / inline.seconds)} rows/s`);
+  results.push(
+    '',
+    `inline (10k rows, ${inlineRuns} jobs): ${Math.round((inlineRuns * 10_000) / inline.seconds)} rows/s`,
+  );
   results.push(
     `gateway RSS while streaming the large table: ${rss.base.toFixed(0)} MB → peak ${rss.peak.toFixed(0)} MB (growth ${(rss.peak - rss.base).toFixed(0)} MB)`,
   );

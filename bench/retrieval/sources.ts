@@ -27,19 +27,39 @@ const [rows = 200_000, hiveRows = 50_000] = process.argv.slice(2).map(Number);
 const cleanups: (() => unknown)[] = [];
 const t = { after: (fn: () => unknown) => cleanups.push(fn) };
 const REGIONS = ['north', 'south', 'east'];
-const row = (i: number) => ({ id: String(i), region: REGIONS[i % 3] as string, amount: String((i * 37) % 1000), note: `row-${i}` });
-const csvOf = (n: number) => `id,region,amount,note\n${Array.from({ length: n }, (_, i) => Object.values(row(i)).join(',')).join('\n')}\n`;
+const row = (i: number) => ({
+  id: String(i),
+  region: REGIONS[i % 3] as string,
+  amount: String((i * 37) % 1000),
+  note: `row-${i}`,
+});
+const csvOf = (n: number) =>
+  `id,region,amount,note\n${Array.from({ length: n }, (_, i) => Object.values(row(i)).join(',')).join('\n')}\n`;
 const parquetOf = (n: number) =>
   new Uint8Array(
     parquetWriteBuffer({
-      columnData: Object.keys(row(0)).map((name) => ({ name, data: Array.from({ length: n }, (_, i) => row(i)[name as 'id']), type: 'STRING' as const })),
+      columnData: Object.keys(row(0)).map((name) => ({
+        name,
+        data: Array.from({ length: n }, (_, i) => row(i)[name as 'id']),
+        type: 'STRING' as const,
+      })),
     }),
   );
 
-async function sse(gw: TestGateway, token: string, urn: string, body: Record<string, unknown> = {}): Promise<{ rows: number; seconds: number }> {
+async function sse(
+  gw: TestGateway,
+  token: string,
+  urn: string,
+  body: Record<string, unknown> = {},
+): Promise<{ rows: number; seconds: number }> {
   const started = process.hrtime.bigint();
-  const job = (await gw.request('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: urn, transport: 'sse', ...body } })).json;
-  const res = await request(`${gw.url}/api/retrieval/jobs/${job.job_id}/stream`, { headers: { authorization: `Bearer ${token}` }, dispatcher: gw.agent });
+  const job = (
+    await gw.request('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: urn, transport: 'sse', ...body } })
+  ).json;
+  const res = await request(`${gw.url}/api/retrieval/jobs/${job.job_id}/stream`, {
+    headers: { authorization: `Bearer ${token}` },
+    dispatcher: gw.agent,
+  });
   let tail = '';
   for await (const piece of res.body) tail = (tail + Buffer.from(piece).toString('latin1')).slice(-4096);
   const complete = /"rows":(\d+)/.exec(tail.slice(tail.lastIndexOf('event: complete')));
@@ -52,9 +72,11 @@ async function main(): Promise<void> {
   const gw = await startTestGateway(t);
   const token = await gw.adminToken();
   const dataset = async (name: string, platform: string, properties: Record<string, unknown>) =>
-    (await gw.request('POST', '/api/catalog/datasets/', { token, json: { name, platform, properties } })).json as string;
+    (await gw.request('POST', '/api/catalog/datasets/', { token, json: { name, platform, properties } }))
+      .json as string;
   const keys = { aws_access_key_id: s3.accessKeyId, aws_secret_access_key: s3.secretAccessKey };
-  const secret = async (name: string, value: string) => (await gw.request('POST', '/api/catalog/secrets/', { token, json: { name, value } })).json as string;
+  const secret = async (name: string, value: string) =>
+    (await gw.request('POST', '/api/catalog/secrets/', { token, json: { name, value } })).json as string;
 
   await pg.psql(
     `CREATE TABLE bench (id text, region text, amount text, note text); INSERT INTO bench SELECT i::text, (ARRAY['north','south','east'])[i % 3 + 1], ((i * 37) % 1000)::text, 'row-' || i FROM generate_series(0, ${rows - 1}) i;`,
@@ -66,7 +88,8 @@ async function main(): Promise<void> {
     credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
   });
   await client.send(new CreateBucketCommand({ Bucket: 'bench' }));
-  const put = (Key: string, Body: string | Uint8Array) => client.send(new PutObjectCommand({ Bucket: 'bench', Key, Body }));
+  const put = (Key: string, Body: string | Uint8Array) =>
+    client.send(new PutObjectCommand({ Bucket: 'bench', Key, Body }));
   await put('rows.csv', csvOf(rows));
   await put('rows.parquet', parquetOf(rows));
   for (let p = 0; p < 4; p++) await put(`layout/part=${p}/rows.parquet`, parquetOf(rows / 4));
@@ -74,9 +97,19 @@ async function main(): Promise<void> {
   const admin = new Admin({ clientId: 'bench', bootstrapBrokers: [kafka.bootstrapServers] });
   await admin.createTopics({ topics: ['bench'], partitions: 1, replicas: 1 });
   await admin.close();
-  const producer = new Producer({ clientId: 'bench', bootstrapBrokers: [kafka.bootstrapServers], serializers: stringSerializers, idempotent: true });
+  const producer = new Producer({
+    clientId: 'bench',
+    bootstrapBrokers: [kafka.bootstrapServers],
+    serializers: stringSerializers,
+    idempotent: true,
+  });
   for (let i = 0; i < rows; i += 10_000) {
-    await producer.send({ messages: Array.from({ length: Math.min(10_000, rows - i) }, (_, j) => ({ topic: 'bench', value: JSON.stringify(row(i + j)) })) });
+    await producer.send({
+      messages: Array.from({ length: Math.min(10_000, rows - i) }, (_, j) => ({
+        topic: 'bench',
+        value: JSON.stringify(row(i + j)),
+      })),
+    });
   }
   await producer.close();
   const hiveDir = join(hive.dataDir, 'bench');
@@ -89,7 +122,11 @@ async function main(): Promise<void> {
     {
       id: 'C0BENCH',
       name: 'bench',
-      messages: Array.from({ length: rows }, (_, i) => ({ type: 'message', ts: `${1_700_000_000 + rows - i}.000100`, ...row(i) })),
+      messages: Array.from({ length: rows }, (_, i) => ({
+        type: 'message',
+        ts: `${1_700_000_000 + rows - i}.000100`,
+        ...row(i),
+      })),
     },
   ]);
 
@@ -106,7 +143,11 @@ async function main(): Promise<void> {
       {},
     ],
     ['s3 csv', await dataset('bench/rows.csv', 's3', { endpoint: s3.endpoint, secret_urn: s3Secret }), {}],
-    ['s3 parquet (ranged)', await dataset('bench/rows.parquet', 's3', { endpoint: s3.endpoint, secret_urn: s3Secret }), {}],
+    [
+      's3 parquet (ranged)',
+      await dataset('bench/rows.parquet', 's3', { endpoint: s3.endpoint, secret_urn: s3Secret }),
+      {},
+    ],
     [
       'hive layout on s3 (4 parquet partitions)',
       await dataset('layout', 'hive', { location: 's3://bench/layout', endpoint: s3.endpoint, secret_urn: s3Secret }),

@@ -11,7 +11,13 @@ import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
-import { ATTRIBUTE_AUTHORITIES, ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE, ATTRIBUTE_TYPES, type AttributeVocabulary } from './attributes.ts';
+import {
+  ATTRIBUTE_AUTHORITIES,
+  ATTRIBUTE_NAME,
+  ATTRIBUTE_NAME_RULE,
+  ATTRIBUTE_TYPES,
+  type AttributeVocabulary,
+} from './attributes.ts';
 
 const declareBody = z.object({
   type: z.enum(ATTRIBUTE_TYPES),
@@ -26,7 +32,10 @@ const attributeName = z.string().regex(ATTRIBUTE_NAME, ATTRIBUTE_NAME_RULE);
 const nameOf = (ctx: RequestContext) => validate(attributeName, ctx.params.name, 'path');
 const nameParams = z.object({ name: attributeName });
 const listQuery = z.object({ include_deprecated: flag.default(true) });
-const deleteQuery = z.object({ force: flag.optional(), subjects_holding_value: z.coerce.number().int().min(0).optional() });
+const deleteQuery = z.object({
+  force: flag.optional(),
+  subjects_holding_value: z.coerce.number().int().min(0).optional(),
+});
 
 export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number): RouteDef[] {
   const admin = { auth: 'admin', nativeOnly: true } as const;
@@ -51,7 +60,12 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
       path: '/cluster/attribute-schema/:name',
       auth: 'user',
       nativeOnly: true,
-      doc: { summary: 'One declared attribute', params: nameParams, answers: { 200: jsonObject }, errors: ['attribute_not_found'] },
+      doc: {
+        summary: 'One declared attribute',
+        params: nameParams,
+        answers: { 200: jsonObject },
+        errors: ['attribute_not_found'],
+      },
       handle: (ctx) => ({ status: 200, body: vocabulary.get(nameOf(ctx)) }),
     },
     {

@@ -89,7 +89,8 @@ export class AttributeVocabulary {
     // Values subjects already hold (of a deprecated or withdrawn name, or set before the first
     // declaration) are issued under the declaration: they must be of its type.
     const misfits = this.#holding(name).filter((value) => value !== null && !VALUE_CHECKS[shape.type](value)).length;
-    if (misfits > 0) throw AuthErrors.make.attribute_shape_conflict({ name, fields: ['type'], subjects_holding_other_type: misfits });
+    if (misfits > 0)
+      throw AuthErrors.make.attribute_shape_conflict({ name, fields: ['type'], subjects_holding_other_type: misfits });
     const row: AttributeSchemaRow = {
       name,
       type: shape.type,
@@ -110,7 +111,8 @@ export class AttributeVocabulary {
   /** DELETE without `force`: nothing new takes the name; held values and their claims stay. */
   deprecate(name: string) {
     const row = this.#find(name);
-    if (row.state === 'declared') this.store.putAttributeSchema({ ...row, state: 'deprecated', deprecatedAt: this.now().toISOString() });
+    if (row.state === 'declared')
+      this.store.putAttributeSchema({ ...row, state: 'deprecated', deprecatedAt: this.now().toISOString() });
     const state = row.state === 'withdrawn' ? 'withdrawn' : 'deprecated';
     return { name, state, subjects_holding_value: this.#holders(name) };
   }
@@ -122,7 +124,12 @@ export class AttributeVocabulary {
     if (holding > 0 && !force) throw AuthErrors.make.attribute_in_use({ name, subjects_holding_value: holding });
     if (row.state !== 'withdrawn') {
       const at = this.now().toISOString();
-      this.store.putAttributeSchema({ ...row, state: 'withdrawn', deprecatedAt: row.deprecatedAt ?? at, withdrawnAt: at });
+      this.store.putAttributeSchema({
+        ...row,
+        state: 'withdrawn',
+        deprecatedAt: row.deprecatedAt ?? at,
+        withdrawnAt: at,
+      });
       this.onChange();
     }
     return { name, state: 'withdrawn' as const, subjects_holding_value: holding, forced: force && holding > 0 };

@@ -21,19 +21,33 @@ interface UserFlags {
 }
 
 function listUsers(users: UserDirectory, env: CliEnv): number {
-  for (const u of users.list()) env.out(`${u.id}  ${u.username}  roles=${u.roles.join(',') || '-'}  source=${u.source}${u.disabled ? '  disabled' : ''}`);
+  for (const u of users.list())
+    env.out(
+      `${u.id}  ${u.username}  roles=${u.roles.join(',') || '-'}  source=${u.source}${u.disabled ? '  disabled' : ''}`,
+    );
   return 0;
 }
 
 /** `add` and `reset-password`: the password from stdin or generated, and shown once only when generated. */
-async function setUserPassword(action: 'add' | 'reset-password', username: string, flags: UserFlags, users: UserDirectory, env: CliEnv) {
+async function setUserPassword(
+  action: 'add' | 'reset-password',
+  username: string,
+  flags: UserFlags,
+  users: UserDirectory,
+  env: CliEnv,
+) {
   const secret = flags['password-stdin'] ? (await env.readStdin()).replace(/\r?\n$/, '') : generatePassword();
   if (secret.length < 8) {
     env.err('meshgate: a password needs at least 8 characters');
     return 2;
   }
   if (action === 'add') {
-    const user = await users.create({ username, password: secret, roles: flags.admin ? ['admin'] : [], email: flags.email ?? null });
+    const user = await users.create({
+      username,
+      password: secret,
+      roles: flags.admin ? ['admin'] : [],
+      email: flags.email ?? null,
+    });
     env.out(`created user ${user.username} (${user.id})${flags.admin ? ' with role admin' : ''}`);
   } else {
     await users.setPassword(username, secret);
@@ -44,7 +58,12 @@ async function setUserPassword(action: 'add' | 'reset-password', username: strin
 }
 
 /** The action the positionals name; a wrong shape prints the usage (exit 2). */
-async function runUserAction(positionals: readonly string[], flags: UserFlags, users: UserDirectory, env: CliEnv): Promise<number> {
+async function runUserAction(
+  positionals: readonly string[],
+  flags: UserFlags,
+  users: UserDirectory,
+  env: CliEnv,
+): Promise<number> {
   const [action, username] = positionals;
   if (action === 'list' && !username) return listUsers(users, env);
   if ((action === 'disable' || action === 'enable') && username) {
@@ -53,7 +72,8 @@ async function runUserAction(positionals: readonly string[], flags: UserFlags, u
     env.out(`${action}d user ${username}`);
     return 0;
   }
-  if ((action === 'add' || action === 'reset-password') && username) return setUserPassword(action, username, flags, users, env);
+  if ((action === 'add' || action === 'reset-password') && username)
+    return setUserPassword(action, username, flags, users, env);
   env.err(`usage:\n${USAGE}`);
   return 2;
 }
@@ -66,7 +86,11 @@ export const userCommand: CliCommand = {
     const { positionals, values } = parseArgs({
       args,
       allowPositionals: true,
-      options: { admin: { type: 'boolean', default: false }, email: { type: 'string' }, 'password-stdin': { type: 'boolean', default: false } },
+      options: {
+        admin: { type: 'boolean', default: false },
+        email: { type: 'string' },
+        'password-stdin': { type: 'boolean', default: false },
+      },
     });
     const domains = await env.boot(['auth']);
     try {

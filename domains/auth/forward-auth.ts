@@ -33,7 +33,8 @@ type ForwardAuthSettings = Config['auth']['forwardAuth'];
 const ANY_METHOD: HttpMethod[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 /** RFC 9110 §5.5: field values are visible ASCII; anything else in a JSON value is written as a \u escape. */
-const asciiJson = (value: unknown) => JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const asciiJson = (value: unknown) =>
+  JSON.stringify(value).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** The headers a proxy copies onto the upstream request (nginx `auth_request_set`, Traefik `authResponseHeaders`). */
 export function identityHeaders(principal: Principal, requestId: string): Record<string, string> {
@@ -74,7 +75,11 @@ export class ForwardAuth {
     settings: ForwardAuthSettings,
     private readonly nowMs: () => number = Date.now,
   ) {
-    this.#failures = new FailureBuckets(settings.failureBurst, settings.failureRefillSeconds * 1000, settings.trackedClients);
+    this.#failures = new FailureBuckets(
+      settings.failureBurst,
+      settings.failureRefillSeconds * 1000,
+      settings.trackedClients,
+    );
     this.#trusted = trustedProxyList(settings.trustedProxies);
   }
 
@@ -100,7 +105,8 @@ export class ForwardAuth {
     if (authorization === undefined) throw GatewayErrors.make.not_authenticated();
     const client = this.clientOf(ctx);
     const now = this.nowMs();
-    if (this.#failures.level(client, now) < 1) throw AuthErrors.make.validation_throttled({ retry_after: this.#failures.retryAfterSeconds(client, now) });
+    if (this.#failures.level(client, now) < 1)
+      throw AuthErrors.make.validation_throttled({ retry_after: this.#failures.retryAfterSeconds(client, now) });
     const bearer = bearerOf(ctx);
     try {
       if (bearer === null) throw GatewayErrors.make.not_authenticated();

@@ -39,7 +39,12 @@ export const SESSION_SIGN_OUT = createServiceKey<SessionSignOut>('sessionSignOut
  */
 function followChanges(
   feed: ChangeFeed,
-  parts: { users: UserDirectory; revocations: SessionRevocations; tokens: { dropJti(jti: string): void }; dropCachedPrincipals: () => void },
+  parts: {
+    users: UserDirectory;
+    revocations: SessionRevocations;
+    tokens: { dropJti(jti: string): void };
+    dropCachedPrincipals: () => void;
+  },
 ): void {
   const everything = () => {
     parts.users.invalidate();
@@ -61,7 +66,8 @@ export const authModule: HandlerModule = {
     const nowSeconds = () => Math.floor(deps.now().getTime() / 1000);
     const { signingAlgorithm, accessTokenTtlSeconds } = deps.config.auth;
     // A retired key stays while an access token or a live PAT it may have signed can still be presented.
-    const outstandingUntil = (retiredAt: number) => Math.max(retiredAt + accessTokenTtlSeconds, store.latestLivePatExp(retiredAt) ?? 0);
+    const outstandingUntil = (retiredAt: number) =>
+      Math.max(retiredAt + accessTokenTtlSeconds, store.latestLivePatExp(retiredAt) ?? 0);
     const keys = await loadSigningKeyRing(deps.config.dataDir, signingAlgorithm, outstandingUntil, nowSeconds);
     const signer = new TokenSigner(keys, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
@@ -73,9 +79,13 @@ export const authModule: HandlerModule = {
     service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
     // First-start setup belongs to `serve`: a command on a fresh data dir (`meshgate user add`) creates only what it is asked to.
     const generated =
-      deps.purpose === 'serve' ? await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword) : null;
+      deps.purpose === 'serve'
+        ? await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword)
+        : null;
     if (generated) {
-      deps.announce(`meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`);
+      deps.announce(
+        `meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`,
+      );
     }
     followChanges(deps.feed, { users, revocations, tokens: service.cache, dropCachedPrincipals });
     deps.services.provide(AUTHENTICATOR, service);

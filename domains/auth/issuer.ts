@@ -38,7 +38,10 @@ export function tokenIssuer(config: Readonly<Config>, runtime: RuntimeInfo): () 
   let issuer: string | null = existsSync(file) ? readIssuer(file) : null;
   // Chosen at first use: the derived origin knows its port only once the listener is bound.
   return () => {
-    issuer ??= persistIssuer(file, config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`);
+    issuer ??= persistIssuer(
+      file,
+      config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`,
+    );
     return issuer;
   };
 }

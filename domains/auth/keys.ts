@@ -71,7 +71,9 @@ export class SigningKeyRing {
   /** Until when a retired key is still published (epoch seconds), for diagnostics. */
   overlaps(): { kid: string; alg: SigningAlgorithm; verifyUntil: number }[] {
     const now = this.nowSeconds();
-    return this.retired.filter((key) => key.verifyUntil > now).map(({ kid, alg, verifyUntil }) => ({ kid, alg, verifyUntil }));
+    return this.retired
+      .filter((key) => key.verifyUntil > now)
+      .map(({ kid, alg, verifyUntil }) => ({ kid, alg, verifyUntil }));
   }
 
   jwks(): { keys: JWK[] } {
@@ -96,7 +98,10 @@ export async function loadSigningKeyRing(
       const record = { ...active.publicJwk, retired_at: nowSeconds() };
       writeFileSync(join(retiredDir, `${active.kid}.jwk.json`), JSON.stringify(record), { mode: 0o600 });
     }
-    const pair = await generateKeyPair(algorithm, { extractable: true, ...(algorithm === 'RS256' ? { modulusLength: 2048 } : {}) });
+    const pair = await generateKeyPair(algorithm, {
+      extractable: true,
+      ...(algorithm === 'RS256' ? { modulusLength: 2048 } : {}),
+    });
     const privateJwk = { ...(await exportJWK(pair.privateKey)), alg: algorithm };
     writeFileSync(`${activeFile}.tmp`, JSON.stringify(privateJwk), { mode: 0o600 });
     renameSync(`${activeFile}.tmp`, activeFile);
@@ -104,7 +109,9 @@ export async function loadSigningKeyRing(
   }
   const retired: (VerificationKey & { verifyUntil: number })[] = [];
   for (const name of readdirSync(retiredDir).filter((n) => n.endsWith('.jwk.json'))) {
-    const { retired_at: retiredAt, ...jwk } = JSON.parse(readFileSync(join(retiredDir, name), 'utf8')) as JWK & { retired_at: number };
+    const { retired_at: retiredAt, ...jwk } = JSON.parse(readFileSync(join(retiredDir, name), 'utf8')) as JWK & {
+      retired_at: number;
+    };
     const verifyUntil = outstandingUntil(retiredAt);
     // Every token it signed has expired: nothing can need it any more.
     if (verifyUntil <= nowSeconds()) rmSync(join(retiredDir, name), { force: true });
@@ -135,5 +142,8 @@ async function importPublic(jwk: JWK, retiredAt: number | null): Promise<Verific
 
 async function importPrivate(privateJwk: JWK): Promise<SigningKey> {
   const verification = await importPublic(privateJwk, null);
-  return { ...verification, privateKey: (await importJWK({ ...privateJwk, alg: verification.alg }, verification.alg)) as CryptoKey };
+  return {
+    ...verification,
+    privateKey: (await importJWK({ ...privateJwk, alg: verification.alg }, verification.alg)) as CryptoKey,
+  };
 }

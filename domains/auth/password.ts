@@ -8,7 +8,9 @@ const KEY_LEN = 32;
 
 function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password, salt, KEY_LEN, { N: n, r, p, maxmem: 64 * 1024 * 1024 }, (err, key) => (err ? reject(err) : resolve(key)));
+    scrypt(password, salt, KEY_LEN, { N: n, r, p, maxmem: 64 * 1024 * 1024 }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    );
   });
 }
 
@@ -27,7 +29,9 @@ export async function verifyPassword(password: string, stored: string | null | u
   const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
   const expected = Buffer.from(hash, 'base64url');
   const actual = await derive(password, Buffer.from(salt, 'base64url'), Number(n), Number(r), Number(p));
-  return stored !== null && stored !== undefined && actual.length === expected.length && timingSafeEqual(actual, expected);
+  return (
+    stored !== null && stored !== undefined && actual.length === expected.length && timingSafeEqual(actual, expected)
+  );
 }
 
 /** A generated password for the bootstrap admin and resets: 24 url-safe characters. */

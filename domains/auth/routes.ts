@@ -20,9 +20,19 @@ const tokenForm = z.object({
 });
 
 /** The token endpoint's answer (RFC 6749 §5.1). */
-const tokenAnswer = z.object({ access_token: z.string(), token_type: z.literal('bearer'), expires_in: z.number(), refresh_token: z.string() });
+const tokenAnswer = z.object({
+  access_token: z.string(),
+  token_type: z.literal('bearer'),
+  expires_in: z.number(),
+  refresh_token: z.string(),
+});
 /** The caller as a service sees them; mesh callers also carry `external_id` and `source_cluster_id`. */
-const meAnswer = z.looseObject({ sub: z.string(), username: z.string(), roles: z.array(z.string()), source: z.enum(['local', 'mesh']) });
+const meAnswer = z.looseObject({
+  sub: z.string(),
+  username: z.string(),
+  roles: z.array(z.string()),
+  source: z.enum(['local', 'mesh']),
+});
 const refreshQuery = z.object({ refresh_token: z.string().min(1) });
 const jtiParams = z.object({ jti: z.string().min(1) });
 
@@ -34,7 +44,13 @@ const patInput = z.object({
 });
 
 /** `endpoints()` is where the realm is served now; it differs from the issuer when that is the cluster identity. */
-export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () => unknown, maxBody: number, endpoints: () => string): RouteDef[] {
+export function authRoutes(
+  service: AuthService,
+  signer: TokenSigner,
+  jwks: () => unknown,
+  maxBody: number,
+  endpoints: () => string,
+): RouteDef[] {
   return [
     {
       method: 'POST',
@@ -44,7 +60,13 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
         summary: 'Sign in (grant_type=password) or refresh (grant_type=refresh_token): an access and a refresh token',
         form: tokenForm,
         answers: { 200: tokenAnswer },
-        errors: ['invalid_credentials', 'invalid_refresh_token', 'too_many_attempts', 'login_busy', 'unsupported_grant_type'],
+        errors: [
+          'invalid_credentials',
+          'invalid_refresh_token',
+          'too_many_attempts',
+          'login_busy',
+          'unsupported_grant_type',
+        ],
       },
       async handle(ctx) {
         const form = await readForm(ctx.req, maxBody, tokenForm);
@@ -53,7 +75,11 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
           return { status: 200, body, headers: { 'cache-control': 'no-store' } };
         }
         if (form.grant_type === 'refresh_token') {
-          return { status: 200, body: await service.refresh(form.refresh_token ?? ''), headers: { 'cache-control': 'no-store' } };
+          return {
+            status: 200,
+            body: await service.refresh(form.refresh_token ?? ''),
+            headers: { 'cache-control': 'no-store' },
+          };
         }
         throw AuthErrors.make.unsupported_grant_type({ grant_type: form.grant_type });
       },
@@ -112,9 +138,13 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       },
       async handle(ctx) {
         const fromQuery = parseQuery(ctx.query, patInput);
-        const hasBody = Number(ctx.req.headers['content-length'] ?? 0) > 0 || ctx.req.headers['transfer-encoding'] !== undefined;
+        const hasBody =
+          Number(ctx.req.headers['content-length'] ?? 0) > 0 || ctx.req.headers['transfer-encoding'] !== undefined;
         const fromBody = hasBody ? await readJson(ctx.req, maxBody, patInput.optional()) : undefined;
-        return { status: 200, body: await service.createPat(principalOf(ctx), { ...fromBody, ...stripUndefined(fromQuery) }) };
+        return {
+          status: 200,
+          body: await service.createPat(principalOf(ctx), { ...fromBody, ...stripUndefined(fromQuery) }),
+        };
       },
     },
     {
@@ -122,7 +152,10 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       path: '/auth/pats',
       auth: 'user',
       nativeOnly: true,
-      doc: { summary: "The caller's personal access tokens (never the secrets)", answers: { 200: z.object({ pats: z.array(jsonObject) }) } },
+      doc: {
+        summary: "The caller's personal access tokens (never the secrets)",
+        answers: { 200: z.object({ pats: z.array(jsonObject) }) },
+      },
       handle: (ctx) => ({ status: 200, body: service.listPats(principalOf(ctx)) }),
     },
     {
@@ -149,34 +182,51 @@ export function authRoutes(service: AuthService, signer: TokenSigner, jwks: () =
       method: 'GET',
       path: '/auth/jwks',
       auth: 'none',
-      doc: { summary: "The realm's token signing keys (RFC 7517 JWK set)", answers: { 200: z.looseObject({ keys: z.array(jsonObject) }) } },
+      doc: {
+        summary: "The realm's token signing keys (RFC 7517 JWK set)",
+        answers: { 200: z.looseObject({ keys: z.array(jsonObject) }) },
+      },
       handle: () => ({ status: 200, body: jwks(), headers: { 'cache-control': 'public, max-age=300' } }),
     },
     {
       method: 'GET',
       path: '/auth/.well-known/openid-configuration',
       auth: 'none',
-      doc: { summary: 'OpenID Connect discovery of the native realm', answers: { 200: z.looseObject({ issuer: z.string(), jwks_uri: z.string() }) } },
+      doc: {
+        summary: 'OpenID Connect discovery of the native realm',
+        answers: { 200: z.looseObject({ issuer: z.string(), jwks_uri: z.string() }) },
+      },
       handle: () => ({ status: 200, body: discovery(signer.issuerUrl, endpoints(), signer.algorithm) }),
     },
     {
       method: 'GET',
       path: '/auth/health',
       auth: 'none',
-      doc: { summary: 'Liveness of the auth service', answers: { 200: z.object({ status: z.string(), PLATFORM_USE_AUTH: z.boolean() }) } },
+      doc: {
+        summary: 'Liveness of the auth service',
+        answers: { 200: z.object({ status: z.string(), PLATFORM_USE_AUTH: z.boolean() }) },
+      },
       handle: () => ({ status: 200, body: { status: 'healthy', PLATFORM_USE_AUTH: true } }),
     },
     {
       method: 'GET',
       path: '/auth/',
       auth: 'none',
-      doc: { summary: 'The auth service root', answers: { 200: z.object({ message: z.string(), issuer: z.string() }) } },
+      doc: {
+        summary: 'The auth service root',
+        answers: { 200: z.object({ message: z.string(), issuer: z.string() }) },
+      },
       handle: () => ({ status: 200, body: { message: 'Platform Auth Service', issuer: signer.issuerUrl } }),
     },
   ];
 }
 
-const userAnswer = z.looseObject({ id: z.string(), username: z.string(), roles: z.array(z.string()), active: z.boolean() });
+const userAnswer = z.looseObject({
+  id: z.string(),
+  username: z.string(),
+  roles: z.array(z.string()),
+  active: z.boolean(),
+});
 
 /** The platform SDK's `update_user` body; `active: false` disables the user, `true` enables it. */
 const userUpdate = z.strictObject({ active: z.boolean() });
@@ -209,7 +259,12 @@ export function userRoutes(users: UserDirectory, maxBody: number): RouteDef[] {
       ...admin,
       method: 'PUT',
       path: '/auth/users/:id',
-      doc: { summary: 'Enable or disable a user', body: userUpdate, answers: { 200: userAnswer }, errors: [...errors, 'user_is_caller'] },
+      doc: {
+        summary: 'Enable or disable a user',
+        body: userUpdate,
+        answers: { 200: userAnswer },
+        errors: [...errors, 'user_is_caller'],
+      },
       async handle(ctx) {
         const { active } = await readJson(ctx.req, maxBody, userUpdate);
         const user = find(ctx.params.id as string);

@@ -152,7 +152,8 @@ export class AuthService implements Authenticator {
     const { principal, sid } = this.cache.get(bearer) ?? (await this.#verify(bearer));
     // Checked on every request, cached token or not: a disable (here or by the CLI) or a logout acts at once.
     const user = this.parts.users.byId(principal.userId);
-    if (!user || user.disabled || (sid !== null && this.parts.revocations.isRevoked(sid))) throw GatewayErrors.make.not_authenticated();
+    if (!user || user.disabled || (sid !== null && this.parts.revocations.isRevoked(sid)))
+      throw GatewayErrors.make.not_authenticated();
     return principal;
   }
 
@@ -169,10 +170,18 @@ export class AuthService implements Authenticator {
     let principal: Principal;
     if (payload.typ === 'pat') {
       const pat = this.store.patByJti(jti);
-      if (!pat || pat.revoked || pat.ownerId !== user.id || pat.tokenHash !== sha256(bearer)) throw GatewayErrors.make.not_authenticated();
+      if (!pat || pat.revoked || pat.ownerId !== user.id || pat.tokenHash !== sha256(bearer))
+        throw GatewayErrors.make.not_authenticated();
       // A PAT is a handle on the user: live roles (capped by its scope) and the attributes a token would carry.
       const roles = pat.scope === 'admin' ? user.roles : user.roles.filter((r) => r !== 'admin');
-      principal = this.#principal(user.id, user.username, user.email, roles, this.vocabulary.issued(user.attributes), 'pat');
+      principal = this.#principal(
+        user.id,
+        user.username,
+        user.email,
+        roles,
+        this.vocabulary.issued(user.attributes),
+        'pat',
+      );
     } else if (payload.typ === 'access') {
       const roles = Array.isArray(payload.roles) ? payload.roles.map(String) : [];
       principal = this.#principal(user.id, user.username, user.email, roles, customClaims(payload), 'jwt');
@@ -192,7 +201,16 @@ export class AuthService implements Authenticator {
     attributes: Record<string, unknown>,
     authMethod: 'jwt' | 'pat',
   ): Principal {
-    return Object.freeze({ userId, username, email, roles, attributes, tenantId: DEFAULT_TENANT, source: 'local' as const, authMethod });
+    return Object.freeze({
+      userId,
+      username,
+      email,
+      roles,
+      attributes,
+      tenantId: DEFAULT_TENANT,
+      source: 'local' as const,
+      authMethod,
+    });
   }
 
   me(principal: Principal) {
@@ -206,13 +224,20 @@ export class AuthService implements Authenticator {
       attributes: principal.attributes,
       source: principal.source,
       // Mesh callers: who they are at the source.
-      ...(principal.source === 'mesh' ? { external_id: principal.externalId ?? null, source_cluster_id: principal.sourceClusterId ?? null } : {}),
+      ...(principal.source === 'mesh'
+        ? { external_id: principal.externalId ?? null, source_cluster_id: principal.sourceClusterId ?? null }
+        : {}),
     };
   }
 
   async createPat(
     principal: Principal,
-    input: { name?: string | undefined; ttl_seconds?: number | undefined; scope?: string | undefined; aud?: string | undefined },
+    input: {
+      name?: string | undefined;
+      ttl_seconds?: number | undefined;
+      scope?: string | undefined;
+      aud?: string | undefined;
+    },
   ) {
     const ttl = input.ttl_seconds ?? this.settings.patDefaultTtlSeconds;
     if (ttl < 60 || ttl > this.settings.patMaxTtlSeconds) {
@@ -226,7 +251,11 @@ export class AuthService implements Authenticator {
     const aud = input.aud ?? PLATFORM_AUDIENCE;
     const createdAt = this.now();
     const issuedAt = Math.floor(createdAt.getTime() / 1000);
-    const { token, jti, exp } = await this.signer.sign(subjectOf(user, this.vocabulary), 'pat', ttl, { scope, aud, issuedAt });
+    const { token, jti, exp } = await this.signer.sign(subjectOf(user, this.vocabulary), 'pat', ttl, {
+      scope,
+      aud,
+      issuedAt,
+    });
     const at = createdAt.toISOString();
     const row = {
       jti,
@@ -267,7 +296,11 @@ export class AuthService implements Authenticator {
       },
       available_scopes: [...PAT_SCOPES],
       default_scope: 'write',
-      ttl: { default_seconds: this.settings.patDefaultTtlSeconds, min_seconds: 60, max_seconds: this.settings.patMaxTtlSeconds },
+      ttl: {
+        default_seconds: this.settings.patDefaultTtlSeconds,
+        min_seconds: 60,
+        max_seconds: this.settings.patMaxTtlSeconds,
+      },
     };
   }
 }

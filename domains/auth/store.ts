@@ -73,21 +73,31 @@ export function createAuthStore(db: Db): AuthStore {
           .set({ revoked: true })
           .where(inArray(refreshTokens.familyId, [...familyIds]))
           .run();
-        for (const familyId of familyIds) tx.insert(revokedFamilies).values({ familyId, revokedAt: atIso }).onConflictDoNothing().run();
+        for (const familyId of familyIds)
+          tx.insert(revokedFamilies).values({ familyId, revokedAt: atIso }).onConflictDoNothing().run();
       });
     },
-    familyRevoked: (familyId) => db.select().from(revokedFamilies).where(eq(revokedFamilies.familyId, familyId)).get() !== undefined,
+    familyRevoked: (familyId) =>
+      db.select().from(revokedFamilies).where(eq(revokedFamilies.familyId, familyId)).get() !== undefined,
     openFamilies: (userId, sinceIso) =>
       db
         .selectDistinct({ familyId: refreshTokens.familyId })
         .from(refreshTokens)
-        .where(and(eq(refreshTokens.userId, userId), or(eq(refreshTokens.revoked, false), gt(refreshTokens.createdAt, sinceIso))))
+        .where(
+          and(
+            eq(refreshTokens.userId, userId),
+            or(eq(refreshTokens.revoked, false), gt(refreshTokens.createdAt, sinceIso)),
+          ),
+        )
         .all()
         .flatMap((row) => (row.familyId ? [row.familyId] : [])),
     revokeSessions: (sids, expiresAt, nowSeconds) => {
       db.delete(revokedSessions).where(lte(revokedSessions.expiresAt, nowSeconds)).run();
       for (const sid of sids) {
-        db.insert(revokedSessions).values({ sid, expiresAt }).onConflictDoUpdate({ target: revokedSessions.sid, set: { expiresAt } }).run();
+        db.insert(revokedSessions)
+          .values({ sid, expiresAt })
+          .onConflictDoUpdate({ target: revokedSessions.sid, set: { expiresAt } })
+          .run();
       }
     },
     liveRevokedSessions: (nowSeconds) => {
@@ -106,6 +116,7 @@ export function createAuthStore(db: Db): AuthStore {
         .get()?.exp ?? null,
     attributeSchema: (name) => db.select().from(attributeSchema).where(eq(attributeSchema.name, name)).get(),
     listAttributeSchema: () => db.select().from(attributeSchema).orderBy(asc(attributeSchema.name)).all(),
-    putAttributeSchema: (row) => void db.insert(attributeSchema).values(row).onConflictDoUpdate({ target: attributeSchema.name, set: row }).run(),
+    putAttributeSchema: (row) =>
+      void db.insert(attributeSchema).values(row).onConflictDoUpdate({ target: attributeSchema.name, set: row }).run(),
   };
 }

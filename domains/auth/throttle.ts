@@ -157,8 +157,16 @@ export class LoginThrottle {
     private readonly nowMs: () => number = Date.now,
   ) {
     this.#clients = new FailureBuckets(settings.clientBurst, settings.clientRefillSeconds * 1000, settings.trackedKeys);
-    this.#accounts = new FailureBuckets(settings.accountBurst, settings.accountRefillSeconds * 1000, settings.trackedKeys);
-    this.#lockedAccountTries = new FailureBuckets(settings.lockedAccountCleanTries, settings.accountRefillSeconds * 1000, settings.trackedKeys);
+    this.#accounts = new FailureBuckets(
+      settings.accountBurst,
+      settings.accountRefillSeconds * 1000,
+      settings.trackedKeys,
+    );
+    this.#lockedAccountTries = new FailureBuckets(
+      settings.lockedAccountCleanTries,
+      settings.accountRefillSeconds * 1000,
+      settings.trackedKeys,
+    );
     this.#known = new KnownClients(settings.knownClientSeconds * 1000, settings.trackedKeys);
     this.#queue = new FairQueue(settings.hashConcurrency, settings.hashQueuePerClient, settings.hashQueueTotal);
     this.#lockoutWindowMs = settings.accountBurst * settings.accountRefillSeconds * 1000;
@@ -193,7 +201,9 @@ export class LoginThrottle {
       throw AuthErrors.make.too_many_attempts({ retry_after: this.#accounts.retryAfterSeconds(account, now) });
     }
     if (this.#lockedAccountTries.level(account, now) < 1) {
-      throw AuthErrors.make.too_many_attempts({ retry_after: this.#lockedAccountTries.retryAfterSeconds(account, now) });
+      throw AuthErrors.make.too_many_attempts({
+        retry_after: this.#lockedAccountTries.retryAfterSeconds(account, now),
+      });
     }
   }
 
@@ -201,13 +211,20 @@ export class LoginThrottle {
     const now = this.nowMs();
     if (this.#clients.fail(client, now)) {
       const retryAfter = this.#clients.retryAfterSeconds(client, now);
-      this.logger.warn({ event: 'login_lockout', scope: 'client', client, retry_after_seconds: retryAfter }, 'login throttled: client address');
+      this.logger.warn(
+        { event: 'login_lockout', scope: 'client', client, retry_after_seconds: retryAfter },
+        'login throttled: client address',
+      );
     }
     // A failure on a locked username came through the clean clients' bucket (or from a known client): it pays there.
-    if (this.#accounts.level(account, now) < 1 && !this.#known.knows(account, client, now)) this.#lockedAccountTries.fail(account, now);
+    if (this.#accounts.level(account, now) < 1 && !this.#known.knows(account, client, now))
+      this.#lockedAccountTries.fail(account, now);
     if (this.#accounts.fail(account, now)) {
       const retryAfter = this.#accounts.retryAfterSeconds(account, now);
-      this.logger.warn({ event: 'login_lockout', scope: 'account', username: account, retry_after_seconds: retryAfter }, 'login throttled: username');
+      this.logger.warn(
+        { event: 'login_lockout', scope: 'account', username: account, retry_after_seconds: retryAfter },
+        'login throttled: username',
+      );
     }
   }
 }

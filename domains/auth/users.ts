@@ -69,7 +69,10 @@ export class UserDirectory {
 
   /** By uuid or username, as the subjects API and the CLI address users. */
   resolve(idOrUsername: string): UserRow | undefined {
-    return (UUID.test(idOrUsername) ? this.store.userById(idOrUsername) : undefined) ?? this.store.userByUsername(idOrUsername);
+    return (
+      (UUID.test(idOrUsername) ? this.store.userById(idOrUsername) : undefined) ??
+      this.store.userByUsername(idOrUsername)
+    );
   }
 
   byId(id: string): UserRow | undefined {
@@ -100,9 +103,13 @@ export class UserDirectory {
     return user;
   }
 
-  update(id: string, patch: { roles?: string[]; attributes?: Record<string, unknown>; email?: string | null; disabled?: boolean }): void {
+  update(
+    id: string,
+    patch: { roles?: string[]; attributes?: Record<string, unknown>; email?: string | null; disabled?: boolean },
+  ): void {
     const current = this.store.userById(id);
-    if (patch.attributes && current?.source === 'local') this.vocabulary.checkValues(patch.attributes, current.attributes);
+    if (patch.attributes && current?.source === 'local')
+      this.vocabulary.checkValues(patch.attributes, current.attributes);
     this.store.updateUser(id, { ...patch, updatedAt: this.now().toISOString() });
     this.#changed();
   }

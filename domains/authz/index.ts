@@ -14,7 +14,14 @@ import { SubjectsService } from './subjects.ts';
 
 export { AuthzErrors } from './errors.ts';
 export { isKnownRelation, MODEL, SUBJECT_NAMESPACES } from './model.ts';
-export { AUTHZ, type AuthzService, type Decision, type ObjectRef, type TupleInput, type TupleMatch } from './service.ts';
+export {
+  AUTHZ,
+  type AuthzService,
+  type Decision,
+  type ObjectRef,
+  type TupleInput,
+  type TupleMatch,
+} from './service.ts';
 
 export const authzModule: HandlerModule = {
   name: 'authz',
@@ -28,6 +35,12 @@ export const authzModule: HandlerModule = {
     deps.services.provide(AUTHZ, authz);
     const subjects = new SubjectsService(deps.services.get(USER_DIRECTORY), authz);
     const maxBody = deps.config.limits.maxBodyBytes;
-    return { routes: [...tupleRoutes(authz, subjects, maxBody), ...subjectRoutes(subjects, maxBody), ...resourceRoutes(authz, maxBody)] };
+    return {
+      routes: [
+        ...tupleRoutes(authz, subjects, maxBody),
+        ...subjectRoutes(subjects, maxBody),
+        ...resourceRoutes(authz, maxBody),
+      ],
+    };
   },
 };

@@ -46,7 +46,10 @@ export class TupleIndex {
     const bit = RELATION_BIT.get(t.objectNs)?.get(t.relation);
     // A row whose relation the model no longer declares grants nothing.
     if (bit === undefined) return;
-    const ids = child(child(child(child(this.#tenants, t.tenant), t.subjectNs), t.subjectId), t.objectNs) as Map<string, number>;
+    const ids = child(child(child(child(this.#tenants, t.tenant), t.subjectNs), t.subjectId), t.objectNs) as Map<
+      string,
+      number
+    >;
     const before = ids.get(t.objectId) ?? 0;
     if (before === 0) this.#size++;
     ids.set(t.objectId, before | bit);

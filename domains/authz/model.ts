@@ -31,7 +31,10 @@ export const SATISFIED_BY: ReadonlyMap<string, ReadonlyMap<string, readonly stri
 function compileClosure(model: Readonly<Record<string, NamespaceModel>>): Map<string, Map<string, string[]>> {
   const out = new Map<string, Map<string, string[]>>();
   for (const [namespace, { relations }] of Object.entries(model)) {
-    out.set(namespace, new Map(Object.keys(relations).map((relation) => [relation, impliers(namespace, relations, relation)])));
+    out.set(
+      namespace,
+      new Map(Object.keys(relations).map((relation) => [relation, impliers(namespace, relations, relation)])),
+    );
   }
   return out;
 }
@@ -57,13 +60,19 @@ function impliers(namespace: string, relations: NamespaceModel['relations'], rel
  * mask of the relations that satisfy it.
  */
 export const RELATION_BIT: ReadonlyMap<string, ReadonlyMap<string, number>> = new Map(
-  Object.entries(MODEL).map(([namespace, { relations }]) => [namespace, new Map(Object.keys(relations).map((r, i) => [r, 1 << i]))]),
+  Object.entries(MODEL).map(([namespace, { relations }]) => [
+    namespace,
+    new Map(Object.keys(relations).map((r, i) => [r, 1 << i])),
+  ]),
 );
 
 export const SATISFIED_MASK: ReadonlyMap<string, ReadonlyMap<string, number>> = new Map(
   [...SATISFIED_BY].map(([namespace, closures]) => {
     const bits = RELATION_BIT.get(namespace) as ReadonlyMap<string, number>;
-    return [namespace, new Map([...closures].map(([relation, by]) => [relation, by.reduce((mask, r) => mask | (bits.get(r) ?? 0), 0)]))];
+    return [
+      namespace,
+      new Map([...closures].map(([relation, by]) => [relation, by.reduce((mask, r) => mask | (bits.get(r) ?? 0), 0)])),
+    ];
   }),
 );
 

@@ -55,5 +55,9 @@ export function tenantOf(req: NodeRequest, bodyTenant: string | undefined): stri
 
 /** The flat grant form (subjects API) as a tuple without its subject. */
 export function fromGrant(grant: z.infer<typeof grantBody>, tenant: string): Omit<TupleInput, 'subject'> {
-  return { relation: grant.relation, object: { namespace: grant.object_namespace, id: grant.object_id }, tenantId: tenant };
+  return {
+    relation: grant.relation,
+    object: { namespace: grant.object_namespace, id: grant.object_id },
+    tenantId: tenant,
+  };
 }

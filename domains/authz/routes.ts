@@ -17,8 +17,19 @@ import type { SubjectsService } from './subjects.ts';
 
 const NO_CONTENT = { status: 204 } as const;
 /** What a tuple write may be refused with: the model's rules, then admin-or-owner. */
-const WRITE_REASONS = ['tenant_mismatch', 'rebac_denied', 'namespace_unsupported', 'object_id_invalid', 'relation_unsupported'];
-const checkAnswer = z.object({ allow: z.boolean(), decision_id: z.string(), reason: z.string(), via: z.string().optional() });
+const WRITE_REASONS = [
+  'tenant_mismatch',
+  'rebac_denied',
+  'namespace_unsupported',
+  'object_id_invalid',
+  'relation_unsupported',
+];
+const checkAnswer = z.object({
+  allow: z.boolean(),
+  decision_id: z.string(),
+  reason: z.string(),
+  via: z.string().optional(),
+});
 
 export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxBody: number): RouteDef[] {
   const list: RouteDef['handle'] = (ctx) => {
@@ -35,7 +46,11 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
     });
     return { status: 200, body: rows.map(flatRow) };
   };
-  const listDoc = { summary: 'The tuples the caller may see, filtered', query: listQuery, answers: { 200: z.array(jsonObject) } };
+  const listDoc = {
+    summary: 'The tuples the caller may see, filtered',
+    query: listQuery,
+    answers: { 200: z.array(jsonObject) },
+  };
   return [
     {
       method: 'POST',
@@ -57,10 +72,19 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       method: 'DELETE',
       path: '/auth/tuples',
       auth: 'user',
-      doc: { summary: 'Delete relationship tuples (all relations when none is named)', body: tupleDeleteBody, answers: { 204: null }, errors: WRITE_REASONS },
+      doc: {
+        summary: 'Delete relationship tuples (all relations when none is named)',
+        body: tupleDeleteBody,
+        answers: { 204: null },
+        errors: WRITE_REASONS,
+      },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, tupleDeleteBody);
-        authz.deleteAs(principalOf(ctx), { ...body, relation: body.relation ?? null, tenantId: tenantOf(ctx.req, body.tenant_id) });
+        authz.deleteAs(principalOf(ctx), {
+          ...body,
+          relation: body.relation ?? null,
+          tenantId: tenantOf(ctx.req, body.tenant_id),
+        });
         return NO_CONTENT;
       },
     },
@@ -68,7 +92,12 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
       method: 'DELETE',
       path: '/auth/tuples/object',
       auth: 'user',
-      doc: { summary: 'Delete every tuple of an object', body: objectDeleteBody, answers: { 204: null }, errors: WRITE_REASONS },
+      doc: {
+        summary: 'Delete every tuple of an object',
+        body: objectDeleteBody,
+        answers: { 204: null },
+        errors: WRITE_REASONS,
+      },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, objectDeleteBody);
         authz.deleteObjectAs(principalOf(ctx), body.object, tenantOf(ctx.req, body.tenant_id));
@@ -89,7 +118,8 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
         const body = await readJson(ctx.req, maxBody, tupleBody);
         const tenant = tenantOf(ctx.req, body.tenant_id);
         validateRelation(body.object, body.relation);
-        if (body.subject.namespace !== 'user') throw AuthzErrors.make.relation_unsupported({ subject_namespace: body.subject.namespace });
+        if (body.subject.namespace !== 'user')
+          throw AuthzErrors.make.relation_unsupported({ subject_namespace: body.subject.namespace });
         // Anyone may ask about themselves; asking about another subject reveals their grants, so it takes manager rights.
         const self = body.subject.id === principalOf(ctx).userId && tenant === principalOf(ctx).tenantId;
         if (!self) authz.requireManager(principalOf(ctx), body.object, tenant);
@@ -109,13 +139,24 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
         );
         return {
           status: 200,
-          body: { allow: decision.allow, decision_id: decisionId, reason: decision.reason, ...(decision.via ? { via: decision.via } : {}) },
+          body: {
+            allow: decision.allow,
+            decision_id: decisionId,
+            reason: decision.reason,
+            ...(decision.via ? { via: decision.via } : {}),
+          },
         };
       },
     },
     // Clients call the trailing-slash form; the bare form is served too rather than 405 (POST owns it).
     ...['/auth/tuples/', '/auth/tuples'].map(
-      (path): RouteDef => ({ method: 'GET', path, auth: 'user', doc: { ...listDoc, errors: WRITE_REASONS }, handle: list }),
+      (path): RouteDef => ({
+        method: 'GET',
+        path,
+        auth: 'user',
+        doc: { ...listDoc, errors: WRITE_REASONS },
+        handle: list,
+      }),
     ),
   ];
 }

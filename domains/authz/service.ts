@@ -45,7 +45,9 @@ export class AuthzService {
     if (isNativeAdmin(principal)) return true;
     const required = SATISFIED_MASK.get(object.namespace)?.get(relation);
     if (required === undefined) return false;
-    return (this.store.mask('user', principal.userId, object.namespace, object.id, principal.tenantId) & required) !== 0;
+    return (
+      (this.store.mask('user', principal.userId, object.namespace, object.id, principal.tenantId) & required) !== 0
+    );
   }
 
   /** Throws 403 rebac_denied when check() is false. */
@@ -125,7 +127,9 @@ export class AuthzService {
 
   /** The creator of an object gets owner on it, which implies the lesser relations. */
   grantOwnership(principal: Principal, object: ObjectRef): void {
-    this.write([{ subject: { namespace: 'user', id: principal.userId }, relation: 'owner', object, tenantId: principal.tenantId }]);
+    this.write([
+      { subject: { namespace: 'user', id: principal.userId }, relation: 'owner', object, tenantId: principal.tenantId },
+    ]);
   }
 
   list(filter: TupleFilter): TupleRow[] {
@@ -151,7 +155,8 @@ export class AuthzService {
       add(this.list({ ...where, subjectNs: 'user', subjectId: principal.userId }));
     }
     for (const namespace of where.objectNs === undefined ? Object.keys(MODEL) : [where.objectNs]) {
-      for (const objectId of this.#ownedObjects(principal, namespace, where.objectId)) add(this.list({ ...where, objectNs: namespace, objectId }));
+      for (const objectId of this.#ownedObjects(principal, namespace, where.objectId))
+        add(this.list({ ...where, objectNs: namespace, objectId }));
     }
     const sorted = [...rows.values()].sort((a, b) => a.rowid - b.rowid);
     return sorted.slice(offset, limit === undefined ? undefined : offset + limit);
@@ -185,7 +190,11 @@ export function validateRelation(object: ObjectRef, relation: string): void {
 function requiredMask(namespace: string, relation: string): number {
   const mask = SATISFIED_MASK.get(namespace)?.get(relation);
   if (mask === undefined) {
-    throw AuthzErrors.make.relation_unsupported({ namespace, relation, allowed: Object.keys(MODEL[namespace]?.relations ?? {}) });
+    throw AuthzErrors.make.relation_unsupported({
+      namespace,
+      relation,
+      allowed: Object.keys(MODEL[namespace]?.relations ?? {}),
+    });
   }
   return mask;
 }

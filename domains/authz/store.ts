@@ -56,7 +56,8 @@ export interface TupleFollower {
 
 export type TupleStore = TupleReader & TupleWriter & TupleFollower;
 
-const COLUMNS = 'subject_ns AS subjectNs, subject_id AS subjectId, relation, object_ns AS objectNs, object_id AS objectId, tenant';
+const COLUMNS =
+  'subject_ns AS subjectNs, subject_id AS subjectId, relation, object_ns AS objectNs, object_id AS objectId, tenant';
 
 const FILTER_COLUMN: Record<keyof Tuple, string> = {
   subjectNs: 'subject_ns',
@@ -80,7 +81,8 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
   );
   const writeMany = sqlite.transaction((rows: readonly Tuple[], at: string) => {
     let added = 0;
-    for (const r of rows) added += insert.run(r.subjectNs, r.subjectId, r.relation, r.objectNs, r.objectId, r.tenant, at).changes;
+    for (const r of rows)
+      added += insert.run(r.subjectNs, r.subjectId, r.relation, r.objectNs, r.objectId, r.tenant, at).changes;
     return added;
   });
   const exists = sqlite.prepare(
@@ -124,7 +126,9 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
       const keys = (Object.keys(FILTER_COLUMN) as (keyof Tuple)[]).filter((k) => filter[k] !== undefined);
       const where = keys.length ? `WHERE ${keys.map((k) => `${FILTER_COLUMN[k]} = ?`).join(' AND ')}` : '';
       return sqlite
-        .prepare(`SELECT rowid, ${COLUMNS}, created_at AS createdAt FROM authz_tuples ${where} ORDER BY rowid LIMIT ? OFFSET ?`)
+        .prepare(
+          `SELECT rowid, ${COLUMNS}, created_at AS createdAt FROM authz_tuples ${where} ORDER BY rowid LIMIT ? OFFSET ?`,
+        )
         .all(...keys.map((k) => filter[k]), filter.limit ?? -1, filter.offset ?? 0) as TupleRow[];
     },
     write(rows, at) {
@@ -135,12 +139,17 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
       return added;
     },
     delete(m) {
-      const base = 'DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ?';
+      const base =
+        'DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ?';
       const args = [m.subjectNs, m.subjectId, m.objectNs, m.objectId, m.tenant];
-      return m.relation === null ? removeRows(base, ...args) : removeRows(`${base} AND relation = ?`, ...args, m.relation);
+      return m.relation === null
+        ? removeRows(base, ...args)
+        : removeRows(`${base} AND relation = ?`, ...args, m.relation);
     },
-    deleteObject: (oNs, oId, tenant) => removeRows('DELETE FROM authz_tuples WHERE object_ns = ? AND object_id = ? AND tenant = ?', oNs, oId, tenant),
-    deleteSubject: (sNs, sId) => removeRows('DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ?', sNs, sId),
+    deleteObject: (oNs, oId, tenant) =>
+      removeRows('DELETE FROM authz_tuples WHERE object_ns = ? AND object_id = ? AND tenant = ?', oNs, oId, tenant),
+    deleteSubject: (sNs, sId) =>
+      removeRows('DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ?', sNs, sId),
     refresh(key) {
       const [subjectNs, subjectId, relation, objectNs, objectId, tenant] = JSON.parse(key) as string[];
       reread({ subjectNs, subjectId, relation, objectNs, objectId, tenant } as Tuple);

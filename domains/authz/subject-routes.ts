@@ -14,9 +14,18 @@ import type { SubjectsService } from './subjects.ts';
 
 const subjectParam = (ctx: RequestContext) => ctx.params.subject as string;
 const deleteQuery = z.object({ cascade: z.enum(['grants']).optional() });
-const resourceQuery = z.object({ object_id: z.string().min(1).max(1024), tenant_id: z.string().min(1).max(128).optional() });
+const resourceQuery = z.object({
+  object_id: z.string().min(1).max(1024),
+  tenant_id: z.string().min(1).max(128).optional(),
+});
 /** Grants are tuples: the model's rules apply to them. */
-const GRANT_REASONS = ['subject_not_found', 'tenant_mismatch', 'namespace_unsupported', 'object_id_invalid', 'relation_unsupported'];
+const GRANT_REASONS = [
+  'subject_not_found',
+  'tenant_mismatch',
+  'namespace_unsupported',
+  'object_id_invalid',
+  'relation_unsupported',
+];
 
 export function subjectRoutes(subjects: SubjectsService, maxBody: number): RouteDef[] {
   const admin = { auth: 'admin', nativeOnly: true } as const;
@@ -52,7 +61,11 @@ export function subjectRoutes(subjects: SubjectsService, maxBody: number): Route
       ...admin,
       method: 'GET',
       path: '/authz/subjects/:subject',
-      doc: { summary: 'A subject with its attributes and grants', answers: { 200: jsonObject }, errors: ['subject_not_found'] },
+      doc: {
+        summary: 'A subject with its attributes and grants',
+        answers: { 200: jsonObject },
+        errors: ['subject_not_found'],
+      },
       handle: (ctx) => ({ status: 200, body: subjects.get(subjectParam(ctx)) }),
     },
     {
@@ -82,7 +95,12 @@ export function subjectRoutes(subjects: SubjectsService, maxBody: number): Route
       ...admin,
       method: 'POST',
       path: '/authz/subjects/:subject/grants',
-      doc: { summary: 'Grant a subject a relation on an object', body: grantBody, answers: { 201: jsonObject }, errors: GRANT_REASONS },
+      doc: {
+        summary: 'Grant a subject a relation on an object',
+        body: grantBody,
+        answers: { 201: jsonObject },
+        errors: GRANT_REASONS,
+      },
       async handle(ctx) {
         return { status: 201, body: grantView(subjects.grant(subjectParam(ctx), await grantInput(ctx))) };
       },
@@ -129,7 +147,13 @@ export function resourceRoutes(authz: AuthzService, maxBody: number): RouteDef[]
         summary: 'Grant a subject a relation on one object',
         body: resourceGrantBody,
         answers: { 200: z.looseObject({ status: z.enum(['created', 'exists']), zedtoken: z.string() }) },
-        errors: ['tenant_mismatch', 'rebac_denied', 'namespace_unsupported', 'object_id_invalid', 'relation_unsupported'],
+        errors: [
+          'tenant_mismatch',
+          'rebac_denied',
+          'namespace_unsupported',
+          'object_id_invalid',
+          'relation_unsupported',
+        ],
       },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, resourceGrantBody);
@@ -139,7 +163,12 @@ export function resourceRoutes(authz: AuthzService, maxBody: number): RouteDef[]
         ]);
         return {
           status: 200,
-          body: { status: added > 0 ? 'created' : 'exists', zedtoken: String(authz.revision), relation: body.relation, subject: body.subject },
+          body: {
+            status: added > 0 ? 'created' : 'exists',
+            zedtoken: String(authz.revision),
+            relation: body.relation,
+            subject: body.subject,
+          },
         };
       },
     },

@@ -31,12 +31,19 @@ export class SubjectsService {
   ) {}
 
   /** PUT: creates the user named by `idOrUsername` when absent; replaces attributes when given (checked by the directory against the vocabulary). */
-  async upsert(idOrUsername: string, input: SubjectUpsert): Promise<{ created: boolean; subject: ReturnType<SubjectsService['view']> }> {
+  async upsert(
+    idOrUsername: string,
+    input: SubjectUpsert,
+  ): Promise<{ created: boolean; subject: ReturnType<SubjectsService['view']> }> {
     const existing = this.users.resolve(idOrUsername);
     if (!existing) {
       if (UUID.test(idOrUsername)) throw AuthzErrors.make.subject_not_found({ subject: idOrUsername });
       if (!USERNAME.test(idOrUsername)) throw AuthzErrors.make.subject_name_invalid({ username: idOrUsername });
-      const row = await this.users.create({ username: idOrUsername, password: input.password ?? null, attributes: input.attributes ?? {} });
+      const row = await this.users.create({
+        username: idOrUsername,
+        password: input.password ?? null,
+        attributes: input.attributes ?? {},
+      });
       return { created: true, subject: this.view(row) };
     }
     if (existing.source === 'mesh') throw AuthzErrors.make.subject_is_brokered({ id: existing.id });
@@ -119,7 +126,14 @@ export class SubjectsService {
   }
 
   #stored(userId: string, object: ObjectRef, relation: string, tenant: string): TupleRow {
-    const [row] = this.authz.list({ subjectNs: 'user', subjectId: userId, objectNs: object.namespace, objectId: object.id, relation, tenant });
+    const [row] = this.authz.list({
+      subjectNs: 'user',
+      subjectId: userId,
+      objectNs: object.namespace,
+      objectId: object.id,
+      relation,
+      tenant,
+    });
     return row as TupleRow;
   }
 }

@@ -12,7 +12,17 @@ import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
 import { jsonObject, jsonObjects, messageAnswer, perMethod } from '../../gateway/openapi/route-docs.ts';
 import type { ContainerService } from './containers-service.ts';
 import { containerCreateBody, containerPatchBody, membershipBody, pageQuery } from './containers-wire.ts';
-import { created, noContent, ok, rawTail, textFromQuery, textQuery, urnAnswer, urnFromQuery, urnQuery } from './route-kit.ts';
+import {
+  created,
+  noContent,
+  ok,
+  rawTail,
+  textFromQuery,
+  textQuery,
+  urnAnswer,
+  urnFromQuery,
+  urnQuery,
+} from './route-kit.ts';
 import { splitV2Tail, type V2Target } from './urn.ts';
 
 const V2 = '/catalog/containers/v2/*urn';
@@ -25,8 +35,17 @@ const GET_DOC = {
   errors: ['container_not_found'],
 };
 const CHANGE_DOCS: Record<'PATCH' | 'DELETE', RouteDoc> = {
-  PATCH: { summary: 'Change a container', body: containerPatchBody, answers: { 200: jsonObject }, errors: ['container_not_found', 'container_parent_invalid'] },
-  DELETE: { summary: 'Delete a container (its datasets stay)', answers: { 204: null }, errors: ['container_not_found'] },
+  PATCH: {
+    summary: 'Change a container',
+    body: containerPatchBody,
+    answers: { 200: jsonObject },
+    errors: ['container_not_found', 'container_parent_invalid'],
+  },
+  DELETE: {
+    summary: 'Delete a container (its datasets stay)',
+    answers: { 204: null },
+    errors: ['container_not_found'],
+  },
 };
 const ADD_DOC: RouteDoc = {
   summary: 'Add a dataset to the container',
@@ -39,7 +58,8 @@ const REMOVE_DOC: RouteDoc = {
   answers: { 200: messageAnswer },
   errors: ['container_not_found', 'dataset_not_in_container'],
 };
-const v2Target = (ctx: RequestContext): V2Target => splitV2Tail(rawTail(ctx, '/catalog/containers/v2/'), 'datasets', 'balanced');
+const v2Target = (ctx: RequestContext): V2Target =>
+  splitV2Tail(rawTail(ctx, '/catalog/containers/v2/'), 'datasets', 'balanced');
 
 export function containerRoutes(service: ContainerService, maxBody: number): RouteDef[] {
   const page = (ctx: RequestContext) => {
@@ -73,14 +93,23 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
       ...admin,
       method: 'POST',
       path: '/catalog/containers/',
-      doc: { summary: 'Create a container; answers its URN', body: containerCreateBody, answers: { 201: urnAnswer }, errors: CREATE_REASONS },
+      doc: {
+        summary: 'Create a container; answers its URN',
+        body: containerCreateBody,
+        answers: { 201: urnAnswer },
+        errors: CREATE_REASONS,
+      },
       handle: async (ctx) => created(service.create(await readJson(ctx.req, maxBody, containerCreateBody))),
     },
     {
       ...admin,
       method: 'GET',
       path: '/catalog/containers/',
-      doc: { summary: 'Every container, optionally filtered by `query`', query: textQuery('query').extend(pageQuery.shape), answers: { 200: jsonObjects } },
+      doc: {
+        summary: 'Every container, optionally filtered by `query`',
+        query: textQuery('query').extend(pageQuery.shape),
+        answers: { 200: jsonObjects },
+      },
       handle: (ctx) => ok(service.list(principalOf(ctx), textFromQuery(ctx, 'query'), page(ctx))),
     },
     {
@@ -90,7 +119,11 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
       doc: { ...GET_DOC, ...byUrn, query: byUrn.query.extend(pageQuery.shape) },
       handle: (ctx) => get(ctx, urnFromQuery(ctx)),
     },
-    ...perMethod({ ...admin, path: '/catalog/containers/by-urn', handle: (ctx) => change(ctx, urnFromQuery(ctx)) }, CHANGE_DOCS, byUrn),
+    ...perMethod(
+      { ...admin, path: '/catalog/containers/by-urn', handle: (ctx) => change(ctx, urnFromQuery(ctx)) },
+      CHANGE_DOCS,
+      byUrn,
+    ),
     {
       ...admin,
       method: 'POST',
@@ -133,7 +166,11 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
       },
       {
         PATCH: CHANGE_DOCS.PATCH,
-        DELETE: { ...REMOVE_DOC, summary: 'Delete the container, or with `/datasets/{dataset_urn}` remove a member', errors: CHANGE_DOCS.DELETE.errors },
+        DELETE: {
+          ...REMOVE_DOC,
+          summary: 'Delete the container, or with `/datasets/{dataset_urn}` remove a member',
+          errors: CHANGE_DOCS.DELETE.errors,
+        },
         POST: { ...ADD_DOC, summary: 'With `/datasets` after the URN: add a dataset to the container' },
       },
       { errors: ['route_not_found'] },
@@ -171,6 +208,14 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
       doc: { ...GET_DOC, query: pageQuery },
       handle: (ctx) => get(ctx, ctx.params.urn as string),
     },
-    ...perMethod({ ...admin, ...urnRoute, path: '/catalog/containers/:urn', handle: (ctx) => change(ctx, ctx.params.urn as string) }, CHANGE_DOCS),
+    ...perMethod(
+      {
+        ...admin,
+        ...urnRoute,
+        path: '/catalog/containers/:urn',
+        handle: (ctx) => change(ctx, ctx.params.urn as string),
+      },
+      CHANGE_DOCS,
+    ),
   ];
 }

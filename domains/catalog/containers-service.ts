@@ -9,7 +9,14 @@
 import type { Principal } from '../../gateway/principal.ts';
 import type { AuthzService } from '../authz/index.ts';
 import type { ContainerRow, ContainerStore } from './containers-store.ts';
-import { type ContainerCreate, type ContainerPatch, containerView, decodeCursor, encodeCursor, type MemberPage } from './containers-wire.ts';
+import {
+  type ContainerCreate,
+  type ContainerPatch,
+  containerView,
+  decodeCursor,
+  encodeCursor,
+  type MemberPage,
+} from './containers-wire.ts';
 import type { DatasetStore } from './datasets-store.ts';
 import { CatalogErrors } from './errors.ts';
 import { containerUrn } from './urn.ts';
@@ -102,7 +109,8 @@ export class ContainerService {
   removeDataset(urn: string, datasetUrn: string): void {
     this.datasets.atomically(() => {
       this.#row(urn);
-      if (this.datasets.byUrn(datasetUrn)?.containerUrn !== urn) throw CatalogErrors.make.dataset_not_in_container({ urn, dataset_urn: datasetUrn });
+      if (this.datasets.byUrn(datasetUrn)?.containerUrn !== urn)
+        throw CatalogErrors.make.dataset_not_in_container({ urn, dataset_urn: datasetUrn });
       this.datasets.update(datasetUrn, { containerUrn: null, updatedAt: this.now().toISOString() });
     });
   }
@@ -135,7 +143,8 @@ export class ContainerService {
       const batch = this.datasets.memberUrns(urn, after, Math.max(64, page.size + 1));
       for (const member of batch) {
         if (visible === 'all' || visible.has(member)) out.push(member);
-        if (out.length > page.size) return { datasets: out.slice(0, page.size), next: encodeCursor(out[page.size - 1] as string) };
+        if (out.length > page.size)
+          return { datasets: out.slice(0, page.size), next: encodeCursor(out[page.size - 1] as string) };
       }
       if (batch.length === 0) return { datasets: out, next: null };
       after = batch[batch.length - 1] as string;

@@ -29,9 +29,13 @@ export function createContainerStore(db: Db): ContainerStore {
         .all()
         .map((r) => r.urn),
     insert: (row) => void db.insert(catalogContainers).values(row).run(),
-    update: (urn, changes) => void db.update(catalogContainers).set(changes).where(eq(catalogContainers.urn, urn)).run(),
+    update: (urn, changes) =>
+      void db.update(catalogContainers).set(changes).where(eq(catalogContainers.urn, urn)).run(),
     delete(urn, at) {
-      db.update(catalogContainers).set({ parentUrn: null, updatedAt: at }).where(eq(catalogContainers.parentUrn, urn)).run();
+      db.update(catalogContainers)
+        .set({ parentUrn: null, updatedAt: at })
+        .where(eq(catalogContainers.parentUrn, urn))
+        .run();
       db.delete(catalogContainers).where(eq(catalogContainers.urn, urn)).run();
     },
   };

@@ -42,7 +42,8 @@ export function encodeCursor(lastUrn: string): string {
 
 export function decodeCursor(cursor: string | undefined): string | null {
   if (cursor === undefined || cursor === '') return null;
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw validationError([{ loc: ['query', 'datasets_cursor'], msg: 'not a cursor', type: 'value_error' }]);
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor))
+    throw validationError([{ loc: ['query', 'datasets_cursor'], msg: 'not a cursor', type: 'value_error' }]);
   return Buffer.from(cursor, 'base64url').toString('utf8');
 }
 

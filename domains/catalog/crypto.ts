@@ -29,7 +29,8 @@ function open(key: Buffer, sealed: Buffer, aad: Buffer): Buffer {
 }
 
 const valueAad = (urn: string) => Buffer.from(`meshgate/catalog/secret-value/v1\0${urn}`, 'utf8');
-const dekAad = (urn: string, kekVersion: number) => Buffer.from(`meshgate/catalog/secret-dek/v1\0${urn}\0${kekVersion}`, 'utf8');
+const dekAad = (urn: string, kekVersion: number) =>
+  Buffer.from(`meshgate/catalog/secret-dek/v1\0${urn}\0${kekVersion}`, 'utf8');
 
 export interface Envelope {
   ciphertext: Buffer;

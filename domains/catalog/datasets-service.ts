@@ -81,7 +81,9 @@ export class DatasetService {
     const visible = this.authz.visibleIds(principal, 'dataset');
     const rows = visible === 'all' ? this.store.list() : this.store.byUrns([...visible]);
     const needle = query?.toLowerCase();
-    return rows.filter((r) => !needle || r.name.toLowerCase().includes(needle) || r.urn.toLowerCase().includes(needle)).map(datasetView);
+    return rows
+      .filter((r) => !needle || r.name.toLowerCase().includes(needle) || r.urn.toLowerCase().includes(needle))
+      .map(datasetView);
   }
 
   get(principal: Principal, urn: string): DatasetView {
@@ -96,7 +98,12 @@ export class DatasetService {
       if (patch.tags !== undefined) changes.tags = patch.tags;
       if (patch.properties !== undefined) {
         changes.properties = mirrorLocation(patch.properties);
-        const bindings = this.#bindSecrets(principal, changes.properties, row.properties, this.store.secretBindings(urn));
+        const bindings = this.#bindSecrets(
+          principal,
+          changes.properties,
+          row.properties,
+          this.store.secretBindings(urn),
+        );
         this.store.setSecretBindings(urn, bindings);
       }
       if (patch.dataset_schema) changes.datasetSchema = { ...storedSchema(patch.dataset_schema, row) };
@@ -150,7 +157,12 @@ export class DatasetService {
   }
 
   /** A change of container (null: out of any) needs the right to place the dataset there; the same one is no change. */
-  #moveContainer(principal: Principal, row: DatasetRow, containerUrn: string | null, changes: Partial<DatasetRow>): void {
+  #moveContainer(
+    principal: Principal,
+    row: DatasetRow,
+    containerUrn: string | null,
+    changes: Partial<DatasetRow>,
+  ): void {
     if (containerUrn === row.containerUrn) return;
     if (containerUrn) this.#checkMembership(principal, containerUrn);
     else this.#requireAdminForMembership(principal);
@@ -159,7 +171,8 @@ export class DatasetService {
 
   #readable(principal: Principal, urn: string): DatasetRow {
     const row = this.store.byUrn(urn);
-    if (!row || !this.authz.check(principal, 'viewer', object(urn))) throw CatalogErrors.make.catalog_dataset_not_found();
+    if (!row || !this.authz.check(principal, 'viewer', object(urn)))
+      throw CatalogErrors.make.catalog_dataset_not_found();
     return row;
   }
 

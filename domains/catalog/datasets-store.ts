@@ -81,7 +81,11 @@ export function createDatasetStore(db: Db): DatasetStore {
       }
     },
     detachAll: (containerUrn, at) =>
-      void db.update(catalogDatasets).set({ containerUrn: null, updatedAt: at }).where(eq(catalogDatasets.containerUrn, containerUrn)).run(),
+      void db
+        .update(catalogDatasets)
+        .set({ containerUrn: null, updatedAt: at })
+        .where(eq(catalogDatasets.containerUrn, containerUrn))
+        .run(),
     atomically: (fn) => db.transaction(() => fn(), { behavior: 'immediate' }),
   };
 }

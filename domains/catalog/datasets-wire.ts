@@ -81,7 +81,12 @@ export interface StoredSchema {
 }
 
 export function storedSchema(body: SchemaBody, row: Pick<DatasetRow, 'name' | 'platform'>): StoredSchema {
-  return { name: body.name ?? row.name, platform: body.platform ?? row.platform, version: body.version ?? null, fields: body.fields };
+  return {
+    name: body.name ?? row.name,
+    platform: body.platform ?? row.platform,
+    version: body.version ?? null,
+    fields: body.fields,
+  };
 }
 
 /** Mirrors `path` ↔ `location` when only one is set (the server backfills `location`). */

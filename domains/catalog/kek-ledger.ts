@@ -32,10 +32,17 @@ export function createKekLedger(db: Db): KekLedger {
       );
     },
     retire(at) {
-      const rows = db.select({ version: catalogKeks.version }).from(catalogKeks).where(eq(catalogKeks.state, 'retiring')).all();
+      const rows = db
+        .select({ version: catalogKeks.version })
+        .from(catalogKeks)
+        .where(eq(catalogKeks.state, 'retiring'))
+        .all();
       const versions = rows.map((r) => r.version);
       if (versions.length > 0) {
-        db.update(catalogKeks).set({ state: 'retired', retiredAt: at }).where(inArray(catalogKeks.version, versions)).run();
+        db.update(catalogKeks)
+          .set({ state: 'retired', retiredAt: at })
+          .where(inArray(catalogKeks.version, versions))
+          .run();
       }
       return versions;
     },

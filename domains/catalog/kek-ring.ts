@@ -6,7 +6,18 @@
  * are atomic (temp file, fsync, rename, fsync of the folder) because
  * rotation must survive a crash at any instant.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../gateway/config/schema.ts';
 import { KEY_BYTES } from './crypto.ts';

@@ -46,7 +46,8 @@ export class KeyManager {
     const key = this.ring.get(version);
     if (!key) throw new Error(`catalog: key file for KEK version ${version} is missing from ${this.ring.dir}`);
     const row = this.ledger.list().find((r) => r.version === version);
-    if (row && row.check !== keyCheck(key)) throw new Error(`catalog: key file for KEK version ${version} does not match the database`);
+    if (row && row.check !== keyCheck(key))
+      throw new Error(`catalog: key file for KEK version ${version} does not match the database`);
     return { version, key };
   }
 }

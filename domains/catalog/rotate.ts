@@ -35,13 +35,20 @@ export interface RotationOptions {
 /** Rotation over the catalog's own key manager and secret store, for `meshgate rotate-kek`. */
 export const KEK_ROTATION = createServiceKey<(options: RotationOptions) => RotationReport>('kekRotation');
 
-export function rotateKek(keys: KeyManager, secrets: SecretStore, now: () => Date, options: RotationOptions): RotationReport {
+export function rotateKek(
+  keys: KeyManager,
+  secrets: SecretStore,
+  now: () => Date,
+  options: RotationOptions,
+): RotationReport {
   const { target, resumed } = beginOrResume(keys, now);
   let rewrapped = 0;
   for (;;) {
     const batch = secrets.notOn(target.version, options.batchSize);
     if (batch.length === 0) {
-      const retired = secrets.atomically(() => (secrets.countNotOn(target.version) === 0 ? keys.ledger.retire(now().toISOString()) : null));
+      const retired = secrets.atomically(() =>
+        secrets.countNotOn(target.version) === 0 ? keys.ledger.retire(now().toISOString()) : null,
+      );
       if (retired === null) continue; // a row written meanwhile on an old version: rewrap it too
       for (const version of retired) keys.ring.remove(version);
       return { active: target.version, resumed, rewrapped, retired };
@@ -56,7 +63,10 @@ export function rotateKek(keys: KeyManager, secrets: SecretStore, now: () => Dat
   }
 }
 
-function beginOrResume(keys: KeyManager, now: () => Date): { target: ReturnType<KeyManager['active']>; resumed: boolean } {
+function beginOrResume(
+  keys: KeyManager,
+  now: () => Date,
+): { target: ReturnType<KeyManager['active']>; resumed: boolean } {
   const rows = keys.ledger.list();
   if (rows.some((r) => r.state === 'retiring')) return { target: keys.active(), resumed: true };
   const known = Math.max(0, ...rows.map((r) => r.version));

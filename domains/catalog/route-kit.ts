@@ -15,7 +15,8 @@ const urn = z.string().min(1).max(8192);
 /** `?urn=` of the by-urn forms (or another name). `+` in a query means a space: clients send `%2B`. */
 export const urnQuery = <N extends string>(name: N) => z.object({ [name]: urn } as Record<N, typeof urn>);
 /** `clobber=true|false` as the SDK sends it; absent means false. */
-export const flagQuery = <N extends string>(name: N) => z.object({ [name]: z.enum(['true', 'false', '1', '0']).optional() });
+export const flagQuery = <N extends string>(name: N) =>
+  z.object({ [name]: z.enum(['true', 'false', '1', '0']).optional() });
 export const textQuery = <N extends string>(name: N) => z.object({ [name]: z.string().max(1024).optional() });
 
 export function urnFromQuery(ctx: RequestContext, name = 'urn'): string {

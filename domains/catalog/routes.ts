@@ -21,7 +21,10 @@ export function catalogRoutes(services: CatalogServices, maxBody: number): Route
       method: 'GET',
       path: '/catalog/',
       auth: 'none',
-      doc: { summary: 'The catalog service root', answers: { 200: z.object({ service: z.string(), status: z.string() }) } },
+      doc: {
+        summary: 'The catalog service root',
+        answers: { 200: z.object({ service: z.string(), status: z.string() }) },
+      },
       handle: () => ok({ service: 'Platform Catalog Service', status: 'ok' }),
     },
     {

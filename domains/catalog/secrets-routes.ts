@@ -11,7 +11,18 @@ import { principalOf, type RequestContext } from '../../gateway/http/context.ts'
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
 import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
 import { catalogName } from './datasets-wire.ts';
-import { created, flagFromQuery, flagQuery, noContent, ok, textFromQuery, textQuery, urnAnswer, urnFromQuery, urnQuery } from './route-kit.ts';
+import {
+  created,
+  flagFromQuery,
+  flagQuery,
+  noContent,
+  ok,
+  textFromQuery,
+  textQuery,
+  urnAnswer,
+  urnFromQuery,
+  urnQuery,
+} from './route-kit.ts';
 import type { SecretsService } from './secrets-service.ts';
 
 const createBody = z.object({
@@ -29,7 +40,11 @@ const CREATE_DOC: RouteDoc = {
   answers: { 201: urnAnswer },
   errors: ['secret_exists', 'secret_owner_forbidden', 'secret_owner_unknown'],
 };
-const LIST_DOC: RouteDoc = { summary: 'The secrets the caller owns (never their values)', query: textQuery('query'), answers: { 200: jsonObjects } };
+const LIST_DOC: RouteDoc = {
+  summary: 'The secrets the caller owns (never their values)',
+  query: textQuery('query'),
+  answers: { 200: jsonObjects },
+};
 
 export function secretRoutes(service: SecretsService, maxBody: number): RouteDef[] {
   const base = { auth: 'user', nativeOnly: true } as const;
@@ -51,7 +66,12 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
     handle: (ctx: RequestContext) => ok(service.get(principalOf(ctx), urn(ctx))),
   });
   const del = (urn: Urn, query?: RouteDoc['query']) => ({
-    doc: { summary: 'Delete a secret', query, answers: { 204: null }, errors: ['secret_not_found', 'secret_owner_forbidden'] },
+    doc: {
+      summary: 'Delete a secret',
+      query,
+      answers: { 204: null },
+      errors: ['secret_not_found', 'secret_owner_forbidden'],
+    },
     handle: (ctx: RequestContext) => remove(ctx, urn(ctx)),
   });
   const byQuery = (ctx: RequestContext) => urnFromQuery(ctx);

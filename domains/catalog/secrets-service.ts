@@ -91,8 +91,12 @@ export class SecretsService implements SecretsAccess, SecretBinder {
     const at = this.now().toISOString();
     this.store.atomically(() => {
       const existing = this.store.byUrn(urn);
-      if (existing && !(clobber && this.#mayManage(principal, existing))) throw CatalogErrors.make.secret_exists({ urn });
-      const owner = this.#owner(principal, input.owner ?? headerOwner ?? existing?.owner ?? `${USER_PREFIX}${principal.username}`);
+      if (existing && !(clobber && this.#mayManage(principal, existing)))
+        throw CatalogErrors.make.secret_exists({ urn });
+      const owner = this.#owner(
+        principal,
+        input.owner ?? headerOwner ?? existing?.owner ?? `${USER_PREFIX}${principal.username}`,
+      );
       // Wrap under the active KEK inside the write lock, so a concurrent rotation cannot retire it first.
       const envelope = encryptSecret(urn, input.value, this.keys.active());
       this.store.upsert({

@@ -33,12 +33,17 @@ export function createSecretStore(db: Db): SecretStore {
     delete: (urn) => db.delete(catalogSecrets).where(eq(catalogSecrets.urn, urn)).run().changes > 0,
     notOn: (version, limit) =>
       db
-        .select({ urn: catalogSecrets.urn, wrappedKey: catalogSecrets.wrappedKey, kekVersion: catalogSecrets.kekVersion })
+        .select({
+          urn: catalogSecrets.urn,
+          wrappedKey: catalogSecrets.wrappedKey,
+          kekVersion: catalogSecrets.kekVersion,
+        })
         .from(catalogSecrets)
         .where(ne(catalogSecrets.kekVersion, version))
         .limit(limit)
         .all(),
-    countNotOn: (version) => db.select({ n: count() }).from(catalogSecrets).where(ne(catalogSecrets.kekVersion, version)).get()?.n ?? 0,
+    countNotOn: (version) =>
+      db.select({ n: count() }).from(catalogSecrets).where(ne(catalogSecrets.kekVersion, version)).get()?.n ?? 0,
     rewrap: (urn, from, wrappedKey, to) =>
       db
         .update(catalogSecrets)

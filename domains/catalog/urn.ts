@@ -31,7 +31,11 @@ function parse(prefix: string, urn: string): UrnParts | null {
   const first = body.indexOf(',');
   const last = body.lastIndexOf(',');
   if (first < 0 || last <= first) return null;
-  const parts = { platform: body.slice(0, first), name: body.slice(first + 1, last), environment: body.slice(last + 1) };
+  const parts = {
+    platform: body.slice(0, first),
+    name: body.slice(first + 1, last),
+    environment: body.slice(last + 1),
+  };
   return TOKEN_PATTERN.test(parts.platform) && TOKEN_PATTERN.test(parts.environment) ? parts : null;
 }
 
@@ -40,7 +44,8 @@ export const datasetUrn = (parts: UrnParts): string => build(DATASET_PREFIX, par
 export const parseDatasetUrn = (urn: string): UrnParts | null => parse(DATASET_PREFIX, urn);
 
 /** `urn:li:container:(urn:li:dataPlatform:<platform|"platform">,<name>,PROD)`, the DataHub container form. */
-export const containerUrn = (platform: string, name: string): string => build(CONTAINER_PREFIX, { platform, name, environment: 'PROD' });
+export const containerUrn = (platform: string, name: string): string =>
+  build(CONTAINER_PREFIX, { platform, name, environment: 'PROD' });
 export const parseContainerUrn = (urn: string): UrnParts | null => parse(CONTAINER_PREFIX, urn);
 
 /** `urn:li:dataHubSecret:<name>`, the DataHub secret form. */
@@ -86,7 +91,11 @@ export function splitV2Tail(rawTail: string, keyword: string, mode: 'last' | 'ba
     depth += parenBalance(decodeURIComponent(parts[i] as string));
     if (depth === 0 && parts[i + 1] === keyword) {
       const rest = parts.slice(i + 2).join('/');
-      return { urn: decodeURIComponent(parts.slice(0, i + 1).join('/')), sub: keyword, rest: rest === '' ? null : decodeURIComponent(rest) };
+      return {
+        urn: decodeURIComponent(parts.slice(0, i + 1).join('/')),
+        sub: keyword,
+        rest: rest === '' ? null : decodeURIComponent(rest),
+      };
     }
   }
   return whole;

@@ -29,7 +29,12 @@ export interface DiagnoseSources {
 const CERTIFICATE_WARNING_DAYS = 30;
 const DAY_MS = 86_400_000;
 
-const issue = (id: string, severity: DiagnoseIssue['severity'], summary: string, detail: Record<string, unknown>): DiagnoseIssue => ({
+const issue = (
+  id: string,
+  severity: DiagnoseIssue['severity'],
+  summary: string,
+  detail: Record<string, unknown>,
+): DiagnoseIssue => ({
   id,
   severity,
   summary,
@@ -48,9 +53,17 @@ function certificates(sources: DiagnoseSources): DiagnoseIssue[] {
   ] as const) {
     const notAfter = Date.parse(new X509Certificate(pem).validTo);
     const detail = { certificate, not_after: new Date(notAfter).toISOString() };
-    if (notAfter <= now) found.push(issue('tls_certificate_expired', 'error', `The ${certificate} certificate has expired.`, detail));
+    if (notAfter <= now)
+      found.push(issue('tls_certificate_expired', 'error', `The ${certificate} certificate has expired.`, detail));
     else if (notAfter - now < CERTIFICATE_WARNING_DAYS * DAY_MS) {
-      found.push(issue('tls_certificate_expiring', 'warning', `The ${certificate} certificate expires within ${CERTIFICATE_WARNING_DAYS} days.`, detail));
+      found.push(
+        issue(
+          'tls_certificate_expiring',
+          'warning',
+          `The ${certificate} certificate expires within ${CERTIFICATE_WARNING_DAYS} days.`,
+          detail,
+        ),
+      );
     }
   }
   return found;
@@ -61,20 +74,39 @@ function signingKeys(sources: DiagnoseSources): DiagnoseIssue[] {
   if (retired.length === 0) return [];
   const detail = {
     active_algorithm: sources.signingKeys.algorithm(),
-    retired_keys: retired.map((key) => ({ kid: key.kid, alg: key.alg, published_until: new Date(key.verifyUntil * 1000).toISOString() })),
+    retired_keys: retired.map((key) => ({
+      kid: key.kid,
+      alg: key.alg,
+      published_until: new Date(key.verifyUntil * 1000).toISOString(),
+    })),
   };
   // Clients that accept only one key type (the platform SDK's JWKS model reads RSA members) may stumble until it ends.
-  return [issue('signing_key_overlap', 'info', 'A retired signing key is still published until the tokens it signed expire.', detail)];
+  return [
+    issue(
+      'signing_key_overlap',
+      'info',
+      'A retired signing key is still published until the tokens it signed expire.',
+      detail,
+    ),
+  ];
 }
 
-const PROBES: Record<string, (sources: DiagnoseSources) => DiagnoseIssue[]> = { certificates, signing_keys: signingKeys };
+const PROBES: Record<string, (sources: DiagnoseSources) => DiagnoseIssue[]> = {
+  certificates,
+  signing_keys: signingKeys,
+};
 
 export function diagnose(sources: DiagnoseSources) {
   const issues = Object.entries(PROBES).flatMap(([probe, run]) => {
     try {
       return run(sources);
     } catch (error) {
-      return [issue('probe_failed', 'warning', `The ${probe} probe could not run.`, { probe, error: error instanceof Error ? error.message : String(error) })];
+      return [
+        issue('probe_failed', 'warning', `The ${probe} probe could not run.`, {
+          probe,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      ];
     }
   });
   return {

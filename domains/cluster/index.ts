@@ -18,22 +18,37 @@ export const clusterModule: HandlerModule = {
   name: 'cluster',
   init(deps) {
     const federations = deps.services.get(FEDERATIONS);
-    const capabilitySources = { federations, jobRuntime: deps.config.jobs.runtime, visibleDeployments: deps.services.find(DEPLOYMENT_COUNT) ?? null };
-    const diagnoseSources = { clusterId: federations.localClusterId, runtime: deps.runtime, signingKeys: deps.services.get(SIGNING_KEYS), now: deps.now };
+    const capabilitySources = {
+      federations,
+      jobRuntime: deps.config.jobs.runtime,
+      visibleDeployments: deps.services.find(DEPLOYMENT_COUNT) ?? null,
+    };
+    const diagnoseSources = {
+      clusterId: federations.localClusterId,
+      runtime: deps.runtime,
+      signingKeys: deps.services.get(SIGNING_KEYS),
+      now: deps.now,
+    };
     return {
       routes: [
         {
           method: 'GET',
           path: '/cluster/cluster_capabilities',
           auth: 'user',
-          doc: { summary: "This cluster's capabilities (runtimes, GPUs, federations) as the SDK reads them", answers: { 200: jsonObject } },
+          doc: {
+            summary: "This cluster's capabilities (runtimes, GPUs, federations) as the SDK reads them",
+            answers: { 200: jsonObject },
+          },
           handle: (ctx) => ({ status: 200, body: capabilities(capabilitySources, principalOf(ctx)) }),
         },
         {
           method: 'GET',
           path: '/cluster/diagnose',
           auth: 'admin',
-          doc: { summary: 'Diagnostics of this cluster: identity, certificate expiry, signing keys', answers: { 200: jsonObject } },
+          doc: {
+            summary: 'Diagnostics of this cluster: identity, certificate expiry, signing keys',
+            answers: { 200: jsonObject },
+          },
           handle: () => ({ status: 200, body: diagnose(diagnoseSources) }),
         },
       ],

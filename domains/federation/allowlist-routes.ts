@@ -25,7 +25,10 @@ export function allowlistRoutes(service: AllowlistService, maxBody: number): Rou
         answers: { 201: jsonObject },
         errors: [...FOUND, 'federation_user_exists', 'federation_state_conflict', ...GRANT_REASONS],
       },
-      handle: async (ctx) => ({ status: 201, body: service.add(id(ctx), await readJson(ctx.req, maxBody, allowlistBody)) }),
+      handle: async (ctx) => ({
+        status: 201,
+        body: service.add(id(ctx), await readJson(ctx.req, maxBody, allowlistBody)),
+      }),
     },
     {
       method: 'GET',
@@ -44,7 +47,10 @@ export function allowlistRoutes(service: AllowlistService, maxBody: number): Rou
         answers: { 200: jsonObject },
         errors: [...FOUND, 'federation_user_not_found'],
       },
-      handle: async (ctx) => ({ status: 200, body: await service.revoke(id(ctx), ext(ctx), parseQuery(ctx.query, cancelJobsQuery).cancel_in_flight_jobs) }),
+      handle: async (ctx) => ({
+        status: 200,
+        body: await service.revoke(id(ctx), ext(ctx), parseQuery(ctx.query, cancelJobsQuery).cancel_in_flight_jobs),
+      }),
     },
     {
       method: 'POST',

@@ -58,7 +58,10 @@ export class AllowlistService {
   async revoke(federationId: string, externalId: string, cancelInFlightJobs: boolean) {
     const entry = this.entry(federationId, externalId);
     const at = this.ctx.now().toISOString();
-    const row = this.ctx.allowlist.update(federationId, externalId, { disabledAt: entry.disabledAt ?? at, updatedAt: at });
+    const row = this.ctx.allowlist.update(federationId, externalId, {
+      disabledAt: entry.disabledAt ?? at,
+      updatedAt: at,
+    });
     let cancelled = 0;
     if (cancelInFlightJobs && row.localUserId) {
       const canceller = this.ctx.services.find(BROKERED_JOB_CANCELLER);
@@ -85,16 +88,24 @@ export class AllowlistService {
 
   private async cancelBestEffort(canceller: BrokeredJobCanceller, row: AllowlistRow): Promise<number> {
     try {
-      return await canceller.cancelActiveJobs({ localUserId: row.localUserId as string, federationId: row.federationId, externalId: row.externalId });
+      return await canceller.cancelActiveJobs({
+        localUserId: row.localUserId as string,
+        federationId: row.federationId,
+        externalId: row.externalId,
+      });
     } catch (error) {
-      this.ctx.logger.warn({ err: error, federation_id: row.federationId }, 'cancel_in_flight_jobs failed (best effort)');
+      this.ctx.logger.warn(
+        { err: error, federation_id: row.federationId },
+        'cancel_in_flight_jobs failed (best effort)',
+      );
       return 0;
     }
   }
 
   private liveRecord(federationId: string) {
     const row = requireRecord(this.ctx, federationId);
-    if (row.status === 'DELETED') throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
+    if (row.status === 'DELETED')
+      throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
     return row;
   }
 

@@ -55,7 +55,10 @@ class Gateway {
     const res = await request(`${this.url.replace(/\/$/, '')}/api/cluster/federations${path}`, {
       method,
       dispatcher: this.#agent,
-      headers: { authorization: `Bearer ${this.token}`, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${this.token}`,
+        ...(json === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: json === undefined ? null : JSON.stringify(json),
     }).catch((error: Error) => {
       throw new StepFailed(`${this.label}: ${method} ${path}: ${error.message}`);
@@ -63,7 +66,8 @@ class Gateway {
     const body = (await res.body.json().catch(() => ({}))) as Record<string, any>;
     if (res.statusCode >= 300) {
       const detail = body.detail;
-      const reason = typeof detail === 'object' && detail && 'reason' in detail ? detail.reason : JSON.stringify(detail ?? body);
+      const reason =
+        typeof detail === 'object' && detail && 'reason' in detail ? detail.reason : JSON.stringify(detail ?? body);
       throw new StepFailed(`${this.label}: ${method} ${path}: ${res.statusCode} ${reason}`);
     }
     return body;
@@ -74,14 +78,24 @@ class Gateway {
   }
 }
 
-async function readSecrets(values: Values, env: CliEnv): Promise<{ psk: string; initiatorToken: string; receiverToken: string }> {
-  const file = (name: 'initiator-token-file' | 'receiver-token-file' | 'psk-file') => readFileSync(values[name] as string, 'utf8').trim();
+async function readSecrets(
+  values: Values,
+  env: CliEnv,
+): Promise<{ psk: string; initiatorToken: string; receiverToken: string }> {
+  const file = (name: 'initiator-token-file' | 'receiver-token-file' | 'psk-file') =>
+    readFileSync(values[name] as string, 'utf8').trim();
   const psk = values['psk-stdin'] ? (await env.readStdin()).trim() : file('psk-file');
   return { psk, initiatorToken: file('initiator-token-file'), receiverToken: file('receiver-token-file') };
 }
 
 function missing(values: Values): string[] {
-  const required = ['initiator-url', 'initiator-token-file', 'receiver-url', 'receiver-token-file', 'receiver-ip'] as const;
+  const required = [
+    'initiator-url',
+    'initiator-token-file',
+    'receiver-url',
+    'receiver-token-file',
+    'receiver-ip',
+  ] as const;
   const out: string[] = required.filter((k) => !values[k]).map((k) => `--${k}`);
   if (!values['psk-file'] === !values['psk-stdin']) out.push('exactly one of --psk-file, --psk-stdin');
   return out;
@@ -89,19 +103,29 @@ function missing(values: Values): string[] {
 
 async function preflightStep(env: CliEnv, gw: Gateway, route: { ip: string; hostname: string | null }) {
   const report = await gw.call('POST', '/preflight', { remote_ips: [{ ...route, primary: true }] });
-  if (!report.ok) throw new StepFailed(`${gw.label}: preflight of ${route.ip}: ${report.reason} — ${report.remedy ?? ''}`);
+  if (!report.ok)
+    throw new StepFailed(`${gw.label}: preflight of ${route.ip}: ${report.reason} — ${report.remedy ?? ''}`);
   env.out(`preflight ${gw.label} → ${route.ip}: ok`);
 }
 
 async function runPair(values: Values, env: CliEnv): Promise<void> {
   const secrets = await readSecrets(values, env);
   const ca = (name: 'initiator-ca' | 'receiver-ca') => (values[name] ? readFileSync(values[name], 'utf8') : undefined);
-  const initiator = new Gateway('initiator', values['initiator-url'] as string, secrets.initiatorToken, ca('initiator-ca'));
+  const initiator = new Gateway(
+    'initiator',
+    values['initiator-url'] as string,
+    secrets.initiatorToken,
+    ca('initiator-ca'),
+  );
   const receiver = new Gateway('receiver', values['receiver-url'] as string, secrets.receiverToken, ca('receiver-ca'));
   try {
     const receiverRoute = { ip: values['receiver-ip'] as string, hostname: values['receiver-hostname'] ?? null };
     await preflightStep(env, initiator, receiverRoute);
-    if (values['initiator-ip']) await preflightStep(env, receiver, { ip: values['initiator-ip'], hostname: values['initiator-hostname'] ?? null });
+    if (values['initiator-ip'])
+      await preflightStep(env, receiver, {
+        ip: values['initiator-ip'],
+        hostname: values['initiator-hostname'] ?? null,
+      });
     const shared = values['shared-issuer-url'] ? { shared_issuer_url: values['shared-issuer-url'] } : {};
     const r = await receiver.call('POST', '', {
       remote_cluster_name: values['initiator-name'] ?? 'initiator',
@@ -122,7 +146,14 @@ async function runPair(values: Values, env: CliEnv): Promise<void> {
     env.out(`paired: initiator ${paired.status}, remote_cluster_id ${paired.remote_cluster_id}`);
     const ping = await initiator.call('POST', `/${i.id}/ping`);
     if (ping.reachable !== true) throw new StepFailed('initiator: ping did not report reachable');
-    env.out(JSON.stringify({ initiator_federation_id: i.id, receiver_federation_id: r.id, remote_cluster_id: paired.remote_cluster_id, reachable: true }));
+    env.out(
+      JSON.stringify({
+        initiator_federation_id: i.id,
+        receiver_federation_id: r.id,
+        remote_cluster_id: paired.remote_cluster_id,
+        reachable: true,
+      }),
+    );
   } finally {
     await Promise.all([initiator.close(), receiver.close()]);
   }

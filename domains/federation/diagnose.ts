@@ -21,9 +21,11 @@ type Layer = (typeof LAYERS)[number];
 /** Remedies. */
 export const REMEDIES: Readonly<Record<string, string>> = {
   dns_unresolvable: 'Fix the DNS name, or put the peer IP in remote_ips[].ip and keep its name in hostname.',
-  connection_failed: 'Check the address and port, that the peer gateway is running, and firewalls between the clusters.',
+  connection_failed:
+    'Check the address and port, that the peer gateway is running, and firewalls between the clusters.',
   connection_timeout: 'Check routing and firewalls between the clusters; the peer did not answer in time.',
-  tls_untrusted_ca: 'The peer no longer presents a certificate from the CA exchanged at pairing (absent peer trust): delete and re-pair.',
+  tls_untrusted_ca:
+    'The peer no longer presents a certificate from the CA exchanged at pairing (absent peer trust): delete and re-pair.',
   tls_hostname_mismatch: 'Set remote_ips[].hostname to a name in the peer certificate.',
   tls_handshake_failed: "Check that the address is the peer gateway's HTTPS listener.",
   peer_unreachable: 'Check the address and that the peer gateway is running.',
@@ -80,10 +82,24 @@ export async function probeRoute(ctx: FederationContext, target: ProbeTarget): P
     [
       'tls',
       async () =>
-        (await probeTls({ address: address as string, port, servername }, { peerCaPem: target.peerCaPem, localCaPem: ctx.local.caPem() }, timeout)).probe,
+        (
+          await probeTls(
+            { address: address as string, port, servername },
+            { peerCaPem: target.peerCaPem, localCaPem: ctx.local.caPem() },
+            timeout,
+          )
+        ).probe,
     ],
     ['http', () => withAgent(ctx, target, probeHttp)],
-    ['hmac', target.hmac ?? (async () => ({ ok: false, reason: 'skipped', detail: 'no PAIRED record: the signed layer runs after pairing' }))],
+    [
+      'hmac',
+      target.hmac ??
+        (async () => ({
+          ok: false,
+          reason: 'skipped',
+          detail: 'no PAIRED record: the signed layer runs after pairing',
+        })),
+    ],
   ];
   let failed: LayerReport | null = null;
   for (const [layer, run] of steps) {
@@ -109,10 +125,21 @@ export async function probeRoute(ctx: FederationContext, target: ProbeTarget): P
 
 function toLayer(layer: Layer, probe: Probe, elapsed: number): LayerReport {
   if (probe.ok) return { layer, ok: true, reason: null, detail: probe.detail, elapsed_ms: elapsed, remedy: null };
-  return { layer, ok: false, reason: probe.reason, detail: probe.detail, elapsed_ms: elapsed, remedy: REMEDIES[probe.reason] ?? null };
+  return {
+    layer,
+    ok: false,
+    reason: probe.reason,
+    detail: probe.detail,
+    elapsed_ms: elapsed,
+    remedy: REMEDIES[probe.reason] ?? null,
+  };
 }
 
-async function withAgent(ctx: FederationContext, target: ProbeTarget, run: (agent: PeerAgent) => Promise<Probe>): Promise<Probe> {
+async function withAgent(
+  ctx: FederationContext,
+  target: ProbeTarget,
+  run: (agent: PeerAgent) => Promise<Probe>,
+): Promise<Probe> {
   const trust = target.peerCaPem ? { caPem: target.peerCaPem } : ({ bootstrap: true } as const);
   const agent = createPeerAgent(target.route, trust, ctx.agents.options());
   try {
@@ -125,7 +152,8 @@ async function withAgent(ctx: FederationContext, target: ProbeTarget, run: (agen
 /** POST /preflight: every proposed route, before anything is stored. */
 export async function preflight(ctx: FederationContext, routes: RemoteIp[]) {
   const reports: RouteReport[] = [];
-  for (const route of routes) reports.push(await probeRoute(ctx, { route, federationId: null, peerCaPem: null, hmac: null }));
+  for (const route of routes)
+    reports.push(await probeRoute(ctx, { route, federationId: null, peerCaPem: null, hmac: null }));
   const first = reports[
     Math.max(
       0,
@@ -158,7 +186,14 @@ async function signedProbe(ctx: FederationContext, row: FederationRow): Promise<
   const key = pskOf(ctx, row);
   if (!agent || !key) return { ok: false, reason: 'skipped', detail: 'record not paired' };
   try {
-    const answer = await callPeer(agent, '/api/cluster/remote/ping', { federation_id: row.id }, key, ctx.local.id, ctx.now());
+    const answer = await callPeer(
+      agent,
+      '/api/cluster/remote/ping',
+      { federation_id: row.id },
+      key,
+      ctx.local.id,
+      ctx.now(),
+    );
     expectAccepted(ctx, answer, SIGNATURE_MAX_AGE_SECONDS);
     expectPeerIdentity(ctx, row, answer);
     return { ok: true, detail: 'signed /remote/ping verified both ways' };
@@ -167,7 +202,8 @@ async function signedProbe(ctx: FederationContext, row: FederationRow): Promise<
       const peer = error.extra.peer_reason;
       return {
         ok: false,
-        reason: error.reason === 'peer_refused' && peer === 'federation_not_active' ? 'federation_not_active' : error.reason,
+        reason:
+          error.reason === 'peer_refused' && peer === 'federation_not_active' ? 'federation_not_active' : error.reason,
         detail: typeof error.extra.detail === 'string' ? error.extra.detail : null,
       };
     }
@@ -181,8 +217,18 @@ export async function resolveAddress(ctx: FederationContext, input: string) {
   const dns = await probeDns(host, ctx.policy.peerTimeoutMs);
   if (!dns.probe.ok) return { input, ip: null, fqdn: null, source: 'dns', error: dns.probe.reason };
   if (host !== dns.address) return { input, ip: dns.address, fqdn: host, source: 'dns', error: null };
-  const tls = await probeTls({ address: host, port, servername: host }, { peerCaPem: null, localCaPem: ctx.local.caPem() }, ctx.policy.peerTimeoutMs);
+  const tls = await probeTls(
+    { address: host, port, servername: host },
+    { peerCaPem: null, localCaPem: ctx.local.caPem() },
+    ctx.policy.peerTimeoutMs,
+  );
   const fqdn = tls.dnsNames.find((n) => !n.startsWith('*')) ?? null;
   if (fqdn) return { input, ip: host, fqdn, source: 'tls_san', error: null };
-  return { input, ip: host, fqdn: null, source: 'input', error: tls.probe.ok ? 'no_dns_name_in_certificate' : tls.probe.reason };
+  return {
+    input,
+    ip: host,
+    fqdn: null,
+    source: 'input',
+    error: tls.probe.ok ? 'no_dns_name_in_certificate' : tls.probe.reason,
+  };
 }

@@ -51,7 +51,9 @@ export function createDirectory(ctx: FederationContext): FederationDirectory {
   const memo = <V>(load: (key: string) => V) => memoize(ctx.changes, load);
   const views = (rows: FederationRow[]) => Object.freeze(rows.map((row) => Object.freeze(recordView(row))));
   const paired = memo(() => views(ctx.records.byStatus(['PAIRED'])));
-  const bySource = memo((id) => views(ctx.records.byRemoteClusterId(id, ['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED'])));
+  const bySource = memo((id) =>
+    views(ctx.records.byRemoteClusterId(id, ['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED'])),
+  );
   const byId = memo((id) => {
     const row = ctx.records.get(id);
     return row && row.status !== 'DELETED' ? Object.freeze(recordView(row)) : undefined;
@@ -80,8 +82,15 @@ export function createDirectory(ctx: FederationContext): FederationDirectory {
     isTrustedSharedIssuer: (issuer) => trusted.has(trimSlash(issuer)),
     allowlistEntry: (federationId, externalId) => entry(`${federationId}\n${externalId}`),
     markProvisioned: (federationId, externalId, localUserId) =>
-      entryView(ctx.allowlist.update(federationId, externalId, { autoProvisioned: true, localUserId, updatedAt: ctx.now().toISOString() })),
-    renderEntryTuples: (entry, localUserId) => renderRecipe(entry.initial_tuples, { userId: localUserId, externalId: entry.external_id }),
+      entryView(
+        ctx.allowlist.update(federationId, externalId, {
+          autoProvisioned: true,
+          localUserId,
+          updatedAt: ctx.now().toISOString(),
+        }),
+      ),
+    renderEntryTuples: (entry, localUserId) =>
+      renderRecipe(entry.initial_tuples, { userId: localUserId, externalId: entry.external_id }),
     touch: (federationId) => void ctx.records.update(federationId, { lastActivity: ctx.now().toISOString() }),
   };
 }

@@ -13,46 +13,85 @@ export const FederationErrors = defineErrors('federation', {
     status: 400,
     doc: 'A `peer_kc` federation (no `shared_issuer_url`) was requested while PLATFORM_ALLOW_UNTRUSTED_FEDERATION is off.',
   },
-  identity_mode_unsupported: { status: 400, doc: '`identity_mode` asks for a mode this release does not support (`receiver_realm`).' },
+  identity_mode_unsupported: {
+    status: 400,
+    doc: '`identity_mode` asks for a mode this release does not support (`receiver_realm`).',
+  },
   federation_field_immutable: {
     status: 400,
     doc: 'PUT tried to change a field other than brokering_enabled, shared_ca_pem, require_peer_jwt; `fields` names them and nothing was applied.',
   },
   federation_already_paired: { status: 409, doc: 'Pair was called on a record that is already PAIRED.' },
-  federation_state_conflict: { status: 409, doc: 'The operation does not apply to the record in its current `status`/`role` (both returned).' },
+  federation_state_conflict: {
+    status: 409,
+    doc: 'The operation does not apply to the record in its current `status`/`role` (both returned).',
+  },
   federation_not_paired: { status: 409, doc: 'Ping needs a PAIRED record; `status` says what it is.' },
   psk_ambiguous: {
     status: 409,
     doc: 'More than one WAITING receiver record verifies the handshake: the PSK is not unique. Delete one and re-pair with a fresh PSK.',
   },
-  peer_identity_aliases_local: { status: 409, doc: 'The peer reports this cluster’s own id (a self-pair, or the address points back here). Fix remote_ips.' },
+  peer_identity_aliases_local: {
+    status: 409,
+    doc: 'The peer reports this cluster’s own id (a self-pair, or the address points back here). Fix remote_ips.',
+  },
   pairing_clock_skew: {
     status: 403,
     doc: 'Receiver side of /remote/pair: the clocks differ by 60 s or more; `skew_seconds` says by how much.',
   },
-  federation_user_exists: { status: 409, doc: 'The allowlist already has an entry for that external_id (release 1.3.3 semantics).' },
+  federation_user_exists: {
+    status: 409,
+    doc: 'The allowlist already has an entry for that external_id (release 1.3.3 semantics).',
+  },
   federation_user_not_found: { status: 404, doc: 'No allowlist entry with that external_id on this federation.' },
-  dns_unresolvable: { status: 502, doc: 'The peer address is a DNS name that does not resolve. Remedy: fix the name or use an IP in remote_ips[].ip.' },
-  connection_failed: { status: 502, doc: 'TCP connection to the peer refused or reset. Remedy: check the address, port and that the peer gateway runs.' },
-  connection_timeout: { status: 504, doc: 'The peer did not connect or answer in time. Remedy: check routing/firewall between the clusters.' },
+  dns_unresolvable: {
+    status: 502,
+    doc: 'The peer address is a DNS name that does not resolve. Remedy: fix the name or use an IP in remote_ips[].ip.',
+  },
+  connection_failed: {
+    status: 502,
+    doc: 'TCP connection to the peer refused or reset. Remedy: check the address, port and that the peer gateway runs.',
+  },
+  connection_timeout: {
+    status: 504,
+    doc: 'The peer did not connect or answer in time. Remedy: check routing/firewall between the clusters.',
+  },
   tls_untrusted_ca: {
     status: 502,
     doc: 'The peer certificate does not chain to the CA stored at pairing (the peer rotated its CA). Remedy: delete and re-pair.',
   },
-  tls_hostname_mismatch: { status: 502, doc: 'The peer certificate does not name remote_ips[].hostname. Remedy: set hostname to a name in its certificate.' },
-  tls_handshake_failed: { status: 502, doc: 'The TLS handshake with the peer failed for another reason (`detail` has the code).' },
-  peer_unreachable: { status: 502, doc: 'The peer could not be reached for a reason outside DNS, TCP and TLS (`detail` has it).' },
+  tls_hostname_mismatch: {
+    status: 502,
+    doc: 'The peer certificate does not name remote_ips[].hostname. Remedy: set hostname to a name in its certificate.',
+  },
+  tls_handshake_failed: {
+    status: 502,
+    doc: 'The TLS handshake with the peer failed for another reason (`detail` has the code).',
+  },
+  peer_unreachable: {
+    status: 502,
+    doc: 'The peer could not be reached for a reason outside DNS, TCP and TLS (`detail` has it).',
+  },
   hmac_signature_invalid: {
     status: 502,
     doc: 'The peer refused our signature, or its answer was not signed with the PSK. Remedy: disconnect and re-pair with a new PSK.',
   },
-  clock_skew: { status: 502, doc: 'The peer refused our timestamp, or its clock differs too much (60 s at pairing). Remedy: synchronize clocks (NTP).' },
-  peer_identity_mismatch: { status: 502, doc: 'The peer answered with a cluster id other than the remote_cluster_id stored at pairing. Remedy: re-pair.' },
+  clock_skew: {
+    status: 502,
+    doc: 'The peer refused our timestamp, or its clock differs too much (60 s at pairing). Remedy: synchronize clocks (NTP).',
+  },
+  peer_identity_mismatch: {
+    status: 502,
+    doc: 'The peer answered with a cluster id other than the remote_cluster_id stored at pairing. Remedy: re-pair.',
+  },
   peer_refused: {
     status: 502,
     doc: 'The peer refused the signed call for another reason (e.g. federation_not_active); `peer_status` and `peer_reason` say which.',
   },
-  peer_response_invalid: { status: 502, doc: 'The peer answered a peer-protocol call with a body that is not the expected shape.' },
+  peer_response_invalid: {
+    status: 502,
+    doc: 'The peer answered a peer-protocol call with a body that is not the expected shape.',
+  },
   peer_disconnect_failed: {
     status: 502,
     doc: 'Disconnect could not get the peer to acknowledge (`cause` names the layer reason); nothing changed. Retry with ?force=true to disconnect locally.',

@@ -65,7 +65,11 @@ export const federationModule: HandlerModule = {
     deps.services.provide(FEDERATIONS, createDirectory(ctx));
     const max = deps.config.limits.maxBodyBytes;
     return {
-      routes: [...federationRoutes(ctx, new FederationService(ctx), max), ...allowlistRoutes(new AllowlistService(ctx), max), ...peerRoutes(ctx)],
+      routes: [
+        ...federationRoutes(ctx, new FederationService(ctx), max),
+        ...allowlistRoutes(new AllowlistService(ctx), max),
+        ...peerRoutes(ctx),
+      ],
       close: () => agents.closeAll(),
     };
   },

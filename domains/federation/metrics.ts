@@ -16,7 +16,8 @@ export function observeFederations(metrics: MetricsRegistry, records: Federation
     labels: ['peer', 'remote_cluster', 'state'],
     collect(gauge) {
       gauge.reset();
-      for (const record of records.byStatus(LIVE)) gauge.labels(record.id, record.remoteClusterName, record.status).set(1);
+      for (const record of records.byStatus(LIVE))
+        gauge.labels(record.id, record.remoteClusterName, record.status).set(1);
     },
   });
 }

@@ -24,20 +24,33 @@ import { primaryRoute, recordView } from './wire.ts';
 export async function pair(ctx: FederationContext, principal: Principal, id: string) {
   const row = requireRecord(ctx, id);
   if (row.status === 'PAIRED') throw FederationErrors.make.federation_already_paired();
-  if (row.role !== 'initiator' || row.status !== 'PAIRING') throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
+  if (row.role !== 'initiator' || row.status !== 'PAIRING')
+    throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
   const route = primaryRoute(row);
   const key = pskOf(ctx, row);
   if (!route || !key) throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
   const agent = createPeerAgent(route, { bootstrap: true }, ctx.agents.options());
   try {
-    const answer = await callPeer(agent, '/api/cluster/remote/pair', pairBody(ctx, row, principal), key, ctx.local.id, ctx.now());
+    const answer = await callPeer(
+      agent,
+      '/api/cluster/remote/pair',
+      pairBody(ctx, row, principal),
+      key,
+      ctx.local.id,
+      ctx.now(),
+    );
     expectAccepted(ctx, answer, PAIRING_MAX_SKEW_SECONDS);
     const parsed = pairAnswer.safeParse(answer.json);
-    if (!parsed.success || answer.responderId?.toLowerCase() !== parsed.data.cluster_id) throw FederationErrors.make.peer_response_invalid();
-    if (parsed.data.cluster_id === ctx.local.id) throw FederationErrors.make.peer_identity_aliases_local({ cluster_id: parsed.data.cluster_id });
+    if (!parsed.success || answer.responderId?.toLowerCase() !== parsed.data.cluster_id)
+      throw FederationErrors.make.peer_response_invalid();
+    if (parsed.data.cluster_id === ctx.local.id)
+      throw FederationErrors.make.peer_identity_aliases_local({ cluster_id: parsed.data.cluster_id });
     const leaf = agent.presentedLeaf();
     if (!leaf || !verifyLeafIssuedBy(leaf, parsed.data.ca_cert)) {
-      throw FederationErrors.make.tls_untrusted_ca({ layer: 'tls', detail: 'the certificate presented is not issued by the CA in the signed answer' });
+      throw FederationErrors.make.tls_untrusted_ca({
+        layer: 'tls',
+        detail: 'the certificate presented is not issued by the CA in the signed answer',
+      });
     }
     const at = ctx.now().toISOString();
     const paired = ctx.records.update(row.id, {
@@ -51,8 +64,17 @@ export async function pair(ctx: FederationContext, principal: Principal, id: str
       updatedAt: at,
     });
     // Seeded relation: the admin who paired gets federation:{id}#operator.
-    ctx.authz.write([{ subject: { namespace: 'user', id: principal.userId }, relation: 'operator', object: { namespace: 'federation', id: row.id } }]);
-    ctx.logger.info({ federation_id: row.id, remote_cluster_id: paired.remoteClusterId }, 'federation paired (initiator)');
+    ctx.authz.write([
+      {
+        subject: { namespace: 'user', id: principal.userId },
+        relation: 'operator',
+        object: { namespace: 'federation', id: row.id },
+      },
+    ]);
+    ctx.logger.info(
+      { federation_id: row.id, remote_cluster_id: paired.remoteClusterId },
+      'federation paired (initiator)',
+    );
     return recordView(paired);
   } finally {
     await agent.close().catch(() => {});
@@ -100,7 +122,11 @@ export function advertisedRoute(ctx: FederationContext, row: FederationRow): Rem
  */
 export function expectAccepted(ctx: FederationContext, answer: PeerAnswer, maxSkew: number): void {
   if (answer.status !== 200) throw refusalError(answer);
-  if (!answer.signed) throw FederationErrors.make.hmac_signature_invalid({ layer: 'hmac', detail: 'the answer is not signed with the PSK' });
+  if (!answer.signed)
+    throw FederationErrors.make.hmac_signature_invalid({
+      layer: 'hmac',
+      detail: 'the answer is not signed with the PSK',
+    });
   const skew = answer.ts - unixSeconds(ctx.now());
   if (Math.abs(skew) >= maxSkew) throw FederationErrors.make.clock_skew({ layer: 'hmac', skew_seconds: skew });
 }
@@ -110,11 +136,18 @@ function refusalError(answer: PeerAnswer) {
   const detail = answer.json?.detail as Record<string, unknown> | undefined;
   switch (reason) {
     case 'invalid_signature':
-      return FederationErrors.make.hmac_signature_invalid({ layer: 'hmac', detail: 'the peer did not verify our signature: the PSKs differ' });
+      return FederationErrors.make.hmac_signature_invalid({
+        layer: 'hmac',
+        detail: 'the peer did not verify our signature: the PSKs differ',
+      });
     case 'pairing_clock_skew':
     case 'signature_expired':
     case 'signature_in_future':
-      return FederationErrors.make.clock_skew({ layer: 'hmac', peer_reason: reason, skew_seconds: detail?.skew_seconds ?? null });
+      return FederationErrors.make.clock_skew({
+        layer: 'hmac',
+        peer_reason: reason,
+        skew_seconds: detail?.skew_seconds ?? null,
+      });
     case 'psk_ambiguous':
       return FederationErrors.make.psk_ambiguous({ peer: true });
     case 'peer_identity_aliases_local':

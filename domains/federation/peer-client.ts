@@ -10,7 +10,14 @@ import type { KeyObject } from 'node:crypto';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
-import { canonicalizeRequest, canonicalizeResponse, parseTs, signatureMatches, signCanonical, unixSeconds } from '../../gateway/mesh/canonical.ts';
+import {
+  canonicalizeRequest,
+  canonicalizeResponse,
+  parseTs,
+  signatureMatches,
+  signCanonical,
+  unixSeconds,
+} from '../../gateway/mesh/canonical.ts';
 import type { PeerAgent } from '../../gateway/mesh/peer-agent.ts';
 import { classifyTransportError } from '../../gateway/mesh/transport-errors.ts';
 import { FederationErrors } from './errors.ts';
@@ -51,7 +58,16 @@ export async function callPeer(
 ): Promise<PeerAnswer> {
   const raw = Buffer.from(JSON.stringify({ ...body, nonce: randomUUID() }));
   const ts = unixSeconds(now);
-  const canonical = canonicalizeRequest({ sourceClusterId: localId, userId: '', roles: '', route: localId, method: 'POST', uri: path, ts, body: raw });
+  const canonical = canonicalizeRequest({
+    sourceClusterId: localId,
+    userId: '',
+    roles: '',
+    route: localId,
+    method: 'POST',
+    uri: path,
+    ts,
+    body: raw,
+  });
   const signature = signCanonical(psk, canonical);
   let res: Awaited<ReturnType<typeof request>>;
   let text: Buffer;
@@ -73,14 +89,25 @@ export async function callPeer(
   } catch (error) {
     throw transportError(error);
   }
-  return { status: res.statusCode, json: parseObject(text), ...answerProof(res.headers, res.statusCode, text, signature, psk) };
+  return {
+    status: res.statusCode,
+    json: parseObject(text),
+    ...answerProof(res.headers, res.statusCode, text, signature, psk),
+  };
 }
 
-function answerProof(headers: Record<string, string | string[] | undefined>, status: number, body: Buffer, requestSignature: string, psk: KeyObject) {
+function answerProof(
+  headers: Record<string, string | string[] | undefined>,
+  status: number,
+  body: Buffer,
+  requestSignature: string,
+  psk: KeyObject,
+) {
   const ts = parseTs(headers[MESH_HEADERS.ts]);
   const presented = headers[MESH_HEADERS.responseSignature];
   const responder = headers[MESH_HEADERS.sourceClusterId];
-  if (typeof presented !== 'string' || typeof responder !== 'string' || Number.isNaN(ts)) return { signed: false, ts, responderId: null };
+  if (typeof presented !== 'string' || typeof responder !== 'string' || Number.isNaN(ts))
+    return { signed: false, ts, responderId: null };
   const canonical = canonicalizeResponse({ responderClusterId: responder, requestSignature, status, ts, body });
   const signed = signatureMatches(psk, canonical, presented);
   return { signed, ts, responderId: signed ? responder : null };
@@ -91,7 +118,8 @@ async function readCapped(body: AsyncIterable<Buffer>): Promise<Buffer> {
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) throw Object.assign(new Error('peer answer too large'), { code: 'PEER_ANSWER_TOO_LARGE' });
+    if (size > MAX_ANSWER_BYTES)
+      throw Object.assign(new Error('peer answer too large'), { code: 'PEER_ANSWER_TOO_LARGE' });
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
@@ -115,6 +143,7 @@ export function transportError(error: unknown): ApiError {
 /** The reason inside a peer's FastAPI-style error body, if any. */
 export function peerReason(answer: PeerAnswer): string | null {
   const detail = answer.json?.detail;
-  if (detail && typeof detail === 'object' && typeof (detail as { reason?: unknown }).reason === 'string') return (detail as { reason: string }).reason;
+  if (detail && typeof detail === 'object' && typeof (detail as { reason?: unknown }).reason === 'string')
+    return (detail as { reason: string }).reason;
   return null;
 }

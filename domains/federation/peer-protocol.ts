@@ -59,7 +59,11 @@ function canonicalOf(call: SignedCall): string {
 }
 
 /** Rows whose PSK verifies the call; the PSK travels only as this proof (never in the body). */
-function signers(ctx: FederationContext, call: SignedCall, rows: readonly FederationRow[]): { row: FederationRow; key: KeyObject }[] {
+function signers(
+  ctx: FederationContext,
+  call: SignedCall,
+  rows: readonly FederationRow[],
+): { row: FederationRow; key: KeyObject }[] {
   const canonical = canonicalOf(call);
   const out: { row: FederationRow; key: KeyObject }[] = [];
   for (const row of rows) {
@@ -74,11 +78,22 @@ function acceptOnce(ctx: FederationContext, call: SignedCall, nowSeconds: number
   if (!ctx.nonces.acceptOnce(call.signature, expiresAt, nowSeconds)) throw MeshErrors.make.signature_replayed();
 }
 
-function signedReply(ctx: FederationContext, call: SignedCall, key: KeyObject, body: Record<string, unknown>): PeerReply {
+function signedReply(
+  ctx: FederationContext,
+  call: SignedCall,
+  key: KeyObject,
+  body: Record<string, unknown>,
+): PeerReply {
   const ts = unixSeconds(ctx.now());
   // sendReply serializes with JSON.stringify as well, so the signed bytes are the sent bytes.
   const raw = JSON.stringify(body);
-  const canonical = canonicalizeResponse({ responderClusterId: ctx.local.id, requestSignature: call.signature, status: 200, ts, body: raw });
+  const canonical = canonicalizeResponse({
+    responderClusterId: ctx.local.id,
+    requestSignature: call.signature,
+    status: 200,
+    ts,
+    body: raw,
+  });
   return {
     status: 200,
     body,
@@ -109,10 +124,12 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
   if (matches.length > 1) throw FederationErrors.make.psk_ambiguous({ candidates: matches.length });
   const { row, key } = matches[0] as { row: FederationRow; key: KeyObject };
   const skew = call.ts - nowSeconds;
-  if (Math.abs(skew) >= PAIRING_MAX_SKEW_SECONDS) throw FederationErrors.make.pairing_clock_skew({ skew_seconds: skew });
+  if (Math.abs(skew) >= PAIRING_MAX_SKEW_SECONDS)
+    throw FederationErrors.make.pairing_clock_skew({ skew_seconds: skew });
   const body = parseBody(pairRequest, call.rawBody);
   if (body.local_cluster_id !== call.sourceClusterId.toLowerCase()) throw MeshErrors.make.invalid_signature();
-  if (body.local_cluster_id === ctx.local.id) throw FederationErrors.make.peer_identity_aliases_local({ cluster_id: body.local_cluster_id });
+  if (body.local_cluster_id === ctx.local.id)
+    throw FederationErrors.make.peer_identity_aliases_local({ cluster_id: body.local_cluster_id });
   acceptOnce(ctx, call, nowSeconds);
   const at = ctx.now().toISOString();
   const paired = ctx.records.update(row.id, {
@@ -131,7 +148,10 @@ export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply 
     lastActivity: at,
     updatedAt: at,
   });
-  ctx.logger.info({ federation_id: paired.id, remote_cluster_id: paired.remoteClusterId }, 'federation paired (receiver)');
+  ctx.logger.info(
+    { federation_id: paired.id, remote_cluster_id: paired.remoteClusterId },
+    'federation paired (receiver)',
+  );
   return signedReply(ctx, call, key, {
     federation_id: paired.id,
     cluster_id: ctx.local.id,

@@ -37,9 +37,21 @@ async function signedCall(ctx: RequestContext): Promise<SignedCall> {
 type PeerAnswer = (fctx: FederationContext, call: SignedCall) => PeerReply;
 
 /** Every peer call: the envelope (signature, age, replay) is checked before the body is read as JSON. */
-const SIGNED_CALL_REASONS = ['invalid_signature', 'signature_expired', 'signature_in_future', 'signature_replayed', 'body_too_large'];
+const SIGNED_CALL_REASONS = [
+  'invalid_signature',
+  'signature_expired',
+  'signature_in_future',
+  'signature_replayed',
+  'body_too_large',
+];
 
-function peerRoute(path: string, answer: PeerAnswer, fctx: FederationContext, summary: string, errors: string[] = []): RouteDef {
+function peerRoute(
+  path: string,
+  answer: PeerAnswer,
+  fctx: FederationContext,
+  summary: string,
+  errors: string[] = [],
+): RouteDef {
   return {
     method: 'POST',
     path,
@@ -57,7 +69,15 @@ export function peerRoutes(fctx: FederationContext): RouteDef[] {
       'psk_ambiguous',
       'request_validation_failed',
     ]),
-    peerRoute('/cluster/remote/ping', remotePing, fctx, 'Peer protocol: ping (PSK-signed; answered signed)', ['federation_not_active']),
-    peerRoute('/cluster/remote/disconnect', remoteDisconnect, fctx, 'Peer protocol: disconnect (PSK-signed; answered signed)', ['request_validation_failed']),
+    peerRoute('/cluster/remote/ping', remotePing, fctx, 'Peer protocol: ping (PSK-signed; answered signed)', [
+      'federation_not_active',
+    ]),
+    peerRoute(
+      '/cluster/remote/disconnect',
+      remoteDisconnect,
+      fctx,
+      'Peer protocol: disconnect (PSK-signed; answered signed)',
+      ['request_validation_failed'],
+    ),
   ];
 }

@@ -17,7 +17,10 @@ const fail = (reason: string, detail: string | null = null): Probe => ({ ok: fal
 
 function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () => T): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([promise, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(onTimeout()), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    promise,
+    new Promise<T>((resolve) => (timer = setTimeout(() => resolve(onTimeout()), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** A literal address passes as is; a name must resolve. */
@@ -43,7 +46,9 @@ export function probeTcp(address: string, port: number, timeoutMs: number): Prom
     };
     socket.setTimeout(timeoutMs, () => done(fail('connection_timeout', `no connection within ${timeoutMs} ms`)));
     socket.once('connect', () => done({ ok: true, detail: null }));
-    socket.on('error', (error) => done(fail(classifyTransportError(error).reason, (error as NodeJS.ErrnoException).code ?? null)));
+    socket.on('error', (error) =>
+      done(fail(classifyTransportError(error).reason, (error as NodeJS.ErrnoException).code ?? null)),
+    );
   });
 }
 
@@ -78,7 +83,9 @@ export function probeTls(
       socket.destroy();
       resolve(facts);
     };
-    socket.setTimeout(timeoutMs, () => done({ probe: fail('connection_timeout', 'TLS handshake timed out'), dnsNames: [] }));
+    socket.setTimeout(timeoutMs, () =>
+      done({ probe: fail('connection_timeout', 'TLS handshake timed out'), dnsNames: [] }),
+    );
     socket.on('error', (error) => {
       const failure = classifyTransportError(error);
       done({ probe: fail(failure.reason, failure.detail), dnsNames: [] });
@@ -94,13 +101,19 @@ function inspectLeaf(socket: TLSSocket, servername: string, localCaPem: string, 
     .split(', ')
     .filter((s) => s.startsWith('DNS:'))
     .map((s) => s.slice(4));
-  if (leaf && issuedBy(leaf, localCaPem)) return { probe: fail('peer_identity_aliases_local', 'the certificate is issued by this cluster’s own CA'), dnsNames };
+  if (leaf && issuedBy(leaf, localCaPem))
+    return {
+      probe: fail('peer_identity_aliases_local', 'the certificate is issued by this cluster’s own CA'),
+      dnsNames,
+    };
   const mismatch = checkServerIdentity(servername, cert);
   if (mismatch) return { probe: fail('tls_hostname_mismatch', mismatch.message), dnsNames };
   return {
     probe: {
       ok: true,
-      detail: verified ? 'chain verified against the peer CA stored at pairing' : 'hostname verified; chain verified at pairing (peer CA not yet exchanged)',
+      detail: verified
+        ? 'chain verified against the peer CA stored at pairing'
+        : 'hostname verified; chain verified at pairing (peer CA not yet exchanged)',
     },
     dnsNames,
   };

@@ -12,7 +12,13 @@ import { isKnownRelation, MODEL, SUBJECT_NAMESPACES } from '../authz/index.ts';
 import type { RecipeTuple } from './schema.ts';
 
 export const recipeSchema = z
-  .array(z.object({ subject: z.string().trim().min(1).max(1024), relation: z.string().trim().min(1).max(64), object: z.string().trim().min(1).max(2048) }))
+  .array(
+    z.object({
+      subject: z.string().trim().min(1).max(1024),
+      relation: z.string().trim().min(1).max(64),
+      object: z.string().trim().min(1).max(2048),
+    }),
+  )
   .max(256);
 
 /** `<namespace>:<id>`, split on the FIRST colon: dataset URNs contain colons. */
@@ -23,7 +29,10 @@ export function splitRef(ref: string): { namespace: string; id: string } | null 
 }
 
 /** Every problem of a recipe, located like a FastAPI 422 (`loc` under body.initial_tuples). */
-export function recipeProblems(recipe: readonly RecipeTuple[], loc: (string | number)[] = ['body', 'initial_tuples']): ValidationProblem[] {
+export function recipeProblems(
+  recipe: readonly RecipeTuple[],
+  loc: (string | number)[] = ['body', 'initial_tuples'],
+): ValidationProblem[] {
   const problems: ValidationProblem[] = [];
   recipe.forEach((tuple, i) => {
     const subject = splitRef(tuple.subject);
@@ -45,7 +54,11 @@ export function recipeProblems(recipe: readonly RecipeTuple[], loc: (string | nu
       return;
     }
     if (model.fixedObjectId !== undefined && object.id !== model.fixedObjectId) {
-      problems.push({ loc: [...loc, i, 'object'], msg: `${object.namespace} takes only the object id ${model.fixedObjectId}`, type: 'object_id_invalid' });
+      problems.push({
+        loc: [...loc, i, 'object'],
+        msg: `${object.namespace} takes only the object id ${model.fixedObjectId}`,
+        type: 'object_id_invalid',
+      });
     }
     if (!isKnownRelation(object.namespace, tuple.relation)) {
       problems.push({
@@ -59,8 +72,12 @@ export function recipeProblems(recipe: readonly RecipeTuple[], loc: (string | nu
 }
 
 /** Renders a validated recipe for one brokered user: `{{user_id}}` → local UUID, `{{external_id}}` → external id. */
-export function renderRecipe(recipe: readonly RecipeTuple[], values: { userId: string; externalId: string }): TupleInput[] {
-  const fill = (s: string) => s.replaceAll('{{user_id}}', values.userId).replaceAll('{{external_id}}', values.externalId);
+export function renderRecipe(
+  recipe: readonly RecipeTuple[],
+  values: { userId: string; externalId: string },
+): TupleInput[] {
+  const fill = (s: string) =>
+    s.replaceAll('{{user_id}}', values.userId).replaceAll('{{external_id}}', values.externalId);
   return recipe.map((tuple) => {
     const subject = splitRef(fill(tuple.subject)) as { namespace: string; id: string };
     const object = splitRef(fill(tuple.object)) as { namespace: string; id: string };

@@ -19,7 +19,11 @@ const id = (ctx: RequestContext) => ctx.params.id as string;
 const ok = (body: unknown) => ({ status: 200, body });
 const updateBody = z.record(z.string(), z.unknown());
 const FOUND = ['federation_not_found'];
-const doc = (summary: string, extra: Omit<RouteDoc, 'summary' | 'answers'> = {}): RouteDoc => ({ summary, answers: { 200: jsonObject }, ...extra });
+const doc = (summary: string, extra: Omit<RouteDoc, 'summary' | 'answers'> = {}): RouteDoc => ({
+  summary,
+  answers: { 200: jsonObject },
+  ...extra,
+});
 /** A call to the peer: each failing layer has its reason. */
 const PEER_CALL_REASONS = [
   'dns_unresolvable',
@@ -51,7 +55,12 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       auth: 'admin',
       doc: doc('Create a federation record (not yet paired)', {
         body: createBody,
-        errors: ['untrusted_federation_disabled', 'identity_mode_unsupported', 'psk_ambiguous', 'peer_identity_aliases_local'],
+        errors: [
+          'untrusted_federation_disabled',
+          'identity_mode_unsupported',
+          'psk_ambiguous',
+          'peer_identity_aliases_local',
+        ],
       }),
       handle: async (ctx) => ok(service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody))),
     },
@@ -69,7 +78,13 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       doc: doc('Resolve a peer address (DNS) as pairing would', { body: resolveBody, errors: ['dns_unresolvable'] }),
       handle: async (ctx) => ok(await resolveAddress(fctx, (await readJson(ctx.req, maxBody, resolveBody)).address)),
     },
-    { method: 'GET', path: `${BASE}/:id`, auth: 'admin', doc: doc('A federation record', { errors: FOUND }), handle: (ctx) => ok(service.get(id(ctx))) },
+    {
+      method: 'GET',
+      path: `${BASE}/:id`,
+      auth: 'admin',
+      doc: doc('A federation record', { errors: FOUND }),
+      handle: (ctx) => ok(service.get(id(ctx))),
+    },
     {
       // A free-form object; the service refuses changes outside the updatable fields.
       method: 'PUT',
@@ -85,7 +100,9 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'DELETE',
       path: `${BASE}/:id`,
       auth: 'admin',
-      doc: doc('Delete a federation record (a paired one is disconnected first)', { errors: [...FOUND, ...PEER_CALL_REASONS, 'peer_disconnect_failed'] }),
+      doc: doc('Delete a federation record (a paired one is disconnected first)', {
+        errors: [...FOUND, ...PEER_CALL_REASONS, 'peer_disconnect_failed'],
+      }),
       handle: async (ctx) => ok(await service.delete(id(ctx))),
     },
     {
@@ -93,7 +110,14 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       path: `${BASE}/:id/pair`,
       auth: 'admin',
       doc: doc('Pair with the remote cluster: exchange CAs and identities over the signed peer protocol', {
-        errors: [...FOUND, ...PEER_CALL_REASONS, 'federation_already_paired', 'federation_state_conflict', 'psk_ambiguous', 'peer_identity_aliases_local'],
+        errors: [
+          ...FOUND,
+          ...PEER_CALL_REASONS,
+          'federation_already_paired',
+          'federation_state_conflict',
+          'psk_ambiguous',
+          'peer_identity_aliases_local',
+        ],
       }),
       handle: async (ctx) => ok(await pair(fctx, principalOf(ctx), id(ctx))),
     },
@@ -112,7 +136,9 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       path: `${BASE}/:id/ping`,
       auth: 'user',
       nativeOnly: true,
-      doc: doc('Ping a paired federation over the peer protocol', { errors: [...FOUND, ...PEER_CALL_REASONS, 'federation_not_paired'] }),
+      doc: doc('Ping a paired federation over the peer protocol', {
+        errors: [...FOUND, ...PEER_CALL_REASONS, 'federation_not_paired'],
+      }),
       handle: async (ctx) => ok(await service.ping(id(ctx))),
     },
     {

@@ -51,7 +51,12 @@ export const federations = sqliteTable(
     peerBrokerClientId: text('peer_broker_client_id'),
     peerBrokerClientSecretUrn: text('peer_broker_client_secret_urn'),
     /** This cluster's own realm for peer_kc brokering, sent to the peer at pairing. */
-    localKc: text('local_kc', { mode: 'json' }).$type<{ issuer_url: string; jwks_url: string; client_id: string; client_secret_urn: string } | null>(),
+    localKc: text('local_kc', { mode: 'json' }).$type<{
+      issuer_url: string;
+      jwks_url: string;
+      client_id: string;
+      client_secret_urn: string;
+    } | null>(),
     brokeringEnabled: integer('brokering_enabled', { mode: 'boolean' }).notNull(),
     sharedIssuerUrl: text('shared_issuer_url'),
     sharedJwksUrl: text('shared_jwks_url'),

@@ -48,7 +48,12 @@ const IMMUTABLE = new Set([
   'local_broker_client_secret',
   'peer_ca_fingerprint',
 ]);
-const LOCAL_KC = ['local_kc_issuer_url', 'local_kc_jwks_url', 'local_broker_client_id', 'local_broker_client_secret'] as const;
+const LOCAL_KC = [
+  'local_kc_issuer_url',
+  'local_kc_jwks_url',
+  'local_broker_client_id',
+  'local_broker_client_secret',
+] as const;
 
 export class FederationService {
   constructor(private readonly ctx: FederationContext) {}
@@ -99,7 +104,13 @@ export class FederationService {
       meshFeatures: [],
     };
     this.ctx.records.insert(row);
-    this.ctx.authz.write([{ subject: { namespace: 'user', id: principal.userId }, relation: 'operator', object: { namespace: 'federation', id } }]);
+    this.ctx.authz.write([
+      {
+        subject: { namespace: 'user', id: principal.userId },
+        relation: 'operator',
+        object: { namespace: 'federation', id },
+      },
+    ]);
     return recordView(row);
   }
 
@@ -114,10 +125,19 @@ export class FederationService {
     const mode = body.shared_issuer_url ? 'shared_idp' : 'peer_kc';
     if (body.identity_mode && body.identity_mode !== mode) {
       throw validationError([
-        { loc: ['body', 'identity_mode'], msg: `${body.identity_mode} needs shared_issuer_url ${mode === 'peer_kc' ? 'set' : 'absent'}`, type: 'value_error' },
+        {
+          loc: ['body', 'identity_mode'],
+          msg: `${body.identity_mode} needs shared_issuer_url ${mode === 'peer_kc' ? 'set' : 'absent'}`,
+          type: 'value_error',
+        },
       ]);
     }
-    if (mode === 'shared_idp') return { identityMode: mode, trustPosture: 'receiver_controlled_shared', requirePeerJwt: body.require_peer_jwt ?? null };
+    if (mode === 'shared_idp')
+      return {
+        identityMode: mode,
+        trustPosture: 'receiver_controlled_shared',
+        requirePeerJwt: body.require_peer_jwt ?? null,
+      };
     if (!this.ctx.policy.allowUntrustedFederation) throw FederationErrors.make.untrusted_federation_disabled();
     return { identityMode: mode, trustPosture: 'source_trusted', requirePeerJwt: body.require_peer_jwt ?? true };
   }
@@ -134,10 +154,17 @@ export class FederationService {
   update(id: string, body: Record<string, unknown>) {
     const row = requireRecord(this.ctx, id);
     const current = recordView(row) as Record<string, unknown>;
-    const refused = Object.keys(body).filter((k) => IMMUTABLE.has(k) && (k === 'preshared_key' || JSON.stringify(body[k]) !== JSON.stringify(current[k])));
+    const refused = Object.keys(body).filter(
+      (k) => IMMUTABLE.has(k) && (k === 'preshared_key' || JSON.stringify(body[k]) !== JSON.stringify(current[k])),
+    );
     if (refused.length > 0) throw FederationErrors.make.federation_field_immutable({ fields: refused.sort() });
-    if (row.status === 'DELETED') throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
-    const changes = validate(updatableFields, Object.fromEntries(Object.entries(body).filter(([k]) => UPDATABLE.has(k))), 'body');
+    if (row.status === 'DELETED')
+      throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
+    const changes = validate(
+      updatableFields,
+      Object.fromEntries(Object.entries(body).filter(([k]) => UPDATABLE.has(k))),
+      'body',
+    );
     const updated = this.ctx.records.update(id, {
       ...(changes.brokering_enabled !== undefined ? { brokeringEnabled: changes.brokering_enabled } : {}),
       ...(changes.shared_ca_pem !== undefined ? { sharedCaPem: changes.shared_ca_pem } : {}),
@@ -150,7 +177,8 @@ export class FederationService {
   /** Default: the peer acknowledges first, or nothing changes (502). force=true: local only. */
   async disconnect(id: string, force: boolean) {
     const row = requireRecord(this.ctx, id);
-    if (row.status === 'DELETED') throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
+    if (row.status === 'DELETED')
+      throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
     let acknowledged = false;
     if (row.status === 'PAIRED' && !force) {
       try {
@@ -158,24 +186,36 @@ export class FederationService {
         acknowledged = true;
       } catch (error) {
         const cause = (error as { reason?: string }).reason ?? 'peer_unreachable';
-        throw FederationErrors.make.peer_disconnect_failed({ cause, remediation: 'retry when the peer is reachable, or use ?force=true' }, error);
+        throw FederationErrors.make.peer_disconnect_failed(
+          { cause, remediation: 'retry when the peer is reachable, or use ?force=true' },
+          error,
+        );
       }
     }
     const at = this.ctx.now().toISOString();
     this.ctx.records.update(id, { status: 'DISCONNECTED', updatedAt: at, lastActivity: at });
-    return { federation_id: id, status: 'DISCONNECTED', peer_acknowledged: acknowledged, message: 'Federation disconnected' };
+    return {
+      federation_id: id,
+      status: 'DISCONNECTED',
+      peer_acknowledged: acknowledged,
+      message: 'Federation disconnected',
+    };
   }
 
   /** Soft delete: best-effort peer notice, PSK destroyed, ReBAC grants on the record removed. */
   async delete(id: string) {
     const row = requireRecord(this.ctx, id);
-    if (row.status === 'DELETED') return { federation_id: id, status: 'DELETED', peer_acknowledged: false, message: 'Federation deleted' };
+    if (row.status === 'DELETED')
+      return { federation_id: id, status: 'DELETED', peer_acknowledged: false, message: 'Federation deleted' };
     let acknowledged = false;
     if (row.status === 'PAIRED') {
       acknowledged = await this.notifyPeer(row, 'deleted').then(
         () => true,
         (error: unknown) => {
-          this.ctx.logger.warn({ federation_id: id, reason: (error as { reason?: string }).reason }, 'peer teardown on delete failed (best effort)');
+          this.ctx.logger.warn(
+            { federation_id: id, reason: (error as { reason?: string }).reason },
+            'peer teardown on delete failed (best effort)',
+          );
           return false;
         },
       );
@@ -192,7 +232,14 @@ export class FederationService {
     const agent = row.status === 'PAIRED' ? this.ctx.agents.for(row) : null;
     const key = pskOf(this.ctx, row);
     if (!agent || !key) throw FederationErrors.make.federation_not_paired({ status: row.status });
-    const answer = await callPeer(agent, '/api/cluster/remote/ping', { federation_id: row.id }, key, this.ctx.local.id, this.ctx.now());
+    const answer = await callPeer(
+      agent,
+      '/api/cluster/remote/ping',
+      { federation_id: row.id },
+      key,
+      this.ctx.local.id,
+      this.ctx.now(),
+    );
     expectAccepted(this.ctx, answer, SIGNATURE_MAX_AGE_SECONDS);
     expectPeerIdentity(this.ctx, row, answer);
     const at = this.ctx.now().toISOString();
@@ -205,7 +252,14 @@ export class FederationService {
     const key = pskOf(this.ctx, row);
     if (!agent || !key) throw FederationErrors.make.federation_not_paired({ status: row.status });
     const body = { federation_id: row.id, cluster_id: this.ctx.local.id, reason };
-    const answer = await callPeer(agent, '/api/cluster/remote/disconnect', body, key, this.ctx.local.id, this.ctx.now());
+    const answer = await callPeer(
+      agent,
+      '/api/cluster/remote/disconnect',
+      body,
+      key,
+      this.ctx.local.id,
+      this.ctx.now(),
+    );
     expectAccepted(this.ctx, answer, SIGNATURE_MAX_AGE_SECONDS);
     expectPeerIdentity(this.ctx, row, answer);
   }
@@ -214,11 +268,16 @@ export class FederationService {
 function createProblems(body: CreateBody): ValidationProblem[] {
   const problems: ValidationProblem[] = [];
   if (body.role === 'initiator' && !body.remote_ips?.length) {
-    problems.push({ loc: ['body', 'remote_ips'], msg: 'required for role=initiator: the receiver address to pair with', type: 'missing' });
+    problems.push({
+      loc: ['body', 'remote_ips'],
+      msg: 'required for role=initiator: the receiver address to pair with',
+      type: 'missing',
+    });
   }
   const given = LOCAL_KC.filter((k) => body[k]);
   if (given.length > 0 && given.length < LOCAL_KC.length) {
-    for (const k of LOCAL_KC.filter((f) => !body[f])) problems.push({ loc: ['body', k], msg: `required together with ${given.join(', ')}`, type: 'missing' });
+    for (const k of LOCAL_KC.filter((f) => !body[f]))
+      problems.push({ loc: ['body', k], msg: `required together with ${given.join(', ')}`, type: 'missing' });
   }
   if (body.local_broker_client_secret && !body.local_broker_client_secret.startsWith('urn:')) {
     problems.push({

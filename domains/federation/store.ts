@@ -21,7 +21,11 @@ export interface AllowlistStore {
   insert(row: AllowlistRow): void;
   get(federationId: string, externalId: string): AllowlistRow | undefined;
   list(federationId: string): AllowlistRow[];
-  update(federationId: string, externalId: string, patch: Partial<Omit<AllowlistRow, 'federationId' | 'externalId'>>): AllowlistRow;
+  update(
+    federationId: string,
+    externalId: string,
+    patch: Partial<Omit<AllowlistRow, 'federationId' | 'externalId'>>,
+  ): AllowlistRow;
 }
 
 export interface NonceStore {
@@ -68,7 +72,8 @@ export function createFederationStore(db: Db, onWrite: () => void): FederationSt
 }
 
 export function createAllowlistStore(db: Db, onWrite: () => void): AllowlistStore {
-  const key = (federationId: string, externalId: string) => and(eq(federationUsers.federationId, federationId), eq(federationUsers.externalId, externalId));
+  const key = (federationId: string, externalId: string) =>
+    and(eq(federationUsers.federationId, federationId), eq(federationUsers.externalId, externalId));
   return {
     insert(row) {
       db.insert(federationUsers).values(row).run();
@@ -76,7 +81,12 @@ export function createAllowlistStore(db: Db, onWrite: () => void): AllowlistStor
     },
     get: (federationId, externalId) => db.select().from(federationUsers).where(key(federationId, externalId)).get(),
     list: (federationId) =>
-      db.select().from(federationUsers).where(eq(federationUsers.federationId, federationId)).orderBy(asc(federationUsers.createdAt)).all(),
+      db
+        .select()
+        .from(federationUsers)
+        .where(eq(federationUsers.federationId, federationId))
+        .orderBy(asc(federationUsers.createdAt))
+        .all(),
     update(federationId, externalId, patch) {
       const row = db.update(federationUsers).set(patch).where(key(federationId, externalId)).returning().get();
       onWrite();

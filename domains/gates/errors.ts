@@ -18,6 +18,12 @@ export const GateErrors = defineErrors('gates', {
     status: 404,
     doc: 'The gate class path names a gate module (`platform.gates.`, `kamiwaza.services.authz.gates.`, `acme_gates.`) but no gate this gateway ships.',
   },
-  classpath_not_allowed: { status: 403, doc: 'The gate class path is not one this gateway allows (its built-in gates and their upstream aliases).' },
-  gate_config_invalid: { status: 400, doc: "The gate `config` does not match the gate's config schema; `problems` lists why." },
+  classpath_not_allowed: {
+    status: 403,
+    doc: 'The gate class path is not one this gateway allows (its built-in gates and their upstream aliases).',
+  },
+  gate_config_invalid: {
+    status: 400,
+    doc: "The gate `config` does not match the gate's config schema; `problems` lists why.",
+  },
 });

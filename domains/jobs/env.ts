@@ -26,5 +26,11 @@ export function jobEnvironment(row: JobRow, apiUrl: string): Record<string, stri
 }
 
 export function specFor(row: JobRow, apiUrl: string): RuntimeJobSpec {
-  return { jobId: row.id, entrypoint: row.entrypoint, env: jobEnvironment(row, apiUrl), packages: row.pythonPackages, metadata: row.metadata };
+  return {
+    jobId: row.id,
+    entrypoint: row.entrypoint,
+    env: jobEnvironment(row, apiUrl),
+    packages: row.pythonPackages,
+    metadata: row.metadata,
+  };
 }

@@ -6,12 +6,18 @@ export const JobsErrors = defineErrors('jobs', {
     status: 404,
     doc: 'No job with that id is visible to the caller (unknown, another user’s, or another source cluster’s for mesh callers).',
   },
-  job_not_succeeded: { status: 409, doc: 'The job result was requested while the job is still PENDING or RUNNING; `status` says where it is.' },
+  job_not_succeeded: {
+    status: 409,
+    doc: 'The job result was requested while the job is still PENDING or RUNNING; `status` says where it is.',
+  },
   job_logs_expired: {
     status: 410,
     doc: 'The job’s logs passed their retention time (or the runtime no longer has them), so neither logs nor result can be read.',
   },
-  job_result_missing: { status: 410, doc: 'The job succeeded but printed no `KZ_MESH_RUN_ON_JSON::` line with a JSON document.' },
+  job_result_missing: {
+    status: 410,
+    doc: 'The job succeeded but printed no `KZ_MESH_RUN_ON_JSON::` line with a JSON document.',
+  },
   python_package_not_approved: {
     status: 400,
     doc: 'A `python_packages` coordinate (`package`) is not in the operator’s approved catalog; nothing was run.',
@@ -28,5 +34,8 @@ export const JobsErrors = defineErrors('jobs', {
     status: 403,
     doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster; `gate` is `(unconfigured)`.',
   },
-  gate_load_error: { status: 403, doc: 'The bound execution gate’s class path is no longer available; submissions fail closed until it is rebound.' },
+  gate_load_error: {
+    status: 403,
+    doc: 'The bound execution gate’s class path is no longer available; submissions fail closed until it is rebound.',
+  },
 });

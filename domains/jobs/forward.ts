@@ -37,7 +37,10 @@ export interface Caller {
 const PEER_ANSWER_MAX_BYTES = 64 * 1024 * 1024;
 
 /** The selector a submit or run names; `local` when it names none (target_cluster is an alias). */
-export function targetOf(input: { cluster_selector?: string | null | undefined; target_cluster?: string | null | undefined }): string {
+export function targetOf(input: {
+  cluster_selector?: string | null | undefined;
+  target_cluster?: string | null | undefined;
+}): string {
   return input.cluster_selector ?? input.target_cluster ?? 'local';
 }
 
@@ -49,15 +52,32 @@ export class MeshJobForwarder {
   ) {}
 
   /** Forward through the mesh, answer the peer's body plus `cluster_selector`; shadow a submit the peer accepted. */
-  async submission(caller: Caller, kind: 'submit' | 'run', selector: string, body: Record<string, unknown>): Promise<Reply> {
+  async submission(
+    caller: Caller,
+    kind: 'submit' | 'run',
+    selector: string,
+    body: Record<string, unknown>,
+  ): Promise<Reply> {
     const { target_cluster: _alias, cluster_selector: _selector, ...forwarded } = body;
-    const answer = await this.#send(caller, selector, 'POST', `api/cluster/jobs/${kind}`, Buffer.from(JSON.stringify(forwarded)));
+    const answer = await this.#send(
+      caller,
+      selector,
+      'POST',
+      `api/cluster/jobs/${kind}`,
+      Buffer.from(JSON.stringify(forwarded)),
+    );
     const reply = await toReply(answer);
     if (reply.status < 200 || reply.status >= 300 || !isObject(reply.body)) return reply;
     const jobId = reply.body.job_id ?? reply.body.id;
     if (kind === 'submit' && typeof jobId === 'string') {
       const at = this.now().toISOString();
-      this.shadows.insert({ jobId, federationId: answer.peer.id, clusterSelector: selector, userId: caller.principal.userId, createdAt: at });
+      this.shadows.insert({
+        jobId,
+        federationId: answer.peer.id,
+        clusterSelector: selector,
+        userId: caller.principal.userId,
+        createdAt: at,
+      });
     }
     return { ...reply, body: { ...reply.body, cluster_selector: selector } };
   }
@@ -67,7 +87,9 @@ export class MeshJobForwarder {
     const shadow = this.shadows.get(jobId);
     if (!shadow || shadow.userId !== caller.principal.userId) return null;
     const method = action === 'cancel' ? 'POST' : 'GET';
-    return toReply(await this.#send(caller, shadow.federationId, method, `api/cluster/jobs/${encodeURIComponent(jobId)}/${action}`));
+    return toReply(
+      await this.#send(caller, shadow.federationId, method, `api/cluster/jobs/${encodeURIComponent(jobId)}/${action}`),
+    );
   }
 
   #send(caller: Caller, selector: string, method: HttpMethod, remotePath: string, body?: Buffer): Promise<MeshAnswer> {
@@ -78,7 +100,9 @@ export class MeshJobForwarder {
       method,
       remotePath,
       query: '',
-      headers: body ? { 'content-type': 'application/json', accept: 'application/json' } : { accept: 'application/json' },
+      headers: body
+        ? { 'content-type': 'application/json', accept: 'application/json' }
+        : { accept: 'application/json' },
       body,
       inbound: caller.inbound,
       span: caller.span,
@@ -98,12 +122,15 @@ async function toReply(answer: MeshAnswer): Promise<Reply> {
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > PEER_ANSWER_MAX_BYTES) throw MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'http', cause: 'peer_answer_too_large' });
+      if (size > PEER_ANSWER_MAX_BYTES)
+        throw MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'http', cause: 'peer_answer_too_large' });
       chunks.push(chunk);
     }
   } catch (error) {
     body.destroy();
-    throw error instanceof ApiError ? error : MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'http', cause: 'peer_answer_incomplete' }, error);
+    throw error instanceof ApiError
+      ? error
+      : MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'http', cause: 'peer_answer_incomplete' }, error);
   }
   const headers = { [MESH.correlationId]: answer.correlationId };
   if (size === 0) return { status: statusCode, headers };

@@ -49,7 +49,14 @@ export const executionGateCatalog: GateCatalog = {
     if (!gate) return undefined;
     const properties = Object.fromEntries(gate.configKeys.map((key) => [key, {}]));
     const config_schema = { type: 'object', properties, additionalProperties: false };
-    return { name: gate.name, kind: 'execution', required_attributes: [], config_schema, classpath, location: 'builtin' };
+    return {
+      name: gate.name,
+      kind: 'execution',
+      required_attributes: [],
+      config_schema,
+      classpath,
+      location: 'builtin',
+    };
   },
 };
 
@@ -73,18 +80,26 @@ export class ExecutionGateService {
   view(): GateView {
     const row = this.store.get();
     if (!row) throw GateErrors.make.not_configured();
-    return { type: row.type, config: row.config, gate_name: BUILT_IN.get(row.type)?.name ?? UNCONFIGURED, kind: 'execution' };
+    return {
+      type: row.type,
+      config: row.config,
+      gate_name: BUILT_IN.get(row.type)?.name ?? UNCONFIGURED,
+      kind: 'execution',
+    };
   }
 
   bind(principal: Principal, type: string, config: Record<string, unknown>): GateView {
     const gate = BUILT_IN.get(type);
     if (!gate) {
-      if (this.recordGates?.describe(type)) throw GateErrors.make.wrong_kind({ classpath: type, expected: 'execution' });
+      if (this.recordGates?.describe(type))
+        throw GateErrors.make.wrong_kind({ classpath: type, expected: 'execution' });
       throw unshippedGate(type);
     }
     const unknown = Object.keys(config).filter((k) => !gate.configKeys.includes(k));
     if (unknown.length > 0) {
-      throw GateErrors.make.gate_config_invalid({ problems: unknown.map((k) => `config.${k}: not a setting of ${gate.name}`) });
+      throw GateErrors.make.gate_config_invalid({
+        problems: unknown.map((k) => `config.${k}: not a setting of ${gate.name}`),
+      });
     }
     this.store.put({ type, config, boundBy: principal.userId, boundAt: this.now().toISOString() });
     return this.view();
@@ -114,7 +129,8 @@ export class ExecutionGateService {
   enforce(input: GateInput): GateDecision {
     const decision = this.decide(input);
     if (decision.allow) return decision;
-    if (decision.reason === 'no_execution_gate_configured_for_mesh') throw JobsErrors.make.no_execution_gate_configured_for_mesh({ gate: decision.gate });
+    if (decision.reason === 'no_execution_gate_configured_for_mesh')
+      throw JobsErrors.make.no_execution_gate_configured_for_mesh({ gate: decision.gate });
     throw JobsErrors.make.gate_load_error({ gate: decision.gate });
   }
 }

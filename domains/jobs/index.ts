@@ -65,11 +65,16 @@ export const jobsModule: HandlerModule = {
     deps.services.provide(JOBS, service);
     deps.services.provide(EXECUTION_GATE_CATALOG, executionGateCatalog);
     // Allowlist revoke with cancel_in_flight_jobs=true stops the brokered user's jobs here.
-    deps.services.provide(BROKERED_JOB_CANCELLER, { cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId) });
+    deps.services.provide(BROKERED_JOB_CANCELLER, {
+      cancelActiveJobs: ({ localUserId }) => service.cancelActiveJobsOf(localUserId),
+    });
     const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
     await tracker.start();
     return {
-      routes: [...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes, deps.tracing), ...gateRoutes(gate, deps.config.limits.maxBodyBytes)],
+      routes: [
+        ...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes, deps.tracing),
+        ...gateRoutes(gate, deps.config.limits.maxBodyBytes),
+      ],
       async close() {
         tracker.close();
         await runtime.close();
@@ -80,7 +85,8 @@ export const jobsModule: HandlerModule = {
 
 function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessPlace): JobRuntime {
   const { jobs } = config;
-  if (jobs.runtime === 'local' && place.role === 'worker') return new OwnedJobRuntime(place, join(config.dataDir, 'jobs'));
+  if (jobs.runtime === 'local' && place.role === 'worker')
+    return new OwnedJobRuntime(place, join(config.dataDir, 'jobs'));
   if (jobs.runtime === 'ray') {
     return new RayJobRuntime({
       dashboardUrl: jobs.ray.dashboardUrl as string,
@@ -88,14 +94,21 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
       wheelDir: jobs.pythonPackages.wheelDir,
     });
   }
-  const sandbox = new JobSandbox({ ...jobs.local.sandbox, limits: jobs.local.limits, maxFileBytes: jobs.local.maxLogBytes + 1 });
+  const sandbox = new JobSandbox({
+    ...jobs.local.sandbox,
+    limits: jobs.local.limits,
+    maxFileBytes: jobs.local.maxLogBytes + 1,
+  });
   if (sandbox.isolated) {
     const exposed = exposedPaths(jobs.local.sandbox.readOnlyPaths, guardedPaths(config));
-    if (exposed.length > 0) throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
+    if (exposed.length > 0)
+      throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
   }
   const sandboxProblem = sandbox.probe();
-  if (!sandbox.isolated) logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
-  if (sandboxProblem !== null) logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
+  if (!sandbox.isolated)
+    logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
+  if (sandboxProblem !== null)
+    logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
   const local = new LocalJobRuntime({
     jobsDir: join(config.dataDir, 'jobs'),
     maxConcurrent: jobs.local.maxConcurrent,

@@ -23,7 +23,8 @@ export async function findMarker(source: LogSource, maxLineBytes = 16 * 1024 * 1
   let carryBytes = 0;
   let overlong = false;
   const completeLine = (piece: Buffer): MarkerScan | null => {
-    const hit = !overlong && carryBytes + piece.length <= maxLineBytes ? parseMarkerLine(Buffer.concat([piece, ...carry])) : null;
+    const hit =
+      !overlong && carryBytes + piece.length <= maxLineBytes ? parseMarkerLine(Buffer.concat([piece, ...carry])) : null;
     carry = [];
     carryBytes = 0;
     overlong = false;
@@ -36,7 +37,11 @@ export async function findMarker(source: LogSource, maxLineBytes = 16 * 1024 * 1
     position = start;
     let end = chunk.length;
     // lastIndexOf with a negative offset counts from the end, hence the end > 0 guard.
-    for (let nl = chunk.lastIndexOf(0x0a, end - 1); end > 0 && nl >= 0; nl = end > 0 ? chunk.lastIndexOf(0x0a, end - 1) : -1) {
+    for (
+      let nl = chunk.lastIndexOf(0x0a, end - 1);
+      end > 0 && nl >= 0;
+      nl = end > 0 ? chunk.lastIndexOf(0x0a, end - 1) : -1
+    ) {
       const hit = completeLine(chunk.subarray(nl + 1, end));
       if (hit) return hit;
       end = nl;

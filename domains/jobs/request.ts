@@ -48,7 +48,10 @@ export function normalizePackageName(name: string): string {
 const pythonPackages = z
   .array(z.string().regex(PIN, 'must be an exact pin name==version (no ranges, extras, markers or URLs)'))
   .max(MAX_PACKAGES)
-  .refine((pins) => new Set(pins.map((p) => normalizePackageName(p.split('==')[0] as string))).size === pins.length, 'duplicate package names');
+  .refine(
+    (pins) => new Set(pins.map((p) => normalizePackageName(p.split('==')[0] as string))).size === pins.length,
+    'duplicate package names',
+  );
 
 export const jobRequestSchema = z.object({
   entrypoint: z.string().trim().min(1).max(65536),

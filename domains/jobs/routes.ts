@@ -12,7 +12,12 @@ import type { ExecutionGateService } from './gate.ts';
 import { jobRequestSchema } from './request.ts';
 import type { JobsService } from './service.ts';
 
-const caller = (ctx: RequestContext, span = ctx.span): Caller => ({ principal: principalOf(ctx), bearer: ctx.bearer, inbound: ctx.meshPeer, span });
+const caller = (ctx: RequestContext, span = ctx.span): Caller => ({
+  principal: principalOf(ctx),
+  bearer: ctx.bearer,
+  inbound: ctx.meshPeer,
+  span,
+});
 /** A shared-realm token is good for the mesh only: never for jobs of this cluster. */
 function localCaller(ctx: RequestContext): Principal {
   if (principalOf(ctx).authMethod === 'shared_jwt') throw GatewayErrors.make.not_authenticated();
@@ -20,11 +25,20 @@ function localCaller(ctx: RequestContext): Principal {
 }
 /** job_id is a UUID path parameter; anything else is a 422, as the upstream platform answers. */
 const jobId = (ctx: RequestContext): string => uuidParam(ctx.params, 'job_id');
-const page = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100), offset: z.coerce.number().int().min(0).default(0) });
+const page = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  offset: z.coerce.number().int().min(0).default(0),
+});
 const gateBody = z.object({ type: z.string().min(1), config: z.record(z.string(), z.unknown()).nullish() });
 const jobParams = z.object({ job_id: z.uuid() });
 /** A non-local `cluster_selector` goes through mesh egress, with its refusals. */
-const FORWARD_REASONS = ['mesh_target_not_found', 'mesh_target_ambiguous', 'mesh_target_is_local', 'mesh_proxy_bad_gateway', 'mesh_proxy_timeout'];
+const FORWARD_REASONS = [
+  'mesh_target_not_found',
+  'mesh_target_ambiguous',
+  'mesh_target_is_local',
+  'mesh_proxy_bad_gateway',
+  'mesh_proxy_timeout',
+];
 const SUBMIT_REASONS = [
   ...FORWARD_REASONS,
   'job_runtime_unavailable',
@@ -41,7 +55,12 @@ const jobDoc = (summary: string, answer: z.ZodType, errors: string[] = []): Rout
   errors: ['job_not_found', ...FORWARD_REASONS, ...errors],
 });
 
-export function jobRoutes(service: JobsService, forwarder: MeshJobForwarder, maxBody: number, tracing: Tracing): RouteDef[] {
+export function jobRoutes(
+  service: JobsService,
+  forwarder: MeshJobForwarder,
+  maxBody: number,
+  tracing: Tracing,
+): RouteDef[] {
   /** A non-local selector goes to the forwarding shim with the body as sent; `local` runs here. */
   async function submit(ctx: RequestContext, kind: 'submit' | 'run', span: Span): Promise<Reply> {
     const body = await readJson(ctx.req, maxBody, jsonObject);
@@ -50,10 +69,13 @@ export function jobRoutes(service: JobsService, forwarder: MeshJobForwarder, max
     span.setAttribute('meshgate.cluster_selector', selector === 'local' ? 'local' : 'peer');
     if (selector !== 'local') return forwarder.submission(caller(ctx, span), kind, selector, body);
     const principal = localCaller(ctx);
-    return kind === 'submit' ? { status: 201, body: await service.submit(principal, input) } : { status: 200, body: await service.run(principal, input) };
+    return kind === 'submit'
+      ? { status: 201, body: await service.submit(principal, input) }
+      : { status: 200, body: await service.run(principal, input) };
   }
   /** The submission's own span: the local record and runtime start, or the hop that forwards it. */
-  const submission = (ctx: RequestContext, kind: 'submit' | 'run') => tracing.inSpan(`jobs.${kind}`, ctx.span, (span) => submit(ctx, kind, span));
+  const submission = (ctx: RequestContext, kind: 'submit' | 'run') =>
+    tracing.inSpan(`jobs.${kind}`, ctx.span, (span) => submit(ctx, kind, span));
   /** A job this caller forwarded through the shim is proxied to its federation; any other id is looked up here. */
   const perJob =
     (action: ShadowAction, local: (principal: Principal, id: string) => Promise<unknown>) =>
@@ -81,14 +103,23 @@ export function jobRoutes(service: JobsService, forwarder: MeshJobForwarder, max
       method: 'POST',
       path: '/cluster/jobs/run',
       ...shim,
-      doc: { summary: 'Submit a job and wait for its end', body: jobRequestSchema, answers: { 200: jobAnswer }, errors: SUBMIT_REASONS },
+      doc: {
+        summary: 'Submit a job and wait for its end',
+        body: jobRequestSchema,
+        answers: { 200: jobAnswer },
+        errors: SUBMIT_REASONS,
+      },
       handle: (ctx) => submission(ctx, 'run'),
     },
     {
       method: 'GET',
       path: '/cluster/jobs/',
       auth: 'user',
-      doc: { summary: "The caller's jobs (every job, for administrators), newest first", query: page, answers: { 200: z.array(jobAnswer) } },
+      doc: {
+        summary: "The caller's jobs (every job, for administrators), newest first",
+        query: page,
+        answers: { 200: z.array(jobAnswer) },
+      },
       handle: async (ctx) => ({ status: 200, body: await service.list(principalOf(ctx), parseQuery(ctx.query, page)) }),
     },
     {
@@ -102,7 +133,11 @@ export function jobRoutes(service: JobsService, forwarder: MeshJobForwarder, max
       method: 'GET',
       path: '/cluster/jobs/:job_id/result',
       ...shim,
-      doc: jobDoc("A succeeded job's result", jsonObject, ['job_not_succeeded', 'job_result_missing', 'job_logs_expired']),
+      doc: jobDoc("A succeeded job's result", jsonObject, [
+        'job_not_succeeded',
+        'job_result_missing',
+        'job_logs_expired',
+      ]),
       handle: perJob('result', (p, id) => service.result(p, id)),
     },
     {
@@ -128,7 +163,11 @@ export function gateRoutes(gate: ExecutionGateService, maxBody: number): RouteDe
       method: 'GET',
       path: '/cluster/execution-gate',
       auth: 'user',
-      doc: { summary: 'The execution gate bound to job submission', answers: { 200: jsonObject }, errors: ['not_configured'] },
+      doc: {
+        summary: 'The execution gate bound to job submission',
+        answers: { 200: jsonObject },
+        errors: ['not_configured'],
+      },
       handle: () => ({ status: 200, body: gate.view() }),
     },
     {

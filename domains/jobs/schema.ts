@@ -55,7 +55,11 @@ export const jobs = sqliteTable(
     createdAt: text('created_at').notNull(),
     updatedAt: text('updated_at').notNull(),
   },
-  (t) => [index('jobs_user_submitted').on(t.userId, t.submittedAt), index('jobs_status').on(t.status), uniqueIndex('jobs_runtime_job_id').on(t.runtimeJobId)],
+  (t) => [
+    index('jobs_user_submitted').on(t.userId, t.submittedAt),
+    index('jobs_status').on(t.status),
+    uniqueIndex('jobs_runtime_job_id').on(t.runtimeJobId),
+  ],
 );
 
 export const executionGate = sqliteTable('execution_gate', {

@@ -144,7 +144,10 @@ export class JobsService {
       this.deps.logger.error({ err: error, runtime: this.deps.runtime.kind }, 'job runtime refused a submission');
       throw JobsErrors.make.job_runtime_unavailable({ runtime: this.deps.runtime.kind }, error);
     }
-    this.deps.logger.info({ job_id: row.id, user_id: row.userId, source: row.source, gate: decision.gate, decision: decision.reason }, 'job submitted');
+    this.deps.logger.info(
+      { job_id: row.id, user_id: row.userId, source: row.source, gate: decision.gate, decision: decision.reason },
+      'job submitted',
+    );
     return row;
   }
 
@@ -165,7 +168,13 @@ export class JobsService {
       clusterSelector: 'local',
       entrypoint: input.entrypoint,
       envVars: input.runtime_env?.env_vars ?? {},
-      userAttrs: { ...principal.attributes, sub: principal.userId, user_id: principal.userId, email: principal.email, preferred_username: principal.username },
+      userAttrs: {
+        ...principal.attributes,
+        sub: principal.userId,
+        user_id: principal.userId,
+        email: principal.email,
+        preferred_username: principal.username,
+      },
       metadata: input.metadata ?? {},
       delegatedAccess: input.delegated_access ?? null,
       pythonPackages: packages,
@@ -186,7 +195,8 @@ export class JobsService {
   #visible(principal: Principal, jobId: string): JobRow {
     const row = this.deps.store.get(jobId);
     const mine = row && (isNativeAdmin(principal) || row.userId === principal.userId);
-    const sameCluster = row && (principal.source !== 'mesh' || row.sourceClusterId === (principal.sourceClusterId ?? null));
+    const sameCluster =
+      row && (principal.source !== 'mesh' || row.sourceClusterId === (principal.sourceClusterId ?? null));
     if (!row || !mine || !sameCluster) throw JobsErrors.make.job_not_found({ job_id: jobId });
     return row;
   }
@@ -202,7 +212,9 @@ export class JobsService {
       errorMessage: timedOut ? `the job exceeded timeout_seconds=${timeoutSeconds} and was stopped` : null,
     });
     if (!updated) return this.deps.store.get(row.id) ?? row;
-    await this.deps.runtime.stop(row.runtimeJobId).catch((error) => this.deps.logger.warn({ err: error, job_id: row.id }, 'job stop signal failed'));
+    await this.deps.runtime
+      .stop(row.runtimeJobId)
+      .catch((error) => this.deps.logger.warn({ err: error, job_id: row.id }, 'job stop signal failed'));
     return updated;
   }
 
@@ -214,7 +226,9 @@ export class JobsService {
     const source = await this.deps.runtime.openLogs(row.runtimeJobId).catch((error: unknown) => {
       throw JobsErrors.make.job_runtime_unavailable({ runtime: this.deps.runtime.kind }, error);
     });
-    return source === null && TERMINAL_STATUSES.has(row.status) && row.startedAt !== null ? ('expired' as const) : source;
+    return source === null && TERMINAL_STATUSES.has(row.status) && row.startedAt !== null
+      ? ('expired' as const)
+      : source;
   }
 
   async #scanMarker(row: JobRow) {

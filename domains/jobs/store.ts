@@ -41,7 +41,11 @@ export function createJobStore(db: Db): JobStore {
   return {
     insert: (row) => void db.insert(jobs).values(row).run(),
     countByState: () =>
-      db.select({ status: jobs.status, runtime: jobs.runtime, count: sql<number>`count(*)` }).from(jobs).groupBy(jobs.status, jobs.runtime).all(),
+      db
+        .select({ status: jobs.status, runtime: jobs.runtime, count: sql<number>`count(*)` })
+        .from(jobs)
+        .groupBy(jobs.status, jobs.runtime)
+        .all(),
     get: (id) => db.select().from(jobs).where(eq(jobs.id, id)).get(),
     getByRuntimeId: (runtimeJobId) => db.select().from(jobs).where(eq(jobs.runtimeJobId, runtimeJobId)).get(),
     updateActive: (id, patch) =>
@@ -122,7 +126,8 @@ export interface ShadowStore {
 export function createShadowStore(db: Db): ShadowStore {
   return {
     // A peer reusing a job id (it never should: ids are UUIDs) overwrites the old pointer rather than failing the submit.
-    insert: (row) => void db.insert(jobShadows).values(row).onConflictDoUpdate({ target: jobShadows.jobId, set: row }).run(),
+    insert: (row) =>
+      void db.insert(jobShadows).values(row).onConflictDoUpdate({ target: jobShadows.jobId, set: row }).run(),
     get: (jobId) => db.select().from(jobShadows).where(eq(jobShadows.jobId, jobId)).get(),
   };
 }

@@ -35,13 +35,25 @@ export class JobTracker {
     this.#unsubscribe = this.runtime.onChange((runtimeJobId) => this.#changed(runtimeJobId));
     if (!this.options.owner) return;
     for (const row of this.store.activeOtherThan(this.runtime.kind)) {
-      this.patchActive(row.id, lostPatch(`the job's runtime (${row.runtime}) is no longer the configured one`, this.now()));
+      this.patchActive(
+        row.id,
+        lostPatch(`the job's runtime (${row.runtime}) is no longer the configured one`, this.now()),
+      );
     }
     const active = this.store.active(this.runtime.kind);
-    await this.runtime.recover(active.map((row) => ({ runtimeJobId: row.runtimeJobId, status: row.status, spec: specFor(row, this.options.apiUrl()) })));
+    await this.runtime.recover(
+      active.map((row) => ({
+        runtimeJobId: row.runtimeJobId,
+        status: row.status,
+        spec: specFor(row, this.options.apiUrl()),
+      })),
+    );
     for (const row of active) await this.refresh(row);
     const every = Math.min(this.options.logRetentionSeconds * 500, 600_000);
-    this.#sweeper = setInterval(() => void this.sweep().catch((error) => this.logger.error({ err: error }, 'job log sweep failed')), every);
+    this.#sweeper = setInterval(
+      () => void this.sweep().catch((error) => this.logger.error({ err: error }, 'job log sweep failed')),
+      every,
+    );
     this.#sweeper.unref();
   }
 
@@ -86,7 +98,9 @@ export class JobTracker {
 
   logsExpired(row: JobRow): boolean {
     if (row.logsPurgedAt !== null) return true;
-    return row.endedAt !== null && Date.parse(row.endedAt) + this.options.logRetentionSeconds * 1000 <= this.now().getTime();
+    return (
+      row.endedAt !== null && Date.parse(row.endedAt) + this.options.logRetentionSeconds * 1000 <= this.now().getTime()
+    );
   }
 
   /** Purges logs past retention; also run on demand when a read finds an expired job. */
@@ -134,7 +148,8 @@ export function transition(row: JobRow, snap: RuntimeSnapshot, now: Date): JobPa
       errorMessage: ok ? null : (snap.errorMessage ?? null),
     };
   }
-  if (snap.status === 'RUNNING' && row.status === 'PENDING') return { status: 'RUNNING', startedAt: at(snap.startedAt) };
+  if (snap.status === 'RUNNING' && row.status === 'PENDING')
+    return { status: 'RUNNING', startedAt: at(snap.startedAt) };
   return null;
 }
 

@@ -69,7 +69,8 @@ export function runView(row: JobRow, result: unknown) {
  * again as `result`, as that model reads it. `audit_actor` is who this gateway recorded, never what the job printed.
  */
 export function resultView(row: JobRow, marker: unknown): Record<string, unknown> {
-  const own = marker !== null && typeof marker === 'object' && !Array.isArray(marker) ? (marker as Record<string, unknown>) : {};
+  const own =
+    marker !== null && typeof marker === 'object' && !Array.isArray(marker) ? (marker as Record<string, unknown>) : {};
   const { job_id, status, ...facts } = runView(row, marker);
   return { job_id, status, ...own, ...facts };
 }

@@ -59,7 +59,14 @@ export class Admission {
   async #provision(record: FederationRecordView, entry: AllowlistEntryView): Promise<string> {
     const existing = this.users.byExternalId(entry.external_id);
     if (existing?.disabled) throw MeshErrors.make.revoked_brokered_user({ external_id: entry.external_id });
-    const user = existing ?? (await this.users.create({ username: entry.external_id, source: 'mesh', externalId: entry.external_id, roles: [] }));
+    const user =
+      existing ??
+      (await this.users.create({
+        username: entry.external_id,
+        source: 'mesh',
+        externalId: entry.external_id,
+        roles: [],
+      }));
     this.authz.write(this.federations.renderEntryTuples(entry, user.id));
     this.federations.markProvisioned(record.id, entry.external_id, user.id);
     return user.id;

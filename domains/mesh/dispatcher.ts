@@ -32,7 +32,8 @@ export function deadline(deadlines: Deadlines): Dispatcher.DispatcherComposeInte
 /** Transport failures → 504 mesh_proxy_timeout or 502 mesh_proxy_bad_gateway with layer and cause. */
 export function upstreamError(error: unknown): ApiError {
   const code = String((error as { code?: unknown }).code ?? '');
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return MeshErrors.make.mesh_proxy_timeout({}, error);
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+    return MeshErrors.make.mesh_proxy_timeout({}, error);
   const failure = classifyTransportError(error);
   return MeshErrors.make.mesh_proxy_bad_gateway({ layer: failure.layer, cause: failure.reason }, error);
 }
@@ -41,15 +42,19 @@ export function upstreamErrors(): Dispatcher.DispatcherComposeInterceptor {
   return (dispatch) => (opts, handler) =>
     dispatch(opts, {
       onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
-      onRequestUpgrade: (controller, status, headers, socket) => handler.onRequestUpgrade?.(controller, status, headers, socket),
-      onResponseStart: (controller, status, headers, message) => handler.onResponseStart?.(controller, status, headers, message),
+      onRequestUpgrade: (controller, status, headers, socket) =>
+        handler.onRequestUpgrade?.(controller, status, headers, socket),
+      onResponseStart: (controller, status, headers, message) =>
+        handler.onResponseStart?.(controller, status, headers, message),
       onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
       onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
       // A caller abort is not an upstream failure: pass it as is.
       onResponseError: (controller, error) =>
         handler.onResponseError?.(
           controller,
-          error.name === 'AbortError' || (error as { code?: string }).code === 'UND_ERR_ABORTED' ? error : upstreamError(error),
+          error.name === 'AbortError' || (error as { code?: string }).code === 'UND_ERR_ABORTED'
+            ? error
+            : upstreamError(error),
         ),
     });
 }

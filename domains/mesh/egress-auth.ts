@@ -42,10 +42,15 @@ function sharedRealmPrincipal(payload: SharedClaims): Principal {
   });
 }
 
-export function createEgressAuthenticator(native: Authenticator, federations: FederationDirectory, identity: IdentityResolver): Authenticator {
+export function createEgressAuthenticator(
+  native: Authenticator,
+  federations: FederationDirectory,
+  identity: IdentityResolver,
+): Authenticator {
   /** The CA for the shared realm's JWKS: the one stored on a PAIRED record of that issuer, if any. */
   const caFor = (issuer: string) =>
-    federations.paired().find((r) => r.shared_issuer_url?.replace(/\/+$/, '') === issuer.replace(/\/+$/, ''))?.shared_ca_pem ?? null;
+    federations.paired().find((r) => r.shared_issuer_url?.replace(/\/+$/, '') === issuer.replace(/\/+$/, ''))
+      ?.shared_ca_pem ?? null;
   return {
     async authenticate(bearer: string): Promise<Principal> {
       const issuer = issuerOf(bearer);

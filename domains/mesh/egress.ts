@@ -22,7 +22,13 @@ import { hasBody } from '../../gateway/mesh/body-guard.ts';
 import { unixSeconds } from '../../gateway/mesh/canonical.ts';
 import type { MeshDirectory, MeshPeer } from '../../gateway/mesh/directory.ts';
 import { MeshErrors } from '../../gateway/mesh/errors.ts';
-import { forwardableRequestHeaders, forwardableResponseHeaders, MAX_HOPS, MESH, remoteUri } from '../../gateway/mesh/headers.ts';
+import {
+  forwardableRequestHeaders,
+  forwardableResponseHeaders,
+  MAX_HOPS,
+  MESH,
+  remoteUri,
+} from '../../gateway/mesh/headers.ts';
 import { MESH_SIGNATURES } from '../../gateway/mesh/metrics.ts';
 import type { HttpMethod, RouteDef } from '../../gateway/module.ts';
 import type { MetricsRegistry } from '../../gateway/observability/metrics.ts';
@@ -115,7 +121,10 @@ export interface MeshEgress {
 export const MESH_EGRESS = createServiceKey<MeshEgress>('mesh-egress');
 
 export function createMeshEgress(deps: EgressDeps): MeshEgress {
-  const deadlines = { apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000, runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000 };
+  const deadlines = {
+    apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000,
+    runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000,
+  };
   const dispatchers = new Map<string, { agent: Dispatcher; dispatcher: Dispatcher }>();
   const signatures = deps.metrics.counter(MESH_SIGNATURES);
 
@@ -150,7 +159,8 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     signatures.labels('sign', peer.id, 'ok').inc();
     const correlationId = correlationOf(call);
     // The trace context is not signed: it only correlates, and the peer trusts nothing else from it.
-    const hop = (span: Span) => dispatch(call, { peer, route, origin, dispatcher, correlationId, local: local.id }, span);
+    const hop = (span: Span) =>
+      dispatch(call, { peer, route, origin, dispatcher, correlationId, local: local.id }, span);
     return deps.tracing.inSpan('mesh.hop', call.span ?? NO_SPAN, hop, SpanKind.CLIENT, { 'meshgate.peer': peer.id });
   }
 
@@ -172,7 +182,13 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     if (Buffer.isBuffer(body)) headers['content-length'] = String(body.length);
     try {
       const uri = `${hop.origin}${remoteUri(call.remotePath)}${call.query}`;
-      const response = await request(uri, { method: call.method, headers, body, dispatcher: hop.dispatcher, signal: call.signal });
+      const response = await request(uri, {
+        method: call.method,
+        headers,
+        body,
+        dispatcher: hop.dispatcher,
+        signal: call.signal,
+      });
       span.setAttribute('http.response.status_code', response.statusCode);
       return { peer, correlationId, response };
     } catch (error) {
@@ -215,11 +231,21 @@ export function createMeshEgressRoute(egress: MeshEgress): RouteDef {
       span: ctx.span,
     });
     const res = ctx.res as ServerResponse;
-    res.writeHead(response.statusCode, { ...forwardableResponseHeaders(response.headers), [MESH.correlationId]: correlationId });
+    res.writeHead(response.statusCode, {
+      ...forwardableResponseHeaders(response.headers),
+      [MESH.correlationId]: correlationId,
+    });
     try {
       await pipeline(response.body, res);
     } catch (error) {
-      ctx.logger.warn({ req_id: ctx.requestId, federation_id: peer.id, err: error instanceof ApiError ? error.reason : String(error) }, 'mesh stream aborted');
+      ctx.logger.warn(
+        {
+          req_id: ctx.requestId,
+          federation_id: peer.id,
+          err: error instanceof ApiError ? error.reason : String(error),
+        },
+        'mesh stream aborted',
+      );
       res.destroy();
     }
     return undefined;

@@ -31,7 +31,9 @@ export class IdentityResolver {
   ) {}
 
   async establish(record: FederationRecordView, envelope: MeshEnvelope): Promise<CallerIdentity> {
-    return record.identity_mode === 'shared_idp' ? this.#sharedIdp(record, envelope) : this.#sourceTrusted(record, envelope);
+    return record.identity_mode === 'shared_idp'
+      ? this.#sharedIdp(record, envelope)
+      : this.#sourceTrusted(record, envelope);
   }
 
   async #sharedIdp(record: FederationRecordView, envelope: MeshEnvelope): Promise<CallerIdentity> {
@@ -74,9 +76,12 @@ export class IdentityResolver {
         if (!agent) throw MeshErrors.make.peer_jwks({ error: 'peer not reachable' });
         return { issuer: record.peer_kc_issuer_url, jwksUrl: `${agent.origin}/api/auth/jwks`, dispatcher: agent.agent };
       };
-      const payload = await guarded(() => this.verifier.verify(envelope.peerToken as string, `peer ${record.id}`, realmOf));
+      const payload = await guarded(() =>
+        this.verifier.verify(envelope.peerToken as string, `peer ${record.id}`, realmOf),
+      );
       // The token must be the asserted user's own, not any token of that realm.
-      if (payload.sub !== envelope.userId) throw MeshErrors.make.peer_jwt_validation_failed({ error: 'sub does not match the signed user id' });
+      if (payload.sub !== envelope.userId)
+        throw MeshErrors.make.peer_jwt_validation_failed({ error: 'sub does not match the signed user id' });
     }
     return { sub: envelope.userId, roles: envelope.roles, attributes: parseAttributes(envelope.userAttributes) };
   }

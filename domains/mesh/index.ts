@@ -72,7 +72,13 @@ export const meshModule: HandlerModule = {
       egressAuthenticator: createEgressAuthenticator(deps.services.get(AUTHENTICATOR), federations, identity),
     };
     deps.services.provide(MESH_DIRECTORY, directory);
-    const egress = createMeshEgress({ directory, config: deps.config, metrics: deps.metrics, tracing: deps.tracing, now: deps.now });
+    const egress = createMeshEgress({
+      directory,
+      config: deps.config,
+      metrics: deps.metrics,
+      tracing: deps.tracing,
+      now: deps.now,
+    });
     deps.services.provide(MESH_EGRESS, egress);
     return { routes: [createMeshEgressRoute(egress)], close: () => verifier.close() };
   },

@@ -11,7 +11,18 @@ import { Agent, type Dispatcher, fetch } from 'undici';
 import { VerifiedTokenCache } from '../auth/index.ts';
 
 /** Asymmetric algorithms only: no `none`, no HS* (key confusion with a public JWK). */
-export const ALLOWED_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+export const ALLOWED_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+];
 
 export interface RealmSpec {
   /** Expected `iss`; null skips the claim (a realm pinned by its JWKS location and CA alone). */
@@ -36,10 +47,13 @@ function describe(error: unknown): TokenFailure {
   if (error instanceof joseErrors.JWKSNoMatchingKey) return { kind: 'invalid', error: 'kid not present' };
   if (error instanceof joseErrors.JWKSMultipleMatchingKeys) return { kind: 'invalid', error: 'kid ambiguous' };
   if (error instanceof joseErrors.JWTExpired) return { kind: 'invalid', error: 'token expired' };
-  if (error instanceof joseErrors.JWTClaimValidationFailed) return { kind: 'invalid', error: `claim ${error.claim} ${error.reason}` };
+  if (error instanceof joseErrors.JWTClaimValidationFailed)
+    return { kind: 'invalid', error: `claim ${error.claim} ${error.reason}` };
   if (error instanceof joseErrors.JOSEAlgNotAllowed) return { kind: 'invalid', error: 'algorithm not allowed' };
-  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return { kind: 'invalid', error: 'signature verification failed' };
-  if (error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JWKSInvalid) return { kind: 'jwks', error: error.code };
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed)
+    return { kind: 'invalid', error: 'signature verification failed' };
+  if (error instanceof joseErrors.JWKSTimeout || error instanceof joseErrors.JWKSInvalid)
+    return { kind: 'jwks', error: error.code };
   if (error instanceof joseErrors.JOSEError) return { kind: 'invalid', error: error.code };
   return { kind: 'jwks', error: error instanceof Error ? error.name : 'fetch failed' };
 }
@@ -65,7 +79,8 @@ export class RealmVerifier {
     if (!set) {
       set = createRemoteJWKSet(new URL(realm.jwksUrl), {
         timeoutDuration: 10_000,
-        [customFetch]: (url, options) => fetch(url, { ...(options as object), dispatcher: realm.dispatcher }) as unknown as Promise<Response>,
+        [customFetch]: (url, options) =>
+          fetch(url, { ...(options as object), dispatcher: realm.dispatcher }) as unknown as Promise<Response>,
       });
       this.#keySets.set(realm.jwksUrl, set);
     }

@@ -7,7 +7,11 @@ export const RetrievalErrors = defineErrors('retrieval', {
     message: 'No such retrieval job belongs to you.',
     doc: 'No retrieval job with that id belongs to the caller (a native administrator sees every job).',
   },
-  retrieval_job_canceled: { status: 409, message: 'The retrieval job was canceled.', doc: 'The job was canceled; it cannot be streamed any more.' },
+  retrieval_job_canceled: {
+    status: 409,
+    message: 'The retrieval job was canceled.',
+    doc: 'The job was canceled; it cannot be streamed any more.',
+  },
   inline_threshold_exceeded: {
     status: 422,
     message: 'The result is too large to return inline; ask for the sse, grpc or auto transport.',

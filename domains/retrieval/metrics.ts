@@ -18,8 +18,16 @@ export type RunObserver = (source: string, transport: RunTransport, parent: Span
 
 export function observeRuns(metrics: MetricsRegistry, tracing: Tracing): RunObserver {
   const labels = ['source', 'transport'] as const;
-  const rows = metrics.counter({ name: 'retrieval_rows_total', help: 'Rows sent by retrieval runs, by source kind and transport.', labels });
-  const bytes = metrics.counter({ name: 'retrieval_bytes_total', help: 'Bytes of rows sent by retrieval runs (JSON or Arrow).', labels });
+  const rows = metrics.counter({
+    name: 'retrieval_rows_total',
+    help: 'Rows sent by retrieval runs, by source kind and transport.',
+    labels,
+  });
+  const bytes = metrics.counter({
+    name: 'retrieval_bytes_total',
+    help: 'Bytes of rows sent by retrieval runs (JSON or Arrow).',
+    labels,
+  });
   const duration = metrics.histogram({
     name: 'retrieval_duration_seconds',
     help: 'Retrieval runs from the source opened until the last chunk was sent (or the run failed), by source and transport.',
@@ -28,7 +36,11 @@ export function observeRuns(metrics: MetricsRegistry, tracing: Tracing): RunObse
   });
   return (source, transport, parent, jobId) => {
     const started = process.hrtime.bigint();
-    const span = tracing.child('retrieval.run', parent, undefined, { 'meshgate.source': source, 'meshgate.transport': transport, 'meshgate.job_id': jobId });
+    const span = tracing.child('retrieval.run', parent, undefined, {
+      'meshgate.source': source,
+      'meshgate.transport': transport,
+      'meshgate.job_id': jobId,
+    });
     const sentRows = rows.labels(source, transport);
     const sentBytes = bytes.labels(source, transport);
     return {
@@ -37,7 +49,9 @@ export function observeRuns(metrics: MetricsRegistry, tracing: Tracing): RunObse
         sentBytes.inc(byteCount);
       },
       end(error) {
-        duration.labels(source, transport, error === undefined ? 'completed' : 'failed').observe(Number(process.hrtime.bigint() - started) / 1e9);
+        duration
+          .labels(source, transport, error === undefined ? 'completed' : 'failed')
+          .observe(Number(process.hrtime.bigint() - started) / 1e9);
         if (span !== parent) tracing.end(span, error);
       },
     };

@@ -43,7 +43,10 @@ export interface ReadPlan {
 }
 
 /** Columns to read: the caller's, plus what the gate needs to decide (projected away afterwards). */
-export function sourceColumns(columns: readonly string[] | null, gate: GateRunner | null): Pick<ReadRequest, 'columns' | 'gateColumns'> {
+export function sourceColumns(
+  columns: readonly string[] | null,
+  gate: GateRunner | null,
+): Pick<ReadRequest, 'columns' | 'gateColumns'> {
   if (columns === null || gate === null) return { columns };
   const gateColumns = gate.requiredFields.filter((f) => !columns.includes(f));
   return { columns: [...new Set([...columns, ...gateColumns])], gateColumns };
@@ -102,7 +105,11 @@ function* sized(encode: Encode, from: number, to: number): Generator<Piece> {
  * the gate when there is one (withheld rows never leave this function),
  * narrowed back to the caller's columns when the gate needed more.
  */
-export async function* releasedRows(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<readonly Row[]> {
+export async function* releasedRows(
+  plan: ReadPlan,
+  userColumns: readonly string[] | null,
+  summary: StreamSummary,
+): AsyncGenerator<readonly Row[]> {
   const { gate, source } = plan;
   const narrow = gate !== null && userColumns !== null && gate.requiredFields.some((f) => !userColumns.includes(f));
   for await (const batch of source.read(plan.request)) {
@@ -123,7 +130,11 @@ export async function* releasedRows(plan: ReadPlan, userColumns: readonly string
  * its bytes, no row object built (the throughput path, docs/retrieval.md).
  * Otherwise rows, through the gate when there is one.
  */
-async function* pieces(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<Piece> {
+async function* pieces(
+  plan: ReadPlan,
+  userColumns: readonly string[] | null,
+  summary: StreamSummary,
+): AsyncGenerator<Piece> {
   const { gate, source } = plan;
   if (gate === null && source.readJson) {
     for await (const batch of source.readJson(plan.request)) yield* sized(encodedJson(batch), 0, batch.ends.length);
@@ -132,11 +143,17 @@ async function* pieces(plan: ReadPlan, userColumns: readonly string[] | null, su
   for await (const rows of releasedRows(plan, userColumns, summary)) yield* sized(rowsJson(rows), 0, rows.length);
 }
 
-export async function* chunksOf(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<Chunk> {
+export async function* chunksOf(
+  plan: ReadPlan,
+  userColumns: readonly string[] | null,
+  summary: StreamSummary,
+): AsyncGenerator<Chunk> {
   for await (const piece of pieces(plan, userColumns, summary)) {
     summary.rows += piece.rowCount;
     summary.chunks += 1;
-    const metadata: ChunkMetadata = plan.gate ? { gate_audit: gateAudit(summary.filtered), filtered: summary.filtered } : {};
+    const metadata: ChunkMetadata = plan.gate
+      ? { gate_audit: gateAudit(summary.filtered), filtered: summary.filtered }
+      : {};
     yield { sequence: summary.chunks, ...piece, metadata };
   }
 }

@@ -59,7 +59,12 @@ export function sourceInput(
     platform: dataset.platform,
     name: dataset.name,
     properties: dataset.properties,
-    options: readerOptions(factory.readerOptions, factory.platforms[0] ?? dataset.platform, request.options, dataset.properties),
+    options: readerOptions(
+      factory.readerOptions,
+      factory.platforms[0] ?? dataset.platform,
+      request.options,
+      dataset.properties,
+    ),
     credentialOverride,
     formatHint: request.format_hint,
     tag,

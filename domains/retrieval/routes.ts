@@ -73,7 +73,10 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
         errors: ['inline_threshold_exceeded', ...SOURCE_REASONS, ...GATE_REASONS],
       },
       async handle(ctx) {
-        return { status: 201, body: await service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody), ctx.span) };
+        return {
+          status: 201,
+          body: await service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody), ctx.span),
+        };
       },
     },
     {
@@ -105,7 +108,11 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       path: '/retrieval/jobs/:id/stream',
       auth: 'user',
       doc: {
-        ...jobDoc("A retrieval job's rows as server-sent events", z.string(), ['retrieval_job_canceled', ...SOURCE_REASONS, ...GATE_REASONS]),
+        ...jobDoc("A retrieval job's rows as server-sent events", z.string(), [
+          'retrieval_job_canceled',
+          ...SOURCE_REASONS,
+          ...GATE_REASONS,
+        ]),
         answerMedia: 'text/event-stream',
       },
       async handle(ctx) {
@@ -123,7 +130,14 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
         summary: 'Bind a record gate to a dataset',
         body: gateBody,
         answers: { 200: jsonObject },
-        errors: ['dataset_not_found', 'rebac_denied', 'wrong_kind', 'gate_config_invalid', 'classpath_unimportable', 'classpath_not_allowed'],
+        errors: [
+          'dataset_not_found',
+          'rebac_denied',
+          'wrong_kind',
+          'gate_config_invalid',
+          'classpath_unimportable',
+          'classpath_not_allowed',
+        ],
       },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, gateBody);
@@ -133,14 +147,22 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
     {
       ...gateRoute,
       method: 'GET',
-      doc: { summary: 'The record gate bound to a dataset', answers: { 200: jsonObject }, errors: ['dataset_not_found', 'not_configured', 'rebac_denied'] },
+      doc: {
+        summary: 'The record gate bound to a dataset',
+        answers: { 200: jsonObject },
+        errors: ['dataset_not_found', 'not_configured', 'rebac_denied'],
+      },
       handle: (ctx) => ok(gates.get(principalOf(ctx), urn(ctx))),
     },
     {
       ...gateRoute,
       method: 'DELETE',
       nativeOnly: true,
-      doc: { summary: "Unbind a dataset's record gate", answers: { 200: jsonObject }, errors: ['dataset_not_found', 'not_configured', 'rebac_denied'] },
+      doc: {
+        summary: "Unbind a dataset's record gate",
+        answers: { 200: jsonObject },
+        errors: ['dataset_not_found', 'not_configured', 'rebac_denied'],
+      },
       handle: (ctx) => ok(gates.delete(principalOf(ctx), urn(ctx))),
     },
   ];

@@ -54,7 +54,12 @@ export class ActiveRuns {
   }
 
   /** Ends one stream: final progress and status (unless the job was canceled meanwhile). */
-  end(jobId: string, controller: AbortController, outcome: { status: 'COMPLETED' | 'FAILED'; error: string | null }, canceled: boolean): void {
+  end(
+    jobId: string,
+    controller: AbortController,
+    outcome: { status: 'COMPLETED' | 'FAILED'; error: string | null },
+    canceled: boolean,
+  ): void {
     const live = this.#live.get(jobId);
     controller.abort();
     if (!live) return;

@@ -15,14 +15,29 @@ import { arrowMessages } from './arrow/stream.ts';
 import { RetrievalErrors } from './errors.ts';
 import type { RunObserver, RunTransport } from './metrics.ts';
 import { type Chunk, chunksOf, emptySummary, type ReadPlan, readAhead, type StreamSummary } from './pipeline.ts';
-import { type DatasetReader, type DatasetRecord, datasetBlock, gateBindingOf, readPlan, type SourceRegistry, sourceInput } from './plan.ts';
+import {
+  type DatasetReader,
+  type DatasetRecord,
+  datasetBlock,
+  gateBindingOf,
+  readPlan,
+  type SourceRegistry,
+  sourceInput,
+} from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { SharedRuns } from './shared.ts';
 import type { Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
 import type { StreamProtocol, StreamTokens } from './tokens.ts';
 import { collectInline } from './transports/inline.ts';
-import { type CreateBody, type GrpcBlock, type InlineBlock, type JobView, jobView, type StoredRequest } from './wire.ts';
+import {
+  type CreateBody,
+  type GrpcBlock,
+  type InlineBlock,
+  type JobView,
+  jobView,
+  type StoredRequest,
+} from './wire.ts';
 
 export interface RetrievalSettings {
   readonly inlineThresholdBytes: number;
@@ -57,7 +72,12 @@ export interface JobStream<T = Chunk> {
 /** A job answered inline is complete at creation, its counts known; any other starts PENDING at zero. */
 function outcomeOf(inline: InlineBlock | null): Pick<JobRow, 'status' | 'rows' | 'bytes' | 'chunks'> {
   if (!inline) return { status: 'PENDING', rows: 0, bytes: 0, chunks: 0 };
-  return { status: 'COMPLETED', rows: inline.row_count, bytes: Buffer.byteLength(JSON.stringify(inline.data)), chunks: inline.row_count > 0 ? 1 : 0 };
+  return {
+    status: 'COMPLETED',
+    rows: inline.row_count,
+    bytes: Buffer.byteLength(JSON.stringify(inline.data)),
+    chunks: inline.row_count > 0 ? 1 : 0,
+  };
 }
 
 export class RetrievalService {
@@ -67,13 +87,19 @@ export class RetrievalService {
   async create(principal: Principal, body: CreateBody, parent: Span = NO_SPAN): Promise<JobView> {
     const { datasets, sources, settings, store } = this.deps;
     const dataset = datasets.forUse(principal, body.dataset_urn);
-    const request = storedRequest(body, body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize);
+    const request = storedRequest(
+      body,
+      body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize,
+    );
     const id = randomUUID();
     const factory = sources.for(dataset.platform);
     const input = sourceInput(factory, dataset, request, body.credential_override ?? null, `meshgate-retrieval:${id}`);
     const source = await factory.create(input);
     const wanted = body.transport ?? 'auto';
-    const inline = wanted === 'inline' || wanted === 'auto' ? await this.#inlineResult(principal, dataset, request, source, { id, parent }, wanted) : null;
+    const inline =
+      wanted === 'inline' || wanted === 'auto'
+        ? await this.#inlineResult(principal, dataset, request, source, { id, parent }, wanted)
+        : null;
     const transport = inline ? 'inline' : wanted === 'grpc' ? 'grpc' : 'sse';
     const at = this.deps.now().toISOString();
     const row: JobRow = {
@@ -127,7 +153,10 @@ export class RetrievalService {
   async flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
     const row = this.#tokenJob(jobId, await this.deps.tokens.claim(token, jobId, 'arrow-flight'));
     const by = { transport: 'flight', parent: NO_SPAN } as const;
-    return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [m.rowCount, m.header.length + m.body.length]);
+    return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [
+      m.rowCount,
+      m.header.length + m.body.length,
+    ]);
   }
 
   #tokenJob(jobId: string, userId: string): JobRow {
@@ -142,7 +171,14 @@ export class RetrievalService {
   }
 
   /** The whole result when it fits the inline threshold; asked for `inline` only, a result that does not fit is refused. */
-  async #inlineResult(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob, wanted: 'inline' | 'auto') {
+  async #inlineResult(
+    principal: Principal,
+    dataset: DatasetRecord,
+    request: StoredRequest,
+    source: Source,
+    job: InlineJob,
+    wanted: 'inline' | 'auto',
+  ) {
     const inline = await this.#tryInline(principal, dataset, request, source, job);
     if (inline || wanted === 'auto') return inline;
     const threshold = this.deps.settings.inlineThresholdBytes;
@@ -152,10 +188,23 @@ export class RetrievalService {
     });
   }
 
-  async #tryInline(principal: Principal, dataset: DatasetRecord, request: StoredRequest, source: Source, job: InlineJob) {
+  async #tryInline(
+    principal: Principal,
+    dataset: DatasetRecord,
+    request: StoredRequest,
+    source: Source,
+    job: InlineJob,
+  ) {
     const controller = new AbortController();
     const summary = emptySummary(gateBindingOf(dataset) !== null);
-    const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
+    const plan = readPlan({
+      source,
+      dataset,
+      request,
+      principal,
+      signal: controller.signal,
+      onViolation: (p) => this.#violation(job.id, p),
+    });
     const run = this.deps.observe(dataset.platform, 'inline', job.parent, job.id);
     let failure: unknown;
     try {
@@ -178,7 +227,13 @@ export class RetrievalService {
   }
 
   #open(principal: Principal, job: JobRow, by: Opener): Promise<JobStream>;
-  #open<T>(principal: Principal, job: JobRow, by: Opener, encode: Encoder<T>, size: (item: T) => [rows: number, bytes: number]): Promise<JobStream<T>>;
+  #open<T>(
+    principal: Principal,
+    job: JobRow,
+    by: Opener,
+    encode: Encoder<T>,
+    size: (item: T) => [rows: number, bytes: number],
+  ): Promise<JobStream<T>>;
   async #open<T>(
     principal: Principal,
     job: JobRow,
@@ -190,11 +245,20 @@ export class RetrievalService {
     const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
     const factory = this.deps.sources.for(dataset.platform);
-    const source = await factory.create(sourceInput(factory, dataset, request, await this.deps.shared.override(job.id), `meshgate-retrieval:${job.id}`));
+    const source = await factory.create(
+      sourceInput(factory, dataset, request, await this.deps.shared.override(job.id), `meshgate-retrieval:${job.id}`),
+    );
     const { runs } = this.deps;
     const controller = runs.begin(job.id);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
-    const plan = readPlan({ source, dataset, request, principal, signal: controller.signal, onViolation: (p) => this.#violation(job.id, p) });
+    const plan = readPlan({
+      source,
+      dataset,
+      request,
+      principal,
+      signal: controller.signal,
+      onViolation: (p) => this.#violation(job.id, p),
+    });
     const run = this.deps.observe(dataset.platform, by.transport, by.parent, job.id);
     const chunks = counted(readAhead(encode(plan, request.columns, summary)), (c) => {
       const [rows, bytes] = size(c);
@@ -225,7 +289,8 @@ export class RetrievalService {
 
   #owned(principal: Principal, id: string): JobRow {
     const row = this.deps.store.byId(id);
-    if (!row || (row.ownerId !== principal.userId && !isNativeAdmin(principal))) throw RetrievalErrors.make.retrieval_job_not_found({ job_id: id });
+    if (!row || (row.ownerId !== principal.userId && !isNativeAdmin(principal)))
+      throw RetrievalErrors.make.retrieval_job_not_found({ job_id: id });
     // Viewing a job needs viewer on its dataset still; invisible → 404.
     this.deps.datasets.get(principal, row.datasetUrn);
     return row;
@@ -233,7 +298,8 @@ export class RetrievalService {
 
   #view(principal: Principal, row: JobRow, inline: InlineBlock | null = null, withToken = true): JobView {
     const progress = this.deps.runs.progress(row.id) ?? { rows: row.rows, bytes: row.bytes, chunks: row.chunks };
-    const grpc = withToken && row.transport === 'grpc' && row.ownerId === principal.userId ? this.#grpcBlock(row) : null;
+    const grpc =
+      withToken && row.transport === 'grpc' && row.ownerId === principal.userId ? this.#grpcBlock(row) : null;
     return jobView(row, progress, { inline, grpc });
   }
 
@@ -244,10 +310,23 @@ export class RetrievalService {
     const expires_at = expiresAt.toISOString();
     if (protocol === 'arrow-flight') {
       // Flight locations are URIs of the gRPC transport (Flight.proto `Location`): grpc+tls is gRPC over TLS.
-      return { endpoints: [{ location: `grpc+tls://${host}` }], token, expires_at, protocol, service: 'arrow.flight.protocol.FlightService' };
+      return {
+        endpoints: [{ location: `grpc+tls://${host}` }],
+        token,
+        expires_at,
+        protocol,
+        service: 'arrow.flight.protocol.FlightService',
+      };
     }
     const endpoint = `grpcs://${host}`;
-    return { endpoint, endpoints: [{ location: endpoint }], token, expires_at, protocol, service: 'platform.retrieval.v1.RetrievalService' };
+    return {
+      endpoint,
+      endpoints: [{ location: endpoint }],
+      token,
+      expires_at,
+      protocol,
+      service: 'platform.retrieval.v1.RetrievalService',
+    };
   }
 }
 

@@ -35,7 +35,13 @@ export class StreamTokens {
 
   issue(jobId: string, userId: string, protocol: StreamProtocol): { token: string; expiresAt: Date } {
     const expiresAt = new Date(this.now().getTime() + this.ttlSeconds * 1000);
-    const claims: Claims = { j: jobId, u: userId, p: protocol, e: Math.floor(expiresAt.getTime() / 1000), n: randomBytes(12).toString('base64url') };
+    const claims: Claims = {
+      j: jobId,
+      u: userId,
+      p: protocol,
+      e: Math.floor(expiresAt.getTime() / 1000),
+      n: randomBytes(12).toString('base64url'),
+    };
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return { token: `${body}.${this.#sign(body)}`, expiresAt };
   }
@@ -48,7 +54,8 @@ export class StreamTokens {
   /** verify() for a single-use token, which it spends: the same token is refused from then on, in every process. */
   async claim(token: string, jobId: string, protocol: StreamProtocol): Promise<string> {
     const claims = this.#claims(token, jobId, protocol);
-    if (!(await this.ledger.spend(claims.n, claims.e))) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'already_used' });
+    if (!(await this.ledger.spend(claims.n, claims.e)))
+      throw RetrievalErrors.make.grpc_token_invalid({ problem: 'already_used' });
     return claims.u;
   }
 

@@ -79,7 +79,11 @@ export interface Progress {
   chunks: number;
 }
 
-export function jobView(row: JobRow, progress: Progress, extra: { inline?: InlineBlock | null; grpc?: GrpcBlock | null } = {}) {
+export function jobView(
+  row: JobRow,
+  progress: Progress,
+  extra: { inline?: InlineBlock | null; grpc?: GrpcBlock | null } = {},
+) {
   return {
     job_id: row.id,
     id: row.id,

@@ -15,7 +15,12 @@ const fields = {
 // Clients send either shape: the flat fields, or the same fields nested under `routing`.
 const patchBody = z.object({ ...fields, routing: z.object(fields).optional() });
 
-export function routingRoutes(service: RoutingService, maxBody: number, now: () => Date, ready: VoidFunction): RouteDef[] {
+export function routingRoutes(
+  service: RoutingService,
+  maxBody: number,
+  now: () => Date,
+  ready: VoidFunction,
+): RouteDef[] {
   const readPatch = async (ctx: RequestContext) => {
     const { routing, ...flat } = await readJson(ctx.req, maxBody, patchBody);
     return { ...routing, ...flat };
@@ -25,7 +30,10 @@ export function routingRoutes(service: RoutingService, maxBody: number, now: () 
       method: 'GET',
       path: '/ping',
       auth: 'none',
-      doc: { summary: 'Liveness: pong and the time', answers: { 200: z.object({ status: z.literal('pong'), timestamp: z.string() }) } },
+      doc: {
+        summary: 'Liveness: pong and the time',
+        answers: { 200: z.object({ status: z.literal('pong'), timestamp: z.string() }) },
+      },
       handle: () => ({ status: 200, body: { status: 'pong', timestamp: now().toISOString() } }),
     },
     {
@@ -46,7 +54,10 @@ export function routingRoutes(service: RoutingService, maxBody: number, now: () 
       method: 'GET',
       path: '/config/routing',
       auth: 'user',
-      doc: { summary: 'The routing configuration: service prefixes and which services are on', answers: { 200: jsonObject } },
+      doc: {
+        summary: 'The routing configuration: service prefixes and which services are on',
+        answers: { 200: jsonObject },
+      },
       handle: () => ({ status: 200, body: service.view() }),
     },
     {

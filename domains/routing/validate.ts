@@ -46,11 +46,14 @@ export function routingProblems(table: RoutingTable): string[] {
 /** A known service; the frontend is the catch-all `/`; any other prefix is a canonical path not ending in `/`. */
 function prefixProblems(service: string, prefix: string): string[] {
   const problems: string[] = [];
-  if (!SERVICES.includes(service)) problems.push(`service_prefixes.${service}: unknown service (known: ${SERVICES.join(', ')})`);
+  if (!SERVICES.includes(service))
+    problems.push(`service_prefixes.${service}: unknown service (known: ${SERVICES.join(', ')})`);
   if (service === 'frontend') {
     if (prefix !== '/') problems.push(`service_prefixes.frontend: must be '/' (the catch-all)`);
   } else if (!/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/.test(prefix) || problemWithPath(prefix)) {
-    problems.push(`service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved characters in canonical segments`);
+    problems.push(
+      `service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved characters in canonical segments`,
+    );
   }
   return problems;
 }
@@ -61,7 +64,8 @@ function overlapProblems(prefixes: Readonly<Record<string, string>>): string[] {
   const entries = Object.entries(prefixes).filter(([service]) => service !== 'frontend');
   entries.forEach(([a, pa], i) => {
     for (const [b, pb] of entries.slice(i + 1)) {
-      if (pa === pb || pa.startsWith(`${pb}/`) || pb.startsWith(`${pa}/`)) problems.push(`service_prefixes: '${a}' (${pa}) and '${b}' (${pb}) overlap`);
+      if (pa === pb || pa.startsWith(`${pb}/`) || pb.startsWith(`${pa}/`))
+        problems.push(`service_prefixes: '${a}' (${pa}) and '${b}' (${pb}) overlap`);
     }
   });
   return problems;
@@ -71,7 +75,8 @@ function enabledProblems(enabled: Readonly<Record<string, boolean>>): string[] {
   const problems = Object.keys(enabled)
     .filter((service) => !SERVICES.includes(service))
     .map((service) => `enabled_services.${service}: unknown service`);
-  if (enabled.api === false) problems.push('enabled_services.api: the platform API cannot be disabled (it serves this endpoint)');
+  if (enabled.api === false)
+    problems.push('enabled_services.api: the platform API cannot be disabled (it serves this endpoint)');
   return problems;
 }
 

@@ -10,7 +10,13 @@ import { ApiError } from '../../gateway/errors/api-error.ts';
 import { validate } from '../../gateway/http/body.ts';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
-import { DEPLOYMENTS, type DeploymentKind, type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
+import {
+  DEPLOYMENTS,
+  type DeploymentKind,
+  type DeploymentService,
+  deploymentInput,
+  deploymentPatch,
+} from './service.ts';
 
 const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
                    [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
@@ -93,7 +99,12 @@ function listDeployments(service: DeploymentService, values: DeployFlags, env: C
 }
 
 /** One action, already checked by checkUsage (which admits only the five). */
-async function runDeployAction(positionals: string[], values: DeployFlags, service: DeploymentService, env: CliEnv): Promise<void> {
+async function runDeployAction(
+  positionals: string[],
+  values: DeployFlags,
+  service: DeploymentService,
+  env: CliEnv,
+): Promise<void> {
   const [action, id, value] = positionals as [string, string, string | undefined];
   const show = (result: unknown) => env.out(JSON.stringify(result, null, 2));
   switch (action) {
@@ -115,7 +126,9 @@ async function runDeployAction(positionals: string[], values: DeployFlags, servi
 
 /** A refusal as one line: the reason, then the field problems or the error's details. */
 function refusalLine(error: ApiError): string {
-  const detail = error.problems ? error.problems.map((p) => `${p.loc.slice(1).join('.')}: ${p.msg}`).join('; ') : JSON.stringify(error.extra);
+  const detail = error.problems
+    ? error.problems.map((p) => `${p.loc.slice(1).join('.')}: ${p.msg}`).join('; ')
+    : JSON.stringify(error.extra);
   return `meshgate: ${error.reason} ${detail}`;
 }
 

@@ -56,14 +56,23 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
   const pages: Record<string, (ctx: RequestContext) => Promise<Reply | undefined> | Reply | undefined> = {
     'GET /login': async (ctx) => {
       const next = auth.safeNext(ctx.query.get('next'));
-      if (await auth.principal(ctx)) return { status: 302, headers: { location: auth.absolute(next), 'cache-control': 'no-store' } };
-      return sendHtml(ctx.res, 200, loginPage({ clusterName: deps.clusterName, tokenUrl: `${deps.prefixes().api}/auth/token`, next }));
+      if (await auth.principal(ctx))
+        return { status: 302, headers: { location: auth.absolute(next), 'cache-control': 'no-store' } };
+      return sendHtml(
+        ctx.res,
+        200,
+        loginPage({ clusterName: deps.clusterName, tokenUrl: `${deps.prefixes().api}/auth/token`, next }),
+      );
     },
     'POST /login/session': (ctx) => {
       // The bearer proves the login; the cookie carries it for browser navigation to runtime URLs.
       if (!ctx.principal || !ctx.bearer) throw GatewayErrors.make.not_authenticated();
       const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
-      return { status: 200, body: { location }, headers: { 'set-cookie': auth.sessionCookie(ctx.bearer), 'cache-control': 'no-store' } };
+      return {
+        status: 200,
+        body: { location },
+        headers: { 'set-cookie': auth.sessionCookie(ctx.bearer), 'cache-control': 'no-store' },
+      };
     },
     // POST only: a link or image on another site must not sign anyone out (a GET is "safe", RFC 9110 §9.2.1).
     // The SameSite=Lax cookie is not sent on a cross-site POST, so a forged form ends no session either.
@@ -72,7 +81,10 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
       if (cookie) await deps.signOut.endSessionOf(cookie);
       // 303: the browser follows a form POST with a GET (RFC 9110 §15.4.4).
       const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
-      return { status: 303, headers: { location, 'set-cookie': auth.clearedSessionCookie(), 'cache-control': 'no-store' } };
+      return {
+        status: 303,
+        headers: { location, 'set-cookie': auth.clearedSessionCookie(), 'cache-control': 'no-store' },
+      };
     },
     'GET /logout': () => {
       throw GatewayErrors.make.method_not_allowed({ allowed: ['POST'] });
@@ -98,13 +110,25 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
 }
 
 /** `/notebooks` (any local user) and `/admin/compute` (native administrators), proxied to operator upstreams. */
-export function operatorMount(service: string, upstream: string | null, adminOnly: boolean, deps: FrontendDeps): ServiceMount {
+export function operatorMount(
+  service: string,
+  upstream: string | null,
+  adminOnly: boolean,
+  deps: FrontendDeps,
+): ServiceMount {
   const targets = new Map<string, ProxyTarget>();
   const targetFor = (prefix: string): ProxyTarget => {
     if (!upstream) throw ServingErrors.make.upstream_not_configured({ service });
     let target = targets.get(prefix);
     if (!target) {
-      target = buildTarget(deps.pools, { upstream, prefix, stripPrefix: true, timeoutMs: deps.timeoutMs, forwardAuthorization: false, label: service });
+      target = buildTarget(deps.pools, {
+        upstream,
+        prefix,
+        stripPrefix: true,
+        timeoutMs: deps.timeoutMs,
+        forwardAuthorization: false,
+        label: service,
+      });
       targets.set(prefix, target);
     }
     return target;
@@ -140,7 +164,10 @@ export function operatorMount(service: string, upstream: string | null, adminOnl
         gate(again);
         return true;
       };
-      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal, { sockets: deps.sockets, stillAllowed });
+      await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal, {
+        sockets: deps.sockets,
+        stillAllowed,
+      });
     },
   };
 }

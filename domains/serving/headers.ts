@@ -52,7 +52,13 @@ function connectionTokens(value: string | string[] | undefined): string[] {
 /** Whether an inbound header may cross to the upstream at all (the cookie is then filtered on its own). */
 function crossesUpstream(name: string, dropped: readonly string[], facts: ForwardFacts): boolean {
   if (name.charCodeAt(0) === 58 /* ':' h2 pseudo */) return false;
-  if (HOP_BY_HOP.has(name) || GATEWAY_OWNED.has(name) || name.startsWith('x-forwarded-') || name.startsWith('x-kz-mesh-')) return false;
+  if (
+    HOP_BY_HOP.has(name) ||
+    GATEWAY_OWNED.has(name) ||
+    name.startsWith('x-forwarded-') ||
+    name.startsWith('x-kz-mesh-')
+  )
+    return false;
   if (dropped.includes(name)) return false;
   return name !== 'authorization' || facts.forwardAuthorization;
 }
@@ -75,7 +81,10 @@ function forwardingHeaders(facts: ForwardFacts): Record<string, string> {
 }
 
 /** The headers sent upstream for one request. `upgrade` keeps the websocket handshake headers. */
-export function upstreamRequestHeaders(inbound: IncomingHttpHeaders, facts: ForwardFacts): Record<string, string | string[]> {
+export function upstreamRequestHeaders(
+  inbound: IncomingHttpHeaders,
+  facts: ForwardFacts,
+): Record<string, string | string[]> {
   const dropped = connectionTokens(inbound.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in inbound) {
@@ -161,7 +170,9 @@ export function rewriteSetCookie(map: PathMap, cookie: string): string {
     if (lower.startsWith('path=')) {
       const mapped = publicPath(map, attr.slice(5) || '/');
       // Path=/ becomes the bare prefix, which also matches the prefix itself (RFC 6265 §5.1.4); a legacy port (no prefix) keeps `/`.
-      out.push(`Path=${mapped === null ? attr.slice(5) : map.prefix && mapped === `${map.prefix}/` ? map.prefix : mapped}`);
+      out.push(
+        `Path=${mapped === null ? attr.slice(5) : map.prefix && mapped === `${map.prefix}/` ? map.prefix : mapped}`,
+      );
       continue;
     }
     out.push(attr);
@@ -177,7 +188,8 @@ export function downstreamResponseHeaders(upstream: IncomingHttpHeaders, map: Pa
     const value = upstream[name];
     if (value === undefined || HOP_BY_HOP.has(name) || (dropped.length > 0 && dropped.includes(name))) continue;
     if (name === 'location') out.location = rewriteLocation(map, String(value));
-    else if (name === 'set-cookie') out['set-cookie'] = (Array.isArray(value) ? value : [value]).map((c) => rewriteSetCookie(map, c));
+    else if (name === 'set-cookie')
+      out['set-cookie'] = (Array.isArray(value) ? value : [value]).map((c) => rewriteSetCookie(map, c));
     else out[name] = value;
   }
   return out;

@@ -42,7 +42,11 @@ export const servingModule: HandlerModule = {
     const prefixes = () => routing.current().prefixes;
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
-    const auth = new RuntimeAuth(deps.services.get(AUTHENTICATOR), deps.runtime.origin, deps.config.auth.accessTokenTtlSeconds);
+    const auth = new RuntimeAuth(
+      deps.services.get(AUTHENTICATOR),
+      deps.runtime.origin,
+      deps.config.auth.accessTokenTtlSeconds,
+    );
     const pools = new UpstreamPools(
       serving.upstreamConnections,
       { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
@@ -62,14 +66,27 @@ export const servingModule: HandlerModule = {
           })
         : null;
     if (legacy && place.role === 'primary') answerLegacyCalls(place, legacy);
-    const ownedPorts = serving.legacyPortListeners && place.role === 'worker' ? new OwnedLegacyPorts(place, deps.runtime.origin) : null;
-    const deployments = new DeploymentService(store, authz, { prefixes, origin: deps.runtime.origin }, deps.now, legacy ?? ownedPorts);
+    const ownedPorts =
+      serving.legacyPortListeners && place.role === 'worker' ? new OwnedLegacyPorts(place, deps.runtime.origin) : null;
+    const deployments = new DeploymentService(
+      store,
+      authz,
+      { prefixes, origin: deps.runtime.origin },
+      deps.now,
+      legacy ?? ownedPorts,
+    );
     deps.feed.subscribe('deployments', (id) => deployments.forget(id));
     deps.feed.onReset('deployments', () => deployments.forget());
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
     const sockets = new OpenSockets(SOCKET_SWEEP_MS);
-    const runtime: RuntimeDeps = { deployments, auth, pools, sockets, defaultTimeoutSeconds: serving.defaultTimeoutSeconds };
+    const runtime: RuntimeDeps = {
+      deployments,
+      auth,
+      pools,
+      sockets,
+      defaultTimeoutSeconds: serving.defaultTimeoutSeconds,
+    };
     await legacy?.openAll(store.list());
     const site: FrontendDeps = {
       auth,

@@ -41,7 +41,10 @@ export class LegacyListeners implements LegacyPorts {
     for (const row of rows) {
       if (row.legacyPort === null) continue;
       await this.open(row).catch((error: unknown) =>
-        this.deps.logger.warn({ deployment: row.id, legacy_port: row.legacyPort, err: error }, 'legacy runtime port not opened'),
+        this.deps.logger.warn(
+          { deployment: row.id, legacy_port: row.legacyPort, err: error },
+          'legacy runtime port not opened',
+        ),
       );
     }
   }
@@ -86,7 +89,11 @@ export class LegacyListeners implements LegacyPorts {
       loginPath: (rawPath) => `${routing().prefixes[service]}/${row.id}${rawPath}`,
     });
     // The path below the (empty) prefix is the whole path; the runtime mount reads the id from `rest`.
-    const resolve = (rawPath: string) => ({ service, rest: `/${row.id}${rawPath}`, enabled: routing().enabled[service] !== false });
+    const resolve = (rawPath: string) => ({
+      service,
+      rest: `/${row.id}${rawPath}`,
+      enabled: routing().enabled[service] !== false,
+    });
     const route = {
       name: 'routeMatch' as const,
       run(ctx: RequestContext) {

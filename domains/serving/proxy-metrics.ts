@@ -17,7 +17,11 @@ export interface ProxyObservability {
   readonly errors: Counter<'deployment' | 'reason'>;
 }
 
-export function proxyObservability(metrics: MetricsRegistry, tracing: Tracing, pools: () => Iterable<[Pool, string]>): ProxyObservability {
+export function proxyObservability(
+  metrics: MetricsRegistry,
+  tracing: Tracing,
+  pools: () => Iterable<[Pool, string]>,
+): ProxyObservability {
   metrics.gauge({
     name: 'upstream_pool_connections',
     help: 'Connections of each upstream pool, by deployment and state (connected, free, pending, running, queued requests).',
@@ -26,7 +30,8 @@ export function proxyObservability(metrics: MetricsRegistry, tracing: Tracing, p
       gauge.reset();
       for (const [pool, deployment] of pools()) {
         const { connected, free, pending, running, queued } = pool.stats;
-        for (const [state, value] of Object.entries({ connected, free, pending, running, queued })) gauge.labels(deployment, state).set(value);
+        for (const [state, value] of Object.entries({ connected, free, pending, running, queued }))
+          gauge.labels(deployment, state).set(value);
       }
     },
   });

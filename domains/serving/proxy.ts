@@ -51,7 +51,12 @@ export class UpstreamPools {
   get(origin: string, label: string): Pool {
     let entry = this.#pools.get(origin);
     if (!entry) {
-      const pool = new Pool(origin, { connections: this.connections, pipelining: 1, keepAliveTimeout: 30_000, connect: { timeout: 10_000 } });
+      const pool = new Pool(origin, {
+        connections: this.connections,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        connect: { timeout: 10_000 },
+      });
       entry = { pool, label };
       this.#pools.set(origin, entry);
     }
@@ -98,7 +103,12 @@ export function upstreamPath(target: PathMap, rest: string, query: URLSearchPara
   return q ? `${path}?${q}` : path;
 }
 
-export function forwardFacts(ctx: Pick<RequestContext, 'req' | 'requestId'>, target: ProxyTarget, origin: URL, principal: Principal | null) {
+export function forwardFacts(
+  ctx: Pick<RequestContext, 'req' | 'requestId'>,
+  target: ProxyTarget,
+  origin: URL,
+  principal: Principal | null,
+) {
   const secure = (ctx.req.socket as TLSSocket).encrypted === true;
   return {
     clientIp: ctx.req.socket.remoteAddress ?? '',
@@ -127,13 +137,25 @@ function hasBody(req: NodeRequest, headers: IncomingHttpHeaders): boolean {
 }
 
 /** Streams the request to the target and the answer back within the client connection's fair share of the pool. */
-export async function forward(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null): Promise<undefined> {
+export async function forward(
+  ctx: RequestContext,
+  target: ProxyTarget,
+  rest: string,
+  origin: URL,
+  principal: Principal | null,
+): Promise<undefined> {
   const release = await target.shares.acquire(ctx.req, ctx.res, target.pool);
   if (!release) return undefined; // the client left while waiting for its share
   target.inFlight.inc();
   try {
     const attributes = { 'meshgate.deployment': target.label };
-    return await target.observed.tracing.inSpan('proxy', ctx.span, (span) => stream(ctx, target, rest, origin, principal, span), SpanKind.CLIENT, attributes);
+    return await target.observed.tracing.inSpan(
+      'proxy',
+      ctx.span,
+      (span) => stream(ctx, target, rest, origin, principal, span),
+      SpanKind.CLIENT,
+      attributes,
+    );
   } finally {
     target.inFlight.dec();
     release();
@@ -141,7 +163,14 @@ export async function forward(ctx: RequestContext, target: ProxyTarget, rest: st
 }
 
 /** Streams the request to the target and the answer back; resolves when done, rejects only before the head. */
-function stream(ctx: RequestContext, target: ProxyTarget, rest: string, origin: URL, principal: Principal | null, span: Span): Promise<undefined> {
+function stream(
+  ctx: RequestContext,
+  target: ProxyTarget,
+  rest: string,
+  origin: URL,
+  principal: Principal | null,
+  span: Span,
+): Promise<undefined> {
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
   // The upstream continues this hop's trace: its parent is the proxy span, never what the client sent.
   Object.assign(headers, target.observed.tracing.headersFor(span));
@@ -226,7 +255,15 @@ class ResponsePump implements Dispatcher.DispatchHandler {
   }
 }
 
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNRESET', 'EPIPE']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNRESET',
+  'EPIPE',
+]);
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 const CLOSING = new Set(['UND_ERR_DESTROYED', 'UND_ERR_CLOSED']);
 

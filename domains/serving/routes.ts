@@ -31,7 +31,11 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'GET',
       path: '/serving/deployments',
       auth: 'user',
-      doc: { summary: 'The deployments the caller may use, of one kind (models unless asked)', query: listQuery, answers: { 200: z.array(deploymentAnswer) } },
+      doc: {
+        summary: 'The deployments the caller may use, of one kind (models unless asked)',
+        query: listQuery,
+        answers: { 200: z.array(deploymentAnswer) },
+      },
       handle: (ctx) => {
         const { kind } = parseQuery(ctx.query, listQuery);
         return { status: 200, body: service.list(principalOf(ctx), kind === 'all' ? undefined : kind) };
@@ -42,7 +46,11 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       method: 'GET',
       path: '/serving/deployment/:id/status',
       auth: 'user',
-      doc: { summary: "A deployment's status as a JSON string", answers: { 200: z.literal('DEPLOYED') }, errors: NOT_FOUND },
+      doc: {
+        summary: "A deployment's status as a JSON string",
+        answers: { 200: z.literal('DEPLOYED') },
+        errors: NOT_FOUND,
+      },
       handle: (ctx) => {
         service.get(principalOf(ctx), ctx.params.id as string); // 404 when absent or not visible
         return { status: 200, body: 'DEPLOYED' };

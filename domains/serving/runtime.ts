@@ -104,7 +104,10 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
         const again = await admit(ctx).catch(() => null);
         return again !== null && again.principal?.userId === principal?.userId && again.row.websocket;
       };
-      await proxyUpgrade(ctx, socket, head, target, below, origin(), principal, { sockets: deps.sockets, stillAllowed });
+      await proxyUpgrade(ctx, socket, head, target, below, origin(), principal, {
+        sockets: deps.sockets,
+        stillAllowed,
+      });
     },
   };
 }

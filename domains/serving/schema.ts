@@ -24,5 +24,8 @@ export const deployments = sqliteTable(
     createdBy: text('created_by').notNull(),
     createdAt: text('created_at').notNull(),
   },
-  (t) => [uniqueIndex('deployments_kind_name').on(t.kind, t.name), uniqueIndex('deployments_legacy_port').on(t.legacyPort)],
+  (t) => [
+    uniqueIndex('deployments_kind_name').on(t.kind, t.name),
+    uniqueIndex('deployments_legacy_port').on(t.legacyPort),
+  ],
 );

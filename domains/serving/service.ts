@@ -85,11 +85,13 @@ export class DeploymentService {
   /** `seedOwner` is off for the console, whose operator is no user a tuple could name. */
   async create(principal: Principal, input: DeploymentInput, seedOwner = true) {
     requireAdmin(principal);
-    if (this.store.findByName(input.kind, input.name)) throw ServingErrors.make.deployment_name_taken({ kind: input.kind, name: input.name });
+    if (this.store.findByName(input.kind, input.name))
+      throw ServingErrors.make.deployment_name_taken({ kind: input.kind, name: input.name });
     const legacyPort = input.legacy_port ?? null;
     if (legacyPort !== null) {
       if (!this.ports) throw ServingErrors.make.legacy_ports_disabled({ legacy_port: legacyPort });
-      if (this.store.findByLegacyPort(legacyPort)) throw ServingErrors.make.legacy_port_unavailable({ legacy_port: legacyPort });
+      if (this.store.findByLegacyPort(legacyPort))
+        throw ServingErrors.make.legacy_port_unavailable({ legacy_port: legacyPort });
     }
     const row: DeploymentRow = {
       id: randomUUID(),

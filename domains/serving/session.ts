@@ -50,7 +50,10 @@ export class RuntimeAuth {
     const accept = caller.req.headers.accept ?? '';
     if ((caller.method === 'GET' || caller.method === 'HEAD') && accept.includes('text/html')) {
       const query = caller.query.size > 0 ? `?${caller.query}` : '';
-      return { status: 302, headers: { location: this.loginUrl(`${caller.rawPath}${query}`), 'cache-control': 'no-store' } };
+      return {
+        status: 302,
+        headers: { location: this.loginUrl(`${caller.rawPath}${query}`), 'cache-control': 'no-store' },
+      };
     }
     throw GatewayErrors.make.not_authenticated();
   }

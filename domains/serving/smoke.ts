@@ -57,19 +57,34 @@ export function forgedHostAgent(origin: string, ca: string | undefined): Agent {
 class Probe {
   readonly agent: Agent;
   readonly forged: Agent;
-  routing: { service_prefixes?: Record<string, string>; enabled_services?: Record<string, boolean>; base_host?: string } | null = null;
+  routing: {
+    service_prefixes?: Record<string, string>;
+    enabled_services?: Record<string, boolean>;
+    base_host?: string;
+  } | null = null;
 
   constructor(readonly opts: SmokeOptions) {
     this.agent = new Agent({ connect: opts.ca ? { ca: opts.ca } : {} });
     this.forged = forgedHostAgent(opts.origin, opts.ca);
   }
 
-  async get(path: string, headers: Record<string, string> = {}, withToken = true, method: 'GET' | 'POST' = 'GET'): Promise<Reply> {
+  async get(
+    path: string,
+    headers: Record<string, string> = {},
+    withToken = true,
+    method: 'GET' | 'POST' = 'GET',
+  ): Promise<Reply> {
     const all = { ...headers, ...(withToken && this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}) };
     const dispatcher = headers.host ? this.forged : this.agent;
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${this.opts.origin}${path}`, { method, headers: all, dispatcher, headersTimeout: 15_000, bodyTimeout: 15_000 });
+      res = await request(`${this.opts.origin}${path}`, {
+        method,
+        headers: all,
+        dispatcher,
+        headersTimeout: 15_000,
+        bodyTimeout: 15_000,
+      });
     } catch (error) {
       const code = (error as { code?: string }).code;
       const hint = code?.includes('CERT') || code?.includes('SIGNATURE') ? ' (pass the platform CA with --cacert)' : '';
@@ -115,17 +130,20 @@ const CHECKS: Record<string, Check> = {
   async home(p) {
     const reply = await p.get('/', { accept: 'text/html' }, false);
     const type = String(reply.headers['content-type'] ?? '');
-    if (reply.status !== 200 || !type.startsWith('text/html')) throw new CheckFailed(`${p.explain('/', reply, 'frontend')} (${type || 'no content-type'})`);
+    if (reply.status !== 200 || !type.startsWith('text/html'))
+      throw new CheckFailed(`${p.explain('/', reply, 'frontend')} (${type || 'no content-type'})`);
     return `GET / → 200 ${type.split(';')[0]}`;
   },
   async api_ping(p) {
     const reply = await p.get('/api/ping', {}, false);
-    if (reply.status !== 200 || !reply.text.includes('"pong"')) throw new CheckFailed(p.explain('/api/ping', reply, 'api'));
+    if (reply.status !== 200 || !reply.text.includes('"pong"'))
+      throw new CheckFailed(p.explain('/api/ping', reply, 'api'));
     return 'GET /api/ping → 200 pong';
   },
   async base_host(p) {
     if (!p.routing) return null;
-    if (p.routing.base_host !== p.opts.origin) throw new CheckFailed(`routing base_host is '${p.routing.base_host}', not the origin '${p.opts.origin}'`);
+    if (p.routing.base_host !== p.opts.origin)
+      throw new CheckFailed(`routing base_host is '${p.routing.base_host}', not the origin '${p.opts.origin}'`);
     return `routing base_host = ${p.opts.origin}`;
   },
   async model(p) {
@@ -139,7 +157,9 @@ const CHECKS: Record<string, Check> = {
       listed = false;
     }
     if (reply.status !== 200 || !listed)
-      throw new CheckFailed(`${p.explain(path, reply, 'models')}${reply.status === 200 ? ' (no OpenAI model list in the body)' : ''}`);
+      throw new CheckFailed(
+        `${p.explain(path, reply, 'models')}${reply.status === 200 ? ' (no OpenAI model list in the body)' : ''}`,
+      );
     return `GET ${path} → 200 model list`;
   },
   async app(p) {
@@ -150,12 +170,15 @@ const CHECKS: Record<string, Check> = {
     const staysInside = location.startsWith(path) || location.startsWith(`${p.opts.origin}${path}`);
     if (reply.status >= 200 && reply.status < 300) return `GET ${path} → ${reply.status}`;
     if (reply.status >= 300 && reply.status < 400 && staysInside) return `GET ${path} → ${reply.status} to ${location}`;
-    throw new CheckFailed(`${p.explain(path, reply, 'apps')}${location ? ` (redirects to ${location}, outside the app)` : ''}`);
+    throw new CheckFailed(
+      `${p.explain(path, reply, 'apps')}${location ? ` (redirects to ${location}, outside the app)` : ''}`,
+    );
   },
   async login_redirect(p) {
     const next = p.opts.app ? `/runtime/apps/${encodeURIComponent(p.opts.app)}/` : '/';
     const page = await p.get(`/login?next=${encodeURIComponent(next)}`, { accept: 'text/html' }, false);
-    if (page.status !== 200) throw new CheckFailed(`${p.explain('/login', page, 'frontend')} (expected the login page)`);
+    if (page.status !== 200)
+      throw new CheckFailed(`${p.explain('/login', page, 'frontend')} (expected the login page)`);
     if (p.opts.app) {
       const anonymous = await p.get(next, { accept: 'text/html' }, false);
       const to = p.location(anonymous);
@@ -168,9 +191,15 @@ const CHECKS: Record<string, Check> = {
       [next, `${p.opts.origin}${next}`],
       ['https://evil.invalid/', `${p.opts.origin}/`],
     ] as const) {
-      const reply = await p.get(`/login?next=${encodeURIComponent(asked)}`, { accept: 'text/html', host: FORGED_HOST, 'x-forwarded-host': FORGED_HOST });
+      const reply = await p.get(`/login?next=${encodeURIComponent(asked)}`, {
+        accept: 'text/html',
+        host: FORGED_HOST,
+        'x-forwarded-host': FORGED_HOST,
+      });
       if (reply.status !== 302 || p.location(reply) !== expected) {
-        throw new CheckFailed(`signed-in GET /login?next=${asked} → ${reply.status} to '${p.location(reply)}', expected ${expected}`);
+        throw new CheckFailed(
+          `signed-in GET /login?next=${asked} → ${reply.status} to '${p.location(reply)}', expected ${expected}`,
+        );
       }
     }
     return `signed-in /login lands on ${p.opts.origin}${next}; foreign next and forged Host stay on the origin`;
@@ -181,7 +210,8 @@ const CHECKS: Record<string, Check> = {
     const expected = `${p.opts.origin}/`;
     if (reply.status === 303 && p.location(reply) !== expected)
       throw new CheckFailed(`POST /logout → 303 to '${p.location(reply)}', expected 303 to ${expected}`);
-    if (reply.status !== 303) throw new CheckFailed(`${p.explain('/logout', reply, 'frontend')}, expected 303 to ${expected}`);
+    if (reply.status !== 303)
+      throw new CheckFailed(`${p.explain('/logout', reply, 'frontend')}, expected 303 to ${expected}`);
     return `POST /logout → 303 ${expected}`;
   },
 };
@@ -201,7 +231,11 @@ export async function runSmoke(opts: SmokeOptions): Promise<CheckResult[]> {
     for (const [check, run] of Object.entries(CHECKS)) {
       try {
         const detail = await run(probe);
-        results.push(detail === null ? { check, status: 'skip', detail: SKIP_REASON[check] ?? '' } : { check, status: 'pass', detail });
+        results.push(
+          detail === null
+            ? { check, status: 'skip', detail: SKIP_REASON[check] ?? '' }
+            : { check, status: 'pass', detail },
+        );
       } catch (error) {
         if (!(error instanceof CheckFailed)) throw error;
         results.push({ check, status: 'fail', detail: error.message });
@@ -232,7 +266,8 @@ async function discover(probe: Probe): Promise<void> {
   }
 }
 
-const USAGE = 'meshgate smoke --origin https://host[:port] [--cacert FILE] [--token T | env PLATFORM_TOKEN] [--model ID] [--app ID] [--json]';
+const USAGE =
+  'meshgate smoke --origin https://host[:port] [--cacert FILE] [--token T | env PLATFORM_TOKEN] [--model ID] [--app ID] [--json]';
 
 function readCa(file: string): string {
   try {
@@ -296,7 +331,8 @@ export function smokeRoute(target: { origin: () => string; caPem: () => string }
     auth: 'admin',
     nativeOnly: true,
     doc: {
-      summary: "Run the smoke checks against the gateway's own origin with the caller's token (ok: false when one fails)",
+      summary:
+        "Run the smoke checks against the gateway's own origin with the caller's token (ok: false when one fails)",
       answers: { 200: smokeAnswer },
     },
     async handle(ctx) {

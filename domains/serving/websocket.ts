@@ -60,7 +60,17 @@ export async function proxyUpgrade(
   socket.pipe(client);
   client.pipe(socket);
   access.sockets.track(client, access.stillAllowed);
-  ctx.logger.info({ req_id: ctx.requestId, method: ctx.method, path: ctx.rawPath, status: 101, service: ctx.service, user: principal?.userId }, 'request');
+  ctx.logger.info(
+    {
+      req_id: ctx.requestId,
+      method: ctx.method,
+      path: ctx.rawPath,
+      status: 101,
+      service: ctx.service,
+      user: principal?.userId,
+    },
+    'request',
+  );
 }
 
 /** Open websockets and the checks that admitted them, re-run every `sweepMs` while any is open. */

@@ -7,7 +7,13 @@ import { loginThrottleSchema } from './login-throttle.ts';
 
 export const authSettings = z
   .strictObject({
-    accessTokenTtlSeconds: z.number().int().min(30).max(86400).default(900).describe('Lifetime of access tokens from /api/auth/token.'),
+    accessTokenTtlSeconds: z
+      .number()
+      .int()
+      .min(30)
+      .max(86400)
+      .default(900)
+      .describe('Lifetime of access tokens from /api/auth/token.'),
     signingAlgorithm: z
       .enum(['RS256', 'ES256'])
       .default('RS256')
@@ -54,7 +60,13 @@ export const authSettings = z
           .max(3600)
           .default(3)
           .describe('Seconds for a client to earn back one invalid credential at /api/auth/validate.'),
-        trackedClients: z.number().int().min(100).max(10_000_000).default(100_000).describe('Clients remembered by the /api/auth/validate throttle.'),
+        trackedClients: z
+          .number()
+          .int()
+          .min(100)
+          .max(10_000_000)
+          .default(100_000)
+          .describe('Clients remembered by the /api/auth/validate throttle.'),
       })
       .prefault({}),
   })

@@ -6,7 +6,10 @@ import { z } from 'zod';
 
 export const jobsSettings = z
   .strictObject({
-    runtime: z.enum(['local', 'ray']).default('local').describe('Job runtime: the embedded local process runner, or a Ray cluster through its Jobs REST API.'),
+    runtime: z
+      .enum(['local', 'ray'])
+      .default('local')
+      .describe('Job runtime: the embedded local process runner, or a Ray cluster through its Jobs REST API.'),
     defaultRunTimeoutSeconds: z
       .number()
       .int()
@@ -26,25 +29,53 @@ export const jobsSettings = z
       .min(1024)
       .default(8 * 1024 * 1024)
       .describe('Most log bytes GET /logs returns (the tail, after a notice line).'),
-    runPollIntervalMs: z.number().int().min(10).max(60_000).default(250).describe('Longest wait between status checks while POST /run waits for a job.'),
+    runPollIntervalMs: z
+      .number()
+      .int()
+      .min(10)
+      .max(60_000)
+      .default(250)
+      .describe('Longest wait between status checks while POST /run waits for a job.'),
     local: z
       .strictObject({
-        maxConcurrent: z.number().int().min(1).max(1024).default(8).describe('Local jobs running at once; more wait PENDING in a FIFO queue.'),
+        maxConcurrent: z
+          .number()
+          .int()
+          .min(1)
+          .max(1024)
+          .default(8)
+          .describe('Local jobs running at once; more wait PENDING in a FIFO queue.'),
         maxLogBytes: z
           .number()
           .int()
           .min(1024)
           .default(64 * 1024 * 1024)
           .describe('Output cap per local job (and RLIMIT_FSIZE of its files); more is FAILED log_limit_exceeded.'),
-        stopGraceMs: z.number().int().min(0).max(600_000).default(5000).describe('Time between SIGTERM and SIGKILL when a local job is canceled.'),
-        python: z.string().min(1).default('python3').describe('Interpreter that creates per-job virtualenvs for python_packages.'),
+        stopGraceMs: z
+          .number()
+          .int()
+          .min(0)
+          .max(600_000)
+          .default(5000)
+          .describe('Time between SIGTERM and SIGKILL when a local job is canceled.'),
+        python: z
+          .string()
+          .min(1)
+          .default('python3')
+          .describe('Interpreter that creates per-job virtualenvs for python_packages.'),
         sandbox: z
           .strictObject({
             mode: z
               .enum(['bwrap', 'none'])
               .default('bwrap')
-              .describe('bwrap: every job in a bubblewrap sandbox. none: UNSAFE, jobs see all the gateway user can read.'),
-            bwrapPath: z.string().min(1).default('/usr/bin/bwrap').describe('The bubblewrap binary; missing or refused = jobs 503.'),
+              .describe(
+                'bwrap: every job in a bubblewrap sandbox. none: UNSAFE, jobs see all the gateway user can read.',
+              ),
+            bwrapPath: z
+              .string()
+              .min(1)
+              .default('/usr/bin/bwrap')
+              .describe('The bubblewrap binary; missing or refused = jobs 503.'),
             uid: z
               .number()
               .int()
@@ -66,7 +97,12 @@ export const jobsSettings = z
               .min(64 * 1024 * 1024)
               .default(4 * 1024 * 1024 * 1024)
               .describe('RLIMIT_AS of each job process.'),
-            processes: z.number().int().min(8).default(256).describe('RLIMIT_NPROC: processes of the job uid (shared by running jobs).'),
+            processes: z
+              .number()
+              .int()
+              .min(8)
+              .default(256)
+              .describe('RLIMIT_NPROC: processes of the job uid (shared by running jobs).'),
             openFiles: z.number().int().min(16).default(1024).describe('RLIMIT_NOFILE of each job process.'),
             cpuSeconds: z.number().int().min(1).default(3600).describe('RLIMIT_CPU: CPU seconds of each job process.'),
             tmpBytes: z
@@ -86,13 +122,26 @@ export const jobsSettings = z
           .nullable()
           .default(null)
           .describe('Ray dashboard base URL (it serves the Jobs API); required with runtime=ray.'),
-        requestTimeoutMs: z.number().int().min(100).default(15_000).describe('Timeout of each call to the Ray Jobs API.'),
+        requestTimeoutMs: z
+          .number()
+          .int()
+          .min(100)
+          .default(15_000)
+          .describe('Timeout of each call to the Ray Jobs API.'),
       })
       .prefault({}),
     pythonPackages: z
       .strictObject({
-        catalogFile: z.string().nullable().default(null).describe('JSON file of approved packages [{name, version, sha256[]}]; null = none approved.'),
-        wheelDir: z.string().nullable().default(null).describe('Folder of the approved wheels; pip installs from it only (--no-index --find-links).'),
+        catalogFile: z
+          .string()
+          .nullable()
+          .default(null)
+          .describe('JSON file of approved packages [{name, version, sha256[]}]; null = none approved.'),
+        wheelDir: z
+          .string()
+          .nullable()
+          .default(null)
+          .describe('Folder of the approved wheels; pip installs from it only (--no-index --find-links).'),
       })
       .prefault({}),
   })

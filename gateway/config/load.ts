@@ -49,7 +49,9 @@ export function verifyConfig(config: Config): string[] {
     problems.push('tlsCertFile/tlsKeyFile: give both or neither');
   }
   if (config.externalUrl && config.origin && new URL(config.externalUrl).origin !== config.origin.replace(/\/$/, '')) {
-    problems.push(`origin: PLATFORM_ORIGIN (${config.origin}) must equal the origin of PLATFORM_EXTERNAL_URL (${new URL(config.externalUrl).origin})`);
+    problems.push(
+      `origin: PLATFORM_ORIGIN (${config.origin}) must equal the origin of PLATFORM_EXTERNAL_URL (${new URL(config.externalUrl).origin})`,
+    );
   }
   for (const [key, value] of [
     ['externalUrl', config.externalUrl],
@@ -58,7 +60,9 @@ export function verifyConfig(config: Config): string[] {
     if (!value) continue;
     const host = hostOfUrl(value);
     if (!config.hostnames.includes(host) && host !== config.bind) {
-      problems.push(`${key}: host '${host}' is not one of hostnames (${config.hostnames.join(', ')}), so the certificate would not match`);
+      problems.push(
+        `${key}: host '${host}' is not one of hostnames (${config.hostnames.join(', ')}), so the certificate would not match`,
+      );
     }
   }
   if (config.jobs.runtime === 'ray' && config.jobs.ray.dashboardUrl === null) {

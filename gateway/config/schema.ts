@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { authSettings } from './auth-schema.ts';
 import { jobsSettings } from './jobs-schema.ts';
+import { meshSettings } from './mesh-schema.ts';
 
 const port = z.number().int().min(0).max(65535);
 const csv = z.array(z.string().min(1));
@@ -20,8 +21,16 @@ export const configSchema = z.strictObject({
   httpsPort: port.default(8443).describe('HTTPS (HTTP/2 + HTTP/1.1) listener port; 0 picks a free port.'),
   httpPort: port.nullable().default(null).describe('Optional plain-HTTP listener for local development; null = none.'),
   bind: z.string().min(1).default('127.0.0.1').describe('Address both listeners bind.'),
-  hostnames: csv.min(1).default(['localhost']).describe('Names in the server certificate and accepted as SNI; the first is the deployment domain.'),
-  clusterName: z.string().min(1).max(128).default('meshgate').describe("This cluster's display name, advertised to peers at pairing."),
+  hostnames: csv
+    .min(1)
+    .default(['localhost'])
+    .describe('Names in the server certificate and accepted as SNI; the first is the deployment domain.'),
+  clusterName: z
+    .string()
+    .min(1)
+    .max(128)
+    .default('meshgate')
+    .describe("This cluster's display name, advertised to peers at pairing."),
   externalUrl: z
     .url({ protocol: /^https$/ })
     .nullable()
@@ -32,10 +41,23 @@ export const configSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe('PLATFORM_ORIGIN; must equal the origin of externalUrl.'),
-  tlsCertFile: z.string().nullable().default(null).describe('Operator-supplied server certificate (PEM); null = issue one from the platform CA.'),
+  tlsCertFile: z
+    .string()
+    .nullable()
+    .default(null)
+    .describe('Operator-supplied server certificate (PEM); null = issue one from the platform CA.'),
   tlsKeyFile: z.string().nullable().default(null).describe('Private key for tlsCertFile (PEM).'),
-  bootstrapAdminUsername: z.string().min(1).default('admin').describe('Username of the administrator created at first start.'),
-  bootstrapAdminPassword: z.string().min(8).nullable().default(null).describe('Its password for scripted installs; null = generate one and print it once.'),
+  bootstrapAdminUsername: z
+    .string()
+    .min(1)
+    .default('admin')
+    .describe('Username of the administrator created at first start.'),
+  bootstrapAdminPassword: z
+    .string()
+    .min(8)
+    .nullable()
+    .default(null)
+    .describe('Its password for scripted installs; null = generate one and print it once.'),
   workers: z
     .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
     .default(1)
@@ -50,11 +72,26 @@ export const configSchema = z.strictObject({
       'How workers share the ports: `reuseport` = a socket per worker (SO_REUSEPORT), balanced by the kernel; ' +
         '`shared` = one listening socket held by the primary, which hands out connections (node:cluster).',
     ),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('pino log level.'),
+  logLevel: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('pino log level.'),
   limits: z
     .strictObject({
-      maxHeaderCount: z.number().int().min(8).max(1000).default(100).describe('Most request headers accepted (431 beyond).'),
-      maxHeaderBytes: z.number().int().min(1024).max(1048576).default(16384).describe('Most total request-header bytes (431 beyond).'),
+      maxHeaderCount: z
+        .number()
+        .int()
+        .min(8)
+        .max(1000)
+        .default(100)
+        .describe('Most request headers accepted (431 beyond).'),
+      maxHeaderBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .max(1048576)
+        .default(16384)
+        .describe('Most total request-header bytes (431 beyond).'),
       maxBodyBytes: z
         .number()
         .int()
@@ -69,15 +106,27 @@ export const configSchema = z.strictObject({
         .describe(
           'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session with no stream open (at its start, after its last one closes) must open one within it.',
         ),
-      requestTimeoutMs: z.number().int().min(0).default(300_000).describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
-      handshakeTimeoutMs: z.number().int().min(100).default(10_000).describe('Time a new connection has to complete its TLS handshake.'),
+      requestTimeoutMs: z
+        .number()
+        .int()
+        .min(0)
+        .default(300_000)
+        .describe('HTTP/1.1: time allowed to receive a whole request; 0 = none.'),
+      handshakeTimeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .default(10_000)
+        .describe('Time a new connection has to complete its TLS handshake.'),
       maxConcurrentStreams: z
         .number()
         .int()
         .min(1)
         .max(65_535)
         .default(128)
-        .describe('HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open at once (RFC 9113 §6.5.2).'),
+        .describe(
+          'HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: streams one connection may have open at once (RFC 9113 §6.5.2).',
+        ),
       idleTimeoutMs: z
         .number()
         .int()
@@ -90,11 +139,28 @@ export const configSchema = z.strictObject({
     .prefault({}),
   serving: z
     .strictObject({
-      frontendUpstream: upstream.describe('Proxy the frontend (`/`) to this http(s) origin instead of the built-in home page; null = built-in.'),
-      notebooksUpstream: upstream.describe('Upstream of `/notebooks` when that service is enabled; null = not offered.'),
-      adminComputeUpstream: upstream.describe('Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.'),
-      defaultTimeoutSeconds: z.number().positive().max(3600).default(600).describe('Upstream response timeout of a deployment that sets none.'),
-      upstreamConnections: z.number().int().min(1).max(4096).default(256).describe('Keep-alive connections per upstream origin (its pool).'),
+      frontendUpstream: upstream.describe(
+        'Proxy the frontend (`/`) to this http(s) origin instead of the built-in home page; null = built-in.',
+      ),
+      notebooksUpstream: upstream.describe(
+        'Upstream of `/notebooks` when that service is enabled; null = not offered.',
+      ),
+      adminComputeUpstream: upstream.describe(
+        'Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.',
+      ),
+      defaultTimeoutSeconds: z
+        .number()
+        .positive()
+        .max(3600)
+        .default(600)
+        .describe('Upstream response timeout of a deployment that sets none.'),
+      upstreamConnections: z
+        .number()
+        .int()
+        .min(1)
+        .max(4096)
+        .default(256)
+        .describe('Keep-alive connections per upstream origin (its pool).'),
       perClientUpstreamRequests: z
         .number()
         .int()
@@ -116,7 +182,9 @@ export const configSchema = z.strictObject({
       legacyPortListeners: z
         .boolean()
         .default(false)
-        .describe("Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy)."),
+        .describe(
+          "Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy).",
+        ),
     })
     .prefault({}),
   auth: authSettings,
@@ -125,14 +193,22 @@ export const configSchema = z.strictObject({
       port: port
         .nullable()
         .default(null)
-        .describe('Admin listener (plain HTTP, GET /metrics in the Prometheus text format); null = none, 0 picks a free port.'),
-      bind: z.string().min(1).default('127.0.0.1').describe('Address the admin listener binds; loopback keeps it off the network.'),
+        .describe(
+          'Admin listener (plain HTTP, GET /metrics in the Prometheus text format); null = none, 0 picks a free port.',
+        ),
+      bind: z
+        .string()
+        .min(1)
+        .default('127.0.0.1')
+        .describe('Address the admin listener binds; loopback keeps it off the network.'),
       metricsToken: z
         .string()
         .min(16)
         .nullable()
         .default(null)
-        .describe('Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.'),
+        .describe(
+          'Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.',
+        ),
     })
     .prefault({}),
   tracing: z
@@ -141,8 +217,16 @@ export const configSchema = z.strictObject({
         .url({ protocol: /^https?$/ })
         .nullable()
         .default(null)
-        .describe('OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.'),
-      exportDelayMs: z.number().int().min(10).max(60_000).default(5000).describe('Longest time a finished span waits in the batch before export.'),
+        .describe(
+          'OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.',
+        ),
+      exportDelayMs: z
+        .number()
+        .int()
+        .min(10)
+        .max(60_000)
+        .default(5000)
+        .describe('Longest time a finished span waits in the batch before export.'),
     })
     .prefault({}),
   secrets: z
@@ -167,8 +251,16 @@ export const configSchema = z.strictObject({
         ),
       trustedSharedIssuers: csv
         .default([])
-        .describe('PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose tokens mesh ingress accepts (shared_idp); empty trusts none.'),
-      peerTimeoutMs: z.number().int().min(100).max(120_000).default(15_000).describe('Connect and answer timeout of peer-protocol calls and diagnose probes.'),
+        .describe(
+          'PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose tokens mesh ingress accepts (shared_idp); empty trusts none.',
+        ),
+      peerTimeoutMs: z
+        .number()
+        .int()
+        .min(100)
+        .max(120_000)
+        .default(15_000)
+        .describe('Connect and answer timeout of peer-protocol calls and diagnose probes.'),
     })
     .prefault({}),
   retrieval: z
@@ -178,11 +270,32 @@ export const configSchema = z.strictObject({
         .int()
         .min(1024)
         .default(1024 * 1024)
-        .describe('Largest serialized JSON result answered inline; `auto` streams over SSE beyond it, `inline` is refused with 422.'),
-      fsRoots: csv.default([]).describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
-      batchSize: z.number().int().min(1).max(100_000).default(1000).describe('Rows per chunk when a job does not ask for a batch_size.'),
-      heartbeatMs: z.number().int().min(10).default(15_000).describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
-      grpcTokenTtlSeconds: z.number().int().min(10).max(3600).default(300).describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
+        .describe(
+          'Largest serialized JSON result answered inline; `auto` streams over SSE beyond it, `inline` is refused with 422.',
+        ),
+      fsRoots: csv
+        .default([])
+        .describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
+      batchSize: z
+        .number()
+        .int()
+        .min(1)
+        .max(100_000)
+        .default(1000)
+        .describe('Rows per chunk when a job does not ask for a batch_size.'),
+      heartbeatMs: z
+        .number()
+        .int()
+        .min(10)
+        .default(15_000)
+        .describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
+      grpcTokenTtlSeconds: z
+        .number()
+        .int()
+        .min(10)
+        .max(3600)
+        .default(300)
+        .describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
     })
     .prefault({}),
   feed: z
@@ -204,53 +317,12 @@ export const configSchema = z.strictObject({
         .min(1)
         .max(86_400)
         .default(300)
-        .describe('Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.'),
-    })
-    .prefault({}),
-  mesh: z
-    .strictObject({
-      proxyReadTimeoutSeconds: z
-        .number()
-        .positive()
-        .max(3600)
-        .default(60)
-        .describe('PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: egress wait for the peer on /api paths (headers, then between body chunks); 504 beyond.'),
-      runtimeReadTimeoutSeconds: z
-        .number()
-        .positive()
-        .max(86400)
-        .default(600)
-        .describe('PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS: the same for /runtime paths (model streaming).'),
-      signatureTtlSeconds: z
-        .number()
-        .int()
-        .min(1)
-        .max(3600)
-        .default(300)
-        .describe('auth_forward_header_signature_ttl_seconds: oldest accepted mesh signature.'),
-      signatureFutureSkewSeconds: z
-        .number()
-        .int()
-        .min(0)
-        .max(600)
-        .default(60)
-        .describe('auth_forward_header_signature_allowed_future_skew_seconds: furthest-ahead accepted signature.'),
-      features: z
-        .array(z.enum(['nonce', 'body-sha256', 'federation-id']))
-        .default(['nonce', 'body-sha256', 'federation-id'])
         .describe(
-          'PLATFORM_MESH_FEATURES: hardening this cluster offers at pairing (signed nonce + replay cache, ' +
-            'signed body digest, signed federation id); [] keeps the spec envelope only.',
+          'Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.',
         ),
-      replayCacheSize: z
-        .number()
-        .int()
-        .min(100)
-        .max(10_000_000)
-        .default(100_000)
-        .describe('Nonces remembered per peer for replay refusal (oldest dropped beyond).'),
     })
     .prefault({}),
+  mesh: meshSettings,
   jobs: jobsSettings,
 });
 
@@ -258,7 +330,9 @@ export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
 
 /** Env var → key path. Lists and numbers are parsed from their text forms. */
-export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string' | 'number' | 'csv' | 'nullable-number' | 'boolean' }>> = {
+export const ENV_NAMES: Readonly<
+  Record<string, { path: string[]; kind: 'string' | 'number' | 'csv' | 'nullable-number' | 'boolean' }>
+> = {
   PLATFORM_DATA_DIR: { path: ['dataDir'], kind: 'string' },
   PLATFORM_HTTPS_PORT: { path: ['httpsPort'], kind: 'number' },
   PLATFORM_HTTP_PORT: { path: ['httpPort'], kind: 'nullable-number' },
@@ -288,7 +362,10 @@ export const ENV_NAMES: Readonly<Record<string, { path: string[]; kind: 'string'
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
-  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: { path: ['serving', 'perClientAddressUpstreamRequests'], kind: 'number' },
+  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: {
+    path: ['serving', 'perClientAddressUpstreamRequests'],
+    kind: 'number',
+  },
   PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
   PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
   PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },

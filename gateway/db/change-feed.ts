@@ -70,7 +70,9 @@ export class SqliteChangeFeed implements ChangeFeed {
   ) {
     this.#statements = {
       // One statement for both counters: an idle poll is a single step of the VM.
-      moved: sqlite.prepare('SELECT (SELECT data_version FROM pragma_data_version()) AS version, total_changes() AS total'),
+      moved: sqlite.prepare(
+        'SELECT (SELECT data_version FROM pragma_data_version()) AS version, total_changes() AS total',
+      ),
       after: sqlite.prepare('SELECT seq, topic, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?'),
       oldest: sqlite.prepare('SELECT min(seq) FROM changes').pluck(),
       newest: sqlite.prepare("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)").pluck(),

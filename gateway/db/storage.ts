@@ -21,7 +21,12 @@ const PRIVATE_FILE = 0o600;
 export const DATABASE_FILE = 'meshgate.db';
 
 /** SQLite's side files: created beside the database with the database file's own mode (unix VFS). */
-export const DATABASE_FILES = [DATABASE_FILE, `${DATABASE_FILE}-wal`, `${DATABASE_FILE}-shm`, `${DATABASE_FILE}-journal`];
+export const DATABASE_FILES = [
+  DATABASE_FILE,
+  `${DATABASE_FILE}-wal`,
+  `${DATABASE_FILE}-shm`,
+  `${DATABASE_FILE}-journal`,
+];
 
 /** The folder of secret keys (signing key, PSK vault key, KEKs by default) under the data dir. */
 const KEYS_DIR = 'keys';

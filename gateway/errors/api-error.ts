@@ -75,7 +75,10 @@ export function defineErrors<R extends string>(domain: string, defs: Record<R, E
     const def = defs[reason];
     const withMessage = (extra: ErrorExtra): ErrorExtra => (def.message ? { message: def.message, ...extra } : extra);
     make[reason] = (extra = {}, cause) =>
-      new ApiError(def.status, reason, withMessage(extra), { cause, ...(def.stringDetail ? { stringDetail: def.stringDetail } : {}) });
+      new ApiError(def.status, reason, withMessage(extra), {
+        cause,
+        ...(def.stringDetail ? { stringDetail: def.stringDetail } : {}),
+      });
   }
   return Object.freeze({ domain, defs: Object.freeze(defs), make: Object.freeze(make) });
 }

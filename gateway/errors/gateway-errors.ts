@@ -2,14 +2,24 @@
 import { defineErrors } from './api-error.ts';
 
 export const GatewayErrors = defineErrors('gateway', {
-  request_validation_failed: { status: 422, doc: 'The request body or query failed validation; `detail` is a FastAPI-style list of problems.' },
-  not_authenticated: { status: 401, doc: 'No credential, or the bearer token / PAT is invalid, expired or revoked.', stringDetail: 'Not authenticated' },
+  request_validation_failed: {
+    status: 422,
+    doc: 'The request body or query failed validation; `detail` is a FastAPI-style list of problems.',
+  },
+  not_authenticated: {
+    status: 401,
+    doc: 'No credential, or the bearer token / PAT is invalid, expired or revoked.',
+    stringDetail: 'Not authenticated',
+  },
   cross_origin_session: {
     status: 403,
     doc: "The session cookie came on an API request not proven to come from the gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin` on a GET); send a bearer token instead.",
   },
   admin_required: { status: 403, doc: 'The endpoint requires a native-realm administrator.' },
-  endpoint_requires_native_realm: { status: 403, doc: 'The endpoint refuses credentials that arrived through the mesh.' },
+  endpoint_requires_native_realm: {
+    status: 403,
+    doc: 'The endpoint refuses credentials that arrived through the mesh.',
+  },
   route_not_found: { status: 404, doc: 'No route matches the path.' },
   method_not_allowed: { status: 405, doc: 'The path exists but not for this method.' },
   service_disabled: { status: 404, doc: 'The path belongs to a service turned off in the routing configuration.' },
@@ -24,5 +34,8 @@ export const GatewayErrors = defineErrors('gateway', {
     status: 507,
     doc: 'The disk holding the database is full (RFC 4918 §11.5); nothing was written. The same request succeeds once space is freed.',
   },
-  internal_error: { status: 500, doc: 'An unexpected failure; the body carries only the request id, the log has the cause.' },
+  internal_error: {
+    status: 500,
+    doc: 'An unexpected failure; the body carries only the request id, the log has the cause.',
+  },
 });

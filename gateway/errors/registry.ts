@@ -15,7 +15,8 @@ export function buildErrorRegistry(tables: readonly ErrorTable[]): ReadonlyMap<s
   for (const table of tables) {
     for (const [reason, def] of Object.entries(table.defs) as [string, ErrorDef][]) {
       const prior = registry.get(reason);
-      if (prior) throw new Error(`error reason '${reason}' is declared by both '${prior.domain}' and '${table.domain}'`);
+      if (prior)
+        throw new Error(`error reason '${reason}' is declared by both '${prior.domain}' and '${table.domain}'`);
       registry.set(reason, { ...def, reason, domain: table.domain });
     }
   }

@@ -10,7 +10,8 @@ import type { NodeRequest } from './context.ts';
 
 export async function readBody(req: NodeRequest, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) throw GatewayErrors.make.body_too_large({ max_bytes: maxBytes });
+  if (Number.isFinite(declared) && declared > maxBytes)
+    throw GatewayErrors.make.body_too_large({ max_bytes: maxBytes });
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
@@ -41,7 +42,11 @@ export function validationError(problems: ValidationProblem[]): ApiError {
   return new ApiError(422, 'request_validation_failed', {}, { problems });
 }
 
-export async function readJson<S extends z.ZodType>(req: NodeRequest, maxBytes: number, schema: S): Promise<z.infer<S>> {
+export async function readJson<S extends z.ZodType>(
+  req: NodeRequest,
+  maxBytes: number,
+  schema: S,
+): Promise<z.infer<S>> {
   const raw = await readBody(req, maxBytes);
   let value: unknown;
   if (raw.length > 0) {
@@ -54,7 +59,11 @@ export async function readJson<S extends z.ZodType>(req: NodeRequest, maxBytes: 
   return validate(schema, value, 'body');
 }
 
-export async function readForm<S extends z.ZodType>(req: NodeRequest, maxBytes: number, schema: S): Promise<z.infer<S>> {
+export async function readForm<S extends z.ZodType>(
+  req: NodeRequest,
+  maxBytes: number,
+  schema: S,
+): Promise<z.infer<S>> {
   const type = String(req.headers['content-type'] ?? '');
   if (!type.startsWith('application/x-www-form-urlencoded')) {
     throw GatewayErrors.make.unsupported_media_type({ expected: 'application/x-www-form-urlencoded' });

@@ -13,7 +13,10 @@ interface ClientErrorSource {
   on(event: 'clientError', listener: (error: NodeJS.ErrnoException, socket: Duplex) => void): unknown;
 }
 
-const NODE_DEFAULT_STATUS: Readonly<Record<string, number>> = { HPE_CHUNK_EXTENSIONS_OVERFLOW: 413, ERR_HTTP_REQUEST_TIMEOUT: 408 };
+const NODE_DEFAULT_STATUS: Readonly<Record<string, number>> = {
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+};
 
 /**
  * The client may still be sending the rest of the oversized head: closing at once would reset the

@@ -16,6 +16,8 @@ export function clientKey(address: string | undefined): string {
   const headGroups = head ? head.split(':') : [];
   const tailGroups = tail ? tail.split(':') : [];
   const zeros = tail === undefined ? [] : new Array<string>(8 - headGroups.length - tailGroups.length).fill('0');
-  const groups = [...headGroups, ...zeros, ...tailGroups].slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase());
+  const groups = [...headGroups, ...zeros, ...tailGroups]
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, '').toLowerCase());
   return `${groups.join(':')}::/64`;
 }

@@ -72,5 +72,7 @@ export function principalOf(ctx: RequestContext): Principal {
 export function splitTarget(url: string | undefined): { rawPath: string; query: URLSearchParams } {
   const target = url ?? '/';
   const q = target.indexOf('?');
-  return q === -1 ? { rawPath: target, query: new URLSearchParams() } : { rawPath: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) };
+  return q === -1
+    ? { rawPath: target, query: new URLSearchParams() }
+    : { rawPath: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) };
 }

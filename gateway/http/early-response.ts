@@ -9,7 +9,13 @@
  * discards a body no handler read, and a proxied body the upstream refused
  * ends with the connection, as curl and browsers expect.)
  */
-import { constants, type Http2SecureServer, type Http2Server, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import {
+  constants,
+  type Http2SecureServer,
+  type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+} from 'node:http2';
 
 function stopUnreadUpload(req: Http2ServerRequest): void {
   const stream = req.stream;
@@ -47,6 +53,7 @@ export function endUnreadUploads(server: Http2SecureServer | Http2Server): void 
   server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => {
     // Only a request with a body can be left uploading (a GET ends with its HEADERS frame: no listener on that path).
     // The stream's own 'finish' (its body is written); the compat response emits 'finish' only once the stream closed.
-    if (req.httpVersionMajor === 2 && !req.stream.endAfterHeaders) res.stream.once('finish', () => afterResponse(req, res));
+    if (req.httpVersionMajor === 2 && !req.stream.endAfterHeaders)
+      res.stream.once('finish', () => afterResponse(req, res));
   });
 }

@@ -20,7 +20,13 @@
  * - Any connection or session moving no bytes for idleTimeoutMs is closed.
  */
 import { createServer as createHttpServer, type Server as HttpServer, type RequestListener } from 'node:http';
-import { createSecureServer, type Http2SecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
+import {
+  createSecureServer,
+  type Http2SecureServer,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type ServerHttp2Session,
+} from 'node:http2';
 import type { Config } from '../config/schema.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { endUnreadUploads } from './early-response.ts';

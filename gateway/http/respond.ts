@@ -22,9 +22,11 @@ export function sendReply(response: NodeResponse, reply: Reply): void {
 
 /** Turns any thrown value into a response; a full disk becomes 507, any other non-ApiError an opaque 500. */
 export function sendError(ctx: RequestContext, error: unknown): void {
-  const known = error instanceof ApiError ? error : isDiskFull(error) ? GatewayErrors.make.storage_full({}, error) : null;
+  const known =
+    error instanceof ApiError ? error : isDiskFull(error) ? GatewayErrors.make.storage_full({}, error) : null;
   if (known === null) ctx.logger.error({ err: error, req_id: ctx.requestId }, 'unhandled error');
-  else if (known.status >= 500) ctx.logger.warn({ reason: known.reason, cause: describeCause(known.cause) }, 'request failed');
+  else if (known.status >= 500)
+    ctx.logger.warn({ reason: known.reason, cause: describeCause(known.cause) }, 'request failed');
   const apiError = known ?? GatewayErrors.make.internal_error();
   if (ctx.res.headersSent) {
     // Mid-stream failure: the status is gone, so the only honest signal is an aborted body.

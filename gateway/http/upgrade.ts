@@ -19,7 +19,11 @@ import { splitTarget } from './context.ts';
 type UpgradeHandler = NonNullable<ServiceMount['upgrade']>;
 
 /** The mount's upgrade hook for a path, after the same path checks and service resolution as the pipeline's. */
-function upgradeTarget(table: Pick<ServiceTable, 'resolve'>, handlers: ReadonlyMap<string, UpgradeHandler>, rawPath: string) {
+function upgradeTarget(
+  table: Pick<ServiceTable, 'resolve'>,
+  handlers: ReadonlyMap<string, UpgradeHandler>,
+  rawPath: string,
+) {
   const problem = problemWithPath(rawPath);
   if (problem) throw GatewayErrors.make.non_canonical_path({ problem });
   const resolved = table.resolve(rawPath);
@@ -31,7 +35,11 @@ function upgradeTarget(table: Pick<ServiceTable, 'resolve'>, handlers: ReadonlyM
 }
 
 /** `table` resolves a path to its service; a domain's extra listener (legacy runtime ports) passes its own. */
-export function createUpgradeListener(table: () => Pick<ServiceTable, 'resolve'>, handlers: ReadonlyMap<string, UpgradeHandler>, logger: Logger) {
+export function createUpgradeListener(
+  table: () => Pick<ServiceTable, 'resolve'>,
+  handlers: ReadonlyMap<string, UpgradeHandler>,
+  logger: Logger,
+) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const { rawPath, query } = splitTarget(req.url);
     const requestId = randomUUID();
@@ -53,7 +61,10 @@ export function createUpgradeListener(table: () => Pick<ServiceTable, 'resolve'>
     run().catch((error: unknown) => {
       const apiError = error instanceof ApiError ? error : GatewayErrors.make.internal_error();
       if (!(error instanceof ApiError)) logger.error({ err: error, req_id: requestId }, 'unhandled upgrade error');
-      logger.info({ req_id: requestId, method: req.method, path: rawPath, status: apiError.status, upgrade: true }, 'request');
+      logger.info(
+        { req_id: requestId, method: req.method, path: rawPath, status: apiError.status, upgrade: true },
+        'request',
+      );
       writeSocketError(socket, apiError, requestId);
     });
   };

@@ -101,7 +101,9 @@ export function signCanonical(key: KeyObject, canonical: string): string {
   return createHmac('sha256', key).update(canonical, 'utf8').digest('hex');
 }
 
-export type SignatureCheck = { ok: true } | { ok: false; reason: 'invalid_signature' | 'signature_expired' | 'signature_in_future' };
+export type SignatureCheck =
+  | { ok: true }
+  | { ok: false; reason: 'invalid_signature' | 'signature_expired' | 'signature_in_future' };
 
 /** Constant-time comparison of a presented hex signature with the expected one. */
 export function signatureMatches(key: KeyObject, canonical: string, presented: string): boolean {
@@ -123,10 +125,17 @@ export function checkTimestamp(
 }
 
 /** Timestamp window first (cheap, no key use), then the HMAC. */
-export function verifySignature(key: KeyObject, fields: CanonicalFields, presented: string, nowSeconds: number): SignatureCheck {
+export function verifySignature(
+  key: KeyObject,
+  fields: CanonicalFields,
+  presented: string,
+  nowSeconds: number,
+): SignatureCheck {
   const window = checkTimestamp(fields.ts, nowSeconds);
   if (!window.ok) return window;
-  return signatureMatches(key, canonicalizeRequest(fields), presented) ? { ok: true } : { ok: false, reason: 'invalid_signature' };
+  return signatureMatches(key, canonicalizeRequest(fields), presented)
+    ? { ok: true }
+    : { ok: false, reason: 'invalid_signature' };
 }
 
 /** Parses X-KZ-Mesh-Signature-Ts: an integer string of Unix seconds, else NaN. */

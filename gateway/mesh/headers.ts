@@ -25,7 +25,17 @@ export const MESH = {
 export const MAX_HOPS = 8;
 
 /** RFC 9110 §7.6.1 connection-specific fields, plus what the proxy owns (host, length framing). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect', 'http2-settings']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'expect',
+  'http2-settings',
+]);
 
 /** Request headers the mesh never forwards: credentials, proxy headers, any identity a client could forge. */
 function dropOnEgress(name: string): boolean {
@@ -53,7 +63,9 @@ export function forwardableRequestHeaders(headers: IncomingHttpHeaders): Record<
 }
 
 /** The peer's answer as sent back to the caller: everything but hop-by-hop fields (HTTP/2 forbids them). */
-export function forwardableResponseHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+export function forwardableResponseHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
@@ -86,6 +98,7 @@ export function parseRoute(value: string): string[] {
  */
 export function rawValues(rawHeaders: readonly string[], name: string): string[] {
   const values: string[] = [];
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if ((rawHeaders[i] as string).toLowerCase() === name) values.push(rawHeaders[i + 1] as string);
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+    if ((rawHeaders[i] as string).toLowerCase() === name) values.push(rawHeaders[i + 1] as string);
   return values;
 }

@@ -38,7 +38,9 @@ export function parsePeerAddress(ip: string): PeerAddress {
   if (isIP(value) === 6) return { host: value, port: 443 };
   const hostPort = /^([A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(value);
   if (!hostPort || (hostPort[1] as string).startsWith('.') || (hostPort[1] as string).endsWith('-')) {
-    throw new PeerAddressError(`'${ip}' is not an address: use an IPv4 address, [IPv6], or a DNS name, optionally with :port`);
+    throw new PeerAddressError(
+      `'${ip}' is not an address: use an IPv4 address, [IPv6], or a DNS name, optionally with :port`,
+    );
   }
   return { host: hostPort[1] as string, port: portOf(hostPort[2], ip) };
 }

@@ -23,7 +23,13 @@ export interface SignOptions {
 const newNonce = () => randomBytes(16).toString('hex');
 
 /** The signed subset of an outbound mesh request (headers set by egress, lowercased). */
-export function signHeaders(headers: Record<string, string>, method: string, path: string, body: unknown, options: SignOptions): Record<string, string> {
+export function signHeaders(
+  headers: Record<string, string>,
+  method: string,
+  path: string,
+  body: unknown,
+  options: SignOptions,
+): Record<string, string> {
   const out = { ...headers };
   const q = path.indexOf('?');
   const ts = options.nowSeconds();

@@ -62,7 +62,8 @@ export function classifyTransportError(error: unknown): TransportFailure {
     if (UNTRUSTED_CA.has(code)) return { layer: 'tls', reason: 'tls_untrusted_ca', status: 502, detail: code };
     const known = TABLE[code];
     if (known) return { ...known, detail: code };
-    if (code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS')) return { layer: 'tls', reason: 'tls_handshake_failed', status: 502, detail: code };
+    if (code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS'))
+      return { layer: 'tls', reason: 'tls_handshake_failed', status: 502, detail: code };
   }
   const name = error instanceof Error ? error.name : 'Error';
   return { layer: 'tcp', reason: 'peer_unreachable', status: 502, detail: name };

@@ -90,7 +90,9 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
     const hardened = new Set(peer.features);
     if (hardeningMissing(h, hardened)) return 'hardening_missing';
     const key = deps.directory.key(peer);
-    return key && signatureMatches(key, canonicalOf(ctx, h, ts, hardened), h[MESH.signature] ?? '') ? 'ok' : 'hmac_mismatch';
+    return key && signatureMatches(key, canonicalOf(ctx, h, ts, hardened), h[MESH.signature] ?? '')
+      ? 'ok'
+      : 'hmac_mismatch';
   }
 
   /**
@@ -108,9 +110,11 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
 
   /** The route the envelope carries: well-formed UUIDs ending at the source cluster. */
   function envelopeRoute(h: Headers, source: string): string[] {
-    if (!UUID.test(source) || h[MESH.userId] === undefined || h[MESH.userRoles] === undefined) throw invalid('envelope_incomplete');
+    if (!UUID.test(source) || h[MESH.userId] === undefined || h[MESH.userRoles] === undefined)
+      throw invalid('envelope_incomplete');
     const route = parseRoute(h[MESH.route] ?? '');
-    if (route.length === 0 || route.at(-1) !== source || !route.every((id) => UUID.test(id))) throw invalid('route_malformed');
+    if (route.length === 0 || route.at(-1) !== source || !route.every((id) => UUID.test(id)))
+      throw invalid('route_malformed');
     return route;
   }
 
@@ -118,16 +122,19 @@ export function createMeshVerifyStage(deps: VerifyDeps): Stage {
   function freshTs(h: Headers, nowSeconds: number): number {
     const ts = parseTs(h[MESH.ts]);
     const fresh = checkTimestamp(ts, nowSeconds, window);
-    if (!fresh.ok) throw fresh.reason === 'invalid_signature' ? invalid('timestamp_malformed') : MeshErrors.make[fresh.reason]();
+    if (!fresh.ok)
+      throw fresh.reason === 'invalid_signature' ? invalid('timestamp_malformed') : MeshErrors.make[fresh.reason]();
     return ts;
   }
 
   /** The checks a proven record's negotiated hardening adds: an empty body's digest, a nonce never seen before. */
   function checkHardening(ctx: RequestContext, h: Headers, peer: MeshPeer, ts: number, nowSeconds: number): void {
     const hardened = new Set(peer.features);
-    if (hardened.has('body-sha256') && !hasBody(ctx.req) && h[MESH.bodySha256] !== EMPTY_SHA256) throw MeshErrors.make.body_digest_mismatch();
+    if (hardened.has('body-sha256') && !hasBody(ctx.req) && h[MESH.bodySha256] !== EMPTY_SHA256)
+      throw MeshErrors.make.body_digest_mismatch();
     const nonce = h[MESH.nonce];
-    if (hardened.has('nonce') && nonce && !replay.accept(peer.id, nonce, ts + window.maxAge, nowSeconds)) throw MeshErrors.make.signature_replayed();
+    if (hardened.has('nonce') && nonce && !replay.accept(peer.id, nonce, ts + window.maxAge, nowSeconds))
+      throw MeshErrors.make.signature_replayed();
   }
 
   /** Envelope, window and HMAC; returns the record the signature proves. */
@@ -215,7 +222,8 @@ function canonicalOf(ctx: RequestContext, h: Headers, ts: number, hardened: Read
 function scrubHeaders(ctx: RequestContext): void {
   const headers = ctx.req.headers;
   for (const name of Object.keys(headers)) {
-    if ((name.startsWith('x-kz-mesh-') && name !== MESH.correlationId) || name.startsWith('x-user-')) delete headers[name];
+    if ((name.startsWith('x-kz-mesh-') && name !== MESH.correlationId) || name.startsWith('x-user-'))
+      delete headers[name];
   }
   headers['x-user-attributes'] = JSON.stringify(ctx.principal?.attributes ?? {});
 }

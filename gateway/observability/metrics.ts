@@ -33,7 +33,9 @@ export interface MetricsRegistry {
 }
 
 /** Seconds buckets from 1 ms to 1 min: API answers, proxied requests and streamed retrievals alike. */
-export const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60] as const;
+export const DURATION_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+] as const;
 
 export const METRIC_PREFIX = 'meshgate_';
 
@@ -59,7 +61,12 @@ export function createMetrics(): GatewayMetrics {
     }
     return metric;
   }
-  const base = (name: string, spec: MetricSpec<string>) => ({ name, help: spec.help, labelNames: spec.labels, registers: [registry] });
+  const base = (name: string, spec: MetricSpec<string>) => ({
+    name,
+    help: spec.help,
+    labelNames: spec.labels,
+    registers: [registry],
+  });
   return {
     registry,
     counter: (spec) => declare(spec, (name) => new Counter(base(name, spec))),

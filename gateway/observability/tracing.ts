@@ -47,7 +47,13 @@ export interface Tracing {
   /** Ends `span` with an error status when `error` is set. */
   end(span: Span, error?: unknown): void;
   /** Runs `work` in a child span of `parent`, ended when `work` settles (with its error, if it throws). */
-  inSpan<T>(name: string, parent: Span, work: (span: Span) => Promise<T>, kind?: SpanKind, attributes?: Attributes): Promise<T>;
+  inSpan<T>(
+    name: string,
+    parent: Span,
+    work: (span: Span) => Promise<T>,
+    kind?: SpanKind,
+    attributes?: Attributes,
+  ): Promise<T>;
   /** Exports what is pending, then stops. */
   close(): Promise<void>;
 }
@@ -101,7 +107,11 @@ export function idsOnlyTracing(): Tracing {
 function recording(config: Readonly<Config>, endpoint: string): Tracing {
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': 'meshgate', 'meshgate.cluster': config.clusterName }),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), { scheduledDelayMillis: config.tracing.exportDelayMs })],
+    spanProcessors: [
+      new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), {
+        scheduledDelayMillis: config.tracing.exportDelayMs,
+      }),
+    ],
   });
   const tracer = provider.getTracer('meshgate');
   const tracing: Tracing = {
@@ -112,7 +122,11 @@ function recording(config: Readonly<Config>, endpoint: string): Tracing {
       return tracer.startSpan(name, { kind: SpanKind.SERVER, ...(attributes ? { attributes } : {}) }, parent);
     },
     child(name, parent, kind = SpanKind.INTERNAL, attributes) {
-      return tracer.startSpan(name, { kind, ...(attributes ? { attributes } : {}) }, trace.setSpan(ROOT_CONTEXT, parent));
+      return tracer.startSpan(
+        name,
+        { kind, ...(attributes ? { attributes } : {}) },
+        trace.setSpan(ROOT_CONTEXT, parent),
+      );
     },
     headersFor,
     end(span, error) {

@@ -37,8 +37,10 @@ export function toSchema(schema: z.ZodType, io: 'input' | 'output', shared: Shar
   const { $schema: _dialect, $defs, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonSchema;
   if (!$defs) return rest;
   const prefix = `S${shared.size}_`;
-  const rewrite = (value: unknown) => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', `"#/components/schemas/${prefix}`));
-  for (const [name, def] of Object.entries($defs as Record<string, JsonSchema>)) shared.set(`${prefix}${name}`, rewrite(def));
+  const rewrite = (value: unknown) =>
+    JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', `"#/components/schemas/${prefix}`));
+  for (const [name, def] of Object.entries($defs as Record<string, JsonSchema>))
+    shared.set(`${prefix}${name}`, rewrite(def));
   return rewrite(rest);
 }
 
@@ -65,7 +67,9 @@ export function templatePath(path: string): string {
 }
 
 function pathParameters(def: RouteDef, shared: SharedSchemas): JsonSchema[] {
-  const declared = def.doc.params ? (toSchema(def.doc.params, 'input', shared).properties as Record<string, JsonSchema>) : {};
+  const declared = def.doc.params
+    ? (toSchema(def.doc.params, 'input', shared).properties as Record<string, JsonSchema>)
+    : {};
   return [...def.path.matchAll(/\/([:*])([A-Za-z_][A-Za-z0-9_]*)/g)].map(([, kind, name]) => ({
     name,
     in: 'path',
@@ -89,10 +93,17 @@ function queryParameters(query: z.ZodObject | undefined, shared: SharedSchemas):
 
 function requestBody(def: RouteDef, shared: SharedSchemas): JsonSchema | undefined {
   const { body, form } = def.doc;
-  if (form) return { required: true, content: { 'application/x-www-form-urlencoded': { schema: toSchema(form, 'input', shared) } } };
+  if (form)
+    return {
+      required: true,
+      content: { 'application/x-www-form-urlencoded': { schema: toSchema(form, 'input', shared) } },
+    };
   if (!body) return undefined;
   // readJson hands an empty body to the schema as `undefined`: the body is optional exactly when that parses.
-  return { required: !body.safeParse(undefined).success, content: { 'application/json': { schema: toSchema(body, 'input', shared) } } };
+  return {
+    required: !body.safeParse(undefined).success,
+    content: { 'application/json': { schema: toSchema(body, 'input', shared) } },
+  };
 }
 
 function successResponses(def: RouteDef, shared: SharedSchemas): Record<string, JsonSchema> {
@@ -100,7 +111,9 @@ function successResponses(def: RouteDef, shared: SharedSchemas): Record<string, 
   return Object.fromEntries(
     Object.entries(def.doc.answers).map(([status, schema]) => [
       status,
-      schema === null ? { description: 'No body.' } : { description: def.doc.summary, content: { [media]: { schema: toSchema(schema, 'output', shared) } } },
+      schema === null
+        ? { description: 'No body.' }
+        : { description: def.doc.summary, content: { [media]: { schema: toSchema(schema, 'output', shared) } } },
     ]),
   );
 }
@@ -112,7 +125,12 @@ function security(def: RouteDef): JsonSchema[] {
   return def.auth === 'optional' ? [{}, ...credentials] : credentials;
 }
 
-function operation(def: RouteDef, method: HttpMethod, registry: DocumentSources['registry'], shared: SharedSchemas): JsonSchema {
+function operation(
+  def: RouteDef,
+  method: HttpMethod,
+  registry: DocumentSources['registry'],
+  shared: SharedSchemas,
+): JsonSchema {
   const tag = def.path.split('/')[1] || 'api';
   const parameters = [...pathParameters(def, shared), ...queryParameters(def.doc.query, shared)];
   const body = requestBody(def, shared);
@@ -146,24 +164,33 @@ export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: D
     info: {
       title: 'meshgate API',
       version,
-      description: 'Every refusal carries a stable `reason`; the reasons are listed under `components.schemas.ErrorReason`. HEAD is answered wherever GET is.',
+      description:
+        'Every refusal carries a stable `reason`; the reasons are listed under `components.schemas.ErrorReason`. HEAD is answered wherever GET is.',
     },
     servers: [{ url: apiPrefix }],
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'A native access token (JWT) or a personal access token.' },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A native access token (JWT) or a personal access token.',
+        },
         session: {
           type: 'apiKey',
           in: 'cookie',
           name: SESSION_COOKIE,
-          description: "The sign-in session; on API routes only from the gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin`).",
+          description:
+            "The sign-in session; on API routes only from the gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin`).",
         },
       },
       schemas: {
         ...Object.fromEntries(shared),
         ErrorReason: {
-          oneOf: [...registry.values()].map((entry) => ({ const: entry.reason, description: `${entry.status} (${entry.domain}): ${entry.doc}` })),
+          oneOf: [...registry.values()].map((entry) => ({
+            const: entry.reason,
+            description: `${entry.status} (${entry.domain}): ${entry.doc}`,
+          })),
         },
       },
     },

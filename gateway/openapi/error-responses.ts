@@ -17,7 +17,11 @@ const validationBody: JsonSchema = {
       items: {
         type: 'object',
         required: ['loc', 'msg', 'type'],
-        properties: { loc: { type: 'array', items: { type: ['string', 'integer'] } }, msg: { type: 'string' }, type: { type: 'string' } },
+        properties: {
+          loc: { type: 'array', items: { type: ['string', 'integer'] } },
+          msg: { type: 'string' },
+          type: { type: 'string' },
+        },
       },
     },
     request_id: { type: 'string' },
@@ -38,11 +42,17 @@ function reasonBody(reasons: readonly string[]): JsonSchema {
   };
 }
 
-const stringDetailBody = (detail: string): JsonSchema => ({ type: 'object', required: ['detail'], properties: { detail: { const: detail } } });
+const stringDetailBody = (detail: string): JsonSchema => ({
+  type: 'object',
+  required: ['detail'],
+  properties: { detail: { const: detail } },
+});
 
 function bodyFor(entries: readonly RegistryEntry[]): JsonSchema {
   const shapes: JsonSchema[] = [];
-  const structured = entries.filter((e) => e.stringDetail === undefined && e.reason !== VALIDATION_REASON).map((e) => e.reason);
+  const structured = entries
+    .filter((e) => e.stringDetail === undefined && e.reason !== VALIDATION_REASON)
+    .map((e) => e.reason);
   if (structured.length > 0) shapes.push(reasonBody(structured));
   for (const entry of entries) if (entry.stringDetail !== undefined) shapes.push(stringDetailBody(entry.stringDetail));
   if (entries.some((e) => e.reason === VALIDATION_REASON)) shapes.push(validationBody);
@@ -50,7 +60,10 @@ function bodyFor(entries: readonly RegistryEntry[]): JsonSchema {
 }
 
 /** Responses keyed by status for the given reasons; an unregistered reason is a wiring bug and fails the build. */
-export function errorResponses(reasons: readonly string[], registry: ReadonlyMap<string, RegistryEntry>): Record<string, JsonSchema> {
+export function errorResponses(
+  reasons: readonly string[],
+  registry: ReadonlyMap<string, RegistryEntry>,
+): Record<string, JsonSchema> {
   const byStatus = new Map<number, RegistryEntry[]>();
   for (const reason of reasons) {
     const entry = registry.get(reason);

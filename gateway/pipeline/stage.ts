@@ -17,6 +17,16 @@ export interface Stage {
  * in ARCHITECTURE.md. The first five run for every request; the rest are
  * compiled per route, leaving out what a route does not use.
  */
-export const STAGE_ORDER = ['requestId', 'accessLog', 'limits', 'canonicalPath', 'routeMatch', 'meshVerify', 'authenticate', 'authorize', 'dispatch'] as const;
+export const STAGE_ORDER = [
+  'requestId',
+  'accessLog',
+  'limits',
+  'canonicalPath',
+  'routeMatch',
+  'meshVerify',
+  'authenticate',
+  'authorize',
+  'dispatch',
+] as const;
 
 export type StageName = (typeof STAGE_ORDER)[number];

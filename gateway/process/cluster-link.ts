@@ -4,7 +4,16 @@
  * Messages that are not the link's (the cluster module's own) are ignored.
  */
 import type { Worker } from 'node:cluster';
-import { carryError, isLinkMessage, type LinkMessage, type OwnerCall, type OwnerNotice, type OwnerSide, restoreError, type WorkerSide } from './link.ts';
+import {
+  carryError,
+  isLinkMessage,
+  type LinkMessage,
+  type OwnerCall,
+  type OwnerNotice,
+  type OwnerSide,
+  restoreError,
+  type WorkerSide,
+} from './link.ts';
 
 type Handler = (request: unknown) => Promise<unknown> | unknown;
 

@@ -86,7 +86,13 @@ export function isLinkMessage(value: unknown): value is LinkMessage {
 
 export function carryError(error: unknown): CarriedError {
   if (error instanceof ApiError) {
-    return { status: error.status, reason: error.reason, extra: error.extra, stringDetail: error.stringDetail, message: error.message };
+    return {
+      status: error.status,
+      reason: error.reason,
+      extra: error.extra,
+      stringDetail: error.stringDetail,
+      message: error.message,
+    };
   }
   return { message: error instanceof Error ? error.message : String(error) };
 }

@@ -27,10 +27,19 @@ export interface StageSources {
 }
 
 /** `api`: an API route (the session cookie may stand in for a bearer); mounts read the cookie themselves. */
-function routeStages(auth: AuthMode, nativeOnly: boolean, handle: RouteDef['handle'], sources: StageSources, api: boolean, sharedRealm = false): Stage[] {
+function routeStages(
+  auth: AuthMode,
+  nativeOnly: boolean,
+  handle: RouteDef['handle'],
+  sources: StageSources,
+  api: boolean,
+  sharedRealm = false,
+): Stage[] {
   const stages: Stage[] = [];
   if (auth !== 'none' && sources.meshVerify) stages.push(sources.meshVerify);
-  const authenticator = sharedRealm ? (sources.sharedRealmAuthenticator ?? sources.authenticator) : sources.authenticator;
+  const authenticator = sharedRealm
+    ? (sources.sharedRealmAuthenticator ?? sources.authenticator)
+    : sources.authenticator;
   if (auth !== 'none') {
     const options = { failures: sources.authFailures, sessionOrigin: api ? sources.sessionOrigin : undefined };
     stages.push(createAuthenticateStage(auth, authenticator, options));
@@ -59,7 +68,11 @@ export function compileHandlers(instances: readonly HandlerInstance[], sources: 
     for (const mount of instance.mounts ?? []) {
       if (mounts.has(mount.service)) throw new Error(`service '${mount.service}' is mounted twice`);
       const def: RoutedDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
-      mounts.set(mount.service, { def, segments: [], stages: routeStages(mount.auth, false, mount.handle, sources, false) });
+      mounts.set(mount.service, {
+        def,
+        segments: [],
+        stages: routeStages(mount.auth, false, mount.handle, sources, false),
+      });
     }
   }
   return { api: new RouteTable(routes), mounts };

@@ -108,7 +108,11 @@ function matchSegments(segments: readonly Segment[], parts: string[]): Record<st
 }
 
 /** A `*rest` segment takes the remaining parts, at least one character of them. */
-function matchRest(name: string, rest: readonly string[], params: Record<string, string>): Record<string, string> | null {
+function matchRest(
+  name: string,
+  rest: readonly string[],
+  params: Record<string, string>,
+): Record<string, string> | null {
   const joined = rest.join('/');
   if (joined === '') return null;
   params[name] = safeDecode(joined);
@@ -116,7 +120,11 @@ function matchRest(name: string, rest: readonly string[], params: Record<string,
 }
 
 /** A static segment matches its own text; a `:param` any non-empty part, recorded in `params`. */
-function matchPart(segment: Exclude<Segment, { kind: 'rest' }>, part: string | undefined, params: Record<string, string>): boolean {
+function matchPart(
+  segment: Exclude<Segment, { kind: 'rest' }>,
+  part: string | undefined,
+  params: Record<string, string>,
+): boolean {
   if (part === undefined) return false;
   if (segment.kind === 'static') return part === segment.value;
   if (part === '') return false;

@@ -43,7 +43,11 @@ export function compileRpc(instances: readonly HandlerInstance[]): RpcMount | nu
     adapter(ctx.req, ctx.res);
     return undefined;
   };
-  const route: CompiledRoute = { def: { method: 'POST', path: '/', auth: 'none', handle }, segments: [], stages: [createDispatchStage(handle)] };
+  const route: CompiledRoute = {
+    def: { method: 'POST', path: '/', auth: 'none', handle },
+    segments: [],
+    stages: [createDispatchStage(handle)],
+  };
   return {
     match(rawPath) {
       const second = rawPath.indexOf('/', 1);

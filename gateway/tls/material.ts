@@ -39,7 +39,11 @@ export async function ensureTlsMaterial(options: TlsOptions): Promise<TlsMateria
   mkdirSync(options.tlsDir, { recursive: true, mode: 0o700 });
   const ca = await ensureCa(options);
   if (options.operatorCertFile && options.operatorKeyFile) {
-    return { caPem: ca.pem, certPem: readFileSync(options.operatorCertFile, 'utf8'), keyPem: readFileSync(options.operatorKeyFile, 'utf8') };
+    return {
+      caPem: ca.pem,
+      certPem: readFileSync(options.operatorCertFile, 'utf8'),
+      keyPem: readFileSync(options.operatorKeyFile, 'utf8'),
+    };
   }
   const names = [...new Set(options.names)].sort();
   const certPath = join(options.tlsDir, 'server.pem');
@@ -50,7 +54,8 @@ export async function ensureTlsMaterial(options: TlsOptions): Promise<TlsMateria
     const sameNames = readFileSync(namesPath, 'utf8') === JSON.stringify(names);
     const leaf = new x509.X509Certificate(readFileSync(certPath, 'utf8'));
     const fresh = leaf.notAfter.getTime() - now.getTime() > 30 * DAY_MS;
-    const sameIssuer = leaf.issuer === ca.cert.subject && (await leaf.verify({ publicKey: ca.cert.publicKey, signatureOnly: true }));
+    const sameIssuer =
+      leaf.issuer === ca.cert.subject && (await leaf.verify({ publicKey: ca.cert.publicKey, signatureOnly: true }));
     if (sameNames && fresh && sameIssuer) {
       return { caPem: ca.pem, certPem: readFileSync(certPath, 'utf8'), keyPem: readFileSync(keyPath, 'utf8') };
     }
@@ -69,7 +74,9 @@ export async function ensureTlsMaterial(options: TlsOptions): Promise<TlsMateria
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension(names.map((n) => (isIP(n) ? { type: 'ip' as const, value: n } : { type: 'dns' as const, value: n }))),
+      new x509.SubjectAlternativeNameExtension(
+        names.map((n) => (isIP(n) ? { type: 'ip' as const, value: n } : { type: 'dns' as const, value: n })),
+      ),
       await x509.AuthorityKeyIdentifierExtension.create(ca.cert),
     ],
   });
@@ -87,7 +94,9 @@ async function ensureCa(options: TlsOptions): Promise<{ pem: string; cert: x509.
   const caKeyPath = join(options.tlsDir, 'ca-key.pem');
   if (existsSync(caPath) && existsSync(caKeyPath)) {
     const pem = readFileSync(caPath, 'utf8');
-    const key = createPrivateKey(readFileSync(caKeyPath, 'utf8')).toCryptoKey(ALG, false, ['sign']) as unknown as CryptoKey;
+    const key = createPrivateKey(readFileSync(caKeyPath, 'utf8')).toCryptoKey(ALG, false, [
+      'sign',
+    ]) as unknown as CryptoKey;
     return { pem, cert: new x509.X509Certificate(pem), key };
   }
   const now = options.now ?? new Date();

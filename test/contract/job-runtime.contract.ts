@@ -29,7 +29,10 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
       const t = { after: (fn: () => unknown) => hooks.push(fn) };
       const wheels = wheelFolder(t);
       const sha256 = wheels.build(PROBE.name, PROBE.version, PROBE.value);
-      const pythonPackages = { catalogFile: wheels.catalog([{ name: PROBE.name, version: PROBE.version, sha256: [sha256] }]), wheelDir: wheels.dir };
+      const pythonPackages = {
+        catalogFile: wheels.catalog([{ name: PROBE.name, version: PROBE.version, sha256: [sha256] }]),
+        wheelDir: wheels.dir,
+      };
       const config = target.config();
       gw = await startTestGateway(t, { ...config, jobs: { ...config.jobs, pythonPackages } });
       ({ token, id: userId } = await executorToken(gw, 'runner', { clearance: 'S' }));
@@ -40,7 +43,10 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
 
     test('submit answers 201 PENDING at once; the job succeeds; logs and the augmented marker are served', async () => {
       const started = Date.now();
-      const res = await submit(gw, token, { entrypoint: `echo hello-${target.name}; echo '${MARKER}{"answer":42}'`, metadata: { team: 'a' } });
+      const res = await submit(gw, token, {
+        entrypoint: `echo hello-${target.name}; echo '${MARKER}{"answer":42}'`,
+        metadata: { team: 'a' },
+      });
       assert.equal(res.status, 201);
       assert.ok(Date.now() - started < 5000);
       assert.equal(res.json.status, 'PENDING');
@@ -100,7 +106,13 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
         json: {
           entrypoint: py(code),
           // Left in, working_dir and pip would make the runtime fail or reach the network.
-          runtime_env: { env_vars: { FOO: 'bar', PLATFORM_USER_ID: 'spoofed' }, pip: ['requests'], working_dir: '/nonexistent', py_modules: ['x'], conda: 'y' },
+          runtime_env: {
+            env_vars: { FOO: 'bar', PLATFORM_USER_ID: 'spoofed' },
+            pip: ['requests'],
+            working_dir: '/nonexistent',
+            py_modules: ['x'],
+            conda: 'y',
+          },
         },
       });
       assert.equal(res.status, 200, res.text);
@@ -114,7 +126,11 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
       assert.equal(env.PLATFORM_API_URL, `${gw.url}/api`);
       const status = await gw.request('GET', `/api/cluster/jobs/${res.json.id}/status`, { token });
       assert.deepEqual(Object.keys(status.json.runtime_env), ['env_vars']);
-      assert.deepEqual(status.json.runtime_env.env_vars, { FOO: '***', PLATFORM_USER_ID: '***' }, 'values never echoed');
+      assert.deepEqual(
+        status.json.runtime_env.env_vars,
+        { FOO: '***', PLATFORM_USER_ID: '***' },
+        'values never echoed',
+      );
     });
 
     test('cancel stops a running job (STOPPED); a second cancel returns the record unchanged', async () => {
@@ -145,7 +161,10 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
       assert.equal(ok.json.timed_out, false);
       assert.equal(ok.json.id, ok.json.job_id);
       assert.equal(typeof ok.json.duration_seconds, 'number');
-      const slow = await gw.request('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: 'sleep 30', timeout_seconds: 2 } });
+      const slow = await gw.request('POST', '/api/cluster/jobs/run', {
+        token,
+        json: { entrypoint: 'sleep 30', timeout_seconds: 2 },
+      });
       assert.equal(slow.status, 200);
       assert.equal(slow.json.status, 'STOPPED');
       assert.equal(slow.json.timed_out, true);

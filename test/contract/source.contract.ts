@@ -20,8 +20,19 @@ export interface After {
 
 export type MakeSource = (t: After, rows: readonly Record<string, string>[]) => Promise<Source>;
 
-async function readAll(source: Source, request: Partial<ReadRequest> = {}): Promise<{ rows: Row[]; batches: number[] }> {
-  const full: ReadRequest = { columns: null, filters: {}, offset: 0, limit: null, batchSize: 10, signal: new AbortController().signal, ...request };
+async function readAll(
+  source: Source,
+  request: Partial<ReadRequest> = {},
+): Promise<{ rows: Row[]; batches: number[] }> {
+  const full: ReadRequest = {
+    columns: null,
+    filters: {},
+    offset: 0,
+    limit: null,
+    batchSize: 10,
+    signal: new AbortController().signal,
+    ...request,
+  };
   const rows: Row[] = [];
   const batches: number[] = [];
   for await (const batch of source.read(full)) {
@@ -31,18 +42,29 @@ async function readAll(source: Source, request: Partial<ReadRequest> = {}): Prom
   return { rows, batches };
 }
 
-const pick = (rows: readonly Record<string, string>[], columns: string[]) => rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c]])));
+const pick = (rows: readonly Record<string, string>[], columns: string[]) =>
+  rows.map((r) => Object.fromEntries(columns.map((c) => [c, r[c]])));
 
 async function readAllJson(source: Source, request: Partial<ReadRequest>): Promise<{ rows: Row[]; batches: number[] }> {
   assert.ok(source.readJson, 'the source offers readJson');
-  const full: ReadRequest = { columns: null, filters: {}, offset: 0, limit: null, batchSize: 10, signal: new AbortController().signal, ...request };
+  const full: ReadRequest = {
+    columns: null,
+    filters: {},
+    offset: 0,
+    limit: null,
+    batchSize: 10,
+    signal: new AbortController().signal,
+    ...request,
+  };
   const rows: Row[] = [];
   const batches: number[] = [];
   for await (const { json, ends } of source.readJson(full)) {
     batches.push(ends.length);
     const array = JSON.parse(json.toString()) as Row[];
     // Each row's offsets cut out exactly its text (the pipeline splits a batch by them).
-    const cut = ends.map((end, i) => JSON.parse(json.toString('utf8', i === 0 ? 1 : (ends[i - 1] as number) + 1, end)) as Row);
+    const cut = ends.map(
+      (end, i) => JSON.parse(json.toString('utf8', i === 0 ? 1 : (ends[i - 1] as number) + 1, end)) as Row,
+    );
     assert.deepEqual(cut, array);
     rows.push(...array);
   }
@@ -108,13 +130,32 @@ export function runSourceContract(name: string, make: MakeSource, options: { rea
     const controller = new AbortController();
     const seen: number[] = [];
     await assert.rejects(async () => {
-      for await (const batch of source.read({ columns: null, filters: {}, offset: 0, limit: null, batchSize: 5, signal: controller.signal })) {
+      for await (const batch of source.read({
+        columns: null,
+        filters: {},
+        offset: 0,
+        limit: null,
+        batchSize: 5,
+        signal: controller.signal,
+      })) {
         seen.push(batch.length);
         controller.abort();
       }
     });
     assert.equal(seen.length, 1);
-    for await (const _batch of source.read({ columns: null, filters: {}, offset: 0, limit: null, batchSize: 5, signal: new AbortController().signal })) break;
-    assert.deepEqual((await readAll(source)).rows.length, CONTRACT_ROWS.length, 'the source is still readable afterwards');
+    for await (const _batch of source.read({
+      columns: null,
+      filters: {},
+      offset: 0,
+      limit: null,
+      batchSize: 5,
+      signal: new AbortController().signal,
+    }))
+      break;
+    assert.deepEqual(
+      (await readAll(source)).rows.length,
+      CONTRACT_ROWS.length,
+      'the source is still readable afterwards',
+    );
   });
 }

@@ -19,7 +19,11 @@ export function meshgate(args: string[], env: Record<string, string> = {}): Prom
   const childEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env };
   return new Promise((resolve) => {
     execFile(BIN, args, { env: childEnv, timeout: 120_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null) : 0;
+      const code = error
+        ? typeof (error as { code?: unknown }).code === 'number'
+          ? (error as { code: number }).code
+          : null
+        : 0;
       resolve({ code, stdout, stderr });
     });
   });
@@ -41,7 +45,10 @@ interface ManifestFile {
 }
 
 /** Rewrites a backup's MANIFEST.json through `edit`, as a forger who knows the format would. */
-export function editManifest(dir: string, edit: (manifest: { files: ManifestFile[]; [key: string]: unknown }) => void): void {
+export function editManifest(
+  dir: string,
+  edit: (manifest: { files: ManifestFile[]; [key: string]: unknown }) => void,
+): void {
   const file = join(dir, 'MANIFEST.json');
   const manifest = JSON.parse(readFileSync(file, 'utf8'));
   edit(manifest);

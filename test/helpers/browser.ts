@@ -15,7 +15,10 @@ export const CHROMIUM = '/usr/bin/chromium';
 
 /** base64(SHA-256(SPKI)) of a gateway's server certificate. */
 export function spkiPin(gw: TestGateway): string {
-  const spki = new X509Certificate(gw.gateway.deps.runtime.serverCertPem()).publicKey.export({ type: 'spki', format: 'der' });
+  const spki = new X509Certificate(gw.gateway.deps.runtime.serverCertPem()).publicKey.export({
+    type: 'spki',
+    format: 'der',
+  });
   return createHash('sha256').update(spki).digest('base64');
 }
 
@@ -42,7 +45,12 @@ export async function launchBrowser(t: After, gateways: TestGateway[]): Promise<
 }
 
 /** A fresh browser context signed in through the gateway's /login page, on the console. */
-export async function signIn(browser: Browser, gw: TestGateway, username: string, password: string): Promise<{ context: BrowserContext; page: Page }> {
+export async function signIn(
+  browser: Browser,
+  gw: TestGateway,
+  username: string,
+  password: string,
+): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   await page.goto(`${gw.url}/login?next=${encodeURIComponent('/console/')}`);

@@ -54,7 +54,9 @@ export function schemaPaths(urn: string): { form: string; path: string }[] {
 }
 
 export function grant(gw: TestGateway, userId: string, relation: string, urn: string): void {
-  gw.gateway.deps.services.get(AUTHZ).write([{ subject: { namespace: 'user', id: userId }, relation, object: { namespace: 'dataset', id: urn } }]);
+  gw.gateway.deps.services
+    .get(AUTHZ)
+    .write([{ subject: { namespace: 'user', id: userId }, relation, object: { namespace: 'dataset', id: urn } }]);
 }
 
 export function datasetService(gw: TestGateway) {

@@ -10,8 +10,17 @@ import { type After, startTestGateway, type TestGateway, type TestGatewayOptions
 
 export const SHARED_ISSUER = 'https://idp.test/realms/federation';
 
-export async function startPeer(t: After, name: string, overrides: ConfigInput = {}, options: TestGatewayOptions = {}): Promise<TestGateway> {
-  return startTestGateway(t, { clusterName: name, hostnames: [`${name}.test`], federation: { peerTimeoutMs: 3000 }, ...overrides }, options);
+export async function startPeer(
+  t: After,
+  name: string,
+  overrides: ConfigInput = {},
+  options: TestGatewayOptions = {},
+): Promise<TestGateway> {
+  return startTestGateway(
+    t,
+    { clusterName: name, hostnames: [`${name}.test`], federation: { peerTimeoutMs: 3000 }, ...overrides },
+    options,
+  );
 }
 
 export function routeTo(gw: TestGateway, hostname = gw.overrides.hostnames?.[0] as string) {
@@ -24,16 +33,30 @@ export function newPsk(): string {
 }
 
 export async function createRecord(gw: TestGateway, body: Record<string, unknown>) {
-  const res = await gw.request('POST', '/api/cluster/federations', { token: await gw.adminToken(), json: { shared_issuer_url: SHARED_ISSUER, ...body } });
+  const res = await gw.request('POST', '/api/cluster/federations', {
+    token: await gw.adminToken(),
+    json: { shared_issuer_url: SHARED_ISSUER, ...body },
+  });
   assert.equal(res.status, 200, res.text);
   return res.json;
 }
 
 /** Steps 2–4 of the spec's pairing procedure; returns both record ids and the pair answer. */
 export async function pairGateways(initiator: TestGateway, receiver: TestGateway, psk = newPsk()) {
-  const r = await createRecord(receiver, { remote_cluster_name: 'initiator-label', role: 'receiver', preshared_key: psk });
-  const i = await createRecord(initiator, { remote_cluster_name: 'receiver-label', role: 'initiator', remote_ips: [routeTo(receiver)], preshared_key: psk });
-  const paired = await initiator.request('POST', `/api/cluster/federations/${i.id}/pair`, { token: await initiator.adminToken() });
+  const r = await createRecord(receiver, {
+    remote_cluster_name: 'initiator-label',
+    role: 'receiver',
+    preshared_key: psk,
+  });
+  const i = await createRecord(initiator, {
+    remote_cluster_name: 'receiver-label',
+    role: 'initiator',
+    remote_ips: [routeTo(receiver)],
+    preshared_key: psk,
+  });
+  const paired = await initiator.request('POST', `/api/cluster/federations/${i.id}/pair`, {
+    token: await initiator.adminToken(),
+  });
   assert.equal(paired.status, 200, paired.text);
   return { initiatorId: i.id as string, receiverId: r.id as string, psk, paired: paired.json };
 }
@@ -45,5 +68,8 @@ export async function getRecord(gw: TestGateway, id: string) {
 }
 
 export async function post(gw: TestGateway, path: string, json?: unknown, token?: string) {
-  return gw.request('POST', `/api/cluster/federations${path}`, { token: token ?? (await gw.adminToken()), ...(json === undefined ? {} : { json }) });
+  return gw.request('POST', `/api/cluster/federations${path}`, {
+    token: token ?? (await gw.adminToken()),
+    ...(json === undefined ? {} : { json }),
+  });
 }

@@ -33,13 +33,23 @@ export interface FlightResult {
   error?: { type: string; message: string };
 }
 
-export async function startFlightClient(t: After, caPem: string): Promise<{ get(request: FlightGet): Promise<FlightResult> }> {
+export async function startFlightClient(
+  t: After,
+  caPem: string,
+): Promise<{ get(request: FlightGet): Promise<FlightResult> }> {
   const python = await peerScript('sdk');
   const client = startLineClient<FlightGet, FlightResult>(t, python, 'flight_client.py', caPem, (ca) => [ca]);
   return { get: (request) => client.call(request) };
 }
 
 /** The DoGet of a job's `grpc` block, as the SDK builds it. */
-export function flightGet(job: { job_id: string; grpc: { token: string; endpoints: { location: string }[] } }, detail = true): FlightGet {
-  return { location: job.grpc.endpoints[0]?.location as string, ticket: { job_id: job.job_id, token: job.grpc.token }, detail };
+export function flightGet(
+  job: { job_id: string; grpc: { token: string; endpoints: { location: string }[] } },
+  detail = true,
+): FlightGet {
+  return {
+    location: job.grpc.endpoints[0]?.location as string,
+    ticket: { job_id: job.job_id, token: job.grpc.token },
+    detail,
+  };
 }

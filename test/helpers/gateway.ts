@@ -147,7 +147,12 @@ export class TestGateway {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(options.form).toString();
     }
-    const res = await undiciRequest(`${this.gateway.httpsUrl}${path}`, { method: method as 'GET', headers, body, dispatcher: this.agent });
+    const res = await undiciRequest(`${this.gateway.httpsUrl}${path}`, {
+      method: method as 'GET',
+      headers,
+      body,
+      dispatcher: this.agent,
+    });
     const text = await res.body.text();
     let json: unknown;
     try {
@@ -170,11 +175,16 @@ export class TestGateway {
   }
 
   /** Creates a local non-admin user through the directory and returns a token for it. */
-  async userToken(username: string, options: { roles?: string[]; attributes?: Record<string, unknown> } = {}): Promise<{ token: string; id: string }> {
+  async userToken(
+    username: string,
+    options: { roles?: string[]; attributes?: Record<string, unknown> } = {},
+  ): Promise<{ token: string; id: string }> {
     const { USER_DIRECTORY } = await import('../../domains/auth/index.ts');
     const users = this.gateway.deps.services.get(USER_DIRECTORY);
     const password = `${username}-password`;
-    const user = users.resolve(username) ?? (await users.create({ username, password, roles: options.roles ?? [], attributes: options.attributes ?? {} }));
+    const user =
+      users.resolve(username) ??
+      (await users.create({ username, password, roles: options.roles ?? [], attributes: options.attributes ?? {} }));
     return { token: await this.login(username, password), id: user.id };
   }
 }
@@ -184,7 +194,11 @@ export interface TestGatewayOptions {
   now?: () => Date;
 }
 
-export async function startTestGateway(t: After, overrides: ConfigInput = {}, options: TestGatewayOptions = {}): Promise<TestGateway> {
+export async function startTestGateway(
+  t: After,
+  overrides: ConfigInput = {},
+  options: TestGatewayOptions = {},
+): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-test-'));
   const gw = new TestGateway(dataDir, overrides, options);
   // Registered before start, so a gateway that fails to start leaves no data dir behind.

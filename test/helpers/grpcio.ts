@@ -38,6 +38,9 @@ export interface GrpcioClient {
 
 export async function startGrpcioClient(t: After, caPem: string): Promise<GrpcioClient> {
   const python = await peerScript('grpcio');
-  const client = startLineClient<GrpcioJob, GrpcioResult>(t, python, 'grpcio_client.py', caPem, (ca) => [join(import.meta.dirname, '..', '..'), ca]);
+  const client = startLineClient<GrpcioJob, GrpcioResult>(t, python, 'grpcio_client.py', caPem, (ca) => [
+    join(import.meta.dirname, '..', '..'),
+    ca,
+  ]);
   return { stream: (job) => client.call(job) };
 }

@@ -48,11 +48,19 @@ export function hostPid(jobId: string, sandboxPid: number): number {
 }
 
 /** A non-admin user holding cluster_jobs:__all__#executor: the relation that lets a user submit jobs. */
-export async function executorToken(gw: TestGateway, username: string, attributes: Record<string, unknown> = {}): Promise<{ token: string; id: string }> {
+export async function executorToken(
+  gw: TestGateway,
+  username: string,
+  attributes: Record<string, unknown> = {},
+): Promise<{ token: string; id: string }> {
   const user = await gw.userToken(username, { attributes });
-  gw.gateway.deps.services
-    .get(AUTHZ)
-    .write([{ subject: { namespace: 'user', id: user.id }, relation: 'executor', object: { namespace: 'cluster_jobs', id: '__all__' } }]);
+  gw.gateway.deps.services.get(AUTHZ).write([
+    {
+      subject: { namespace: 'user', id: user.id },
+      relation: 'executor',
+      object: { namespace: 'cluster_jobs', id: '__all__' },
+    },
+  ]);
   return user;
 }
 
@@ -93,7 +101,9 @@ export function wheelFolder(t: { after(fn: () => void): void }) {
   chmodSync(dir, 0o755);
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const build = (name: string, version: string, value: string) =>
-    execFileSync('python3', [MAKE_WHEEL, dir, name, version, value], { encoding: 'utf8' }).trim().split(' ')[1] as string;
+    execFileSync('python3', [MAKE_WHEEL, dir, name, version, value], { encoding: 'utf8' })
+      .trim()
+      .split(' ')[1] as string;
   const catalog = (entries: unknown[]) => {
     const file = join(dir, 'catalog.json');
     writeFileSync(file, JSON.stringify(entries));

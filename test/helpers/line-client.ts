@@ -18,15 +18,24 @@ export interface LineClient<Q, A> {
 }
 
 /** Spawns `python script ...args(caFile)` with the gateway's CA written to a temporary file. */
-export function startLineClient<Q, A>(t: After, python: string, script: string, caPem: string, args: (caFile: string) => string[]): LineClient<Q, A> {
+export function startLineClient<Q, A>(
+  t: After,
+  python: string,
+  script: string,
+  caPem: string,
+  args: (caFile: string) => string[],
+): LineClient<Q, A> {
   const dir = mkdtempSync(join(tmpdir(), 'meshgate-client-'));
   writeFileSync(join(dir, 'ca.pem'), caPem);
-  const child = spawn(python, [join(import.meta.dirname, script), ...args(join(dir, 'ca.pem'))], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(python, [join(import.meta.dirname, script), ...args(join(dir, 'ca.pem'))], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   // A client that died is reported by the next call, not by an EPIPE crashing the test process.
   child.stdin.on('error', () => {});
   t.after(async () => {
     child.stdin.end(); // the client exits at the end of its input
-    if (child.exitCode === null) await Promise.race([once(child, 'exit'), setTimeout(5_000).then(() => child.kill('SIGTERM'))]);
+    if (child.exitCode === null)
+      await Promise.race([once(child, 'exit'), setTimeout(5_000).then(() => child.kill('SIGTERM'))]);
     rmSync(dir, { recursive: true, force: true });
   });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();

@@ -28,11 +28,27 @@ export interface MeshPair {
 }
 
 /** Pairs `source` (initiator) with `receiver`, in shared_idp when `oidc` is given, else peer_kc. */
-export async function pairForMesh(source: TestGateway, receiver: TestGateway, oidc: OidcPeer | null, label = 'receiver-label'): Promise<MeshPair> {
+export async function pairForMesh(
+  source: TestGateway,
+  receiver: TestGateway,
+  oidc: OidcPeer | null,
+  label = 'receiver-label',
+): Promise<MeshPair> {
   const psk = newPsk();
   const shared = oidc ? { shared_issuer_url: oidc.issuer, shared_ca_pem: oidc.caPem } : { shared_issuer_url: null };
-  const r = await create(receiver, { remote_cluster_name: 'initiator-label', role: 'receiver', preshared_key: psk, ...shared });
-  const i = await create(source, { remote_cluster_name: label, role: 'initiator', remote_ips: [routeTo(receiver)], preshared_key: psk, ...shared });
+  const r = await create(receiver, {
+    remote_cluster_name: 'initiator-label',
+    role: 'receiver',
+    preshared_key: psk,
+    ...shared,
+  });
+  const i = await create(source, {
+    remote_cluster_name: label,
+    role: 'initiator',
+    remote_ips: [routeTo(receiver)],
+    preshared_key: psk,
+    ...shared,
+  });
   const paired = await post(source, `/${i.id}/pair`);
   assert.equal(paired.status, 200, paired.text);
   const receiverRecord = await getRecord(receiver, r.id);
@@ -57,7 +73,10 @@ async function create(gw: TestGateway, body: Record<string, unknown>) {
 /** Adds `<sub>@<source cluster>` to the receiver's allowlist with a tuple recipe; returns the external id. */
 export async function allow(pair: MeshPair, sub: string, initialTuples: unknown[] = []): Promise<string> {
   const externalId = `${sub}@${pair.sourceClusterId}`;
-  const res = await post(pair.receiver, `/${pair.receiverFedId}/users`, { external_id: externalId, initial_tuples: initialTuples });
+  const res = await post(pair.receiver, `/${pair.receiverFedId}/users`, {
+    external_id: externalId,
+    initial_tuples: initialTuples,
+  });
   assert.equal(res.status, 201, res.text);
   return externalId;
 }
@@ -71,7 +90,10 @@ export const PERSONAS: Persona[] = [
 ];
 
 /** The shared realm plus two meshgates that trust it, paired in shared_idp. */
-export async function sharedIdpMesh(t: After, overrides: { source?: object; receiver?: object; personas?: Persona[] } = {}) {
+export async function sharedIdpMesh(
+  t: After,
+  overrides: { source?: object; receiver?: object; personas?: Persona[] } = {},
+) {
   const oidc = await startOidcProvider(t, { personas: overrides.personas ?? PERSONAS });
   const trust = { federation: { peerTimeoutMs: 3000, trustedSharedIssuers: [oidc.issuer] } };
   const source = await startPeer(t, 'mesh-a', { ...trust, ...overrides.source });

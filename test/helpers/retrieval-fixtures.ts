@@ -19,11 +19,19 @@ function csvCell(value: string): string {
 /** Writes `<base>.csv|.jsonl|.parquet` under `dir`; returns the paths by format. */
 export function writeAllFormats(dir: string, base: string, rows: readonly TextRow[]): Record<Format, string> {
   const columns = Object.keys(rows[0] ?? {});
-  const paths = { csv: join(dir, `${base}.csv`), jsonl: join(dir, `${base}.jsonl`), parquet: join(dir, `${base}.parquet`) };
+  const paths = {
+    csv: join(dir, `${base}.csv`),
+    jsonl: join(dir, `${base}.jsonl`),
+    parquet: join(dir, `${base}.parquet`),
+  };
   const lines = [columns.join(','), ...rows.map((r) => columns.map((c) => csvCell(r[c] as string)).join(','))];
   writeFileSync(paths.csv, `${lines.join('\n')}\n`);
   writeFileSync(paths.jsonl, `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
-  const columnData = columns.map((name) => ({ name, data: rows.map((r) => r[name] as string), type: 'STRING' as const }));
+  const columnData = columns.map((name) => ({
+    name,
+    data: rows.map((r) => r[name] as string),
+    type: 'STRING' as const,
+  }));
   // Small row groups so a read spans several of them.
   writeFileSync(paths.parquet, Buffer.from(parquetWriteBuffer({ columnData, rowGroupSize: 700 })));
   return paths;

@@ -102,7 +102,8 @@ export async function recordingListener(t: After): Promise<RecordingListener> {
         if (head.length > 0 && !/^[A-Z]/.test(head)) socket.destroy();
         return;
       }
-      if (head.includes('\r\n\r\n')) socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+      if (head.includes('\r\n\r\n'))
+        socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -118,7 +119,13 @@ export async function recordingListener(t: After): Promise<RecordingListener> {
 }
 
 /** Asserts a job create is refused 422 `option_not_allowed` naming the key, the source and where it was sent. */
-export async function assertNotAllowed(gw: TestGateway, token: string, body: Record<string, unknown>, key: string, source: string) {
+export async function assertNotAllowed(
+  gw: TestGateway,
+  token: string,
+  body: Record<string, unknown>,
+  key: string,
+  source: string,
+) {
   const res = await gw.request('POST', '/api/retrieval/jobs', { token, json: body });
   assert.equal(res.status, 422, `${key}: ${res.text}`);
   const { reason, key: named, source: type, in: where } = res.json.detail;

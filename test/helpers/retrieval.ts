@@ -17,7 +17,11 @@ import type { TestGateway } from './gateway.ts';
 export type Row = Record<string, unknown>;
 
 /** Creates a dataset through the catalog API as `token`'s user (its owner) and returns the URN. */
-export async function createDataset(gw: TestGateway, token: string, body: { name: string; platform: string; properties: Record<string, unknown> }) {
+export async function createDataset(
+  gw: TestGateway,
+  token: string,
+  body: { name: string; platform: string; properties: Record<string, unknown> },
+) {
   const res = await gw.request('POST', '/api/catalog/datasets/', { token, json: body });
   if (res.status !== 201) throw new Error(`dataset create failed: ${res.status} ${res.text}`);
   return res.json as string;
@@ -31,7 +35,11 @@ export async function createSecret(gw: TestGateway, token: string, name: string,
 }
 
 export function grantViewer(gw: TestGateway, urn: string, userId: string): void {
-  gw.gateway.deps.services.get(AUTHZ).write([{ subject: { namespace: 'user', id: userId }, relation: 'viewer', object: { namespace: 'dataset', id: urn } }]);
+  gw.gateway.deps.services
+    .get(AUTHZ)
+    .write([
+      { subject: { namespace: 'user', id: userId }, relation: 'viewer', object: { namespace: 'dataset', id: urn } },
+    ]);
 }
 
 export interface SseEvent {
@@ -48,9 +56,15 @@ export interface SseResult {
 }
 
 /** SSE events of a response body, one at a time as they are parsed (eventsource-parser); comments go to `onComment`. */
-export async function* sseEvents(body: AsyncIterable<Uint8Array>, onComment?: (comment: string) => void): AsyncGenerator<SseEvent> {
+export async function* sseEvents(
+  body: AsyncIterable<Uint8Array>,
+  onComment?: (comment: string) => void,
+): AsyncGenerator<SseEvent> {
   const pending: SseEvent[] = [];
-  const parser = createParser({ onEvent: (m) => pending.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }), onComment });
+  const parser = createParser({
+    onEvent: (m) => pending.push({ event: m.event ?? 'message', data: JSON.parse(m.data) }),
+    onComment,
+  });
   for await (const piece of body) {
     parser.feed(Buffer.from(piece).toString('utf8'));
     yield* pending.splice(0);
@@ -58,12 +72,22 @@ export async function* sseEvents(body: AsyncIterable<Uint8Array>, onComment?: (c
 }
 
 /** Drains a job's SSE stream; `stopAfterChunks` disconnects after that many chunk events. */
-export function readSse(gw: TestGateway, jobId: string, token: string, stopAfterChunks = Number.POSITIVE_INFINITY): Promise<SseResult> {
+export function readSse(
+  gw: TestGateway,
+  jobId: string,
+  token: string,
+  stopAfterChunks = Number.POSITIVE_INFINITY,
+): Promise<SseResult> {
   return readSseAt(gw, `/api/retrieval/jobs/${jobId}/stream`, token, stopAfterChunks);
 }
 
 /** readSse on any path, e.g. a job's stream through the mesh (/api/mesh/{fed}/retrieval/jobs/{id}/stream). */
-export async function readSseAt(gw: TestGateway, path: string, token: string, stopAfterChunks = Number.POSITIVE_INFINITY): Promise<SseResult> {
+export async function readSseAt(
+  gw: TestGateway,
+  path: string,
+  token: string,
+  stopAfterChunks = Number.POSITIVE_INFINITY,
+): Promise<SseResult> {
   const controller = new AbortController();
   const res = await undiciRequest(`${gw.gateway.httpsUrl}${path}`, {
     headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
@@ -108,9 +132,17 @@ export interface GrpcResult {
 }
 
 /** Reads a gRPC job's stream with the token of its `grpc` block. */
-export async function readGrpc(gw: TestGateway, job: { job_id: string; grpc: { token: string } }, fromSequence = 0): Promise<GrpcResult> {
+export async function readGrpc(
+  gw: TestGateway,
+  job: { job_id: string; grpc: { token: string } },
+  fromSequence = 0,
+): Promise<GrpcResult> {
   const out: GrpcResult = { chunks: [] };
-  for await (const chunk of grpcClient(gw).streamData({ jobId: job.job_id, token: job.grpc.token, fromSequence: BigInt(fromSequence) })) {
+  for await (const chunk of grpcClient(gw).streamData({
+    jobId: job.job_id,
+    token: job.grpc.token,
+    fromSequence: BigInt(fromSequence),
+  })) {
     const rows = chunk.final ? [] : (JSON.parse(Buffer.from(chunk.payload).toString('utf8')) as Row[]);
     out.chunks.push({ sequence: Number(chunk.sequence), rows, metadata: chunk.metadata, final: chunk.final });
   }

@@ -38,7 +38,8 @@ export interface SlackApi {
 }
 
 const cursorFor = (offset: number) => Buffer.from(`next_ts:${offset}`).toString('base64');
-const offsetOf = (cursor: string | undefined) => (cursor ? Number(Buffer.from(cursor, 'base64').toString('utf8').split(':')[1]) : 0);
+const offsetOf = (cursor: string | undefined) =>
+  cursor ? Number(Buffer.from(cursor, 'base64').toString('utf8').split(':')[1]) : 0;
 
 function page<T>(items: readonly T[], params: Record<string, string>): { items: T[]; next: string } {
   const start = offsetOf(params.cursor);
@@ -50,10 +51,17 @@ function page<T>(items: readonly T[], params: Record<string, string>): { items: 
 function inWindow(message: SlackMessage, params: Record<string, string>): boolean {
   if (message.ts === undefined || (params.oldest === undefined && params.latest === undefined)) return true;
   const ts = Number(message.ts);
-  return (params.oldest === undefined || ts >= Number(params.oldest)) && (params.latest === undefined || ts <= Number(params.latest));
+  return (
+    (params.oldest === undefined || ts >= Number(params.oldest)) &&
+    (params.latest === undefined || ts <= Number(params.latest))
+  );
 }
 
-function answer(channels: readonly SlackChannel[], method: string, params: Record<string, string>): Record<string, unknown> {
+function answer(
+  channels: readonly SlackChannel[],
+  method: string,
+  params: Record<string, string>,
+): Record<string, unknown> {
   if (method === 'conversations.list') {
     const { items, next } = page(channels, params);
     return {
@@ -66,7 +74,8 @@ function answer(channels: readonly SlackChannel[], method: string, params: Recor
   if (!channel) return { ok: false, error: 'channel_not_found' };
   const source = method === 'conversations.history' ? channel.messages : channel.threads?.[params.ts ?? ''];
   if (!source) return { ok: false, error: method === 'conversations.replies' ? 'thread_not_found' : 'unknown_method' };
-  const windowed = params.oldest === undefined && params.latest === undefined ? source : source.filter((m) => inWindow(m, params));
+  const windowed =
+    params.oldest === undefined && params.latest === undefined ? source : source.filter((m) => inWindow(m, params));
   const { items, next } = page(windowed, params);
   return { ok: true, messages: items, has_more: next !== '', pin_count: 0, response_metadata: { next_cursor: next } };
 }

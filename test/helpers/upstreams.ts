@@ -8,7 +8,13 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { WebSocketServer } from 'ws';
 import type { After, TestGateway } from './gateway.ts';
@@ -104,7 +110,14 @@ export async function startModelServer(t: After, gate?: Gate): Promise<Upstream>
       if (!body.stream) {
         const message = { role: 'assistant', content: words.join('') };
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message, finish_reason: 'stop' }] }));
+        res.end(
+          JSON.stringify({
+            id: 'chatcmpl-1',
+            object: 'chat.completion',
+            model: body.model,
+            choices: [{ index: 0, message, finish_reason: 'stop' }],
+          }),
+        );
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -124,17 +137,24 @@ export async function startModelServer(t: After, gate?: Gate): Promise<Upstream>
 export async function startAppServer(t: After): Promise<Upstream> {
   const up = await serve(t, {
     'GET /': (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html' }).end('<html><body><a href="dashboard">dashboard</a></body></html>');
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<html><body><a href="dashboard">dashboard</a></body></html>');
     },
     'POST /session': (_req, res) => {
       res.writeHead(303, {
         location: '/dashboard',
-        'set-cookie': ['sid=abc123; Path=/; HttpOnly', 'pref=dark; Path=/settings; Domain=upstream.internal; SameSite=Lax'],
+        'set-cookie': [
+          'sid=abc123; Path=/; HttpOnly',
+          'pref=dark; Path=/settings; Domain=upstream.internal; SameSite=Lax',
+        ],
       });
       res.end();
     },
     'GET /dashboard': (req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ cookie: req.headers.cookie ?? null }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ cookie: req.headers.cookie ?? null }));
     },
     'GET /absolute-redirect': (_req, res) => {
       res.writeHead(302, { location: `${up.url}/dashboard?from=abs` }).end();
@@ -143,7 +163,12 @@ export async function startAppServer(t: After): Promise<Upstream> {
       res.writeHead(302, { location: 'https://example.org/elsewhere' }).end();
     },
     'GET /headers': (req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive, x-hop', 'x-hop': 'secret', 'keep-alive': 'timeout=5' });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        connection: 'keep-alive, x-hop',
+        'x-hop': 'secret',
+        'keep-alive': 'timeout=5',
+      });
       res.end(JSON.stringify(req.headers));
     },
   });
@@ -175,7 +200,9 @@ export async function startToolServer(t: After): Promise<Upstream> {
         hash.update(chunk as Buffer);
         bytes += (chunk as Buffer).length;
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ bytes, sha256: hash.digest('hex') }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ bytes, sha256: hash.digest('hex') }));
     },
     'GET /bytes': (req, res) => {
       const total = Number(new URL(req.url ?? '/', 'http://x').searchParams.get('n') ?? 0);
@@ -198,7 +225,9 @@ export async function startToolServer(t: After): Promise<Upstream> {
     },
     'POST /run': async (req, res) => {
       const body = await readJsonBody(req);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ tool: 'calculator', result: Number(body.a) + Number(body.b) }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ tool: 'calculator', result: Number(body.a) + Number(body.b) }));
     },
   });
 }
@@ -220,7 +249,10 @@ export async function startDroppingServer(t: After): Promise<string> {
 }
 
 /** Registers a deployment as the admin; returns the 201 record. */
-export async function deploy(gw: TestGateway, body: Record<string, unknown>): Promise<{ id: string; runtime_path: string }> {
+export async function deploy(
+  gw: TestGateway,
+  body: Record<string, unknown>,
+): Promise<{ id: string; runtime_path: string }> {
   const res = await gw.request('POST', '/api/serving/deployments', { token: await gw.adminToken(), json: body });
   if (res.status !== 201) throw new Error(`deploy failed: ${res.status} ${res.text}`);
   return res.json;
@@ -231,7 +263,9 @@ export async function deploy(gw: TestGateway, body: Record<string, unknown>): Pr
  * (so a flood stays in flight for as long as the test needs) and answers
  * `GET /quick` at once. `held` counts requests being held now, `maxHeld` the most at once.
  */
-export async function startHoldingServer(t: After): Promise<Upstream & { held: number; maxHeld: number; release(): void }> {
+export async function startHoldingServer(
+  t: After,
+): Promise<Upstream & { held: number; maxHeld: number; release(): void }> {
   const waiting: ServerResponse[] = [];
   let released = false;
   const up = await serve(t, {

@@ -26,8 +26,22 @@ export interface Served {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function serveWorkers(dataDir: string, workers: number | 'auto', extraEnv: Record<string, string> = {}): Promise<Served> {
-  const args = ['serve', '--data-dir', dataDir, '--https-port', '0', '--workers', String(workers), '--log-level', 'info'];
+export async function serveWorkers(
+  dataDir: string,
+  workers: number | 'auto',
+  extraEnv: Record<string, string> = {},
+): Promise<Served> {
+  const args = [
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--https-port',
+    '0',
+    '--workers',
+    String(workers),
+    '--log-level',
+    'info',
+  ];
   const env = { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD, ...extraEnv };
   const child = spawn(BIN, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -50,7 +64,11 @@ export async function serveWorkers(dataDir: string, workers: number | 'auto', ex
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`no line ${pattern} in ${timeoutMs} ms; stdout:\n${out.slice(-4000)}\nstderr:\n${err.slice(-2000)}`));
+        reject(
+          new Error(
+            `no line ${pattern} in ${timeoutMs} ms; stdout:\n${out.slice(-4000)}\nstderr:\n${err.slice(-2000)}`,
+          ),
+        );
       }, timeoutMs);
       const onExit = () => {
         cleanup();
@@ -125,7 +143,12 @@ export function connection(served: Served) {
     const headers: Record<string, string> = { 'x-request-id': requestId };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     if (options.json !== undefined) headers['content-type'] = 'application/json';
-    const res = await client.request({ method: method as 'GET', path, headers, body: options.json === undefined ? undefined : JSON.stringify(options.json) });
+    const res = await client.request({
+      method: method as 'GET',
+      path,
+      headers,
+      body: options.json === undefined ? undefined : JSON.stringify(options.json),
+    });
     const text = await res.body.text();
     return { status: res.statusCode, text, json: text ? JSON.parse(text) : null, requestId };
   };
@@ -179,7 +202,10 @@ async function pingOnce(client: Client, result: LoadResult): Promise<void> {
  * `http1` HTTP/1.1 keep-alive connections with one loop each, until stop() or a bound (`maxRequests`, `maxMs`) is
  * reached. A request that throws or answers other than 200 fails.
  */
-export function steadyLoad(served: Served, options: { connections: number; streams: number; http1?: number; maxRequests: number; maxMs: number }) {
+export function steadyLoad(
+  served: Served,
+  options: { connections: number; streams: number; http1?: number; maxRequests: number; maxMs: number },
+) {
   const result: LoadResult = { ok: 0, failed: 0, resets: 0, errors: [] };
   let running = true;
   const deadline = Date.now() + options.maxMs;
@@ -209,7 +235,8 @@ export async function untilServed(result: LoadResult, count: number, timeoutMs =
   const target = result.ok + count;
   const deadline = Date.now() + timeoutMs;
   while (result.ok < target) {
-    if (Date.now() > deadline) throw new Error(`the load did not reach ${count} more answers: ${JSON.stringify(result)}`);
+    if (Date.now() > deadline)
+      throw new Error(`the load did not reach ${count} more answers: ${JSON.stringify(result)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

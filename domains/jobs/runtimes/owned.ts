@@ -8,7 +8,7 @@
  * shipped over the link.
  */
 import { type OwnerSide, ownerCall, ownerNotice, type WorkerSide } from '../../../gateway/process/link.ts';
-import { localRuntimeJobId, openJobLog } from './local/runtime.ts';
+import { localRuntimeJobId, openJobLog } from './local/job-files.ts';
 import type { JobRuntime, LogSource, RuntimeJobSpec, RuntimeSnapshot } from './types.ts';
 
 const SUBMIT = ownerCall<RuntimeJobSpec, void>('jobs.submit');

@@ -7,7 +7,14 @@
  */
 import { Agent, request } from 'undici';
 import type { JobStatus } from '../schema.ts';
-import { bufferLogSource, type JobRuntime, type LogSource, type RecoverableJob, type RuntimeJobSpec, type RuntimeSnapshot } from './types.ts';
+import {
+  bufferLogSource,
+  type JobRuntime,
+  type LogSource,
+  type RecoverableJob,
+  type RuntimeJobSpec,
+  type RuntimeSnapshot,
+} from './types.ts';
 
 export interface RayRuntimeOptions {
   dashboardUrl: string;
@@ -58,7 +65,9 @@ export class RayJobRuntime implements JobRuntime {
     if (spec.packages.length > 0) {
       if (!this.options.wheelDir) throw new Error('no wheel directory is configured for python_packages');
       runtimeEnv.pip = {
-        packages: spec.packages.map((p) => `${p.name}==${p.version} ${p.sha256.map((h) => `--hash=sha256:${h}`).join(' ')}`),
+        packages: spec.packages.map(
+          (p) => `${p.name}==${p.version} ${p.sha256.map((h) => `--hash=sha256:${h}`).join(' ')}`,
+        ),
         pip_check: false,
         pip_install_options: [
           '--disable-pip-version-check',
@@ -80,8 +89,14 @@ export class RayJobRuntime implements JobRuntime {
   }
 
   async status(runtimeJobId: string): Promise<RuntimeSnapshot> {
-    const details = await this.#call<RayJobDetails>('GET', `/api/jobs/${encodeURIComponent(runtimeJobId)}`, undefined, true);
-    if (details === null) return { status: 'FAILED', errorType: 'runtime_lost', errorMessage: 'the Ray cluster has no record of this job' };
+    const details = await this.#call<RayJobDetails>(
+      'GET',
+      `/api/jobs/${encodeURIComponent(runtimeJobId)}`,
+      undefined,
+      true,
+    );
+    if (details === null)
+      return { status: 'FAILED', errorType: 'runtime_lost', errorMessage: 'the Ray cluster has no record of this job' };
     const failed = details.status === 'FAILED';
     return {
       status: details.status,
@@ -89,12 +104,19 @@ export class RayJobRuntime implements JobRuntime {
       endedAt: details.end_time ? new Date(details.end_time) : null,
       errorType: failed ? errorType(details) : null,
       // Ray appends the log tail to its message; the record keeps the first line only.
-      errorMessage: failed ? (details.message ?? '').split('\n')[0]?.replace(/, last available logs.*$/, '') || null : null,
+      errorMessage: failed
+        ? (details.message ?? '').split('\n')[0]?.replace(/, last available logs.*$/, '') || null
+        : null,
     };
   }
 
   async openLogs(runtimeJobId: string): Promise<LogSource | null> {
-    const body = await this.#call<{ logs: string }>('GET', `/api/jobs/${encodeURIComponent(runtimeJobId)}/logs`, undefined, true);
+    const body = await this.#call<{ logs: string }>(
+      'GET',
+      `/api/jobs/${encodeURIComponent(runtimeJobId)}/logs`,
+      undefined,
+      true,
+    );
     return body === null ? null : bufferLogSource(body.logs ?? '');
   }
 
@@ -119,7 +141,12 @@ export class RayJobRuntime implements JobRuntime {
   }
 
   /** JSON call; with `missingIsNull`, a 404 resolves to null instead of throwing. */
-  async #call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, json?: unknown, missingIsNull = false): Promise<T | null> {
+  async #call<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    json?: unknown,
+    missingIsNull = false,
+  ): Promise<T | null> {
     const res = await request(`${this.#base}${path}`, {
       method,
       dispatcher: this.#agent,

@@ -23,7 +23,10 @@ export function schemaMessage(schema: Schema): IpcMessage {
 
 /** A record batch of `length` rows from one Data per schema field. */
 export function batchMessage(schema: Schema, columns: readonly Data[], length: number): IpcMessage {
-  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length, nullCount: 0, children: [...columns] }));
+  const batch = new RecordBatch(
+    schema,
+    makeData({ type: new Struct(schema.fields), length, nullCount: 0, children: [...columns] }),
+  );
   const { byteLength, nodes, bufferRegions, buffers, variadicBufferCounts } = VectorAssembler.assemble(batch);
   const header = new RecordBatchHeader(length, nodes, bufferRegions, null, variadicBufferCounts);
   const body = Buffer.alloc(byteLength);

@@ -120,7 +120,11 @@ export function inferredType(samples: readonly unknown[]): ColumnType {
   if (present.every((v) => v instanceof Date)) return { kind: 'timestamp', zone: 'UTC' };
   if (present.every((v) => v instanceof Uint8Array)) return { kind: 'binary' };
   if (present.every(Array.isArray)) return { kind: 'list', item: inferredType((present as unknown[][]).flat()) };
-  if (present.every((v) => typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date) && !(v instanceof Uint8Array))) {
+  if (
+    present.every(
+      (v) => typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date) && !(v instanceof Uint8Array),
+    )
+  ) {
     const objects = present as Record<string, unknown>[];
     const names = [...new Set(objects.flatMap((o) => Object.keys(o)))];
     return { kind: 'struct', fields: names.map((name) => ({ name, type: inferredType(objects.map((o) => o[name])) })) };
@@ -133,7 +137,11 @@ export function inferredType(samples: readonly unknown[]): ColumnType {
  * other key the first batch holds), each with its declared type when the
  * source has a precise one, else inferred from the first batch.
  */
-export function streamColumns(schema: readonly SchemaField[], columns: readonly string[] | null, sample: readonly Row[]): NamedType[] {
+export function streamColumns(
+  schema: readonly SchemaField[],
+  columns: readonly string[] | null,
+  sample: readonly Row[],
+): NamedType[] {
   const declared = new Map(schema.map((f) => [f.name, f.type]));
   const names = columns ?? [...new Set([...schema.map((f) => f.name), ...sample.flatMap((row) => Object.keys(row))])];
   return names.map((name) => {

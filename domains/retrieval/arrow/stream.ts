@@ -12,7 +12,11 @@ import { streamColumns } from './mapping.ts';
 import { arrowField } from './types.ts';
 import { columnWriter } from './writers.ts';
 
-async function* fromRows(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<IpcMessage> {
+async function* fromRows(
+  plan: ReadPlan,
+  userColumns: readonly string[] | null,
+  summary: StreamSummary,
+): AsyncGenerator<IpcMessage> {
   const declared = await plan.source.schema(plan.request.signal);
   let schema: Schema | null = null;
   let names: readonly string[] = [];
@@ -42,9 +46,14 @@ async function* fromRows(plan: ReadPlan, userColumns: readonly string[] | null, 
   if (schema === null) yield schemaMessage(new Schema(streamColumns(declared, userColumns, []).map(arrowField)));
 }
 
-export async function* arrowMessages(plan: ReadPlan, userColumns: readonly string[] | null, summary: StreamSummary): AsyncGenerator<IpcMessage> {
+export async function* arrowMessages(
+  plan: ReadPlan,
+  userColumns: readonly string[] | null,
+  summary: StreamSummary,
+): AsyncGenerator<IpcMessage> {
   const { gate, source } = plan;
-  const messages = gate === null && source.readArrow ? source.readArrow(plan.request) : fromRows(plan, userColumns, summary);
+  const messages =
+    gate === null && source.readArrow ? source.readArrow(plan.request) : fromRows(plan, userColumns, summary);
   for await (const message of messages) {
     if (message.rowCount > 0) {
       summary.rows += message.rowCount;

@@ -9,7 +9,8 @@
 const INTEGER = /^[+-]?\d+$/;
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
 /** ISO 8601 / PostgreSQL timestamp text: date, optional time with up to 9 fraction digits, optional offset. */
-const TIMESTAMP = /^(\d{4,})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d)(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d\d(?::?\d\d)?(?::?\d\d)?)?$/i;
+const TIMESTAMP =
+  /^(\d{4,})-(\d\d)-(\d\d)(?:[T ](\d\d):(\d\d)(?::(\d\d)(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d\d(?::?\d\d)?(?::?\d\d)?)?$/i;
 const MS_PER_DAY = 86_400_000;
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
@@ -59,7 +60,8 @@ function offsetMicros(zone: string | undefined): bigint {
   if (!zone || zone.toUpperCase() === 'Z') return 0n;
   const digits = zone.replaceAll(':', '');
   const sign = digits[0] === '-' ? -1n : 1n;
-  const seconds = Number(digits.slice(1, 3)) * 3600 + Number(digits.slice(3, 5) || 0) * 60 + Number(digits.slice(5, 7) || 0);
+  const seconds =
+    Number(digits.slice(1, 3)) * 3600 + Number(digits.slice(3, 5) || 0) * 60 + Number(digits.slice(5, 7) || 0);
   return sign * BigInt(seconds) * 1_000_000n;
 }
 
@@ -78,7 +80,14 @@ export function toMicros(value: unknown): bigint | null {
 
 /** The unscaled integer of a decimal at `scale` (rounded half away from zero), or null past `precision` digits. */
 export function toUnscaled(value: unknown, precision: number, scale: number): bigint | null {
-  const text = typeof value === 'number' ? (Number.isFinite(value) ? String(value) : '') : typeof value === 'bigint' ? String(value) : value;
+  const text =
+    typeof value === 'number'
+      ? Number.isFinite(value)
+        ? String(value)
+        : ''
+      : typeof value === 'bigint'
+        ? String(value)
+        : value;
   if (typeof text !== 'string') return null;
   const m = DECIMAL.exec(text.trim());
   if (!m || (m[2] === '' && !m[3])) return null;

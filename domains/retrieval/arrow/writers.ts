@@ -70,7 +70,13 @@ abstract class Writer implements ColumnWriter {
     const nullCount = this.valid.unset;
     const bitmap = this.valid.take();
     const props = this.buffers(length);
-    return makeData({ type: arrowType(this.type), length, nullCount, nullBitmap: nullCount > 0 ? bitmap : undefined, ...props } as never);
+    return makeData({
+      type: arrowType(this.type),
+      length,
+      nullCount,
+      nullBitmap: nullCount > 0 ? bitmap : undefined,
+      ...props,
+    } as never);
   }
 }
 
@@ -124,7 +130,8 @@ export class WideWriter extends Writer {
   push(value: unknown): void {
     const n = value === null || value === undefined ? null : this.convert(value);
     const at = this.#room();
-    if (n !== null) for (let w = 0; w < this.#width; w++) this.#words[at + w] = Number(BigInt.asIntN(32, n >> BigInt(32 * w)));
+    if (n !== null)
+      for (let w = 0; w < this.#width; w++) this.#words[at + w] = Number(BigInt.asIntN(32, n >> BigInt(32 * w)));
     this.valid.push(n !== null);
   }
 
@@ -267,7 +274,8 @@ export class StructWriter extends Writer {
   }
 
   push(value: unknown): void {
-    const object = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    const object =
+      value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
     const fields = (this.type as ColumnType & { kind: 'struct' }).fields;
     for (let i = 0; i < fields.length; i++) this.children[i]?.push(object?.[(fields[i] as { name: string }).name]);
     this.valid.push(object !== null);
@@ -278,7 +286,11 @@ export class StructWriter extends Writer {
   }
 }
 
-const SMALL_INTS = { 8: (n: number) => new Int8Array(n), 16: (n: number) => new Int16Array(n), 32: (n: number) => new Int32Array(n) };
+const SMALL_INTS = {
+  8: (n: number) => new Int8Array(n),
+  16: (n: number) => new Int16Array(n),
+  32: (n: number) => new Int32Array(n),
+};
 
 export function columnWriter(type: ColumnType): ColumnWriter {
   switch (type.kind) {

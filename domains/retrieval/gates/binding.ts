@@ -41,7 +41,13 @@ export class GateBindings {
   get(principal: Principal, urn: string): GateView {
     const binding = gateBindingOf(this.#dataset(principal, urn));
     if (!binding) throw GateErrors.make.not_configured({ dataset_urn: urn });
-    return { dataset_urn: urn, type: binding.type, config: binding.config, gate_name: findGate(binding.type)?.name ?? binding.type, kind: 'attribute' };
+    return {
+      dataset_urn: urn,
+      type: binding.type,
+      config: binding.config,
+      gate_name: findGate(binding.type)?.name ?? binding.type,
+      kind: 'attribute',
+    };
   }
 
   delete(principal: Principal, urn: string): { dataset_urn: string; deleted: true } {
@@ -57,7 +63,8 @@ export class GateBindings {
       return this.datasets.get(principal, urn);
     } catch (error) {
       // The catalog answers a string "Dataset not found"; the gate API uses the structured reason.
-      if (error instanceof ApiError && error.status === 404) throw RetrievalErrors.make.dataset_not_found({ dataset_urn: urn });
+      if (error instanceof ApiError && error.status === 404)
+        throw RetrievalErrors.make.dataset_not_found({ dataset_urn: urn });
       throw error;
     }
   }

@@ -23,12 +23,29 @@ function createClearanceGate(field: string): RecordGate {
       const kept: Row[] = [];
       const audit: GateAuditEntry[] = records.map((record, index) => {
         const rowRank = rankOf(record[field]);
-        const reason = rowRank === undefined ? 'classification_unrecognized' : rowRank <= callerRank ? 'clearance_sufficient' : 'clearance_insufficient';
+        const reason =
+          rowRank === undefined
+            ? 'classification_unrecognized'
+            : rowRank <= callerRank
+              ? 'clearance_sufficient'
+              : 'clearance_insufficient';
         const included = reason === 'clearance_sufficient';
         if (included) kept.push(record);
-        return { record_index: index, decision: included ? 'INCLUDED' : 'REDACTED', reason, gate: NAME, attributes_checked: ['clearance'] };
+        return {
+          record_index: index,
+          decision: included ? 'INCLUDED' : 'REDACTED',
+          reason,
+          gate: NAME,
+          attributes_checked: ['clearance'],
+        };
       });
-      return { records: kept, audit, included_count: kept.length, redacted_count: records.length - kept.length, total_count: records.length };
+      return {
+        records: kept,
+        audit,
+        included_count: kept.length,
+        redacted_count: records.length - kept.length,
+        total_count: records.length,
+      };
     },
   };
 }
@@ -51,7 +68,8 @@ export const clearanceGate: GateDefinition = {
     const extra = Object.keys(value).filter((k) => k !== 'classification_field');
     if (extra.length > 0) return { problems: extra.map((k) => `unknown config key '${k}'`) };
     const field = (value as Record<string, unknown>).classification_field ?? 'classification';
-    if (typeof field !== 'string' || field.length === 0 || field.length > 256) return { problems: ['classification_field must be a non-empty string'] };
+    if (typeof field !== 'string' || field.length === 0 || field.length > 256)
+      return { problems: ['classification_field must be a non-empty string'] };
     return { config: { classification_field: field } };
   },
   create: (config) => createClearanceGate(config.classification_field as string),

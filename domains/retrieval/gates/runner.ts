@@ -32,7 +32,14 @@ export const recordGateCatalog: GateCatalog = {
     const gate = findGate(classpath);
     if (!gate) return undefined;
     const { name, kind, requiredAttributes, configSchema } = gate;
-    return { name, kind, required_attributes: requiredAttributes, config_schema: configSchema, classpath, location: 'builtin' };
+    return {
+      name,
+      kind,
+      required_attributes: requiredAttributes,
+      config_schema: configSchema,
+      classpath,
+      location: 'builtin',
+    };
   },
 };
 
@@ -53,7 +60,12 @@ function isCount(value: unknown): value is number {
 
 /** Why a GateResult may not be trusted, or null when it keeps every invariant. */
 export function postconditionViolation(input: readonly Row[], result: GateResult): string | null {
-  const { records, included_count: included, redacted_count: redacted, total_count: total } = result ?? ({} as GateResult);
+  const {
+    records,
+    included_count: included,
+    redacted_count: redacted,
+    total_count: total,
+  } = result ?? ({} as GateResult);
   if (!Array.isArray(records)) return 'records is not a list';
   if (!isCount(included) || !isCount(redacted) || !isCount(total)) return 'counts are not integers';
   if (included !== records.length) return 'included_count != len(records)';
@@ -83,7 +95,11 @@ export class GateRunner {
     try {
       result = this.#gate.filterRecords(batch, this.userAttrs);
     } catch (error) {
-      return { released: [], withheld: batch.length, violation: `gate raised: ${error instanceof Error ? error.name : 'error'}` };
+      return {
+        released: [],
+        withheld: batch.length,
+        violation: `gate raised: ${error instanceof Error ? error.name : 'error'}`,
+      };
     }
     const violation = postconditionViolation(batch, result);
     if (violation) return { released: [], withheld: batch.length, violation };
@@ -103,5 +119,11 @@ export function runnerFor(binding: GateBinding, userAttrs: Readonly<Record<strin
 const withholdAll: RecordGate = {
   name: 'unloadable_gate',
   requiredFields: [],
-  filterRecords: (records) => ({ records: [], audit: [], included_count: 0, redacted_count: records.length, total_count: records.length }),
+  filterRecords: (records) => ({
+    records: [],
+    audit: [],
+    included_count: 0,
+    redacted_count: records.length,
+    total_count: records.length,
+  }),
 };

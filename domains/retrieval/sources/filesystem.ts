@@ -30,7 +30,12 @@ export function filesystemSources(roots: readonly string[]): SourceFactory {
       const location = locationOf(input);
       if (!location) throw RetrievalErrors.make.dataset_location_missing();
       const format = formatOf(location, input.formatHint);
-      if (!format) throw RetrievalErrors.make.source_unsupported({ platform: input.platform, problem: 'unknown file format', path: location });
+      if (!format)
+        throw RetrievalErrors.make.source_unsupported({
+          platform: input.platform,
+          problem: 'unknown file format',
+          path: location,
+        });
       const path = await allowedPath(location, roots);
       return {
         schema: (signal) => fileSchema(path, format, signal),
@@ -39,9 +44,16 @@ export function filesystemSources(roots: readonly string[]): SourceFactory {
           // As every source with a schema: a column or filter key the file does not have is 422, not a column of nulls.
           // The schema costs an open, so it is read only when there is something to check (JSON lines have no schema).
           const checked = format !== 'jsonl' && (asked.columns !== null || filtered);
-          const request = checked ? checkFileColumns(await fileSchema(path, format, asked.signal), format, asked) : asked;
+          const request = checked
+            ? checkFileColumns(await fileSchema(path, format, asked.signal), format, asked)
+            : asked;
           const needed = neededColumns(request);
-          const raw = readFile(path, format, { needed, skip: filtered ? 0 : request.offset, batchSize: request.batchSize, signal: request.signal });
+          const raw = readFile(path, format, {
+            needed,
+            skip: filtered ? 0 : request.offset,
+            batchSize: request.batchSize,
+            signal: request.signal,
+          });
           yield* scanBatches(raw.batches, { ...request, offset: request.offset - raw.skipped });
         },
       };

@@ -8,14 +8,26 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { pipeline, type Readable } from 'node:stream';
 import { parse } from 'csv-parse';
-import { asyncBufferFromFile, type FileMetaData, parquetMetadataAsync, parquetReadObjects, parquetSchema } from 'hyparquet';
+import {
+  asyncBufferFromFile,
+  type FileMetaData,
+  parquetMetadataAsync,
+  parquetReadObjects,
+  parquetSchema,
+} from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
 import { jsonSafe } from './scan.ts';
 import type { Row, SchemaField } from './types.ts';
 
 export type FileFormat = 'csv' | 'jsonl' | 'parquet';
 
-const EXTENSIONS: Readonly<Record<string, FileFormat>> = { csv: 'csv', jsonl: 'jsonl', ndjson: 'jsonl', json: 'jsonl', parquet: 'parquet' };
+const EXTENSIONS: Readonly<Record<string, FileFormat>> = {
+  csv: 'csv',
+  jsonl: 'jsonl',
+  ndjson: 'jsonl',
+  json: 'jsonl',
+  parquet: 'parquet',
+};
 
 /** `format_hint` wins over the extension (the format is inferred from the extension). */
 export function formatOf(path: string, hint: string | null): FileFormat | null {
@@ -110,7 +122,11 @@ async function* parquetBatches(path: string, read: RawRead): AsyncGenerator<Row[
 }
 
 /** Raw batches; `skipped` says how many of read.skip rows the format already skipped. */
-export function readFile(path: string, format: FileFormat, read: RawRead): { batches: AsyncIterable<Row[]>; skipped: number } {
+export function readFile(
+  path: string,
+  format: FileFormat,
+  read: RawRead,
+): { batches: AsyncIterable<Row[]>; skipped: number } {
   if (format === 'parquet') return { batches: parquetBatches(path, read), skipped: read.skip };
   const rows = format === 'csv' ? csvRows(path) : jsonLines(path);
   return { batches: batchesOf(rows, read.batchSize, read.signal), skipped: 0 };
@@ -131,8 +147,10 @@ export function jsonType(value: unknown): string {
 export function parquetFields(metadata: FileMetaData): SchemaField[] {
   return parquetSchema(metadata).children.map(({ element }) => {
     const logical = element.logical_type;
-    if (logical?.type === 'TIMESTAMP' && !logical.isAdjustedToUTC) return { name: element.name, type: 'timestamp without time zone' };
-    if (logical?.type === 'TIMESTAMP' || element.converted_type?.startsWith('TIMESTAMP_')) return { name: element.name, type: 'timestamp with time zone' };
+    if (logical?.type === 'TIMESTAMP' && !logical.isAdjustedToUTC)
+      return { name: element.name, type: 'timestamp without time zone' };
+    if (logical?.type === 'TIMESTAMP' || element.converted_type?.startsWith('TIMESTAMP_'))
+      return { name: element.name, type: 'timestamp with time zone' };
     return { name: element.name, type: String(logical?.type ?? element.type ?? 'GROUP') };
   });
 }

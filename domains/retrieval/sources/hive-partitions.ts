@@ -81,7 +81,11 @@ interface Layout extends OpenedStore {
   readonly prefix: string;
 }
 
-async function layoutOf(input: SourceInput, roots: readonly string[], secrets: SecretReader | undefined): Promise<Layout> {
+async function layoutOf(
+  input: SourceInput,
+  roots: readonly string[],
+  secrets: SecretReader | undefined,
+): Promise<Layout> {
   const raw = input.properties.location ?? input.properties.path;
   if (typeof raw !== 'string' || raw === '') throw RetrievalErrors.make.dataset_location_missing();
   const s3 = /^s3a?:\/\/([^/]+)\/?(.*)$/.exec(raw);
@@ -91,12 +95,19 @@ async function layoutOf(input: SourceInput, roots: readonly string[], secrets: S
   }
   const root = await allowedPath(raw, roots);
   if (!(await lstat(root)).isDirectory())
-    throw RetrievalErrors.make.source_options_invalid({ option: 'location', problem: 'a directory of key=value/ folders' });
+    throw RetrievalErrors.make.source_options_invalid({
+      option: 'location',
+      problem: 'a directory of key=value/ folders',
+    });
   return { store: directoryStore(root), prefix: '', close: () => {} };
 }
 
 /** Every data file, and the partition keys in folder order. */
-async function filesOf(layout: Layout, hint: string | null, signal: AbortSignal): Promise<{ files: PartitionFile[]; keys: string[] }> {
+async function filesOf(
+  layout: Layout,
+  hint: string | null,
+  signal: AbortSignal,
+): Promise<{ files: PartitionFile[]; keys: string[] }> {
   const files: PartitionFile[] = [];
   for await (const entry of layout.store.list(layout.prefix, signal)) {
     const found = partitionOf(entry.key.slice(layout.prefix.length), hint);
@@ -106,9 +117,16 @@ async function filesOf(layout: Layout, hint: string | null, signal: AbortSignal)
   return { files, keys: Object.keys((files[0] as PartitionFile).extra) };
 }
 
-async function schemaOf(layout: Layout, files: PartitionFile[], keys: string[], signal: AbortSignal): Promise<SchemaField[]> {
+async function schemaOf(
+  layout: Layout,
+  files: PartitionFile[],
+  keys: string[],
+  signal: AbortSignal,
+): Promise<SchemaField[]> {
   const first = files[0] as PartitionFile;
-  const own = (await objectSchema(layout.store, first.entry, first.format, signal)).filter((f) => !keys.includes(f.name));
+  const own = (await objectSchema(layout.store, first.entry, first.format, signal)).filter(
+    (f) => !keys.includes(f.name),
+  );
   return [...own, ...keys.map((name) => ({ name, type: 'string' }))];
 }
 
@@ -126,7 +144,11 @@ async function* readLayout(layout: Layout, asked: ReadRequest, hint: string | nu
   yield* scanObjects(layout.store, kept, request, fileColumns);
 }
 
-export async function hivePartitionSource(input: SourceInput, roots: readonly string[], secrets: SecretReader | undefined): Promise<Source> {
+export async function hivePartitionSource(
+  input: SourceInput,
+  roots: readonly string[],
+  secrets: SecretReader | undefined,
+): Promise<Source> {
   const open = () => layoutOf(input, roots, secrets);
   // Refuse a bad location (outside the roots, no such directory) at job creation.
   (await open()).close();

@@ -10,7 +10,15 @@ import type { ReadRequest } from './types.ts';
 export const hiveIdentifier = (name: string): string => `\`${name.replaceAll('`', '``')}\``;
 
 // NUL as three octal digits: Hive reads `\0` and two more digits as one octal escape (`\0` then "12" is a newline).
-const ESCAPES: Readonly<Record<string, string>> = { '\\': '\\\\', "'": "\\'", '\n': '\\n', '\r': '\\r', '\t': '\\t', '\0': '\\000', ';': '\\;' };
+const ESCAPES: Readonly<Record<string, string>> = {
+  '\\': '\\\\',
+  "'": "\\'",
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\0': '\\000',
+  ';': '\\;',
+};
 
 export function hiveLiteral(value: string | number | boolean): string {
   if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
@@ -19,7 +27,11 @@ export function hiveLiteral(value: string | number | boolean): string {
 }
 
 /** SELECT with projection, WHERE and a LIMIT covering offset + limit (the offset is skipped in process). */
-export function hiveSelect(database: string, table: string, request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>): string {
+export function hiveSelect(
+  database: string,
+  table: string,
+  request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>,
+): string {
   const columns = request.columns === null ? '*' : request.columns.map(hiveIdentifier).join(', ');
   let sql = `SELECT ${columns} FROM ${hiveIdentifier(database)}.${hiveIdentifier(table)}`;
   sql += whereClause({ identifier: hiveIdentifier, literal: hiveLiteral }, request.filters);

@@ -51,7 +51,8 @@ function credentials(input: SourceInput, secrets: SecretReader | undefined): { u
   const raw = input.credentialOverride || (urn ? revealSecret(secrets, urn) : undefined);
   if (!raw) return {};
   const parsed = jsonObject(raw);
-  if (!parsed) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });
+  if (!parsed)
+    throw RetrievalErrors.make.source_credentials_missing({ problem: 'credentials are not {"user","password"} JSON' });
   return { user: text(parsed.user) ?? text(parsed.username), password: text(parsed.password) };
 }
 
@@ -61,7 +62,8 @@ function hiveTarget(input: SourceInput, secrets: SecretReader | undefined): Hive
   if (input.credentialOverride) credentialFields(input.credentialOverride, USER_PASSWORD_FIELDS, 'hive');
   const host = text(p.host) as string;
   const port = Number(p.port ?? 10000);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw RetrievalErrors.make.source_options_invalid({ option: 'port', problem: 'a TCP port' });
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw RetrievalErrors.make.source_options_invalid({ option: 'port', problem: 'a TCP port' });
   const [first, second] = (text(p.table) ?? input.name).split('.');
   const database = text(p.database) ?? (second ? first : undefined) ?? 'default';
   const table = (second ?? first) as string;
@@ -69,7 +71,8 @@ function hiveTarget(input: SourceInput, secrets: SecretReader | undefined): Hive
   if (auth !== 'NOSASL' && auth !== 'PLAIN' && auth !== 'NONE')
     throw RetrievalErrors.make.source_options_invalid({ option: 'auth', problem: 'NOSASL or PLAIN' });
   const { user, password } = auth === 'NOSASL' ? {} : credentials(input, secrets);
-  if (auth !== 'NOSASL' && !user) throw RetrievalErrors.make.source_credentials_missing({ problem: 'PLAIN auth needs a user' });
+  if (auth !== 'NOSASL' && !user)
+    throw RetrievalErrors.make.source_credentials_missing({ problem: 'PLAIN auth needs a user' });
   const tls = hiveTls(p, secrets);
   return { host, port, database, table, auth: auth === 'NOSASL' ? 'NOSASL' : 'PLAIN', user, password, tls };
 }
@@ -99,7 +102,9 @@ function classify(error: unknown): Error {
   const message = `${(error as { message?: unknown })?.message ?? ''} ${JSON.stringify(error, Object.getOwnPropertyNames(error ?? {})) ?? ''}`;
   if (/Table not found|Database does not exist|does not exist|Error 10001/i.test(message))
     return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
-  return RetrievalErrors.make.source_unavailable({ problem: 'hiveserver2 unreachable, refused the query, or the read broke off' });
+  return RetrievalErrors.make.source_unavailable({
+    problem: 'hiveserver2 unreachable, refused the query, or the read broke off',
+  });
 }
 
 async function session(target: HiveTarget) {
@@ -136,8 +141,12 @@ async function session(target: HiveTarget) {
     transport?.getTransport()?.destroy();
   }, CONNECT_TIMEOUT_MS);
   try {
-    await guard(client.connect({ host: target.host, port: target.port, options }, new hive.connections.TcpConnection(), tracked));
-    const opened = await guard(client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 }));
+    await guard(
+      client.connect({ host: target.host, port: target.port, options }, new hive.connections.TcpConnection(), tracked),
+    );
+    const opened = await guard(
+      client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 }),
+    );
     return { client, opened, guard, utils: new hive.HiveUtils(TCLIService_types) };
   } finally {
     clearTimeout(deadline);
@@ -173,7 +182,10 @@ async function describe(s: Session, target: HiveTarget): Promise<SchemaField[]> 
  * jsonSafe gives a wide value as its digits (as for a Parquet INT64).
  */
 function exactRows(s: Session, operation: Parameters<Session['utils']['getResult']>[0]): Row[] {
-  const result = s.utils.getResult(operation) as unknown as { convertBigInt(value: { toOctetString(): string }): unknown; getValue(): Row[] | null };
+  const result = s.utils.getResult(operation) as unknown as {
+    convertBigInt(value: { toOctetString(): string }): unknown;
+    getValue(): Row[] | null;
+  };
   result.convertBigInt = (value) => BigInt.asIntN(64, BigInt(`0x${value.toOctetString()}`));
   return result.getValue() ?? [];
 }
@@ -187,7 +199,10 @@ async function* fetched(s: Session, target: HiveTarget, asked: ReadRequest): Asy
     await s.guard(operation.fetch());
     const rows = exactRows(s, operation);
     operation.flush();
-    if (rows.length > 0) yield rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/^.*\./, ''), jsonSafe(v)])));
+    if (rows.length > 0)
+      yield rows.map((row) =>
+        Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/^.*\./, ''), jsonSafe(v)])),
+      );
   } while (operation.hasMoreRows());
   await s.guard(operation.close());
 }

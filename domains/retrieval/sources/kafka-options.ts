@@ -13,7 +13,11 @@ import { RetrievalErrors } from '../errors.ts';
 import { AT_MOST, CHOICE, COUNT_PROBLEM, isCount, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
 import type { SourceInput } from './types.ts';
 
-export type StartAt = { kind: 'earliest' } | { kind: 'tail' } | { kind: 'offsets'; offsets: ReadonlyMap<number, bigint> } | { kind: 'timestamp'; ms: bigint };
+export type StartAt =
+  | { kind: 'earliest' }
+  | { kind: 'tail' }
+  | { kind: 'offsets'; offsets: ReadonlyMap<number, bigint> }
+  | { kind: 'timestamp'; ms: bigint };
 
 export interface KafkaOptions {
   readonly brokers: string[];
@@ -60,10 +64,15 @@ function partitionsOf(value: unknown): number[] | null {
 }
 
 function offsetsOf(value: unknown): ReadonlyMap<number, bigint> {
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw invalid('offsets', 'an object {"<partition>": <offset>}');
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw invalid('offsets', 'an object {"<partition>": <offset>}');
   const offsets = new Map<number, bigint>();
   for (const [partition, offset] of Object.entries(value)) {
-    if (!/^\d+$/.test(partition) || !(typeof offset === 'number' || typeof offset === 'string') || !/^\d+$/.test(String(offset))) {
+    if (
+      !/^\d+$/.test(partition) ||
+      !(typeof offset === 'number' || typeof offset === 'string') ||
+      !/^\d+$/.test(String(offset))
+    ) {
       throw invalid('offsets', 'partition numbers mapped to non-negative offsets');
     }
     offsets.set(Number(partition), BigInt(offset));
@@ -101,7 +110,8 @@ export function kafkaOptions(input: SourceInput): KafkaOptions {
   const valueFormat = get('value_format') ?? 'json';
   if (valueFormat !== 'json' && valueFormat !== 'text') throw invalid('value_format', '"json" or "text"');
   const group = input.properties.commit_group;
-  if (group !== undefined && (typeof group !== 'string' || group === '')) throw invalid('commit_group', 'a consumer group id');
+  if (group !== undefined && (typeof group !== 'string' || group === ''))
+    throw invalid('commit_group', 'a consumer group id');
   return {
     brokers: brokersOf(input.properties.bootstrap_servers),
     topic,

@@ -86,10 +86,18 @@ function clamp(value: bigint, low: bigint, high: bigint): bigint {
   return value > high ? high : value;
 }
 
-async function startOffsets(consumer: Consumer, options: KafkaOptions, partitions: number[], earliest: bigint[], ends: bigint[]): Promise<bigint[]> {
+async function startOffsets(
+  consumer: Consumer,
+  options: KafkaOptions,
+  partitions: number[],
+  earliest: bigint[],
+  ends: bigint[],
+): Promise<bigint[]> {
   const { start } = options;
   if (start.kind === 'timestamp') {
-    const found = (await consumer.listOffsetsWithTimestamps({ topics: [options.topic], timestamp: start.ms })).get(options.topic);
+    const found = (await consumer.listOffsetsWithTimestamps({ topics: [options.topic], timestamp: start.ms })).get(
+      options.topic,
+    );
     return partitions.map((p) => {
       const offset = found?.get(p)?.offset ?? -1n;
       return offset < 0n ? (ends[p] as bigint) : offset;
@@ -110,7 +118,11 @@ async function plan(consumer: Consumer, options: KafkaOptions): Promise<Plan> {
   if (!topic) throw RetrievalErrors.make.source_not_found({ problem: 'no such topic' });
   const partitions = options.partitions ?? Array.from({ length: topic.partitionsCount }, (_, i) => i);
   const missing = partitions.find((p) => p >= topic.partitionsCount);
-  if (missing !== undefined) throw RetrievalErrors.make.source_options_invalid({ option: 'partitions', problem: `the topic has no partition ${missing}` });
+  if (missing !== undefined)
+    throw RetrievalErrors.make.source_options_invalid({
+      option: 'partitions',
+      problem: `the topic has no partition ${missing}`,
+    });
   const ends = (await consumer.listOffsets({ topics: [options.topic] })).get(options.topic) ?? [];
   const earliest = (await consumer.listOffsets({ topics: [options.topic], timestamp: -2n })).get(options.topic) ?? [];
   const starts = await startOffsets(consumer, options, partitions, earliest, ends);
@@ -126,20 +138,38 @@ async function plan(consumer: Consumer, options: KafkaOptions): Promise<Plan> {
 type FetchedPartition = Awaited<ReturnType<Consumer['fetch']>>['responses'][number]['partitions'][number];
 
 /** One Fetch of one partition from `offset`, refused unless the broker answered it without error. */
-async function fetchPartition(consumer: Consumer, topicId: string, range: Range, offset: bigint): Promise<FetchedPartition> {
+async function fetchPartition(
+  consumer: Consumer,
+  topicId: string,
+  range: Range,
+  offset: bigint,
+): Promise<FetchedPartition> {
   const response = await consumer.fetch({
     node: range.leader,
     maxWaitTime: 200,
     topics: [
       {
         topicId,
-        partitions: [{ partition: range.partition, fetchOffset: offset, currentLeaderEpoch: -1, lastFetchedEpoch: -1, partitionMaxBytes: PARTITION_MAX_BYTES }],
+        partitions: [
+          {
+            partition: range.partition,
+            fetchOffset: offset,
+            currentLeaderEpoch: -1,
+            lastFetchedEpoch: -1,
+            partitionMaxBytes: PARTITION_MAX_BYTES,
+          },
+        ],
       },
     ],
   });
   // The client keeps an incremental fetch session per broker: the answer may hold other partitions too.
-  const part = response.responses.find((t) => t.topicId === topicId)?.partitions.find((p) => p.partitionIndex === range.partition);
-  if (part?.errorCode !== 0) throw RetrievalErrors.make.source_unavailable({ problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})` });
+  const part = response.responses
+    .find((t) => t.topicId === topicId)
+    ?.partitions.find((p) => p.partitionIndex === range.partition);
+  if (part?.errorCode !== 0)
+    throw RetrievalErrors.make.source_unavailable({
+      problem: `kafka fetch failed (error code ${part?.errorCode ?? 'none'})`,
+    });
   return part;
 }
 
@@ -153,14 +183,25 @@ function messagesOf(part: FetchedPartition, range: Range, from: bigint): { messa
     for (const record of batch.records) {
       const offset = batch.firstOffset + BigInt(record.offsetDelta);
       if (offset < from || offset >= range.end) continue;
-      messages.push({ partition: range.partition, offset, timestamp: batch.firstTimestamp + record.timestampDelta, key: record.key, value: record.value });
+      messages.push({
+        partition: range.partition,
+        offset,
+        timestamp: batch.firstTimestamp + record.timestampDelta,
+        key: record.key,
+        value: record.value,
+      });
     }
   }
   return { messages, advanced };
 }
 
 /** One partition from range.start to range.end, a Fetch response at a time. */
-async function* partitionMessages(consumer: Consumer, topicId: string, range: Range, signal: AbortSignal): AsyncGenerator<Message[]> {
+async function* partitionMessages(
+  consumer: Consumer,
+  topicId: string,
+  range: Range,
+  signal: AbortSignal,
+): AsyncGenerator<Message[]> {
   let next = range.start;
   while (next < range.end) {
     signal.throwIfAborted();
@@ -179,7 +220,9 @@ function decode(message: Message, options: KafkaOptions): Row {
     try {
       value = JSON.parse(text);
     } catch {
-      throw RetrievalErrors.make.source_unavailable({ problem: `message ${message.partition}/${message.offset} is not JSON; use options.value_format "text"` });
+      throw RetrievalErrors.make.source_unavailable({
+        problem: `message ${message.partition}/${message.offset} is not JSON; use options.value_format "text"`,
+      });
     }
   }
   const row: Row = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Row) : { value };
@@ -195,7 +238,12 @@ function decode(message: Message, options: KafkaOptions): Row {
 }
 
 /** Rows of the whole bounded read; `read` records the next offset per partition for commit_group. */
-async function* topicRows(consumer: Consumer, options: KafkaOptions, signal: AbortSignal, read: Map<number, bigint>): AsyncGenerator<Row[]> {
+async function* topicRows(
+  consumer: Consumer,
+  options: KafkaOptions,
+  signal: AbortSignal,
+  read: Map<number, bigint>,
+): AsyncGenerator<Row[]> {
   const { topicId, ranges } = await plan(consumer, options);
   let remaining = options.maxMessages ?? Number.POSITIVE_INFINITY;
   for (const range of ranges) {
@@ -225,9 +273,16 @@ async function commit(options: KafkaRead, group: string, read: Map<number, bigin
 async function schemaOf(options: KafkaRead, tag: string): Promise<SchemaField[]> {
   const consumer = await consumerFor(options, tag);
   try {
-    for await (const rows of topicRows(consumer, { ...options, maxMessages: 1 }, new AbortController().signal, new Map())) {
+    for await (const rows of topicRows(
+      consumer,
+      { ...options, maxMessages: 1 },
+      new AbortController().signal,
+      new Map(),
+    )) {
       const first = rows[0] ?? {};
-      return Object.entries(first).map(([name, value]) => METADATA_FIELDS.find((f) => f.name === name) ?? { name, type: jsonType(value) });
+      return Object.entries(first).map(
+        ([name, value]) => METADATA_FIELDS.find((f) => f.name === name) ?? { name, type: jsonType(value) },
+      );
     }
     return options.includeMetadata ? METADATA_FIELDS : [];
   } catch (error) {

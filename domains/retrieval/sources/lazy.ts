@@ -14,7 +14,10 @@ export function lazyModule<M>(library: string, load: () => Promise<M>): () => Pr
   return () => {
     loading ??= load().catch((error: unknown) => {
       loading = undefined;
-      throw RetrievalErrors.make.source_unavailable({ problem: `the ${library} client library could not be loaded` }, error);
+      throw RetrievalErrors.make.source_unavailable(
+        { problem: `the ${library} client library could not be loaded` },
+        error,
+      );
     });
     return loading;
   };

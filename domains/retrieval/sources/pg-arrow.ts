@@ -12,7 +12,13 @@ import { Schema } from 'apache-arrow';
 import { batchMessage, type IpcMessage, schemaMessage } from '../arrow/ipc.ts';
 import { declaredType, PG_JSON_RENDERED } from '../arrow/mapping.ts';
 import { arrowField, type ColumnType, UTF8 } from '../arrow/types.ts';
-import { type BytesWriter, type ColumnWriter, columnWriter, type NumberWriter, type WideWriter } from '../arrow/writers.ts';
+import {
+  type BytesWriter,
+  type ColumnWriter,
+  columnWriter,
+  type NumberWriter,
+  type WideWriter,
+} from '../arrow/writers.ts';
 import { RetrievalErrors } from '../errors.ts';
 import { CopyRowReader, MAX_ROW_BYTES } from './pg-copy.ts';
 import type { PgColumn } from './pg-schema.ts';
@@ -70,7 +76,9 @@ function unescapeInto(out: Buffer, o: number, src: Buffer, p: number, end: numbe
 function unescaped(src: Buffer, p: number, end: number): string {
   return src.indexOf(BACKSLASH, p) < 0 || src.indexOf(BACKSLASH, p) >= end
     ? src.toString('latin1', p, end)
-    : src.toString('latin1', p, end).replace(/\\(.)/g, (_m, c: string) => String.fromCharCode(UNESCAPED[c.charCodeAt(0)] ?? c.charCodeAt(0)));
+    : src
+        .toString('latin1', p, end)
+        .replace(/\\(.)/g, (_m, c: string) => String.fromCharCode(UNESCAPED[c.charCodeAt(0)] ?? c.charCodeAt(0)));
 }
 
 /** Digits (with an optional sign) of src[p, end) as a number; NaN when anything else is there. */
@@ -108,7 +116,8 @@ function micros(src: Buffer, p: number, end: number): number {
     k += 9;
     if (src[k] === 0x2e) {
       let scale = 100_000;
-      for (k++; k < end && (src[k] as number) >= 0x30 && (src[k] as number) <= 0x39; k++, scale /= 10) fraction += ((src[k] as number) - 0x30) * scale;
+      for (k++; k < end && (src[k] as number) >= 0x30 && (src[k] as number) <= 0x39; k++, scale /= 10)
+        fraction += ((src[k] as number) - 0x30) * scale;
     }
   }
   if (k < end) {
@@ -138,7 +147,13 @@ function readKind(column: ArrowCopyColumn): number {
   if (column.json) return JSON_TEXT;
   const { type } = column;
   if (type.kind === 'int') return type.bits === 64 ? INT64 : INT;
-  const kinds: Partial<Record<ColumnType['kind'], number>> = { float: FLOAT, bool: BOOLEAN, utf8: TEXT, date: DAY, timestamp: TIMESTAMP };
+  const kinds: Partial<Record<ColumnType['kind'], number>> = {
+    float: FLOAT,
+    bool: BOOLEAN,
+    utf8: TEXT,
+    date: DAY,
+    timestamp: TIMESTAMP,
+  };
   return kinds[type.kind] ?? SLOW;
 }
 
@@ -184,7 +199,8 @@ export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
       const start = p;
       for (let f = 0; f <= last; f++) {
         const end = this.#field(src, p, f);
-        if (src[end] !== (f === last ? NEWLINE : TAB)) throw new Error('COPY row does not have the fields the SELECT names');
+        if (src[end] !== (f === last ? NEWLINE : TAB))
+          throw new Error('COPY row does not have the fields the SELECT names');
         p = end + 1;
       }
       if (p - start > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
@@ -236,8 +252,10 @@ export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
     const end = fieldStop(src, p);
     const kind = this.#kinds[f];
     if (kind === FLOAT) (writer as NumberWriter).pushRaw(Number(src.toString('latin1', p, end)));
-    else if (kind === DAY && src[p + 4] === MINUS && end - p === 10) (writer as NumberWriter).pushRaw(Math.floor(micros(src, p, end) / 86_400_000_000));
-    else if (kind === TIMESTAMP && Number.isSafeInteger(micros(src, p, end))) (writer as WideWriter).pushSafe(micros(src, p, end));
+    else if (kind === DAY && src[p + 4] === MINUS && end - p === 10)
+      (writer as NumberWriter).pushRaw(Math.floor(micros(src, p, end) / 86_400_000_000));
+    else if (kind === TIMESTAMP && Number.isSafeInteger(micros(src, p, end)))
+      (writer as WideWriter).pushSafe(micros(src, p, end));
     else writer.push(unescaped(src, p, end));
     return end;
   }

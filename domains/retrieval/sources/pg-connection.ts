@@ -53,20 +53,27 @@ export const USER_PASSWORD_FIELDS = ['user', 'username', 'password'] as const;
 
 /** `{"user","password"}` (or `username`) JSON fields, else the whole text is a password. */
 function credentialsOf(fields: Record<string, unknown> | null, value: string): Partial<PgCredentials> {
-  return fields ? { user: text(fields.user) ?? text(fields.username), password: text(fields.password) } : { password: value };
+  return fields
+    ? { user: text(fields.user) ?? text(fields.username), password: text(fields.password) }
+    : { password: value };
 }
 
 /** The catalog's own refusals of a use: they already say the right thing (409, 500) and name the URN only. */
 const CATALOG_REFUSALS = new Set(['secret_unavailable', 'secret_unreadable']);
 
-const notReadable = (urn: string) => RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
+const notReadable = (urn: string) =>
+  RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
 
 /**
  * A bound secret reference's value. A secret deleted or no longer usable between the job's creation and
  * this read stays the catalog's `secret_unavailable` (so a client can tell it from bad options), and any
  * refusal names the URN as written, never the bound form with the secret's internal id.
  */
-export function revealSecret(secrets: SecretReader | undefined, reference: string, refuse: (urn: string) => Error = notReadable): string {
+export function revealSecret(
+  secrets: SecretReader | undefined,
+  reference: string,
+  refuse: (urn: string) => Error = notReadable,
+): string {
   const urn = parseBoundSecretReference(reference)?.reference ?? reference;
   if (!secrets) throw refuse(urn);
   try {
@@ -78,7 +85,11 @@ export function revealSecret(secrets: SecretReader | undefined, reference: strin
 }
 
 /** A property's text, or, when it is a secret URN, the secret's value. */
-export function revealed(value: unknown, secrets: SecretReader | undefined, refuse?: (urn: string) => Error): string | undefined {
+export function revealed(
+  value: unknown,
+  secrets: SecretReader | undefined,
+  refuse?: (urn: string) => Error,
+): string | undefined {
   const raw = text(value);
   return raw?.startsWith(SECRET_PREFIX) ? revealSecret(secrets, raw, refuse) : raw;
 }
@@ -88,7 +99,9 @@ export function pgCredentials(input: SourceInput, secrets: SecretReader | undefi
   const secret = text(p.secret_urn) ? (revealed(p.secret_urn, secrets) as string) : undefined;
   const fromSecret = secret ? credentialsOf(jsonObject(secret), secret) : {};
   const override = input.credentialOverride;
-  const fromOverride = override ? credentialsOf(credentialFields(override, USER_PASSWORD_FIELDS, 'postgres'), override) : null;
+  const fromOverride = override
+    ? credentialsOf(credentialFields(override, USER_PASSWORD_FIELDS, 'postgres'), override)
+    : null;
   const user = fromOverride?.user ?? fromSecret.user ?? revealed(p.user ?? p.username, secrets);
   // With an override, its password or none: the stored password never goes with a user the caller chose.
   const password = fromOverride ? fromOverride.password : (fromSecret.password ?? revealed(p.password, secrets));

@@ -158,7 +158,8 @@ export function fieldEnds(src: Buffer, from: number, newline: number, ends: numb
 }
 
 /** True when the field src[p, end) is COPY's NULL, `\N`. */
-export const isCopyNull = (src: Buffer, p: number, end: number): boolean => end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e;
+export const isCopyNull = (src: Buffer, p: number, end: number): boolean =>
+  end - p === 2 && src[p] === BACKSLASH && src[p + 1] === 0x4e;
 
 /**
  * Converts COPY text rows to batches of at most `batchSize` rows, each
@@ -311,7 +312,11 @@ function json(src: Buffer, p: number, end: number, out: Buffer, o: number): numb
  * Iterating the stream with `for await` reads the next chunk only when the
  * consumer asks for the next batch, so the consumer's pace is the source's.
  */
-export async function* copyBatches<T>(chunks: AsyncIterable<Buffer>, converter: CopyRowReader<T>, signal: AbortSignal): AsyncGenerator<T> {
+export async function* copyBatches<T>(
+  chunks: AsyncIterable<Buffer>,
+  converter: CopyRowReader<T>,
+  signal: AbortSignal,
+): AsyncGenerator<T> {
   for await (const chunk of chunks) {
     for (const batch of converter.push(chunk)) {
       signal.throwIfAborted();

@@ -45,7 +45,8 @@ const COLUMNS_SQL = `
      AND a.attnum > 0 AND NOT a.attisdropped
    ORDER BY a.attnum`;
 
-export const relationName = (target: PgTarget): string => `${escapeIdentifier(target.schema)}.${escapeIdentifier(target.table)}`;
+export const relationName = (target: PgTarget): string =>
+  `${escapeIdentifier(target.schema)}.${escapeIdentifier(target.table)}`;
 
 /**
  * The relation's columns, in order. Call it inside a transaction: it first

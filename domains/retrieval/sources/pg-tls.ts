@@ -28,7 +28,10 @@ export type PgTls = false | (ConnectionOptions & { rejectUnauthorized: true });
 function sslMode(value: unknown): SslMode {
   if (value === undefined || value === null || value === '') return 'disable';
   if (MODES.includes(value as SslMode)) return value as SslMode;
-  throw RetrievalErrors.make.source_options_invalid({ option: 'sslmode', problem: `sslmode must be one of ${MODES.join(', ')}` });
+  throw RetrievalErrors.make.source_options_invalid({
+    option: 'sslmode',
+    problem: `sslmode must be one of ${MODES.join(', ')}`,
+  });
 }
 
 export function pgTls(properties: Readonly<Record<string, unknown>>, secrets: SecretReader | undefined): PgTls {

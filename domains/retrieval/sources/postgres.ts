@@ -31,13 +31,15 @@ const COPY_BUFFER = { highWaterMark: 1 << 20 };
 function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
   const code = (error as { code?: string }).code;
-  if (code === '42P01' || code === '3F000') return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
+  if (code === '42P01' || code === '3F000')
+    return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   // A wrong password, an unknown role, or no pg_hba rule admitting this connection: the dataset's to fix.
   if (code === '28P01' || code === '28000') {
     return RetrievalErrors.make.source_auth_failed({ problem: 'authentication failed' });
   }
   // Insufficient privilege: on the table, a selected column, or CONNECT on the database. Never names the role.
-  if (code === '42501') return RetrievalErrors.make.source_access_denied({ problem: "the dataset's credentials may not read this table" });
+  if (code === '42501')
+    return RetrievalErrors.make.source_access_denied({ problem: "the dataset's credentials may not read this table" });
   const tls = tlsProblem(error);
   if (tls) return RetrievalErrors.make.source_tls_failed({ problem: tls });
   // A literal the column's type cannot take (class 22 raised while parsing: it carries a `position`;
@@ -90,9 +92,12 @@ function selectStatement<C>(
 ): { text: string; columns: C[] } {
   const byName = new Map(table.map((c) => [c.name, c]));
   // Distinct names: a row object holds each column once.
-  const chosen = request.columns === null ? table : [...new Set(request.columns)].map((name) => byName.get(name) as PgColumn);
+  const chosen =
+    request.columns === null ? table : [...new Set(request.columns)].map((name) => byName.get(name) as PgColumn);
   const columns = chosen.map(convert);
-  const list = chosen.map((c, i) => (columns[i]?.json ? `to_json(${escapeIdentifier(c.name)})` : escapeIdentifier(c.name)));
+  const list = chosen.map((c, i) =>
+    columns[i]?.json ? `to_json(${escapeIdentifier(c.name)})` : escapeIdentifier(c.name),
+  );
   let text = `SELECT ${list.join(', ')} FROM ${relationName(target)}`;
   text += whereClause(PG_DIALECT, request.filters);
   if (request.limit !== null) text += ` LIMIT ${count(request.limit, 'limit')}`;
@@ -176,7 +181,9 @@ async function* copyRows<T, C>(
 ): AsyncGenerator<T> {
   // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number;
   // UTC makes timestamptz text (COPY's and to_json's) the same whatever the server's TimeZone.
-  await client.query("BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO'");
+  await client.query(
+    "BEGIN READ ONLY; SET LOCAL synchronize_seqscans = off; SET LOCAL TimeZone = 'UTC'; SET LOCAL DateStyle = 'ISO'",
+  );
   const table = await lockedColumns(client, target);
   const select = selectStatement(target, checkColumns(table, request), table, convert);
   const reader = converter(select.columns);
@@ -190,7 +197,11 @@ async function* copyRows<T, C>(
  * request's signal aborts or the consumer leaves early (abandon), the
  * connection ended when the read completes.
  */
-async function* copyRead<T>(endpoint: PgEndpoint, request: ReadRequest, read: (client: pg.Client) => AsyncGenerator<T>): AsyncGenerator<T> {
+async function* copyRead<T>(
+  endpoint: PgEndpoint,
+  request: ReadRequest,
+  read: (client: pg.Client) => AsyncGenerator<T>,
+): AsyncGenerator<T> {
   const client = await connect(endpoint);
   // From BEGIN to the end of the COPY a statement of this read is in flight on the connection
   // (a cancel between two of them finds the backend idle, and the server ignores it).
@@ -220,7 +231,9 @@ function parseRows(json: Buffer): Row[] {
   try {
     return JSON.parse(json.toString()) as Row[];
   } catch {
-    throw RetrievalErrors.make.source_unavailable({ problem: 'a row could not be converted (did the table change during the read?)' });
+    throw RetrievalErrors.make.source_unavailable({
+      problem: 'a row could not be converted (did the table change during the read?)',
+    });
   }
 }
 
@@ -232,10 +245,21 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
     describe: (input) => ({ path: null, format: input.formatHint ?? 'table' }),
     create(input): Source {
       const target = pgTarget(input);
-      const endpoint: PgEndpoint = { target, ssl: pgTls(input.properties, secrets()), credentials: pgCredentials(input, secrets()), tag: input.tag };
+      const endpoint: PgEndpoint = {
+        target,
+        ssl: pgTls(input.properties, secrets()),
+        credentials: pgCredentials(input, secrets()),
+        tag: input.tag,
+      };
       const readJson = (request: ReadRequest) =>
         copyRead(endpoint, request, (client) =>
-          copyRows(client, target, request, jsonCopyColumn, (columns) => new CopyJsonConverter(columns, request.batchSize)),
+          copyRows(
+            client,
+            target,
+            request,
+            jsonCopyColumn,
+            (columns) => new CopyJsonConverter(columns, request.batchSize),
+          ),
         );
       return {
         async schema() {

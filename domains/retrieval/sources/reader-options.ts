@@ -40,7 +40,8 @@ export const CHOICE: ReaderOptionRule = { kind: 'choice' };
 export const SUBSET: ReaderOptionRule = { kind: 'subset' };
 export const AT_MOST: ReaderOptionRule = { kind: 'at_most' };
 /** Settable while the dataset sets none of `keys` (by default: the key itself). */
-export const unpinned = (...keys: string[]): ReaderOptionRule => (keys.length > 0 ? { kind: 'unpinned', pinnedBy: keys } : { kind: 'unpinned' });
+export const unpinned = (...keys: string[]): ReaderOptionRule =>
+  keys.length > 0 ? { kind: 'unpinned', pinnedBy: keys } : { kind: 'unpinned' };
 
 /** Names echoed in an error are the caller's own text: kept short. */
 const shown = (key: string) => (key.length > 128 ? `${key.slice(0, 128)}…` : key);
@@ -55,7 +56,8 @@ function notAllowed(key: string, source: string, problem: string, where = 'optio
  */
 export const COUNT_PROBLEM = 'a whole number from 1 to 2^53-1';
 
-export const isCount = (value: unknown, min = 1): value is number => Number.isSafeInteger(value) && (value as number) >= min;
+export const isCount = (value: unknown, min = 1): value is number =>
+  Number.isSafeInteger(value) && (value as number) >= min;
 /** The dataset's own value of a key; null counts as unset. */
 const ownValue = (owner: Settings, key: string) => (Object.hasOwn(owner, key) ? (owner[key] ?? undefined) : undefined);
 
@@ -74,7 +76,8 @@ function narrowed(rule: ReaderOptionRule, key: string, value: unknown, owner: Se
       // A malformed list is the source's to refuse (source_options_invalid); only a wider one is refused here.
       if (!Array.isArray(value) || !Array.isArray(own)) return value;
       const outside = value.find((item) => !own.includes(item));
-      if (outside !== undefined) throw notAllowed(key, source, `${JSON.stringify(outside)} is not in the dataset's ${key}`);
+      if (outside !== undefined)
+        throw notAllowed(key, source, `${JSON.stringify(outside)} is not in the dataset's ${key}`);
       return value;
     }
     case 'unpinned': {
@@ -90,7 +93,12 @@ function narrowed(rule: ReaderOptionRule, key: string, value: unknown, owner: Se
  * source's table, each narrowed against the dataset's properties; any
  * other key is a 422 `option_not_allowed` naming it.
  */
-export function readerOptions(table: ReaderOptionTable, source: string, options: Settings, properties: Settings): Record<string, unknown> {
+export function readerOptions(
+  table: ReaderOptionTable,
+  source: string,
+  options: Settings,
+  properties: Settings,
+): Record<string, unknown> {
   // A fresh object of own keys only: nothing reaches the source through a prototype.
   const allowed: Record<string, unknown> = Object.create(null);
   for (const [key, value] of Object.entries(options)) {
@@ -120,6 +128,7 @@ export function jsonObject(raw: string): Record<string, unknown> | null {
 export function credentialFields(raw: string, fields: readonly string[], source: string): Settings | null {
   const parsed = jsonObject(raw);
   const stray = Object.keys(parsed ?? {}).find((key) => !fields.includes(key));
-  if (stray !== undefined) throw notAllowed(stray, source, 'a credential_override carries credentials only', 'credential_override');
+  if (stray !== undefined)
+    throw notAllowed(stray, source, 'a credential_override carries credentials only', 'credential_override');
   return parsed;
 }

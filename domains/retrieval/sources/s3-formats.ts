@@ -36,7 +36,12 @@ export interface ObjectStore {
   ranged(entry: ObjectEntry, signal: AbortSignal): AsyncBuffer;
 }
 
-async function* streamedRows(store: ObjectStore, key: string, format: 'csv' | 'jsonl', signal: AbortSignal): AsyncGenerator<Row> {
+async function* streamedRows(
+  store: ObjectStore,
+  key: string,
+  format: 'csv' | 'jsonl',
+  signal: AbortSignal,
+): AsyncGenerator<Row> {
   const body = await store.open(key, signal);
   yield* format === 'csv' ? csvOf(body) : jsonLinesOf(body);
 }
@@ -70,7 +75,15 @@ async function* parquetBatches(file: AsyncBuffer, metadata: FileMetaData, read: 
     const first = Math.max(groupStart, read.skip);
     if (first < groupEnd) {
       read.signal.throwIfAborted();
-      const rows = toRows(await parquetReadObjects({ file, metadata, rowStart: first, rowEnd: groupEnd, ...(columns ? { columns } : {}) }));
+      const rows = toRows(
+        await parquetReadObjects({
+          file,
+          metadata,
+          rowStart: first,
+          rowEnd: groupEnd,
+          ...(columns ? { columns } : {}),
+        }),
+      );
       for (let i = 0; i < rows.length; i += read.batchSize) yield rows.slice(i, i + read.batchSize);
     }
     groupStart = groupEnd;
@@ -86,13 +99,24 @@ export async function readObject(
 ): Promise<{ batches: AsyncIterable<Row[]>; skipped: number }> {
   if (format === 'parquet') {
     const metadata = await footerOf(store, entry, read.signal);
-    return { batches: parquetBatches(store.ranged(entry, read.signal), metadata, read), skipped: Math.min(read.skip, Number(metadata.num_rows)) };
+    return {
+      batches: parquetBatches(store.ranged(entry, read.signal), metadata, read),
+      skipped: Math.min(read.skip, Number(metadata.num_rows)),
+    };
   }
-  return { batches: batchesOf(streamedRows(store, entry.key, format, read.signal), read.batchSize, read.signal), skipped: 0 };
+  return {
+    batches: batchesOf(streamedRows(store, entry.key, format, read.signal), read.batchSize, read.signal),
+    skipped: 0,
+  };
 }
 
 /** Typed schema of one object: Parquet from its footer; CSV header cells as `string`; JSON lines from the first object. */
-export async function objectSchema(store: ObjectStore, entry: ObjectEntry, format: FileFormat, signal: AbortSignal): Promise<SchemaField[]> {
+export async function objectSchema(
+  store: ObjectStore,
+  entry: ObjectEntry,
+  format: FileFormat,
+  signal: AbortSignal,
+): Promise<SchemaField[]> {
   if (format === 'parquet') {
     const metadata = await footerOf(store, entry, signal);
     return parquetFields(metadata);
@@ -104,7 +128,11 @@ export async function objectSchema(store: ObjectStore, entry: ObjectEntry, forma
 }
 
 /** Several objects read as one table, in order; `read.skip` rows are pushed into each object while it can take them. */
-async function* readObjects(store: ObjectStore, objects: readonly ObjectToRead[], read: RawRead): AsyncGenerator<Row[]> {
+async function* readObjects(
+  store: ObjectStore,
+  objects: readonly ObjectToRead[],
+  read: RawRead,
+): AsyncGenerator<Row[]> {
   let skip = read.skip;
   for (const { entry, format, extra } of objects) {
     read.signal.throwIfAborted();
@@ -127,7 +155,12 @@ async function* readObjects(store: ObjectStore, objects: readonly ObjectToRead[]
  * play (the skipped rows must be the first matching ones, which only the
  * scan can tell), and the scan applies the rest.
  */
-export function scanObjects(store: ObjectStore, objects: readonly ObjectToRead[], request: ReadRequest, needed: string[] | null): AsyncGenerator<Row[]> {
+export function scanObjects(
+  store: ObjectStore,
+  objects: readonly ObjectToRead[],
+  request: ReadRequest,
+  needed: string[] | null,
+): AsyncGenerator<Row[]> {
   const filtered = Object.keys(request.filters).length > 0;
   const skip = filtered ? 0 : request.offset;
   const raw = readObjects(store, objects, { needed, skip, batchSize: request.batchSize, signal: request.signal });

@@ -59,7 +59,8 @@ function parseJson(value: string, what: string): Settings {
 function fromSecret(input: SourceInput, secrets: SecretReader | undefined): Settings {
   const urn = text(input.properties.secret_urn);
   if (!urn) return {};
-  if (!urn.startsWith(SECRET_PREFIX)) throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
+  if (!urn.startsWith(SECRET_PREFIX))
+    throw RetrievalErrors.make.source_credentials_missing({ problem: 'secret not readable', secret_urn: urn });
   return parseJson(revealSecret(secrets, urn), 'the secret');
 }
 
@@ -71,7 +72,8 @@ const OVERRIDE_FIELDS = [...KEY_FIELDS, 'region', 'endpoint', 'endpoint_url', 'e
 function fromOverride(raw: string | null): Settings {
   if (raw === null) return {};
   const override = credentialFields(raw, OVERRIDE_FIELDS, 's3');
-  if (!override) throw RetrievalErrors.make.source_credentials_missing({ problem: 'credential_override is not a JSON object' });
+  if (!override)
+    throw RetrievalErrors.make.source_credentials_missing({ problem: 'credential_override is not a JSON object' });
   const complete = text(override.aws_access_key_id) !== undefined && text(override.aws_secret_access_key) !== undefined;
   const wants = endpointOf(override) !== undefined || KEY_FIELDS.some((k) => override[k] !== undefined);
   if (wants && !complete) {
@@ -87,7 +89,8 @@ export function s3Config(input: SourceInput, secrets: SecretReader | undefined):
   const override = fromOverride(input.credentialOverride);
   const secret = fromSecret(input, secrets);
   const layers = [input.properties as Settings, secret, override];
-  const pick = (get: (s: Settings) => string | undefined) => layers.reduce<string | undefined>((found, layer) => get(layer) ?? found, undefined);
+  const pick = (get: (s: Settings) => string | undefined) =>
+    layers.reduce<string | undefined>((found, layer) => get(layer) ?? found, undefined);
   const endpoint = pick(endpointOf);
   if (endpoint && !/^https?:\/\/[^\s/]+/.test(endpoint)) throw RetrievalErrors.make.dataset_location_missing();
   // The key pair and session token come from one place, never mixed: the override's, else the secret's.
@@ -101,9 +104,13 @@ export function s3Config(input: SourceInput, secrets: SecretReader | undefined):
     maxAttempts: 2,
     requestHandler: { connectionTimeout: 10_000, requestTimeout: 60_000 },
   };
-  if (accessKeyId && secretAccessKey) config.credentials = { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
+  if (accessKeyId && secretAccessKey)
+    config.credentials = { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
   else if (input.properties.anonymous === true) config.signer = { sign: async (request) => request };
-  else throw RetrievalErrors.make.source_credentials_missing({ problem: 'no access key (secret_urn or credential_override)' });
+  else
+    throw RetrievalErrors.make.source_credentials_missing({
+      problem: 'no access key (secret_urn or credential_override)',
+    });
   return config;
 }
 
@@ -112,8 +119,14 @@ export function classifyS3(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   const status = e.$metadata?.httpStatusCode;
-  if (e.name === 'NoSuchKey' || e.name === 'NoSuchBucket' || e.name === 'NotFound') return RetrievalErrors.make.source_not_found({ problem: 'no such object' });
-  if (status === 403 || e.name === 'InvalidAccessKeyId' || e.name === 'SignatureDoesNotMatch' || e.name === 'AccessDenied') {
+  if (e.name === 'NoSuchKey' || e.name === 'NoSuchBucket' || e.name === 'NotFound')
+    return RetrievalErrors.make.source_not_found({ problem: 'no such object' });
+  if (
+    status === 403 ||
+    e.name === 'InvalidAccessKeyId' ||
+    e.name === 'SignatureDoesNotMatch' ||
+    e.name === 'AccessDenied'
+  ) {
     return RetrievalErrors.make.source_unavailable({ problem: 'object storage refused the credentials' });
   }
   return RetrievalErrors.make.source_unavailable({
@@ -133,7 +146,10 @@ export interface OpenedStore {
 }
 
 /** One call on a store opened for it alone: closed afterwards, a failure mapped to an ApiError. */
-export async function withOpenedStore<S extends OpenedStore, T>(open: () => Promise<S>, use: (opened: S) => Promise<T>): Promise<T> {
+export async function withOpenedStore<S extends OpenedStore, T>(
+  open: () => Promise<S>,
+  use: (opened: S) => Promise<T>,
+): Promise<T> {
   const opened = await open();
   try {
     return await use(opened);
@@ -145,7 +161,11 @@ export async function withOpenedStore<S extends OpenedStore, T>(open: () => Prom
 }
 
 /** A read from a store opened for it alone: closed when the read ends or aborts (abortable.ts), failures classified. */
-export function readOpenedStore<S extends OpenedStore>(signal: AbortSignal, open: () => Promise<S>, batches: (opened: S) => AsyncIterable<Row[]>) {
+export function readOpenedStore<S extends OpenedStore>(
+  signal: AbortSignal,
+  open: () => Promise<S>,
+  batches: (opened: S) => AsyncIterable<Row[]>,
+) {
   return abortableRead(signal, open, (opened) => opened.close(), batches, classifyS3);
 }
 
@@ -159,7 +179,11 @@ export async function openS3Store(config: S3ClientConfig, bucket: string): Promi
 type Call = <T>(send: () => Promise<T>) => Promise<T>;
 type GetObject = (key: string, signal: AbortSignal, range?: string) => Promise<{ Body?: unknown }>;
 
-function s3Store({ GetObjectCommand, HeadObjectCommand, ListObjectsV2Command }: S3Sdk, client: S3Client, bucket: string): ObjectStore {
+function s3Store(
+  { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command }: S3Sdk,
+  client: S3Client,
+  bucket: string,
+): ObjectStore {
   const call: Call = async (send) => {
     try {
       return await send();
@@ -174,9 +198,12 @@ function s3Store({ GetObjectCommand, HeadObjectCommand, ListObjectsV2Command }: 
       let token: string | undefined;
       do {
         const page = await call(() =>
-          client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: signal }),
+          client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), {
+            abortSignal: signal,
+          }),
         );
-        for (const o of page.Contents ?? []) if (o.Key && !o.Key.endsWith('/')) yield { key: o.Key, size: Number(o.Size ?? 0) };
+        for (const o of page.Contents ?? [])
+          if (o.Key && !o.Key.endsWith('/')) yield { key: o.Key, size: Number(o.Size ?? 0) };
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
     },
@@ -213,7 +240,9 @@ function rangedBuffer(entry: ObjectEntry, signal: AbortSignal, get: GetObject, c
     byteLength: entry.size,
     async slice(start, end = entry.size) {
       const got = await get(entry.key, signal, `bytes=${start}-${end - 1}`);
-      const bytes = await call(() => (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
+      const bytes = await call(() =>
+        (got.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+      );
       return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
     },
   };

@@ -12,16 +12,34 @@ import { RetrievalErrors } from '../errors.ts';
 import { formatOf } from './fs-formats.ts';
 import type { SecretReader } from './pg-connection.ts';
 import { type ObjectStore, type ObjectToRead, objectSchema, scanObjects } from './s3-formats.ts';
-import { folderPrefix, type OpenedStore, openS3Store, readOpenedStore, type S3Location, s3Config, s3Location, withOpenedStore } from './s3-store.ts';
+import {
+  folderPrefix,
+  type OpenedStore,
+  openS3Store,
+  readOpenedStore,
+  type S3Location,
+  s3Config,
+  s3Location,
+  withOpenedStore,
+} from './s3-store.ts';
 import { checkFileColumns, neededColumns } from './scan.ts';
 import type { Source, SourceFactory, SourceInput } from './types.ts';
 
-async function resolveObjects(store: ObjectStore, location: S3Location, hint: string | null, signal: AbortSignal): Promise<ObjectToRead[]> {
+async function resolveObjects(
+  store: ObjectStore,
+  location: S3Location,
+  hint: string | null,
+  signal: AbortSignal,
+): Promise<ObjectToRead[]> {
   if (location.key !== '' && !location.key.endsWith('/')) {
     const single = await store.stat(location.key, signal);
     if (single) {
       const format = formatOf(single.key, hint);
-      if (!format) throw RetrievalErrors.make.source_unsupported({ platform: 's3', problem: 'unknown object format; set format_hint' });
+      if (!format)
+        throw RetrievalErrors.make.source_unsupported({
+          platform: 's3',
+          problem: 'unknown object format; set format_hint',
+        });
       return [{ entry: single, format }];
     }
   }
@@ -31,12 +49,16 @@ async function resolveObjects(store: ObjectStore, location: S3Location, hint: st
     const format = formatOf(entry.key, hint);
     if (format) objects.push({ entry, format });
   }
-  if (objects.length === 0) throw RetrievalErrors.make.source_not_found({ problem: 'no object (or no readable object under the prefix)' });
+  if (objects.length === 0)
+    throw RetrievalErrors.make.source_not_found({ problem: 'no object (or no readable object under the prefix)' });
   return objects;
 }
 
 /** The dataset's bucket, opened with a client of its own for one call or one read. */
-async function openLocation(input: SourceInput, secrets: SecretReader | undefined): Promise<OpenedStore & { location: S3Location }> {
+async function openLocation(
+  input: SourceInput,
+  secrets: SecretReader | undefined,
+): Promise<OpenedStore & { location: S3Location }> {
   const location = s3Location(input);
   return { ...(await openS3Store(s3Config(input, secrets), location.bucket)), location };
 }
@@ -48,7 +70,10 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
     readerOptions: {},
     describe(input) {
       const { bucket, key } = s3Location(input);
-      return { path: `s3://${bucket}/${key}`, format: key.endsWith('/') ? input.formatHint : formatOf(key, input.formatHint) };
+      return {
+        path: `s3://${bucket}/${key}`,
+        format: key.endsWith('/') ? input.formatHint : formatOf(key, input.formatHint),
+      };
     },
     create(input): Source {
       // Validate location and credentials now, so a bad dataset is a 4xx at job creation.
@@ -65,7 +90,11 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
           readOpenedStore(asked.signal, open, async function* ({ store, location }) {
             const objects = await resolveObjects(store, location, input.formatHint, asked.signal);
             const first = objects[0] as ObjectToRead;
-            const request = checkFileColumns(await objectSchema(store, first.entry, first.format, asked.signal), first.format, asked);
+            const request = checkFileColumns(
+              await objectSchema(store, first.entry, first.format, asked.signal),
+              first.format,
+              asked,
+            );
             yield* scanObjects(store, objects, request, neededColumns(request));
           }),
       };

@@ -12,7 +12,10 @@ function sameValue(cell: unknown, wanted: string | number | boolean | null): boo
   if (wanted === null) return cell === null || cell === undefined;
   if (cell === null || cell === undefined) return false;
   if (cell === wanted) return true;
-  const text = typeof cell === 'bigint' || typeof cell === 'number' || typeof cell === 'boolean' || typeof cell === 'string' ? String(cell) : null;
+  const text =
+    typeof cell === 'bigint' || typeof cell === 'number' || typeof cell === 'boolean' || typeof cell === 'string'
+      ? String(cell)
+      : null;
   return text !== null && text === String(wanted);
 }
 
@@ -65,7 +68,10 @@ export async function* scanBatches(raw: AsyncIterable<readonly Row[]>, request: 
 
 /** JSON cannot carry bigint; exact integers become numbers, wider ones their decimal text. */
 export function jsonSafe(value: unknown): unknown {
-  if (typeof value === 'bigint') return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString();
+  if (typeof value === 'bigint')
+    return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(value)
+      : value.toString();
   if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
   return value;
 }
@@ -75,7 +81,11 @@ export function jsonSafe(value: unknown): unknown {
  * row reads as null), and a file without rows (a CSV of a header only) has
  * nothing to project; anything else is checked against its schema.
  */
-export function checkFileColumns<R extends ColumnRequest>(fields: readonly SchemaField[], format: FileFormat, request: R): R {
+export function checkFileColumns<R extends ColumnRequest>(
+  fields: readonly SchemaField[],
+  format: FileFormat,
+  request: R,
+): R {
   return format !== 'jsonl' && fields.length > 0 ? checkColumns(fields, request) : request;
 }
 

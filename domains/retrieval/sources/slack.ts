@@ -17,7 +17,16 @@ import { RetrievalErrors } from '../errors.ts';
 import { jsonType } from './fs-formats.ts';
 import { lazyModule } from './lazy.ts';
 import { revealSecret, type SecretReader } from './pg-connection.ts';
-import { AT_MOST, COUNT_PROBLEM, credentialFields, isCount, jsonObject, type ReaderOptionTable, SUBSET, unpinned } from './reader-options.ts';
+import {
+  AT_MOST,
+  COUNT_PROBLEM,
+  credentialFields,
+  isCount,
+  jsonObject,
+  type ReaderOptionTable,
+  SUBSET,
+  unpinned,
+} from './reader-options.ts';
 import { scanBatches } from './scan.ts';
 import type { Row, SchemaField, Source, SourceFactory, SourceInput } from './types.ts';
 
@@ -56,7 +65,11 @@ function slackTs(value: unknown, option: string): string | undefined {
 function slackOptions(input: SourceInput): SlackOptions {
   const get = (key: string) => input.options[key] ?? input.properties[key];
   const channels = get('channels');
-  if (!Array.isArray(channels) || channels.length === 0 || !channels.every((c) => typeof c === 'string' && /^#?[\w.-]{1,80}$/.test(c))) {
+  if (
+    !Array.isArray(channels) ||
+    channels.length === 0 ||
+    !channels.every((c) => typeof c === 'string' && /^#?[\w.-]{1,80}$/.test(c))
+  ) {
     throw invalid('channels', 'a non-empty list of channel IDs or names');
   }
   const includeReplies = get('include_replies') ?? false;
@@ -65,7 +78,8 @@ function slackOptions(input: SourceInput): SlackOptions {
   if (max !== undefined && max !== null && !isCount(max)) throw invalid('max_messages', COUNT_PROBLEM);
   // The API URL is the dataset owner's choice (a Slack Enterprise Grid or a test server), never the caller's.
   const apiUrl = input.properties.api_url;
-  if (apiUrl !== undefined && (typeof apiUrl !== 'string' || !/^https?:\/\/[^\s]+\/$/.test(apiUrl))) throw invalid('api_url', 'an http(s) URL ending in /');
+  if (apiUrl !== undefined && (typeof apiUrl !== 'string' || !/^https?:\/\/[^\s]+\/$/.test(apiUrl)))
+    throw invalid('api_url', 'an http(s) URL ending in /');
   return {
     apiUrl: apiUrl as string | undefined,
     channels: channels as string[],
@@ -87,7 +101,10 @@ function slackToken(input: SourceInput, secrets: SecretReader | undefined): stri
     const fields = fromOverride ? credentialFields(token, ['token'], 'slack') : jsonObject(token);
     token = typeof fields?.token === 'string' ? fields.token : '';
   }
-  if (!token || /\s/.test(token)) throw RetrievalErrors.make.source_credentials_missing({ problem: 'no Slack token (credential_override or secret_urn)' });
+  if (!token || /\s/.test(token))
+    throw RetrievalErrors.make.source_credentials_missing({
+      problem: 'no Slack token (credential_override or secret_urn)',
+    });
   return token;
 }
 
@@ -101,14 +118,23 @@ function classify(error: unknown): Error {
 
 async function client(token: string, options: SlackOptions, signal: AbortSignal): Promise<WebClient> {
   const { LogLevel, WebClient } = await slackSdk();
-  const silent: Logger = { debug() {}, info() {}, warn() {}, error() {}, setLevel() {}, getLevel: () => LogLevel.ERROR, setName() {} };
+  const silent: Logger = {
+    debug() {},
+    info() {},
+    warn() {},
+    error() {},
+    setLevel() {},
+    getLevel: () => LogLevel.ERROR,
+    setName() {},
+  };
   return new WebClient(token, {
     ...(options.apiUrl ? { slackApiUrl: options.apiUrl } : {}),
     logger: silent,
     timeout: 30_000,
     rejectRateLimitedCalls: false,
     retryConfig: { retries: 2, factor: 2, minTimeout: 200, maxTimeout: 2000 },
-    fetch: (url, init) => fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal }),
+    fetch: (url, init) =>
+      fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal }),
   });
 }
 
@@ -117,7 +143,12 @@ async function channelIds(web: WebClient, wanted: readonly string[]): Promise<st
   const byName = new Map<string, string>();
   let cursor: string | undefined;
   do {
-    const page = await web.conversations.list({ types: 'public_channel,private_channel', limit: PAGE, exclude_archived: true, cursor });
+    const page = await web.conversations.list({
+      types: 'public_channel,private_channel',
+      limit: PAGE,
+      exclude_archived: true,
+      cursor,
+    });
     for (const c of page.channels ?? []) if (c.name && c.id) byName.set(c.name, c.id);
     cursor = page.response_metadata?.next_cursor || undefined;
   } while (cursor);
@@ -131,10 +162,22 @@ async function channelIds(web: WebClient, wanted: readonly string[]): Promise<st
 
 type Message = Row & { ts?: string; thread_ts?: string; reply_count?: number };
 
-async function* replies(web: WebClient, channel: string, parent: Message, options: SlackOptions): AsyncGenerator<Message[]> {
+async function* replies(
+  web: WebClient,
+  channel: string,
+  parent: Message,
+  options: SlackOptions,
+): AsyncGenerator<Message[]> {
   let cursor: string | undefined;
   do {
-    const page = await web.conversations.replies({ channel, ts: parent.ts as string, limit: PAGE, cursor, oldest: options.oldest, latest: options.latest });
+    const page = await web.conversations.replies({
+      channel,
+      ts: parent.ts as string,
+      limit: PAGE,
+      cursor,
+      oldest: options.oldest,
+      latest: options.latest,
+    });
     // The thread's first message is the parent itself, already yielded.
     yield ((page.messages ?? []) as Message[]).filter((m) => m.ts !== parent.ts);
     cursor = page.response_metadata?.next_cursor || undefined;
@@ -153,7 +196,8 @@ async function* channelMessages(web: WebClient, channel: string, options: SlackO
     });
     for (const message of (page.messages ?? []) as Message[]) {
       yield [message];
-      if (options.includeReplies && (message.reply_count ?? 0) > 0 && message.ts) yield* replies(web, channel, message, options);
+      if (options.includeReplies && (message.reply_count ?? 0) > 0 && message.ts)
+        yield* replies(web, channel, message, options);
     }
     cursor = page.response_metadata?.next_cursor || undefined;
   } while (cursor);
@@ -182,7 +226,11 @@ export function slackSources(secrets: () => SecretReader | undefined): SourceFac
       const token = slackToken(input, secrets());
       const read = async function* (signal: AbortSignal, limit: number | null): AsyncGenerator<Row[]> {
         try {
-          yield* allMessages(await client(token, options, signal), { ...options, maxMessages: limit ?? options.maxMessages }, signal);
+          yield* allMessages(
+            await client(token, options, signal),
+            { ...options, maxMessages: limit ?? options.maxMessages },
+            signal,
+          );
         } catch (error) {
           signal.throwIfAborted();
           throw classify(error);
@@ -190,7 +238,8 @@ export function slackSources(secrets: () => SecretReader | undefined): SourceFac
       };
       return {
         async schema(signal): Promise<SchemaField[]> {
-          for await (const [first] of read(signal, 1)) return Object.entries(first ?? {}).map(([name, value]) => ({ name, type: jsonType(value) }));
+          for await (const [first] of read(signal, 1))
+            return Object.entries(first ?? {}).map(([name, value]) => ({ name, type: jsonType(value) }));
           return [];
         },
         async *read(request) {

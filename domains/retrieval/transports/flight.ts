@@ -12,7 +12,11 @@
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter } from '@connectrpc/connect';
 import { z } from 'zod';
-import { type FlightData, FlightDataSchema, FlightService } from '../../../proto/gen/arrow/flight/protocol/Flight_pb.ts';
+import {
+  type FlightData,
+  FlightDataSchema,
+  FlightService,
+} from '../../../proto/gen/arrow/flight/protocol/Flight_pb.ts';
 import type { IpcMessage } from '../arrow/ipc.ts';
 import { RetrievalErrors } from '../errors.ts';
 import type { JobStream, RetrievalService } from '../service.ts';
@@ -30,15 +34,22 @@ export function parseTicket(ticket: Uint8Array): { jobId: string; token: string 
     throw RetrievalErrors.make.flight_ticket_invalid({ problem: 'not JSON' });
   }
   const ticketFields = ticketJson.safeParse(parsed);
-  if (!ticketFields.success) throw RetrievalErrors.make.flight_ticket_invalid({ problem: 'expected {"job_id", "token"}' });
+  if (!ticketFields.success)
+    throw RetrievalErrors.make.flight_ticket_invalid({ problem: 'expected {"job_id", "token"}' });
   return { jobId: ticketFields.data.job_id, token: ticketFields.data.token };
 }
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
 function flightData(message: IpcMessage, stream: JobStream<IpcMessage>): FlightData {
-  const audit = stream.summary.gateAudit ? json({ gate_audit: stream.summary.gateAudit, filtered: stream.summary.filtered }) : new Uint8Array(0);
-  return create(FlightDataSchema, { dataHeader: message.header, dataBody: message.body, appMetadata: message.rowCount > 0 ? audit : new Uint8Array(0) });
+  const audit = stream.summary.gateAudit
+    ? json({ gate_audit: stream.summary.gateAudit, filtered: stream.summary.filtered })
+    : new Uint8Array(0);
+  return create(FlightDataSchema, {
+    dataHeader: message.header,
+    dataBody: message.body,
+    appMetadata: message.rowCount > 0 ? audit : new Uint8Array(0),
+  });
 }
 
 function footerData(stream: JobStream<IpcMessage>): FlightData {

@@ -11,7 +11,11 @@ import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { toConnectError } from '../../../gateway/errors/connect-error.ts';
 import { RPC_CONTEXT } from '../../../gateway/routing/rpc.ts';
-import { type DataChunk, DataChunkSchema, RetrievalService as RetrievalRpc } from '../../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
+import {
+  type DataChunk,
+  DataChunkSchema,
+  RetrievalService as RetrievalRpc,
+} from '../../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import { RetrievalErrors } from '../errors.ts';
 import type { ChunkMetadata } from '../pipeline.ts';
 import type { JobStream, RetrievalService } from '../service.ts';
@@ -19,7 +23,8 @@ import { footer } from './inline.ts';
 
 function stringMap(metadata: ChunkMetadata | Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(metadata)) out[key] = typeof value === 'string' ? value : JSON.stringify(value);
+  for (const [key, value] of Object.entries(metadata))
+    out[key] = typeof value === 'string' ? value : JSON.stringify(value);
   return out;
 }
 
@@ -33,7 +38,12 @@ function tokenOf(given: string, authorization: string | null): string {
 function finalChunk(stream: JobStream): DataChunk {
   const { rows, chunks, filtered } = stream.summary;
   const metadata = stringMap({ ...footer(stream.summary), filtered, rows, chunks });
-  return create(DataChunkSchema, { sequence: BigInt(chunks + 1), mediaType: 'application/json', final: true, metadata });
+  return create(DataChunkSchema, {
+    sequence: BigInt(chunks + 1),
+    mediaType: 'application/json',
+    final: true,
+    metadata,
+  });
 }
 
 /**
@@ -60,15 +70,23 @@ export async function openForRpc<T>(open: () => Promise<JobStream<T>>): Promise<
  * reason (a cancel of the job shows as retrieval_job_canceled), and the
  * client's disconnect ends the read.
  */
-export async function* drained<T, M>(stream: JobStream<T>, context: HandlerContext, messages: AsyncIterable<M>): AsyncGenerator<M> {
+export async function* drained<T, M>(
+  stream: JobStream<T>,
+  context: HandlerContext,
+  messages: AsyncIterable<M>,
+): AsyncGenerator<M> {
   const disconnected = () => stream.finish({ reason: 'client_disconnected' });
   context.signal.addEventListener('abort', disconnected, { once: true });
   try {
     yield* messages;
     stream.finish();
   } catch (thrown) {
-    const error = stream.signal.aborted && !context.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
-    if (!(error instanceof Error && error.name === 'ApiError')) context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
+    const error =
+      stream.signal.aborted && !context.signal.aborted
+        ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id })
+        : thrown;
+    if (!(error instanceof Error && error.name === 'ApiError'))
+      context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
     stream.finish(error);
     throw toConnectError(error);
   } finally {
@@ -96,7 +114,9 @@ export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalSe
     RetrievalRpc,
     {
       async *streamData(request, context) {
-        const stream = await openForRpc(() => service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization'))));
+        const stream = await openForRpc(() =>
+          service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization'))),
+        );
         yield* drained(stream, context, dataChunks(stream, Number(request.fromSequence)));
       },
     },

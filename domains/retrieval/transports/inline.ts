@@ -9,7 +9,11 @@ import type { Row } from '../sources/types.ts';
 import type { InlineBlock } from '../wire.ts';
 
 /** The inline block, or null when the serialized result would exceed `thresholdBytes`. */
-export async function collectInline(chunks: AsyncGenerator<Chunk>, summary: StreamSummary, thresholdBytes: number): Promise<InlineBlock | null> {
+export async function collectInline(
+  chunks: AsyncGenerator<Chunk>,
+  summary: StreamSummary,
+  thresholdBytes: number,
+): Promise<InlineBlock | null> {
   const rows: Row[] = [];
   // Size of `[` + rows joined by `,` + `]`: each chunk's array contributes its inner bytes.
   let size = 2;

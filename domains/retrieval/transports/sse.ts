@@ -35,9 +35,18 @@ export function describeFailure(error: unknown): { reason: string; message: stri
   return { reason: 'stream_failed', message: 'the stream failed; see the gateway log' };
 }
 
-export async function streamSse(response: NodeResponse, stream: JobStream, heartbeatMs: number, logger: Logger): Promise<void> {
+export async function streamSse(
+  response: NodeResponse,
+  stream: JobStream,
+  heartbeatMs: number,
+  logger: Logger,
+): Promise<void> {
   const res = response as ServerResponse;
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-accel-buffering': 'no',
+  });
   let lastWrite = Date.now();
   /** A frame's parts as one write to the socket (corked), the chunk's bytes never joined into a string. */
   const write = async (...parts: (string | Buffer)[]) => {
@@ -57,7 +66,11 @@ export async function streamSse(response: NodeResponse, stream: JobStream, heart
     await write(`: retrieval job ${stream.job.id}\n\n`);
     for await (const chunk of stream.chunks) {
       if (res.destroyed) break;
-      await write(`event: chunk\ndata: {"sequence":${chunk.sequence},"data":`, chunk.data, `,"metadata":${JSON.stringify(chunk.metadata)}}\n\n`);
+      await write(
+        `event: chunk\ndata: {"sequence":${chunk.sequence},"data":`,
+        chunk.data,
+        `,"metadata":${JSON.stringify(chunk.metadata)}}\n\n`,
+      );
     }
     if (res.destroyed) return;
     const { rows, chunks } = stream.summary;
@@ -65,10 +78,13 @@ export async function streamSse(response: NodeResponse, stream: JobStream, heart
     res.end(`event: complete\ndata: ${JSON.stringify({ event: 'complete', rows, chunks, metadata })}\n\n`);
     stream.finish();
   } catch (thrown) {
-    const error = stream.signal.aborted ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id }) : thrown;
+    const error = stream.signal.aborted
+      ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id })
+      : thrown;
     if (!(error instanceof ApiError)) logger.error({ err: error, job_id: stream.job.id }, 'retrieval stream failed');
     stream.finish(error);
-    if (!res.destroyed) res.end(`event: error\ndata: ${JSON.stringify({ event: 'error', ...describeFailure(error) })}\n\n`);
+    if (!res.destroyed)
+      res.end(`event: error\ndata: ${JSON.stringify({ event: 'error', ...describeFailure(error) })}\n\n`);
   } finally {
     clearInterval(heartbeat);
     res.off('close', onClose);

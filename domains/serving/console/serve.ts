@@ -59,7 +59,13 @@ ${homeSummary(info)}
 `;
 }
 
-function send(response: NodeResponse, status: number, headers: Record<string, string | number>, body: Buffer | string, head: boolean): undefined {
+function send(
+  response: NodeResponse,
+  status: number,
+  headers: Record<string, string | number>,
+  body: Buffer | string,
+  head: boolean,
+): undefined {
   const res = response as ServerResponse;
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   res.writeHead(status, { ...headers, 'content-length': bytes.length });

@@ -93,18 +93,25 @@ export async function startHive(t: After, options: HiveOptions = {}): Promise<Hi
       `-Dderby.stream.error.file=${join(dir, 'derby.log')}`,
     ];
     workspace.adopt(
-      await spawnPeer('hive', 'java', [...args, '-cp', `${conf}:${lib}/*`, 'org.apache.hive.service.server.HiveServer2'], {
-        env: { ...process.env, HADOOP_HOME: dir, HADOOP_USER_NAME: 'meshgate' },
-        ready: new RegExp(`Starting ThriftBinaryCLIService on port ${candidate}\\b`),
-        portInUse: /Address already in use|Could not create ServerSocket/,
-        timeoutMs: 180_000,
-      }),
+      await spawnPeer(
+        'hive',
+        'java',
+        [...args, '-cp', `${conf}:${lib}/*`, 'org.apache.hive.service.server.HiveServer2'],
+        {
+          env: { ...process.env, HADOOP_HOME: dir, HADOOP_USER_NAME: 'meshgate' },
+          ready: new RegExp(`Starting ThriftBinaryCLIService on port ${candidate}\\b`),
+          portInUse: /Address already in use|Could not create ServerSocket/,
+          timeoutMs: 180_000,
+        },
+      ),
     );
     return candidate;
   });
   const host = '127.0.0.1';
   // Over TLS the certificate is checked by the name it carries, localhost, on the address the server binds.
-  const tls = options.tls ? { ssl: true, ca: options.tls.caPem, servername: 'localhost', rejectUnauthorized: true } : {};
+  const tls = options.tls
+    ? { ssl: true, ca: options.tls.caPem, servername: 'localhost', rejectUnauthorized: true }
+    : {};
   return { host, port, dataDir, stop, query: (sql) => hiveQuery(host, port, tls, sql) };
 }
 
@@ -116,7 +123,9 @@ async function hiveQuery(host: string, port: number, tls: object, sql: string): 
     new hive.auth.NoSaslAuthentication(),
   );
   try {
-    const session = await client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 });
+    const session = await client.openSession({
+      client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10,
+    });
     const operation = await session.executeStatement(sql, { runAsync: true });
     const utils = new hive.HiveUtils(TCLIService_types);
     await utils.waitUntilReady(operation, false, () => {});

@@ -79,7 +79,8 @@ export async function startKafka(t: After, options: KafkaOptions = {}): Promise<
   const clusterId = randomBytes(16).toString('base64url');
   const keyStore = options.tls ? await pkcs12KeyStore(dir, options.tls) : undefined;
   const users = Object.entries(options.users ?? {});
-  const scramUser = ([name, secret]: [string, string]) => SCRAM.map((m) => `--add-scram=${m}=[name=${name},password=${secret}]`);
+  const scramUser = ([name, secret]: [string, string]) =>
+    SCRAM.map((m) => `--add-scram=${m}=[name=${name},password=${secret}]`);
   const scram = users.flatMap(scramUser);
   const ports: Ports = { controller: 0, ssl: 0, saslSsl: 0 };
   const broker = await withPortRetry(async () => {
@@ -99,7 +100,9 @@ export async function startKafka(t: After, options: KafkaOptions = {}): Promise<
         timeoutMs: 60_000,
       }),
     );
-    const bound = [...server.output.matchAll(/Awaiting socket connections on 127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
+    const bound = [...server.output.matchAll(/Awaiting socket connections on 127\.0\.0\.1:(\d+)/g)].map((m) =>
+      Number(m[1]),
+    );
     const port = bound.find((p) => p !== ports.controller && p !== ports.ssl && p !== ports.saslSsl);
     if (!port) throw new Error(`test peer kafka: broker port not found in its log:\n${server.output}`);
     return port;

@@ -19,7 +19,8 @@ export interface NginxPeer {
 
 /** `http` receives the workspace folder (already created) and the `listen` directive; it returns the directives inside `http {}`. */
 export async function startNginx(t: After, http: (dir: string, listen: string) => string): Promise<NginxPeer> {
-  if (!existsSync(NGINX)) throw new Error('test peer nginx: /usr/sbin/nginx is missing (scripts/install-system-deps.sh installs it)');
+  if (!existsSync(NGINX))
+    throw new Error('test peer nginx: /usr/sbin/nginx is missing (scripts/install-system-deps.sh installs it)');
   const workspace = peerWorkspace(t, 'nginx', 'SIGQUIT');
   const { dir } = workspace;
   const temp = ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((name) => join(dir, name));

@@ -20,7 +20,13 @@ import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, type JWK, type JWTPayload, SignJWT } from 'jose';
-import Provider, { type Adapter, type AdapterPayload, errors, type ResourceServerInstance, type TokenEndpointGrantContext } from 'oidc-provider';
+import Provider, {
+  type Adapter,
+  type AdapterPayload,
+  errors,
+  type ResourceServerInstance,
+  type TokenEndpointGrantContext,
+} from 'oidc-provider';
 import { Agent, fetch } from 'undici';
 import { ensureTlsMaterial } from '../../../gateway/tls/material.ts';
 import type { After } from './process.ts';
@@ -70,7 +76,11 @@ export interface OidcPeer {
   /** The access token (a JWT) from a real password grant at the token endpoint; throws on a non-200. */
   passwordToken(username: string, password: string, scope?: string): Promise<string>;
   /** The raw password-grant exchange, for tests of the failure answers. */
-  passwordGrant(username: string, password: string, scope?: string): Promise<{ status: number; body: Record<string, unknown> }>;
+  passwordGrant(
+    username: string,
+    password: string,
+    scope?: string,
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
   /**
    * A JWT signed with the realm's own key and kid, claims as given over the defaults of a persona's
    * token (iss, aud, sub, iat, exp in 5 min, tenant_id): for negative tests (expired, wrong aud, other
@@ -93,7 +103,11 @@ export async function startOidcProvider(t: After, options: OidcProviderOptions):
 
   const tlsDir = mkdtempSync(join(tmpdir(), 'meshgate-oidc-'));
   t.after(() => rmSync(tlsDir, { recursive: true, force: true }));
-  const tls = await ensureTlsMaterial({ tlsDir, names: ['127.0.0.1', 'localhost', '::1'], clusterName: `oidc-${realm}` });
+  const tls = await ensureTlsMaterial({
+    tlsDir,
+    names: ['127.0.0.1', 'localhost', '::1'],
+    clusterName: `oidc-${realm}`,
+  });
   const signingJwk = await newSigningJwk();
 
   let provider: Provider | undefined;
@@ -123,7 +137,15 @@ export async function startOidcProvider(t: After, options: OidcProviderOptions):
     adapter: mapAdapter(),
     jwks: { keys: [signingJwk] },
     ttl: { AccessToken: ttl, Grant: ttl },
-    clients: [{ client_id: clientId, token_endpoint_auth_method: 'none', grant_types: ['password'], response_types: [], redirect_uris: [] }],
+    clients: [
+      {
+        client_id: clientId,
+        token_endpoint_auth_method: 'none',
+        grant_types: ['password'],
+        response_types: [],
+        redirect_uris: [],
+      },
+    ],
     clientDefaults: { id_token_signed_response_alg: ALG },
     enabledJWA: { idTokenSigningAlgValues: [ALG] },
     cookies: { keys: [randomUUID()] },
@@ -200,8 +222,19 @@ export async function startOidcProvider(t: After, options: OidcProviderOptions):
     async mintToken(claims, mintOptions = {}) {
       const jwk = mintOptions.foreignKey ? await newSigningJwk() : signingJwk;
       const now = Math.floor(Date.now() / 1000);
-      const payload = { iss: issuer, aud: audience, sub: randomUUID(), iat: now, exp: now + ttl, tenant_id: '__default__', jti: randomUUID(), ...claims };
-      return new SignJWT(payload).setProtectedHeader({ alg: ALG, typ: 'at+jwt', kid: jwk.kid as string }).sign(await importJWK(jwk, ALG));
+      const payload = {
+        iss: issuer,
+        aud: audience,
+        sub: randomUUID(),
+        iat: now,
+        exp: now + ttl,
+        tenant_id: '__default__',
+        jti: randomUUID(),
+        ...claims,
+      };
+      return new SignJWT(payload)
+        .setProtectedHeader({ alg: ALG, typ: 'at+jwt', kid: jwk.kid as string })
+        .sign(await importJWK(jwk, ALG));
     },
   };
   return peer;
@@ -209,7 +242,12 @@ export async function startOidcProvider(t: After, options: OidcProviderOptions):
 
 /** Claims of a persona's tokens: Keycloak's own (preferred_username, azp) and the persona's custom claims. */
 function personaClaims(persona: Persona, clientId: string): Record<string, unknown> {
-  const claims: Record<string, unknown> = { preferred_username: persona.username, azp: clientId, tenant_id: '__default__', ...persona.claims };
+  const claims: Record<string, unknown> = {
+    preferred_username: persona.username,
+    azp: clientId,
+    tenant_id: '__default__',
+    ...persona.claims,
+  };
   return Object.fromEntries(Object.entries(claims).filter(([, v]) => v !== null && v !== undefined));
 }
 

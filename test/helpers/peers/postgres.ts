@@ -56,13 +56,28 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
     chownSync(join(dir, 'pwfile'), owner.uid, owner.gid);
   }
   const data = join(dir, 'data');
-  const initdbArgs = ['-D', data, '-U', user, `--pwfile=${join(dir, 'pwfile')}`, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale=C', '-N'];
+  const initdbArgs = [
+    '-D',
+    data,
+    '-U',
+    user,
+    `--pwfile=${join(dir, 'pwfile')}`,
+    '-A',
+    'scram-sha-256',
+    '-E',
+    'UTF8',
+    '--locale=C',
+    '-N',
+  ];
   await execFileAsync(join(binDir, 'initdb'), initdbArgs, { uid: owner?.uid, gid: owner?.gid }).catch((error) => {
     throw new Error(`test peer postgres: initdb failed: ${error.stderr || error.message}`);
   });
   if (options.sslOnly) {
     if (!options.ssl) throw new Error('test peer postgres: sslOnly needs ssl');
-    writeFileSync(join(data, 'pg_hba.conf'), 'local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n');
+    writeFileSync(
+      join(data, 'pg_hba.conf'),
+      'local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n',
+    );
   }
   const settings: Record<string, string> = {
     ...(options.ssl ? serverTls(dir, options.ssl, owner) : {}),
@@ -77,7 +92,13 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
   };
   const port = await withPortRetry(async () => {
     const candidate = randomPort();
-    const args = ['-D', data, '-p', String(candidate), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+    const args = [
+      '-D',
+      data,
+      '-p',
+      String(candidate),
+      ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    ];
     workspace.adopt(
       await spawnPeer('postgres', join(binDir, 'postgres'), args, {
         uid: owner?.uid,
@@ -94,7 +115,24 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
   const url = `postgresql://${user}:${encodeURIComponent(password)}@${host}:${port}/${database}`;
   const psqlHost = options.sslOnly ? dir : host; // the Unix socket: pg_hba takes TCP over TLS only
   const psql = async (sql: string) => {
-    const args = ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-h', psqlHost, '-p', String(port), '-U', user, '-d', database, '-c', sql];
+    const args = [
+      '-X',
+      '-q',
+      '-A',
+      '-t',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-h',
+      psqlHost,
+      '-p',
+      String(port),
+      '-U',
+      user,
+      '-d',
+      database,
+      '-c',
+      sql,
+    ];
     try {
       const env = { ...process.env, PGPASSWORD: password }; // not on the command line, where ps shows it
       const { stdout } = await execFileAsync(join(binDir, 'psql'), args, { env, maxBuffer: 64 << 20 });
@@ -108,7 +146,11 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
 }
 
 /** Server settings for TLS; PostgreSQL refuses a key file others may read, or one owned by another user but root. */
-function serverTls(dir: string, ssl: { certFile: string; keyFile: string }, owner: { uid: number; gid: number } | undefined): Record<string, string> {
+function serverTls(
+  dir: string,
+  ssl: { certFile: string; keyFile: string },
+  owner: { uid: number; gid: number } | undefined,
+): Record<string, string> {
   const cert = join(dir, 'server.crt');
   const key = join(dir, 'server.key');
   copyFileSync(ssl.certFile, cert);
@@ -122,7 +164,10 @@ function systemUser(name: string): { uid: number; gid: number } {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((l) => l.startsWith(`${name}:`));
-  if (!line) throw new Error(`test peer postgres: running as root needs the '${name}' system user (installed with the postgresql package)`);
+  if (!line)
+    throw new Error(
+      `test peer postgres: running as root needs the '${name}' system user (installed with the postgresql package)`,
+    );
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }

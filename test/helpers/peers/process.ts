@@ -34,7 +34,9 @@ export async function peerScript(name: string, args: string[] = []): Promise<str
     return stdout.trim().split('\n').at(-1) ?? '';
   } catch (error) {
     const e = error as { stderr?: string; message: string };
-    throw new Error(`test peer ${name}: scripts/peers/${name}.sh failed (run scripts/peers/install-all.sh): ${e.stderr || e.message}`);
+    throw new Error(
+      `test peer ${name}: scripts/peers/${name}.sh failed (run scripts/peers/install-all.sh): ${e.stderr || e.message}`,
+    );
   }
 }
 
@@ -109,9 +111,20 @@ export class PeerProcess {
       const check = () => {
         const match = this.#output.match(pattern);
         if (match) return finish(() => resolve(match));
-        if (!this.running) finish(() => reject(new Error(`test peer ${this.name} exited (${this.child.exitCode ?? this.child.signalCode}):\n${this.#output}`)));
+        if (!this.running)
+          finish(() =>
+            reject(
+              new Error(
+                `test peer ${this.name} exited (${this.child.exitCode ?? this.child.signalCode}):\n${this.#output}`,
+              ),
+            ),
+          );
       };
-      const timer = setTimeout(() => finish(() => reject(new Error(`test peer ${this.name} not ready after ${timeoutMs} ms:\n${this.#output}`))), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          finish(() => reject(new Error(`test peer ${this.name} not ready after ${timeoutMs} ms:\n${this.#output}`))),
+        timeoutMs,
+      );
       const finish = (settle: () => void) => {
         clearTimeout(timer);
         this.child.stdout?.off('data', check);
@@ -140,7 +153,12 @@ export class PeerProcess {
 }
 
 /** Spawns a server and resolves once its output matches `ready`; throws PortInUseError or the server's output. */
-export async function spawnPeer(name: string, command: string, args: string[], options: SpawnOptions): Promise<PeerProcess> {
+export async function spawnPeer(
+  name: string,
+  command: string,
+  args: string[],
+  options: SpawnOptions,
+): Promise<PeerProcess> {
   const child = spawn(command, args, {
     cwd: options.cwd,
     env: options.env ?? process.env,

@@ -36,5 +36,7 @@ export async function parsePrometheus(text: string): Promise<Sample[]> {
 
 /** The sum of the samples named `name` whose labels include `labels`. */
 export function total(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number {
-  return samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + s.value, 0);
+  return samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
 }

@@ -28,7 +28,13 @@ export async function startS3(t: After): Promise<S3Peer> {
   const stop = () => server.stop('SIGTERM', 5000);
   t.after(stop);
   const [, endpoint] = server.output.match(/Running on (http:\/\/127\.0\.0\.1:\d+)/) ?? [];
-  return { endpoint: endpoint as string, region: 'us-east-1', accessKeyId: 'meshgate-test', secretAccessKey: 'meshgate-test-secret', stop };
+  return {
+    endpoint: endpoint as string,
+    region: 'us-east-1',
+    accessKeyId: 'meshgate-test',
+    secretAccessKey: 'meshgate-test-secret',
+    stop,
+  };
 }
 
 /** An AWS SDK client for the peer (path-style, its key pair), destroyed in t.after: to put test objects. */

@@ -6,7 +6,19 @@
  * file the gateway reads back after a restart.
  */
 import { spawn } from 'node:child_process';
-import { chownSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { ENV_NAME } from '../../env.ts';
 import type { ApprovedPackage } from '../../schema.ts';
@@ -153,7 +165,11 @@ function supervisorScript(options: SpawnOptions): string {
     `finish() { printf '%s %s\\n' "$1" "$2" > "$dir/exit.tmp" && /usr/bin/mv -f "$dir/exit.tmp" "$dir/exit"; exit "$2"; }`,
   ];
   if (packages.length > 0) {
-    const launch = sandbox.launcher({ writable: [paths.work, paths.venv], readOnly: [paths.requirements, options.wheelDir], chdir: paths.work });
+    const launch = sandbox.launcher({
+      writable: [paths.work, paths.venv],
+      readOnly: [paths.requirements, options.wheelDir],
+      chdir: paths.work,
+    });
     const args = [options.python, paths.venv, options.wheelDir, paths.requirements];
     lines.push(
       'echo "[meshgate] installing approved python packages"',
@@ -161,7 +177,11 @@ function supervisorScript(options: SpawnOptions): string {
     );
   }
   if (sandbox.isolated) {
-    const launch = sandbox.launcher({ writable: [paths.work], readOnly: packages.length > 0 ? [paths.venv] : [], chdir: paths.work });
+    const launch = sandbox.launcher({
+      writable: [paths.work],
+      readOnly: packages.length > 0 ? [paths.venv] : [],
+      chdir: paths.work,
+    });
     // fd 3: the supervisor's own read-write end (a reader always exists, so a late stop never SIGPIPEs it);
     // fd 5: the read-only end, which becomes the sandbox's fd 3.
     lines.push(
@@ -186,7 +206,8 @@ function supervisorScript(options: SpawnOptions): string {
 function environmentScript(env: Record<string, string>): string {
   return Object.entries(env)
     .map(([name, value]) => {
-      if (!ENV_NAME.test(name) || value.includes('\0')) throw new Error(`the job environment variable ${JSON.stringify(name)} is not usable`);
+      if (!ENV_NAME.test(name) || value.includes('\0'))
+        throw new Error(`the job environment variable ${JSON.stringify(name)} is not usable`);
       return `export ${name}=${shellQuote(value)}\n`;
     })
     .join('');
@@ -198,7 +219,11 @@ function environmentScript(env: Record<string, string>): string {
  */
 function openEnvironment(paths: JobPaths, env: Record<string, string>): number {
   rmSync(paths.env, { force: true });
-  const fd = openSync(paths.env, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  const fd = openSync(
+    paths.env,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     writeFileSync(fd, environmentScript(env));
   } finally {
@@ -214,7 +239,11 @@ function openEnvironment(paths: JobPaths, env: Record<string, string>): number {
 /** Spawns the wrapper as a new process group; returns its pid (= the group id). */
 export function spawnJob(options: SpawnOptions): number {
   const { paths } = options;
-  const out = openSync(paths.log, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  const out = openSync(
+    paths.log,
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
+    0o600,
+  );
   let env: number | null = null;
   try {
     env = openEnvironment(paths, options.jobEnv);

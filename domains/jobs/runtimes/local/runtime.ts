@@ -6,13 +6,24 @@
  * stopped as FAILED log_limit_exceeded). One ticker watches log sizes and
  * jobs re-attached after a restart.
  */
-import { constants } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { JobsErrors } from '../../errors.ts';
 import type { JobStatus } from '../../schema.ts';
 import type { JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
-import { type ExitRecord, type JobPaths, jobPaths, livePid, logSize, prepareJobDir, readExit, signalGroup, spawnJob, wasStarted } from './process.ts';
+import { jobIdOf, localRuntimeJobId, openJobLog } from './job-files.ts';
+import {
+  type ExitRecord,
+  type JobPaths,
+  jobPaths,
+  livePid,
+  logSize,
+  prepareJobDir,
+  readExit,
+  signalGroup,
+  spawnJob,
+  wasStarted,
+} from './process.ts';
 import type { JobSandbox } from './sandbox.ts';
 
 export interface LocalRuntimeOptions {
@@ -47,7 +58,6 @@ interface Entry {
   holdsSlot: boolean;
 }
 
-const PREFIX = 'local-';
 /**
  * The supervisor's whole environment: fixed, nothing of the caller's (it runs outside the sandbox, as root
  * when the gateway is). PLATFORM_JOB_ID names the job's processes for operators (and tests).
@@ -126,7 +136,14 @@ export class LocalJobRuntime implements JobRuntime {
       if (exit) {
         this.#entries.set(job.runtimeJobId, finishedEntry(job.spec.jobId, exit));
       } else if (pid !== null) {
-        const entry: Entry = { ...newEntry(job.spec.jobId, null), status: 'RUNNING', pid, adopted: true, holdsSlot: true, startedAt: new Date() };
+        const entry: Entry = {
+          ...newEntry(job.spec.jobId, null),
+          status: 'RUNNING',
+          pid,
+          adopted: true,
+          holdsSlot: true,
+          startedAt: new Date(),
+        };
         this.#entries.set(job.runtimeJobId, entry);
         this.#running++;
       } else if (wasStarted(paths)) {
@@ -195,7 +212,8 @@ export class LocalJobRuntime implements JobRuntime {
     const paths = this.#paths(id);
     try {
       if (this.options.sandboxProblem !== null) throw new Error('the job sandbox is unavailable');
-      if (spec.packages.length > 0 && !this.options.wheelDir) throw new Error('no wheel directory is configured for python_packages');
+      if (spec.packages.length > 0 && !this.options.wheelDir)
+        throw new Error('no wheel directory is configured for python_packages');
       prepareJobDir(paths, spec.packages, this.options.sandbox.jobUid);
       entry.pid = spawnJob({
         paths,
@@ -223,7 +241,11 @@ export class LocalJobRuntime implements JobRuntime {
     const exit = readExit(paths);
     if (exit) this.#finish(id, entry, outcome(exit, entry));
     else if (code === null && signal === null)
-      this.#finish(id, entry, { status: 'FAILED', errorType: 'spawn_failed', errorMessage: 'the job process could not be started' });
+      this.#finish(id, entry, {
+        status: 'FAILED',
+        errorType: 'spawn_failed',
+        errorMessage: 'the job process could not be started',
+      });
     else this.#finish(id, entry, outcome({ step: 'entrypoint', code: code ?? 128, at: new Date() }, entry, signal));
   }
 
@@ -267,7 +289,8 @@ export class LocalJobRuntime implements JobRuntime {
       if (!entry.adopted) continue;
       const exit = readExit(paths);
       if (exit) this.#finish(id, entry, outcome(exit, entry));
-      else if (livePid(paths) === null) this.#finish(id, entry, lost('the re-attached job process ended without an exit status'));
+      else if (livePid(paths) === null)
+        this.#finish(id, entry, lost('the re-attached job process ended without an exit status'));
     }
   }
 
@@ -276,34 +299,15 @@ export class LocalJobRuntime implements JobRuntime {
   }
 }
 
-export function localRuntimeJobId(jobId: string): string {
-  return `${PREFIX}${jobId}`;
-}
-
-/** A local job's log, read from its file: any process of the gateway may read it, whichever one started the job. */
-export async function openJobLog(jobsDir: string, runtimeJobId: string): Promise<LogSource | null> {
-  // O_NOFOLLOW: a symlink where the log should be is never followed (the job cannot reach this dir in
-  // its sandbox; without one, it could).
-  const path = jobPaths(jobsDir, jobIdOf(runtimeJobId)).log;
-  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => null);
-  if (!handle) return null;
-  const { size } = await handle.stat();
-  return {
-    size,
-    async read(position, length) {
-      const buffer = Buffer.alloc(length);
-      const { bytesRead } = await handle.read(buffer, 0, length, position);
-      return buffer.subarray(0, bytesRead);
-    },
-    close: () => handle.close(),
-  };
-}
-
 /**
  * What the entrypoint sees: the clean base, HOME = its work dir, then the job's own variables; with
  * packages, the venv first on PATH. Inside the sandbox PATH, LD_PRELOAD and the like reach only the job.
  */
-function jobEnvironment(baseEnv: Record<string, string>, paths: JobPaths, spec: RuntimeJobSpec): Record<string, string> {
+function jobEnvironment(
+  baseEnv: Record<string, string>,
+  paths: JobPaths,
+  spec: RuntimeJobSpec,
+): Record<string, string> {
   const env: Record<string, string> = { ...baseEnv, HOME: paths.work, ...spec.env };
   if (spec.packages.length === 0) return env;
   return { ...env, PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`, VIRTUAL_ENV: paths.venv };
@@ -311,7 +315,16 @@ function jobEnvironment(baseEnv: Record<string, string>, paths: JobPaths, spec: 
 
 function newEntry(jobId: string, spec: RuntimeJobSpec | null): Entry {
   const base = { startedAt: null, endedAt: null, errorType: null, errorMessage: null, pid: null };
-  return { jobId, spec, status: 'PENDING', ...base, adopted: false, stopRequested: false, killTimer: null, holdsSlot: false };
+  return {
+    jobId,
+    spec,
+    status: 'PENDING',
+    ...base,
+    adopted: false,
+    stopRequested: false,
+    killTimer: null,
+    holdsSlot: false,
+  };
 }
 
 function finishedEntry(jobId: string, exit: ExitRecord): Entry {
@@ -323,27 +336,50 @@ function lost(message: string): Pick<Entry, 'status' | 'errorType' | 'errorMessa
 }
 
 /** Maps how the job ended to a status; a job stopped on request is STOPPED whatever its exit. */
-function outcome(exit: ExitRecord, entry: Entry | null, signal?: NodeJS.Signals | null): Pick<Entry, 'status'> & Partial<Entry> {
+function outcome(
+  exit: ExitRecord,
+  entry: Entry | null,
+  signal?: NodeJS.Signals | null,
+): Pick<Entry, 'status'> & Partial<Entry> {
   if (entry?.errorType === 'log_limit_exceeded') {
-    return { status: 'FAILED', errorType: 'log_limit_exceeded', errorMessage: 'the job wrote more output than the log size cap and was stopped' };
+    return {
+      status: 'FAILED',
+      errorType: 'log_limit_exceeded',
+      errorMessage: 'the job wrote more output than the log size cap and was stopped',
+    };
   }
   if (entry?.stopRequested) return { status: 'STOPPED' };
   if (exit.step === 'install') {
-    return { status: 'FAILED', errorType: 'python_package_install_failed', errorMessage: 'installing the approved python packages failed (see the job logs)' };
+    return {
+      status: 'FAILED',
+      errorType: 'python_package_install_failed',
+      errorMessage: 'installing the approved python packages failed (see the job logs)',
+    };
   }
-  if (signal) return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the job process was killed by ${signal}` };
+  if (signal)
+    return {
+      status: 'FAILED',
+      errorType: 'entrypoint_failed',
+      errorMessage: `the job process was killed by ${signal}`,
+    };
   if (exit.code === 0) return { status: 'SUCCEEDED' };
-  return { status: 'FAILED', errorType: 'entrypoint_failed', errorMessage: `the entrypoint failed with exit code ${exit.code}` };
+  return {
+    status: 'FAILED',
+    errorType: 'entrypoint_failed',
+    errorMessage: `the entrypoint failed with exit code ${exit.code}`,
+  };
 }
 
 function snapshot(entry: Entry): RuntimeSnapshot {
-  return { status: entry.status, startedAt: entry.startedAt, endedAt: entry.endedAt, errorType: entry.errorType, errorMessage: entry.errorMessage };
+  return {
+    status: entry.status,
+    startedAt: entry.startedAt,
+    endedAt: entry.endedAt,
+    errorType: entry.errorType,
+    errorMessage: entry.errorMessage,
+  };
 }
 
 function isTerminal(status: JobStatus): boolean {
   return status !== 'PENDING' && status !== 'RUNNING';
-}
-
-function jobIdOf(runtimeJobId: string): string {
-  return runtimeJobId.startsWith(PREFIX) ? runtimeJobId.slice(PREFIX.length) : runtimeJobId;
 }

@@ -135,8 +135,20 @@ export class JobSandbox {
     // bwrap runs privileged (no user namespace): it keeps only what setpriv needs to drop to the job uid (and
     // DAC_READ_SEARCH to chdir into the job-owned 0700 work dir), and setpriv then clears every capability,
     // the bounding set included, and sets no_new_privs (no setuid gains).
-    args.push('--cap-drop', 'ALL', ...['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH'].flatMap((c) => ['--cap-add', c]), '--');
-    const drop = ['/usr/bin/setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all'];
+    args.push(
+      '--cap-drop',
+      'ALL',
+      ...['CAP_SETUID', 'CAP_SETGID', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH'].flatMap((c) => ['--cap-add', c]),
+      '--',
+    );
+    const drop = [
+      '/usr/bin/setpriv',
+      `--reuid=${uid}`,
+      `--regid=${uid}`,
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+    ];
     return [...limits, ...args, ...drop, '--no-new-privs', '--'];
   }
 
@@ -144,20 +156,40 @@ export class JobSandbox {
   probe(): string | null {
     if (!this.isolated) return null;
     const [command, ...args] = [...this.launcher({ writable: [], readOnly: [], chdir: null }), '/bin/true'];
-    const result = spawnSync(command as string, args, { encoding: 'utf8', timeout: 10_000, env: { PATH: '/usr/bin:/bin' } });
+    const result = spawnSync(command as string, args, {
+      encoding: 'utf8',
+      timeout: 10_000,
+      env: { PATH: '/usr/bin:/bin' },
+    });
     if (result.error) return `${command}: ${result.error.message}`;
-    if (result.status !== 0) return `${this.options.bwrapPath} exited ${result.status ?? result.signal}: ${result.stderr.trim()}`;
+    if (result.status !== 0)
+      return `${this.options.bwrapPath} exited ${result.status ?? result.signal}: ${result.stderr.trim()}`;
     return null;
   }
 
   #limits(): string[] {
     const { addressSpaceBytes, processes, openFiles, cpuSeconds } = this.options.limits;
     const fsize = this.options.maxFileBytes;
-    return ['/usr/bin/prlimit', `--as=${addressSpaceBytes}`, `--nproc=${processes}`, `--nofile=${openFiles}`, `--cpu=${cpuSeconds}`, `--fsize=${fsize}`, '--'];
+    return [
+      '/usr/bin/prlimit',
+      `--as=${addressSpaceBytes}`,
+      `--nproc=${processes}`,
+      `--nofile=${openFiles}`,
+      `--cpu=${cpuSeconds}`,
+      `--fsize=${fsize}`,
+      '--',
+    ];
   }
 
   #isolation(): string[] {
-    const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--new-session', '--die-with-parent'];
+    const args = [
+      '--unshare-pid',
+      '--unshare-ipc',
+      '--unshare-uts',
+      '--unshare-cgroup-try',
+      '--new-session',
+      '--die-with-parent',
+    ];
     // Unprivileged bwrap needs a user namespace to mount; root does not, and must not map the job to uid 0.
     if (!runsAsRoot()) args.push('--unshare-user', '--disable-userns', '--cap-drop', 'ALL');
     for (const dir of SYSTEM_DIRS) args.push(...systemMount(dir));

@@ -20,7 +20,11 @@ interface Layer {
   remedy: string | null;
 }
 
-function Checklist({ report }: { report: { ok: boolean; layers: Layer[]; reason: string | null; remedy: string | null } }) {
+function Checklist({
+  report,
+}: {
+  report: { ok: boolean; layers: Layer[]; reason: string | null; remedy: string | null };
+}) {
   return html`<div class="diagnose">
     <p><strong>${report.ok ? 'All layers pass' : `Failing: ${report.reason}`}</strong></p>
     <ul class="checklist" aria-label="Connection layers">

@@ -40,7 +40,8 @@ export function JobsPage() {
   const jobs = useApi<any[]>('/cluster/jobs/', LIVE_MS);
   const [open, setOpen] = useState<string | null>(null);
   const action = useAction();
-  const cancel = (id: string) => action.run(() => api('POST', `/cluster/jobs/${encodeURIComponent(id)}/cancel`).then(jobs.reload));
+  const cancel = (id: string) =>
+    action.run(() => api('POST', `/cluster/jobs/${encodeURIComponent(id)}/cancel`).then(jobs.reload));
   const rows = Array.isArray(jobs.data) ? jobs.data : ((jobs.data as any)?.jobs ?? null);
   return html`<section aria-labelledby="page-title">
     <h2 id="page-title">Jobs</h2>

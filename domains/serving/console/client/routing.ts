@@ -16,7 +16,11 @@ function problemText(p: Problem | string): string {
   return typeof p === 'string' ? p : [p.field, p.message].filter(Boolean).join(': ') || JSON.stringify(p);
 }
 
-function SmokeResults({ result }: { result: { ok: boolean; checks: { check: string; status: string; detail: string }[] } }) {
+function SmokeResults({
+  result,
+}: {
+  result: { ok: boolean; checks: { check: string; status: string; detail: string }[] };
+}) {
   return html`<div aria-live="polite">
     <h3>Smoke checks: ${result.ok ? 'all pass' : 'failures'}</h3>
     <${Table}
@@ -75,7 +79,11 @@ export function RoutingPage({ admin }: { admin: boolean }) {
     live.reload();
   };
   const rows = live.data
-    ? Object.entries(live.data.service_prefixes).map(([service, prefix]) => ({ service, prefix, on: live.data.enabled_services[service] !== false }))
+    ? Object.entries(live.data.service_prefixes).map(([service, prefix]) => ({
+        service,
+        prefix,
+        on: live.data.enabled_services[service] !== false,
+      }))
     : null;
   return html`<section aria-labelledby="page-title">
     <h2 id="page-title">Routing</h2>

@@ -6,7 +6,17 @@
  * backup target that exists or lies inside the data dir.
  */
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -54,9 +64,21 @@ test('backup and restore refusals: forged or damaged backups, occupied data dirs
     },
     /keys\/signing-key\.jwk\.json .* does not match its manifest/,
   );
-  await refusedRestore('extra-file', (dir) => writeFileSync(join(dir, 'tls', 'planted.pem'), 'x'), /files its manifest does not list: tls\/planted\.pem/);
-  await refusedRestore('symlink', (dir) => symlinkSync('/etc/passwd', join(dir, 'tls', 'link')), /neither a file nor a folder/);
-  await refusedRestore('missing-file', (dir) => rmSync(join(dir, 'tls', 'ca.pem')), /lacks files its manifest lists: tls\/ca\.pem/);
+  await refusedRestore(
+    'extra-file',
+    (dir) => writeFileSync(join(dir, 'tls', 'planted.pem'), 'x'),
+    /files its manifest does not list: tls\/planted\.pem/,
+  );
+  await refusedRestore(
+    'symlink',
+    (dir) => symlinkSync('/etc/passwd', join(dir, 'tls', 'link')),
+    /neither a file nor a folder/,
+  );
+  await refusedRestore(
+    'missing-file',
+    (dir) => rmSync(join(dir, 'tls', 'ca.pem')),
+    /lacks files its manifest lists: tls\/ca\.pem/,
+  );
   await refusedRestore(
     'climbs-out',
     (dir) => {
@@ -87,7 +109,9 @@ test('backup and restore refusals: forged or damaged backups, occupied data dirs
     'newer-schema',
     (dir) => {
       const db = new Database(join(dir, 'meshgate.db'));
-      db.prepare('UPDATE __drizzle_migrations SET created_at = ? WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)').run(9e12);
+      db.prepare(
+        'UPDATE __drizzle_migrations SET created_at = ? WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)',
+      ).run(9e12);
       db.close();
       editManifest(dir, (m) => {
         m.files[0] = entryOf(dir, 'meshgate.db');
@@ -105,9 +129,20 @@ test('backup and restore refusals: forged or damaged backups, occupied data dirs
     },
     /is not a readable meshgate database/,
   );
-  await refusedRestore('no-manifest', (dir) => rmSync(join(dir, 'MANIFEST.json')), /is not a meshgate backup: no MANIFEST\.json/);
-  await refusedRestore('wrong-format', (dir) => editManifest(dir, (m) => Object.assign(m, { format: 'tar' })), /format: Invalid input/);
-  assert.ok(!existsSync(join(root, 'x', 'evil')) && !existsSync(join(root, 'x')), 'nothing was written outside the target');
+  await refusedRestore(
+    'no-manifest',
+    (dir) => rmSync(join(dir, 'MANIFEST.json')),
+    /is not a meshgate backup: no MANIFEST\.json/,
+  );
+  await refusedRestore(
+    'wrong-format',
+    (dir) => editManifest(dir, (m) => Object.assign(m, { format: 'tar' })),
+    /format: Invalid input/,
+  );
+  assert.ok(
+    !existsSync(join(root, 'x', 'evil')) && !existsSync(join(root, 'x')),
+    'nothing was written outside the target',
+  );
 
   // A non-empty data dir: refused without --force; --force replaces its content but keeps the KEK folder.
   const occupied = join(root, 'occupied');
@@ -128,6 +163,10 @@ test('backup and restore refusals: forged or damaged backups, occupied data dirs
   const forced = await meshgate(['restore', good, '--data-dir', occupied, '--force']);
   assert.equal(forced.code, 0, forced.stderr);
   assert.ok(!existsSync(join(occupied, 'stale.txt')), '--force removed what was there');
-  assert.deepEqual(readFileSync(kekFile), readFileSync(join(gw.dataDir, 'keys', 'kek', 'kek-v1.key')), 'the KEK folder is kept');
+  assert.deepEqual(
+    readFileSync(kekFile),
+    readFileSync(join(gw.dataDir, 'keys', 'kek', 'kek-v1.key')),
+    'the KEK folder is kept',
+  );
   assert.equal((await meshgate(['restore', good, 'extra', '--data-dir', occupied])).code, 2);
 });

@@ -55,7 +55,10 @@ test('restore drill: backup under write load, restore into a new dir, every writ
   const load = (async () => {
     for (let i = 0; backupRunning && i < MAX_WRITES && Date.now() < deadline; i++) {
       const value = `value-${i}-${'é'.repeat(i % 7)}`;
-      const res = await source.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: `load/${i}`, value } });
+      const res = await source.request('POST', '/api/catalog/secrets/', {
+        token: admin,
+        json: { name: `load/${i}`, value },
+      });
       assert.equal(res.status, 201, res.text);
       acked.push({ urn: res.json, value, seq: seq++ });
       if (acked.length === WRITES_BEFORE_BACKUP) seenBeforeBackup();
@@ -73,7 +76,9 @@ test('restore drill: backup under write load, restore into a new dir, every writ
 
   const kekText = readFileSync(join(source.dataDir, 'keys', 'kek', 'kek-v1.key'), 'utf8').trim();
   const files = filesWithModes(backupDir);
-  assert.ok(files.some((f) => f.path === 'keys/signing-key.jwk.json') && files.some((f) => f.path === 'tls/ca-key.pem'));
+  assert.ok(
+    files.some((f) => f.path === 'keys/signing-key.jwk.json') && files.some((f) => f.path === 'tls/ca-key.pem'),
+  );
   assert.ok(
     files.some((f) => f.path === 'issuer'),
     'the issuer file, so restored tokens keep their iss',
@@ -87,24 +92,32 @@ test('restore drill: backup under write load, restore into a new dir, every writ
   const restoredDir = join(scratchDir(t, 'restored'), 'data');
   const kekDir = join(scratchDir(t, 'kek'), 'kek');
   mkdirSync(kekDir, { mode: 0o700 });
-  const withoutKek = await meshgate(['restore', backupDir, '--data-dir', restoredDir], { PLATFORM_SECRETS_KEK_DIR: kekDir });
+  const withoutKek = await meshgate(['restore', backupDir, '--data-dir', restoredDir], {
+    PLATFORM_SECRETS_KEK_DIR: kekDir,
+  });
   assert.equal(withoutKek.code, 0, withoutKek.stderr);
   assert.match(withoutKek.stdout, new RegExp(`KEK ${join(kekDir, 'kek-v1.key')}: missing`));
   assert.match(withoutKek.stderr, /before start, put the KEK files/);
   copyFileSync(join(source.dataDir, 'keys', 'kek', 'kek-v1.key'), join(kekDir, 'kek-v1.key'));
   chmodSync(join(kekDir, 'kek-v1.key'), 0o600);
-  const again = await meshgate(['restore', backupDir, '--data-dir', restoredDir, '--force'], { PLATFORM_SECRETS_KEK_DIR: kekDir });
+  const again = await meshgate(['restore', backupDir, '--data-dir', restoredDir, '--force'], {
+    PLATFORM_SECRETS_KEK_DIR: kekDir,
+  });
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stdout, /kek-v1\.key: ok/);
 
   const restored = await startOn(t, restoredDir, { secrets: { kekDir } });
   assert.equal((await restored.request('GET', '/api/ready')).status, 200);
   const before = acked.filter((a) => a.seq < backupStartSeq);
-  for (const { urn, value } of before) assert.equal(revealCurrent(restored, urn), value, `${urn} acknowledged before the backup`);
+  for (const { urn, value } of before)
+    assert.equal(revealCurrent(restored, urn), value, `${urn} acknowledged before the backup`);
   const list = await restored.request('GET', '/api/catalog/secrets/', { token: admin });
   assert.equal(list.status, 200, 'the admin token issued by the source gateway before the backup still works');
   const present = new Set(list.json.map((s: { urn: string }) => s.urn));
-  assert.ok(present.size >= before.length && present.size <= acked.length + 1, `${present.size} restored of ${acked.length}`);
+  assert.ok(
+    present.size >= before.length && present.size <= acked.length + 1,
+    `${present.size} restored of ${acked.length}`,
+  );
   for (const { urn, value } of acked) if (present.has(urn)) assert.equal(revealCurrent(restored, urn), value, urn);
   assert.equal((await restored.request('GET', '/api/catalog/secrets/', { token: `${admin}x` })).status, 401);
 });
@@ -123,7 +136,10 @@ test('serve lock: gateways share a data dir, a restore waits for none of them; a
   await first.stop();
   await second.stop();
   const restoring = holdRestoreLock(first.dataDir);
-  await assert.rejects(first.start(), (error: unknown) => error instanceof DataDirInUseError && /a restore is writing/.test(error.message));
+  await assert.rejects(
+    first.start(),
+    (error: unknown) => error instanceof DataDirInUseError && /a restore is writing/.test(error.message),
+  );
   restoring.release();
   await first.start();
   assert.equal((await first.request('GET', '/api/ping')).status, 200);

@@ -14,7 +14,11 @@ import { Agent, request } from 'undici';
 
 const BIN = fileURLToPath(new URL('../../../../bin/meshgate', import.meta.url));
 
-function run(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+  stdin?: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(BIN, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';

@@ -24,7 +24,16 @@ import { alive, jobProcesses, MARKER } from '../../../helpers/jobs.ts';
 import { V1 } from '../../../helpers/retrieval.ts';
 import { sampleRows, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
 import { startModelServer } from '../../../helpers/upstreams.ts';
-import { adminToken, BIN, connection, servedBy, serveWorkers, steadyLoad, untilServed, workerPids } from '../../../helpers/workers.ts';
+import {
+  adminToken,
+  BIN,
+  connection,
+  servedBy,
+  serveWorkers,
+  steadyLoad,
+  untilServed,
+  workerPids,
+} from '../../../helpers/workers.ts';
 
 const run = promisify(execFile);
 
@@ -66,11 +75,14 @@ test('two workers share the port and serve; the pid file is 0600 and refuses a s
     await conn.close();
   }
   assert.deepEqual([...seen].sort(), [...workers].sort(), 'each worker served a connection');
-  await assert.rejects(run(BIN, ['serve', '--data-dir', dir, '--https-port', '0', '--workers', '2']), (error: { code: number; stderr: string }) => {
-    assert.equal(error.code, 1);
-    assert.match(error.stderr, new RegExp(`another meshgate primary \\(pid ${primary}\\) serves`));
-    return true;
-  });
+  await assert.rejects(
+    run(BIN, ['serve', '--data-dir', dir, '--https-port', '0', '--workers', '2']),
+    (error: { code: number; stderr: string }) => {
+      assert.equal(error.code, 1);
+      assert.match(error.stderr, new RegExp(`another meshgate primary \\(pid ${primary}\\) serves`));
+      return true;
+    },
+  );
   assert.equal(await served.stop('SIGTERM'), 0);
   assert.match(served.output(), /meshgate stopped \(SIGTERM\)/);
   for (const pid of [primary, ...workers]) await until(() => !alive(pid), `process ${pid} to end`);
@@ -84,7 +96,10 @@ test('a worker killed with SIGKILL under load is replaced; the failed requests a
   const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 60_000 });
   await untilServed(load.result, 200);
   process.kill(victim as number, 'SIGKILL');
-  await until(() => workerPids(primary).length === 2 && !workerPids(primary).includes(victim as number), 'a replacement worker');
+  await until(
+    () => workerPids(primary).length === 2 && !workerPids(primary).includes(victim as number),
+    'a replacement worker',
+  );
   await served.waitForLine(/"msg":"worker serving"/);
   await untilServed(load.result, 500);
   const result = await load.stop();
@@ -153,7 +168,10 @@ test('a job submitted through one worker is cancelled and read through another; 
   assert.equal(logs.status, 200, 'logs read on a worker that did not start the job');
   await until(() => jobProcesses(jobId).length === 0, 'the job process to end');
   // `run` waits on a worker for a job the primary runs: it ends with the job, its marker read from the log.
-  const ran = await other.call('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: `echo '${MARKER}{"answer":42}'` } });
+  const ran = await other.call('POST', '/api/cluster/jobs/run', {
+    token,
+    json: { entrypoint: `echo '${MARKER}{"answer":42}'` },
+  });
   assert.equal(ran.status, 200, ran.text);
   assert.equal(ran.json.status, 'SUCCEEDED', ran.text);
   assert.deepEqual(ran.json.result, { answer: 42 });
@@ -166,18 +184,31 @@ test('a retrieval stream token handed out by one worker is honoured by every wor
   const token = await adminToken(served);
   const conn = connection(served);
   t.after(() => conn.close());
-  const dataset = await conn.call('POST', '/api/catalog/datasets/', { token, json: { name: 'rows', platform: 'file', properties: { path: files.jsonl } } });
+  const dataset = await conn.call('POST', '/api/catalog/datasets/', {
+    token,
+    json: { name: 'rows', platform: 'file', properties: { path: files.jsonl } },
+  });
   assert.equal(dataset.status, 201, dataset.text);
-  const job = await conn.call('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: dataset.json, transport: 'grpc', grpc_protocol: V1 } });
+  const job = await conn.call('POST', '/api/retrieval/jobs', {
+    token,
+    json: { dataset_urn: dataset.json, transport: 'grpc', grpc_protocol: V1 },
+  });
   assert.equal(job.status, 201, job.text);
   const readers = new Set<number>();
   // Each read opens its own connection, until both workers have served one (each read must succeed).
   for (let i = 0; i < 24 && readers.size < 2; i++) {
     const requestId = randomUUID();
-    const client = createClient(RetrievalService, createGrpcTransport({ baseUrl: served.base, nodeOptions: { ca: served.ca } }));
+    const client = createClient(
+      RetrievalService,
+      createGrpcTransport({ baseUrl: served.base, nodeOptions: { ca: served.ca } }),
+    );
     let rows = 0;
-    const chunks = client.streamData({ jobId: job.json.job_id, token: job.json.grpc.token }, { headers: { 'x-request-id': requestId } });
-    for await (const chunk of chunks) if (!chunk.final) rows += (JSON.parse(Buffer.from(chunk.payload).toString('utf8')) as unknown[]).length;
+    const chunks = client.streamData(
+      { jobId: job.json.job_id, token: job.json.grpc.token },
+      { headers: { 'x-request-id': requestId } },
+    );
+    for await (const chunk of chunks)
+      if (!chunk.final) rows += (JSON.parse(Buffer.from(chunk.payload).toString('utf8')) as unknown[]).length;
     assert.equal(rows, 40, `read ${i}`);
     readers.add(await servedBy(served, requestId));
   }
@@ -191,13 +222,19 @@ test('a legacy port asked for on a worker is opened by the primary; its refusal 
   const conn = connection(served);
   t.after(() => conn.close());
   const port = await freePort();
-  const created = await conn.call('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'm', upstream: model.url, legacy_port: port } });
+  const created = await conn.call('POST', '/api/serving/deployments', {
+    token,
+    json: { kind: 'model', name: 'm', upstream: model.url, legacy_port: port },
+  });
   assert.equal(created.status, 201, created.text);
   const primary = served.child.pid as number;
   assert.ok(listenersOf(primary).includes(port), 'the primary holds the legacy port');
   const agent = new Agent({ connect: { ca: served.ca } });
   t.after(() => agent.close());
-  const viaLegacy = await request(`https://localhost:${port}/v1/models`, { dispatcher: agent, headers: { authorization: `Bearer ${token}` } });
+  const viaLegacy = await request(`https://localhost:${port}/v1/models`, {
+    dispatcher: agent,
+    headers: { authorization: `Bearer ${token}` },
+  });
   assert.equal(viaLegacy.statusCode, 200, await viaLegacy.body.text());
   // The upstream's own port is taken by another process: the primary's bind fails, and the worker answers with it.
   const busy = await conn.call('POST', '/api/serving/deployments', {
@@ -241,22 +278,32 @@ function freePort(): Promise<number> {
 test("a retrieval cancel taken by one worker ends the job's stream on another", async (t) => {
   const dir = dataDir(t);
   const path = join(dir, 'big.jsonl');
-  writeFileSync(path, Array.from({ length: 200_000 }, (_, i) => JSON.stringify({ id: `r${i}`, note: `row ${i}` })).join('\n'));
+  writeFileSync(
+    path,
+    Array.from({ length: 200_000 }, (_, i) => JSON.stringify({ id: `r${i}`, note: `row ${i}` })).join('\n'),
+  );
   const served = await started(t, join(dir, 'data'), 2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir });
   const token = await adminToken(served);
   // node:http2 keeps HTTP/2 flow control: a stream this test stops reading stops the sender, so the job is still
   // streaming when the cancel arrives.
   const session = connectHttp2(served.base, { ca: served.ca });
   t.after(() => session.close());
-  const http2Call = (headers: Record<string, string>) => session.request({ 'x-request-id': randomUUID(), authorization: `Bearer ${token}`, ...headers });
+  const http2Call = (headers: Record<string, string>) =>
+    session.request({ 'x-request-id': randomUUID(), authorization: `Bearer ${token}`, ...headers });
   const ping = http2Call({ ':path': '/api/ping', 'x-request-id': randomUUID() });
   const pingId = ping.sentHeaders['x-request-id'] as string;
   ping.resume();
   await once(ping, 'end');
   const cancelling = await connectionOnAnotherWorker(served, await servedBy(served, pingId), t);
-  const dataset = await cancelling.call('POST', '/api/catalog/datasets/', { token, json: { name: 'big', platform: 'file', properties: { path } } });
+  const dataset = await cancelling.call('POST', '/api/catalog/datasets/', {
+    token,
+    json: { name: 'big', platform: 'file', properties: { path } },
+  });
   assert.equal(dataset.status, 201, dataset.text);
-  const job = await cancelling.call('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: dataset.json, transport: 'sse' } });
+  const job = await cancelling.call('POST', '/api/retrieval/jobs', {
+    token,
+    json: { dataset_urn: dataset.json, transport: 'sse' },
+  });
   assert.equal(job.status, 201, job.text);
   const stream = http2Call({ ':path': `/api/retrieval/jobs/${job.json.job_id}/stream`, accept: 'text/event-stream' });
   stream.setEncoding('utf8');
@@ -285,7 +332,11 @@ test("a retrieval cancel taken by one worker ends the job's stream on another", 
 });
 
 /** A connection served by a worker other than `worker` (each known by a ping's access line). */
-async function connectionOnAnotherWorker(served: Awaited<ReturnType<typeof serveWorkers>>, worker: number, t: { after(fn: () => unknown): void }) {
+async function connectionOnAnotherWorker(
+  served: Awaited<ReturnType<typeof serveWorkers>>,
+  worker: number,
+  t: { after(fn: () => unknown): void },
+) {
   for (let i = 0; i < 24; i++) {
     const conn = connection(served);
     t.after(() => conn.close());

@@ -5,7 +5,9 @@ import { ADMIN_PASSWORD, startTestGateway } from '../../../helpers/gateway.ts';
 
 test('password grant issues a bearer token accepted by /users/me', async (t) => {
   const gw = await startTestGateway(t);
-  const res = await gw.request('POST', '/api/auth/token', { form: { username: 'admin', password: ADMIN_PASSWORD, grant_type: 'password' } });
+  const res = await gw.request('POST', '/api/auth/token', {
+    form: { username: 'admin', password: ADMIN_PASSWORD, grant_type: 'password' },
+  });
   assert.equal(res.status, 200);
   assert.equal(res.json.token_type, 'bearer');
   assert.equal(typeof res.json.expires_in, 'number');
@@ -38,14 +40,22 @@ test('bad credentials answer 401 with the contract string detail and leak nothin
 test('refresh tokens rotate: each works once, in the query or as a grant', async (t) => {
   const gw = await startTestGateway(t);
   const first = await gw.request('POST', '/api/auth/token', { form: { username: 'admin', password: ADMIN_PASSWORD } });
-  const viaQuery = await gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(first.json.refresh_token)}`);
+  const viaQuery = await gw.request(
+    'POST',
+    `/api/auth/refresh?refresh_token=${encodeURIComponent(first.json.refresh_token)}`,
+  );
   assert.equal(viaQuery.status, 200);
-  const viaGrant = await gw.request('POST', '/api/auth/token', { form: { grant_type: 'refresh_token', refresh_token: viaQuery.json.refresh_token } });
+  const viaGrant = await gw.request('POST', '/api/auth/token', {
+    form: { grant_type: 'refresh_token', refresh_token: viaQuery.json.refresh_token },
+  });
   assert.equal(viaGrant.status, 200);
   const logout = await gw.request('POST', '/api/auth/logout', { token: viaGrant.json.access_token, json: {} });
   assert.equal(logout.status, 200);
   assert.ok(logout.json.message && logout.json.logout_time);
-  const afterLogout = await gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(viaGrant.json.refresh_token)}`);
+  const afterLogout = await gw.request(
+    'POST',
+    `/api/auth/refresh?refresh_token=${encodeURIComponent(viaGrant.json.refresh_token)}`,
+  );
   assert.equal(afterLogout.status, 401);
 });
 
@@ -56,11 +66,17 @@ test('missing, malformed, forged, alg-none and expired tokens are all 401', asyn
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
   const none = `${base64url.encode(JSON.stringify({ alg: 'none', typ: 'JWT' }))}.${payload}.`;
   const { privateKey } = await generateKeyPair('RS256');
-  const forged = await new SignJWT(claims).setProtectedHeader(JSON.parse(Buffer.from(header, 'base64url').toString())).sign(privateKey);
+  const forged = await new SignJWT(claims)
+    .setProtectedHeader(JSON.parse(Buffer.from(header, 'base64url').toString()))
+    .sign(privateKey);
   // The right kid with another algorithm and the attacker's own key: the kid's key is only ever used with its own alg.
   const { kid } = JSON.parse(Buffer.from(header, 'base64url').toString());
-  const swapped = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid }).sign((await generateKeyPair('ES256')).privateKey);
-  const hs = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode('secret-secret-secret-secret-32by'));
+  const swapped = await new SignJWT(claims)
+    .setProtectedHeader({ alg: 'ES256', kid })
+    .sign((await generateKeyPair('ES256')).privateKey);
+  const hs = await new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .sign(new TextEncoder().encode('secret-secret-secret-secret-32by'));
   const tampered = `${header}.${base64url.encode(JSON.stringify({ ...claims, roles: ['admin', 'root'] }))}.${good.split('.')[2]}`;
   for (const token of [undefined, 'garbage', none, forged, swapped, hs, tampered]) {
     const res = await gw.request('GET', '/api/auth/users/me', token ? { token } : {});
@@ -111,8 +127,14 @@ test('PAT lifecycle: create via query, use, list without secrets, revoke', async
 test('PAT limits: ttl range, unknown scope, non-admin cannot mint an admin PAT', async (t) => {
   const gw = await startTestGateway(t);
   const { token } = await gw.userToken('alice');
-  assert.equal((await gw.request('POST', '/api/auth/pats?ttl_seconds=5', { token })).json.detail.reason, 'pat_ttl_out_of_range');
-  assert.equal((await gw.request('POST', '/api/auth/pats?scope=root', { token })).json.detail.reason, 'pat_scope_invalid');
+  assert.equal(
+    (await gw.request('POST', '/api/auth/pats?ttl_seconds=5', { token })).json.detail.reason,
+    'pat_ttl_out_of_range',
+  );
+  assert.equal(
+    (await gw.request('POST', '/api/auth/pats?scope=root', { token })).json.detail.reason,
+    'pat_scope_invalid',
+  );
   assert.equal((await gw.request('POST', '/api/auth/pats?scope=admin', { token })).status, 422);
   const config = await gw.request('GET', '/api/auth/pat-config', { token });
   assert.deepEqual(config.json.available_scopes, ['openid', 'write', 'admin']);
@@ -130,7 +152,9 @@ test('JWKS and OIDC discovery let a peer validate our tokens', async (t) => {
   assert.equal(jwks.json.keys[0].kty, 'RSA');
   assert.equal(jwks.json.keys[0].d, undefined, 'no private part');
   const { createLocalJWKSet, jwtVerify } = await import('jose');
-  const { payload } = await jwtVerify(await gw.adminToken(), createLocalJWKSet(jwks.json), { issuer: discovery.json.issuer });
+  const { payload } = await jwtVerify(await gw.adminToken(), createLocalJWKSet(jwks.json), {
+    issuer: discovery.json.issuer,
+  });
   assert.equal(payload.preferred_username, 'admin');
 });
 
@@ -142,5 +166,9 @@ test('the bootstrap admin password is announced once when generated, never logge
   assert.equal((await gw.login('admin', password)).split('.').length, 3);
   assert.ok(!gw.logs.join('').includes(password));
   await gw.restart();
-  assert.equal(gw.announced.filter((l) => l.startsWith('meshgate bootstrap admin')).length, 1, 'not re-announced on restart');
+  assert.equal(
+    gw.announced.filter((l) => l.startsWith('meshgate bootstrap admin')).length,
+    1,
+    'not re-announced on restart',
+  );
 });

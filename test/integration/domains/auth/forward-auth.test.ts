@@ -30,7 +30,10 @@ test('a valid bearer gets 200 with identity headers and never its token back; fo
   assert.match(String(res.headers['x-user-attributes-hash']), /^[0-9a-f]{64}$/);
   assert.equal(res.headers['cache-control'], 'no-store');
   assert.equal(res.headers['x-auth-token'], undefined);
-  assert.ok(!JSON.stringify(res.headers).includes(alice.token) && !res.text.includes(alice.token), 'the token is never echoed');
+  assert.ok(
+    !JSON.stringify(res.headers).includes(alice.token) && !res.text.includes(alice.token),
+    'the token is never echoed',
+  );
 
   // Envoy ext_authz keeps the method and appends the original path; Traefik and nginx send GET.
   for (const [method, path] of [
@@ -53,21 +56,28 @@ test('no password oracle: Basic credentials, even right ones, are 401 without a 
   assert.equal(res.status, 401);
   assert.deepEqual(res.json, { detail: 'Not authenticated' });
   // A mesh envelope is not a credential here either.
-  const mesh = await gw.request('GET', VALIDATE, { headers: { 'x-kz-mesh-signature': 'v1=abc', 'x-kz-mesh-source-cluster-id': 'x' } });
+  const mesh = await gw.request('GET', VALIDATE, {
+    headers: { 'x-kz-mesh-signature': 'v1=abc', 'x-kz-mesh-source-cluster-id': 'x' },
+  });
   assert.equal(mesh.status, 401);
 });
 
 test('invalid credentials are throttled per client; trusted proxies name the client in X-Forwarded-For, others cannot', async (t) => {
   const gw = await startTestGateway(t, { auth: { forwardAuth: { failureBurst: 3, failureRefillSeconds: 600 } } });
   const admin = await gw.adminToken();
-  const guess = (headers: Record<string, string> = {}) => gw.request('GET', VALIDATE, { headers: { authorization: 'Bearer not-a-token', ...headers } });
+  const guess = (headers: Record<string, string> = {}) =>
+    gw.request('GET', VALIDATE, { headers: { authorization: 'Bearer not-a-token', ...headers } });
   for (let i = 0; i < 3; i++) assert.equal((await guess({ 'x-forwarded-for': `198.51.100.${i}` })).status, 401);
   // An untrusted peer's X-Forwarded-For changes nothing: the socket address is the client, now locked.
   const locked = await guess({ 'x-forwarded-for': '203.0.113.9' });
   assert.equal(locked.status, 429);
   assert.equal(locked.json.detail.reason, 'validation_throttled');
   assert.ok(Number(locked.headers['retry-after']) > 0);
-  assert.equal((await gw.request('GET', VALIDATE, { token: admin })).status, 429, 'a locked client gets no answer at all');
+  assert.equal(
+    (await gw.request('GET', VALIDATE, { token: admin })).status,
+    429,
+    'a locked client gets no answer at all',
+  );
   assert.equal((await gw.request('GET', VALIDATE)).status, 401, 'no credential is not a guess and is answered');
 
   const behindProxy = await startTestGateway(t, {
@@ -75,7 +85,9 @@ test('invalid credentials are throttled per client; trusted proxies name the cli
   });
   const token = await behindProxy.adminToken();
   const from = (client: string, bearer = 'not-a-token') =>
-    behindProxy.request('GET', VALIDATE, { headers: { authorization: `Bearer ${bearer}`, 'x-forwarded-for': `203.0.113.50, ${client}` } });
+    behindProxy.request('GET', VALIDATE, {
+      headers: { authorization: `Bearer ${bearer}`, 'x-forwarded-for': `203.0.113.50, ${client}` },
+    });
   assert.equal((await from('198.51.100.7')).status, 401);
   assert.equal((await from('198.51.100.7')).status, 401);
   assert.equal((await from('198.51.100.7')).status, 429, 'the client the proxy named is locked');
@@ -85,7 +97,11 @@ test('invalid credentials are throttled per client; trusted proxies name the cli
 });
 
 /** A request to nginx over plain HTTP on loopback (the gateway side of nginx is TLS). */
-function viaNginx(url: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+function viaNginx(
+  url: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     request(`${url}${path}`, { headers }, (res) => {
       let body = '';
@@ -146,13 +162,23 @@ test('nginx auth_request in front of an app: identity headers set by nginx from 
   assert.equal((await viaNginx(nginx.url, '/wrong-ca', { authorization: `Bearer ${bob.token}` })).status, 500);
   assert.equal((await viaNginx(nginx.url, '/app')).status, 401, 'no token: nginx refuses, the app is never called');
   assert.equal((await viaNginx(nginx.url, '/app', { authorization: 'Bearer forged' })).status, 401);
-  const ok = await viaNginx(nginx.url, '/app', { authorization: `Bearer ${bob.token}`, 'x-user-name': 'admin', 'x-user-roles': 'admin' });
+  const ok = await viaNginx(nginx.url, '/app', {
+    authorization: `Bearer ${bob.token}`,
+    'x-user-name': 'admin',
+    'x-user-roles': 'admin',
+  });
   assert.equal(ok.status, 200, ok.body);
   const seen = JSON.parse(ok.body);
   assert.equal(seen['x-user-name'], 'bob', 'the header comes from our answer, not from the client');
   assert.equal(seen['x-user-id'], bob.id);
-  assert.equal(seen['x-user-roles'], undefined, "bob has no roles: nginx sends no empty header, and the client's 'admin' is gone");
+  assert.equal(
+    seen['x-user-roles'],
+    undefined,
+    "bob has no roles: nginx sends no empty header, and the client's 'admin' is gone",
+  );
   assert.equal(seen.authorization, undefined, 'the token stays at the edge');
-  const admin = JSON.parse((await viaNginx(nginx.url, '/app', { authorization: `Bearer ${await gw.adminToken()}` })).body);
+  const admin = JSON.parse(
+    (await viaNginx(nginx.url, '/app', { authorization: `Bearer ${await gw.adminToken()}` })).body,
+  );
   assert.equal(admin['x-user-roles'], 'admin');
 });

@@ -17,7 +17,8 @@ async function session(gw: TestGateway, username = 'admin', password = ADMIN_PAS
   return { access: res.json.access_token as string, refresh: res.json.refresh_token as string };
 }
 
-const refresh = (gw: TestGateway, token: string) => gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(token)}`);
+const refresh = (gw: TestGateway, token: string) =>
+  gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(token)}`);
 const meStatus = async (gw: TestGateway, token: string) => (await gw.request('GET', ME, { token })).status;
 
 const cli = runMeshgate;
@@ -64,12 +65,23 @@ test('disable (PUT /api/auth/users/{id}) refuses access token, PAT, refresh and 
   const pat = (await gw.request('POST', '/api/auth/pats?ttl_seconds=3600', { token: bob.token })).json.token as string;
   for (const token of [bob.token, pat]) assert.equal(await meStatus(gw, token), 200);
 
-  assert.equal((await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: bob.token, json: { active: false } })).status, 403, 'admins only');
+  assert.equal(
+    (await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: bob.token, json: { active: false } })).status,
+    403,
+    'admins only',
+  );
   const self = await gw.request('PUT', `/api/auth/users/admin`, { token: admin, json: { active: false } });
   assert.equal(self.status, 409);
   assert.equal(self.json.detail.reason, 'user_is_caller');
-  assert.equal((await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: admin, json: { active: false, roles: ['admin'] } })).status, 422);
-  assert.equal((await gw.request('PUT', '/api/auth/users/nobody', { token: admin, json: { active: false } })).status, 404);
+  assert.equal(
+    (await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: admin, json: { active: false, roles: ['admin'] } }))
+      .status,
+    422,
+  );
+  assert.equal(
+    (await gw.request('PUT', '/api/auth/users/nobody', { token: admin, json: { active: false } })).status,
+    404,
+  );
 
   const disabled = await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: admin, json: { active: false } });
   assert.equal(disabled.status, 200, disabled.text);

@@ -15,8 +15,10 @@ import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../../../hel
 const BIN = fileURLToPath(new URL('../../../../bin/meshgate', import.meta.url));
 const ACCESS_TTL = 30;
 
-const refresh = (gw: TestGateway, token: string) => gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(token)}`);
-const meStatus = async (gw: TestGateway, token: string) => (await gw.request('GET', '/api/auth/users/me', { token })).status;
+const refresh = (gw: TestGateway, token: string) =>
+  gw.request('POST', `/api/auth/refresh?refresh_token=${encodeURIComponent(token)}`);
+const meStatus = async (gw: TestGateway, token: string) =>
+  (await gw.request('GET', '/api/auth/users/me', { token })).status;
 
 async function session(gw: TestGateway, username = 'admin', password = ADMIN_PASSWORD) {
   const res = await gw.request('POST', '/api/auth/token', { form: { username, password, grant_type: 'password' } });
@@ -27,7 +29,11 @@ async function session(gw: TestGateway, username = 'admin', password = ADMIN_PAS
 /** A gateway whose clock the test moves forward (the signer keeps real time, as token `exp` is checked by it). */
 async function gatewayWithClock(t: Parameters<typeof startTestGateway>[0]) {
   const clock = { offsetMs: 0 };
-  const gw = await startTestGateway(t, { auth: { accessTokenTtlSeconds: ACCESS_TTL } }, { now: () => new Date(Date.now() + clock.offsetMs) });
+  const gw = await startTestGateway(
+    t,
+    { auth: { accessTokenTtlSeconds: ACCESS_TTL } },
+    { now: () => new Date(Date.now() + clock.offsetMs) },
+  );
   return { gw, clock };
 }
 
@@ -36,8 +42,16 @@ function plantRefresh(gw: TestGateway, userId: string, familyId: string | null):
   const token = randomBytes(32).toString('base64url');
   const at = new Date();
   gw.gateway.deps.sqlite
-    .prepare('INSERT INTO refresh_tokens (token_hash, user_id, expires_at, revoked, created_at, family_id) VALUES (?, ?, ?, 0, ?, ?)')
-    .run(createHash('sha256').update(token).digest('hex'), userId, new Date(at.getTime() + 3_600_000).toISOString(), at.toISOString(), familyId);
+    .prepare(
+      'INSERT INTO refresh_tokens (token_hash, user_id, expires_at, revoked, created_at, family_id) VALUES (?, ?, ?, 0, ?, ?)',
+    )
+    .run(
+      createHash('sha256').update(token).digest('hex'),
+      userId,
+      new Date(at.getTime() + 3_600_000).toISOString(),
+      at.toISOString(),
+      familyId,
+    );
   return token;
 }
 
@@ -51,8 +65,16 @@ test('concurrent refreshes of one token leave no live successor, now or after th
     'the reuse was detected',
   );
   for (const r of won) {
-    assert.equal(await meStatus(gw, r.json.access_token), 401, "a racing winner's access token belongs to the ended session");
-    assert.equal((await refresh(gw, r.json.refresh_token)).status, 401, "a racing winner's refresh token died with its family");
+    assert.equal(
+      await meStatus(gw, r.json.access_token),
+      401,
+      "a racing winner's access token belongs to the ended session",
+    );
+    assert.equal(
+      (await refresh(gw, r.json.refresh_token)).status,
+      401,
+      "a racing winner's refresh token died with its family",
+    );
   }
   // Past the access-token lifetime the session's deny-list entry is dropped; the family stays ended.
   clock.offsetMs = (ACCESS_TTL + 5) * 1000;
@@ -66,7 +88,10 @@ test('an ended family is never honoured again, whatever its rows say; rows witho
   const { refresh: first } = await session(gw);
   const rotated = await refresh(gw, first);
   assert.equal(rotated.status, 200);
-  const familyId = gw.gateway.deps.sqlite.prepare('SELECT family_id FROM refresh_tokens WHERE revoked = 1').pluck().get() as string;
+  const familyId = gw.gateway.deps.sqlite
+    .prepare('SELECT family_id FROM refresh_tokens WHERE revoked = 1')
+    .pluck()
+    .get() as string;
   assert.equal((await refresh(gw, first)).status, 401, 'reuse ends the family');
   clock.offsetMs = (ACCESS_TTL + 5) * 1000;
   const planted = plantRefresh(gw, me.json.sub, familyId);
@@ -82,9 +107,13 @@ test('a password reset through the subjects API ends live access tokens and refr
   const admin = await gw.adminToken();
   await gw.userToken('dana');
   const dana = await session(gw, 'dana', 'dana-password');
-  const pat = (await gw.request('POST', '/api/auth/pats?ttl_seconds=3600', { token: dana.access })).json.token as string;
+  const pat = (await gw.request('POST', '/api/auth/pats?ttl_seconds=3600', { token: dana.access })).json
+    .token as string;
   assert.equal(await meStatus(gw, dana.access), 200, 'verified once, so it sits in the token cache');
-  const reset = await gw.request('PUT', '/api/authz/subjects/dana', { token: admin, json: { password: 'a-new-password' } });
+  const reset = await gw.request('PUT', '/api/authz/subjects/dana', {
+    token: admin,
+    json: { password: 'a-new-password' },
+  });
   assert.equal(reset.status, 200, reset.text);
   assert.equal(await meStatus(gw, dana.access), 401, 'the access token signed in with the old password');
   assert.equal((await refresh(gw, dana.refresh)).status, 401);
@@ -98,7 +127,9 @@ test('meshgate user reset-password on the same database ends the running gateway
   const erin = await session(gw, 'erin', 'erin-password');
   assert.equal(await meStatus(gw, erin.access), 200);
   const code = await new Promise<number | null>((resolve) => {
-    const child = spawn(BIN, ['user', 'reset-password', 'erin', '--password-stdin', '--data-dir', gw.dataDir], { stdio: ['pipe', 'ignore', 'inherit'] });
+    const child = spawn(BIN, ['user', 'reset-password', 'erin', '--password-stdin', '--data-dir', gw.dataDir], {
+      stdio: ['pipe', 'ignore', 'inherit'],
+    });
     child.stdin.end('erin-new-password\n');
     child.on('close', resolve);
   });

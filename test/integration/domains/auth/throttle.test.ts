@@ -56,7 +56,10 @@ test('60 wrong passwords at once from one client, then the right one: 429 with R
   assert.match(lockouts[0] as string, /"scope":"client".*"client":"127\.0\.0\.2"/);
   assert.ok(!gw.logs.join('').includes(WRONG) && !gw.logs.join('').includes(ADMIN_PASSWORD), 'no password is logged');
   // Another address is a different client: the admin still signs in from it.
-  assert.equal((await gw.request('POST', '/api/auth/token', { form: { username: 'admin', password: ADMIN_PASSWORD } })).status, 200);
+  assert.equal(
+    (await gw.request('POST', '/api/auth/token', { form: { username: 'admin', password: ADMIN_PASSWORD } })).status,
+    200,
+  );
 });
 
 test("32 clients spraying the admin's name get a bounded number of guesses and cannot lock the owner out", async (t) => {
@@ -71,13 +74,17 @@ test("32 clients spraying the admin's name get a bounded number of guesses and c
     for (let i = 0; i < 8 && !stop; i++) statuses.push((await login(gw, agent, `${WRONG}-${i}`)).status);
   });
   // Wait until the username is locked against the flooders (their guesses turn into 429).
-  while (!statuses.includes(429) && statuses.length < 256) await Promise.race([...flood, new Promise((r) => setTimeout(r, 20))]);
+  while (!statuses.includes(429) && statuses.length < 256)
+    await Promise.race([...flood, new Promise((r) => setTimeout(r, 20))]);
   assert.ok(statuses.includes(429), 'the spray locked the username for clients that keep failing');
   const admin = await gw.request('POST', '/api/auth/token', { form: { username: 'admin', password: ADMIN_PASSWORD } });
   stop = true;
   await Promise.all(flood);
   assert.equal(admin.status, 200, admin.text);
-  assert.equal((await gw.request('GET', '/api/auth/users/me', { token: admin.json.access_token })).json.username, 'admin');
+  assert.equal(
+    (await gw.request('GET', '/api/auth/users/me', { token: admin.json.access_token })).json.username,
+    'admin',
+  );
   // 20 (accountBurst) + 5 (lockedAccountCleanTries) + the hashes already running when each bucket emptied.
   const guesses = statuses.filter((s) => s === 401).length;
   assert.ok(guesses <= 20 + 5 + 4, `the spray made ${guesses} guesses in all, not one per address`);

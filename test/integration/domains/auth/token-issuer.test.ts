@@ -13,7 +13,10 @@ import { startTestGateway, TestGateway } from '../../../helpers/gateway.ts';
 
 test('a PAT issued on port 0 still works after a restart on a new port', async (t) => {
   const first = await startTestGateway(t);
-  const created = await first.request('POST', '/api/auth/pats', { token: await first.adminToken(), json: { name: 'survivor' } });
+  const created = await first.request('POST', '/api/auth/pats', {
+    token: await first.adminToken(),
+    json: { name: 'survivor' },
+  });
   assert.equal(created.status, 200, created.text);
   const pat = created.json.token as string;
   const issuer = decodeJwt(pat).iss;
@@ -43,7 +46,10 @@ test('the first start chooses the issuer: a later fixed port or hostname keeps i
   const first = await startTestGateway(t);
   const issuer = decodeJwt(await first.adminToken()).iss;
   await first.stop();
-  const again = new TestGateway(first.dataDir, { httpsPort: first.port, hostnames: ['gateway.localhost', 'localhost'] });
+  const again = new TestGateway(first.dataDir, {
+    httpsPort: first.port,
+    hostnames: ['gateway.localhost', 'localhost'],
+  });
   t.after(() => again.stop().catch(() => {}));
   await again.start();
   const discovery = await again.request('GET', '/api/auth/.well-known/openid-configuration');
@@ -65,6 +71,10 @@ test('an empty or malformed issuer file stops the start with a clear message; th
   for (const content of ['', '\n', 'not an issuer\n', 'http://plain.example/api/auth\n']) {
     writeFileSync(file, content);
     const again = new TestGateway(first.dataDir, {});
-    await assert.rejects(again.start(), /holds no token issuer \(expected an https URL or urn:meshgate:cluster:<uuid>\)/, JSON.stringify(content));
+    await assert.rejects(
+      again.start(),
+      /holds no token issuer \(expected an https URL or urn:meshgate:cluster:<uuid>\)/,
+      JSON.stringify(content),
+    );
   }
 });

@@ -14,14 +14,20 @@ const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1] as 
 test('PUT creates a subject whose attributes and password reach its tokens; a second PUT updates them', async (t) => {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const created = await gw.request('PUT', '/api/authz/subjects/fed-clr-s', { token: admin, json: { attributes: { clearance: 'S' }, password: 'fed-clr-s' } });
+  const created = await gw.request('PUT', '/api/authz/subjects/fed-clr-s', {
+    token: admin,
+    json: { attributes: { clearance: 'S' }, password: 'fed-clr-s' },
+  });
   assert.equal(created.status, 201, created.text);
   assert.equal(created.json.username, 'fed-clr-s');
   assert.deepEqual(created.json.attributes, { clearance: 'S' });
   assert.deepEqual(created.json.grants, []);
   assert.match(created.json.id, /^[0-9a-f-]{36}$/);
   assert.ok(created.json.created_at && created.json.updated_at);
-  assert.ok(!('password' in created.json) && !created.text.includes('scrypt'), 'neither the password nor its hash in the body');
+  assert.ok(
+    !('password' in created.json) && !created.text.includes('scrypt'),
+    'neither the password nor its hash in the body',
+  );
 
   const token = await gw.login('fed-clr-s', 'fed-clr-s');
   assert.equal(claims(token).clearance, 'S');
@@ -45,24 +51,43 @@ test('PUT creates a subject whose attributes and password reach its tokens; a se
 test('PUT refuses reserved claim names, bad attribute names and bad usernames, writing nothing', async (t) => {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const reserved = await gw.request('PUT', '/api/authz/subjects/eve', { token: admin, json: { attributes: { roles: ['admin'], sub: 'x', clearance: 'U' } } });
+  const reserved = await gw.request('PUT', '/api/authz/subjects/eve', {
+    token: admin,
+    json: { attributes: { roles: ['admin'], sub: 'x', clearance: 'U' } },
+  });
   assert.equal(reserved.status, 422);
   assert.equal(reserved.json.detail.reason, 'attribute_name_reserved');
   assert.deepEqual(reserved.json.detail.names, ['roles', 'sub']);
-  const badName = await gw.request('PUT', '/api/authz/subjects/eve', { token: admin, json: { attributes: { 'x y': 1 } } });
+  const badName = await gw.request('PUT', '/api/authz/subjects/eve', {
+    token: admin,
+    json: { attributes: { 'x y': 1 } },
+  });
   assert.equal(badName.status, 422);
-  const badUser = await gw.request('PUT', `/api/authz/subjects/${encodeURIComponent('-eve')}`, { token: admin, json: {} });
+  const badUser = await gw.request('PUT', `/api/authz/subjects/${encodeURIComponent('-eve')}`, {
+    token: admin,
+    json: {},
+  });
   assert.equal(badUser.status, 422);
   assert.equal(badUser.json.detail.reason, 'subject_name_invalid');
-  const uuid = await gw.request('PUT', '/api/authz/subjects/0c3e5a90-1d2b-4c8e-a7f3-2b9d4e6f8a10', { token: admin, json: {} });
-  assert.deepEqual([uuid.status, uuid.json.detail.reason], [404, 'subject_not_found'], 'a uuid never becomes a username');
+  const uuid = await gw.request('PUT', '/api/authz/subjects/0c3e5a90-1d2b-4c8e-a7f3-2b9d4e6f8a10', {
+    token: admin,
+    json: {},
+  });
+  assert.deepEqual(
+    [uuid.status, uuid.json.detail.reason],
+    [404, 'subject_not_found'],
+    'a uuid never becomes a username',
+  );
   assert.equal((await gw.request('GET', '/api/authz/subjects/eve', { token: admin })).status, 404);
 });
 
 test('grants: POST (201), GET, DELETE in the flat form, and they decide checks', async (t) => {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  await gw.request('PUT', '/api/authz/subjects/fed-clr-u', { token: admin, json: { attributes: { clearance: 'U' }, password: 'fed-clr-u' } });
+  await gw.request('PUT', '/api/authz/subjects/fed-clr-u', {
+    token: admin,
+    json: { attributes: { clearance: 'U' }, password: 'fed-clr-u' },
+  });
   const post = await gw.request('POST', '/api/authz/subjects/fed-clr-u/grants', { token: admin, json: grant });
   assert.equal(post.status, 201);
   assert.deepEqual(post.json, { ...grant, tenant_id: '__default__' });
@@ -82,7 +107,11 @@ test('grants: POST (201), GET, DELETE in the flat form, and they decide checks',
   const check = (relation: string) =>
     gw.request('POST', '/api/auth/check', {
       token,
-      json: { subject: { namespace: 'user', id: subject.json.id }, relation, object: { namespace: 'dataset', id: URN } },
+      json: {
+        subject: { namespace: 'user', id: subject.json.id },
+        relation,
+        object: { namespace: 'dataset', id: URN },
+      },
     });
   assert.equal((await check('viewer')).json.allow, true);
   assert.equal((await check('owner')).json.allow, false);
@@ -101,7 +130,11 @@ test('grants: POST (201), GET, DELETE in the flat form, and they decide checks',
   }
   const missing = await gw.request('POST', '/api/authz/subjects/nobody/grants', { token: admin, json: grant });
   assert.deepEqual([missing.status, missing.json.detail.reason], [404, 'subject_not_found']);
-  assert.equal((await gw.request('POST', '/api/authz/subjects/fed-clr-u/grants', { token: admin, json: { relation: 'viewer' } })).status, 422);
+  assert.equal(
+    (await gw.request('POST', '/api/authz/subjects/fed-clr-u/grants', { token: admin, json: { relation: 'viewer' } }))
+      .status,
+    422,
+  );
 });
 
 test('DELETE refuses while grants remain, cascades on request, and never deletes the caller', async (t) => {
@@ -110,7 +143,10 @@ test('DELETE refuses while grants remain, cascades on request, and never deletes
   const put = await gw.request('PUT', '/api/authz/subjects/temp', { token: admin, json: {} });
   await gw.request('POST', '/api/authz/subjects/temp/grants', { token: admin, json: grant });
   const refused = await gw.request('DELETE', '/api/authz/subjects/temp', { token: admin });
-  assert.deepEqual([refused.status, refused.json.detail.reason, refused.json.detail.grants], [409, 'subject_has_grants', 1]);
+  assert.deepEqual(
+    [refused.status, refused.json.detail.reason, refused.json.detail.grants],
+    [409, 'subject_has_grants', 1],
+  );
   assert.equal((await gw.request('DELETE', '/api/authz/subjects/temp?cascade=grants', { token: admin })).status, 204);
   assert.equal((await gw.request('GET', '/api/authz/subjects/temp', { token: admin })).status, 404);
   const left = await gw.request('GET', `/api/auth/tuples/?subject_id=${put.json.id}`, { token: admin });

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createDataset, datasetPaths, datasetService, grant, HOSTILE_NAMES, meshPrincipal, schemaPaths } from '../../../helpers/catalog.ts';
+import {
+  createDataset,
+  datasetPaths,
+  datasetService,
+  grant,
+  HOSTILE_NAMES,
+  meshPrincipal,
+  schemaPaths,
+} from '../../../helpers/catalog.ts';
 import { startTestGateway } from '../../../helpers/gateway.ts';
 
 const NOT_FOUND = { detail: 'Dataset not found' };
@@ -10,7 +18,14 @@ test('create answers 201 with the URN as a JSON string; the creator reads it thr
   const { token } = await gw.userToken('alice');
   const res = await gw.request('POST', '/api/catalog/datasets/', {
     token,
-    json: { name: 'sdk-dataset-1', platform: 'file', description: 'd', tags: ['pii'], properties: { path: '/srv/x.parquet' }, extra_ignored: 1 },
+    json: {
+      name: 'sdk-dataset-1',
+      platform: 'file',
+      description: 'd',
+      tags: ['pii'],
+      properties: { path: '/srv/x.parquet' },
+      extra_ignored: 1,
+    },
   });
   assert.equal(res.status, 201);
   assert.equal(res.text, JSON.stringify('urn:li:dataset:(urn:li:dataPlatform:file,sdk-dataset-1,PROD)'));
@@ -18,7 +33,11 @@ test('create answers 201 with the URN as a JSON string; the creator reads it thr
     const got = await gw.request('GET', path, { token });
     assert.equal(got.status, 200, form);
     assert.equal(got.json.urn, res.json, form);
-    assert.deepEqual(got.json.properties, { path: '/srv/x.parquet', location: '/srv/x.parquet' }, `${form}: path mirrored to location`);
+    assert.deepEqual(
+      got.json.properties,
+      { path: '/srv/x.parquet', location: '/srv/x.parquet' },
+      `${form}: path mirrored to location`,
+    );
     assert.deepEqual(
       Object.keys(got.json).sort(),
       [
@@ -42,7 +61,11 @@ test('create answers 201 with the URN as a JSON string; the creator reads it thr
       form,
     );
   }
-  assert.equal((await gw.request('POST', '/api/catalog/datasets', { token, json: {} })).status, 307, 'wrong trailing slash');
+  assert.equal(
+    (await gw.request('POST', '/api/catalog/datasets', { token, json: {} })).status,
+    307,
+    'wrong trailing slash',
+  );
   const head = await gw.request('HEAD', `/api/catalog/datasets/v2/${res.json}`, { token });
   assert.deepEqual([head.status, head.text], [200, '']);
 });
@@ -62,14 +85,24 @@ test('hostile names round-trip through create, every addressing form, patch, sch
       assert.equal(patched.json.description, form);
     }
     for (const { form, path } of schemaPaths(urn)) {
-      const put = await gw.request('PUT', path, { token, json: { name: form, fields: [{ name: 'c', type: 'string', nullable: true }] } });
+      const put = await gw.request('PUT', path, {
+        token,
+        json: { name: form, fields: [{ name: 'c', type: 'string', nullable: true }] },
+      });
       assert.equal(put.status, 200, `${form} schema put ${name.slice(0, 40)}`);
       const got = await gw.request('GET', path, { token });
-      assert.deepEqual(got.json, { name: form, platform: 's3', version: null, fields: [{ name: 'c', type: 'string', nullable: true }] }, form);
+      assert.deepEqual(
+        got.json,
+        { name: form, platform: 's3', version: null, fields: [{ name: 'c', type: 'string', nullable: true }] },
+        form,
+      );
     }
     const [first] = datasetPaths(urn);
     assert.equal((await gw.request('DELETE', first?.path as string, { token })).status, 204);
-    assert.equal((await gw.request('GET', `/api/catalog/datasets/by-urn?urn=${encodeURIComponent(urn)}`, { token })).status, 404);
+    assert.equal(
+      (await gw.request('GET', `/api/catalog/datasets/by-urn?urn=${encodeURIComponent(urn)}`, { token })).status,
+      404,
+    );
   }
 });
 
@@ -77,7 +110,11 @@ test('/schema after a raw URN is the sub-resource; a URN ending in /schema is ad
   const gw = await startTestGateway(t);
   const token = await gw.adminToken();
   // A dataset URN always ends in ",<ENV>)", so the raw form `<urn>/schema` can only mean the schema.
-  const urn = await createDataset(gw, token, { name: 'ends/with/schema', platform: 'file', dataset_schema: { fields: [{ name: 'a', type: 'int' }] } });
+  const urn = await createDataset(gw, token, {
+    name: 'ends/with/schema',
+    platform: 'file',
+    dataset_schema: { fields: [{ name: 'a', type: 'int' }] },
+  });
   const viaRaw = await gw.request('GET', `/api/catalog/datasets/v2/${urn}/schema`, { token });
   assert.deepEqual(viaRaw.json.fields, [{ name: 'a', type: 'int' }]);
   const item = await gw.request('GET', `/api/catalog/datasets/v2/${urn}`, { token });
@@ -88,7 +125,9 @@ test('/schema after a raw URN is the sub-resource; a URN ending in /schema is ad
   const half = await gw.request('GET', `/api/catalog/datasets/v2/${encodeURIComponent(urn)}/schema`, { token });
   assert.deepEqual(half.json.fields, [{ name: 'a', type: 'int' }], 'encoded URN, raw /schema suffix');
   const noSchema = await createDataset(gw, token, { name: 'bare', platform: 'file' });
-  assert.deepEqual((await gw.request('GET', `/api/catalog/datasets/v2/${noSchema}/schema`, { token })).json, { detail: 'Dataset schema not found' });
+  assert.deepEqual((await gw.request('GET', `/api/catalog/datasets/v2/${noSchema}/schema`, { token })).json, {
+    detail: 'Dataset schema not found',
+  });
   const wrong = await gw.request('PATCH', `/api/catalog/datasets/v2/${urn}/schema`, { token, json: {} });
   assert.equal(wrong.status, 405);
 });
@@ -105,13 +144,17 @@ test('ReBAC: owner writes, viewer and editor read, others get 404, admins see al
   grant(gw, viewer.id, 'viewer', urn);
   grant(gw, editor.id, 'editor', urn);
   const list = async (token: string, query = '') =>
-    (await gw.request('GET', `/api/catalog/datasets/${query ? `?query=${query}` : ''}`, { token })).json.map((d: { urn: string }) => d.urn);
+    (await gw.request('GET', `/api/catalog/datasets/${query ? `?query=${query}` : ''}`, { token })).json.map(
+      (d: { urn: string }) => d.urn,
+    );
   assert.deepEqual(await list(owner.token), [urn]);
   assert.deepEqual(await list(viewer.token), [urn]);
   assert.deepEqual(await list(stranger.token), []);
   assert.equal((await list(admin)).length, 2);
   assert.deepEqual(await list(admin, 'ORDERS'), [urn], 'query: case-insensitive substring');
-  assert.deepEqual(await list(admin, encodeURIComponent('postgres,admins')), ['urn:li:dataset:(urn:li:dataPlatform:postgres,admins-own,PROD)']);
+  assert.deepEqual(await list(admin, encodeURIComponent('postgres,admins')), [
+    'urn:li:dataset:(urn:li:dataPlatform:postgres,admins-own,PROD)',
+  ]);
   for (const { form, path } of datasetPaths(urn)) {
     for (const who of [viewer, editor]) {
       assert.equal((await gw.request('GET', path, { token: who.token })).status, 200, form);
@@ -121,7 +164,10 @@ test('ReBAC: owner writes, viewer and editor read, others get 404, admins see al
       assert.equal((await gw.request('DELETE', path, { token: who.token })).status, 403, form);
     }
     for (const method of ['GET', 'PATCH', 'DELETE']) {
-      const res = await gw.request(method, path, { token: stranger.token, json: method === 'PATCH' ? { description: 'x' } : undefined });
+      const res = await gw.request(method, path, {
+        token: stranger.token,
+        json: method === 'PATCH' ? { description: 'x' } : undefined,
+      });
       assert.equal(res.status, 404, `${form} ${method} by a stranger`);
       assert.deepEqual(res.json, NOT_FOUND);
     }
@@ -139,8 +185,16 @@ test('ReBAC: owner writes, viewer and editor read, others get 404, admins see al
     token: owner.token,
     json: { tags: ['t'], properties: { location: 's3://b/k' }, updated_at: 'ignored' },
   });
-  assert.deepEqual(patched.json.properties, { location: 's3://b/k', path: 's3://b/k' }, 'properties replaced, location mirrored to path');
-  assert.equal((await gw.request('DELETE', `/api/catalog/datasets/v2/${urn}`, { token: admin })).status, 204, 'admin may delete');
+  assert.deepEqual(
+    patched.json.properties,
+    { location: 's3://b/k', path: 's3://b/k' },
+    'properties replaced, location mirrored to path',
+  );
+  assert.equal(
+    (await gw.request('DELETE', `/api/catalog/datasets/v2/${urn}`, { token: admin })).status,
+    204,
+    'admin may delete',
+  );
   assert.deepEqual(await list(viewer.token), [], 'tuples removed with the dataset');
 });
 
@@ -172,7 +226,10 @@ test('409 on a duplicate URN, 422 on bad bodies, 401 without credentials', async
   const { token } = await gw.userToken('alice');
   const bob = await gw.userToken('bob');
   await createDataset(gw, token, { name: 'dup', platform: 'file' });
-  const dup = await gw.request('POST', '/api/catalog/datasets/', { token: bob.token, json: { name: 'dup', platform: 'file', environment: 'PROD' } });
+  const dup = await gw.request('POST', '/api/catalog/datasets/', {
+    token: bob.token,
+    json: { name: 'dup', platform: 'file', environment: 'PROD' },
+  });
   assert.equal(dup.status, 409);
   assert.equal(dup.json.detail.reason, 'dataset_exists');
   for (const body of [
@@ -191,11 +248,23 @@ test('409 on a duplicate URN, 422 on bad bodies, 401 without credentials', async
     assert.equal(res.status, 422, JSON.stringify(body));
     assert.ok(Array.isArray(res.json.detail));
   }
-  assert.equal((await gw.request('POST', '/api/catalog/datasets/', { token, body: '{not json', headers: { 'content-type': 'application/json' } })).status, 422);
+  assert.equal(
+    (
+      await gw.request('POST', '/api/catalog/datasets/', {
+        token,
+        body: '{not json',
+        headers: { 'content-type': 'application/json' },
+      })
+    ).status,
+    422,
+  );
   const urn = await createDataset(gw, token, { name: 'ok', platform: 'file' });
   const badPatch = await gw.request('PATCH', `/api/catalog/datasets/v2/${urn}`, { token, json: { tags: [1] } });
   assert.equal(badPatch.status, 422);
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/v2/${urn}/schema`, { token, json: { fields: 'x' } })).status, 422);
+  assert.equal(
+    (await gw.request('PUT', `/api/catalog/datasets/v2/${urn}/schema`, { token, json: { fields: 'x' } })).status,
+    422,
+  );
   assert.equal((await gw.request('GET', '/api/catalog/datasets/by-urn', { token })).status, 422, 'urn query required');
   assert.equal((await gw.request('GET', '/api/catalog/datasets/')).status, 401);
   assert.equal((await gw.request('GET', `/api/catalog/datasets/v2/${urn}`)).status, 401);

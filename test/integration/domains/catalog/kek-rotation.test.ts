@@ -27,10 +27,20 @@ interface RunResult {
 function rotate(dataDir: string, extraEnv: Record<string, string> = {}): Promise<RunResult> {
   const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...extraEnv };
   return new Promise((resolve) => {
-    execFile(BIN, ['rotate-kek', '--data-dir', dataDir, '--batch', '2'], { env, timeout: 60_000 }, (error, stdout, stderr) => {
-      const e = error as (Error & { code?: number; signal?: NodeJS.Signals }) | null;
-      resolve({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, signal: e?.signal ?? null, stdout, stderr });
-    });
+    execFile(
+      BIN,
+      ['rotate-kek', '--data-dir', dataDir, '--batch', '2'],
+      { env, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const e = error as (Error & { code?: number; signal?: NodeJS.Signals }) | null;
+        resolve({
+          code: e ? (typeof e.code === 'number' ? e.code : null) : 0,
+          signal: e?.signal ?? null,
+          stdout,
+          stderr,
+        });
+      },
+    );
   });
 }
 
@@ -41,9 +51,15 @@ interface Row {
   kek_version: number;
 }
 
-const rows = (gw: TestGateway) => gw.gateway.deps.sqlite.prepare('SELECT urn, id, ciphertext, kek_version FROM catalog_secrets ORDER BY urn').all() as Row[];
+const rows = (gw: TestGateway) =>
+  gw.gateway.deps.sqlite
+    .prepare('SELECT urn, id, ciphertext, kek_version FROM catalog_secrets ORDER BY urn')
+    .all() as Row[];
 const ledger = (gw: TestGateway) =>
-  gw.gateway.deps.sqlite.prepare('SELECT version, state FROM catalog_keks ORDER BY version').all() as { version: number; state: string }[];
+  gw.gateway.deps.sqlite.prepare('SELECT version, state FROM catalog_keks ORDER BY version').all() as {
+    version: number;
+    state: string;
+  }[];
 const keyFiles = (gw: TestGateway) => readdirSync(join(gw.dataDir, 'keys', 'kek')).sort();
 
 test('rotate-kek killed midway resumes; every secret decrypts; ciphertexts untouched; the old KEK is retired', async (t) => {
@@ -71,7 +87,10 @@ test('rotate-kek killed midway resumes; every secret decrypts; ciphertexts untou
   assert.deepEqual(keyFiles(gw), ['kek-v1.key', 'kek-v2.key']);
   // The live gateway reads both versions meanwhile, and wraps new secrets under the new one.
   for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
-  const during = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'written-during', value: 'during' } });
+  const during = await gw.request('POST', '/api/catalog/secrets/', {
+    token: admin,
+    json: { name: 'written-during', value: 'during' },
+  });
   values.set(during.json, 'during');
   assert.equal(rows(gw).find((r) => r.urn === during.json)?.kek_version, 2);
 
@@ -102,7 +121,8 @@ test('rotate-kek killed midway resumes; every secret decrypts; ciphertexts untou
 test('a key file written before the crash is adopted; a wrong or world-readable key file stops start', async (t) => {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const urn = (await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'x', value: 'kept' } })).json;
+  const urn = (await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'x', value: 'kept' } }))
+    .json;
   // As if a rotation died between writing kek-v2.key and recording it in the database.
   const ring = new KekRing(join(gw.dataDir, 'keys', 'kek'));
   ring.add(2, generateKey());

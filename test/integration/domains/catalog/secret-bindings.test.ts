@@ -10,7 +10,14 @@ import { test } from 'node:test';
 import { USER_DIRECTORY } from '../../../../domains/auth/index.ts';
 import { boundSecretReference } from '../../../../domains/catalog/urn.ts';
 import type { Principal } from '../../../../gateway/principal.ts';
-import { createDataset, datasetService, grant, meshPrincipal, secretId, secretsAccess } from '../../../helpers/catalog.ts';
+import {
+  createDataset,
+  datasetService,
+  grant,
+  meshPrincipal,
+  secretId,
+  secretsAccess,
+} from '../../../helpers/catalog.ts';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 
 const REFUSED = 'refused: secret_unavailable';
@@ -146,12 +153,24 @@ test('a co-owner blind to the secret keeps it only with the properties unchanged
   const dataset = await pgDataset(gw, bob.token, 'd', { password: urn });
   grant(gw, carol.id, 'owner', dataset);
   const edit = await patch(gw, carol.token, dataset, { properties: { password: urn, table: 'orders' } });
-  assert.deepEqual([edit.status, edit.json.detail?.reason], [403, 'secret_reference_forbidden'], 'kept, with another property changed');
-  assert.equal((await patch(gw, carol.token, dataset, { properties: { password: urn } })).status, 200, 'kept as it was');
+  assert.deepEqual(
+    [edit.status, edit.json.detail?.reason],
+    [403, 'secret_reference_forbidden'],
+    'kept, with another property changed',
+  );
+  assert.equal(
+    (await patch(gw, carol.token, dataset, { properties: { password: urn } })).status,
+    200,
+    'kept as it was',
+  );
   assert.equal(valueInUse(gw, local(carol), dataset), 'bob-pw', 'bob bound it: a use is authorized against bob');
   assert.equal((await gw.request('DELETE', `/api/catalog/secrets/v2/${urn}`, { token: bob.token })).status, 204);
   assert.equal(await secret(gw, carol.token, { name: 'pg', value: 'carol-pw' }), urn);
-  assert.equal(valueInUse(gw, local(carol), dataset), REFUSED, 'the binding is dead: the name is never looked up again');
+  assert.equal(
+    valueInUse(gw, local(carol), dataset),
+    REFUSED,
+    'the binding is dead: the name is never looked up again',
+  );
   const rebind = await patch(gw, carol.token, dataset, { properties: { password: urn } });
   assert.equal(rebind.status, 200, 'carol may bind her own secret');
   assert.equal(valueInUse(gw, local(bob), dataset), 'carol-pw', 'carol bound it: a use is authorized against carol');

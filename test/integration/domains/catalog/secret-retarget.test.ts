@@ -34,7 +34,10 @@ async function coOwned(
   const gw = await startTestGateway(t);
   const bob = await gw.userToken('bob');
   const carol = await gw.userToken('carol');
-  const secret = await gw.request('POST', '/api/catalog/secrets/', { token: bob.token, json: { name: 'bob-cred', value } });
+  const secret = await gw.request('POST', '/api/catalog/secrets/', {
+    token: bob.token,
+    json: { name: 'bob-cred', value },
+  });
   assert.equal(secret.status, 201, secret.text);
   const stored = properties(secret.json);
   const dataset = await createDataset(gw, bob.token, { name, platform, properties: stored });
@@ -57,7 +60,10 @@ async function assertRetargetRefused(
     assert.deepEqual([res.json.detail.reason, res.json.detail.secret_urn], ['secret_reference_forbidden', secretUrn]);
   }
   assert.deepEqual((await gw.request('GET', path, { token: carol.token })).json.properties, stored);
-  const unchanged = await gw.request('PATCH', path, { token: carol.token, json: { properties: stored, description: 'ok' } });
+  const unchanged = await gw.request('PATCH', path, {
+    token: carol.token,
+    json: { properties: stored, description: 'ok' },
+  });
   assert.equal(unchanged.status, 200, 'a write leaving the properties as they are is fine');
 }
 
@@ -77,10 +83,20 @@ test('postgres: a co-owner cannot re-point a dataset whose secret they cannot us
     GRANT SELECT ON orders TO bob_reader;`);
   const listener = await recordingListener(t);
   const value = JSON.stringify({ user: 'bob_reader', password });
-  const located = (urn: string) => ({ host: pg.host, port: pg.port, database: pg.database, table: 'orders', secret_urn: urn });
+  const located = (urn: string) => ({
+    host: pg.host,
+    port: pg.port,
+    database: pg.database,
+    table: 'orders',
+    secret_urn: urn,
+  });
   const { owners, dataset, secretUrn, stored } = await coOwned(t, 'postgres', 'orders', value, located);
   const read = { dataset_urn: dataset };
-  assert.deepEqual((await createJob(owners.gw, owners.carol.token, read)).inline.data, [{ id: 1 }], 'bob bound it: carol reads');
+  assert.deepEqual(
+    (await createJob(owners.gw, owners.carol.token, read)).inline.data,
+    [{ id: 1 }],
+    'bob bound it: carol reads',
+  );
   const changes = [
     { host: listener.host, port: listener.port },
     { port: listener.port },
@@ -107,16 +123,29 @@ test('s3: a co-owner cannot send the stored keys to another endpoint or region',
   const listener = await recordingListener(t);
   const keys = { aws_access_key_id: 'AKIABOBSTORED0000001', aws_secret_access_key: 'bob-secret-key' };
   const located = (urn: string) => ({ endpoint: peer.endpoint, secret_urn: urn });
-  const { owners, dataset, secretUrn, stored } = await coOwned(t, 's3', 'shop/orders.jsonl', JSON.stringify(keys), located);
+  const { owners, dataset, secretUrn, stored } = await coOwned(
+    t,
+    's3',
+    'shop/orders.jsonl',
+    JSON.stringify(keys),
+    located,
+  );
   assert.deepEqual((await createJob(owners.gw, owners.carol.token, { dataset_urn: dataset })).inline.data, [{ id: 1 }]);
-  const changes = [{ endpoint: listener.url }, { endpoint_url: listener.url }, { region: 'x@attacker.example' }, { bucket: 'other' }];
+  const changes = [
+    { endpoint: listener.url },
+    { endpoint_url: listener.url },
+    { region: 'x@attacker.example' },
+    { bucket: 'other' },
+  ];
   await assertRetargetRefused(owners, dataset, secretUrn, stored, changes);
   assertNeverHeard(listener, owners, Object.values(keys));
 });
 
 test('slack: a co-owner cannot send the stored token to another API URL', async (t) => {
   const token = 'xoxb-bob-stored-token-77';
-  const api = await startSlackApi(t, token, [{ id: 'C0GENERAL', name: 'general', messages: [{ type: 'message', text: 'hi', ts: '1700000000.000100' }] }]);
+  const api = await startSlackApi(t, token, [
+    { id: 'C0GENERAL', name: 'general', messages: [{ type: 'message', text: 'hi', ts: '1700000000.000100' }] },
+  ]);
   const listener = await recordingListener(t);
   const located = (urn: string) => ({ api_url: api.url, secret_urn: urn, channels: ['general'] });
   const { owners, dataset, secretUrn, stored } = await coOwned(t, 'slack', 'general', token, located);

@@ -20,12 +20,22 @@ function filesUnder(dir: string): string[] {
 
 function encodings(canary: string): Buffer[] {
   const raw = Buffer.from(canary, 'utf8');
-  return [raw, Buffer.from(raw.toString('base64')), Buffer.from(raw.toString('base64url')), Buffer.from(raw.toString('hex')), Buffer.from(canary, 'utf16le')];
+  return [
+    raw,
+    Buffer.from(raw.toString('base64')),
+    Buffer.from(raw.toString('base64url')),
+    Buffer.from(raw.toString('hex')),
+    Buffer.from(canary, 'utf16le'),
+  ];
 }
 
 test('canary secret values appear in no response, no log line and no database file', async (t) => {
   const gw = await startTestGateway(t, { logLevel: 'trace', limits: { maxBodyBytes: 200_000 } });
-  const canaries = [`CANARY-${randomUUID()}`, `CÄNÄRY-ünïcødé-${randomUUID()}-🚀`, `LONGCANARY-${randomUUID()}-${'x'.repeat(60_000)}`];
+  const canaries = [
+    `CANARY-${randomUUID()}`,
+    `CÄNÄRY-ünïcødé-${randomUUID()}-🚀`,
+    `LONGCANARY-${randomUUID()}-${'x'.repeat(60_000)}`,
+  ];
   const markers = canaries.map((c) => c.slice(0, 48));
   // Control: metadata is stored in clear, so the file scan must find this one.
   const description = `DESCRIPTION-${randomUUID()}`;
@@ -43,13 +53,29 @@ test('canary secret values appear in no response, no log line and no database fi
   // Happy paths.
   const urns: string[] = [];
   for (const [i, value] of canaries.entries()) {
-    const res = await call('POST', '/api/catalog/secrets/?clobber=false', { token: alice.token, json: { name: `canary-${i}`, value, description } });
+    const res = await call('POST', '/api/catalog/secrets/?clobber=false', {
+      token: alice.token,
+      json: { name: `canary-${i}`, value, description },
+    });
     assert.equal(res.status, 201);
     urns.push(res.json);
   }
-  assert.equal((await call('POST', '/api/catalog/secrets/?clobber=true', { token: alice.token, json: { name: 'canary-0', value: c1 } })).status, 201);
   assert.equal(
-    (await call('POST', '/api/catalog/secrets', { token: admin, json: { name: 'admin-canary', value: c2, owner: 'urn:li:corpuser:bob' } })).status,
+    (
+      await call('POST', '/api/catalog/secrets/?clobber=true', {
+        token: alice.token,
+        json: { name: 'canary-0', value: c1 },
+      })
+    ).status,
+    201,
+  );
+  assert.equal(
+    (
+      await call('POST', '/api/catalog/secrets', {
+        token: admin,
+        json: { name: 'admin-canary', value: c2, owner: 'urn:li:corpuser:bob' },
+      })
+    ).status,
     201,
   );
   for (const urn of urns) {
@@ -67,20 +93,50 @@ test('canary secret values appear in no response, no log line and no database fi
   }
   // Error paths, each carrying a canary in the request.
   const bad = [
-    { status: 409, token: alice.token, path: '/api/catalog/secrets/?clobber=false', json: { name: 'canary-1', value: c0 } },
-    { status: 409, token: bob.token, path: '/api/catalog/secrets/?clobber=true', json: { name: 'canary-1', value: c0 } },
-    { status: 403, token: bob.token, path: '/api/catalog/secrets/', json: { name: 'n1', value: c0, owner: 'urn:li:corpuser:alice' } },
-    { status: 422, token: admin, path: '/api/catalog/secrets/', json: { name: 'n2', value: c0, owner: 'urn:li:corpuser:ghost' } },
+    {
+      status: 409,
+      token: alice.token,
+      path: '/api/catalog/secrets/?clobber=false',
+      json: { name: 'canary-1', value: c0 },
+    },
+    {
+      status: 409,
+      token: bob.token,
+      path: '/api/catalog/secrets/?clobber=true',
+      json: { name: 'canary-1', value: c0 },
+    },
+    {
+      status: 403,
+      token: bob.token,
+      path: '/api/catalog/secrets/',
+      json: { name: 'n1', value: c0, owner: 'urn:li:corpuser:alice' },
+    },
+    {
+      status: 422,
+      token: admin,
+      path: '/api/catalog/secrets/',
+      json: { name: 'n2', value: c0, owner: 'urn:li:corpuser:ghost' },
+    },
     { status: 422, token: alice.token, path: '/api/catalog/secrets/?clobber=perhaps', json: { name: 'n3', value: c0 } },
     { status: 422, token: alice.token, path: '/api/catalog/secrets/', json: { name: 'n4', value: { nested: c0 } } },
     { status: 422, token: alice.token, path: '/api/catalog/secrets/', json: { name: 'n5', value: [c1] } },
-    { status: 422, token: alice.token, path: '/api/catalog/secrets/', json: { name: 'n6', value: `${c0}${'y'.repeat(70_000)}` } },
+    {
+      status: 422,
+      token: alice.token,
+      path: '/api/catalog/secrets/',
+      json: { name: 'n6', value: `${c0}${'y'.repeat(70_000)}` },
+    },
     { status: 422, token: alice.token, path: '/api/catalog/secrets/', json: { name: 'ctl\u0000', value: c0 } },
     { status: 422, token: alice.token, path: '/api/catalog/secrets/', json: { value: c0 } },
     { status: 401, token: null, path: '/api/catalog/secrets/', json: { name: 'n7', value: c0 } },
     { status: 401, token: 'not-a-token', path: '/api/catalog/secrets/', json: { name: 'n8', value: c0 } },
     { status: 405, token: alice.token, path: `/api/catalog/secrets/v2/${urns[0]}`, json: { name: 'n9', value: c0 } },
-    { status: 413, token: alice.token, path: '/api/catalog/secrets/', json: { name: 'n10', value: c0.repeat(10).padEnd(300_000, c0) } },
+    {
+      status: 413,
+      token: alice.token,
+      path: '/api/catalog/secrets/',
+      json: { name: 'n10', value: c0.repeat(10).padEnd(300_000, c0) },
+    },
   ];
   for (const b of bad) {
     const res = await call('POST', b.path, { token: b.token, json: b.json });
@@ -96,11 +152,21 @@ test('canary secret values appear in no response, no log line and no database fi
   assert.equal(form.status, 422);
   // Secrets referenced from datasets, allowed and refused.
   assert.equal(
-    (await call('POST', '/api/catalog/datasets/', { token: bob.token, json: { name: 'd', platform: 'postgres', properties: { password: urns[1] } } })).status,
+    (
+      await call('POST', '/api/catalog/datasets/', {
+        token: bob.token,
+        json: { name: 'd', platform: 'postgres', properties: { password: urns[1] } },
+      })
+    ).status,
     403,
   );
   assert.equal(
-    (await call('POST', '/api/catalog/datasets/', { token: alice.token, json: { name: 'd', platform: 'postgres', properties: { password: urns[1] } } })).status,
+    (
+      await call('POST', '/api/catalog/datasets/', {
+        token: alice.token,
+        json: { name: 'd', platform: 'postgres', properties: { password: urns[1] } },
+      })
+    ).status,
     201,
   );
   // In-process consumers do get the values (and must not print them).
@@ -112,14 +178,16 @@ test('canary secret values appear in no response, no log line and no database fi
   );
   // Deletes, by both forms, by the wrong user first.
   for (const [i, urn] of urns.entries()) {
-    const path = i % 2 ? `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(urn)}` : `/api/catalog/secrets/v2/${urn}`;
+    const path =
+      i % 2 ? `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(urn)}` : `/api/catalog/secrets/v2/${urn}`;
     assert.equal((await call('DELETE', path, { token: bob.token })).status, 404);
     assert.equal((await call('DELETE', path, { token: alice.token })).status, 204);
   }
 
   const scan = (where: string, haystack: Buffer) => {
     for (const [i, marker] of markers.entries()) {
-      for (const needle of encodings(marker)) assert.equal(haystack.indexOf(needle), -1, `canary ${i} found in ${where}`);
+      for (const needle of encodings(marker))
+        assert.equal(haystack.indexOf(needle), -1, `canary ${i} found in ${where}`);
     }
   };
   assert.ok(responses.length > 60, 'the scan covers every call');

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createDataset, datasetService, meshPrincipal, revealCurrent, secretsAccess } from '../../../helpers/catalog.ts';
+import {
+  createDataset,
+  datasetService,
+  meshPrincipal,
+  revealCurrent,
+  secretsAccess,
+} from '../../../helpers/catalog.ts';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 
 async function createSecret(gw: TestGateway, token: string, body: Record<string, unknown>, clobber = 'false') {
@@ -9,7 +15,12 @@ async function createSecret(gw: TestGateway, token: string, body: Record<string,
 
 function secretPaths(urn: string): string[] {
   const enc = encodeURIComponent(urn);
-  return [`/api/catalog/secrets/v2/${urn}`, `/api/catalog/secrets/v2/${enc}`, `/api/catalog/secrets/by-urn?urn=${enc}`, `/api/catalog/secrets/${enc}`];
+  return [
+    `/api/catalog/secrets/v2/${urn}`,
+    `/api/catalog/secrets/v2/${enc}`,
+    `/api/catalog/secrets/by-urn?urn=${enc}`,
+    `/api/catalog/secrets/${enc}`,
+  ];
 }
 
 test('secrets: create answers the URN; get, list and delete by v2 (raw or encoded), the encoded path and by-urn never show the value', async (t) => {
@@ -44,7 +55,10 @@ test('secrets: create answers the URN; get, list and delete by v2 (raw or encode
   assert.equal(revealCurrent(gw, res.json), 's3cr3t-value', 'in-process consumers get the value');
   const hostile = await createSecret(gw, token, { name: 'a/b (c),%2F+ü', value: 'v' });
   assert.equal(hostile.json, 'urn:li:dataHubSecret:a/b (c),%2F+ü');
-  assert.equal((await gw.request('GET', `/api/catalog/secrets/v2/${encodeURIComponent(hostile.json)}`, { token })).json.name, 'a/b (c),%2F+ü');
+  assert.equal(
+    (await gw.request('GET', `/api/catalog/secrets/v2/${encodeURIComponent(hostile.json)}`, { token })).json.name,
+    'a/b (c),%2F+ü',
+  );
   for (const [i, path] of secretPaths(res.json).entries()) {
     if (i > 0) assert.equal((await createSecret(gw, token, { name: 'demo', value: 'again' })).status, 201);
     assert.equal((await gw.request('DELETE', path, { token })).status, 204, path);
@@ -52,7 +66,11 @@ test('secrets: create answers the URN; get, list and delete by v2 (raw or encode
     assert.equal((await gw.request('DELETE', path, { token })).json.detail.reason, 'secret_not_found', path);
   }
   assert.equal((await createSecret(gw, token, { name: 'plain-path', value: 'v' })).status, 201);
-  assert.equal((await gw.request('POST', '/api/catalog/secrets', { token, json: { name: 'no-slash', value: 'v' } })).status, 201, 'both spellings');
+  assert.equal(
+    (await gw.request('POST', '/api/catalog/secrets', { token, json: { name: 'no-slash', value: 'v' } })).status,
+    201,
+    'both spellings',
+  );
 });
 
 test('secrets: 409 without clobber, replace with clobber, 422 on bad bodies', async (t) => {
@@ -64,7 +82,8 @@ test('secrets: 409 without clobber, replace with clobber, 422 on bad bodies', as
   assert.equal(again.status, 409);
   assert.equal(again.json.detail.reason, 'secret_exists');
   assert.equal(
-    (await gw.request('POST', '/api/catalog/secrets/', { token: alice.token, json: { name: 'pg', value: 'two' } })).status,
+    (await gw.request('POST', '/api/catalog/secrets/', { token: alice.token, json: { name: 'pg', value: 'two' } }))
+      .status,
     409,
     'clobber defaults to false',
   );
@@ -87,7 +106,15 @@ test('secrets: 409 without clobber, replace with clobber, 422 on bad bodies', as
     const res = await createSecret(gw, alice.token, body);
     assert.equal(res.status, 422, JSON.stringify(body));
   }
-  assert.equal((await gw.request('POST', '/api/catalog/secrets/?clobber=maybe', { token: alice.token, json: { name: 'q', value: 'v' } })).status, 422);
+  assert.equal(
+    (
+      await gw.request('POST', '/api/catalog/secrets/?clobber=maybe', {
+        token: alice.token,
+        json: { name: 'q', value: 'v' },
+      })
+    ).status,
+    422,
+  );
   assert.equal((await gw.request('GET', '/api/catalog/secrets/by-urn', { token: alice.token })).status, 422);
   assert.equal((await gw.request('GET', '/api/catalog/secrets/')).status, 401);
 });
@@ -116,16 +143,25 @@ test('secrets: visible and deletable by their owner and native admins only; owne
     headers: { 'x-user-urn': 'urn:li:corpuser:alice' },
   });
   assert.equal(viaHeader.status, 403);
-  assert.equal((await createSecret(gw, bob.token, { name: 'z', value: 'v', owner: 'urn:li:corpuser:bob' })).status, 201);
+  assert.equal(
+    (await createSecret(gw, bob.token, { name: 'z', value: 'v', owner: 'urn:li:corpuser:bob' })).status,
+    201,
+  );
   const forBob = await createSecret(gw, admin, { name: 'for-bob', value: 'v', owner: 'urn:li:corpuser:bob' });
   assert.equal(forBob.status, 201);
-  assert.equal((await gw.request('GET', `/api/catalog/secrets/v2/${forBob.json}`, { token: bob.token })).json.owner, 'urn:li:corpuser:bob');
+  assert.equal(
+    (await gw.request('GET', `/api/catalog/secrets/v2/${forBob.json}`, { token: bob.token })).json.owner,
+    'urn:li:corpuser:bob',
+  );
   for (const owner of ['urn:li:corpuser:nobody', 'bob', 'urn:li:corpgroup:x']) {
     const res = await createSecret(gw, admin, { name: 'w', value: 'v', owner });
     assert.equal(res.status, 422, owner);
     assert.equal(res.json.detail.reason, 'secret_owner_unknown');
   }
-  assert.equal((await gw.request('DELETE', `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(urn)}`, { token: admin })).status, 204);
+  assert.equal(
+    (await gw.request('DELETE', `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(urn)}`, { token: admin })).status,
+    204,
+  );
 });
 
 test('datasets may reference only secrets their writer can see', async (t) => {
@@ -136,7 +172,11 @@ test('datasets may reference only secrets their writer can see', async (t) => {
   const aliceSecret = (await createSecret(gw, alice.token, { name: 'alice-pg', value: 'alice-pw' })).json;
   const stolen = await gw.request('POST', '/api/catalog/datasets/', {
     token: alice.token,
-    json: { name: 'orders', platform: 'postgres', properties: { host: 'evil.example', credentials: { password: adminSecret } } },
+    json: {
+      name: 'orders',
+      platform: 'postgres',
+      properties: { host: 'evil.example', credentials: { password: adminSecret } },
+    },
   });
   assert.equal(stolen.status, 403);
   assert.deepEqual(stolen.json.detail.secret_urn, adminSecret);
@@ -146,15 +186,34 @@ test('datasets may reference only secrets their writer can see', async (t) => {
     json: { name: 'orders', platform: 'postgres', properties: { password: 'urn:li:dataHubSecret:nope' } },
   });
   assert.equal(missing.status, 403, 'absent and foreign look alike');
-  const urn = await createDataset(gw, alice.token, { name: 'orders', platform: 'postgres', properties: { password: aliceSecret } });
-  const patch = await gw.request('PATCH', `/api/catalog/datasets/v2/${urn}`, { token: alice.token, json: { properties: { password: adminSecret } } });
+  const urn = await createDataset(gw, alice.token, {
+    name: 'orders',
+    platform: 'postgres',
+    properties: { password: aliceSecret },
+  });
+  const patch = await gw.request('PATCH', `/api/catalog/datasets/v2/${urn}`, {
+    token: alice.token,
+    json: { properties: { password: adminSecret } },
+  });
   assert.equal(patch.status, 403);
-  const keep = await gw.request('PATCH', `/api/catalog/datasets/v2/${urn}`, { token: alice.token, json: { properties: { password: aliceSecret, db: 'x' } } });
+  const keep = await gw.request('PATCH', `/api/catalog/datasets/v2/${urn}`, {
+    token: alice.token,
+    json: { properties: { password: aliceSecret, db: 'x' } },
+  });
   assert.equal(keep.status, 200);
   assert.equal(keep.json.properties.password, aliceSecret, 'reads show the reference as written');
   const inUse = datasetService(gw).forUse({ ...meshPrincipal(alice.id), source: 'local', authMethod: 'jwt' }, urn);
   assert.equal(secretsAccess(gw).reveal(inUse.properties.password as string), 'alice-pw');
-  assert.equal((await createDataset(gw, admin, { name: 'admin-orders', platform: 'postgres', properties: { password: adminSecret } })).length > 0, true);
+  assert.equal(
+    (
+      await createDataset(gw, admin, {
+        name: 'admin-orders',
+        platform: 'postgres',
+        properties: { password: adminSecret },
+      })
+    ).length > 0,
+    true,
+  );
 });
 
 test('mesh principals see no secret, not even with a remote admin role (service level; the routes are native-only)', async (t) => {

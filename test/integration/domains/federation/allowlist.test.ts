@@ -48,7 +48,10 @@ test('allowlist: add, 409 on repeat, list, revoke, restore with a replacement re
   assert.ok(revoked.json.disabled_at);
   assert.equal(revoked.json.cancelled_jobs, 0, 'never provisioned: no jobs to cancel');
   const newRecipe = [{ subject: 'user:{{user_id}}', relation: 'owner', object: 'dataset:{{external_id}}' }];
-  const restored = await b.request('POST', `${base}/${encoded}/restore`, { token, json: { initial_tuples: newRecipe } });
+  const restored = await b.request('POST', `${base}/${encoded}/restore`, {
+    token,
+    json: { initial_tuples: newRecipe },
+  });
   assert.equal(restored.status, 200, restored.text);
   assert.equal(restored.json.disabled_at, null);
   assert.deepEqual(restored.json.initial_tuples, newRecipe);
@@ -105,7 +108,10 @@ test('mesh ingress lookups: entry by external_id, provisioning mark, rendered re
   const token = await b.adminToken();
   const rec = await createRecord(b, { remote_cluster_name: 'a', role: 'receiver', preshared_key: newPsk() });
   const externalId = 'sub-1@cluster-a';
-  await b.request('POST', `/api/cluster/federations/${rec.id}/users`, { token, json: { external_id: externalId, initial_tuples: RECIPE } });
+  await b.request('POST', `/api/cluster/federations/${rec.id}/users`, {
+    token,
+    json: { external_id: externalId, initial_tuples: RECIPE },
+  });
   const directory = b.gateway.deps.services.get(FEDERATIONS);
   const entry = directory.allowlistEntry(rec.id, externalId);
   assert.ok(entry);
@@ -113,24 +119,44 @@ test('mesh ingress lookups: entry by external_id, provisioning mark, rendered re
   const marked = directory.markProvisioned(rec.id, externalId, localUser);
   assert.deepEqual([marked.auto_provisioned, marked.local_user_id], [true, localUser]);
   assert.deepEqual(directory.renderEntryTuples(marked, localUser), [
-    { subject: { namespace: 'user', id: localUser }, relation: 'viewer', object: { namespace: 'dataset', id: URN }, tenantId: '__default__' },
-    { subject: { namespace: 'user', id: localUser }, relation: 'executor', object: { namespace: 'cluster_jobs', id: '__all__' }, tenantId: '__default__' },
+    {
+      subject: { namespace: 'user', id: localUser },
+      relation: 'viewer',
+      object: { namespace: 'dataset', id: URN },
+      tenantId: '__default__',
+    },
+    {
+      subject: { namespace: 'user', id: localUser },
+      relation: 'executor',
+      object: { namespace: 'cluster_jobs', id: '__all__' },
+      tenantId: '__default__',
+    },
   ]);
   assert.ok(directory.psk(rec.id), 'the PSK is reachable in process as a KeyObject');
-  assert.equal(directory.isTrustedSharedIssuer('https://idp.test/realms/federation'), false, 'an empty trusted-issuer list trusts none');
+  assert.equal(
+    directory.isTrustedSharedIssuer('https://idp.test/realms/federation'),
+    false,
+    'an empty trusted-issuer list trusts none',
+  );
 
   // The jobs domain provides the revoke hook; this user has no jobs (stopping real ones: domains/mesh/jobs.test.ts).
   assert.ok(b.gateway.deps.services.find(BROKERED_JOB_CANCELLER), 'the jobs domain provides the job canceller');
-  const revoked = await b.request('POST', `/api/cluster/federations/${rec.id}/users/${encodeURIComponent(externalId)}/revoke?cancel_in_flight_jobs=true`, {
-    token,
-  });
+  const revoked = await b.request(
+    'POST',
+    `/api/cluster/federations/${rec.id}/users/${encodeURIComponent(externalId)}/revoke?cancel_in_flight_jobs=true`,
+    {
+      token,
+    },
+  );
   assert.equal(revoked.status, 200, revoked.text);
   assert.equal(revoked.json.cancelled_jobs, 0);
   assert.ok(revoked.json.disabled_at);
 });
 
 test('PLATFORM_TRUSTED_SHARED_ISSUERS decides which shared issuers mesh ingress may trust', async (t) => {
-  const b = await startPeer(t, 'fed-b', { federation: { trustedSharedIssuers: ['https://idp.test/realms/federation/'], peerTimeoutMs: 3000 } });
+  const b = await startPeer(t, 'fed-b', {
+    federation: { trustedSharedIssuers: ['https://idp.test/realms/federation/'], peerTimeoutMs: 3000 },
+  });
   const directory = b.gateway.deps.services.get(FEDERATIONS);
   assert.equal(directory.isTrustedSharedIssuer('https://idp.test/realms/federation'), true);
   assert.equal(directory.isTrustedSharedIssuer('https://evil.test/realms/federation'), false);

@@ -93,7 +93,11 @@ test('federation pair reads the PSK from stdin, and stops at the failing step wi
   const env = cliEnv(a, `${newPsk()}\n`);
   assert.equal(await federationCommand.run(['pair', ...wrongRoute, '--psk-stdin'], env), 1);
   assert.match(env.errors.join('\n'), /preflight of 127\.0\.0\.1:\d+: tls_hostname_mismatch/);
-  assert.equal((await a.request('GET', '/api/cluster/federations', { token: await a.adminToken() })).json.length, 0, 'nothing created');
+  assert.equal(
+    (await a.request('GET', '/api/cluster/federations', { token: await a.adminToken() })).json.length,
+    0,
+    'nothing created',
+  );
   const ok = cliEnv(a, `${newPsk()}\n`);
   assert.equal(await federationCommand.run(['pair', ...args, '--psk-stdin'], ok), 0, ok.errors.join('\n'));
   const usage = cliEnv(a);

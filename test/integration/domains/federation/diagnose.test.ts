@@ -14,7 +14,11 @@ test('preflight probes a proposed route layer by layer before anything is stored
   assert.equal(good.json.ok, true);
   assert.deepEqual(layers(good.json), ['dns:ok', 'tcp:ok', 'tls:ok', 'http:ok', 'hmac:skipped']);
   assert.deepEqual(good.json.target, { ip: `127.0.0.1:${b.port}`, hostname: 'fed-b.test', port: b.port });
-  assert.equal((await a.request('GET', '/api/cluster/federations', { token: await a.adminToken() })).json.length, 0, 'nothing persisted');
+  assert.equal(
+    (await a.request('GET', '/api/cluster/federations', { token: await a.adminToken() })).json.length,
+    0,
+    'nothing persisted',
+  );
 
   const wrongName = await post(a, '/preflight', { remote_ips: [{ ...routeTo(b), hostname: 'not-fed-b.test' }] });
   assert.equal(wrongName.json.reason, 'tls_hostname_mismatch');
@@ -26,7 +30,13 @@ test('preflight probes a proposed route layer by layer before anything is stored
   await new Promise<void>((resolve) => closed.close(() => resolve()));
   const refused = await post(a, '/preflight', { remote_ips: [{ ip: `127.0.0.1:${port}`, hostname: 'fed-b.test' }] });
   assert.equal(refused.json.reason, 'connection_failed');
-  assert.deepEqual(layers(refused.json), ['dns:ok', 'tcp:connection_failed', 'tls:skipped', 'http:skipped', 'hmac:skipped']);
+  assert.deepEqual(layers(refused.json), [
+    'dns:ok',
+    'tcp:connection_failed',
+    'tls:skipped',
+    'http:skipped',
+    'hmac:skipped',
+  ]);
 
   const dns = await post(a, '/preflight', { remote_ips: [{ ip: 'no-such-peer.invalid', hostname: 'fed-b.test' }] });
   assert.equal(dns.json.reason, 'dns_unresolvable');
@@ -36,7 +46,9 @@ test('preflight probes a proposed route layer by layer before anything is stored
   const plain = createServer((socket) => socket.on('error', () => {}).end('HTTP/1.1 200 OK\r\n\r\n'));
   await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve));
   t.after(() => plain.close());
-  const notTls = await post(a, '/preflight', { remote_ips: [{ ip: `127.0.0.1:${(plain.address() as { port: number }).port}`, hostname: 'fed-b.test' }] });
+  const notTls = await post(a, '/preflight', {
+    remote_ips: [{ ip: `127.0.0.1:${(plain.address() as { port: number }).port}`, hostname: 'fed-b.test' }],
+  });
   assert.equal(notTls.json.layers[2].layer, 'tls');
   assert.equal(notTls.json.layers[2].ok, false);
   assert.equal(notTls.json.reason, notTls.json.layers[2].reason);
@@ -53,7 +65,12 @@ test('diagnose of a paired record runs the signed layer; a peer that forgot the 
   const stale = await post(a, `/${initiatorId}/diagnose`);
   assert.equal(stale.json.reason, 'federation_not_active');
   assert.match(stale.json.remedy, /re-pair/);
-  const waiting = await post(b, '', { remote_cluster_name: 'w', role: 'receiver', preshared_key: newPsk(), shared_issuer_url: 'https://idp.test/r' });
+  const waiting = await post(b, '', {
+    remote_cluster_name: 'w',
+    role: 'receiver',
+    preshared_key: newPsk(),
+    shared_issuer_url: 'https://idp.test/r',
+  });
   const noRoute = await post(b, `/${waiting.json.id}/diagnose`);
   assert.equal(noRoute.json.reason, 'no_route');
 });
@@ -63,7 +80,13 @@ test('resolve-address: a name by DNS, an IP by the certificate SANs', async (t) 
   const b = await startPeer(t, 'fed-b');
   const byIp = await post(a, '/resolve-address', { address: `127.0.0.1:${b.port}` });
   assert.equal(byIp.status, 200, byIp.text);
-  assert.deepEqual(byIp.json, { input: `127.0.0.1:${b.port}`, ip: '127.0.0.1', fqdn: 'fed-b.test', source: 'tls_san', error: null });
+  assert.deepEqual(byIp.json, {
+    input: `127.0.0.1:${b.port}`,
+    ip: '127.0.0.1',
+    fqdn: 'fed-b.test',
+    source: 'tls_san',
+    error: null,
+  });
   const byName = await post(a, '/resolve-address', { address: 'localhost' });
   assert.equal(byName.json.source, 'dns');
   assert.equal(byName.json.fqdn, 'localhost');

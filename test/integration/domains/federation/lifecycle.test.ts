@@ -2,19 +2,37 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { createRecord, getRecord, newPsk, pairGateways, post, routeTo, SHARED_ISSUER, startPeer } from '../../../helpers/federation.ts';
+import {
+  createRecord,
+  getRecord,
+  newPsk,
+  pairGateways,
+  post,
+  routeTo,
+  SHARED_ISSUER,
+  startPeer,
+} from '../../../helpers/federation.ts';
 
 const BASE = '/api/cluster/federations';
 
 test('create: receiver WAITING, initiator PAIRING; peer_kc gated by policy; remote_ips required for initiators', async (t) => {
   const a = await startPeer(t, 'fed-a');
   const token = await a.adminToken();
-  const peerKc = await a.request('POST', BASE, { token, json: { remote_cluster_name: 'x', role: 'receiver', preshared_key: newPsk() } });
+  const peerKc = await a.request('POST', BASE, {
+    token,
+    json: { remote_cluster_name: 'x', role: 'receiver', preshared_key: newPsk() },
+  });
   assert.equal(peerKc.status, 400);
   assert.equal(peerKc.json.detail.reason, 'untrusted_federation_disabled');
   const realm = await a.request('POST', BASE, {
     token,
-    json: { remote_cluster_name: 'x', role: 'receiver', preshared_key: newPsk(), shared_issuer_url: SHARED_ISSUER, identity_mode: 'receiver_realm' },
+    json: {
+      remote_cluster_name: 'x',
+      role: 'receiver',
+      preshared_key: newPsk(),
+      shared_issuer_url: SHARED_ISSUER,
+      identity_mode: 'receiver_realm',
+    },
   });
   assert.equal(realm.json.detail.reason, 'identity_mode_unsupported');
   const noIps = await a.request('POST', BASE, {
@@ -25,7 +43,12 @@ test('create: receiver WAITING, initiator PAIRING; peer_kc gated by policy; remo
   assert.deepEqual(noIps.json.detail[0].loc, ['body', 'remote_ips']);
   const badIp = await a.request('POST', BASE, {
     token,
-    json: { remote_cluster_name: 'x', preshared_key: newPsk(), shared_issuer_url: SHARED_ISSUER, remote_ips: [{ ip: 'https://x/y', primary: true }] },
+    json: {
+      remote_cluster_name: 'x',
+      preshared_key: newPsk(),
+      shared_issuer_url: SHARED_ISSUER,
+      remote_ips: [{ ip: 'https://x/y', primary: true }],
+    },
   });
   assert.equal(badIp.status, 422);
   const kc = await a.request('POST', BASE, {
@@ -45,7 +68,12 @@ test('create: receiver WAITING, initiator PAIRING; peer_kc gated by policy; remo
     'local_kc_jwks_url',
   ]);
 
-  const receiver = await createRecord(a, { remote_cluster_name: 'r', role: 'receiver', preshared_key: newPsk(), shared_jwks_url: 'https://ignored.test/jwks' });
+  const receiver = await createRecord(a, {
+    remote_cluster_name: 'r',
+    role: 'receiver',
+    preshared_key: newPsk(),
+    shared_jwks_url: 'https://ignored.test/jwks',
+  });
   assert.equal(receiver.status, 'WAITING');
   assert.equal(receiver.shared_jwks_url, null, 'shared_jwks_url is accepted with no effect');
   assert.equal(receiver.brokering_enabled, true);
@@ -65,7 +93,10 @@ test('create: receiver WAITING, initiator PAIRING; peer_kc gated by policy; remo
   );
 
   const b = await startPeer(t, 'fed-b', { federation: { allowUntrustedFederation: true, peerTimeoutMs: 3000 } });
-  const trusted = await b.request('POST', BASE, { token: await b.adminToken(), json: { remote_cluster_name: 'x', role: 'receiver', preshared_key: newPsk() } });
+  const trusted = await b.request('POST', BASE, {
+    token: await b.adminToken(),
+    json: { remote_cluster_name: 'x', role: 'receiver', preshared_key: newPsk() },
+  });
   assert.equal(trusted.status, 200, trusted.text);
   assert.equal(trusted.json.identity_mode, 'peer_kc');
   assert.equal(trusted.json.trust_posture, 'source_trusted');
@@ -75,8 +106,13 @@ test('create: receiver WAITING, initiator PAIRING; peer_kc gated by policy; remo
 test('list filters by status with skip/limit; get answers 404 when absent', async (t) => {
   const a = await startPeer(t, 'fed-a');
   const token = await a.adminToken();
-  for (let i = 0; i < 3; i++) await createRecord(a, { remote_cluster_name: `r${i}`, role: 'receiver', preshared_key: newPsk() });
-  await createRecord(a, { remote_cluster_name: 'i0', remote_ips: [{ ip: '127.0.0.1:1', hostname: 'x.test' }], preshared_key: newPsk() });
+  for (let i = 0; i < 3; i++)
+    await createRecord(a, { remote_cluster_name: `r${i}`, role: 'receiver', preshared_key: newPsk() });
+  await createRecord(a, {
+    remote_cluster_name: 'i0',
+    remote_ips: [{ ip: '127.0.0.1:1', hostname: 'x.test' }],
+    preshared_key: newPsk(),
+  });
   const all = await a.request('GET', BASE, { token });
   assert.equal(all.json.length, 4);
   const waiting = await a.request('GET', `${BASE}?status=WAITING&skip=1&limit=1`, { token });
@@ -101,7 +137,13 @@ test('PUT changes only brokering_enabled, shared_ca_pem, require_peer_jwt; anyth
   const rec = await createRecord(a, { remote_cluster_name: 'r', role: 'receiver', preshared_key: newPsk() });
   const ok = await a.request('PUT', `${BASE}/${rec.id}`, {
     token,
-    json: { brokering_enabled: false, require_peer_jwt: true, shared_ca_pem: a.gateway.caPem, shared_jwks_url: 'https://x.test/jwks', realm_scope: 'ignored' },
+    json: {
+      brokering_enabled: false,
+      require_peer_jwt: true,
+      shared_ca_pem: a.gateway.caPem,
+      shared_jwks_url: 'https://x.test/jwks',
+      realm_scope: 'ignored',
+    },
   });
   assert.equal(ok.status, 200, ok.text);
   assert.equal(ok.json.brokering_enabled, false);
@@ -122,9 +164,19 @@ test('PUT changes only brokering_enabled, shared_ca_pem, require_peer_jwt; anyth
   });
   assert.equal(refused.status, 400);
   assert.equal(refused.json.detail.reason, 'federation_field_immutable');
-  assert.deepEqual(refused.json.detail.fields, ['created_at', 'identity_mode', 'preshared_key', 'remote_ips', 'shared_issuer_url', 'status']);
+  assert.deepEqual(refused.json.detail.fields, [
+    'created_at',
+    'identity_mode',
+    'preshared_key',
+    'remote_ips',
+    'shared_issuer_url',
+    'status',
+  ]);
   assert.equal((await getRecord(a, rec.id)).brokering_enabled, false, 'nothing was applied');
-  const same = await a.request('PUT', `${BASE}/${rec.id}`, { token, json: { id: rec.id, status: 'WAITING', brokering_enabled: true } });
+  const same = await a.request('PUT', `${BASE}/${rec.id}`, {
+    token,
+    json: { id: rec.id, status: 'WAITING', brokering_enabled: true },
+  });
   assert.equal(same.status, 200, 'echoing unchanged values is not a change');
   const badType = await a.request('PUT', `${BASE}/${rec.id}`, { token, json: { brokering_enabled: 'yes' } });
   assert.equal(badType.status, 422);
@@ -144,7 +196,15 @@ test('disconnect asks the peer first: peer down → 502 peer_disconnect_failed a
   assert.equal((await getRecord(a, initiatorId)).status, 'PAIRED');
   const forced = await post(a, `/${initiatorId}/disconnect?force=true`);
   assert.equal(forced.status, 200, forced.text);
-  assert.deepEqual({ ...forced.json }, { federation_id: initiatorId, status: 'DISCONNECTED', peer_acknowledged: false, message: 'Federation disconnected' });
+  assert.deepEqual(
+    { ...forced.json },
+    {
+      federation_id: initiatorId,
+      status: 'DISCONNECTED',
+      peer_acknowledged: false,
+      message: 'Federation disconnected',
+    },
+  );
   await b.start();
   assert.equal((await getRecord(b, receiverId)).status, 'PAIRED', 'the receiver never heard of the forced disconnect');
   const ping = await post(b, `/${receiverId}/ping`);
@@ -232,7 +292,12 @@ test('restart of either gateway mid-way loses nothing: records, PSKs, cluster id
   const psk = newPsk();
   const r = await createRecord(b, { remote_cluster_name: 'a', role: 'receiver', preshared_key: psk });
   await b.restart();
-  const i = await createRecord(a, { remote_cluster_name: 'b', role: 'initiator', remote_ips: [routeTo(b)], preshared_key: psk });
+  const i = await createRecord(a, {
+    remote_cluster_name: 'b',
+    role: 'initiator',
+    remote_ips: [routeTo(b)],
+    preshared_key: psk,
+  });
   await a.restart();
   const paired = await post(a, `/${i.id}/pair`);
   assert.equal(paired.status, 200, paired.text);

@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AUTHZ } from '../../../../domains/authz/index.ts';
 import { FEDERATIONS } from '../../../../domains/federation/index.ts';
-import { createRecord, getRecord, newPsk, pairGateways, post, routeTo, startPeer } from '../../../helpers/federation.ts';
+import {
+  createRecord,
+  getRecord,
+  newPsk,
+  pairGateways,
+  post,
+  routeTo,
+  startPeer,
+} from '../../../helpers/federation.ts';
 
 test('full pairing: CA exchange, both records PAIRED, signed ping both ways, PSK never shown', async (t) => {
   const a = await startPeer(t, 'fed-a');
@@ -19,12 +27,18 @@ test('full pairing: CA exchange, both records PAIRED, signed ping both ways, PSK
   const onB = await getRecord(b, receiverId);
   assert.equal(onB.status, 'PAIRED');
   assert.equal(onB.remote_cluster_id, idA);
-  assert.equal(onB.remote_cluster_name, 'fed-a', "the receiver's label is overwritten with the initiator's cluster name");
+  assert.equal(
+    onB.remote_cluster_name,
+    'fed-a',
+    "the receiver's label is overwritten with the initiator's cluster name",
+  );
   assert.deepEqual(onB.remote_ips, [routeTo(a)], 'the receiver learned how to reach the initiator');
   assert.equal(onB.identity_mode, 'shared_idp');
   assert.equal(onB.trust_posture, 'receiver_controlled_shared');
   assert.equal(onB.grandfathered, false);
-  assert.ok(paired.peer_ca_fingerprint && onB.peer_ca_fingerprint && paired.peer_ca_fingerprint !== onB.peer_ca_fingerprint);
+  assert.ok(
+    paired.peer_ca_fingerprint && onB.peer_ca_fingerprint && paired.peer_ca_fingerprint !== onB.peer_ca_fingerprint,
+  );
 
   for (const [gw, id, peerId] of [
     [a, initiatorId, idB],
@@ -52,7 +66,12 @@ test('wrong PSK: the initiator answers hmac_signature_invalid and both sides sta
   const a = await startPeer(t, 'fed-a');
   const b = await startPeer(t, 'fed-b');
   const r = await createRecord(b, { remote_cluster_name: 'a', role: 'receiver', preshared_key: newPsk() });
-  const i = await createRecord(a, { remote_cluster_name: 'b', role: 'initiator', remote_ips: [routeTo(b)], preshared_key: newPsk() });
+  const i = await createRecord(a, {
+    remote_cluster_name: 'b',
+    role: 'initiator',
+    remote_ips: [routeTo(b)],
+    preshared_key: newPsk(),
+  });
   assert.equal(r.status, 'WAITING');
   assert.equal(i.status, 'PAIRING');
   const res = await post(a, `/${i.id}/pair`);
@@ -71,7 +90,12 @@ test('clock difference of 60 s or more refuses pairing with clock_skew; both sta
   const b = await startPeer(t, 'fed-b', {}, { now: () => new Date(Date.now() + 90_000) });
   const psk = newPsk();
   const r = await createRecord(b, { remote_cluster_name: 'a', role: 'receiver', preshared_key: psk });
-  const i = await createRecord(a, { remote_cluster_name: 'b', role: 'initiator', remote_ips: [routeTo(b)], preshared_key: psk });
+  const i = await createRecord(a, {
+    remote_cluster_name: 'b',
+    role: 'initiator',
+    remote_ips: [routeTo(b)],
+    preshared_key: psk,
+  });
   const res = await post(a, `/${i.id}/pair`);
   assert.equal(res.status, 502, res.text);
   assert.equal(res.json.detail.reason, 'clock_skew');
@@ -100,7 +124,12 @@ test('a route back to this cluster is refused as peer_identity_aliases_local', a
   const a = await startPeer(t, 'fed-a');
   const psk = newPsk();
   await createRecord(a, { remote_cluster_name: 'me', role: 'receiver', preshared_key: psk });
-  const i = await createRecord(a, { remote_cluster_name: 'me-too', role: 'initiator', remote_ips: [routeTo(a)], preshared_key: psk });
+  const i = await createRecord(a, {
+    remote_cluster_name: 'me-too',
+    role: 'initiator',
+    remote_ips: [routeTo(a)],
+    preshared_key: psk,
+  });
   const res = await post(a, `/${i.id}/pair`);
   assert.equal(res.status, 409, res.text);
   assert.equal(res.json.detail.reason, 'peer_identity_aliases_local');
@@ -116,7 +145,12 @@ test('two WAITING receivers with the same PSK: psk_ambiguous, nothing paired', a
   const psk = newPsk();
   const r1 = await createRecord(b, { remote_cluster_name: 'a1', role: 'receiver', preshared_key: psk });
   const r2 = await createRecord(b, { remote_cluster_name: 'a2', role: 'receiver', preshared_key: psk });
-  const i = await createRecord(a, { remote_cluster_name: 'b', role: 'initiator', remote_ips: [routeTo(b)], preshared_key: psk });
+  const i = await createRecord(a, {
+    remote_cluster_name: 'b',
+    role: 'initiator',
+    remote_ips: [routeTo(b)],
+    preshared_key: psk,
+  });
   const res = await post(a, `/${i.id}/pair`);
   assert.equal(res.status, 409, res.text);
   assert.equal(res.json.detail.reason, 'psk_ambiguous');
@@ -130,7 +164,10 @@ test('three clusters: two initiators pair with one receiver; each pairing is ind
   const ab = await pairGateways(a, b);
   const cb = await pairGateways(c, b);
   const paired = await b.request('GET', '/api/cluster/federations?status=PAIRED', { token: await b.adminToken() });
-  assert.deepEqual(paired.json.map((r: { remote_cluster_name: string }) => r.remote_cluster_name).sort(), ['fed-a', 'fed-c']);
+  assert.deepEqual(paired.json.map((r: { remote_cluster_name: string }) => r.remote_cluster_name).sort(), [
+    'fed-a',
+    'fed-c',
+  ]);
   const disconnect = await post(a, `/${ab.initiatorId}/disconnect`);
   assert.equal(disconnect.status, 200, disconnect.text);
   assert.equal((await getRecord(b, ab.receiverId)).status, 'DISCONNECTED');

@@ -5,14 +5,35 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
-import { canonicalizeRequest, canonicalizeResponse, pskKey, signatureMatches, signCanonical } from '../../../../gateway/mesh/canonical.ts';
+import {
+  canonicalizeRequest,
+  canonicalizeResponse,
+  pskKey,
+  signatureMatches,
+  signCanonical,
+} from '../../../../gateway/mesh/canonical.ts';
 import { createRecord, getRecord, newPsk, pairGateways, post, startPeer } from '../../../helpers/federation.ts';
 import type { TestGateway } from '../../../helpers/gateway.ts';
 
 function signedPair(psk: string, clusterId: string, caPem: string, ts = Math.floor(Date.now() / 1000)) {
-  const body = JSON.stringify({ local_cluster_id: clusterId, local_cluster_name: 'crafted', local_ips: [], local_ca_cert: caPem, nonce: randomUUID() });
+  const body = JSON.stringify({
+    local_cluster_id: clusterId,
+    local_cluster_name: 'crafted',
+    local_ips: [],
+    local_ca_cert: caPem,
+    nonce: randomUUID(),
+  });
   const path = '/api/cluster/remote/pair';
-  const canonical = canonicalizeRequest({ sourceClusterId: clusterId, userId: '', roles: '', route: clusterId, method: 'POST', uri: path, ts, body });
+  const canonical = canonicalizeRequest({
+    sourceClusterId: clusterId,
+    userId: '',
+    roles: '',
+    route: clusterId,
+    method: 'POST',
+    uri: path,
+    ts,
+    body,
+  });
   const headers = {
     'content-type': 'application/json',
     'x-kz-mesh-source-cluster-id': clusterId,
@@ -23,7 +44,8 @@ function signedPair(psk: string, clusterId: string, caPem: string, ts = Math.flo
   return { path, body, headers };
 }
 
-const send = (gw: TestGateway, call: ReturnType<typeof signedPair>) => gw.request('POST', call.path, { body: call.body, headers: call.headers });
+const send = (gw: TestGateway, call: ReturnType<typeof signedPair>) =>
+  gw.request('POST', call.path, { body: call.body, headers: call.headers });
 
 test('a replayed handshake is refused, even against a fresh WAITING record with the same PSK', async (t) => {
   const b = await startPeer(t, 'fed-b');
@@ -53,7 +75,11 @@ test('a replayed handshake is refused, even against a fresh WAITING record with 
   assert.equal(replayAgain.json.detail.reason, 'signature_replayed');
   assert.equal((await getRecord(b, second.id)).status, 'WAITING');
   await b.restart();
-  assert.equal((await send(b, call)).json.detail.reason, 'signature_replayed', 'the once-only record survives a restart');
+  assert.equal(
+    (await send(b, call)).json.detail.reason,
+    'signature_replayed',
+    'the once-only record survives a restart',
+  );
 });
 
 test('tampered or unsigned peer calls are refused and change nothing', async (t) => {

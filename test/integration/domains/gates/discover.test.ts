@@ -26,7 +26,10 @@ test('discover describes the built-in gates by class path and alias; other class
     },
     location: 'builtin',
   };
-  for (const classpath of ['platform.gates.clearance.ClearanceGate', 'acme_gates.mini_clearance_gate.MiniClearanceGate']) {
+  for (const classpath of [
+    'platform.gates.clearance.ClearanceGate',
+    'acme_gates.mini_clearance_gate.MiniClearanceGate',
+  ]) {
     const res = await discover(classpath);
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.json, { ...clearance, classpath });
@@ -43,9 +46,20 @@ test('discover describes the built-in gates by class path and alias; other class
 
   // What discovery reports is what binding accepts: a config outside the schema is refused there too.
   const urn = 'urn:li:dataset:(urn:li:dataPlatform:file,discovered,PROD)';
-  await gw.request('POST', '/api/catalog/datasets/', { token: admin, json: { name: 'discovered', platform: 'file', properties: { path: '/x.csv' } } });
+  await gw.request('POST', '/api/catalog/datasets/', {
+    token: admin,
+    json: { name: 'discovered', platform: 'file', properties: { path: '/x.csv' } },
+  });
   const gate = `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`;
-  assert.equal((await gw.request('PUT', gate, { token: admin, json: { type: 'platform.gates.clearance.ClearanceGate', config: { other: 1 } } })).status, 400);
+  assert.equal(
+    (
+      await gw.request('PUT', gate, {
+        token: admin,
+        json: { type: 'platform.gates.clearance.ClearanceGate', config: { other: 1 } },
+      })
+    ).status,
+    400,
+  );
 
   for (const [classpath, status, reason] of [
     ['platform.gates.nope.NoGate', 404, 'classpath_unimportable'],
@@ -53,7 +67,11 @@ test('discover describes the built-in gates by class path and alias; other class
     ['os.system', 403, 'classpath_not_allowed'],
   ] as const) {
     const res = await discover(classpath);
-    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.classpath], [status, reason, classpath], classpath);
+    assert.deepEqual(
+      [res.status, res.json.detail.reason, res.json.detail.classpath],
+      [status, reason, classpath],
+      classpath,
+    );
   }
   assert.equal((await discover('')).status, 422);
   // Each binding refuses the other kind, as discovery tells them apart.
@@ -61,9 +79,21 @@ test('discover describes the built-in gates by class path and alias; other class
     token: admin,
     json: { type: 'acme_gates.mini_clearance_gate.MiniClearanceGate' },
   });
-  assert.deepEqual([asExecution.status, asExecution.json.detail.reason, asExecution.json.detail.expected], [400, 'wrong_kind', 'execution']);
-  const asRecord = await gw.request('PUT', gate, { token: admin, json: { type: 'platform.gates.default_gates.AllowAllExecutionGate' } });
-  assert.deepEqual([asRecord.status, asRecord.json.detail.reason, asRecord.json.detail.expected], [400, 'wrong_kind', 'attribute']);
+  assert.deepEqual(
+    [asExecution.status, asExecution.json.detail.reason, asExecution.json.detail.expected],
+    [400, 'wrong_kind', 'execution'],
+  );
+  const asRecord = await gw.request('PUT', gate, {
+    token: admin,
+    json: { type: 'platform.gates.default_gates.AllowAllExecutionGate' },
+  });
+  assert.deepEqual(
+    [asRecord.status, asRecord.json.detail.reason, asRecord.json.detail.expected],
+    [400, 'wrong_kind', 'attribute'],
+  );
   const user = await gw.userToken('not-admin');
-  assert.deepEqual([(await discover('platform.gates.clearance.ClearanceGate', user.token)).json.detail.reason], ['admin_required']);
+  assert.deepEqual(
+    [(await discover('platform.gates.clearance.ClearanceGate', user.token)).json.detail.reason],
+    ['admin_required'],
+  );
 });

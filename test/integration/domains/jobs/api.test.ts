@@ -40,10 +40,18 @@ test('bad requests are 422 lists and record nothing', async (t) => {
     { entrypoint: 'x', delegated_access: { datasets: [{ urn: 'urn:li:dataset:*', operations: ['retrieve'] }] } },
     { entrypoint: 'x', delegated_access: { datasets: [{ urn: 's3://bucket', operations: ['retrieve'] }] } },
     { entrypoint: 'x', delegated_access: { datasets: [{ urn: 'urn:li:dataset:(a,b,PROD)', operations: [] }] } },
-    { entrypoint: 'x', delegated_access: { datasets: [{ urn: 'urn:li:dataset:(a,b,PROD)', operations: ['read', 'read'] }] } },
+    {
+      entrypoint: 'x',
+      delegated_access: { datasets: [{ urn: 'urn:li:dataset:(a,b,PROD)', operations: ['read', 'read'] }] },
+    },
     { entrypoint: 'x', delegated_access: { datasets: [{ urn: 'urn:li:dataset:(a,b,PROD)', operations: ['delete'] }] } },
     { entrypoint: 'x', delegated_access: { models: [{ deployment_id: 'not-a-uuid', operations: ['chat'] }] } },
-    { entrypoint: 'x', delegated_access: { datasets: Array.from({ length: 65 }, (_, i) => ({ urn: `urn:li:dataset:${i}`, operations: ['read'] })) } },
+    {
+      entrypoint: 'x',
+      delegated_access: {
+        datasets: Array.from({ length: 65 }, (_, i) => ({ urn: `urn:li:dataset:${i}`, operations: ['read'] })),
+      },
+    },
     { entrypoint: 'x', python_packages: ['humanize>=4'] },
     { entrypoint: 'x', python_packages: ['humanize[extra]==4.13.0'] },
     { entrypoint: 'x', python_packages: ['humanize==4.13.0; python_version>"3"'] },
@@ -57,7 +65,11 @@ test('bad requests are 422 lists and record nothing', async (t) => {
     assert.equal(res.status, 422, JSON.stringify(json));
     assert.ok(Array.isArray(res.json.detail) && res.json.detail[0].loc[0] === 'body', res.text);
   }
-  const malformed = await gw.request('POST', `${JOBS}/submit`, { token, body: '{nope', headers: { 'content-type': 'application/json' } });
+  const malformed = await gw.request('POST', `${JOBS}/submit`, {
+    token,
+    body: '{nope',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(malformed.status, 422);
   const badId = await gw.request('GET', `${JOBS}/not-a-uuid/status`, { token });
   assert.equal(badId.status, 422);
@@ -72,7 +84,12 @@ test('delegated_access and unknown fields: validated, stored, echoed; extras ign
     datasets: [{ urn: 'urn:li:dataset:(urn:li:dataPlatform:file,demo,PROD)', operations: ['discover', 'retrieve'] }],
     models: [{ deployment_id: '7d1c1b0e-52a4-4b1f-9a55-0c8e1f0f6d11', operations: ['chat'] }],
   };
-  const res = await submit(gw, token, { entrypoint: 'true', delegated_access: delegated, remote_admin_token: 'ignored', cluster_selector: 'local' });
+  const res = await submit(gw, token, {
+    entrypoint: 'true',
+    delegated_access: delegated,
+    remote_admin_token: 'ignored',
+    cluster_selector: 'local',
+  });
   assert.equal(res.status, 201, res.text);
   const status = await gw.request('GET', `${JOBS}/${res.json.id}/status`, { token });
   assert.deepEqual(status.json.delegated_access, delegated);
@@ -113,7 +130,9 @@ test('jobs are private: another user gets 404 job_not_found everywhere; admins s
     assert.equal(res.status, 404, suffix);
     assert.equal(res.json.detail.reason, 'job_not_found');
   }
-  const unknown = await gw.request('GET', `${JOBS}/00000000-0000-4000-8000-000000000000/status`, { token: alice.token });
+  const unknown = await gw.request('GET', `${JOBS}/00000000-0000-4000-8000-000000000000/status`, {
+    token: alice.token,
+  });
   assert.equal(unknown.status, 404);
   const admin = await gw.request('POST', `${JOBS}/${job.json.id}/cancel`, { token: await gw.adminToken() });
   assert.equal(admin.status, 200);
@@ -133,7 +152,9 @@ test('list: newest first, own jobs only for non-admins, paging, trailing slash',
     mine.json.map((j: { id: string }) => j.id),
     [...ids].reverse(),
   );
-  assert.ok(mine.json.every((j: { metadata_: unknown; user_id: string }) => 'metadata_' in j && j.user_id === alice.id));
+  assert.ok(
+    mine.json.every((j: { metadata_: unknown; user_id: string }) => 'metadata_' in j && j.user_id === alice.id),
+  );
   const page = await gw.request('GET', `${JOBS}/?limit=1&offset=1`, { token: alice.token });
   assert.deepEqual(
     page.json.map((j: { id: string }) => j.id),
@@ -150,11 +171,16 @@ test('list: newest first, own jobs only for non-admins, paging, trailing slash',
 
 test('an unreachable runtime: submit answers 503 job_runtime_unavailable and records nothing', async (t) => {
   // Nothing listens on the discard port.
-  const gw = await startTestGateway(t, { jobs: { runtime: 'ray', ray: { dashboardUrl: 'http://127.0.0.1:9', requestTimeoutMs: 2000 } } });
+  const gw = await startTestGateway(t, {
+    jobs: { runtime: 'ray', ray: { dashboardUrl: 'http://127.0.0.1:9', requestTimeoutMs: 2000 } },
+  });
   const token = await gw.adminToken();
   for (const path of ['submit', 'run']) {
     const res = await gw.request('POST', `${JOBS}/${path}`, { token, json: { entrypoint: 'true' } });
-    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.runtime], [503, 'job_runtime_unavailable', 'ray']);
+    assert.deepEqual(
+      [res.status, res.json.detail.reason, res.json.detail.runtime],
+      [503, 'job_runtime_unavailable', 'ray'],
+    );
     assert.ok(!res.text.includes('ECONNREFUSED'), 'no internals in the answer');
   }
   assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);

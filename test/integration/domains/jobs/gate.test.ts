@@ -17,12 +17,21 @@ test('execution gate endpoints: not_configured, bind under both class paths, ref
   const none = await gw.request('GET', GATE, { token: user.token });
   assert.equal(none.status, 404);
   assert.equal(none.json.detail.reason, 'not_configured');
-  assert.equal((await gw.request('PUT', GATE, { token: user.token, json: { type: ALLOW_ALL, config: {} } })).status, 403);
+  assert.equal(
+    (await gw.request('PUT', GATE, { token: user.token, json: { type: ALLOW_ALL, config: {} } })).status,
+    403,
+  );
   const notAllowed = await gw.request('PUT', GATE, { token: admin, json: { type: 'os.system', config: {} } });
   assert.deepEqual([notAllowed.status, notAllowed.json.detail.reason], [403, 'classpath_not_allowed']);
-  const unimportable = await gw.request('PUT', GATE, { token: admin, json: { type: 'platform.gates.default_gates.Nope', config: {} } });
+  const unimportable = await gw.request('PUT', GATE, {
+    token: admin,
+    json: { type: 'platform.gates.default_gates.Nope', config: {} },
+  });
   assert.deepEqual([unimportable.status, unimportable.json.detail.reason], [404, 'classpath_unimportable']);
-  const badConfig = await gw.request('PUT', GATE, { token: admin, json: { type: ALLOW_ALL, config: { strict: true } } });
+  const badConfig = await gw.request('PUT', GATE, {
+    token: admin,
+    json: { type: ALLOW_ALL, config: { strict: true } },
+  });
   assert.deepEqual([badConfig.status, badConfig.json.detail.reason], [400, 'gate_config_invalid']);
   assert.equal((await gw.request('PUT', GATE, { token: admin, json: { config: {} } })).status, 422);
   for (const type of [ALLOW_ALL, ALLOW_ALL_ALIAS]) {
@@ -38,11 +47,20 @@ test('execution gate endpoints: not_configured, bind under both class paths, ref
 });
 
 /** A receiver-local brokered user as the mesh ingress will hand it to services (gateway/principal.ts). */
-function meshPrincipal(gw: TestGateway, userId: string, cluster: { id: string; name: string }, grant = true): Principal {
+function meshPrincipal(
+  gw: TestGateway,
+  userId: string,
+  cluster: { id: string; name: string },
+  grant = true,
+): Principal {
   if (grant) {
-    gw.gateway.deps.services
-      .get(AUTHZ)
-      .write([{ subject: { namespace: 'user', id: userId }, relation: 'executor', object: { namespace: 'cluster_jobs', id: '__all__' } }]);
+    gw.gateway.deps.services.get(AUTHZ).write([
+      {
+        subject: { namespace: 'user', id: userId },
+        relation: 'executor',
+        object: { namespace: 'cluster_jobs', id: '__all__' },
+      },
+    ]);
   }
   return {
     userId,
@@ -66,14 +84,23 @@ test('mesh submissions: denied until a gate is bound, then recorded with source=
   const gw = await startTestGateway(t);
   const jobs = gw.gateway.deps.services.get(JOBS);
   const east = meshPrincipal(gw, '33333333-3333-4333-8333-333333333333', EAST);
-  await assert.rejects(jobs.submit(east, { entrypoint: 'true' }), (e: { status: number; reason: string; extra: { gate: string } }) => {
-    assert.deepEqual([e.status, e.reason, e.extra.gate], [403, 'no_execution_gate_configured_for_mesh', '(unconfigured)']);
-    return true;
-  });
+  await assert.rejects(
+    jobs.submit(east, { entrypoint: 'true' }),
+    (e: { status: number; reason: string; extra: { gate: string } }) => {
+      assert.deepEqual(
+        [e.status, e.reason, e.extra.gate],
+        [403, 'no_execution_gate_configured_for_mesh', '(unconfigured)'],
+      );
+      return true;
+    },
+  );
   const ungranted = meshPrincipal(gw, '44444444-4444-4444-8444-444444444444', EAST, false);
   await assert.rejects(jobs.submit(ungranted, { entrypoint: 'true' }), { reason: 'rebac_denied' });
   const local = await executorToken(gw, 'local-user');
-  assert.equal((await gw.request('POST', '/api/cluster/jobs/submit', { token: local.token, json: { entrypoint: 'true' } })).status, 201);
+  assert.equal(
+    (await gw.request('POST', '/api/cluster/jobs/submit', { token: local.token, json: { entrypoint: 'true' } })).status,
+    201,
+  );
 
   await gw.request('PUT', GATE, { token: await gw.adminToken(), json: { type: ALLOW_ALL, config: {} } });
   const run = await jobs.run(east, { entrypoint: `echo '${MARKER}{"from":"mesh"}'` });
@@ -81,7 +108,10 @@ test('mesh submissions: denied until a gate is bound, then recorded with source=
   assert.deepEqual(run.result, { from: 'mesh' });
   assert.equal(run.audit_actor, `src-user@${EAST.id}`);
   const record = await jobs.status(east, run.id);
-  assert.deepEqual([record.source, record.source_cluster_id, record.source_cluster_name, record.user_id], ['mesh', EAST.id, 'east', east.userId]);
+  assert.deepEqual(
+    [record.source, record.source_cluster_id, record.source_cluster_name, record.user_id],
+    ['mesh', EAST.id, 'east', east.userId],
+  );
 
   // A mesh caller sees only its own source cluster's jobs; the admin role it carries grants nothing.
   const westSameUser = meshPrincipal(gw, east.userId, WEST);
@@ -104,14 +134,32 @@ test('cancelActiveJobsOf stops every active job of a user and leaves others alon
   const other = await executorToken(gw, 'other');
   const ids = [];
   for (let i = 0; i < 2; i++) {
-    ids.push((await gw.request('POST', '/api/cluster/jobs/submit', { token: target.token, json: { entrypoint: 'sleep 30' } })).json.id);
+    ids.push(
+      (await gw.request('POST', '/api/cluster/jobs/submit', { token: target.token, json: { entrypoint: 'sleep 30' } }))
+        .json.id,
+    );
   }
-  const done = await gw.request('POST', '/api/cluster/jobs/run', { token: target.token, json: { entrypoint: 'true', timeout_seconds: 1 } });
-  const keep = (await gw.request('POST', '/api/cluster/jobs/submit', { token: other.token, json: { entrypoint: 'sleep 30' } })).json.id;
+  const done = await gw.request('POST', '/api/cluster/jobs/run', {
+    token: target.token,
+    json: { entrypoint: 'true', timeout_seconds: 1 },
+  });
+  const keep = (
+    await gw.request('POST', '/api/cluster/jobs/submit', { token: other.token, json: { entrypoint: 'sleep 30' } })
+  ).json.id;
   assert.equal(await jobs.cancelActiveJobsOf(target.id), 2);
-  for (const id of ids) assert.equal((await gw.request('GET', `/api/cluster/jobs/${id}/status`, { token: target.token })).json.status, 'STOPPED');
-  assert.equal((await gw.request('GET', `/api/cluster/jobs/${done.json.id}/status`, { token: target.token })).json.status, 'STOPPED');
-  assert.notEqual((await gw.request('GET', `/api/cluster/jobs/${keep}/status`, { token: other.token })).json.status, 'STOPPED');
+  for (const id of ids)
+    assert.equal(
+      (await gw.request('GET', `/api/cluster/jobs/${id}/status`, { token: target.token })).json.status,
+      'STOPPED',
+    );
+  assert.equal(
+    (await gw.request('GET', `/api/cluster/jobs/${done.json.id}/status`, { token: target.token })).json.status,
+    'STOPPED',
+  );
+  assert.notEqual(
+    (await gw.request('GET', `/api/cluster/jobs/${keep}/status`, { token: other.token })).json.status,
+    'STOPPED',
+  );
   assert.equal(await jobs.cancelActiveJobsOf(target.id), 0);
   await gw.request('POST', `/api/cluster/jobs/${keep}/cancel`, { token: other.token });
 });

@@ -83,7 +83,10 @@ test('a job ignoring SIGTERM is SIGKILLed after the grace; jobs finishing leave 
   assert.ok(alive(pid), 'SIGTERM did not end it');
   for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));
   assert.equal(alive(pid), false, 'SIGKILL after the grace');
-  const leaver = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint: 'sleep 60 & echo $! > bg.pid' } });
+  const leaver = await gw.request('POST', `${JOBS}/run`, {
+    token,
+    json: { entrypoint: 'sleep 60 & echo $! > bg.pid' },
+  });
   assert.equal(leaver.json.status, 'SUCCEEDED');
   for (let i = 0; i < 50 && jobProcesses(leaver.json.id).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
   assert.deepEqual(jobProcesses(leaver.json.id), [], 'the background sleep died with the sandbox');
@@ -94,14 +97,27 @@ test('the job environment is clean: nothing of the gateway’s own environment l
   t.after(() => delete process.env.MESHGATE_TEST_GATEWAY_SECRET);
   const gw = await startTestGateway(t);
   const token = await gw.adminToken();
-  const res = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint: 'env', runtime_env: { env_vars: { MINE: 'yes' } } } });
+  const res = await gw.request('POST', `${JOBS}/run`, {
+    token,
+    json: { entrypoint: 'env', runtime_env: { env_vars: { MINE: 'yes' } } },
+  });
   const logs = (await gw.request('GET', `${JOBS}/${res.json.id}/logs`, { token })).json.logs as string;
   const names = logs
     .trim()
     .split('\n')
     .map((l) => l.split('=')[0])
     .sort();
-  const expected = ['HOME', 'LANG', 'MINE', 'PATH', 'PWD', 'PLATFORM_API_URL', 'PLATFORM_JOB_ID', 'PLATFORM_USER_ATTRS', 'PLATFORM_USER_ID'];
+  const expected = [
+    'HOME',
+    'LANG',
+    'MINE',
+    'PATH',
+    'PWD',
+    'PLATFORM_API_URL',
+    'PLATFORM_JOB_ID',
+    'PLATFORM_USER_ATTRS',
+    'PLATFORM_USER_ID',
+  ];
   expected.push('KAMIWAZA_API_URL', 'KAMIWAZA_USER_ATTRS', 'KAMIWAZA_USER_ID');
   assert.deepEqual(names, expected.sort());
   assert.ok(!logs.includes('must-not-leak'));

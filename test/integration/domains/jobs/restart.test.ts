@@ -7,7 +7,8 @@ import { MARKER, submit, waitFor } from '../../../helpers/jobs.ts';
 import { waitFor as waitUntil } from '../../../helpers/wait.ts';
 
 const JOBS = '/api/cluster/jobs';
-const status = async (gw: TestGateway, id: string) => (await gw.request('GET', `${JOBS}/${id}/status`, { token: await gw.adminToken() })).json;
+const status = async (gw: TestGateway, id: string) =>
+  (await gw.request('GET', `${JOBS}/${id}/status`, { token: await gw.adminToken() })).json;
 const groupOf = (gw: TestGateway, id: string) =>
   -Number(
     readFileSync(join(gw.dataDir, 'jobs', id, 'pid'), 'utf8')
@@ -26,7 +27,8 @@ const groupAlive = (gw: TestGateway, id: string) => {
 
 test('restart: a job still running is re-attached and its end recorded', async (t) => {
   const gw = await startTestGateway(t);
-  const id = (await submit(gw, await gw.adminToken(), { entrypoint: `sleep 1.5; echo '${MARKER}{"survived":true}'` })).json.id;
+  const id = (await submit(gw, await gw.adminToken(), { entrypoint: `sleep 1.5; echo '${MARKER}{"survived":true}'` }))
+    .json.id;
   await waitFor(gw, await gw.adminToken(), id, (b) => b.status === 'RUNNING');
   await gw.restart();
   assert.equal((await status(gw, id)).status, 'RUNNING');
@@ -69,7 +71,12 @@ test('restart: queued jobs are queued again and run', async (t) => {
   const gw = await startTestGateway(t, { jobs: { local: { maxConcurrent: 1 } } });
   const token = await gw.adminToken();
   const blocker = (await submit(gw, token, { entrypoint: 'sleep 1' })).json.id;
-  const queued = (await submit(gw, token, { entrypoint: `echo '${MARKER}{"queued":true}'`, runtime_env: { env_vars: { KEPT: 'yes' } } })).json.id;
+  const queued = (
+    await submit(gw, token, {
+      entrypoint: `echo '${MARKER}{"queued":true}'`,
+      runtime_env: { env_vars: { KEPT: 'yes' } },
+    })
+  ).json.id;
   assert.equal((await status(gw, queued)).status, 'PENDING');
   await gw.restart();
   assert.equal((await status(gw, queued)).status, 'PENDING');

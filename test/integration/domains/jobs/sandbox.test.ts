@@ -27,7 +27,9 @@ interface Escape {
   result?: unknown;
 }
 
-const ESCAPES: Escape[] = JSON.parse(readFileSync(new URL('../../../fixtures/job-escapes.json', import.meta.url), 'utf8'));
+const ESCAPES: Escape[] = JSON.parse(
+  readFileSync(new URL('../../../fixtures/job-escapes.json', import.meta.url), 'utf8'),
+);
 const JOBS = '/api/cluster/jobs';
 const MAX_LOG_BYTES = 1024 * 1024;
 const VICTIM_SECRET = 'victim-output-7c1e5a';
@@ -77,13 +79,15 @@ __attribute__((constructor)) static void planted(void) {
 function assertNoSecret(secrets: readonly Buffer[], log: Buffer, answers: readonly string[]): void {
   for (const secret of secrets) {
     assert.equal(log.indexOf(secret), -1, `the job printed a secret: ${secret.toString('hex').slice(0, 16)}`);
-    for (const answer of answers) assert.equal(answer.includes(secret.toString('latin1')), false, 'a secret was served');
+    for (const answer of answers)
+      assert.equal(answer.includes(secret.toString('latin1')), false, 'a secret was served');
   }
 }
 
 /** What the attempt expects: lines printed and not printed, paths that must not exist afterwards. */
 function assertOutcome(attempt: Escape, served: string, inDataDir: (path: string) => string): void {
-  for (const text of attempt.printed ?? []) assert.ok(served.includes(text), `expected "${text}" in:\n${served.slice(0, 2000)}`);
+  for (const text of attempt.printed ?? [])
+    assert.ok(served.includes(text), `expected "${text}" in:\n${served.slice(0, 2000)}`);
   for (const text of attempt.notPrinted ?? []) assert.equal(served.includes(text), false, served.slice(0, 2000));
   for (const path of attempt.absent ?? []) assert.equal(existsSync(inDataDir(path)), false, path);
 }
@@ -98,7 +102,10 @@ test('escape attempts from a local job fail, and the gateway keeps serving after
   const limits = { processes: 64, cpuSeconds: 30 };
   const gw = await startTestGateway(t, { jobs: { local: { maxLogBytes: MAX_LOG_BYTES, stopGraceMs: 200, limits } } });
   const { token } = await executorToken(gw, 'mallory');
-  const victim = await gw.request('POST', `${JOBS}/run`, { token: await gw.adminToken(), json: { entrypoint: `echo ${VICTIM_SECRET}` } });
+  const victim = await gw.request('POST', `${JOBS}/run`, {
+    token: await gw.adminToken(),
+    json: { entrypoint: `echo ${VICTIM_SECRET}` },
+  });
   assert.equal(victim.json.status, 'SUCCEEDED');
   // Another job of the attacker's leaves planted tools and a library in its work dir, for the attempts that
   // point PATH or LD_PRELOAD there.
@@ -128,8 +135,14 @@ test('escape attempts from a local job fail, and the gateway keeps serving after
           .replaceAll('{data}', gw.dataDir)
           .replaceAll('{gateway}', String(process.pid))
           .replaceAll('{victim}', victim.json.id);
-      const env_vars = Object.fromEntries(Object.entries(attempt.env ?? {}).map(([name, value]) => [name, fill(value)]));
-      const json = { entrypoint: fill(attempt.entrypoint), timeout_seconds: attempt.timeoutSeconds ?? 60, runtime_env: { env_vars } };
+      const env_vars = Object.fromEntries(
+        Object.entries(attempt.env ?? {}).map(([name, value]) => [name, fill(value)]),
+      );
+      const json = {
+        entrypoint: fill(attempt.entrypoint),
+        timeout_seconds: attempt.timeoutSeconds ?? 60,
+        runtime_env: { env_vars },
+      };
       const run = await gw.request('POST', `${JOBS}/run`, { token, json });
       assert.equal(run.status, 200, run.text);
       assert.ok(attempt.status.includes(run.json.status), `${run.json.status} ${run.json.error_type}`);
@@ -152,12 +165,22 @@ test('a token the job could forge with any key it can reach (none, the public JW
   const gw = await startTestGateway(t);
   const jwks = (await gw.request('GET', '/api/auth/jwks')).json;
   const kid = jwks.keys[0].kid as string;
-  const claims = { sub: 'forged', preferred_username: 'admin', roles: ['admin'], aud: 'platform', iss: `${gw.url}/api/auth` };
+  const claims = {
+    sub: 'forged',
+    preferred_username: 'admin',
+    roles: ['admin'],
+    aud: 'platform',
+    iss: `${gw.url}/api/auth`,
+  };
   const own = await generateKeyPair('ES256');
   const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', kid })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
   const forged = [
     unsigned,
-    await new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid }).setIssuedAt().setExpirationTime('1h').sign(own.privateKey),
+    await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid })
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(own.privateKey),
     await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256', kid })
       .setIssuedAt()
@@ -182,7 +205,12 @@ test('job processes run as the dedicated uid, cancel kills daemons that left the
   const entrypoint = `setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' & sleep 300`;
   const job = await submit(gw, token, { entrypoint });
   const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
-  await waitFor(gw, token, job.json.id, () => existsSync(join(work, 'daemon.pid')) && readFileSync(join(work, 'daemon.pid'), 'utf8').endsWith('\n'));
+  await waitFor(
+    gw,
+    token,
+    job.json.id,
+    () => existsSync(join(work, 'daemon.pid')) && readFileSync(join(work, 'daemon.pid'), 'utf8').endsWith('\n'),
+  );
   const daemon = hostPid(job.json.id, Number(readFileSync(join(work, 'daemon.pid'), 'utf8')));
   const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${daemon}/status`, 'utf8'))?.[1]);
   assert.notEqual(uid, 0, 'never root');
@@ -233,10 +261,19 @@ test('env_vars reach only the sandboxed entrypoint: the supervisor and bwrap kee
   const entrypoint = `printf '%s|%s|%s' "$SECRET_VALUE" "$PATH" "$LD_LIBRARY_PATH" > seen; sleep 30`;
   const job = await submit(gw, token, { entrypoint, runtime_env: { env_vars } });
   const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
-  await waitFor(gw, token, job.json.id, () => existsSync(join(work, 'seen')) && readFileSync(join(work, 'seen'), 'utf8').endsWith('/opt/job/lib'));
+  await waitFor(
+    gw,
+    token,
+    job.json.id,
+    () => existsSync(join(work, 'seen')) && readFileSync(join(work, 'seen'), 'utf8').endsWith('/opt/job/lib'),
+  );
   assert.equal(readFileSync(join(work, 'seen'), 'utf8'), `${value}|${env_vars.PATH}|${env_vars.LD_LIBRARY_PATH}`);
   assert.equal(existsSync(join(work, 'pwned')), false, 'a value is never evaluated');
-  assert.equal(existsSync(join(gw.dataDir, 'jobs', job.json.id, 'env')), false, 'the environment file is gone once held open');
+  assert.equal(
+    existsSync(join(gw.dataDir, 'jobs', job.json.id, 'env')),
+    false,
+    'the environment file is gone once held open',
+  );
   const outside = jobProcesses(job.json.id).filter((pid) => statSync(`/proc/${pid}`).uid === process.geteuid?.());
   assert.ok(outside.length >= 2, 'the supervisor and bwrap are found');
   for (const pid of outside) {
@@ -247,7 +284,11 @@ test('env_vars reach only the sandboxed entrypoint: the supervisor and bwrap kee
       false,
       environ.join(' '),
     );
-    assert.equal(readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('quoted'), false, 'no value on a command line');
+    assert.equal(
+      readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('quoted'),
+      false,
+      'no value on a command line',
+    );
   }
   await gw.request('POST', `${JOBS}/${job.json.id}/cancel`, { token });
   await waitFor(gw, token, job.json.id);
@@ -256,8 +297,19 @@ test('env_vars reach only the sandboxed entrypoint: the supervisor and bwrap kee
 test('env_vars names that are not portable shell identifiers are refused with 422; nothing is recorded', async (t) => {
   const gw = await startTestGateway(t);
   const { token } = await executorToken(gw, 'mallory');
-  for (const env_vars of [{ '1ABC': 'x' }, { 'A-B': 'x' }, { 'A=B': 'x' }, { '': 'x' }, { 'A B': 'x' }, { 'BASH_FUNC_f%%': '() { id; }' }, { OK: 'a\0b' }]) {
-    const res = await gw.request('POST', `${JOBS}/submit`, { token, json: { entrypoint: 'true', runtime_env: { env_vars } } });
+  for (const env_vars of [
+    { '1ABC': 'x' },
+    { 'A-B': 'x' },
+    { 'A=B': 'x' },
+    { '': 'x' },
+    { 'A B': 'x' },
+    { 'BASH_FUNC_f%%': '() { id; }' },
+    { OK: 'a\0b' },
+  ]) {
+    const res = await gw.request('POST', `${JOBS}/submit`, {
+      token,
+      json: { entrypoint: 'true', runtime_env: { env_vars } },
+    });
     assert.equal(res.status, 422, `${JSON.stringify(env_vars)}: ${res.text}`);
   }
   assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
@@ -269,7 +321,12 @@ test('a supervisor killed outright takes its sandbox with it: no bwrap or job pr
   const entrypoint = `setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' & sleep 300`;
   const job = await submit(gw, token, { entrypoint });
   const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
-  await waitFor(gw, token, job.json.id, () => existsSync(join(work, 'daemon.pid')) && readFileSync(join(work, 'daemon.pid'), 'utf8').endsWith('\n'));
+  await waitFor(
+    gw,
+    token,
+    job.json.id,
+    () => existsSync(join(work, 'daemon.pid')) && readFileSync(join(work, 'daemon.pid'), 'utf8').endsWith('\n'),
+  );
   const [supervisor] = readFileSync(join(gw.dataDir, 'jobs', job.json.id, 'pid'), 'utf8')
     .trim()
     .split(' ');
@@ -289,5 +346,9 @@ test('start is refused when a sandbox mount would show the data dir or the KEK d
   const kekMounted = { secrets: { kekDir }, jobs: { local: { sandbox: { readOnlyPaths: [kekDir] } } } };
   await assert.rejects(startTestGateway(t, kekMounted), /secrets\.kekDir .* would be visible to jobs/);
   const inside = { secrets: { kekDir }, jobs: { local: { sandbox: { readOnlyPaths: [join(kekDir, 'v1')] } } } };
-  await assert.rejects(startTestGateway(t, inside), /secrets\.kekDir .* would be visible to jobs/, 'a mount of part of it too');
+  await assert.rejects(
+    startTestGateway(t, inside),
+    /secrets\.kekDir .* would be visible to jobs/,
+    'a mount of part of it too',
+  );
 });

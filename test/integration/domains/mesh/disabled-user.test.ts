@@ -15,7 +15,8 @@ test('mesh admission refuses a disabled brokered user at once and admits it agai
   const first = await me();
   assert.equal(first.status, 200, first.text);
   const admin = await receiver.adminToken();
-  const setActive = (active: boolean) => receiver.request('PUT', `/api/auth/users/${first.json.sub}`, { token: admin, json: { active } });
+  const setActive = (active: boolean) =>
+    receiver.request('PUT', `/api/auth/users/${first.json.sub}`, { token: admin, json: { active } });
 
   const off = await setActive(false);
   assert.equal(off.status, 200, off.text);
@@ -24,7 +25,9 @@ test('mesh admission refuses a disabled brokered user at once and admits it agai
   assert.equal(refused.status, 403);
   assert.equal(refused.json.detail.reason, 'revoked_brokered_user');
   // The allowlist entry itself is untouched: the two switches are independent.
-  const entries = await receiver.request('GET', `/api/cluster/federations/${pair.receiverFedId}/users`, { token: admin });
+  const entries = await receiver.request('GET', `/api/cluster/federations/${pair.receiverFedId}/users`, {
+    token: admin,
+  });
   assert.equal(entries.json.find((e: { external_id: string }) => e.external_id === externalId).disabled_at, null);
 
   assert.equal((await setActive(true)).status, 200);

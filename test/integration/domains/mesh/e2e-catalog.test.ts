@@ -28,15 +28,26 @@ async function seedDatasets(receiver: TestGateway): Promise<string[]> {
 
 const names = (list: { urn: string }[]) => list.map((d) => d.urn).sort();
 
-async function assertSeesOnly(source: TestGateway, fed: string, token: string, granted: string, all: string[]): Promise<void> {
+async function assertSeesOnly(
+  source: TestGateway,
+  fed: string,
+  token: string,
+  granted: string,
+  all: string[],
+): Promise<void> {
   const listed = await source.request('GET', `/api/mesh/${fed}/catalog/datasets/`, { token });
   assert.equal(listed.status, 200, listed.text);
   assert.deepEqual(names(listed.json), [granted], 'exactly the granted dataset, out of several');
-  const read = await source.request('GET', `/api/mesh/${fed}/catalog/datasets/v2/${encodeURIComponent(granted)}`, { token });
+  const read = await source.request('GET', `/api/mesh/${fed}/catalog/datasets/v2/${encodeURIComponent(granted)}`, {
+    token,
+  });
   assert.equal(read.status, 200, read.text);
   assert.equal(read.json.urn, granted);
   for (const urn of all.filter((u) => u !== granted)) {
-    for (const path of [`catalog/datasets/v2/${encodeURIComponent(urn)}`, `catalog/datasets/by-urn?urn=${encodeURIComponent(urn)}`]) {
+    for (const path of [
+      `catalog/datasets/v2/${encodeURIComponent(urn)}`,
+      `catalog/datasets/by-urn?urn=${encodeURIComponent(urn)}`,
+    ]) {
       const res = await source.request('GET', `/api/mesh/${fed}/${path}`, { token });
       assert.equal(res.status, 404, `${path}: ${res.text}`);
       assert.deepEqual(res.json, { detail: 'Dataset not found' });
@@ -74,13 +85,18 @@ test('shared_idp: a viewer-recipe user lists exactly its granted remote dataset;
 
   // Another allowlisted user without a recipe sees nothing at all.
   await allow(pair, oidc.subjectOf('fed-clr-s'));
-  const bare = await source.request('GET', `/api/mesh/${pair.sourceFedId}/catalog/datasets/`, { token: await oidc.passwordToken('fed-clr-s', 'pw-s') });
+  const bare = await source.request('GET', `/api/mesh/${pair.sourceFedId}/catalog/datasets/`, {
+    token: await oidc.passwordToken('fed-clr-s', 'pw-s'),
+  });
   assert.equal(bare.status, 200, bare.text);
   assert.deepEqual(bare.json, []);
 });
 
 test('shared_idp: a persona whose token claims admin roles gets no bypass on the remote catalog', async (t) => {
-  const personas = [...PERSONAS, { username: 'fed-admin', password: 'pw-a', claims: { roles: ['admin'], realm_access: { roles: ['admin'] } } }];
+  const personas = [
+    ...PERSONAS,
+    { username: 'fed-admin', password: 'pw-a', claims: { roles: ['admin'], realm_access: { roles: ['admin'] } } },
+  ];
   const { oidc, pair, source, receiver } = await sharedIdpMesh(t, { personas });
   const urns = await seedDatasets(receiver);
   await allow(pair, oidc.subjectOf('fed-admin'), viewerOf(urns[0] as string));
@@ -105,7 +121,14 @@ test('peer_kc: the source native admin, role admin signed and trusted, still see
   const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
   assert.deepEqual(me.json.roles, ['admin'], 'the signed admin role is taken in peer_kc');
   await assertSeesOnly(source, pair.sourceFedId, token, urns[1] as string, urns);
-  const del = await source.request('DELETE', `/api/mesh/${pair.sourceFedId}/catalog/datasets/v2/${encodeURIComponent(urns[2] as string)}`, { token });
+  const del = await source.request(
+    'DELETE',
+    `/api/mesh/${pair.sourceFedId}/catalog/datasets/v2/${encodeURIComponent(urns[2] as string)}`,
+    { token },
+  );
   assert.equal(del.status, 404, 'no admin bypass for delete either');
-  assert.equal((await receiver.request('GET', '/api/catalog/datasets/', { token: await receiver.adminToken() })).json.length, 4);
+  assert.equal(
+    (await receiver.request('GET', '/api/catalog/datasets/', { token: await receiver.adminToken() })).json.length,
+    4,
+  );
 });

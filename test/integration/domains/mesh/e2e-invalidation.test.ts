@@ -20,7 +20,13 @@ async function warm(source: TestGateway, path: string, token: string): Promise<s
   return sub;
 }
 
-async function expectRefusal(source: TestGateway, path: string, token: string, status: number, reason: string): Promise<void> {
+async function expectRefusal(
+  source: TestGateway,
+  path: string,
+  token: string,
+  status: number,
+  reason: string,
+): Promise<void> {
   const res = await source.request('GET', path, { token });
   assert.equal(res.status, status, res.text);
   assert.equal(res.json.detail.reason, reason);
@@ -33,16 +39,28 @@ test('with every lookup cached, revoke, restore and brokering changes apply to t
   const path = `/api/mesh/${pair.sourceFedId}/auth/users/me`;
   const sub = await warm(source, path, token);
 
-  assert.equal((await post(receiver, `/${pair.receiverFedId}/users/${encodeURIComponent(externalId)}/revoke`)).status, 200);
+  assert.equal(
+    (await post(receiver, `/${pair.receiverFedId}/users/${encodeURIComponent(externalId)}/revoke`)).status,
+    200,
+  );
   await expectRefusal(source, path, token, 403, 'revoked_brokered_user');
-  assert.equal((await post(receiver, `/${pair.receiverFedId}/users/${encodeURIComponent(externalId)}/restore`, {})).status, 200);
+  assert.equal(
+    (await post(receiver, `/${pair.receiverFedId}/users/${encodeURIComponent(externalId)}/restore`, {})).status,
+    200,
+  );
   assert.equal(await warm(source, path, token), sub, 'restored: the same local user');
 
   const admin = await receiver.adminToken();
-  const off = await receiver.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, { token: admin, json: { brokering_enabled: false } });
+  const off = await receiver.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, {
+    token: admin,
+    json: { brokering_enabled: false },
+  });
   assert.equal(off.status, 200, off.text);
   await expectRefusal(source, path, token, 403, 'brokering_required_for_receiver_controlled');
-  await receiver.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, { token: admin, json: { brokering_enabled: true } });
+  await receiver.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, {
+    token: admin,
+    json: { brokering_enabled: true },
+  });
   await warm(source, path, token);
 
   // A newly listed user gets in at once: a cached "not listed" is dropped by the write.
@@ -70,8 +88,14 @@ test('with every lookup cached, disconnect on either side and delete apply to th
   // Deleted on the receiver: a request signed with the old PSK finds no record to verify against.
   const signed = craft(pair, 'GET', '/api/auth/users/me', { userId: sub, peerToken: token });
   const before = await receiver.request('GET', signed.path, { headers: signed.headers });
-  assert.equal(before.json.detail.reason, 'federation_not_active', 'the disconnected record still verifies the signature');
-  const del = await receiver.request('DELETE', `/api/cluster/federations/${pair.receiverFedId}`, { token: await receiver.adminToken() });
+  assert.equal(
+    before.json.detail.reason,
+    'federation_not_active',
+    'the disconnected record still verifies the signature',
+  );
+  const del = await receiver.request('DELETE', `/api/cluster/federations/${pair.receiverFedId}`, {
+    token: await receiver.adminToken(),
+  });
   assert.equal(del.status, 200, del.text);
   const again = craft(pair, 'GET', '/api/auth/users/me', { userId: sub, peerToken: token });
   const after = await receiver.request('GET', again.path, { headers: again.headers });

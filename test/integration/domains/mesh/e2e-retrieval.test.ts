@@ -19,13 +19,26 @@ import { flightGet, startFlightClient } from '../../../helpers/flight.ts';
 import type { After, TestGateway } from '../../../helpers/gateway.ts';
 import { allow, craft, PERSONAS, sharedIdpMesh } from '../../../helpers/mesh.ts';
 import type { Persona } from '../../../helpers/peers/oidc.ts';
-import { createDataset, readSseAt, type SseEvent, type SseResult, sseEvents, sseRows } from '../../../helpers/retrieval.ts';
+import {
+  createDataset,
+  readSseAt,
+  type SseEvent,
+  type SseResult,
+  sseEvents,
+  sseRows,
+} from '../../../helpers/retrieval.ts';
 import { CLEARANCE_ROWS, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
 
-const CLEARANCE_GATE = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
+const CLEARANCE_GATE = {
+  type: 'platform.gates.clearance.ClearanceGate',
+  config: { classification_field: 'classification' },
+};
 const footer = (filtered: boolean) => ({ filtered, included: null, redacted: null, total: null, gate: null });
 const byId = (rows: Record<string, unknown>[]) => rows.toSorted((a, b) => String(a.id).localeCompare(String(b.id)));
-const PERSONAS_TS: Persona[] = [...PERSONAS, { username: 'fed-clr-ts', password: 'pw-ts', claims: { clearance: 'TS' } }];
+const PERSONAS_TS: Persona[] = [
+  ...PERSONAS,
+  { username: 'fed-clr-ts', password: 'pw-ts', claims: { clearance: 'TS' } },
+];
 const CALLERS = [
   { username: 'fed-clr-u', password: 'pw-u', rows: 3, filtered: true },
   { username: 'fed-clr-s', password: 'pw-s', rows: 4, filtered: true },
@@ -39,19 +52,43 @@ async function retrievalMesh(t: After) {
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const paths = writeAllFormats(root, 'clearance', CLEARANCE_ROWS);
   const big = join(root, 'big.jsonl');
-  writeFileSync(big, `${Array.from({ length: BIG_ROWS }, (_, i) => JSON.stringify({ id: `b${String(i).padStart(6, '0')}`, v: 'x'.repeat(40) })).join('\n')}\n`);
+  writeFileSync(
+    big,
+    `${Array.from({ length: BIG_ROWS }, (_, i) => JSON.stringify({ id: `b${String(i).padStart(6, '0')}`, v: 'x'.repeat(40) })).join('\n')}\n`,
+  );
   const mesh = await sharedIdpMesh(t, { personas: PERSONAS_TS, receiver: { retrieval: { fsRoots: [root] } } });
   const admin = await mesh.receiver.adminToken();
-  const urn = await createDataset(mesh.receiver, admin, { name: 'mini-clearance', platform: 'file', properties: { path: paths.jsonl } });
-  const bigUrn = await createDataset(mesh.receiver, admin, { name: 'big', platform: 'file', properties: { path: big } });
-  const gate = await mesh.receiver.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: CLEARANCE_GATE });
+  const urn = await createDataset(mesh.receiver, admin, {
+    name: 'mini-clearance',
+    platform: 'file',
+    properties: { path: paths.jsonl },
+  });
+  const bigUrn = await createDataset(mesh.receiver, admin, {
+    name: 'big',
+    platform: 'file',
+    properties: { path: big },
+  });
+  const gate = await mesh.receiver.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, {
+    token: admin,
+    json: CLEARANCE_GATE,
+  });
   assert.equal(gate.status, 200, gate.text);
-  const recipe = [urn, bigUrn].map((u) => ({ subject: 'user:{{user_id}}', relation: 'viewer', object: `dataset:${u}` }));
+  const recipe = [urn, bigUrn].map((u) => ({
+    subject: 'user:{{user_id}}',
+    relation: 'viewer',
+    object: `dataset:${u}`,
+  }));
   for (const { username } of CALLERS) await allow(mesh.pair, mesh.oidc.subjectOf(username), recipe);
   return { ...mesh, urn, bigUrn };
 }
 
-async function meshJob(source: TestGateway, fed: string, token: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+async function meshJob(
+  source: TestGateway,
+  fed: string,
+  token: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
   const res = await source.request('POST', `/api/mesh/${fed}/retrieval/jobs`, { token, json: body, headers });
   assert.equal(res.status, 201, res.text);
   return res.json;
@@ -60,10 +97,15 @@ async function meshJob(source: TestGateway, fed: string, token: string, body: Re
 function assertClearance(sse: SseResult, rows: number, filtered: boolean, who: string): void {
   assert.equal(sse.status, 200, who);
   assert.match(sse.contentType, /^text\/event-stream/);
-  assert.deepEqual(byId(sseRows(sse)), byId(CLEARANCE_ROWS.slice(0, rows)), `${who}: exactly the rows its clearance allows`);
+  assert.deepEqual(
+    byId(sseRows(sse)),
+    byId(CLEARANCE_ROWS.slice(0, rows)),
+    `${who}: exactly the rows its clearance allows`,
+  );
   const chunks = sse.events.filter((e) => e.event === 'chunk');
   assert.ok(chunks.length >= 1);
-  for (const chunk of chunks) assert.deepEqual(chunk.data.metadata.gate_audit, footer(filtered), `${who}: four legacy keys present and null`);
+  for (const chunk of chunks)
+    assert.deepEqual(chunk.data.metadata.gate_audit, footer(filtered), `${who}: four legacy keys present and null`);
   const complete = sse.events.at(-1);
   assert.equal(complete?.event, 'complete');
   assert.deepEqual(complete?.data.metadata, { filtered, gate_audit: footer(filtered) });
@@ -85,12 +127,17 @@ test('clearance U/S/TS shared-realm callers stream 3/4/5 rows through the mesh, 
   const u = await oidc.passwordToken('fed-clr-u', 'pw-u');
   const ts = await oidc.passwordToken('fed-clr-ts', 'pw-ts');
   const job = await meshJob(source, pair.sourceFedId, ts, { dataset_urn: urn, transport: 'sse' });
-  const foreign = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, { token: u });
+  const foreign = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, {
+    token: u,
+  });
   assert.equal(foreign.status, 404);
   assert.equal(foreign.json.detail.reason, 'retrieval_job_not_found');
   // A mesh caller's options pass the same check as a local caller's: no path re-targets the dataset.
   const path = `/api/mesh/${pair.sourceFedId}/retrieval/jobs`;
-  const retarget = await source.request('POST', path, { token: u, json: { dataset_urn: urn, options: { path: '/etc/passwd' } } });
+  const retarget = await source.request('POST', path, {
+    token: u,
+    json: { dataset_urn: urn, options: { path: '/etc/passwd' } },
+  });
   assert.equal(retarget.status, 422, retarget.text);
   assert.deepEqual([retarget.json.detail.reason, retarget.json.detail.key], ['option_not_allowed', 'path']);
 });
@@ -107,16 +154,31 @@ test('a forged X-KZ-Mesh-User-Attributes in shared_idp yields only the token’s
 
   // A malicious source signing the forged attributes itself (valid PSK): shared_idp ignores them.
   const body = Buffer.from(JSON.stringify({ dataset_urn: urn, transport: 'sse' }));
-  const envelope = { userId: oidc.subjectOf('fed-clr-u'), peerToken: token, userAttributes: '{"clearance":"TS"}', roles: 'admin' };
+  const envelope = {
+    userId: oidc.subjectOf('fed-clr-u'),
+    peerToken: token,
+    userAttributes: '{"clearance":"TS"}',
+    roles: 'admin',
+  };
   const create = craft(pair, 'POST', '/api/retrieval/jobs', { ...envelope, body });
-  const created = await receiver.request('POST', create.path, { headers: { ...create.headers, 'content-type': 'application/json' }, body });
+  const created = await receiver.request('POST', create.path, {
+    headers: { ...create.headers, 'content-type': 'application/json' },
+    body,
+  });
   assert.equal(created.status, 201, created.text);
   const stream = craft(pair, 'GET', `/api/retrieval/jobs/${created.json.job_id}/stream`, envelope);
-  const res = await undiciRequest(`${receiver.gateway.httpsUrl}${stream.path}`, { headers: stream.headers, dispatcher: receiver.agent });
+  const res = await undiciRequest(`${receiver.gateway.httpsUrl}${stream.path}`, {
+    headers: stream.headers,
+    dispatcher: receiver.agent,
+  });
   assert.equal(res.statusCode, 200);
   const events: SseEvent[] = [];
   for await (const event of sseEvents(res.body)) events.push(event);
-  assert.deepEqual(byId(sseRows({ events })), byId(CLEARANCE_ROWS.slice(0, 3)), 'the token says U: three rows, whatever the envelope claims');
+  assert.deepEqual(
+    byId(sseRows({ events })),
+    byId(CLEARANCE_ROWS.slice(0, 3)),
+    'the token says U: three rows, whatever the envelope claims',
+  );
   assert.deepEqual(events.at(-1)?.data.metadata, { filtered: true, gate_audit: footer(true) });
 });
 
@@ -124,10 +186,13 @@ test('the SSE stream arrives incrementally across the hop: the first chunk is re
   const { oidc, pair, source, bigUrn } = await retrievalMesh(t);
   const token = await oidc.passwordToken('fed-clr-s', 'pw-s');
   const job = await meshJob(source, pair.sourceFedId, token, { dataset_urn: bigUrn, transport: 'sse', batch_size: 20 });
-  const res = await undiciRequest(`${source.gateway.httpsUrl}/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, {
-    headers: { authorization: `Bearer ${token}` },
-    dispatcher: source.agent,
-  });
+  const res = await undiciRequest(
+    `${source.gateway.httpsUrl}/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`,
+    {
+      headers: { authorization: `Bearer ${token}` },
+      dispatcher: source.agent,
+    },
+  );
   assert.equal(res.statusCode, 200);
   const events = sseEvents(res.body);
   const first = (await events.next()).value;
@@ -161,7 +226,11 @@ test('Arrow Flight through the mesh: a job created across the hop is read by pya
     const location = new URL(job.grpc.endpoints[0].location);
     assert.equal(location.protocol, 'grpc+tls:');
     assert.equal(location.port, String(receiver.port));
-    const get = { ...flightGet(job), location: `grpc+tls://127.0.0.1:${receiver.port}`, override_hostname: location.hostname };
+    const get = {
+      ...flightGet(job),
+      location: `grpc+tls://127.0.0.1:${receiver.port}`,
+      override_hostname: location.hostname,
+    };
     const got = await flight.get(get);
     assert.equal(got.error, undefined, JSON.stringify(got.error));
     assert.deepEqual(byId(got.data ?? []), byId(CLEARANCE_ROWS.slice(0, caller.rows)), caller.username);

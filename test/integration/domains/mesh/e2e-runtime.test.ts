@@ -33,7 +33,9 @@ test('a model viewer streams chat through the mesh; elsewhere API and runtime UR
   const model = await startModelServer(t, gate);
   const granted = await deploy(receiver, { kind: 'model', name: 'llm-granted', upstream: model.url });
   const other = await deploy(receiver, { kind: 'model', name: 'llm-other', upstream: model.url });
-  await allow(pair, oidc.subjectOf('fed-clr-u'), [{ subject: 'user:{{user_id}}', relation: 'viewer', object: `model:${granted.id}` }]);
+  await allow(pair, oidc.subjectOf('fed-clr-u'), [
+    { subject: 'user:{{user_id}}', relation: 'viewer', object: `model:${granted.id}` },
+  ]);
   const token = await oidc.passwordToken('fed-clr-u', 'pw-u');
 
   const res = await chat(source, pair.sourceFedId, granted.id, token);
@@ -43,7 +45,11 @@ test('a model viewer streams chat through the mesh; elsewhere API and runtime UR
   const seen = model.lastHeaders ?? {};
   assert.equal(seen.authorization, undefined, 'the caller token does not reach the upstream');
   assert.equal(seen['x-kz-mesh-peer-token'], undefined);
-  assert.equal(JSON.parse(String(seen['x-user-attributes'])).clearance, 'U', 'attributes from the validated shared-realm token');
+  assert.equal(
+    JSON.parse(String(seen['x-user-attributes'])).clearance,
+    'U',
+    'attributes from the validated shared-realm token',
+  );
 
   const denied = await chat(source, pair.sourceFedId, other.id, token);
   assert.equal(denied.statusCode, 404);
@@ -92,9 +98,15 @@ test('remote deployments listing: granted models only; 403 without any model rel
   const granted = await deploy(receiver, { kind: 'model', name: 'llm-a', upstream: model.url });
   await deploy(receiver, { kind: 'model', name: 'llm-b', upstream: model.url });
   await deploy(receiver, { kind: 'app', name: 'dash', upstream: app.url });
-  await allow(pair, oidc.subjectOf('fed-clr-u'), [{ subject: 'user:{{user_id}}', relation: 'viewer', object: `model:${granted.id}` }]);
+  await allow(pair, oidc.subjectOf('fed-clr-u'), [
+    { subject: 'user:{{user_id}}', relation: 'viewer', object: `model:${granted.id}` },
+  ]);
   await allow(pair, oidc.subjectOf('fed-clr-s'), [
-    { subject: 'user:{{user_id}}', relation: 'viewer', object: 'dataset:urn:li:dataset:(urn:li:dataPlatform:file,x,PROD)' },
+    {
+      subject: 'user:{{user_id}}',
+      relation: 'viewer',
+      object: 'dataset:urn:li:dataset:(urn:li:dataPlatform:file,x,PROD)',
+    },
   ]);
 
   const viewer = await oidc.passwordToken('fed-clr-u', 'pw-u');
@@ -105,7 +117,9 @@ test('remote deployments listing: granted models only; 403 without any model rel
     [granted.id],
   );
   assert.equal(listed.json[0].upstream, undefined, 'the upstream address is for administrators only');
-  const one = await source.request('GET', `/api/mesh/${pair.sourceFedId}/serving/deployments/${granted.id}`, { token: viewer });
+  const one = await source.request('GET', `/api/mesh/${pair.sourceFedId}/serving/deployments/${granted.id}`, {
+    token: viewer,
+  });
   assert.equal(one.status, 200, one.text);
   const create = await source.request('POST', `/api/mesh/${pair.sourceFedId}/serving/deployments`, {
     token: viewer,
@@ -113,9 +127,13 @@ test('remote deployments listing: granted models only; 403 without any model rel
   });
   assert.equal(create.status, 403, 'deploying is for native administrators');
 
-  const noModel = await source.request('GET', `/api/mesh/${pair.sourceFedId}/serving/deployments`, { token: await oidc.passwordToken('fed-clr-s', 'pw-s') });
+  const noModel = await source.request('GET', `/api/mesh/${pair.sourceFedId}/serving/deployments`, {
+    token: await oidc.passwordToken('fed-clr-s', 'pw-s'),
+  });
   assert.equal(noModel.status, 403, noModel.text);
   assert.equal(noModel.json.detail.reason, 'rebac_denied');
-  const all = await receiver.request('GET', '/api/serving/deployments?kind=all', { token: await receiver.adminToken() });
+  const all = await receiver.request('GET', '/api/serving/deployments?kind=all', {
+    token: await receiver.adminToken(),
+  });
   assert.equal(all.json.length, 3, 'the receiver holds three deployments');
 });

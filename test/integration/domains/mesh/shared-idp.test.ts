@@ -34,14 +34,32 @@ test('shared_idp: an allowlisted shared-realm user is provisioned once, with its
   const user = receiver.gateway.deps.services.get(USER_DIRECTORY).byExternalId(externalId);
   assert.equal(user?.id, first.json.sub);
   assert.equal(user?.source, 'mesh');
-  const entries = await receiver.request('GET', `/api/cluster/federations/${pair.receiverFedId}/users`, { token: await receiver.adminToken() });
+  const entries = await receiver.request('GET', `/api/cluster/federations/${pair.receiverFedId}/users`, {
+    token: await receiver.adminToken(),
+  });
   const entry = entries.json.find((e: { external_id: string }) => e.external_id === externalId);
   assert.equal(entry.auto_provisioned, true);
   assert.equal(entry.local_user_id, user?.id);
   const authz = receiver.gateway.deps.services.get(AUTHZ);
-  const principal = { userId: user?.id, roles: [], source: 'mesh', attributes: {}, tenantId: '__default__' } as unknown as Principal;
-  assert.equal(authz.check(principal, 'viewer', { namespace: 'dataset', id: DATASET }), true, 'the recipe was rendered for the new user');
-  assert.equal(authz.check(principal, 'viewer', { namespace: 'dataset', id: 'urn:li:dataset:(urn:li:dataPlatform:file,other,PROD)' }), false);
+  const principal = {
+    userId: user?.id,
+    roles: [],
+    source: 'mesh',
+    attributes: {},
+    tenantId: '__default__',
+  } as unknown as Principal;
+  assert.equal(
+    authz.check(principal, 'viewer', { namespace: 'dataset', id: DATASET }),
+    true,
+    'the recipe was rendered for the new user',
+  );
+  assert.equal(
+    authz.check(principal, 'viewer', {
+      namespace: 'dataset',
+      id: 'urn:li:dataset:(urn:li:dataPlatform:file,other,PROD)',
+    }),
+    false,
+  );
 
   // Selector forms: remote cluster id, exact name, unique prefix all reach the same user.
   for (const selector of [pair.receiverClusterId, 'receiver-label', 'receiver-l']) {
@@ -55,7 +73,9 @@ test('shared_idp: refusals at the receiver pass through the source unchanged', a
   const { oidc, pair, source } = await sharedIdpMesh(t);
   const onboarded = await allow(pair, oidc.subjectOf('fed-clr-s'));
 
-  const stranger = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await oidc.passwordToken('fed-stranger', 'pw-x') });
+  const stranger = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token: await oidc.passwordToken('fed-stranger', 'pw-x'),
+  });
   assert.equal(stranger.status, 403);
   assert.equal(stranger.json.detail.reason, 'unauthorized_brokered_user');
 
@@ -77,7 +97,9 @@ test('shared_idp: refusals at the receiver pass through the source unchanged', a
 
 test('shared_idp: tenant admission at the source mesh boundary', async (t) => {
   const { oidc, pair, source } = await sharedIdpMesh(t);
-  const noTenant = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await oidc.passwordToken('fed-no-tenant', 'pw-n') });
+  const noTenant = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token: await oidc.passwordToken('fed-no-tenant', 'pw-n'),
+  });
   assert.equal(noTenant.status, 401);
   assert.deepEqual(noTenant.json, { detail: 'tenant_required' });
   const otherTenant = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
@@ -86,14 +108,20 @@ test('shared_idp: tenant admission at the source mesh boundary', async (t) => {
   assert.equal(otherTenant.status, 403);
   assert.deepEqual(otherTenant.json, { detail: 'mesh_tenant_not_admitted' });
   // A shared-realm token is good for the mesh only, not for the source's own API.
-  const direct = await source.request('GET', '/api/auth/users/me', { token: await oidc.passwordToken('fed-clr-u', 'pw-u') });
+  const direct = await source.request('GET', '/api/auth/users/me', {
+    token: await oidc.passwordToken('fed-clr-u', 'pw-u'),
+  });
   assert.equal(direct.status, 401);
 });
 
 test('shared_idp: an issuer the receiver does not trust refuses every caller', async (t) => {
-  const { oidc, pair, source } = await sharedIdpMesh(t, { receiver: { federation: { peerTimeoutMs: 3000, trustedSharedIssuers: [] } } });
+  const { oidc, pair, source } = await sharedIdpMesh(t, {
+    receiver: { federation: { peerTimeoutMs: 3000, trustedSharedIssuers: [] } },
+  });
   await allow(pair, oidc.subjectOf('fed-clr-u'));
-  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await oidc.passwordToken('fed-clr-u', 'pw-u') });
+  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token: await oidc.passwordToken('fed-clr-u', 'pw-u'),
+  });
   assert.equal(res.status, 403);
   assert.equal(res.json.detail.reason, 'shared_idp_issuer_untrusted');
 });
@@ -106,7 +134,9 @@ test('shared_idp: brokering disabled on the receiver refuses receiver-controlled
     json: { brokering_enabled: false },
   });
   assert.equal(put.status, 200, put.text);
-  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await oidc.passwordToken('fed-clr-u', 'pw-u') });
+  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token: await oidc.passwordToken('fed-clr-u', 'pw-u'),
+  });
   assert.equal(res.status, 403);
   assert.equal(res.json.detail.reason, 'brokering_required_for_receiver_controlled');
 });

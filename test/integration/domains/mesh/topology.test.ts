@@ -9,7 +9,10 @@ import { startPeer } from '../../../helpers/federation.ts';
 import type { After } from '../../../helpers/gateway.ts';
 import { allow, pairForMesh } from '../../../helpers/mesh.ts';
 
-const untrusted = (extra: object = {}) => ({ federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true }, ...extra });
+const untrusted = (extra: object = {}) => ({
+  federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true },
+  ...extra,
+});
 
 async function peerKcPair(t: After, receiverExtra: object = {}) {
   const source = await startPeer(t, 'kc-a', untrusted());
@@ -63,7 +66,9 @@ test('selectors: unknown, local, ambiguous; redirects come back as they are', as
   const slash = await call('east-1', 'auth/users/me/');
   assert.equal(slash.status, 307, slash.text);
   assert.equal(slash.headers.location, '/api/auth/users/me');
-  const disconnect = await b.request('POST', `/api/cluster/federations/${ab.receiverFedId}/disconnect?force=true`, { token: await b.adminToken() });
+  const disconnect = await b.request('POST', `/api/cluster/federations/${ab.receiverFedId}/disconnect?force=true`, {
+    token: await b.adminToken(),
+  });
   assert.equal(disconnect.status, 200, disconnect.text);
   const inactive = await call('east-1', 'auth/users/me');
   assert.equal(inactive.status, 403);
@@ -79,7 +84,10 @@ test('a hop loop across three gateways answers 508 and the answer travels back u
   await pairForMesh(c, a, null, 'a');
   // A multi-hop request carries the first caller's token, which only A's realm signs: no peer JWT past the first hop.
   for (const [gw, pair] of [[c, bc]] as const) {
-    const put = await gw.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, { token: await gw.adminToken(), json: { require_peer_jwt: false } });
+    const put = await gw.request('PUT', `/api/cluster/federations/${pair.receiverFedId}`, {
+      token: await gw.adminToken(),
+      json: { require_peer_jwt: false },
+    });
     assert.equal(put.status, 200, put.text);
   }
   const token = await a.adminToken();
@@ -101,6 +109,8 @@ test('a peer that offers no hardening keeps the spec envelope and still works', 
   assert.deepEqual(pair.features, []);
   const me = await source.request('GET', '/api/auth/users/me', { token: await source.adminToken() });
   await allow(pair, me.json.sub);
-  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await source.adminToken() });
+  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token: await source.adminToken(),
+  });
   assert.equal(res.status, 200, res.text);
 });

@@ -19,13 +19,19 @@ import { startPeer } from '../../../helpers/federation.ts';
 import type { After, TestGateway } from '../../../helpers/gateway.ts';
 import { pairForMesh } from '../../../helpers/mesh.ts';
 
-const untrusted = (extra: object = {}) => ({ federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true }, ...extra });
+const untrusted = (extra: object = {}) => ({
+  federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true },
+  ...extra,
+});
 
 async function standIn(t: After, receiver: TestGateway, handler: Parameters<typeof createServer>[1]): Promise<Server> {
   const tls = join(receiver.dataDir, 'tls');
   const port = receiver.port;
   await receiver.stop();
-  const server = createServer({ cert: readFileSync(join(tls, 'server.pem')), key: readFileSync(join(tls, 'server-key.pem')) }, handler);
+  const server = createServer(
+    { cert: readFileSync(join(tls, 'server.pem')), key: readFileSync(join(tls, 'server-key.pem')) },
+    handler,
+  );
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => server.close(() => resolve()) && server.closeAllConnections()));
   return server;
@@ -36,7 +42,9 @@ test('peer down → 502 mesh_proxy_bad_gateway naming the layer', async (t) => {
   const receiver = await startPeer(t, 'tr-b', untrusted());
   const pair = await pairForMesh(source, receiver, null);
   await receiver.stop();
-  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await source.adminToken() });
+  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token: await source.adminToken(),
+  });
   assert.equal(res.status, 502, res.text);
   assert.equal(res.json.detail.reason, 'mesh_proxy_bad_gateway');
   assert.equal(res.json.detail.layer, 'tcp');
@@ -49,7 +57,9 @@ test('a peer that does not answer → 504 mesh_proxy_timeout after the configure
   const pair = await pairForMesh(source, receiver, null);
   await standIn(t, receiver, () => {});
   const started = Date.now();
-  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: await source.adminToken() });
+  const res = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token: await source.adminToken(),
+  });
   assert.equal(res.status, 504, res.text);
   assert.equal(res.json.detail.reason, 'mesh_proxy_timeout');
   assert.ok(Date.now() - started < 5000);
@@ -91,19 +101,22 @@ test('egress rebuilds the headers, signs them, and streams SSE event by event', 
   });
   const { token, id } = await source.userToken('carol', { attributes: { clearance: 'S' } });
   const started = Date.now();
-  const res = await request(`${source.gateway.httpsUrl}/api/mesh/${pair.sourceFedId}/runtime/models/m1/v1/chat/completions?stream=true`, {
-    method: 'GET',
-    dispatcher: source.agent,
-    headers: {
-      authorization: `Bearer ${token}`,
-      cookie: 'access_token=secret',
-      'proxy-authorization': 'Basic eA==',
-      'x-user-attributes': '{"clearance":"TS"}',
-      'x-kz-mesh-user-id': 'forged',
-      'x-kz-mesh-route': 'forged',
-      accept: 'text/event-stream',
+  const res = await request(
+    `${source.gateway.httpsUrl}/api/mesh/${pair.sourceFedId}/runtime/models/m1/v1/chat/completions?stream=true`,
+    {
+      method: 'GET',
+      dispatcher: source.agent,
+      headers: {
+        authorization: `Bearer ${token}`,
+        cookie: 'access_token=secret',
+        'proxy-authorization': 'Basic eA==',
+        'x-user-attributes': '{"clearance":"TS"}',
+        'x-kz-mesh-user-id': 'forged',
+        'x-kz-mesh-route': 'forged',
+        accept: 'text/event-stream',
+      },
     },
-  });
+  );
   assert.equal(res.statusCode, 200);
   assert.equal(res.headers['content-type'], 'text/event-stream');
   const arrivals: number[] = [];
@@ -114,7 +127,10 @@ test('egress rebuilds the headers, signs them, and streams SSE event by event', 
   }
   assert.equal(text.match(/event: chunk/g)?.length, 5);
   assert.ok(arrivals.length >= 3, `events arrived in ${arrivals.length} reads: streamed, not buffered`);
-  assert.ok((arrivals.at(-1) as number) - (arrivals[0] as number) >= 300, 'the first event arrived well before the last');
+  assert.ok(
+    (arrivals.at(-1) as number) - (arrivals[0] as number) >= 300,
+    'the first event arrived well before the last',
+  );
   assert.equal(verified, true, 'the stand-in verified the signature with the PSK');
   assert.equal(seen.authorization, undefined);
   assert.equal(seen.cookie, undefined);

@@ -9,8 +9,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
-import { createDataset, createJob, grantViewer, grpcRows, readGrpc, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
-import { FORMATS, type Format, sampleRows, type TextRow, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
+import {
+  createDataset,
+  createJob,
+  grantViewer,
+  grpcRows,
+  readGrpc,
+  readSse,
+  sseRows,
+  V1,
+} from '../../../helpers/retrieval.ts';
+import {
+  FORMATS,
+  type Format,
+  sampleRows,
+  type TextRow,
+  writeAllFormats,
+} from '../../../helpers/retrieval-fixtures.ts';
 
 interface World {
   gw: TestGateway;
@@ -31,7 +46,11 @@ async function world(t: { after(fn: () => unknown): void }, overrides: Record<st
   const alice = await gw.userToken('alice');
   const urns = {} as Record<Format, string>;
   for (const format of FORMATS) {
-    urns[format] = await createDataset(gw, admin, { name: `sample-${format}`, platform: 'file', properties: { path: paths[format] } });
+    urns[format] = await createDataset(gw, admin, {
+      name: `sample-${format}`,
+      platform: 'file',
+      properties: { path: paths[format] },
+    });
     grantViewer(gw, urns[format], alice.id);
   }
   return { gw, admin, alice: alice.token, urns, rows, root };
@@ -48,7 +67,11 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
     assert.equal(inline.inline.row_count, rows.length);
     assert.deepEqual(inline.inline.metadata, {}, 'no gate: no gate_audit');
 
-    const sseJob = await createJob(gw, alice, { dataset_urn: urns[format], transport: 'sse', sdk_session: 'ignored-unknown-key' });
+    const sseJob = await createJob(gw, alice, {
+      dataset_urn: urns[format],
+      transport: 'sse',
+      sdk_session: 'ignored-unknown-key',
+    });
     assert.equal(sseJob.transport, 'sse');
     assert.equal(sseJob.status, 'PENDING');
     const sse = await readSse(gw, sseJob.job_id, alice);
@@ -60,7 +83,10 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
       [1, 2, 3],
     );
     assert.ok(sse.comments.length >= 1, 'a `:` comment opens the stream');
-    assert.deepEqual(sse.events.at(-1), { event: 'complete', data: { event: 'complete', rows: rows.length, chunks: 3, metadata: { filtered: false } } });
+    assert.deepEqual(sse.events.at(-1), {
+      event: 'complete',
+      data: { event: 'complete', rows: rows.length, chunks: 3, metadata: { filtered: false } },
+    });
 
     const grpcJob = await createJob(gw, alice, { dataset_urn: urns[format], transport: 'grpc', grpc_protocol: V1 });
     assert.equal(grpcJob.transport, 'grpc');
@@ -75,7 +101,11 @@ test('every format through inline, SSE and gRPC yields the same rows', async (t)
     assert.deepEqual(sseRows(await readSse(gw, inline.job_id, alice)), rows);
     const status = await gw.request('GET', `/api/retrieval/jobs/${sseJob.job_id}`, { token: alice });
     assert.equal(status.json.status, 'COMPLETED');
-    assert.deepEqual(status.json.progress, { rows_processed: rows.length, chunks_emitted: 3, bytes_processed: status.json.progress.bytes_processed });
+    assert.deepEqual(status.json.progress, {
+      rows_processed: rows.length,
+      chunks_emitted: 3,
+      bytes_processed: status.json.progress.bytes_processed,
+    });
     assert.ok(status.json.progress.bytes_processed > 0);
     assert.equal(status.json.dataset.urn, urns[format]);
     assert.equal(status.json.dataset.format, format);
@@ -110,7 +140,12 @@ test('filters (equality, list = IN), columns, offset and limit mean the same in 
       const inline = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'inline' });
       assert.deepEqual(inline.inline.data, expected, `${format} ${JSON.stringify(c.body)}`);
       if (columns) assert.deepEqual(Object.keys(inline.inline.data[0]), columns, 'column order follows the request');
-      const job = await createJob(gw, alice, { dataset_urn: urns[format], ...c.body, transport: 'grpc', grpc_protocol: V1 });
+      const job = await createJob(gw, alice, {
+        dataset_urn: urns[format],
+        ...c.body,
+        transport: 'grpc',
+        grpc_protocol: V1,
+      });
       assert.deepEqual(grpcRows(await readGrpc(gw, job)), expected);
     }
   }
@@ -118,7 +153,10 @@ test('filters (equality, list = IN), columns, offset and limit mean the same in 
   // with a schema; JSON lines are schemaless: a key absent from a row reads as null.
   for (const format of ['csv', 'parquet'] as const) {
     for (const body of [{ columns: ['id', 'nope'] }, { filters: { nope: 'x' } }]) {
-      const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: urns[format], ...body } });
+      const res = await gw.request('POST', '/api/retrieval/jobs', {
+        token: alice,
+        json: { dataset_urn: urns[format], ...body },
+      });
       assert.equal(res.status, 422, `${format} ${res.text}`);
       assert.deepEqual([res.json.detail.reason, res.json.detail.column], ['unknown_column', 'nope']);
     }
@@ -139,14 +177,19 @@ test('files without rows, and JSON lines whose keys vary, read without a schema 
     writeFileSync(join(root, name), text);
     urns[name] = await createDataset(gw, admin, { name, platform: 'file', properties: { path: join(root, name) } });
   }
-  assert.deepEqual((await createJob(gw, admin, { dataset_urn: urns['header-only.csv'], columns: ['id'] })).inline.data, []);
+  assert.deepEqual(
+    (await createJob(gw, admin, { dataset_urn: urns['header-only.csv'], columns: ['id'] })).inline.data,
+    [],
+  );
   assert.deepEqual((await createJob(gw, admin, { dataset_urn: urns['empty.csv'], columns: ['id'] })).inline.data, []);
   const sparse = urns['sparse.jsonl'] as string;
   assert.deepEqual((await createJob(gw, admin, { dataset_urn: sparse, columns: ['id', 'note'] })).inline.data, [
     { id: 1, note: null },
     { id: 2, note: 'x' },
   ]);
-  assert.deepEqual((await createJob(gw, admin, { dataset_urn: sparse, filters: { note: 'x' } })).inline.data, [{ id: 2, note: 'x' }]);
+  assert.deepEqual((await createJob(gw, admin, { dataset_urn: sparse, filters: { note: 'x' } })).inline.data, [
+    { id: 2, note: 'x' },
+  ]);
 });
 
 test('auto streams beyond the inline threshold; inline is refused with 422 naming it', async (t) => {
@@ -154,7 +197,10 @@ test('auto streams beyond the inline threshold; inline is refused with 422 namin
   const auto = await createJob(gw, alice, { dataset_urn: urns.csv });
   assert.equal(auto.transport, 'sse');
   assert.equal(auto.inline, null);
-  const refused = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: urns.csv, transport: 'inline' } });
+  const refused = await gw.request('POST', '/api/retrieval/jobs', {
+    token: alice,
+    json: { dataset_urn: urns.csv, transport: 'inline' },
+  });
   assert.equal(refused.status, 422);
   assert.equal(refused.json.detail.reason, 'inline_threshold_exceeded');
   assert.match(refused.text, /inline threshold/);
@@ -233,6 +279,9 @@ test('a caller without viewer gets 404 on create, status and stream; jobs are li
   const stream = await readSse(gw, aliceJob.job_id, alice);
   assert.equal(stream.status, 409);
   assert.equal(stream.json.detail.reason, 'retrieval_job_canceled');
-  const bad = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: urns.csv, limit_rows: 0, transport: 'ftp' } });
+  const bad = await gw.request('POST', '/api/retrieval/jobs', {
+    token: alice,
+    json: { dataset_urn: urns.csv, limit_rows: 0, transport: 'ftp' },
+  });
   assert.equal(bad.status, 422);
 });

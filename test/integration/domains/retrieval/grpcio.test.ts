@@ -25,9 +25,17 @@ async function world(t: { after(fn: () => unknown): void }) {
   const gw = await startTestGateway(t, { retrieval: { fsRoots: [root] } });
   const admin = await gw.adminToken();
   const urn = await createDataset(gw, admin, { name: 'sample', platform: 'file', properties: { path: sample.csv } });
-  const gated = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path: clearance.csv } });
+  const gated = await createDataset(gw, admin, {
+    name: 'clearance',
+    platform: 'file',
+    properties: { path: clearance.csv },
+  });
   const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(gated)}/gate`, { token: admin, json: gate })).status, 200);
+  assert.equal(
+    (await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(gated)}/gate`, { token: admin, json: gate }))
+      .status,
+    200,
+  );
   const client = await startGrpcioClient(t, gw.gateway.caPem);
   return { gw, admin, urn, gated, rows, client };
 }
@@ -37,7 +45,12 @@ test('grpcio streams a job: the rows and chunks SSE gives, then the terminal mar
   // An explicit batch_size sets the rows per message (without one, gRPC jobs send 10 000).
   const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1, batch_size: 1000 });
   assert.match(job.grpc.endpoint, /^grpcs:\/\//);
-  const got = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: job.grpc.token, detail: true });
+  const got = await client.stream({
+    endpoint: job.grpc.endpoint,
+    job_id: job.job_id,
+    token: job.grpc.token,
+    detail: true,
+  });
   assert.equal(got.error, undefined, JSON.stringify(got.error));
   assert.deepEqual(got.data, rows);
   const sse = await readSse(gw, (await createJob(gw, admin, { dataset_urn: urn, transport: 'sse' })).job_id, admin);
@@ -81,9 +94,15 @@ test('grpcio: a gated dataset carries gate_audit in each chunk metadata and filt
     const user = await gw.userToken(`reader-${clearance}`, { attributes: { clearance } });
     grantViewer(gw, gated, user.id);
     const job = await createJob(gw, user.token, { dataset_urn: gated, transport: 'grpc', grpc_protocol: V1 });
-    const got = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: job.grpc.token, detail: true });
+    const got = await client.stream({
+      endpoint: job.grpc.endpoint,
+      job_id: job.job_id,
+      token: job.grpc.token,
+      detail: true,
+    });
     assert.equal(got.data?.length, count, clearance);
-    for (const chunk of got.chunks ?? []) assert.equal(JSON.parse(chunk.metadata.gate_audit ?? 'null').filtered, filtered, clearance);
+    for (const chunk of got.chunks ?? [])
+      assert.equal(JSON.parse(chunk.metadata.gate_audit ?? 'null').filtered, filtered, clearance);
   }
 });
 
@@ -93,7 +112,11 @@ test('grpcio: a wrong token, or a token for another job, is UNAUTHENTICATED grpc
   const wrong = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: `${job.grpc.token}x` });
   assert.equal(wrong.error?.code, 'UNAUTHENTICATED', JSON.stringify(wrong));
   assert.match(wrong.error.details, /^grpc_token_invalid/);
-  const other = await client.stream({ endpoint: job.grpc.endpoint, job_id: '00000000-0000-4000-8000-000000000000', token: job.grpc.token });
+  const other = await client.stream({
+    endpoint: job.grpc.endpoint,
+    job_id: '00000000-0000-4000-8000-000000000000',
+    token: job.grpc.token,
+  });
   assert.equal(other.error?.code, 'UNAUTHENTICATED', JSON.stringify(other));
   assert.match(other.error.details, /^grpc_token_invalid/);
   assert.doesNotMatch(JSON.stringify([wrong, other]), new RegExp(job.grpc.token));

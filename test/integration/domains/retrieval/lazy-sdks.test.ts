@@ -43,7 +43,8 @@ function runChild(dataDir: string): Promise<{ seen: string[] }> {
   });
 }
 
-const isPackage = (entry: string, name: string) => entry === name || entry.startsWith(`${name}/`) || entry.includes(`/node_modules/${name}/`);
+const isPackage = (entry: string, name: string) =>
+  entry === name || entry.startsWith(`${name}/`) || entry.includes(`/node_modules/${name}/`);
 
 test('gateway start resolves none of the optional sources client libraries', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-lazy-'));

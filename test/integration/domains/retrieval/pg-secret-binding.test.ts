@@ -135,7 +135,11 @@ test('a deleted secret is never replaced by one re-created under its name, by th
   assert.deepEqual((await job(gw, bob.token, orders)).json.inline.data, rows);
   const retarget = await write(bob.token, orders, toRecorder);
   assert.deepEqual([retarget.status, retarget.json.detail.reason], [403, 'secret_reference_forbidden']);
-  assert.deepEqual((await job(gw, bob.token, orders)).json.inline.data, rows, 'still read from the admin-chosen server');
+  assert.deepEqual(
+    (await job(gw, bob.token, orders)).json.inline.data,
+    rows,
+    'still read from the admin-chosen server',
+  );
 
   assert.equal(recorder.connections, connections, 'no connection was made after the delete');
   assert.ok(!recorder.received.includes(pg.password), "the admin's value never reached the dataset's server");

@@ -22,7 +22,10 @@ async function world(t: { after(fn: () => unknown): void }) {
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const server = await ensureTlsMaterial({ tlsDir: join(dir, 'ca'), names: ['localhost'], clusterName: 'pg-test' });
   const other = await ensureTlsMaterial({ tlsDir: join(dir, 'other'), names: ['localhost'], clusterName: 'pg-other' });
-  const pg = await startPostgres(t, { ssl: { certFile: join(dir, 'ca', 'server.pem'), keyFile: join(dir, 'ca', 'server-key.pem') }, sslOnly: true });
+  const pg = await startPostgres(t, {
+    ssl: { certFile: join(dir, 'ca', 'server.pem'), keyFile: join(dir, 'ca', 'server-key.pem') },
+    sslOnly: true,
+  });
   await pg.psql(`CREATE TABLE items (id int, label text); INSERT INTO items SELECT i, 'r' || i FROM generate_series(1, 20) i;
     CREATE VIEW slow AS SELECT i AS id FROM generate_series(1, 1000000) i WHERE length(pg_sleep(0.001)::text) = 0;`);
   const gw = await startTestGateway(t);
@@ -55,22 +58,38 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
   const w = await world(t);
   const full = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.ca });
   assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: full })).inline.data, ROWS);
-  const sse = await readSse(w.gw, (await createJob(w.gw, w.admin, { dataset_urn: full, transport: 'sse', batch_size: 7 })).job_id, w.admin);
+  const sse = await readSse(
+    w.gw,
+    (await createJob(w.gw, w.admin, { dataset_urn: full, transport: 'sse', batch_size: 7 })).job_id,
+    w.admin,
+  );
   assert.deepEqual(sseRows(sse), ROWS);
 
   // The certificate names localhost only: by IP address the name check fails, the chain check alone passes.
   const byIp = await w.dataset({ host: '127.0.0.1', sslmode: 'verify-full', sslrootcert: w.ca });
-  assert.deepEqual(await refusal(w, byIp), { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' });
+  assert.deepEqual(await refusal(w, byIp), {
+    status: 502,
+    reason: 'source_tls_failed',
+    problem: 'tls verification failed',
+  });
   for (const sslmode of ['verify-ca', 'require']) {
     const urn = await w.dataset({ host: '127.0.0.1', sslmode, sslrootcert: w.ca });
     assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: urn })).inline.data, ROWS, sslmode);
   }
   // A bundle: the signing CA need not come first, and text between certificates (a comment) is allowed.
-  const bundle = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: `${w.otherCa}\n# the test CA\n${w.ca}` });
+  const bundle = await w.dataset({
+    host: 'localhost',
+    sslmode: 'verify-full',
+    sslrootcert: `${w.otherCa}\n# the test CA\n${w.ca}`,
+  });
   assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: bundle })).inline.data, ROWS);
 
   // sslrootcert as a catalog secret holding the PEM.
-  const fromSecret = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: await w.secret('pg-ca', w.ca) });
+  const fromSecret = await w.dataset({
+    host: 'localhost',
+    sslmode: 'verify-full',
+    sslrootcert: await w.secret('pg-ca', w.ca),
+  });
   assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: fromSecret })).inline.data, ROWS);
 
   // A cancel reaches the server without TLS (as libpq's does) and stops a statement that sends nothing yet.
@@ -84,7 +103,10 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
       ),
     );
   await eventually(async () => (await active()) === 1, 'the COPY to run over TLS');
-  assert.equal((await w.gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: w.admin })).json.status, 'CANCELED');
+  assert.equal(
+    (await w.gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: w.admin })).json.status,
+    'CANCELED',
+  );
   await reading;
   await eventually(async () => (await active()) === 0, 'the statement to be canceled on the server');
 });
@@ -93,13 +115,25 @@ test('a certificate from another CA, or none to verify against, fails every mode
   const w = await world(t);
   const tlsFailed = { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' };
   for (const sslmode of ['require', 'verify-ca', 'verify-full']) {
-    assert.deepEqual(await refusal(w, await w.dataset({ host: 'localhost', sslmode, sslrootcert: w.otherCa })), tlsFailed, sslmode);
+    assert.deepEqual(
+      await refusal(w, await w.dataset({ host: 'localhost', sslmode, sslrootcert: w.otherCa })),
+      tlsFailed,
+      sslmode,
+    );
     // No sslrootcert: the gateway's default CA store, which does not hold the test CA.
-    assert.deepEqual(await refusal(w, await w.dataset({ host: 'localhost', sslmode })), tlsFailed, `${sslmode} without sslrootcert`);
+    assert.deepEqual(
+      await refusal(w, await w.dataset({ host: 'localhost', sslmode })),
+      tlsFailed,
+      `${sslmode} without sslrootcert`,
+    );
   }
   for (const clear of [{}, { sslmode: 'disable', sslrootcert: w.ca }]) {
     const refused = await refusal(w, await w.dataset({ host: 'localhost', ...clear }));
-    assert.deepEqual(refused, { status: 403, reason: 'source_auth_failed', problem: 'authentication failed' }, JSON.stringify(clear));
+    assert.deepEqual(
+      refused,
+      { status: 403, reason: 'source_auth_failed', problem: 'authentication failed' },
+      JSON.stringify(clear),
+    );
   }
   assert.ok(!w.gw.logs.join('').includes('BEGIN CERTIFICATE'), 'no certificate text in a log line');
 });
@@ -113,7 +147,10 @@ test('an unknown sslmode or an sslrootcert that is not a certificate is refused 
     [{ sslmode: 1 }, 'sslmode'],
     [{ sslmode: 'verify-ca', sslrootcert: 'not a certificate' }, 'sslrootcert'],
     // A bundle whose second certificate is damaged: tls.connect would skip it without a word.
-    [{ sslmode: 'verify-ca', sslrootcert: `${w.ca}\n${w.ca.replace(/\n[A-Za-z0-9+/]{8}/, '\n!!!!!!!!')}` }, 'sslrootcert'],
+    [
+      { sslmode: 'verify-ca', sslrootcert: `${w.ca}\n${w.ca.replace(/\n[A-Za-z0-9+/]{8}/, '\n!!!!!!!!')}` },
+      'sslrootcert',
+    ],
     // …or cut off before its END line (it would match no block at all).
     [{ sslmode: 'verify-ca', sslrootcert: `${w.ca}\n${w.ca.slice(0, 80)}` }, 'sslrootcert'],
   ] as const;
@@ -127,11 +164,18 @@ test('an unknown sslmode or an sslrootcert that is not a certificate is refused 
   // An sslrootcert secret deleted after the dataset was made: the catalog refuses the use before any connection.
   const doomed = await w.secret('doomed-ca', w.ca);
   const orphan = await w.dataset({ host: 'localhost', port: 1, sslmode: 'verify-ca', sslrootcert: doomed });
-  const deleted = await w.gw.request('DELETE', `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(doomed)}`, { token: w.admin });
+  const deleted = await w.gw.request('DELETE', `/api/catalog/secrets/by-urn?urn=${encodeURIComponent(doomed)}`, {
+    token: w.admin,
+  });
   assert.ok(deleted.status < 300, deleted.text);
   const res = await w.read(orphan);
-  assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.secret_urn], [409, 'secret_unavailable', doomed]);
-  const unreachable = await w.read(await w.dataset({ host: 'localhost', port: 1, sslmode: 'verify-full', sslrootcert: w.ca }));
+  assert.deepEqual(
+    [res.status, res.json.detail.reason, res.json.detail.secret_urn],
+    [409, 'secret_unavailable', doomed],
+  );
+  const unreachable = await w.read(
+    await w.dataset({ host: 'localhost', port: 1, sslmode: 'verify-full', sslrootcert: w.ca }),
+  );
   assert.equal(unreachable.status, 502, 'valid settings do connect');
 });
 
@@ -152,7 +196,15 @@ test("the gateway's PGSSLMODE / PGSSLNEGOTIATION never change a dataset's TLS se
   const verified = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.ca });
   assert.deepEqual((await createJob(w.gw, w.admin, { dataset_urn: verified })).inline.data, ROWS);
   const unverified = await w.dataset({ host: 'localhost', sslmode: 'verify-full', sslrootcert: w.otherCa });
-  assert.deepEqual(await refusal(w, unverified), { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' });
+  assert.deepEqual(await refusal(w, unverified), {
+    status: 502,
+    reason: 'source_tls_failed',
+    problem: 'tls verification failed',
+  });
   const clear = await w.dataset({ host: 'localhost' });
-  assert.deepEqual(await refusal(w, clear), { status: 403, reason: 'source_auth_failed', problem: 'authentication failed' });
+  assert.deepEqual(await refusal(w, clear), {
+    status: 403,
+    reason: 'source_auth_failed',
+    problem: 'authentication failed',
+  });
 });

@@ -10,7 +10,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startTestGateway } from '../../../helpers/gateway.ts';
 import { startPostgres } from '../../../helpers/peers/postgres.ts';
-import { createDataset, createJob, grantViewer, grpcClient, grpcRows, readGrpc, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
+import {
+  createDataset,
+  createJob,
+  grantViewer,
+  grpcClient,
+  grpcRows,
+  readGrpc,
+  readSse,
+  sseRows,
+  V1,
+} from '../../../helpers/retrieval.ts';
 
 const NOTE = 'He said "hi" \\ back\\slash\nline two\ttab ünïcödé 😀 \u0001 end';
 
@@ -48,7 +58,18 @@ const EXPECTED = [
     raw: '\\x',
     note: "carriage\rreturn, a backslash-n \\n, a quote '",
   },
-  { id: 3, classification: 'U', big: null, amount: null, at: null, day: null, doc: null, docb: null, raw: null, note: null },
+  {
+    id: 3,
+    classification: 'U',
+    big: null,
+    amount: null,
+    at: null,
+    day: null,
+    doc: null,
+    docb: null,
+    raw: null,
+    note: null,
+  },
 ];
 
 /** A gateway with two datasets on `table`, one gated by clearance (every row is U, so nothing is withheld). */
@@ -57,20 +78,35 @@ async function world(t: { after(fn: () => unknown): void }, sql = TABLE, table =
   await pg.psql(sql);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const properties = { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password, table };
+  const properties = {
+    host: pg.host,
+    port: pg.port,
+    database: pg.database,
+    user: pg.user,
+    password: pg.password,
+    table,
+  };
   const plain = await createDataset(gw, admin, { name: table, platform: 'postgres', properties });
   const gated = await createDataset(gw, admin, { name: `${table}-gated`, platform: 'postgres', properties });
   const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(gated)}/gate`, { token: admin, json: gate })).status, 200);
+  assert.equal(
+    (await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(gated)}/gate`, { token: admin, json: gate }))
+      .status,
+    200,
+  );
   const alice = await gw.userToken('alice', { attributes: { clearance: 'U' } });
   for (const urn of [plain, gated]) grantViewer(gw, urn, alice.id);
   return { gw, pg, alice: alice.token, plain, gated };
 }
 
 /** The gRPC payload bytes as sent, before any client parses them. */
-async function rawGrpcPayload(gw: Awaited<ReturnType<typeof world>>['gw'], job: { job_id: string; grpc: { token: string } }): Promise<string> {
+async function rawGrpcPayload(
+  gw: Awaited<ReturnType<typeof world>>['gw'],
+  job: { job_id: string; grpc: { token: string } },
+): Promise<string> {
   let text = '';
-  for await (const chunk of grpcClient(gw).streamData({ jobId: job.job_id, token: job.grpc.token })) text += Buffer.from(chunk.payload).toString('utf8');
+  for await (const chunk of grpcClient(gw).streamData({ jobId: job.job_id, token: job.grpc.token }))
+    text += Buffer.from(chunk.payload).toString('utf8');
   return text;
 }
 
@@ -81,18 +117,30 @@ test('Postgres values are identical through inline, SSE and gRPC, gated and unga
     assert.equal(inline.transport, 'inline');
     assert.deepEqual(inline.inline.data, EXPECTED, `inline ${urn}`);
     // batch_size 1: every row is its own COPY line and its own chunk.
-    const sse = await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 1 })).job_id, alice);
+    const sse = await readSse(
+      gw,
+      (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 1 })).job_id,
+      alice,
+    );
     assert.deepEqual(sseRows(sse), EXPECTED, `sse ${urn}`);
     assert.equal(sse.events.filter((e) => e.event === 'chunk').length, 3);
     assert.deepEqual(
-      grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 }))),
+      grpcRows(
+        await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 })),
+      ),
       EXPECTED,
       `grpc ${urn}`,
     );
   }
   // int8 past 2^53 is exact where Postgres's JSON is sent as it is, a double where the gateway parsed rows.
-  assert.match(await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1 })), /"big":9007199254740993,/);
-  assert.match(await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: gated, transport: 'grpc', grpc_protocol: V1 })), /"big":9007199254740992,/);
+  assert.match(
+    await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1 })),
+    /"big":9007199254740993,/,
+  );
+  assert.match(
+    await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: gated, transport: 'grpc', grpc_protocol: V1 })),
+    /"big":9007199254740992,/,
+  );
 });
 
 test('Postgres filter values are literals coerced to the column type; quotes, backslashes and NUL stay data', async (t) => {
@@ -108,7 +156,14 @@ test('Postgres filter values are literals coerced to the column type; quotes, ba
   assert.deepEqual(await ids({ amount: '12.5', day: '2024-02-29' }), [1]);
   assert.deepEqual(await ids({ at: '2024-02-29T11:45:30.123456Z' }), [1]);
   assert.deepEqual(await ids({ big: null }), [3]);
-  for (const value of ["x' OR 'a'='a", "x\\' OR 1=1 --", "E'\\x27 OR 1=1 --", "\\'; DROP TABLE typed; --", 'back\\slash\\', "'\u0000' OR 'a'='a"]) {
+  for (const value of [
+    "x' OR 'a'='a",
+    "x\\' OR 1=1 --",
+    "E'\\x27 OR 1=1 --",
+    "\\'; DROP TABLE typed; --",
+    'back\\slash\\',
+    "'\u0000' OR 'a'='a",
+  ]) {
     assert.deepEqual(await ids({ note: value }), [], JSON.stringify(value));
   }
   // PostgreSQL text holds no NUL: such a value equals nothing, in any column, without an error.
@@ -118,14 +173,18 @@ test('Postgres filter values are literals coerced to the column type; quotes, ba
   assert.deepEqual(await ids({ note: ['\u0000', null] }), [3]);
   // A value its column's type cannot hold is the caller's mistake: 422, not a source failure.
   for (const filters of [{ id: 'abc' }, { day: '2024-02-30' }, { big: '99999999999999999999' }, { doc: '{"a":1}' }]) {
-    const refused = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: plain, filters } });
+    const refused = await gw.request('POST', '/api/retrieval/jobs', {
+      token: alice,
+      json: { dataset_urn: plain, filters },
+    });
     assert.equal(refused.status, 422, JSON.stringify(filters));
     assert.equal(refused.json.detail.reason, 'filter_value_invalid');
   }
 });
 
 test('a view that fails while running is a source failure (502), not a bad filter', async (t) => {
-  const sql = 'CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 5); CREATE VIEW broken AS SELECT id, 1 / (id - 3) AS x FROM t;';
+  const sql =
+    'CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 5); CREATE VIEW broken AS SELECT id, 1 / (id - 3) AS x FROM t;';
   const { gw, alice, plain } = await world(t, sql, 'broken');
   const failed = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: plain } });
   assert.equal(failed.status, 502, failed.text);
@@ -155,28 +214,46 @@ test("the converted rows are row_to_json's, byte for byte, through every transpo
   const lines = (await pg.psql("SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM oracle o")).split('\n');
   assert.equal(lines.length, 3);
   const oracle = lines.map((line) => JSON.parse(line));
-  const payload = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1 }));
+  const payload = await rawGrpcPayload(
+    gw,
+    await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1 }),
+  );
   assert.equal(payload, `[${lines.join(',')}]`);
   for (const urn of [plain, gated]) {
     assert.deepEqual((await createJob(gw, alice, { dataset_urn: urn })).inline.data, oracle, `inline ${urn}`);
-    const sse = await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 2 })).job_id, alice);
+    const sse = await readSse(
+      gw,
+      (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 2 })).job_id,
+      alice,
+    );
     assert.deepEqual(sseRows(sse), oracle, `sse ${urn}`);
     assert.deepEqual(
-      grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 }))),
+      grpcRows(
+        await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 })),
+      ),
       oracle,
       `grpc ${urn}`,
     );
   }
   const columns = ['tstz', 'odd "na\\me" ü', 'arr', 'f8', 'tstz'];
-  const picked = await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1, columns }));
+  const picked = await rawGrpcPayload(
+    gw,
+    await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1, columns }),
+  );
   const select = String.raw`SELECT tstz, "odd ""na\me"" ü", arr, f8 FROM oracle`;
-  assert.equal(picked, `[${(await pg.psql(`SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM (${select}) o`)).split('\n').join(',')}]`);
+  assert.equal(
+    picked,
+    `[${(await pg.psql(`SET TimeZone = 'UTC'; SELECT row_to_json(o) FROM (${select}) o`)).split('\n').join(',')}]`,
+  );
 });
 
 test("a gated table without the gate's column withholds every row and names only the caller's columns", async (t) => {
   const sql = "CREATE TABLE unlabelled (id int, note text); INSERT INTO unlabelled VALUES (1, 'a'), (2, 'b');";
   const { gw, alice, plain, gated } = await world(t, sql, 'unlabelled');
-  assert.deepEqual((await createJob(gw, alice, { dataset_urn: plain, columns: ['id'] })).inline.data, [{ id: 1 }, { id: 2 }]);
+  assert.deepEqual((await createJob(gw, alice, { dataset_urn: plain, columns: ['id'] })).inline.data, [
+    { id: 1 },
+    { id: 2 },
+  ]);
   for (const columns of [undefined, ['id']]) {
     const job = await createJob(gw, alice, { dataset_urn: gated, columns });
     assert.deepEqual([job.inline.data, job.inline.metadata.gate_audit.filtered], [[], true], String(columns));
@@ -185,7 +262,14 @@ test("a gated table without the gate's column withholds every row and names only
     [{ columns: ['id', 'nope'] }, 'nope'],
     [{ filters: { classification: 'U' } }, 'classification'],
   ] as const) {
-    const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: gated, ...body } });
-    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.column], [422, 'unknown_column', column], JSON.stringify(body));
+    const res = await gw.request('POST', '/api/retrieval/jobs', {
+      token: alice,
+      json: { dataset_urn: gated, ...body },
+    });
+    assert.deepEqual(
+      [res.status, res.json.detail.reason, res.json.detail.column],
+      [422, 'unknown_column', column],
+      JSON.stringify(body),
+    );
   }
 });

@@ -8,7 +8,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 import { type PostgresPeer, startPostgres } from '../../../helpers/peers/postgres.ts';
-import { createDataset, createJob, eventually, grantViewer, grpcRows, readGrpc, readSse, sseRows, V1 } from '../../../helpers/retrieval.ts';
+import {
+  createDataset,
+  createJob,
+  eventually,
+  grantViewer,
+  grpcRows,
+  readGrpc,
+  readSse,
+  sseRows,
+  V1,
+} from '../../../helpers/retrieval.ts';
 
 const REGIONS = ['north', 'south', 'east'];
 const expectedRow = (i: number) => ({ id: i, region: REGIONS[i % 3], amount: (i * 37) % 1000, 'odd "col"': `v${i}` });
@@ -60,13 +70,34 @@ test('Postgres rows are identical through inline, SSE and gRPC; pushdown semanti
   const inline = await createJob(gw, alice, { dataset_urn: urn });
   assert.equal(inline.transport, 'inline');
   assert.deepEqual(inline.inline.data, all);
-  assert.deepEqual(inline.dataset, { urn, platform: 'postgres', path: null, format: 'table', estimated_bytes: null, estimated_rows: null });
-  const sse = await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 700 })).job_id, alice);
+  assert.deepEqual(inline.dataset, {
+    urn,
+    platform: 'postgres',
+    path: null,
+    format: 'table',
+    estimated_bytes: null,
+    estimated_rows: null,
+  });
+  const sse = await readSse(
+    gw,
+    (await createJob(gw, alice, { dataset_urn: urn, transport: 'sse', batch_size: 700 })).job_id,
+    alice,
+  );
   assert.deepEqual(sseRows(sse), all);
   assert.equal(sse.events.filter((e) => e.event === 'chunk').length, 8);
-  assert.deepEqual(grpcRows(await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 }))), all);
+  assert.deepEqual(
+    grpcRows(
+      await readGrpc(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 })),
+    ),
+    all,
+  );
 
-  const body = { filters: { region: ['north', 'east'], amount: [74, 111, 148] }, columns: ['amount', 'odd "col"', 'id'], offset: 3, limit_rows: 7 };
+  const body = {
+    filters: { region: ['north', 'east'], amount: [74, 111, 148] },
+    columns: ['amount', 'odd "col"', 'id'],
+    offset: 3,
+    limit_rows: 7,
+  };
   const expected = all
     .filter((r) => r.region !== 'south' && [74, 111, 148].includes(r.amount))
     .slice(3, 10)
@@ -74,14 +105,22 @@ test('Postgres rows are identical through inline, SSE and gRPC; pushdown semanti
   assert.ok(expected.length === 7);
   const filtered = await createJob(gw, alice, { dataset_urn: urn, ...body });
   assert.deepEqual(filtered.inline.data, expected);
-  assert.deepEqual(sseRows(await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, ...body, transport: 'sse' })).job_id, alice)), expected);
+  assert.deepEqual(
+    sseRows(
+      await readSse(gw, (await createJob(gw, alice, { dataset_urn: urn, ...body, transport: 'sse' })).job_id, alice),
+    ),
+    expected,
+  );
   const nulls = await createJob(gw, alice, { dataset_urn: urn, filters: { region: null } });
   assert.deepEqual(nulls.inline.data, []);
 });
 
 test('gRPC: default batch is 10x the configured one, a batch over 1 MiB of JSON is split, resume from a sequence', async (t) => {
   const { gw, alice, bigUrn, wideUrn } = await world(t);
-  const big = await readGrpc(gw, await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc', grpc_protocol: V1 }));
+  const big = await readGrpc(
+    gw,
+    await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc', grpc_protocol: V1 }),
+  );
   assert.deepEqual(
     big.chunks.map((c) => c.rows.length),
     [...Array.from({ length: 30 }, () => 10_000), 0],
@@ -125,7 +164,10 @@ test('SQL injection attempts in filters and columns are harmless', async (t) => 
     { filters: { 'id") OR ("1"="1': 1 } },
   ];
   for (const attempt of attempts) {
-    const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: urn, ...attempt } });
+    const res = await gw.request('POST', '/api/retrieval/jobs', {
+      token: alice,
+      json: { dataset_urn: urn, ...attempt },
+    });
     assert.equal(res.status, 422, res.text);
     assert.equal(res.json.detail.reason, 'unknown_column');
   }
@@ -143,7 +185,10 @@ test('SQL injection attempts in filters and columns are harmless', async (t) => 
   for (const value of values) {
     const job = await createJob(gw, alice, { dataset_urn: urn, filters: { region: value }, columns: ['region'] });
     const regions = new Set(job.inline.data.map((r: { region: string }) => r.region));
-    assert.ok(regions.size <= 1 && (regions.size === 0 || regions.has('south')), `${JSON.stringify(value)} matched only literally`);
+    assert.ok(
+      regions.size <= 1 && (regions.size === 0 || regions.has('south')),
+      `${JSON.stringify(value)} matched only literally`,
+    );
   }
   assert.equal(await pg.psql('SELECT count(*) FROM items'), '5000');
 });
@@ -152,7 +197,10 @@ test('credential_override bad credentials fail without leaking them', async (t) 
   const { gw, alice, urn } = await world(t);
   const res = await gw.request('POST', '/api/retrieval/jobs', {
     token: alice,
-    json: { dataset_urn: urn, credential_override: JSON.stringify({ user: 'meshgate', password: 'wrong-password-123' }) },
+    json: {
+      dataset_urn: urn,
+      credential_override: JSON.stringify({ user: 'meshgate', password: 'wrong-password-123' }),
+    },
   });
   assert.equal(res.status, 403);
   assert.equal(res.json.detail.reason, 'source_auth_failed');
@@ -168,10 +216,16 @@ test('cancel mid-stream ends the SSE stream and closes the source connection', a
   const canceled = await gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: alice });
   assert.equal(canceled.json.status, 'CANCELED');
   const sse = await reading;
-  assert.deepEqual(sse.events.at(-1), { event: 'error', data: { event: 'error', reason: 'retrieval_job_canceled', message: 'retrieval_job_canceled' } });
+  assert.deepEqual(sse.events.at(-1), {
+    event: 'error',
+    data: { event: 'error', reason: 'retrieval_job_canceled', message: 'retrieval_job_canceled' },
+  });
   assert.ok(sseRows(sse).length < 300000);
   await eventually(async () => (await backends(pg, job.job_id)) === 0, 'the source connection to close');
-  assert.equal((await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: alice })).json.status, 'CANCELED');
+  assert.equal(
+    (await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: alice })).json.status,
+    'CANCELED',
+  );
 });
 
 test('a client that disconnects mid-stream stops the server reading the source', async (t) => {
@@ -186,7 +240,10 @@ test('a client that disconnects mid-stream stops the server reading the source',
     return status.status === 'FAILED';
   }, 'the job to record the disconnect');
   assert.equal(status.error, 'client_disconnected');
-  assert.ok(status.progress.rows_processed < 300000, `read ${status.progress.rows_processed} rows, not the whole table`);
+  assert.ok(
+    status.progress.rows_processed < 300000,
+    `read ${status.progress.rows_processed} rows, not the whole table`,
+  );
 });
 
 test('cancel stops a statement that sends nothing yet (a selective filter over a slow view), not only the socket', async (t) => {
@@ -196,9 +253,16 @@ test('cancel stops a statement that sends nothing yet (a selective filter over a
   const reading = readSse(gw, job.job_id, alice);
   // Counts the leader and any parallel workers running the job's COPY.
   const active = async () =>
-    Number(await pg.psql(`SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY (SELECT "id" FROM "public"."slow"%'`));
+    Number(
+      await pg.psql(
+        `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY (SELECT "id" FROM "public"."slow"%'`,
+      ),
+    );
   await eventually(async () => (await active()) > 0, 'the COPY to run');
-  assert.equal((await gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: alice })).json.status, 'CANCELED');
+  assert.equal(
+    (await gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: alice })).json.status,
+    'CANCELED',
+  );
   await reading;
   await eventually(async () => (await active()) === 0, 'the statement to be canceled on the server');
 });

@@ -29,20 +29,36 @@ test('postgres: options never reach another table or server; an override is a us
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const secret = (
-    await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'pg', value: JSON.stringify({ user: pg.user, password: pg.password }) } })
+    await gw.request('POST', '/api/catalog/secrets/', {
+      token: admin,
+      json: { name: 'pg', value: JSON.stringify({ user: pg.user, password: pg.password }) },
+    })
   ).json;
   const properties = { host: pg.host, port: pg.port, database: pg.database, secret_urn: secret };
   const urn = await createDataset(gw, admin, { name: 'orders', platform: 'postgres', properties });
   // The owner's properties are trusted: a dataset may name its table there.
-  const pinned = await createDataset(gw, admin, { name: 'pay', platform: 'postgres', properties: { ...properties, table: 'salaries' } });
+  const pinned = await createDataset(gw, admin, {
+    name: 'pay',
+    platform: 'postgres',
+    properties: { ...properties, table: 'salaries' },
+  });
   const viewer = await gw.userToken('viewer');
   grantViewer(gw, urn, viewer.id);
   const token = viewer.token;
 
-  assert.deepEqual((await createJob(gw, token, { dataset_urn: urn, columns: ['item'], filters: { id: 2 } })).inline.data, [{ item: 'ink' }]);
+  assert.deepEqual(
+    (await createJob(gw, token, { dataset_urn: urn, columns: ['item'], filters: { id: 2 } })).inline.data,
+    [{ item: 'ink' }],
+  );
   assert.deepEqual((await createJob(gw, admin, { dataset_urn: pinned })).inline.data, [{ name: 'ceo', pay: 1000000 }]);
   for (const transport of ['inline', 'sse', 'grpc', 'auto']) {
-    await assertNotAllowed(gw, token, { dataset_urn: urn, transport, options: { table: 'salaries' } }, 'table', 'postgres');
+    await assertNotAllowed(
+      gw,
+      token,
+      { dataset_urn: urn, transport, options: { table: 'salaries' } },
+      'table',
+      'postgres',
+    );
   }
   const location = [
     { Table: 'salaries' },
@@ -59,17 +75,37 @@ test('postgres: options never reach another table or server; an override is a us
   for (const options of location) {
     await assertNotAllowed(gw, token, { dataset_urn: urn, options }, Object.keys(options)[0] as string, 'postgres');
   }
-  const override = (extra: Record<string, unknown>) => JSON.stringify({ user: pg.user, password: pg.password, ...extra });
-  await assertNotAllowed(gw, token, { dataset_urn: urn, credential_override: override({ host: attacker.host }) }, 'host', 'postgres');
-  await assertNotAllowed(gw, token, { dataset_urn: urn, credential_override: override({ table: 'salaries' }) }, 'table', 'postgres');
+  const override = (extra: Record<string, unknown>) =>
+    JSON.stringify({ user: pg.user, password: pg.password, ...extra });
+  await assertNotAllowed(
+    gw,
+    token,
+    { dataset_urn: urn, credential_override: override({ host: attacker.host }) },
+    'host',
+    'postgres',
+  );
+  await assertNotAllowed(
+    gw,
+    token,
+    { dataset_urn: urn, credential_override: override({ table: 'salaries' }) },
+    'table',
+    'postgres',
+  );
   assert.equal(attacker.connections(), 0, 'no connection reached the listener a caller named');
 
   // `other` shares the stored password: were it sent with the caller's user, this read would succeed.
-  const asOther = await gw.request('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: urn, credential_override: '{"user":"other"}' } });
+  const asOther = await gw.request('POST', '/api/retrieval/jobs', {
+    token,
+    json: { dataset_urn: urn, credential_override: '{"user":"other"}' },
+  });
   assert.equal(asOther.status, 502, asOther.text);
   assert.equal(asOther.json.detail.reason, 'source_unavailable');
   const own = JSON.stringify({ user: 'other', password: pg.password });
-  assert.equal((await createJob(gw, token, { dataset_urn: urn, credential_override: own })).inline.data.length, 2, 'a complete override works');
+  assert.equal(
+    (await createJob(gw, token, { dataset_urn: urn, credential_override: own })).inline.data.length,
+    2,
+    'a complete override works',
+  );
   assert.ok(!gw.logs.join('').includes(pg.password), 'no password in a log line');
 });
 
@@ -84,11 +120,17 @@ test('hive: options never reach another table or server; an override is a user a
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'data.csv'), `${line}\n`);
     const columns = name === 'orders' ? 'id STRING, item STRING' : 'name STRING, pay STRING';
-    await peer.query(`CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE LOCATION 'file://${dir}'`);
+    await peer.query(
+      `CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE LOCATION 'file://${dir}'`,
+    );
   }
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: 'default.orders', platform: 'hive', properties: { host: peer.host, port: peer.port } });
+  const urn = await createDataset(gw, admin, {
+    name: 'default.orders',
+    platform: 'hive',
+    properties: { host: peer.host, port: peer.port },
+  });
   const viewer = await gw.userToken('viewer');
   grantViewer(gw, urn, viewer.id);
   const token = viewer.token;
@@ -105,7 +147,13 @@ test('hive: options never reach another table or server; an override is a user a
   ];
   for (const transport of ['inline', 'sse', 'grpc']) {
     for (const options of location) {
-      await assertNotAllowed(gw, token, { dataset_urn: urn, transport, options }, Object.keys(options)[0] as string, 'hive');
+      await assertNotAllowed(
+        gw,
+        token,
+        { dataset_urn: urn, transport, options },
+        Object.keys(options)[0] as string,
+        'hive',
+      );
     }
   }
   const override = JSON.stringify({ user: 'u', password: 'p', host: attacker.host, port: attacker.port });

@@ -36,11 +36,21 @@ test('files: no option re-targets a file dataset', async (t) => {
   writeFileSync(join(root, 'salaries.jsonl'), '{"pay":1000000}\n');
   const gw = await startTestGateway(t, { retrieval: { fsRoots: [root] } });
   const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: 'orders', platform: 'file', properties: { path: join(root, 'orders.jsonl') } });
+  const urn = await createDataset(gw, admin, {
+    name: 'orders',
+    platform: 'file',
+    properties: { path: join(root, 'orders.jsonl') },
+  });
   const token = await viewerOf(gw, [urn]);
   assert.deepEqual((await createJob(gw, token, { dataset_urn: urn, limit_rows: 1 })).inline.data, [{ id: 1 }]);
   const salaries = join(root, 'salaries.jsonl');
-  const location = [{ path: salaries }, { PATH: salaries }, { location: salaries }, { file: { path: salaries } }, { format: 'csv' }];
+  const location = [
+    { path: salaries },
+    { PATH: salaries },
+    { location: salaries },
+    { file: { path: salaries } },
+    { format: 'csv' },
+  ];
   for (const options of location) {
     for (const transport of ['inline', 'sse', 'grpc']) {
       await assertNotAllowed(gw, token, { dataset_urn: urn, transport, options }, firstKey(options), 'file');
@@ -63,14 +73,30 @@ test('s3: options name no bucket or key; stored keys go only to the dataset endp
     aws_secret_access_key: 'owner-secret-key',
     aws_session_token: 'OWNER-SESSION-TOKEN',
   };
-  const secret = (await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 's3', value: JSON.stringify(stored) } })).json;
+  const secret = (
+    await gw.request('POST', '/api/catalog/secrets/', {
+      token: admin,
+      json: { name: 's3', value: JSON.stringify(stored) },
+    })
+  ).json;
   const properties = { endpoint: peer.endpoint, secret_urn: secret };
   const urn = await createDataset(gw, admin, { name: 'shop/orders.jsonl', platform: 's3', properties });
   const token = await viewerOf(gw, [urn]);
-  assert.deepEqual((await createJob(gw, token, { dataset_urn: urn })).inline.data, [{ id: 1 }], 'stored keys work at the dataset endpoint');
+  assert.deepEqual(
+    (await createJob(gw, token, { dataset_urn: urn })).inline.data,
+    [{ id: 1 }],
+    'stored keys work at the dataset endpoint',
+  );
 
-  const location = [{ key: 'salaries.jsonl' }, { bucket: 'other' }, { prefix: '' }, { path: 'shop/salaries.jsonl' }, { Endpoint_Url: attacker.url }];
-  for (const options of location) await assertNotAllowed(gw, token, { dataset_urn: urn, options }, firstKey(options), 's3');
+  const location = [
+    { key: 'salaries.jsonl' },
+    { bucket: 'other' },
+    { prefix: '' },
+    { path: 'shop/salaries.jsonl' },
+    { Endpoint_Url: attacker.url },
+  ];
+  for (const options of location)
+    await assertNotAllowed(gw, token, { dataset_urn: urn, options }, firstKey(options), 's3');
   const elsewhere = JSON.stringify({ key: 'salaries.jsonl' });
   await assertNotAllowed(gw, token, { dataset_urn: urn, credential_override: elsewhere }, 'key', 's3');
   const incomplete = [
@@ -89,13 +115,18 @@ test('s3: options name no bucket or key; stored keys go only to the dataset endp
   assert.equal(attacker.connections(), 0);
 
   // A complete override goes to the caller's endpoint with the caller's keys only: no stored key or session token.
-  const own = { endpoint_url: attacker.url, aws_access_key_id: 'AKIACALLER000000001', aws_secret_access_key: 'caller-secret' };
+  const own = {
+    endpoint_url: attacker.url,
+    aws_access_key_id: 'AKIACALLER000000001',
+    aws_secret_access_key: 'caller-secret',
+  };
   const json = { dataset_urn: urn, credential_override: JSON.stringify(own) };
   const res = await gw.request('POST', '/api/retrieval/jobs', { token, json });
   assert.equal(res.status, 502, res.text);
   const seen = attacker.received();
   assert.match(seen, /authorization: AWS4-HMAC-SHA256 Credential=AKIACALLER000000001\//i);
-  for (const value of Object.values(stored)) assert.ok(!seen.includes(value), 'no stored credential reached the listener');
+  for (const value of Object.values(stored))
+    assert.ok(!seen.includes(value), 'no stored credential reached the listener');
   assert.doesNotMatch(seen, /x-amz-security-token/i);
 });
 
@@ -105,7 +136,12 @@ test('kafka: options name no topic or brokers and commit nothing; partitions and
   const bootstrapBrokers = [peer.bootstrapServers];
   const admin = new Admin({ clientId: 'retarget-admin', bootstrapBrokers });
   t.after(() => admin.close());
-  const producer = new Producer({ clientId: 'retarget-producer', bootstrapBrokers, serializers: stringSerializers, idempotent: true });
+  const producer = new Producer({
+    clientId: 'retarget-producer',
+    bootstrapBrokers,
+    serializers: stringSerializers,
+    idempotent: true,
+  });
   try {
     await admin.createTopics({ topics: ['orders', 'salaries'], partitions: 2, replicas: 1 });
     const orders = [0, 1, 2, 3].map((n) => ({ topic: 'orders', partition: n % 2, value: JSON.stringify({ n }) }));
@@ -116,14 +152,27 @@ test('kafka: options name no topic or brokers and commit nothing; partitions and
   const gw = await startTestGateway(t);
   const owner = await gw.adminToken();
   const base = { bootstrap_servers: peer.bootstrapServers };
-  const urn = await createDataset(gw, owner, { name: 'orders', platform: 'kafka', properties: { ...base, partitions: [0], max_messages: 1 } });
+  const urn = await createDataset(gw, owner, {
+    name: 'orders',
+    platform: 'kafka',
+    properties: { ...base, partitions: [0], max_messages: 1 },
+  });
   const pinned = { ...base, topic: 'orders', start_timestamp: 0 };
   const open = await createDataset(gw, owner, { name: 'orders-all', platform: 'kafka', properties: pinned });
   const token = await viewerOf(gw, [urn, open]);
-  const rows = async (dataset: string, options: Record<string, unknown>) => (await createJob(gw, token, { dataset_urn: dataset, options })).inline.data;
+  const rows = async (dataset: string, options: Record<string, unknown>) =>
+    (await createJob(gw, token, { dataset_urn: dataset, options })).inline.data;
 
-  assert.deepEqual(await rows(urn, { partitions: [0], max_messages: 50 }), [{ n: 0 }], "the dataset's cap wins over a larger one");
-  assert.deepEqual(await rows(open, { partitions: [1], max_messages: 1 }), [{ n: 1 }], 'a dataset without partitions lets a reader pick');
+  assert.deepEqual(
+    await rows(urn, { partitions: [0], max_messages: 50 }),
+    [{ n: 0 }],
+    "the dataset's cap wins over a larger one",
+  );
+  assert.deepEqual(
+    await rows(open, { partitions: [1], max_messages: 1 }),
+    [{ n: 1 }],
+    'a dataset without partitions lets a reader pick',
+  );
   const broker = `${attacker.host}:${attacker.port}`;
   const refused: [string, Record<string, unknown>][] = [
     [urn, { topic: 'salaries' }],
@@ -135,7 +184,8 @@ test('kafka: options name no topic or brokers and commit nothing; partitions and
     [open, { from_beginning: true }],
     [open, { offsets: { 0: 0 } }],
   ];
-  for (const [dataset, options] of refused) await assertNotAllowed(gw, token, { dataset_urn: dataset, options }, firstKey(options), 'kafka');
+  for (const [dataset, options] of refused)
+    await assertNotAllowed(gw, token, { dataset_urn: dataset, options }, firstKey(options), 'kafka');
   assert.equal(attacker.connections(), 0);
   assert.deepEqual([...(await admin.listGroups()).keys()], [], 'no consumer group was committed to');
 });
@@ -149,19 +199,37 @@ test('slack: channels stay within the dataset; the stored token never goes to a 
   const attacker = await recordingListener(t);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = (await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'slack', value: stored } })).json;
+  const secret = (
+    await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'slack', value: stored } })
+  ).json;
   const properties = { api_url: api.url, secret_urn: secret, channels: ['general'] };
   const urn = await createDataset(gw, admin, { name: 'general', platform: 'slack', properties });
   const token = await viewerOf(gw, [urn]);
-  const narrowed = await createJob(gw, token, { dataset_urn: urn, options: { channels: ['general'], max_messages: 5 } });
+  const narrowed = await createJob(gw, token, {
+    dataset_urn: urn,
+    options: { channels: ['general'], max_messages: 5 },
+  });
   assert.equal(narrowed.inline.data.length, 1);
   const apiUrl = `${attacker.url}/api/`;
-  const location = [{ channels: ['exec'] }, { channels: ['general', 'C0EXEC'] }, { api_url: apiUrl }, { channel: 'exec' }, { token: 'x' }];
-  for (const options of location) await assertNotAllowed(gw, token, { dataset_urn: urn, options }, firstKey(options), 'slack');
+  const location = [
+    { channels: ['exec'] },
+    { channels: ['general', 'C0EXEC'] },
+    { api_url: apiUrl },
+    { channel: 'exec' },
+    { token: 'x' },
+  ];
+  for (const options of location)
+    await assertNotAllowed(gw, token, { dataset_urn: urn, options }, firstKey(options), 'slack');
   // A cap beyond the safe integers is no cap, never "no limit": a malformed option.
   for (const max of [1e300, 2 ** 53]) {
-    const res = await gw.request('POST', '/api/retrieval/jobs', { token, json: { dataset_urn: urn, options: { max_messages: max } } });
-    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.option], [422, 'source_options_invalid', 'max_messages']);
+    const res = await gw.request('POST', '/api/retrieval/jobs', {
+      token,
+      json: { dataset_urn: urn, options: { max_messages: max } },
+    });
+    assert.deepEqual(
+      [res.status, res.json.detail.reason, res.json.detail.option],
+      [422, 'source_options_invalid', 'max_messages'],
+    );
   }
   const override = JSON.stringify({ token: 'xoxb-caller-1', api_url: apiUrl });
   await assertNotAllowed(gw, token, { dataset_urn: urn, credential_override: override }, 'api_url', 'slack');

@@ -34,7 +34,11 @@ async function sdk(gw: TestGateway, dir: string, scenario: string, args: Record<
   const all = { base_url: `${gw.url}/api`, ca_file: caFile, token: await gw.adminToken(), ...args };
   // The SDK honours these; none may steer it away from the CA given here.
   const env = { ...process.env, REQUESTS_CA_BUNDLE: '', CURL_CA_BUNDLE: '', KAMIWAZA_VERIFY_SSL: '' };
-  const { stdout } = await execFileAsync(python, [join(import.meta.dirname, '../../../helpers/sdk_scenarios.py'), scenario, JSON.stringify(all)], { env });
+  const { stdout } = await execFileAsync(
+    python,
+    [join(import.meta.dirname, '../../../helpers/sdk_scenarios.py'), scenario, JSON.stringify(all)],
+    { env },
+  );
   const result = JSON.parse(stdout.trim().split('\n').at(-1) as string);
   assert.equal(result.error, undefined, JSON.stringify(result.error));
   return result;
@@ -114,7 +118,8 @@ test('the Python SDK performs the clearance setup itself — declare, discover, 
   assert.deepEqual(got.deprecated, { state: 'deprecated', deprecated_at: true });
   assert.deepEqual(got.withdrawn, { name: 'badge', state: 'withdrawn', subjects_holding_value: 0, forced: false });
   const tokens: Record<string, string> = {};
-  for (const [username, clearance] of Object.entries(personas)) tokens[clearance] = await gw.login(username, 'persona-password');
+  for (const [username, clearance] of Object.entries(personas))
+    tokens[clearance] = await gw.login(username, 'persona-password');
   const read = await sdk(gw, dir, 'gated', { urn: got.urn, tokens });
   assert.deepEqual(
     ['U', 'S', 'TS'].map((c) => read[c].sse_rows.length),
@@ -152,7 +157,12 @@ test('the Python SDK reads capabilities here and at a paired peer over the mesh,
   await allow(pair, (await source.request('GET', '/api/auth/users/me', { token: await source.adminToken() })).json.sub);
   await deploy(source, { kind: 'model', name: 'llm', upstream: 'http://127.0.0.1:9' });
   const got = await sdk(source, dir, 'cluster_calls', { federation: 'sdk-peer' });
-  const shape = { system_type: process.platform, available_platforms: ['local'], federation_count: 1, ray_ready: false };
+  const shape = {
+    system_type: process.platform,
+    available_platforms: ['local'],
+    federation_count: 1,
+    ray_ready: false,
+  };
   assert.deepEqual({ ...got.local, ...shape }, got.local);
   assert.equal(got.local.local_node_id, pair.sourceClusterId);
   assert.equal(got.local.active_deployments, 1);
@@ -178,7 +188,11 @@ test('the Python SDK gets forward-auth headers (never the token), an RSA JWKS, a
 test('the Python SDK run(recoverable=True) reports the marker, audit_actor, a marker-less success and a failure', async (t) => {
   const dir = scratch(t);
   const gw = await startTestGateway(t);
-  const entrypoints = { marker: `echo '${MARKER}{"answer":42}'`, plain: 'echo no marker here', failing: 'echo boom >&2; exit 3' };
+  const entrypoints = {
+    marker: `echo '${MARKER}{"answer":42}'`,
+    plain: 'echo no marker here',
+    failing: 'echo boom >&2; exit 3',
+  };
   const got = await sdk(gw, dir, 'jobs_calls', { entrypoints });
   const me = (await gw.request('GET', '/api/whoami', { token: await gw.adminToken() })).json;
   assert.deepEqual(got.marker, { status: 'SUCCEEDED', result: { answer: 42 }, audit_actor: me.sub, error: null });
@@ -207,16 +221,26 @@ test('the Python SDK retrieval wrapper raises the right exception with a readabl
   const gw = await startTestGateway(t, { retrieval: { fsRoots: [join(dir, 'allowed')] } });
   const admin = await gw.adminToken();
   // A dataset another user cannot see is "not found" to them (no existence oracle); a path outside the roots is a 403.
-  const outside = await createDataset(gw, admin, { name: 'outside', platform: 'file', properties: { path: join(dir, 'elsewhere.csv') } });
+  const outside = await createDataset(gw, admin, {
+    name: 'outside',
+    platform: 'file',
+    properties: { path: join(dir, 'elsewhere.csv') },
+  });
   const missing = 'urn:li:dataset:(urn:li:dataPlatform:file,none,PROD)';
-  const got = await sdk(gw, dir, 'retrieval_errors', { tokens: { missing: admin, denied: admin }, urns: { missing, denied: outside } });
+  const got = await sdk(gw, dir, 'retrieval_errors', {
+    tokens: { missing: admin, denied: admin },
+    urns: { missing, denied: outside },
+  });
   assert.equal(got.missing.type, 'DatasetNotFoundError');
   assert.equal(got.denied.type, 'AuthorizationError');
   assert.equal(got.missing.message, 'Dataset not found', 'a string detail (the catalog answers the contract literal)');
   // For a structured detail the wrapper prints the body whole: the reason stays machine-readable, and a sentence
   // beside it makes the exception read as prose.
   const denied = JSON.parse(got.denied.message).detail;
-  assert.deepEqual([denied.reason, denied.message], ['path_not_allowed', "The dataset's path is outside the folders retrieval may read."]);
+  assert.deepEqual(
+    [denied.reason, denied.message],
+    ['path_not_allowed', "The dataset's path is outside the folders retrieval may read."],
+  );
 });
 
 test('the Python SDK reads Arrow Flight with flight_batches: 3/4/5 clearance rows, COMPLETED, a replayed handshake refused', async (t) => {
@@ -243,7 +267,11 @@ async function clearanceReaders(t: { after(fn: () => unknown): void }, format: '
   const admin = await gw.adminToken();
   const urn = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path } });
   const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate })).status, 200);
+  assert.equal(
+    (await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`, { token: admin, json: gate }))
+      .status,
+    200,
+  );
   const tokens: Record<string, string> = {};
   for (const clearance of ['U', 'S', 'TS']) {
     const user = await gw.userToken(`${prefix}-${clearance}`, { attributes: { clearance } });

@@ -41,14 +41,21 @@ test('routing PATCH merges key by key, persists, survives restart', async (t) =>
   const admin = await gw.adminToken();
   const res = await gw.request('PATCH', '/api/config/routing', {
     token: admin,
-    json: { base_host: 'https://platform.example.com', service_prefixes: { tools: '/rt/tools' }, enabled_services: { notebooks: false } },
+    json: {
+      base_host: 'https://platform.example.com',
+      service_prefixes: { tools: '/rt/tools' },
+      enabled_services: { notebooks: false },
+    },
   });
   assert.equal(res.status, 200);
   assert.equal(res.json.base_host, 'https://platform.example.com');
   assert.equal(res.json.service_prefixes.tools, '/rt/tools');
   assert.equal(res.json.service_prefixes.models, '/runtime/models', 'untouched keys kept');
   assert.equal(res.json.enabled_services.notebooks, false);
-  const nested = await gw.request('PATCH', '/api/config/routing', { token: admin, json: { routing: { enabled_services: { admin_compute: true } } } });
+  const nested = await gw.request('PATCH', '/api/config/routing', {
+    token: admin,
+    json: { routing: { enabled_services: { admin_compute: true } } },
+  });
   assert.equal(nested.json.enabled_services.admin_compute, true, 'fields nested under routing are accepted');
   await gw.restart();
   const after = await gw.request('GET', '/api/config/routing', { token: await gw.adminToken() });
@@ -73,17 +80,32 @@ test('a bad routing PATCH answers 422 listing every problem and applies nothing'
   assert.equal(res.status, 422);
   assert.equal(res.json.detail.reason, 'routing_config_invalid');
   const problems: string[] = res.json.detail.problems;
-  for (const needle of ['https', 'origin only', 'service_prefixes.apps', 'service_prefixes.tools', 'overlap', 'bogus', 'enabled_services.api']) {
+  for (const needle of [
+    'https',
+    'origin only',
+    'service_prefixes.apps',
+    'service_prefixes.tools',
+    'overlap',
+    'bogus',
+    'enabled_services.api',
+  ]) {
     assert.ok(
       problems.some((p) => p.includes(needle)),
       `problem about ${needle} in ${JSON.stringify(problems)}`,
     );
   }
   assert.deepEqual((await gw.request('GET', '/api/config/routing', { token: admin })).json, before, 'nothing applied');
-  const typeError = await gw.request('PATCH', '/api/config/routing', { token: admin, json: { enabled_services: { models: 'yes' } } });
+  const typeError = await gw.request('PATCH', '/api/config/routing', {
+    token: admin,
+    json: { enabled_services: { models: 'yes' } },
+  });
   assert.equal(typeError.status, 422);
   assert.ok(Array.isArray(typeError.json.detail), 'type errors are FastAPI-style lists');
-  const notJson = await gw.request('PATCH', '/api/config/routing', { token: admin, body: '{oops', headers: { 'content-type': 'application/json' } });
+  const notJson = await gw.request('PATCH', '/api/config/routing', {
+    token: admin,
+    body: '{oops',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(notJson.status, 422);
   assert.equal(notJson.json.detail[0].type, 'json_invalid');
 });
@@ -96,10 +118,16 @@ test('an accepted PATCH swaps the live route table without a restart', async (t)
   const disabled = await gw.request('GET', '/notebooks/x');
   assert.equal(disabled.status, 404);
   assert.equal(disabled.json.detail.reason, 'service_disabled');
-  const moved = await gw.request('PATCH', '/api/config/routing', { token: admin, json: { service_prefixes: { api: '/platform-api' } } });
+  const moved = await gw.request('PATCH', '/api/config/routing', {
+    token: admin,
+    json: { service_prefixes: { api: '/platform-api' } },
+  });
   assert.equal(moved.status, 200);
   assert.equal((await gw.request('GET', '/platform-api/ping')).json.status, 'pong');
   assert.equal((await gw.request('GET', '/api/ping')).status, 404);
-  await gw.request('PATCH', '/platform-api/config/routing', { token: admin, json: { service_prefixes: { api: '/api' } } });
+  await gw.request('PATCH', '/platform-api/config/routing', {
+    token: admin,
+    json: { service_prefixes: { api: '/api' } },
+  });
   assert.equal((await gw.request('GET', '/api/ping')).status, 200);
 });

@@ -197,7 +197,10 @@ test('visibility authenticated shares with every signed-in user; owners change i
 
 /** An open websocket through the gateway with `token`; `closed` settles when the gateway (or anyone) closes it. */
 async function openSocket(gw: TestGateway, path: string, token: string) {
-  const ws = new WebSocket(`${gw.url.replace('https', 'wss')}${path}`, { ca: gw.gateway.caPem, headers: { authorization: `Bearer ${token}` } });
+  const ws = new WebSocket(`${gw.url.replace('https', 'wss')}${path}`, {
+    ca: gw.gateway.caPem,
+    headers: { authorization: `Bearer ${token}` },
+  });
   ws.on('error', () => {}); // the gateway cutting the socket is the expected outcome
   await once(ws, 'open');
   const closed = once(ws, 'close').then(() => true);
@@ -210,11 +213,19 @@ test('an open websocket is closed when its access is lost: grant revoked, user d
   const admin = await gw.adminToken();
   const viewer = await gw.userToken('wanda');
   const bystander = await gw.userToken('walt');
-  const grant = (id: string, user: string) => ({ subject: { namespace: 'user', id: user }, relation: 'viewer', object: { namespace: 'app', id } });
+  const grant = (id: string, user: string) => ({
+    subject: { namespace: 'user', id: user },
+    relation: 'viewer',
+    object: { namespace: 'app', id },
+  });
   const deployed = async (name: string) => {
-    const res = await gw.request('POST', '/api/serving/deployments', { token: admin, json: { kind: 'app', name, upstream: upstream.url } });
+    const res = await gw.request('POST', '/api/serving/deployments', {
+      token: admin,
+      json: { kind: 'app', name, upstream: upstream.url },
+    });
     assert.equal(res.status, 201, res.text);
-    for (const who of [viewer, bystander]) assert.equal(await writeTuple(gw, 'POST', admin, grant(res.json.id, who.id)), 204);
+    for (const who of [viewer, bystander])
+      assert.equal(await writeTuple(gw, 'POST', admin, grant(res.json.id, who.id)), 204);
     return res.json as { id: string; runtime_path: string };
   };
 
@@ -226,9 +237,15 @@ test('an open websocket is closed when its access is lost: grant revoked, user d
 
   assert.equal(await writeTuple(gw, 'POST', admin, grant(first.id, viewer.id)), 204);
   const byUser = await openSocket(gw, `${first.runtime_path}/ws`, viewer.token);
-  assert.equal((await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: false } })).status, 200);
+  assert.equal(
+    (await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: false } })).status,
+    200,
+  );
   assert.equal(await byUser.closed, true, 'a disabled user loses the open socket');
-  assert.equal((await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: true } })).status, 200);
+  assert.equal(
+    (await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: true } })).status,
+    200,
+  );
 
   const second = await deployed('ws-deleted');
   const byDeployment = await openSocket(gw, `${second.runtime_path}/ws`, bystander.token);

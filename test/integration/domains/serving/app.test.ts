@@ -25,7 +25,10 @@ test('an app keeps working under its prefix: cookie paths and redirects are rewr
   const login = await gw.request('POST', `${base}/session`, { token });
   assert.equal(login.status, 303);
   assert.equal(login.headers.location, `${base}/dashboard`);
-  assert.deepEqual(login.headers['set-cookie'], [`sid=abc123; Path=${base}; HttpOnly`, `pref=dark; Path=${base}/settings; SameSite=Lax`]);
+  assert.deepEqual(login.headers['set-cookie'], [
+    `sid=abc123; Path=${base}; HttpOnly`,
+    `pref=dark; Path=${base}/settings; SameSite=Lax`,
+  ]);
 
   const dashboard = await gw.request('GET', `${base}/dashboard`, { token, headers: { cookie: 'sid=abc123' } });
   assert.deepEqual(dashboard.json, { cookie: 'sid=abc123' });
@@ -89,7 +92,10 @@ test('home page, login and logout: redirects land on the configured origin, neve
   const forged = forgedHostAgent(gw.url, gw.gateway.caPem);
   t.after(() => forged.close());
   const get = async (path: string, headers: Record<string, string> = {}) => {
-    const res = await request(`${gw.url}${path}`, { dispatcher: forged, headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', ...headers } });
+    const res = await request(`${gw.url}${path}`, {
+      dispatcher: forged,
+      headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', ...headers },
+    });
     return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   };
   const home = await get('/');
@@ -128,7 +134,11 @@ test('home page, login and logout: redirects land on the configured origin, neve
   assert.equal(viaCookie.headers.location, `${gw.url}/`);
 
   assert.match(home.text, /<form method="post" action="\/logout">/, 'sign-out is a form: a GET signs nobody out');
-  const logout = await request(`${gw.url}/logout`, { method: 'POST', dispatcher: forged, headers: { host: 'evil.example' } });
+  const logout = await request(`${gw.url}/logout`, {
+    method: 'POST',
+    dispatcher: forged,
+    headers: { host: 'evil.example' },
+  });
   await logout.body.dump();
   assert.equal(logout.statusCode, 303);
   assert.equal(logout.headers.location, `${gw.url}/`);
@@ -139,8 +149,13 @@ test('home page, login and logout: redirects land on the configured origin, neve
 test('browser sign-out is POST only and ends the session of the cookie token: its access and refresh tokens', async (t) => {
   const gw = await startTestGateway(t);
   await gw.userToken('frank');
-  const login = await gw.request('POST', '/api/auth/token', { form: { username: 'frank', password: 'frank-password', grant_type: 'password' } });
-  const { access_token: access, refresh_token: refresh } = login.json as { access_token: string; refresh_token: string };
+  const login = await gw.request('POST', '/api/auth/token', {
+    form: { username: 'frank', password: 'frank-password', grant_type: 'password' },
+  });
+  const { access_token: access, refresh_token: refresh } = login.json as {
+    access_token: string;
+    refresh_token: string;
+  };
   const other = await gw.login('frank', 'frank-password');
   const set = await gw.request('POST', '/login/session', { token: access });
   const cookie = String(set.headers['set-cookie']).split(';')[0] as string;
@@ -175,9 +190,14 @@ test('notebooks and admin/compute: off unless enabled, 503 without an upstream, 
   assert.equal(unconfigured.status, 503);
   assert.equal(unconfigured.json.detail.reason, 'upstream_not_configured');
 
-  const gw = await startTestGateway(t, { serving: { notebooksUpstream: app.url, adminComputeUpstream: `${app.url}/` } });
+  const gw = await startTestGateway(t, {
+    serving: { notebooksUpstream: app.url, adminComputeUpstream: `${app.url}/` },
+  });
   const token = await gw.adminToken();
-  const patch = await gw.request('PATCH', '/api/config/routing', { token, json: { enabled_services: { admin_compute: true } } });
+  const patch = await gw.request('PATCH', '/api/config/routing', {
+    token,
+    json: { enabled_services: { admin_compute: true } },
+  });
   assert.equal(patch.status, 200);
   const { token: alice } = await gw.userToken('alice');
   const notebook = await gw.request('POST', '/notebooks/session', { token: alice });

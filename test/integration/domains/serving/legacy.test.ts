@@ -22,11 +22,17 @@ test('legacy ports are off by default: legacy_port is refused with 422 legacy_po
   const gw = await startTestGateway(t);
   const model = await startModelServer(t);
   const token = await gw.adminToken();
-  const res = await gw.request('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'm', upstream: model.url, legacy_port: 40123 } });
+  const res = await gw.request('POST', '/api/serving/deployments', {
+    token,
+    json: { kind: 'model', name: 'm', upstream: model.url, legacy_port: 40123 },
+  });
   assert.equal(res.status, 422);
   assert.equal(res.json.detail.reason, 'legacy_ports_disabled');
   assert.deepEqual((await gw.request('GET', '/api/serving/deployments', { token })).json, []);
-  const plain = await gw.request('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'm', upstream: model.url } });
+  const plain = await gw.request('POST', '/api/serving/deployments', {
+    token,
+    json: { kind: 'model', name: 'm', upstream: model.url },
+  });
   assert.equal(plain.status, 201);
   assert.equal(plain.json.legacy_port, null);
   assert.equal(plain.json.legacy_url, null);
@@ -76,14 +82,21 @@ test('a legacy port serves the same answers and enforces auth like the path-base
   });
   assert.equal(busy.status, 409);
   assert.equal(busy.json.detail.reason, 'legacy_port_unavailable');
-  assert.equal((await gw.request('GET', '/api/serving/deployments', { token })).json.length, 1, 'a refused create leaves no row');
+  assert.equal(
+    (await gw.request('GET', '/api/serving/deployments', { token })).json.length,
+    1,
+    'a refused create leaves no row',
+  );
 
   await gw.restart();
   const restarted = await get(gw, `${d.legacy_url}/v1/models`, { authorization: `Bearer ${await gw.adminToken()}` });
   assert.equal(restarted.status, 200);
   assert.equal(restarted.text, viaPath.text);
 
-  assert.equal((await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token: await gw.adminToken() })).status, 204);
+  assert.equal(
+    (await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token: await gw.adminToken() })).status,
+    204,
+  );
   await assert.rejects(get(gw, `https://127.0.0.1:${d.legacy_port}/v1/models`), (error: Error & { code?: string }) => {
     assert.equal(error.code, 'ECONNREFUSED');
     return true;
@@ -100,7 +113,10 @@ test('an app on a legacy port: redirects and cookies stay at the root, websocket
   await session.body.dump();
   assert.equal(session.statusCode, 303);
   assert.equal(session.headers.location, '/dashboard');
-  assert.deepEqual(session.headers['set-cookie'], ['sid=abc123; Path=/; HttpOnly', 'pref=dark; Path=/settings; SameSite=Lax']);
+  assert.deepEqual(session.headers['set-cookie'], [
+    'sid=abc123; Path=/; HttpOnly',
+    'pref=dark; Path=/settings; SameSite=Lax',
+  ]);
   const absolute = await get(gw, `${d.legacy_url}/absolute-redirect`, auth);
   assert.equal(absolute.headers.location, '/dashboard?from=abs');
 

@@ -10,7 +10,15 @@ import { test } from 'node:test';
 import { Agent, request } from 'undici';
 import { forgedHostAgent } from '../../../../domains/serving/smoke.ts';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
-import { DEAD_UPSTREAM, deploy, Gate, readGatedCompletion, startDroppingServer, startModelServer, startToolServer } from '../../../helpers/upstreams.ts';
+import {
+  DEAD_UPSTREAM,
+  deploy,
+  Gate,
+  readGatedCompletion,
+  startDroppingServer,
+  startModelServer,
+  startToolServer,
+} from '../../../helpers/upstreams.ts';
 
 function h1Agent(t: { after(fn: () => unknown): void }, gw: TestGateway): Agent {
   const agent = new Agent({ connect: { ca: gw.gateway.caPem }, allowH2: false });
@@ -53,7 +61,10 @@ test('the OpenAI base answers under /runtime/models/<id>/v1 with forwarded heade
     'x-kz-mesh-user-id': 'forged',
     'x-user-attributes': '{"clearance":"top"}',
   };
-  const list = await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token, headers: { ...forged, cookie: `meshgate_session=${token}; theme=dark` } });
+  const list = await gw.request('GET', `/runtime/models/${d.id}/v1/models`, {
+    token,
+    headers: { ...forged, cookie: `meshgate_session=${token}; theme=dark` },
+  });
   assert.equal(list.status, 200);
   assert.deepEqual(
     list.json.data.map((m: { id: string }) => m.id),
@@ -72,11 +83,19 @@ test('the OpenAI base answers under /runtime/models/<id>/v1 with forwarded heade
   assert.equal(seen.cookie, 'theme=dark', 'the session cookie is stripped, other cookies pass');
   assert.equal(seen['x-request-id'], list.headers['x-request-id']);
 
-  const completion = await gw.request('POST', `/runtime/models/${d.id}/v1/chat/completions`, { token, json: { model: 'test-model', messages: [] } });
+  const completion = await gw.request('POST', `/runtime/models/${d.id}/v1/chat/completions`, {
+    token,
+    json: { model: 'test-model', messages: [] },
+  });
   assert.equal(completion.status, 200);
   assert.equal(completion.json.choices[0].message.content, 'Hello from the model');
 
-  const passthrough = await deploy(gw, { kind: 'model', name: 'llm-auth', upstream: model.url, forward_authorization: true });
+  const passthrough = await deploy(gw, {
+    kind: 'model',
+    name: 'llm-auth',
+    upstream: model.url,
+    forward_authorization: true,
+  });
   assert.equal((await gw.request('GET', `/runtime/models/${passthrough.id}/v1/models`, { token })).status, 200);
   assert.equal(model.lastHeaders?.authorization, `Bearer ${token}`);
 });
@@ -97,7 +116,10 @@ test('credentials: anonymous callers get 401, browsers the login page; a credent
   });
   await browser.body.dump();
   assert.equal(browser.statusCode, 302);
-  assert.equal(browser.headers.location, `${gw.url}/login?next=${encodeURIComponent(`/runtime/models/${d.id}/v1/models?x=1`)}`);
+  assert.equal(
+    browser.headers.location,
+    `${gw.url}/login?next=${encodeURIComponent(`/runtime/models/${d.id}/v1/models?x=1`)}`,
+  );
   assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token: 'not-a-token' })).status, 401);
   const { token: userToken, id: alice } = await gw.userToken('alice');
   const hidden = await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token: userToken });
@@ -110,7 +132,14 @@ test('credentials: anonymous callers get 401, browsers the login page; a credent
   const granted = await gw.request('POST', '/api/auth/tuples', { token: await gw.adminToken(), json: grant });
   assert.equal(granted.status, 204);
   assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token: userToken })).status, 200);
-  assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { headers: { cookie: `meshgate_session=${userToken}` } })).status, 200);
+  assert.equal(
+    (
+      await gw.request('GET', `/runtime/models/${d.id}/v1/models`, {
+        headers: { cookie: `meshgate_session=${userToken}` },
+      })
+    ).status,
+    200,
+  );
   assert.equal((await gw.request('GET', `/runtime/models/${open.id}/v1/models`)).status, 200);
 });
 
@@ -128,13 +157,21 @@ test('tools: large uploads and downloads stream through byte-exact; JSON calls w
   // Over HTTP/2 (undici's default here) and HTTP/1.1, with a length and as a stream of unknown length.
   for (const dispatcher of [gw.agent, h1Agent(t, gw)]) {
     for (const body of [upload, Readable.from(chunksOf(upload, 1 << 20))]) {
-      const res = await request(`${gw.url}/runtime/tools/${d.id}/upload`, { method: 'POST', dispatcher, headers: { authorization: `Bearer ${token}` }, body });
+      const res = await request(`${gw.url}/runtime/tools/${d.id}/upload`, {
+        method: 'POST',
+        dispatcher,
+        headers: { authorization: `Bearer ${token}` },
+        body,
+      });
       assert.deepEqual(await res.body.json(), { bytes: upload.length, sha256 });
     }
   }
 
   const size = 64 * 1024 * 1024;
-  const download = await request(`${gw.url}/runtime/tools/${d.id}/bytes?n=${size}`, { dispatcher: gw.agent, headers: { authorization: `Bearer ${token}` } });
+  const download = await request(`${gw.url}/runtime/tools/${d.id}/bytes?n=${size}`, {
+    dispatcher: gw.agent,
+    headers: { authorization: `Bearer ${token}` },
+  });
   assert.equal(download.headers['content-length'], String(size));
   let received = 0;
   for await (const chunk of download.body) received += (chunk as Buffer).length;

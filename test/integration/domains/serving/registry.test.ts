@@ -18,7 +18,13 @@ test('admins create, read and delete deployments; records carry runtime and Open
   const token = await gw.adminToken();
   const created = await gw.request('POST', '/api/serving/deployments', {
     token,
-    json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9/base/', timeout_seconds: 30, extra_field: 'ignored' },
+    json: {
+      kind: 'model',
+      name: 'llama',
+      upstream: 'http://127.0.0.1:9/base/',
+      timeout_seconds: 30,
+      extra_field: 'ignored',
+    },
   });
   assert.equal(created.status, 201);
   const d = created.json;
@@ -59,7 +65,12 @@ test('admins create, read and delete deployments; records carry runtime and Open
   assert.deepEqual([d.m_id, d.m_config_id], [d.id, d.id]);
   assert.deepEqual((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json, d);
   assert.equal(
-    (await gw.request('POST', '/api/serving/deployments', { token, json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9' } })).status,
+    (
+      await gw.request('POST', '/api/serving/deployments', {
+        token,
+        json: { kind: 'model', name: 'llama', upstream: 'http://127.0.0.1:9' },
+      })
+    ).status,
     409,
   );
   const app = await deploy(gw, { kind: 'app', name: 'llama', upstream: 'https://app.internal:8443' });
@@ -76,14 +87,21 @@ test('admins create, read and delete deployments; records carry runtime and Open
     'without ?kind the listing is the models one',
   );
   assert.equal((app as { m_id?: string }).m_id, undefined, 'SDK model fields on models only');
-  assert.deepEqual((await gw.request('GET', `/api/serving/deployment/${d.id}`, { token })).json, d, "the SDK's get_deployment path");
+  assert.deepEqual(
+    (await gw.request('GET', `/api/serving/deployment/${d.id}`, { token })).json,
+    d,
+    "the SDK's get_deployment path",
+  );
   const apps = await gw.request('GET', '/api/serving/deployments?kind=app', { token });
   assert.deepEqual(
     apps.json.map((x: { id: string }) => x.id),
     [app.id],
   );
   assert.equal((await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token })).status, 204);
-  assert.equal((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json.detail.reason, 'deployment_not_found');
+  assert.equal(
+    (await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json.detail.reason,
+    'deployment_not_found',
+  );
   assert.equal((await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token })).status, 404);
 });
 
@@ -106,7 +124,10 @@ test('bad deployment bodies are 422 lists; writes need an admin', async (t) => {
   }
   const { token: alice } = await gw.userToken('alice');
   const body = { kind: 'model', name: 'x', upstream: 'http://127.0.0.1:9' };
-  assert.equal((await gw.request('POST', '/api/serving/deployments', { token: alice, json: body })).json.detail.reason, 'admin_required');
+  assert.equal(
+    (await gw.request('POST', '/api/serving/deployments', { token: alice, json: body })).json.detail.reason,
+    'admin_required',
+  );
   assert.equal((await gw.request('POST', '/api/serving/deployments', { json: body })).status, 401);
   const d = await deploy(gw, body);
   assert.equal((await gw.request('DELETE', `/api/serving/deployments/${d.id}`, { token: alice })).status, 403);
@@ -119,9 +140,13 @@ test('non-admins see only the models they hold a model relation on, without upst
   const app = await deploy(gw, { kind: 'app', name: 'web', upstream: 'http://127.0.0.1:9' });
   const alice = await gw.userToken('alice');
   assert.deepEqual((await gw.request('GET', '/api/serving/deployments', { token: alice.token })).json, []);
-  gw.gateway.deps.services
-    .get(AUTHZ)
-    .write([{ subject: { namespace: 'user', id: alice.id }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
+  gw.gateway.deps.services.get(AUTHZ).write([
+    {
+      subject: { namespace: 'user', id: alice.id },
+      relation: 'viewer',
+      object: { namespace: 'model', id: model.id },
+    },
+  ]);
   const listed = await gw.request('GET', '/api/serving/deployments', { token: alice.token });
   assert.deepEqual(
     listed.json.map((x: { id: string }) => x.id),
@@ -133,13 +158,26 @@ test('non-admins see only the models they hold a model relation on, without upst
     assert.equal((await gw.request('GET', `/api/serving/deployments/${hidden}`, { token: alice.token })).status, 404);
     // The SDK's singular paths answer alike: no status for what the caller cannot see.
     assert.equal((await gw.request('GET', `/api/serving/deployment/${hidden}`, { token: alice.token })).status, 404);
-    assert.equal((await gw.request('GET', `/api/serving/deployment/${hidden}/status`, { token: alice.token })).status, 404);
+    assert.equal(
+      (await gw.request('GET', `/api/serving/deployment/${hidden}/status`, { token: alice.token })).status,
+      404,
+    );
   }
-  assert.equal((await gw.request('GET', `/api/serving/deployment/${model.id}/status`, { token: alice.token })).json, 'DEPLOYED');
+  assert.equal(
+    (await gw.request('GET', `/api/serving/deployment/${model.id}/status`, { token: alice.token })).json,
+    'DEPLOYED',
+  );
   const stop = await gw.request('DELETE', `/api/serving/deployment/${model.id}`, { token: alice.token });
-  assert.deepEqual([stop.status, stop.json.detail.reason], [403, 'admin_required'], "the SDK's stop_deployment is for administrators");
+  assert.deepEqual(
+    [stop.status, stop.json.detail.reason],
+    [403, 'admin_required'],
+    "the SDK's stop_deployment is for administrators",
+  );
   // Deleting the model removes its grants, so they cannot leak onto anything later.
-  assert.equal((await gw.request('DELETE', `/api/serving/deployments/${model.id}`, { token: await gw.adminToken() })).status, 204);
+  assert.equal(
+    (await gw.request('DELETE', `/api/serving/deployments/${model.id}`, { token: await gw.adminToken() })).status,
+    204,
+  );
   assert.deepEqual(gw.gateway.deps.services.get(AUTHZ).list({ objectNs: 'model', objectId: model.id }), []);
 });
 
@@ -148,9 +186,15 @@ test('runtime URLs follow the live routing prefixes', async (t) => {
   const upstream = await startModelServer(t);
   const token = await gw.adminToken();
   const d = await deploy(gw, { kind: 'model', name: 'llm', upstream: upstream.url });
-  const patch = await gw.request('PATCH', '/api/config/routing', { token, json: { service_prefixes: { models: '/ai/models' } } });
+  const patch = await gw.request('PATCH', '/api/config/routing', {
+    token,
+    json: { service_prefixes: { models: '/ai/models' } },
+  });
   assert.equal(patch.status, 200);
-  assert.equal((await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json.openai_base_url, `${gw.url}/ai/models/${d.id}/v1`);
+  assert.equal(
+    (await gw.request('GET', `/api/serving/deployments/${d.id}`, { token })).json.openai_base_url,
+    `${gw.url}/ai/models/${d.id}/v1`,
+  );
   assert.equal((await gw.request('GET', `/ai/models/${d.id}/v1/models`, { token })).status, 200);
   assert.equal(upstream.lastHeaders?.['x-forwarded-prefix'], `/ai/models/${d.id}`);
   assert.equal((await gw.request('GET', `/runtime/models/${d.id}/v1/models`, { token })).status, 404);
@@ -181,7 +225,11 @@ test('`meshgate deploy` manages deployments on the data dir of a running gateway
   assert.equal(record.created_by, 'operator (cli)');
   assert.equal(record.visibility, 'authenticated');
   const token = await gw.adminToken();
-  assert.equal((await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token })).status, 200, 'the running gateway serves it');
+  assert.equal(
+    (await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token })).status,
+    200,
+    'the running gateway serves it',
+  );
   const { token: alice } = await gw.userToken('alice');
   const aliceStatus = async () => {
     const res = await gw.request('GET', `/runtime/models/${record.id}/v1/models`, { token: alice });
@@ -202,7 +250,10 @@ test('`meshgate deploy` manages deployments on the data dir of a running gateway
 
   out.length = 0;
   assert.equal(await deployCommand.run(['list'], env), 0);
-  assert.match(out.join('\n'), new RegExp(`^${record.id}  model  cli-llm  /runtime/models/${record.id}  -> ${upstream.url}$`));
+  assert.match(
+    out.join('\n'),
+    new RegExp(`^${record.id}  model  cli-llm  /runtime/models/${record.id}  -> ${upstream.url}$`),
+  );
   assert.equal(await deployCommand.run(['add', '--kind', 'model', '--name', 'bad', '--upstream', 'not a url'], env), 1);
   assert.match(err.join('\n'), /request_validation_failed upstream: must be an http/);
   assert.equal(await deployCommand.run(['remove', record.id], env), 0);

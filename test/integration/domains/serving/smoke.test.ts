@@ -59,7 +59,10 @@ test('smoke passes on a healthy gateway and names the broken item after a bad ro
     ['pass', 'pass', 'pass', 'pass', 'pass', 'pass', 'pass'],
   );
 
-  const disable = await gw.request('PATCH', '/api/config/routing', { token, json: { enabled_services: { models: false } } });
+  const disable = await gw.request('PATCH', '/api/config/routing', {
+    token,
+    json: { enabled_services: { models: false } },
+  });
   assert.equal(disable.status, 200);
   const broken = await smoke(gw, ['--token', token, '--model', model.id, '--app', app.id]);
   assert.equal(broken.code, 1);
@@ -68,7 +71,10 @@ test('smoke passes on a healthy gateway and names the broken item after a bad ro
     `FAIL  model           GET /runtime/models/${model.id}/v1/models → 404 service_disabled (service=models); routing: enabled_services.models=false`,
   ]);
 
-  await gw.request('PATCH', '/api/config/routing', { token, json: { enabled_services: { models: true }, service_prefixes: { models: '/ai/models' } } });
+  await gw.request('PATCH', '/api/config/routing', {
+    token,
+    json: { enabled_services: { models: true }, service_prefixes: { models: '/ai/models' } },
+  });
   const moved = await smoke(gw, ['--token', token, '--model', model.id, '--app', app.id, '--json']);
   assert.equal(moved.code, 1);
   const modelCheck = JSON.parse(moved.out).checks.find((c: { check: string }) => c.check === 'model');
@@ -91,6 +97,12 @@ test('without a token smoke still checks the public items and skips what needs o
   const expected = gw.url.replace('localhost', '127.0.0.1');
   const mismatch = await smoke(gw, ['--token', await gw.adminToken()], expected);
   assert.equal(mismatch.code, 1);
-  assert.match(mismatch.out, /^FAIL {2}base_host +routing base_host is 'https:\/\/localhost:\d+', not the origin 'https:\/\/127\.0\.0\.1:\d+'$/m);
-  assert.match(mismatch.out, /^FAIL {2}logout +POST \/logout → 303 to 'https:\/\/localhost:\d+\/', expected 303 to https:\/\/127\.0\.0\.1:\d+\/$/m);
+  assert.match(
+    mismatch.out,
+    /^FAIL {2}base_host +routing base_host is 'https:\/\/localhost:\d+', not the origin 'https:\/\/127\.0\.0\.1:\d+'$/m,
+  );
+  assert.match(
+    mismatch.out,
+    /^FAIL {2}logout +POST \/logout → 303 to 'https:\/\/localhost:\d+\/', expected 303 to https:\/\/127\.0\.0\.1:\d+\/$/m,
+  );
 });

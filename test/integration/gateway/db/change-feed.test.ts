@@ -61,7 +61,8 @@ test('a user disabled by the CLI is refused by both running gateways; enabling r
   const dave = await a.userToken('dave');
   for (const gw of [a, b]) assert.equal(await me(gw, dave.token), 200);
   assert.equal((await cli(['user', 'disable', 'dave', '--data-dir', a.dataDir])).code, 0);
-  for (const gw of [a, b]) assert.equal(await me(gw, dave.token), 401, 'the very next request: the feed is caught up first');
+  for (const gw of [a, b])
+    assert.equal(await me(gw, dave.token), 401, 'the very next request: the feed is caught up first');
   assert.equal((await cli(['user', 'enable', 'dave', '--data-dir', a.dataDir])).code, 0);
   for (const gw of [a, b]) assert.equal(await me(gw, dave.token), 200);
 });
@@ -70,8 +71,13 @@ test('a tuple deleted through one gateway stops granting in the other; a written
   const { a, b } = await twoGateways(t);
   const admin = await a.adminToken();
   const erin = await a.userToken('erin');
-  const tuple = { subject: { namespace: 'user', id: erin.id }, relation: 'viewer', object: { namespace: 'dataset', id: 'urn:feed' } };
-  const allowed = async (gw: TestGateway) => (await gw.request('POST', '/api/auth/check', { token: erin.token, json: tuple })).json.allow;
+  const tuple = {
+    subject: { namespace: 'user', id: erin.id },
+    relation: 'viewer',
+    object: { namespace: 'dataset', id: 'urn:feed' },
+  };
+  const allowed = async (gw: TestGateway) =>
+    (await gw.request('POST', '/api/auth/check', { token: erin.token, json: tuple })).json.allow;
   assert.equal((await a.request('POST', '/api/auth/tuples', { token: admin, json: tuple })).status, 204);
   const granted = await pollsUntil(b, async () => (await allowed(b)) === true);
   assert.equal((await a.request('DELETE', '/api/auth/tuples', { token: admin, json: tuple })).status, 204);
@@ -84,7 +90,10 @@ test('a routing PATCH answered by one gateway swaps the live table of the other'
   const admin = await a.adminToken();
   const probe = async (gw: TestGateway) => (await gw.request('GET', '/rt-feed/models/x')).status;
   const before = await probe(b);
-  const patch = await a.request('PATCH', '/api/config/routing', { token: admin, json: { service_prefixes: { models: '/rt-feed/models' } } });
+  const patch = await a.request('PATCH', '/api/config/routing', {
+    token: admin,
+    json: { service_prefixes: { models: '/rt-feed/models' } },
+  });
   assert.equal(patch.status, 200, patch.text);
   const now = await probe(a);
   assert.notEqual(now, before, 'the writer routes the new prefix at once');

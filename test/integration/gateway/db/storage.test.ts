@@ -6,7 +6,19 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -44,7 +56,10 @@ test('the data dir is 0700 and the database, WAL, SHM and key files 0600; a loos
   const signingKey = files.find(isKey) as string;
   gw.logs.length = 0;
   chmodSync(signingKey, 0o644);
-  await assert.rejects(gw.start(), (error: Error) => error.message.includes(signingKey) && /mode 0600/.test(error.message));
+  await assert.rejects(
+    gw.start(),
+    (error: Error) => error.message.includes(signingKey) && /mode 0600/.test(error.message),
+  );
   chmodSync(signingKey, 0o600);
   await gw.start();
   assert.equal(modeOf(gw.dataDir), 0o700);

@@ -51,7 +51,9 @@ async function ping(s: ClientHttp2Session): Promise<number> {
   return Number(headers[':status']);
 }
 
-test('an HTTP/2 upload the gateway refuses early (401) is stopped with NO_ERROR, the session lives on', { timeout: 60_000 }, async (t) => {
+test('an HTTP/2 upload the gateway refuses early (401) is stopped with NO_ERROR, the session lives on', {
+  timeout: 60_000,
+}, async (t) => {
   const gw = await startTestGateway(t);
   const s = session(t, gw);
   const result = await uploadUntilClosed(s, { ':path': '/api/catalog/datasets/' });
@@ -62,12 +64,17 @@ test('an HTTP/2 upload the gateway refuses early (401) is stopped with NO_ERROR,
   assert.equal(await ping(s), 200);
 });
 
-test('an HTTP/2 upload an upstream answers without reading (413) is stopped with NO_ERROR, the session lives on', { timeout: 60_000 }, async (t) => {
+test('an HTTP/2 upload an upstream answers without reading (413) is stopped with NO_ERROR, the session lives on', {
+  timeout: 60_000,
+}, async (t) => {
   const gw = await startTestGateway(t);
   const tool = await startToolServer(t);
   const d = await deploy(gw, { kind: 'tool', name: 'uploads', upstream: tool.url });
   const s = session(t, gw);
-  const result = await uploadUntilClosed(s, { ':path': `/runtime/tools/${d.id}/reject`, authorization: `Bearer ${await gw.adminToken()}` });
+  const result = await uploadUntilClosed(s, {
+    ':path': `/runtime/tools/${d.id}/reject`,
+    authorization: `Bearer ${await gw.adminToken()}`,
+  });
   assert.equal(result.status, 413);
   assert.ok(result.closed);
   assert.equal(result.rstCode, constants.NGHTTP2_NO_ERROR);

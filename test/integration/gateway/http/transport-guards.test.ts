@@ -36,7 +36,13 @@ function closed(socket: { once(event: 'close', fn: () => void): unknown; destroy
 
 /** Sends a request head one header line every 40 ms, forever; returns how many lines went out before the close. */
 async function trickleHead(gw: TestGateway, port: number): Promise<{ lines: number; answer: string }> {
-  const socket = connectTls({ host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] });
+  const socket = connectTls({
+    host: '127.0.0.1',
+    port,
+    servername: 'localhost',
+    ca: gw.gateway.caPem,
+    ALPNProtocols: ['http/1.1'],
+  });
   socket.on('error', () => {}); // the reset at the deadline is the expected outcome
   await once(socket, 'secureConnect');
   let lines = 0;
@@ -64,10 +70,20 @@ async function silentTcp(port: number): Promise<void> {
   await closed(socket);
 }
 
-function h2Session(t: { after(fn: () => unknown): void }, gw: TestGateway, port = gw.port, localAddress = '127.0.0.1'): ClientHttp2Session {
+function h2Session(
+  t: { after(fn: () => unknown): void },
+  gw: TestGateway,
+  port = gw.port,
+  localAddress = '127.0.0.1',
+): ClientHttp2Session {
   // The whole of 127.0.0.0/8 is loopback: a second local address is a second client as the gateway sees it.
   const createConnection = () =>
-    connectTls({ socket: connectTcp({ host: '127.0.0.1', port, localAddress }), servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['h2'] });
+    connectTls({
+      socket: connectTcp({ host: '127.0.0.1', port, localAddress }),
+      servername: 'localhost',
+      ca: gw.gateway.caPem,
+      ALPNProtocols: ['h2'],
+    });
   const session = connectHttp2(`https://127.0.0.1:${port}`, { createConnection });
   session.on('error', () => {});
   t.after(() => session.destroy());
@@ -109,7 +125,13 @@ function frame(type: number, flags: number, streamId: number, payload: Buffer): 
 
 test('HTTP/2: a later stream whose head is trickled in CONTINUATION frames is cut at the head deadline', async (t) => {
   const gw = await startTestGateway(t, { limits: GUARDS });
-  const socket = connectTls({ host: '127.0.0.1', port: gw.port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['h2'] });
+  const socket = connectTls({
+    host: '127.0.0.1',
+    port: gw.port,
+    servername: 'localhost',
+    ca: gw.gateway.caPem,
+    ALPNProtocols: ['h2'],
+  });
   socket.on('error', () => {}); // the close at the deadline is the expected outcome
   t.after(() => socket.destroy());
   await once(socket, 'secureConnect');
@@ -153,7 +175,10 @@ test('HTTP/2: a later stream whose head is trickled in CONTINUATION frames is cu
 });
 
 test('a legacy per-deployment port has the same handshake, head and stream guards', async (t) => {
-  const gw = await startTestGateway(t, { limits: { ...GUARDS, maxConcurrentStreams: 5 }, serving: { legacyPortListeners: true } });
+  const gw = await startTestGateway(t, {
+    limits: { ...GUARDS, maxConcurrentStreams: 5 },
+    serving: { legacyPortListeners: true },
+  });
   const upstream = await startHoldingServer(t);
   const record = await deployLegacy(gw, { kind: 'app', name: 'legacy-guarded', upstream: upstream.url });
   const port = record.legacy_port as number;
@@ -216,7 +241,11 @@ test("a flood of streams on one connection cannot take a deployment's whole upst
 
 test('many connections from one client address share one bound: another address still reaches the upstream', async (t) => {
   const perAddress = 3;
-  const serving = { upstreamConnections: 4, perClientUpstreamRequests: 2, perClientAddressUpstreamRequests: perAddress };
+  const serving = {
+    upstreamConnections: 4,
+    perClientUpstreamRequests: 2,
+    perClientAddressUpstreamRequests: perAddress,
+  };
   const gw = await startTestGateway(t, { serving });
   const upstream = await startHoldingServer(t);
   const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
@@ -224,7 +253,10 @@ test('many connections from one client address share one bound: another address 
   const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
 
   // Eight connections from 127.0.0.1, two streams each: per connection alone they would take 16 > the pool of 4.
-  const flood = Array.from({ length: 8 }, () => h2Session(t, gw)).flatMap((session) => [get(session, '/held'), get(session, '/held')]);
+  const flood = Array.from({ length: 8 }, () => h2Session(t, gw)).flatMap((session) => [
+    get(session, '/held'),
+    get(session, '/held'),
+  ]);
   await waitFor(() => upstream.held === perAddress, { timeoutMs: GIVE_UP_MS, what: 'the flood reaching the upstream' });
 
   const other = await get(h2Session(t, gw, gw.port, '127.0.0.2'), '/quick');

@@ -45,7 +45,12 @@ function pick(value: unknown, path: string): unknown {
 }
 
 async function rawExchange(gw: TestGateway, text: string): Promise<number> {
-  const socket = connect({ host: '127.0.0.1', port: gw.port, servername: gw.overrides.hostnames?.[0] as string, ca: gw.gateway.caPem });
+  const socket = connect({
+    host: '127.0.0.1',
+    port: gw.port,
+    servername: gw.overrides.hostnames?.[0] as string,
+    ca: gw.gateway.caPem,
+  });
   await new Promise<void>((resolve, reject) => socket.once('secureConnect', resolve).once('error', reject));
   socket.end(text);
   let reply = '';
@@ -85,7 +90,8 @@ test('mesh attack table', async (t) => {
     $sourceFedId: pair.sourceFedId,
     $receiverFedId: pair.receiverFedId,
   };
-  const fill = (s: string) => s.replace(/\$[A-Za-z]+/g, (name) => (name === '$X' ? randomUUID() : (values[name] ?? name)));
+  const fill = (s: string) =>
+    s.replace(/\$[A-Za-z]+/g, (name) => (name === '$X' ? randomUUID() : (values[name] ?? name)));
 
   for (const row of rows) {
     await t.test(row.name, async () => {

@@ -17,7 +17,9 @@ import { DEAD_UPSTREAM, deploy, startAppServer } from '../../../helpers/upstream
 const TOKEN = 'metrics-token-for-tests-0123456789';
 
 async function scrape(gw: TestGateway, token: string | null = TOKEN) {
-  const res = await request(`${gw.gateway.adminUrl}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const res = await request(`${gw.gateway.adminUrl}/metrics`, {
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
   return { status: res.statusCode, type: res.headers['content-type'], text: await res.body.text() };
 }
 
@@ -61,7 +63,8 @@ test('/metrics: token enforced, counters move with traffic, labels bounded, proc
   assert.equal((await gw.request('GET', `/runtime/apps/${broken.id}/dashboard`, { token })).status, 502);
 
   const after = await samples(gw);
-  const moved = (name: string, labels: Record<string, string>) => total(after.parsed, name, labels) - total(before.parsed, name, labels);
+  const moved = (name: string, labels: Record<string, string>) =>
+    total(after.parsed, name, labels) - total(before.parsed, name, labels);
   const ping = { service: 'api', route: '/ping', status_class: '2xx' };
   assert.equal(moved('meshgate_http_request_duration_seconds_count', ping), 3, 'each ping counted once');
   assert.ok(total(after.parsed, 'meshgate_http_request_duration_seconds_sum', ping) > 0);
@@ -70,11 +73,24 @@ test('/metrics: token enforced, counters move with traffic, labels bounded, proc
   const status = { route: '/cluster/jobs/:job_id/status', status_class: '4xx' };
   assert.equal(moved('meshgate_http_request_duration_seconds_count', status), 1, 'the route template, not the path');
   assert.ok(!after.text.includes(jobId), 'no id from a path reaches a label');
-  assert.equal(moved('meshgate_http_request_duration_seconds_count', { service: 'apps', route: '/', status_class: '2xx' }), 1);
-  assert.equal(total(after.parsed, 'meshgate_upstream_errors_total', { deployment: broken.id, reason: 'upstream_unreachable' }), 1);
+  assert.equal(
+    moved('meshgate_http_request_duration_seconds_count', { service: 'apps', route: '/', status_class: '2xx' }),
+    1,
+  );
+  assert.equal(
+    total(after.parsed, 'meshgate_upstream_errors_total', { deployment: broken.id, reason: 'upstream_unreachable' }),
+    1,
+  );
   assert.equal(total(after.parsed, 'meshgate_upstream_requests_in_flight', { deployment: deployment.id }), 0);
-  assert.ok(total(after.parsed, 'meshgate_upstream_pool_connections', { deployment: deployment.id, state: 'connected' }) >= 1);
-  for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+  assert.ok(
+    total(after.parsed, 'meshgate_upstream_pool_connections', { deployment: deployment.id, state: 'connected' }) >= 1,
+  );
+  for (const name of [
+    'process_cpu_user_seconds_total',
+    'process_resident_memory_bytes',
+    'nodejs_eventloop_lag_seconds',
+    'nodejs_heap_size_used_bytes',
+  ]) {
     assert.ok(
       after.parsed.some((s) => s.name === name),
       `${name} is exposed`,

@@ -69,12 +69,16 @@ async function startOtlpReceiver(t: After) {
 }
 
 /** Waits (bounded) until `found` sees what it needs among the received spans. */
-async function until<T>(spans: readonly ReceivedSpan[], found: (spans: readonly ReceivedSpan[]) => T | undefined): Promise<T> {
+async function until<T>(
+  spans: readonly ReceivedSpan[],
+  found: (spans: readonly ReceivedSpan[]) => T | undefined,
+): Promise<T> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     const result = found(spans);
     if (result !== undefined) return result;
-    if (Date.now() > deadline) throw new Error(`spans never arrived: ${JSON.stringify(spans.map((s) => [s.cluster, s.name]))}`);
+    if (Date.now() > deadline)
+      throw new Error(`spans never arrived: ${JSON.stringify(spans.map((s) => [s.cluster, s.name]))}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
@@ -95,7 +99,10 @@ test('one mesh request is one trace across both gateways, the peer continuing fr
 
   const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
   const callerSpan = '00f067aa0ba902b7';
-  const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token, headers: { traceparent: `00-${traceId}-${callerSpan}-01` } });
+  const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+    token,
+    headers: { traceparent: `00-${traceId}-${callerSpan}-01` },
+  });
   assert.equal(me.status, 200, me.text);
 
   const trace = await until(otlp.spans, (spans) => {
@@ -123,11 +130,18 @@ test('mesh signatures are counted by direction, peer record and outcome', async 
   const forged = craft(pair, 'GET', '/api/auth/users/me', { userId: 'someone', psk: 'not-the-pairing-key' });
   assert.equal((await receiver.request('GET', forged.path, { headers: forged.headers })).status, 403);
 
-  const scrape = async (gw: typeof source) => parsePrometheus(await (await request(`${gw.gateway.adminUrl}/metrics`)).body.text());
+  const scrape = async (gw: typeof source) =>
+    parsePrometheus(await (await request(`${gw.gateway.adminUrl}/metrics`)).body.text());
   const signed = await scrape(source);
-  assert.equal(total(signed, 'meshgate_mesh_signatures_total', { direction: 'sign', peer: pair.sourceFedId, outcome: 'ok' }), 1);
+  assert.equal(
+    total(signed, 'meshgate_mesh_signatures_total', { direction: 'sign', peer: pair.sourceFedId, outcome: 'ok' }),
+    1,
+  );
   const verified = await scrape(receiver);
-  assert.equal(total(verified, 'meshgate_mesh_signatures_total', { direction: 'verify', peer: pair.receiverFedId, outcome: 'ok' }), 1);
+  assert.equal(
+    total(verified, 'meshgate_mesh_signatures_total', { direction: 'verify', peer: pair.receiverFedId, outcome: 'ok' }),
+    1,
+  );
   assert.equal(total(verified, 'meshgate_mesh_signatures_total', { direction: 'verify', outcome: 'hmac_mismatch' }), 1);
   assert.equal(total(verified, 'meshgate_federation_peer_state', { peer: pair.receiverFedId, state: 'PAIRED' }), 1);
 });

@@ -39,7 +39,10 @@ test('every served route is documented, and every documented operation is a rout
   for (const route of gw.gateway.apiRoutes) {
     const methods = typeof route.method === 'string' ? [route.method] : route.method;
     for (const method of methods) {
-      assert.ok(doc.paths[templatePath(route.path)]?.[method.toLowerCase()], `${method} ${route.path} is not documented`);
+      assert.ok(
+        doc.paths[templatePath(route.path)]?.[method.toLowerCase()],
+        `${method} ${route.path} is not documented`,
+      );
     }
   }
   // Each documented operation, called anonymously with sample parameters, reaches a route: whatever it
@@ -51,7 +54,10 @@ test('every served route is documented, and every documented operation is a rout
       const reason = answer.json?.detail?.reason;
       assert.ok(answer.status !== 405 && answer.status !== 307, `${method} ${path}: ${answer.status}`);
       assert.ok(reason !== 'route_not_found' && reason !== 'method_not_allowed', `${method} ${path}: ${reason}`);
-      assert.ok(item[method]?.responses[String(answer.status)], `${method} ${path} answered an undocumented ${answer.status}`);
+      assert.ok(
+        item[method]?.responses[String(answer.status)],
+        `${method} ${path} answered an undocumented ${answer.status}`,
+      );
     }
   }
 });

@@ -8,9 +8,12 @@ import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts'
 function rawRequest(gw: TestGateway, head: string, body = ''): Promise<{ status: number; text: string }> {
   const port = Number(new URL(gw.url).port);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] }, () => {
-      socket.write(`${head}\r\nHost: localhost\r\nConnection: close\r\n\r\n${body}`);
-    });
+    const socket = connect(
+      { host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] },
+      () => {
+        socket.write(`${head}\r\nHost: localhost\r\nConnection: close\r\n\r\n${body}`);
+      },
+    );
     let data = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk) => {
@@ -48,7 +51,11 @@ test('too many headers or too many header bytes answer 431; oversized bodies 413
   assert.equal(big.status, 431);
   const body = JSON.stringify({ base_host: `https://${'a'.repeat(3000)}.example` });
   const admin = await gw.adminToken();
-  const tooBig = await gw.request('PATCH', '/api/config/routing', { token: admin, body, headers: { 'content-type': 'application/json' } });
+  const tooBig = await gw.request('PATCH', '/api/config/routing', {
+    token: admin,
+    body,
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(tooBig.status, 413);
   assert.equal(tooBig.json.detail.reason, 'body_too_large');
   const chunked = await rawRequest(
@@ -64,9 +71,12 @@ test('a client that never finishes its request head is cut off; one that moved o
   const port = Number(new URL(gw.url).port);
   const started = Date.now();
   const closedAfter = await new Promise<number>((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] }, () => {
-      socket.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n'); // no blank line: the head never ends
-    });
+    const socket = connect(
+      { host: '127.0.0.1', port, servername: 'localhost', ca: gw.gateway.caPem, ALPNProtocols: ['http/1.1'] },
+      () => {
+        socket.write('GET /api/ping HTTP/1.1\r\nHost: localhost\r\n'); // no blank line: the head never ends
+      },
+    );
     socket.resume(); // the gateway answers 408 before closing; a socket that never reads that never sees the close
     socket.on('close', () => resolve(Date.now() - started));
     socket.on('error', reject);

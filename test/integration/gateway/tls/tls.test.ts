@@ -9,11 +9,14 @@ import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts'
 function peerCert(gw: TestGateway, options: { ca?: string; servername: string }): Promise<X509Certificate> {
   const port = Number(new URL(gw.url).port);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: options.servername, ...(options.ca ? { ca: options.ca } : {}) }, () => {
-      const cert = socket.getPeerX509Certificate();
-      socket.end();
-      cert ? resolve(cert) : reject(new Error('no certificate'));
-    });
+    const socket = connect(
+      { host: '127.0.0.1', port, servername: options.servername, ...(options.ca ? { ca: options.ca } : {}) },
+      () => {
+        const cert = socket.getPeerX509Certificate();
+        socket.end();
+        cert ? resolve(cert) : reject(new Error('no certificate'));
+      },
+    );
     socket.on('error', reject);
   });
 }
@@ -28,7 +31,11 @@ test('the server certificate chains to the gateway CA and names the hostnames, b
     assert.ok(cert.subjectAltName?.includes(name), `${name} in ${cert.subjectAltName}`);
   }
   assert.equal(cert.checkHost('platform.test'), 'platform.test');
-  assert.equal(readFileSync(join(gw.dataDir, 'tls', 'ca.pem'), 'utf8'), gw.gateway.caPem, 'the CA is at <data-dir>/tls/ca.pem');
+  assert.equal(
+    readFileSync(join(gw.dataDir, 'tls', 'ca.pem'), 'utf8'),
+    gw.gateway.caPem,
+    'the CA is at <data-dir>/tls/ca.pem',
+  );
 });
 
 test('a client that does not trust the platform CA is refused: verification is real', async (t) => {
@@ -54,7 +61,10 @@ test('the certificate is re-issued when the name set changes, under the same CA'
 test('an operator-supplied certificate and key replace the issued one', async (t) => {
   const source = await startTestGateway(t, { hostnames: ['localhost', 'operator.test'] });
   const tls = join(source.dataDir, 'tls');
-  const gw = await startTestGateway(t, { tlsCertFile: join(tls, 'server.pem'), tlsKeyFile: join(tls, 'server-key.pem') });
+  const gw = await startTestGateway(t, {
+    tlsCertFile: join(tls, 'server.pem'),
+    tlsKeyFile: join(tls, 'server-key.pem'),
+  });
   const cert = await peerCert(gw, { ca: source.gateway.caPem, servername: 'operator.test' });
   assert.ok(cert.subjectAltName?.includes('DNS:operator.test'));
 });

@@ -15,10 +15,20 @@ test('kafka peer: a KRaft broker on loopback takes messages and hands them back 
 
   const producer = new Producer({ clientId: 'smoke-producer', bootstrapBrokers, serializers: stringSerializers });
   t.after(() => producer.close());
-  const sent = [0, 1, 2, 3].map((i) => ({ topic: 'events', key: `k${i}`, value: JSON.stringify({ i }), partition: i % 2 }));
+  const sent = [0, 1, 2, 3].map((i) => ({
+    topic: 'events',
+    key: `k${i}`,
+    value: JSON.stringify({ i }),
+    partition: i % 2,
+  }));
   await producer.send({ messages: sent });
 
-  const consumer = new Consumer({ groupId: 'smoke', clientId: 'smoke-consumer', bootstrapBrokers, deserializers: stringDeserializers });
+  const consumer = new Consumer({
+    groupId: 'smoke',
+    clientId: 'smoke-consumer',
+    bootstrapBrokers,
+    deserializers: stringDeserializers,
+  });
   t.after(() => consumer.close(true));
   const stream = await consumer.consume({ topics: ['events'], mode: 'earliest', autocommit: false, maxWaitTime: 200 });
   // Delivery is at-least-once on both sides: a producer retry under load can store a message twice,
@@ -26,7 +36,11 @@ test('kafka peer: a KRaft broker on loopback takes messages and hands them back 
   // until every sent (partition, key) has arrived, and compare those.
   const byMessage = new Map<string, { key: string; value: string; partition: number }>();
   for await (const message of stream) {
-    byMessage.set(`${message.partition}:${message.key}`, { key: message.key, value: message.value, partition: message.partition });
+    byMessage.set(`${message.partition}:${message.key}`, {
+      key: message.key,
+      value: message.value,
+      partition: message.partition,
+    });
     if (byMessage.size === sent.length) break;
   }
   const received = [...byMessage.values()];

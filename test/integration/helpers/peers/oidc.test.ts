@@ -15,14 +15,23 @@ test('oidc peer: a password grant yields a JWT with custom claims that verifies 
   t.diagnostic(`oidc-provider started in ${Math.round(performance.now() - started)} ms, issuer ${idp.issuer}`);
   assert.match(idp.issuer, /^https:\/\/127\.0\.0\.1:\d+\/realms\/federation$/);
 
-  const caFetch: typeof globalThis.fetch = ((url: string, init: object) => fetch(url, { ...init, dispatcher: idp.dispatcher })) as never;
-  const discovery = (await (await caFetch(`${idp.issuer}/.well-known/openid-configuration`)).json()) as Record<string, string>;
+  const caFetch: typeof globalThis.fetch = ((url: string, init: object) =>
+    fetch(url, { ...init, dispatcher: idp.dispatcher })) as never;
+  const discovery = (await (await caFetch(`${idp.issuer}/.well-known/openid-configuration`)).json()) as Record<
+    string,
+    string
+  >;
   assert.equal(discovery.issuer, idp.issuer);
-  assert.equal(discovery.jwks_uri, `${idp.issuer}/protocol/openid-connect/certs`, 'federation derives the JWKS from the issuer this way');
+  assert.equal(
+    discovery.jwks_uri,
+    `${idp.issuer}/protocol/openid-connect/certs`,
+    'federation derives the JWKS from the issuer this way',
+  );
   assert.equal(discovery.token_endpoint, `${idp.issuer}/protocol/openid-connect/token`);
 
   const jwks = createRemoteJWKSet(new URL(discovery.jwks_uri as string), { [customFetch]: caFetch });
-  const verify = (token: string) => jwtVerify(token, jwks, { issuer: idp.issuer, audience: idp.audience, algorithms: ['ES256', 'RS256'] });
+  const verify = (token: string) =>
+    jwtVerify(token, jwks, { issuer: idp.issuer, audience: idp.audience, algorithms: ['ES256', 'RS256'] });
 
   const tessToken = await idp.passwordToken('tess', 'tess-pw');
   assert.equal(decodeProtectedHeader(tessToken).alg, 'ES256');
@@ -43,10 +52,20 @@ test('oidc peer: a password grant yields a JWT with custom claims that verifies 
   assert.equal((await idp.passwordGrant('nobody', 'x')).body.error, 'invalid_grant');
 
   const sub = idp.subjectOf('alice');
-  await assert.rejects(verify(await idp.mintToken({ sub, exp: Math.floor(Date.now() / 1000) - 60 })), { code: 'ERR_JWT_EXPIRED' });
-  await assert.rejects(verify(await idp.mintToken({ sub, aud: 'someone-else' })), { code: 'ERR_JWT_CLAIM_VALIDATION_FAILED' });
-  await assert.rejects(verify(await idp.mintToken({ sub }, { foreignKey: true })), { code: 'ERR_JWKS_NO_MATCHING_KEY' });
-  assert.equal((await verify(await idp.mintToken({ sub, tenant_id: 'other' }))).payload.tenant_id, 'other', 'minted tokens verify when their claims are valid');
+  await assert.rejects(verify(await idp.mintToken({ sub, exp: Math.floor(Date.now() / 1000) - 60 })), {
+    code: 'ERR_JWT_EXPIRED',
+  });
+  await assert.rejects(verify(await idp.mintToken({ sub, aud: 'someone-else' })), {
+    code: 'ERR_JWT_CLAIM_VALIDATION_FAILED',
+  });
+  await assert.rejects(verify(await idp.mintToken({ sub }, { foreignKey: true })), {
+    code: 'ERR_JWKS_NO_MATCHING_KEY',
+  });
+  assert.equal(
+    (await verify(await idp.mintToken({ sub, tenant_id: 'other' }))).payload.tenant_id,
+    'other',
+    'minted tokens verify when their claims are valid',
+  );
 
   await assert.rejects(fetch(idp.jwksUri), 'a client that does not trust the realm CA is refused');
 });

@@ -10,17 +10,23 @@ test('s3 peer: objects put through the AWS SDK come back byte for byte, ranges i
   const client = s3ClientFor(s3, t);
   const body = 'id,name\n1,one\n2,two\n';
   await client.send(new CreateBucketCommand({ Bucket: 'datasets' }));
-  await client.send(new PutObjectCommand({ Bucket: 'datasets', Key: 'sales/2024.csv', Body: body, ContentType: 'text/csv' }));
+  await client.send(
+    new PutObjectCommand({ Bucket: 'datasets', Key: 'sales/2024.csv', Body: body, ContentType: 'text/csv' }),
+  );
 
   const got = await client.send(new GetObjectCommand({ Bucket: 'datasets', Key: 'sales/2024.csv' }));
   assert.equal(await got.Body?.transformToString(), body);
   assert.equal(got.ContentLength, body.length);
-  const range = await client.send(new GetObjectCommand({ Bucket: 'datasets', Key: 'sales/2024.csv', Range: 'bytes=8-13' }));
+  const range = await client.send(
+    new GetObjectCommand({ Bucket: 'datasets', Key: 'sales/2024.csv', Range: 'bytes=8-13' }),
+  );
   assert.equal(await range.Body?.transformToString(), '1,one\n');
   const listed = await client.send(new ListObjectsV2Command({ Bucket: 'datasets', Prefix: 'sales/' }));
   assert.deepEqual(
     listed.Contents?.map((o) => o.Key),
     ['sales/2024.csv'],
   );
-  await assert.rejects(client.send(new GetObjectCommand({ Bucket: 'datasets', Key: 'missing.csv' })), { name: 'NoSuchKey' });
+  await assert.rejects(client.send(new GetObjectCommand({ Bucket: 'datasets', Key: 'missing.csv' })), {
+    name: 'NoSuchKey',
+  });
 });

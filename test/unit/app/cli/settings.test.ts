@@ -55,7 +55,11 @@ test('serve --help lists every variable the config loader reads, and every confi
 
 test("README's Operating it table holds exactly the table's rows, so every variable is documented there", () => {
   const rows = readmeRows();
-  assert.deepEqual(rows, SERVE_SETTINGS.map(renderMarkdownRow), 'README.md out of step with app/cli/settings.ts: run npx tsx scripts/settings-doc.ts');
+  assert.deepEqual(
+    rows,
+    SERVE_SETTINGS.map(renderMarkdownRow),
+    'README.md out of step with app/cli/settings.ts: run npx tsx scripts/settings-doc.ts',
+  );
   for (const name of variablesTheLoaderReads())
     assert.ok(
       rows.some((row) => row.includes(`\`${name}\``)),

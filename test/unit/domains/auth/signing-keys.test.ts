@@ -42,7 +42,9 @@ test('upgrade: a legacy ES256 key keeps its kid under ES256, and moving to RS256
   const legacyKid = await legacyEs256(dir);
   const kept = await loadSigningKeyRing(dir, 'ES256', () => 0, clock);
   assert.deepEqual([kept.active.alg, kept.active.kid], ['ES256', legacyKid]);
-  const old = await new SignJWT({ sub: 'u' }).setProtectedHeader({ alg: 'ES256', kid: legacyKid }).sign(kept.active.privateKey);
+  const old = await new SignJWT({ sub: 'u' })
+    .setProtectedHeader({ alg: 'ES256', kid: legacyKid })
+    .sign(kept.active.privateKey);
 
   const seen: number[] = [];
   const ring = await loadSigningKeyRing(dir, 'RS256', (retiredAt) => (seen.push(retiredAt), retiredAt + 900), clock);

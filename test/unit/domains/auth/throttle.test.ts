@@ -32,7 +32,11 @@ test('FairQueue: a client with many waiting jobs does not delay another client b
     (releases.shift() as () => void)();
   }
   await Promise.all(jobs);
-  assert.deepEqual(order.slice(0, 3), ['flood', 'flood', 'admin'], 'the admin goes right after the flood job already queued ahead of it');
+  assert.deepEqual(
+    order.slice(0, 3),
+    ['flood', 'flood', 'admin'],
+    'the admin goes right after the flood job already queued ahead of it',
+  );
 });
 
 test('FairQueue: past the per-client and total bounds a job is refused at once, with retry_after', async () => {

@@ -78,41 +78,66 @@ function expectOutcome(step: Step, action: () => unknown, where: string): void {
     action();
     return;
   }
-  assert.throws(action, (e: unknown) => e instanceof ApiError && e.reason === step.error && e.status === step.status, where);
+  assert.throws(
+    action,
+    (e: unknown) => e instanceof ApiError && e.reason === step.error && e.status === step.status,
+    where,
+  );
 }
 
 function runChecks(c: Case, step: Step, authz: AuthzService, label: string): void {
   for (const [who, relation, object, expected] of step.check ?? []) {
-    assert.equal(authz.check(principal(c, who), relation, parseObject(object)), expected, `${label}: check ${who} ${relation} ${object}`);
+    assert.equal(
+      authz.check(principal(c, who), relation, parseObject(object)),
+      expected,
+      `${label}: check ${who} ${relation} ${object}`,
+    );
   }
   for (const [who, relation, object, expected] of step.decide ?? []) {
     const run = () => authz.decide(principal(c, who), relation, parseObject(object));
     if ('error' in expected) {
-      assert.throws(run, (e: unknown) => e instanceof ApiError && e.reason === expected.error && e.status === expected.status, `${label}: decide ${who}`);
+      assert.throws(
+        run,
+        (e: unknown) => e instanceof ApiError && e.reason === expected.error && e.status === expected.status,
+        `${label}: decide ${who}`,
+      );
     } else {
       assert.deepEqual(run(), expected, `${label}: decide ${who} ${relation} ${object}`);
     }
   }
   for (const [who, namespace, relation, expected] of step.visible ?? []) {
     const got = authz.visibleIds(principal(c, who), namespace, relation);
-    assert.deepEqual(got === 'all' ? 'all' : [...got].sort(), expected === 'all' ? 'all' : [...expected].sort(), `${label}: visible ${who} ${namespace}`);
+    assert.deepEqual(
+      got === 'all' ? 'all' : [...got].sort(),
+      expected === 'all' ? 'all' : [...expected].sort(),
+      `${label}: visible ${who} ${namespace}`,
+    );
   }
 }
 
 function applyStep(step: Step, authz: AuthzService, where: string): void {
-  if (step.write) expectOutcome(step, () => authz.write(step.write?.map((t) => parseTuple(t, step.tenant)) ?? []), where);
+  if (step.write)
+    expectOutcome(step, () => authz.write(step.write?.map((t) => parseTuple(t, step.tenant)) ?? []), where);
   if (step.delete) {
     const t = parseTuple(step.delete, step.tenant);
     expectOutcome(step, () => authz.delete({ ...t, relation: t.relation === '*' ? null : t.relation }), where);
   }
-  if (step.deleteObject) expectOutcome(step, () => authz.deleteObject(parseObject(step.deleteObject as string), step.tenant), where);
+  if (step.deleteObject)
+    expectOutcome(step, () => authz.deleteObject(parseObject(step.deleteObject as string), step.tenant), where);
   if (step.deleteSubject) authz.deleteSubject(step.deleteSubject);
 }
 
 const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'));
 
 test('the matrix holds every named case, each a file of its own', () => {
-  for (const name of ['implication', 'tenant-isolation', 'admin-bypass', 'unknown-namespaces', 'deletion', 'look-alike-subjects']) {
+  for (const name of [
+    'implication',
+    'tenant-isolation',
+    'admin-bypass',
+    'unknown-namespaces',
+    'deletion',
+    'look-alike-subjects',
+  ]) {
     assert.ok(files.includes(`${name}.json`), name);
   }
 });
@@ -125,14 +150,23 @@ for (const file of files) {
     const authz = new AuthzService(createTupleStore(sqlite), () => new Date('2026-01-01T00:00:00Z'));
     for (const [namespace, relations] of Object.entries(c.model ?? {})) {
       for (const [relation, satisfiedBy] of Object.entries(relations)) {
-        assert.deepEqual([...(SATISFIED_BY.get(namespace)?.get(relation) ?? [])].sort(), [...satisfiedBy].sort(), `model ${namespace}#${relation}`);
+        assert.deepEqual(
+          [...(SATISFIED_BY.get(namespace)?.get(relation) ?? [])].sort(),
+          [...satisfiedBy].sort(),
+          `model ${namespace}#${relation}`,
+        );
       }
     }
     c.steps.forEach((step, i) => {
       const where = `${file} step ${i}`;
       applyStep(step, authz, where);
       runChecks(c, step, authz, `${where} (live index)`);
-      runChecks(c, step, new AuthzService(createTupleStore(sqlite), () => new Date()), `${where} (index rebuilt from SQLite)`);
+      runChecks(
+        c,
+        step,
+        new AuthzService(createTupleStore(sqlite), () => new Date()),
+        `${where} (index rebuilt from SQLite)`,
+      );
     });
   });
 }

@@ -69,7 +69,9 @@ test('existing secrets get distinct UUIDs; existing references bind where their 
   for (const s of secrets) assert.match(s.id, UUID_V4, s.urn);
   assert.equal(new Set(secrets.map((s) => s.id)).size, 3, 'distinct ids');
   const idOf = (name: string) => secrets.find((s) => s.urn === `urn:li:dataHubSecret:${name}`)?.id;
-  const bindings = all('SELECT dataset_urn, reference, secret_id, bound_by FROM catalog_dataset_secrets ORDER BY reference');
+  const bindings = all(
+    'SELECT dataset_urn, reference, secret_id, bound_by FROM catalog_dataset_secrets ORDER BY reference',
+  );
   // A later migration records each binder; the bindings made here were authorized against the creator.
   const bound = { dataset_urn: 'urn:a', bound_by: 'bob-id' };
   assert.deepEqual(bindings, [

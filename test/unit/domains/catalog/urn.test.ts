@@ -27,7 +27,11 @@ test('container and secret URNs round-trip', () => {
     assert.equal(parseSecretUrn(secretUrn(name)), name);
   }
   assert.equal(parseDatasetUrn('urn:li:dataset:foo'), null);
-  assert.equal(parseDatasetUrn('urn:li:dataset:(urn:li:dataPlatform:f/x,n,PROD)'), null, 'platform token is restricted');
+  assert.equal(
+    parseDatasetUrn('urn:li:dataset:(urn:li:dataPlatform:f/x,n,PROD)'),
+    null,
+    'platform token is restricted',
+  );
   assert.equal(parseSecretUrn('urn:li:dataHubSecret:'), null);
 });
 
@@ -41,7 +45,11 @@ test('the v2 tail is decoded once, raw or percent-encoded, and splits only on un
     const raw = urn.replace(/[^\x21-\x7e]/gu, (c) => encodeURIComponent(c));
     if (rawSafe(raw)) {
       assert.deepEqual(splitV2Tail(raw, 'schema', 'last'), { urn, sub: null, rest: null }, `raw ${name}`);
-      assert.deepEqual(splitV2Tail(`${raw}/schema`, 'schema', 'last'), { urn, sub: 'schema', rest: null }, `raw ${name}/schema`);
+      assert.deepEqual(
+        splitV2Tail(`${raw}/schema`, 'schema', 'last'),
+        { urn, sub: 'schema', rest: null },
+        `raw ${name}/schema`,
+      );
     }
   }
 });
@@ -53,9 +61,15 @@ test('container tails split at the first balanced /datasets segment', () => {
     { tail: c, expect: { urn: c, sub: null, rest: null } },
     { tail: `${c}/datasets`, expect: { urn: c, sub: 'datasets', rest: null } },
     { tail: `${c}/datasets/${d}`, expect: { urn: c, sub: 'datasets', rest: d } },
-    { tail: `${encodeURIComponent(c)}/datasets/${encodeURIComponent(d)}`, expect: { urn: c, sub: 'datasets', rest: d } },
+    {
+      tail: `${encodeURIComponent(c)}/datasets/${encodeURIComponent(d)}`,
+      expect: { urn: c, sub: 'datasets', rest: d },
+    },
     { tail: 'urn:li:container:1/datasets', expect: { urn: 'urn:li:container:1', sub: 'datasets', rest: null } },
-    { tail: `${encodeURIComponent('urn:li:container:x/datasets')}`, expect: { urn: 'urn:li:container:x/datasets', sub: null, rest: null } },
+    {
+      tail: `${encodeURIComponent('urn:li:container:x/datasets')}`,
+      expect: { urn: 'urn:li:container:x/datasets', sub: null, rest: null },
+    },
   ];
   for (const row of rows) assert.deepEqual(splitV2Tail(row.tail, 'datasets', 'balanced'), row.expect, row.tail);
 });

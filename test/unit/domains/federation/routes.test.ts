@@ -16,7 +16,10 @@ import type { RequestContext } from '../../../../gateway/http/context.ts';
 import { createAuthorizeStage } from '../../../../gateway/pipeline/stages/authorize.ts';
 import type { Principal } from '../../../../gateway/principal.ts';
 
-const routes = [...federationRoutes({} as FederationContext, {} as FederationService, 1024), ...allowlistRoutes({} as AllowlistService, 1024)];
+const routes = [
+  ...federationRoutes({} as FederationContext, {} as FederationService, 1024),
+  ...allowlistRoutes({} as AllowlistService, 1024),
+];
 
 const meshAdmin: Principal = {
   userId: crypto.randomUUID(),
@@ -59,9 +62,17 @@ test('only the peer protocol is anonymous at the route level', () => {
 });
 
 test('federation policy settings come from PLATFORM_* env vars', () => {
-  const config = loadConfig({ env: { PLATFORM_ALLOW_UNTRUSTED_FEDERATION: 'true', PLATFORM_TRUSTED_SHARED_ISSUERS: 'https://a.test/r, https://b.test/r' } });
+  const config = loadConfig({
+    env: {
+      PLATFORM_ALLOW_UNTRUSTED_FEDERATION: 'true',
+      PLATFORM_TRUSTED_SHARED_ISSUERS: 'https://a.test/r, https://b.test/r',
+    },
+  });
   assert.equal(config.federation.allowUntrustedFederation, true);
   assert.deepEqual(config.federation.trustedSharedIssuers, ['https://a.test/r', 'https://b.test/r']);
   assert.equal(loadConfig({ env: {} }).federation.allowUntrustedFederation, false);
-  assert.throws(() => loadConfig({ env: { PLATFORM_ALLOW_UNTRUSTED_FEDERATION: 'maybe' } }), /PLATFORM_ALLOW_UNTRUSTED_FEDERATION/);
+  assert.throws(
+    () => loadConfig({ env: { PLATFORM_ALLOW_UNTRUSTED_FEDERATION: 'maybe' } }),
+    /PLATFORM_ALLOW_UNTRUSTED_FEDERATION/,
+  );
 });

@@ -10,9 +10,21 @@ const scan = (text: string, maxLine?: number) => findMarker(bufferLogSource(text
 const cases: { desc: string; log: string; expect: unknown }[] = [
   { desc: 'a single marker', log: `hello\n${M}{"a":1}\n`, expect: { a: 1 } },
   { desc: 'no trailing newline', log: `${M}{"a":2}`, expect: { a: 2 } },
-  { desc: 'the last of several markers wins', log: `${M}{"n":1}\nx\n${M}{"n":2}\ny\n${M}{"n":3}\nz\n`, expect: { n: 3 } },
-  { desc: 'invalid JSON after the last marker falls back to the one before', log: `${M}{"ok":true}\n${M}{not json\n`, expect: { ok: true } },
-  { desc: 'plain text after the marker does not hide it', log: `${M}{"ok":1}\nTraceback (most recent call last):\nboom\n`, expect: { ok: 1 } },
+  {
+    desc: 'the last of several markers wins',
+    log: `${M}{"n":1}\nx\n${M}{"n":2}\ny\n${M}{"n":3}\nz\n`,
+    expect: { n: 3 },
+  },
+  {
+    desc: 'invalid JSON after the last marker falls back to the one before',
+    log: `${M}{"ok":true}\n${M}{not json\n`,
+    expect: { ok: true },
+  },
+  {
+    desc: 'plain text after the marker does not hide it',
+    log: `${M}{"ok":1}\nTraceback (most recent call last):\nboom\n`,
+    expect: { ok: 1 },
+  },
   { desc: 'CRLF line endings', log: `a\r\n${M}{"crlf":true}\r\nb\r\n`, expect: { crlf: true } },
   { desc: 'a scalar marker', log: `${M}42\n`, expect: 42 },
   { desc: 'a list marker', log: `${M}[1,2]\n`, expect: [1, 2] },
@@ -80,11 +92,36 @@ test('result view: the marker with job_id and status added when it lacks them, t
     error: null,
     duration_seconds: 2.5,
   });
-  assert.deepEqual(pick(resultView(row, { job_id: 'mine', status: 'custom' }), 'job_id', 'status'), { job_id: 'mine', status: 'custom' });
+  assert.deepEqual(pick(resultView(row, { job_id: 'mine', status: 'custom' }), 'job_id', 'status'), {
+    job_id: 'mine',
+    status: 'custom',
+  });
   // Fields the SDK types (error: str, audit_actor: str, ...) are the job's own: a marker cannot break or forge them.
-  const forging = resultView(row, { audit_actor: 'someone-else', error: { nested: true }, duration_seconds: 'long', result: 'inner' });
-  assert.deepEqual(pick(forging, 'audit_actor', 'error', 'duration_seconds'), { audit_actor: 'u1', error: null, duration_seconds: 2.5 });
-  assert.deepEqual(forging.result, { audit_actor: 'someone-else', error: { nested: true }, duration_seconds: 'long', result: 'inner' });
-  assert.deepEqual(pick(resultView(row, [1]), 'job_id', 'status', 'result'), { job_id: 'j1', status: 'SUCCEEDED', result: [1] });
-  assert.deepEqual(pick(resultView(row, 'text'), 'job_id', 'status', 'result'), { job_id: 'j1', status: 'SUCCEEDED', result: 'text' });
+  const forging = resultView(row, {
+    audit_actor: 'someone-else',
+    error: { nested: true },
+    duration_seconds: 'long',
+    result: 'inner',
+  });
+  assert.deepEqual(pick(forging, 'audit_actor', 'error', 'duration_seconds'), {
+    audit_actor: 'u1',
+    error: null,
+    duration_seconds: 2.5,
+  });
+  assert.deepEqual(forging.result, {
+    audit_actor: 'someone-else',
+    error: { nested: true },
+    duration_seconds: 'long',
+    result: 'inner',
+  });
+  assert.deepEqual(pick(resultView(row, [1]), 'job_id', 'status', 'result'), {
+    job_id: 'j1',
+    status: 'SUCCEEDED',
+    result: [1],
+  });
+  assert.deepEqual(pick(resultView(row, 'text'), 'job_id', 'status', 'result'), {
+    job_id: 'j1',
+    status: 'SUCCEEDED',
+    result: 'text',
+  });
 });

@@ -88,7 +88,11 @@ test('egress drops credentials, proxy and identity headers and hop-by-hop fields
     'content-type': 'application/json',
     'x-kz-federation-credential': 'kept',
   });
-  assert.deepEqual(out, { accept: 'text/event-stream', 'content-type': 'application/json', 'x-kz-federation-credential': 'kept' });
+  assert.deepEqual(out, {
+    accept: 'text/event-stream',
+    'content-type': 'application/json',
+    'x-kz-federation-credential': 'kept',
+  });
 });
 
 test('hardening negotiation keeps only what both sides offer', () => {
@@ -115,7 +119,11 @@ test('replay cache: once per peer within the window, bounded, shared by every co
   assert.equal(cache.accept('p', 'n1', 100, 10), true);
   assert.equal(cache.accept('p', 'n1', 100, 11), false);
   assert.equal(cache.accept('q', 'n1', 100, 11), true, 'per peer');
-  assert.equal(cache.accept('p', 'n1', 100, 101), true, 'expired entries may come again (the window refuses them anyway)');
+  assert.equal(
+    cache.accept('p', 'n1', 100, 101),
+    true,
+    'expired entries may come again (the window refuses them anyway)',
+  );
   for (const n of ['a', 'b', 'c', 'd']) cache.accept('p', n, 200, 20);
   assert.equal(cache.accept('p', 'd', 200, 21), false);
   assert.equal(otherProcess.accept('p', 'd', 200, 21), false, 'a nonce accepted by one process is refused by another');

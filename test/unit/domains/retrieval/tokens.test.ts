@@ -80,7 +80,10 @@ test('an Arrow Flight token is claimed once, and never passes as the other proto
     problem(() => tokens.verify(flight, 'job-1', V1)),
     'other_protocol',
   );
-  assert.equal(await claimProblem(() => tokens.claim(tokens.issue('job-1', 'user-1', V1).token, 'job-1', 'arrow-flight')), 'other_protocol');
+  assert.equal(
+    await claimProblem(() => tokens.claim(tokens.issue('job-1', 'user-1', V1).token, 'job-1', 'arrow-flight')),
+    'other_protocol',
+  );
   assert.equal(await tokens.claim(flight, 'job-1', 'arrow-flight'), 'user-1');
   assert.equal(await claimProblem(() => tokens.claim(flight, 'job-1', 'arrow-flight')), 'already_used');
   const second = tokens.issue('job-1', 'user-1', 'arrow-flight').token;

@@ -20,7 +20,14 @@ const admin: Principal = {
   source: 'local',
   authMethod: 'jwt',
 };
-const meshAdmin: Principal = { ...admin, userId: 'u-mesh', username: 'remote-admin', source: 'mesh', authMethod: 'mesh', externalId: 'x@y' };
+const meshAdmin: Principal = {
+  ...admin,
+  userId: 'u-mesh',
+  username: 'remote-admin',
+  source: 'mesh',
+  authMethod: 'mesh',
+  externalId: 'x@y',
+};
 
 test('a mesh caller without a model relation is refused the listing (403 rebac_denied), even with the admin role', async (t) => {
   const { authz, service, close } = memoryDeployments();
@@ -33,7 +40,13 @@ test('a mesh caller without a model relation is refused the listing (403 rebac_d
     (error: unknown) => error instanceof ApiError && error.status === 403 && error.reason === 'rebac_denied',
   );
   await assert.rejects(() => service.create(meshAdmin, input('tool', 't')), /admin_required/);
-  authz.write([{ subject: { namespace: 'user', id: meshAdmin.userId }, relation: 'viewer', object: { namespace: 'model', id: model.id } }]);
+  authz.write([
+    {
+      subject: { namespace: 'user', id: meshAdmin.userId },
+      relation: 'viewer',
+      object: { namespace: 'model', id: model.id },
+    },
+  ]);
   assert.deepEqual(
     service.list(meshAdmin).map((d) => [d.id, 'upstream' in d]),
     [[model.id, false]],

@@ -21,7 +21,12 @@ test('PLATFORM_* env vars are parsed into typed settings; overrides win over env
   writeFileSync(file, JSON.stringify({ clusterName: 'from-file', httpsPort: 1, limits: { maxHeaderCount: 50 } }));
   const config = loadConfig({
     file,
-    env: { PLATFORM_HTTPS_PORT: '9443', PLATFORM_HOSTNAMES: 'a.example, b.example', PLATFORM_HTTP_PORT: '8080', PLATFORM_MAX_BODY_BYTES: '4096' },
+    env: {
+      PLATFORM_HTTPS_PORT: '9443',
+      PLATFORM_HOSTNAMES: 'a.example, b.example',
+      PLATFORM_HTTP_PORT: '8080',
+      PLATFORM_MAX_BODY_BYTES: '4096',
+    },
     overrides: { bind: '127.0.0.2' },
   });
   assert.equal(config.clusterName, 'from-file');
@@ -57,7 +62,11 @@ test('start refuses an external URL and origin that disagree or name no certific
   assert.throws(
     () =>
       loadConfig({
-        env: { PLATFORM_EXTERNAL_URL: 'https://a.example:8443', PLATFORM_ORIGIN: 'https://b.example:8443', PLATFORM_HOSTNAMES: 'a.example,b.example' },
+        env: {
+          PLATFORM_EXTERNAL_URL: 'https://a.example:8443',
+          PLATFORM_ORIGIN: 'https://b.example:8443',
+          PLATFORM_HOSTNAMES: 'a.example,b.example',
+        },
       }),
     (e: ConfigError) => e.problems.some((p) => p.includes('must equal the origin')),
   );
@@ -65,9 +74,17 @@ test('start refuses an external URL and origin that disagree or name no certific
     () => loadConfig({ env: { PLATFORM_EXTERNAL_URL: 'https://elsewhere.example' } }),
     (e: ConfigError) => e.problems.some((p) => p.includes('not one of hostnames')),
   );
-  assert.throws(() => loadConfig({ env: { PLATFORM_ORIGIN: 'http://localhost:8443' } }), ConfigError, 'origin must be https');
+  assert.throws(
+    () => loadConfig({ env: { PLATFORM_ORIGIN: 'http://localhost:8443' } }),
+    ConfigError,
+    'origin must be https',
+  );
   const ok = loadConfig({
-    env: { PLATFORM_EXTERNAL_URL: 'https://a.example/platform', PLATFORM_ORIGIN: 'https://a.example', PLATFORM_HOSTNAMES: 'a.example' },
+    env: {
+      PLATFORM_EXTERNAL_URL: 'https://a.example/platform',
+      PLATFORM_ORIGIN: 'https://a.example',
+      PLATFORM_HOSTNAMES: 'a.example',
+    },
   });
   assert.equal(ok.origin, 'https://a.example');
 });

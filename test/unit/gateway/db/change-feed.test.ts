@@ -77,7 +77,9 @@ test('a rolled-back write publishes nothing; table triggers publish writes made 
     .run('u-1', 'carol', '[]', '{}', at, at);
   a.sqlite.prepare('UPDATE users SET disabled = 1 WHERE id = ?').run('u-1');
   a.sqlite
-    .prepare('INSERT INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+    .prepare(
+      'INSERT INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    )
     .run('user', 'u-1', 'viewer', 'dataset', 'd1', 't', at);
   a.sqlite.prepare('DELETE FROM authz_tuples').run();
   b.feed.poll();

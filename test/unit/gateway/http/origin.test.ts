@@ -38,5 +38,6 @@ test('authorities always carry the port; a URL host comes back without brackets,
   assert.equal(authorityOf('gw.example.com', 9443), 'gw.example.com:9443');
   assert.equal(hostOfUrl('https://[fd00::10:1]:8443/x'), 'fd00::10:1');
   assert.equal(hostOfUrl(new URL('https://gw.example.com')), 'gw.example.com');
-  for (const host of ['::1', '192.0.2.7', 'gw.example.com']) assert.equal(hostOfUrl(urlOf('https', host, 8443)), host, host);
+  for (const host of ['::1', '192.0.2.7', 'gw.example.com'])
+    assert.equal(hostOfUrl(urlOf('https', host, 8443)), host, host);
 });

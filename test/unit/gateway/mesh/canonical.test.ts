@@ -44,13 +44,16 @@ const vectors = readdirSync(dir)
   .map((f) => ({ file: f, vector: JSON.parse(readFileSync(new URL(f, dir), 'utf8')) as Vector }));
 
 const canonicalOf = (v: Vector, fields: Record<string, unknown>) =>
-  v.kind === 'request' ? canonicalizeRequest(fields as unknown as CanonicalFields) : canonicalizeResponse(fields as unknown as ResponseCanonicalFields);
+  v.kind === 'request'
+    ? canonicalizeRequest(fields as unknown as CanonicalFields)
+    : canonicalizeResponse(fields as unknown as ResponseCanonicalFields);
 
 function verdict(v: Vector, n: Negative): string {
   const fields = { ...v.fields, ...n.fields };
   const key = pskKey(n.key ?? v.key);
   const presented = n.signature ?? v.expected_signature;
-  if (v.kind === 'response') return signatureMatches(key, canonicalOf(v, fields), presented) ? 'ok' : 'invalid_signature';
+  if (v.kind === 'response')
+    return signatureMatches(key, canonicalOf(v, fields), presented) ? 'ok' : 'invalid_signature';
   const result = verifySignature(key, fields as unknown as CanonicalFields, presented, n.now ?? v.now);
   return result.ok ? 'ok' : result.reason;
 }
@@ -80,7 +83,15 @@ for (const { file, vector } of vectors) {
 }
 
 test('the timestamp window edges: 300 s old and 60 s ahead still pass', () => {
-  const fields: CanonicalFields = { sourceClusterId: 'a', userId: 'u', roles: '', route: 'a', method: 'GET', uri: '/api/x', ts: 1000 };
+  const fields: CanonicalFields = {
+    sourceClusterId: 'a',
+    userId: 'u',
+    roles: '',
+    route: 'a',
+    method: 'GET',
+    uri: '/api/x',
+    ts: 1000,
+  };
   const key = pskKey('edge-key-edge-key');
   const sig = signCanonical(key, canonicalizeRequest(fields));
   assert.deepEqual(verifySignature(key, fields, sig, 1300), { ok: true });

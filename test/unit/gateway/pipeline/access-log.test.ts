@@ -21,7 +21,11 @@ function fakeContext(fields: Partial<RequestContext>, finished: boolean) {
   } as unknown as RequestContext & { res: EventEmitter };
 }
 
-function logged(ctx: RequestContext & { res: EventEmitter }, bindings?: Record<string, string | number>, enabled = true): string[] {
+function logged(
+  ctx: RequestContext & { res: EventEmitter },
+  bindings?: Record<string, string | number>,
+  enabled = true,
+): string[] {
   const lines: string[] = [];
   createAccessLogStage({ enabled, write: (line) => lines.push(line) }, bindings).run(ctx);
   ctx.res.emit('close');
@@ -30,7 +34,11 @@ function logged(ctx: RequestContext & { res: EventEmitter }, bindings?: Record<s
 
 test('an access line is one JSON line in pino format with the fixed fields', () => {
   const ctx = fakeContext(
-    { rawPath: '/runtime/apps/x/"quoted"\\path', service: 'apps', principal: { userId: 'u-1', source: 'native' } as unknown as RequestContext['principal'] },
+    {
+      rawPath: '/runtime/apps/x/"quoted"\\path',
+      service: 'apps',
+      principal: { userId: 'u-1', source: 'native' } as unknown as RequestContext['principal'],
+    },
     true,
   );
   const [line] = logged(ctx, { legacy_port: 8081 });

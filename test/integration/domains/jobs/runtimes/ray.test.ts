@@ -8,4 +8,7 @@ before(async () => {
   dashboardUrl = await ray.start();
 });
 
-runJobRuntimeContract({ name: 'ray', config: () => ({ jobs: { runtime: 'ray', runPollIntervalMs: 100, ray: { dashboardUrl } } }) });
+runJobRuntimeContract({
+  name: 'ray',
+  config: () => ({ jobs: { runtime: 'ray', runPollIntervalMs: 100, ray: { dashboardUrl } } }),
+});

@@ -26,7 +26,11 @@ function tempRoot(t: { after(fn: () => unknown): void }): string {
   return root;
 }
 
-const input = (location: string, properties: Record<string, unknown> = {}, credentialOverride: string | null = null): SourceInput => ({
+const input = (
+  location: string,
+  properties: Record<string, unknown> = {},
+  credentialOverride: string | null = null,
+): SourceInput => ({
   urn: 'urn:li:dataset:(urn:li:dataPlatform:hive,layout,PROD)',
   platform: 'hive',
   name: 'layout',
@@ -39,7 +43,15 @@ const input = (location: string, properties: Record<string, unknown> = {}, crede
 
 async function readAll(source: Source, request: Partial<ReadRequest> = {}): Promise<Row[]> {
   const rows: Row[] = [];
-  const full: ReadRequest = { columns: null, filters: {}, offset: 0, limit: null, batchSize: 100, signal: new AbortController().signal, ...request };
+  const full: ReadRequest = {
+    columns: null,
+    filters: {},
+    offset: 0,
+    limit: null,
+    batchSize: 100,
+    signal: new AbortController().signal,
+    ...request,
+  };
   for await (const batch of source.read(full)) rows.push(...batch);
   return rows;
 }
@@ -113,14 +125,28 @@ test('hive layout on object storage (moto), through the gateway; locations outsi
     mkdirSync(dir);
     files[`sales/${folder}/part-0.csv`] = writeAllFormats(dir, 'part-0', rows).csv;
   }
-  for (const [Key, path] of Object.entries(files)) await client.send(new PutObjectCommand({ Bucket: 'lake', Key, Body: readFileSync(path) }));
-  await client.send(new PutObjectCommand({ Bucket: 'lake', Key: 'sales/dt=2024-01-03/part-0.csv', Body: 'id,amount\n"unterminated' }));
+  for (const [Key, path] of Object.entries(files))
+    await client.send(new PutObjectCommand({ Bucket: 'lake', Key, Body: readFileSync(path) }));
+  await client.send(
+    new PutObjectCommand({ Bucket: 'lake', Key: 'sales/dt=2024-01-03/part-0.csv', Body: 'id,amount\n"unterminated' }),
+  );
 
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const credentials = JSON.stringify({ aws_access_key_id: peer.accessKeyId, aws_secret_access_key: peer.secretAccessKey });
-  const urn = await createDataset(gw, admin, { name: 'lake.sales', platform: 'hive', properties: { location: 's3://lake/sales', endpoint: peer.endpoint } });
-  const job = await createJob(gw, admin, { dataset_urn: urn, credential_override: credentials, filters: { dt: ['2024-01-02', '2024-01-01'] } });
+  const credentials = JSON.stringify({
+    aws_access_key_id: peer.accessKeyId,
+    aws_secret_access_key: peer.secretAccessKey,
+  });
+  const urn = await createDataset(gw, admin, {
+    name: 'lake.sales',
+    platform: 'hive',
+    properties: { location: 's3://lake/sales', endpoint: peer.endpoint },
+  });
+  const job = await createJob(gw, admin, {
+    dataset_urn: urn,
+    credential_override: credentials,
+    filters: { dt: ['2024-01-02', '2024-01-01'] },
+  });
   assert.deepEqual(job.dataset.path, 's3://lake/sales');
   assert.deepEqual(job.inline.data, [
     ...SALES('d1', 'x', 3).map((r) => ({ ...r, dt: '2024-01-01' })),

@@ -24,7 +24,11 @@ const server = sharedPeer(async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'meshgate-hivetls-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const tls = await ensureTlsMaterial({ tlsDir: join(dir, 'ca'), names: ['localhost'], clusterName: 'hive-test' });
-  const other = await ensureTlsMaterial({ tlsDir: join(dir, 'other'), names: ['localhost'], clusterName: 'hive-other' });
+  const other = await ensureTlsMaterial({
+    tlsDir: join(dir, 'other'),
+    names: ['localhost'],
+    clusterName: 'hive-other',
+  });
   const peer = await startHive(t, { tls });
   const data = join(peer.dataDir, 'items');
   mkdirSync(data, { recursive: true });
@@ -55,7 +59,12 @@ async function world(t: { after(fn: () => unknown): void }) {
   const refusal = async (urn: string, extra: Record<string, unknown> = {}) => {
     const res = await read(urn, extra);
     assert.doesNotMatch(res.text, /BEGIN CERTIFICATE/);
-    return { status: res.status, reason: res.json.detail?.reason, problem: res.json.detail?.problem, option: res.json.detail?.option };
+    return {
+      status: res.status,
+      reason: res.json.detail?.reason,
+      problem: res.json.detail?.problem,
+      option: res.json.detail?.option,
+    };
   };
   const rows = async (urn: string) => (await createJob(gw, admin, { dataset_urn: urn })).inline.data;
   return { gw, peer, ca, otherCa, secret, dataset, read, refusal, rows };
@@ -74,7 +83,11 @@ test('hiveserver2 over TLS: rows arrive with the CA from a secret or as PEM; the
   assert.deepEqual(await w.refusal(await w.dataset({ ssl_ca_pem: w.otherCa })), tlsFailed, 'another CA');
   assert.deepEqual(await w.refusal(await w.dataset({})), tlsFailed, "the gateway's default CA store");
   // The certificate names localhost only: by IP address the name check fails.
-  assert.deepEqual(await w.refusal(await w.dataset({ host: '127.0.0.1', ssl_ca_pem: w.ca })), tlsFailed, 'another name');
+  assert.deepEqual(
+    await w.refusal(await w.dataset({ host: '127.0.0.1', ssl_ca_pem: w.ca })),
+    tlsFailed,
+    'another name',
+  );
   // Clear text to the TLS port gets no rows.
   const clear = await w.refusal(await w.dataset({ ssl: false }));
   assert.equal(clear.status, 502);
@@ -92,13 +105,25 @@ test('hive TLS settings: bad values are 422 before any connection; no reader opt
   for (const [properties, option] of cases) {
     // Port 1 has no listener: a connection attempt would answer 502, not 422.
     const refused = await w.refusal(await w.dataset({ port: 1, ...properties }));
-    assert.deepEqual([refused.status, refused.reason, refused.option], [422, 'source_options_invalid', option], JSON.stringify(properties));
+    assert.deepEqual(
+      [refused.status, refused.reason, refused.option],
+      [422, 'source_options_invalid', option],
+      JSON.stringify(properties),
+    );
   }
   const good = await w.dataset({ ssl_ca_pem: w.ca });
   for (const options of [{ ssl: false }, { ssl_ca_pem: w.otherCa }]) {
     const res = await w.read(good, { options });
-    assert.deepEqual([res.status, res.json.detail.reason, res.json.detail.key], [422, 'option_not_allowed', Object.keys(options)[0]]);
+    assert.deepEqual(
+      [res.status, res.json.detail.reason, res.json.detail.key],
+      [422, 'option_not_allowed', Object.keys(options)[0]],
+    );
   }
-  const override = await w.read(good, { credential_override: JSON.stringify({ user: 'ann', password: 'pw', ssl: false }) });
-  assert.deepEqual([override.status, override.json.detail.reason, override.json.detail.key], [422, 'option_not_allowed', 'ssl']);
+  const override = await w.read(good, {
+    credential_override: JSON.stringify({ user: 'ann', password: 'pw', ssl: false }),
+  });
+  assert.deepEqual(
+    [override.status, override.json.detail.reason, override.json.detail.key],
+    [422, 'option_not_allowed', 'ssl'],
+  );
 });

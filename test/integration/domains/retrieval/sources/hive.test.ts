@@ -64,9 +64,15 @@ test('hive pushdown: hostile values stay literals, hostile names are refused, IN
   );
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: `default.${table}`, platform: 'hive', properties: { host: peer.host, port: peer.port } });
-  const read = async (body: Record<string, unknown>) => (await createJob(gw, admin, { dataset_urn: urn, ...body })).inline.data;
-  for (const [i, name] of hostile.entries()) assert.deepEqual(await read({ filters: { name }, columns: ['id'] }), [{ id: i + 1 }], name);
+  const urn = await createDataset(gw, admin, {
+    name: `default.${table}`,
+    platform: 'hive',
+    properties: { host: peer.host, port: peer.port },
+  });
+  const read = async (body: Record<string, unknown>) =>
+    (await createJob(gw, admin, { dataset_urn: urn, ...body })).inline.data;
+  for (const [i, name] of hostile.entries())
+    assert.deepEqual(await read({ filters: { name }, columns: ['id'] }), [{ id: i + 1 }], name);
   assert.deepEqual(await read({ filters: { name: "nobody' OR 1=1 --" } }), []);
   assert.deepEqual(await read({ filters: { score: null }, columns: ['id'] }), [{ id: 2 }, { id: 4 }, { id: 6 }]);
   // HiveServer2 itself reads each literal back as exactly the value, a NUL before digits included (`\0`
@@ -88,7 +94,11 @@ test('hive pushdown: hostile values stay literals, hostile names are refused, IN
     assert.equal(res.json.detail.reason, 'unknown_column');
   }
   assert.equal((await peer.query(`SELECT count(*) AS n FROM ${table}`))[0]?.n, hostile.length);
-  const missing = await createDataset(gw, admin, { name: 'default.no_such_table', platform: 'hive', properties: { host: peer.host, port: peer.port } });
+  const missing = await createDataset(gw, admin, {
+    name: 'default.no_such_table',
+    platform: 'hive',
+    properties: { host: peer.host, port: peer.port },
+  });
   const notFound = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: missing } });
   assert.equal(notFound.status, 404, notFound.text);
   assert.equal(notFound.json.detail.reason, 'source_not_found');
@@ -104,11 +114,18 @@ test('hiveserver2 stopped mid-stream: an error event, the job FAILED with source
   );
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: `default.${table}`, platform: 'hive', properties: { host: peer.host, port: peer.port } });
+  const urn = await createDataset(gw, admin, {
+    name: `default.${table}`,
+    platform: 'hive',
+    properties: { host: peer.host, port: peer.port },
+  });
   const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'sse', batch_size: 1000 });
   const outcome = await streamThroughOutage(gw, admin, job.job_id, () => peer.stop());
   assert.ok(outcome.rows < 200_000, `stopped after ${outcome.rows} rows`);
   assert.equal(outcome.last.event, 'error');
   assert.equal(outcome.last.data.reason, 'source_unavailable');
-  assert.deepEqual({ status: outcome.job.status, error: outcome.job.error }, { status: 'FAILED', error: 'source_unavailable' });
+  assert.deepEqual(
+    { status: outcome.job.status, error: outcome.job.error },
+    { status: 'FAILED', error: 'source_unavailable' },
+  );
 });

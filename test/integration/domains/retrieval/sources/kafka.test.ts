@@ -34,7 +34,12 @@ async function topicWith(peer: KafkaPeer, messages: readonly Sent[], partitions 
   const bootstrapBrokers = [peer.bootstrapServers];
   const admin = new Admin({ clientId: 'test-admin', bootstrapBrokers });
   // Idempotent: a retried send right after topic creation must not write a message twice.
-  const producer = new Producer({ clientId: 'test-producer', bootstrapBrokers, serializers: stringSerializers, idempotent: true });
+  const producer = new Producer({
+    clientId: 'test-producer',
+    bootstrapBrokers,
+    serializers: stringSerializers,
+    idempotent: true,
+  });
   try {
     await admin.createTopics({ topics: [topic], partitions, replicas: 1 });
     for (let i = 0; i < messages.length; i += 5000) {
@@ -72,20 +77,32 @@ runSourceContract('kafka json', async (_t, rows) => {
 async function setup(
   t: { after(fn: () => unknown): void },
   peer: KafkaPeer,
-): Promise<{ gw: TestGateway; admin: string; urn: (topic: string, extra?: Record<string, unknown>) => Promise<string> }> {
+): Promise<{
+  gw: TestGateway;
+  admin: string;
+  urn: (topic: string, extra?: Record<string, unknown>) => Promise<string>;
+}> {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   // With `extra` properties, another dataset over the same topic.
   const urn = (topic: string, extra: Record<string, unknown> = {}) => {
     const name = Object.keys(extra).length > 0 ? `${topic}-${Object.keys(extra).join('-')}` : topic;
-    return createDataset(gw, admin, { name, platform: 'kafka', properties: { bootstrap_servers: peer.bootstrapServers, topic, ...extra } });
+    return createDataset(gw, admin, {
+      name,
+      platform: 'kafka',
+      properties: { bootstrap_servers: peer.bootstrapServers, topic, ...extra },
+    });
   };
   return { gw, admin, urn };
 }
 
 test('kafka start positions, partitions, max_messages, value formats and metadata columns', async (t) => {
   const peer = await kafka();
-  const messages: Sent[] = Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: JSON.stringify({ n: i, even: i % 2 === 0 }), partition: i % 3 }));
+  const messages: Sent[] = Array.from({ length: 30 }, (_, i) => ({
+    key: `k${i}`,
+    value: JSON.stringify({ n: i, even: i % 2 === 0 }),
+    partition: i % 3,
+  }));
   const before = Date.now();
   const topic = await topicWith(peer, messages, 3);
   const { gw, admin, urn: urnOf } = await setup(t, peer);
@@ -94,14 +111,24 @@ test('kafka start positions, partitions, max_messages, value formats and metadat
     (await createJob(gw, admin, { dataset_urn: urn, options, ...extra })).inline.data as Record<string, unknown>[];
   const inPartition = (p: number) => messages.filter((m) => m.partition === p).map((m) => JSON.parse(m.value));
 
-  assert.deepEqual(await read({}), [...inPartition(0), ...inPartition(1), ...inPartition(2)], 'partition by partition, each in offset order');
+  assert.deepEqual(
+    await read({}),
+    [...inPartition(0), ...inPartition(1), ...inPartition(2)],
+    'partition by partition, each in offset order',
+  );
   assert.deepEqual(await read({ partitions: [2, 1] }), [...inPartition(1), ...inPartition(2)]);
   assert.deepEqual(await read({ partitions: [1], offsets: { 1: 7 } }), inPartition(1).slice(7));
   assert.deepEqual(await read({ max_messages: 4, partitions: [0] }), inPartition(0).slice(0, 4));
   assert.deepEqual(await read({ from_beginning: false, max_messages: 2, partitions: [2] }), inPartition(2).slice(-2));
-  assert.deepEqual(await read({ start_timestamp: new Date(before - 60_000).toISOString(), partitions: [0] }), inPartition(0));
+  assert.deepEqual(
+    await read({ start_timestamp: new Date(before - 60_000).toISOString(), partitions: [0] }),
+    inPartition(0),
+  );
   assert.deepEqual(await read({ start_timestamp: Date.now() + 3_600_000 }), []);
-  assert.deepEqual(await read({ partitions: [0] }, { filters: { even: true }, columns: ['n'], offset: 1, limit_rows: 2 }), [{ n: 6 }, { n: 12 }]);
+  assert.deepEqual(
+    await read({ partitions: [0] }, { filters: { even: true }, columns: ['n'], offset: 1, limit_rows: 2 }),
+    [{ n: 6 }, { n: 12 }],
+  );
 
   const text = await read({ value_format: 'text', include_metadata: true, partitions: [1], max_messages: 1 });
   assert.equal(text.length, 1);
@@ -121,7 +148,11 @@ test('kafka reads end at the high-water marks seen at start while a producer kee
   );
   const { gw, admin, urn: urnOf } = await setup(t, peer);
   const urn = await urnOf(topic);
-  const producer = new Producer({ clientId: 'busy', bootstrapBrokers: [peer.bootstrapServers], serializers: stringSerializers });
+  const producer = new Producer({
+    clientId: 'busy',
+    bootstrapBrokers: [peer.bootstrapServers],
+    serializers: stringSerializers,
+  });
   t.after(() => producer.close());
   let writing = true;
   let written = 0;
@@ -150,7 +181,12 @@ test('kafka reads end at the high-water marks seen at start while a producer kee
   assert.deepEqual(await groupsWithOffsets(), [], 'no consumer group was created or committed to');
   // Committing is the dataset owner's setting (a write to a consumer group), never a reader's option.
   const committing = await urnOf(topic, { commit_group: 'analytics' });
-  await createJob(gw, admin, { dataset_urn: committing, options: { max_messages: 1234 }, transport: 'inline', limit_rows: 10 });
+  await createJob(gw, admin, {
+    dataset_urn: committing,
+    options: { max_messages: 1234 },
+    transport: 'inline',
+    limit_rows: 10,
+  });
   const [committed] = await kafkaAdmin.listConsumerGroupOffsets({ groups: ['analytics'] });
   const offsets = committed?.topics.find((x) => x.name === topic)?.partitions.map((p) => p.committedOffset);
   assert.ok(offsets && offsets.length === 1 && (offsets[0] as bigint) >= 10n, `committed ${offsets}`);
@@ -177,13 +213,18 @@ test('kafka bad options are 422 source_options_invalid; an unknown topic is 404'
   const notJson = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: urn } });
   assert.equal(notJson.status, 502);
   assert.match(notJson.text, /value_format/);
-  assert.deepEqual((await createJob(gw, admin, { dataset_urn: urn, options: { value_format: 'text' } })).inline.data, [{ value: 'not json' }]);
+  assert.deepEqual((await createJob(gw, admin, { dataset_urn: urn, options: { value_format: 'text' } })).inline.data, [
+    { value: 'not json' },
+  ]);
   const noPort = await gw.request('POST', '/api/retrieval/jobs', {
     token: admin,
     json: { dataset_urn: await urnOf(topic, { bootstrap_servers: 'no port here' }) },
   });
   assert.deepEqual([noPort.status, noPort.json.detail.option], [422, 'bootstrap_servers']);
-  const missing = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: await urnOf('no-such-topic') } });
+  const missing = await gw.request('POST', '/api/retrieval/jobs', {
+    token: admin,
+    json: { dataset_urn: await urnOf('no-such-topic') },
+  });
   assert.equal(missing.status, 404, missing.text);
   assert.equal(missing.json.detail.reason, 'source_not_found');
 });
@@ -200,5 +241,8 @@ test('kafka broker stopped mid-stream: an error event, the job FAILED with sourc
   assert.ok(outcome.rows < 150_000, `stopped after ${outcome.rows} rows`);
   assert.equal(outcome.last.event, 'error');
   assert.equal(outcome.last.data.reason, 'source_unavailable');
-  assert.deepEqual({ status: outcome.job.status, error: outcome.job.error }, { status: 'FAILED', error: 'source_unavailable' });
+  assert.deepEqual(
+    { status: outcome.job.status, error: outcome.job.error },
+    { status: 'FAILED', error: 'source_unavailable' },
+  );
 });

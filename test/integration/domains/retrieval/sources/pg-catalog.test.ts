@@ -46,7 +46,11 @@ async function world(t: { after(fn: () => unknown): void }) {
 }
 
 /** The table's schema as the source discovers it for the catalog. */
-function discover(peer: PostgresPeer, table: string, login = { user: peer.user, password: peer.password }): Promise<SchemaField[]> {
+function discover(
+  peer: PostgresPeer,
+  table: string,
+  login = { user: peer.user, password: peer.password },
+): Promise<SchemaField[]> {
   const properties = { host: peer.host, port: peer.port, database: peer.database, table, ...login };
   const urn = `urn:li:dataset:(urn:li:dataPlatform:postgres,${table},PROD)`;
   const input = {
@@ -64,7 +68,9 @@ function discover(peer: PostgresPeer, table: string, login = { user: peer.user, 
 
 test("schema discovery reports information_schema's types from pg_catalog, and reads materialized views and partitioned tables", async (t) => {
   const { gw, pg: peer, admin, dataset } = await world(t);
-  const oracle = await peer.psql("SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_name = 'typed' ORDER BY ordinal_position");
+  const oracle = await peer.psql(
+    "SELECT column_name || ':' || data_type FROM information_schema.columns WHERE table_name = 'typed' ORDER BY ordinal_position",
+  );
   const typed = await discover(peer, 'typed');
   assert.deepEqual(
     typed.map((f) => `${f.name}:${f.type}`),
@@ -80,8 +86,15 @@ test("schema discovery reports information_schema's types from pg_catalog, and r
   ]);
   const scores = Array.from({ length: 2500 }, (_, i) => ({ id: i + 1, label: `r${i + 1}`, score: (i + 1) * 1.5 }));
   const mv = await dataset('scores');
-  assert.deepEqual((await createJob(gw, admin, { dataset_urn: mv, filters: { id: [2, 3] } })).inline.data, scores.slice(1, 3));
-  const sse = await readSse(gw, (await createJob(gw, admin, { dataset_urn: mv, transport: 'sse', batch_size: 1000 })).job_id, admin);
+  assert.deepEqual(
+    (await createJob(gw, admin, { dataset_urn: mv, filters: { id: [2, 3] } })).inline.data,
+    scores.slice(1, 3),
+  );
+  const sse = await readSse(
+    gw,
+    (await createJob(gw, admin, { dataset_urn: mv, transport: 'sse', batch_size: 1000 })).job_id,
+    admin,
+  );
   assert.deepEqual(sseRows(sse), scores);
   assert.equal(sse.events.filter((e) => e.event === 'chunk').length, 3);
 
@@ -96,15 +109,25 @@ test("schema discovery reports information_schema's types from pg_catalog, and r
 test('a role without SELECT is refused with 403 source_access_denied (job creation and stream), naming neither user nor password', async (t) => {
   const { gw, pg: peer, admin, dataset } = await world(t);
   const login = { user: 'reader_no_select', password: 'Reader-Secret-4711' };
-  await peer.psql(`CREATE ROLE ${login.user} LOGIN PASSWORD '${login.password}'; GRANT SELECT (id) ON shifting TO ${login.user};`);
+  await peer.psql(
+    `CREATE ROLE ${login.user} LOGIN PASSWORD '${login.password}'; GRANT SELECT (id) ON shifting TO ${login.user};`,
+  );
   const leaks = (text: string) => text.includes(login.user) || text.includes(login.password);
 
-  const urns = { scores: await dataset('scores', login), parts: await dataset('parts', login), typed: await dataset('typed', login) };
+  const urns = {
+    scores: await dataset('scores', login),
+    parts: await dataset('parts', login),
+    typed: await dataset('typed', login),
+  };
   for (const [table, urn] of Object.entries(urns)) {
     const res = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: urn } });
     assert.equal(res.status, 403, `${table}: ${res.text}`);
     assert.equal(res.json.detail.reason, 'source_access_denied');
-    assert.equal(res.json.detail.problem, "the dataset's credentials may not read this table", 'in `problem`, as its sibling reasons');
+    assert.equal(
+      res.json.detail.problem,
+      "the dataset's credentials may not read this table",
+      'in `problem`, as its sibling reasons',
+    );
     assert.ok(!leaks(res.text), res.text);
   }
   // An SSE job reads when streamed: the stream ends with the same reason, and the job records it.
@@ -115,7 +138,10 @@ test('a role without SELECT is refused with 403 source_access_denied (job creati
     reason: 'source_access_denied',
     message: "source_access_denied: the dataset's credentials may not read this table",
   });
-  assert.equal((await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: admin })).json.error, 'source_access_denied');
+  assert.equal(
+    (await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: admin })).json.error,
+    'source_access_denied',
+  );
   // Schema discovery is refused alike.
   await assert.rejects(discover(peer, 'scores', login), (error: { reason?: string; message: string }) => {
     return error.reason === 'source_access_denied' && !leaks(error.message);
@@ -123,7 +149,11 @@ test('a role without SELECT is refused with 403 source_access_denied (job creati
 
   // A role with SELECT on some columns reads those; asking for all of them is refused, not silently narrowed.
   const shifting = await dataset('shifting', login);
-  assert.deepEqual((await createJob(gw, admin, { dataset_urn: shifting, columns: ['id'] })).inline.data, [{ id: 1 }, { id: 2 }, { id: 3 }]);
+  assert.deepEqual((await createJob(gw, admin, { dataset_urn: shifting, columns: ['id'] })).inline.data, [
+    { id: 1 },
+    { id: 2 },
+    { id: 3 },
+  ]);
   const all = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: shifting } });
   assert.equal(all.status, 403, all.text);
   assert.ok(!leaks(gw.logs.join('')), 'no log line names the role or its password');
@@ -137,7 +167,10 @@ test('the columns are read after the relation is locked, so an ALTER COLUMN TYPE
   await alter.connect();
   await alter.query("BEGIN; ALTER TABLE shifting ALTER COLUMN n TYPE text USING 'x' || n");
   const reading = createJob(gw, admin, { dataset_urn: urn });
-  const waiting = () => peer.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'meshgate-retrieval:%' AND wait_event_type = 'Lock'");
+  const waiting = () =>
+    peer.psql(
+      "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'meshgate-retrieval:%' AND wait_event_type = 'Lock'",
+    );
   await eventually(async () => (await waiting()) === '1', 'the read to wait for the ALTER');
   await alter.query('COMMIT');
   await alter.end();

@@ -36,7 +36,12 @@ function clientFor(peer: S3Peer): S3Client {
 
 let buckets = 0;
 /** A fresh bucket holding `<base>.csv|.jsonl|.parquet` of the rows (and any extra objects). */
-async function bucketWith(peer: S3Peer, base: string, rows: readonly TextRow[], extra: Record<string, string | Uint8Array> = {}): Promise<string> {
+async function bucketWith(
+  peer: S3Peer,
+  base: string,
+  rows: readonly TextRow[],
+  extra: Record<string, string | Uint8Array> = {},
+): Promise<string> {
   const bucket = `b${process.pid}-${++buckets}`;
   const dir = mkdtempSync(join(tmpdir(), 'meshgate-s3-'));
   const client = clientFor(peer);
@@ -47,7 +52,8 @@ async function bucketWith(peer: S3Peer, base: string, rows: readonly TextRow[], 
     for (const format of FORMATS) objects[`${base}.${format}`] = readFileSync(paths[format]);
     // The CSV again under an extension that names no format (format_hint cases).
     objects[`${base}.data`] = readFileSync(paths.csv);
-    for (const [Key, Body] of Object.entries(objects)) await client.send(new PutObjectCommand({ Bucket: bucket, Key, Body }));
+    for (const [Key, Body] of Object.entries(objects))
+      await client.send(new PutObjectCommand({ Bucket: bucket, Key, Body }));
   } finally {
     client.destroy();
     rmSync(dir, { recursive: true, force: true });
@@ -55,9 +61,14 @@ async function bucketWith(peer: S3Peer, base: string, rows: readonly TextRow[], 
   return bucket;
 }
 
-const credentials = (peer: S3Peer) => JSON.stringify({ aws_access_key_id: peer.accessKeyId, aws_secret_access_key: peer.secretAccessKey });
+const credentials = (peer: S3Peer) =>
+  JSON.stringify({ aws_access_key_id: peer.accessKeyId, aws_secret_access_key: peer.secretAccessKey });
 
-function input(name: string, properties: Record<string, unknown>, credentialOverride: string | null = null): SourceInput {
+function input(
+  name: string,
+  properties: Record<string, unknown>,
+  credentialOverride: string | null = null,
+): SourceInput {
   return {
     urn: `urn:li:dataset:(urn:li:dataPlatform:s3,${name},PROD)`,
     platform: 's3',
@@ -74,7 +85,9 @@ for (const format of FORMATS) {
   runSourceContract(`s3 ${format}`, async (_t, rows) => {
     const peer = await s3();
     const bucket = await bucketWith(peer, 'contract', rows);
-    return s3Sources(() => undefined).create(input(`${bucket}/contract.${format}`, { endpoint: peer.endpoint }, credentials(peer)));
+    return s3Sources(() => undefined).create(
+      input(`${bucket}/contract.${format}`, { endpoint: peer.endpoint }, credentials(peer)),
+    );
   });
 }
 
@@ -82,7 +95,11 @@ runSourceContract('s3 prefix of Parquet parts', async (_t, rows) => {
   const peer = await s3();
   const part = (from: number, to: number) => {
     const slice = rows.slice(from, to);
-    const columnData = ['id', 'grp', 'val'].map((name) => ({ name, data: slice.map((r) => r[name] as string), type: 'STRING' as const }));
+    const columnData = ['id', 'grp', 'val'].map((name) => ({
+      name,
+      data: slice.map((r) => r[name] as string),
+      type: 'STRING' as const,
+    }));
     return new Uint8Array(parquetWriteBuffer({ columnData, rowGroupSize: 9 }));
   };
   const bucket = await bucketWith(peer, 'unused', rows.slice(0, 1), {
@@ -100,15 +117,29 @@ test('s3 through the gateway: a catalog secret signs; credential_override and fo
   const bucket = await bucketWith(peer, 'sales', rows);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = (await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 's3-keys', value: credentials(peer) } })).json;
-  const urn = await createDataset(gw, admin, { name: `${bucket}/sales.parquet`, platform: 's3', properties: { endpoint: peer.endpoint, secret_urn: secret } });
+  const secret = (
+    await gw.request('POST', '/api/catalog/secrets/', {
+      token: admin,
+      json: { name: 's3-keys', value: credentials(peer) },
+    })
+  ).json;
+  const urn = await createDataset(gw, admin, {
+    name: `${bucket}/sales.parquet`,
+    platform: 's3',
+    properties: { endpoint: peer.endpoint, secret_urn: secret },
+  });
   const alice = await gw.userToken('alice');
   grantViewer(gw, urn, alice.id);
   const job = await createJob(gw, alice.token, { dataset_urn: urn, transport: 'sse', batch_size: 250 });
   assert.deepEqual(job.dataset.path, `s3://${bucket}/sales.parquet`);
   assert.equal(job.dataset.format, 'parquet');
   assert.deepEqual(sseRows(await readSse(gw, job.job_id, alice.token)), rows);
-  const filtered = await createJob(gw, alice.token, { dataset_urn: urn, filters: { region: 'east' }, columns: ['id'], limit_rows: 3 });
+  const filtered = await createJob(gw, alice.token, {
+    dataset_urn: urn,
+    filters: { region: 'east' },
+    columns: ['id'],
+    limit_rows: 3,
+  });
   assert.deepEqual(
     filtered.inline.data,
     rows
@@ -119,8 +150,17 @@ test('s3 through the gateway: a catalog secret signs; credential_override and fo
 
   const bare = await createDataset(gw, admin, { name: `${bucket}/sales.data`, platform: 's3', properties: {} });
   grantViewer(gw, bare, alice.id);
-  const override = JSON.stringify({ ...JSON.parse(credentials(peer)), endpoint_url: peer.endpoint, region: 'eu-west-1' });
-  const viaOverride = await createJob(gw, alice.token, { dataset_urn: bare, credential_override: override, format_hint: 'csv', limit_rows: 5 });
+  const override = JSON.stringify({
+    ...JSON.parse(credentials(peer)),
+    endpoint_url: peer.endpoint,
+    region: 'eu-west-1',
+  });
+  const viaOverride = await createJob(gw, alice.token, {
+    dataset_urn: bare,
+    credential_override: override,
+    format_hint: 'csv',
+    limit_rows: 5,
+  });
   assert.deepEqual(viaOverride.inline.data, rows.slice(0, 5));
 
   const refusals: [Record<string, unknown>, number, string][] = [
@@ -146,7 +186,10 @@ test('s3 through the gateway: a catalog secret signs; credential_override and fo
 });
 
 /** A loopback TCP proxy in front of moto that counts the bytes moto sends back. */
-async function countingProxy(t: { after(fn: () => unknown): void }, target: string): Promise<{ endpoint: string; received: () => number }> {
+async function countingProxy(
+  t: { after(fn: () => unknown): void },
+  target: string,
+): Promise<{ endpoint: string; received: () => number }> {
   const { hostname, port } = new URL(target);
   let received = 0;
   const sockets = new Set<Socket>();
@@ -183,9 +226,18 @@ test('s3 Parquet is read by range requests: one column of a wide file moves a fr
   const body = new Uint8Array(parquetWriteBuffer({ columnData: [id, ...wide], rowGroupSize: 5000 }));
   const bucket = await bucketWith(peer, 'unused', [{ a: '1' }], { 'wide.parquet': body });
   const proxy = await countingProxy(t, peer.endpoint);
-  const source = s3Sources(() => undefined).create(input(`${bucket}/wide.parquet`, { endpoint: proxy.endpoint }, credentials(peer)));
+  const source = s3Sources(() => undefined).create(
+    input(`${bucket}/wide.parquet`, { endpoint: proxy.endpoint }, credentials(peer)),
+  );
   const ids: unknown[] = [];
-  const request = { columns: ['id'], filters: {}, offset: 12_000, limit: null, batchSize: 1000, signal: new AbortController().signal };
+  const request = {
+    columns: ['id'],
+    filters: {},
+    offset: 12_000,
+    limit: null,
+    batchSize: 1000,
+    signal: new AbortController().signal,
+  };
   for await (const batch of (await source).read(request)) ids.push(...batch.map((r) => r.id));
   assert.deepEqual(
     ids,
@@ -196,17 +248,34 @@ test('s3 Parquet is read by range requests: one column of a wide file moves a fr
 
 test('s3 stopped mid-stream: an error event, the job FAILED with source_unavailable, no hang', async (t) => {
   const peer = await startS3(t);
-  const rows = Array.from({ length: 200_000 }, (_, i) => ({ id: `r${i}`, region: 'north', amount: String(i), note: 'y'.repeat(40) }));
+  const rows = Array.from({ length: 200_000 }, (_, i) => ({
+    id: `r${i}`,
+    region: 'north',
+    amount: String(i),
+    note: 'y'.repeat(40),
+  }));
   const csv = `id,region,amount,note\n${rows.map((r) => `${r.id},${r.region},${r.amount},${r.note}`).join('\n')}\n`;
   const bucket = await bucketWith(peer, 'unused', [{ a: '1' }], { 'big.csv': csv });
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const urn = await createDataset(gw, admin, { name: `${bucket}/big.csv`, platform: 's3', properties: { endpoint: peer.endpoint } });
-  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'sse', batch_size: 500, credential_override: credentials(peer) });
+  const urn = await createDataset(gw, admin, {
+    name: `${bucket}/big.csv`,
+    platform: 's3',
+    properties: { endpoint: peer.endpoint },
+  });
+  const job = await createJob(gw, admin, {
+    dataset_urn: urn,
+    transport: 'sse',
+    batch_size: 500,
+    credential_override: credentials(peer),
+  });
   const outcome = await streamThroughOutage(gw, admin, job.job_id, () => peer.stop());
   assert.ok(outcome.rows < rows.length, `stopped after ${outcome.rows} rows`);
   assert.equal(outcome.last.event, 'error');
   assert.equal(outcome.last.data.reason, 'source_unavailable');
   assert.match(String(outcome.last.data.message), /object storage/);
-  assert.deepEqual({ status: outcome.job.status, error: outcome.job.error }, { status: 'FAILED', error: 'source_unavailable' });
+  assert.deepEqual(
+    { status: outcome.job.status, error: outcome.job.error },
+    { status: 'FAILED', error: 'source_unavailable' },
+  );
 });

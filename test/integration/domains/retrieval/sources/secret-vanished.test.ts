@@ -19,7 +19,10 @@ import { startTestGateway } from '../../../../helpers/gateway.ts';
 test('a secret deleted after the use check stays 409 secret_unavailable in every connector, naming the URN only', async (t) => {
   const gw = await startTestGateway(t);
   const bob = await gw.userToken('bob');
-  const secret = await gw.request('POST', '/api/catalog/secrets/', { token: bob.token, json: { name: 'gone-soon', value: '{"user":"u","password":"p"}' } });
+  const secret = await gw.request('POST', '/api/catalog/secrets/', {
+    token: bob.token,
+    json: { name: 'gone-soon', value: '{"user":"u","password":"p"}' },
+  });
   const urn = secret.json as string;
   const properties = {
     host: '127.0.0.1',

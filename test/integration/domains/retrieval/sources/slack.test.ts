@@ -20,7 +20,9 @@ const TOKEN = 'xoxb-meshgate-test-token-7f3a';
 const T0 = 1_700_000_000;
 
 runSourceContract('slack', async (t, rows) => {
-  const api = await startSlackApi(t, TOKEN, [{ id: 'C0CONTRACT', name: 'contract', messages: rows.map((r) => ({ ...r })) }]);
+  const api = await startSlackApi(t, TOKEN, [
+    { id: 'C0CONTRACT', name: 'contract', messages: rows.map((r) => ({ ...r })) },
+  ]);
   return slackSources(() => undefined).create({
     urn: 'urn:li:dataset:(urn:li:dataPlatform:slack,contract,PROD)',
     platform: 'slack',
@@ -35,7 +37,12 @@ runSourceContract('slack', async (t, rows) => {
 
 /** `count` messages, newest first; every 100th starts a thread of three replies. */
 function history(count: number): { messages: SlackMessage[]; threads: Record<string, SlackMessage[]> } {
-  const oldestFirst = Array.from({ length: count }, (_, i) => ({ type: 'message', user: `U${i % 5}`, text: `m${i}`, ts: `${T0 + i * 60}.000100` }));
+  const oldestFirst = Array.from({ length: count }, (_, i) => ({
+    type: 'message',
+    user: `U${i % 5}`,
+    text: `m${i}`,
+    ts: `${T0 + i * 60}.000100`,
+  }));
   const threads: Record<string, SlackMessage[]> = {};
   for (const parent of oldestFirst.filter((_, i) => i % 100 === 0)) {
     Object.assign(parent, { thread_ts: parent.ts, reply_count: 3 });
@@ -59,10 +66,17 @@ test('slack through the gateway: names, cursors, replies, window, max_messages, 
   ]);
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const secret = (await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'slack-token', value: TOKEN } })).json;
-  const urn = await createDataset(gw, admin, { name: 'workspace', platform: 'slack', properties: { api_url: api.url, secret_urn: secret } });
+  const secret = (
+    await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'slack-token', value: TOKEN } })
+  ).json;
+  const urn = await createDataset(gw, admin, {
+    name: 'workspace',
+    platform: 'slack',
+    properties: { api_url: api.url, secret_urn: secret },
+  });
   const read = async (options: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    (await createJob(gw, admin, { dataset_urn: urn, options, format_hint: 'json', ...extra })).inline.data as SlackMessage[];
+    (await createJob(gw, admin, { dataset_urn: urn, options, format_hint: 'json', ...extra })).inline
+      .data as SlackMessage[];
 
   const all = await read({ channels: ['#general', 'C0RANDOM'] });
   assert.deepEqual(all, [...general.messages, { type: 'message', user: 'U1', text: 'hello', ts: `${T0}.000300` }]);
@@ -86,7 +100,10 @@ test('slack through the gateway: names, cursors, replies, window, max_messages, 
     Array.from({ length: 10 }, (_, i) => `m${409 - i}`),
   );
   assert.equal((await read({ channels: ['general'], max_messages: 7 })).length, 7);
-  assert.deepEqual(await read({ channels: ['general'] }, { filters: { user: 'U3' }, columns: ['text'], limit_rows: 2 }), [{ text: 'm448' }, { text: 'm443' }]);
+  assert.deepEqual(
+    await read({ channels: ['general'] }, { filters: { user: 'U3' }, columns: ['text'], limit_rows: 2 }),
+    [{ text: 'm448' }, { text: 'm443' }],
+  );
 
   api.rateLimitNext(1, 1);
   const before = api.calls.length;
@@ -119,10 +136,19 @@ test('slack server gone mid-stream: an error event, the job FAILED with source_u
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const urn = await createDataset(gw, admin, { name: 'big', platform: 'slack', properties: { api_url: api.url } });
-  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'sse', batch_size: 50, options: { channels: ['C0BIG'] }, credential_override: TOKEN });
+  const job = await createJob(gw, admin, {
+    dataset_urn: urn,
+    transport: 'sse',
+    batch_size: 50,
+    options: { channels: ['C0BIG'] },
+    credential_override: TOKEN,
+  });
   const outcome = await streamThroughOutage(gw, admin, job.job_id, () => api.stop());
   assert.ok(outcome.rows < 6000, `stopped after ${outcome.rows} rows`);
   assert.equal(outcome.last.event, 'error');
   assert.equal(outcome.last.data.reason, 'source_unavailable');
-  assert.deepEqual({ status: outcome.job.status, error: outcome.job.error }, { status: 'FAILED', error: 'source_unavailable' });
+  assert.deepEqual(
+    { status: outcome.job.status, error: outcome.job.error },
+    { status: 'FAILED', error: 'source_unavailable' },
+  );
 });

@@ -73,14 +73,19 @@ test('Postgres over Flight: typed columns, identical through the COPY→Arrow pa
   const gated = await createDataset(gw, admin, {
     name: 'typed_gated',
     platform: 'postgres',
-    properties: { ...properties, gate: { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } } },
+    properties: {
+      ...properties,
+      gate: { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } },
+    },
   });
   const reader = await gw.userToken('reader', { attributes: { clearance: 'U' } });
   for (const urn of [plain, gated]) grantViewer(gw, urn, reader.id);
   const flight = await startFlightClient(t, gw.gateway.caPem);
   const results = [];
   for (const urn of [plain, gated]) {
-    const got = await flight.get(flightGet(await createJob(gw, reader.token, { dataset_urn: urn, transport: 'grpc', batch_size: 1000 })));
+    const got = await flight.get(
+      flightGet(await createJob(gw, reader.token, { dataset_urn: urn, transport: 'grpc', batch_size: 1000 })),
+    );
     assert.equal(got.error, undefined, JSON.stringify(got.error));
     assert.deepEqual(got.schema, SCHEMA, urn);
     assert.equal(got.rows, 2500);
@@ -91,8 +96,18 @@ test('Postgres over Flight: typed columns, identical through the COPY→Arrow pa
   // pyarrow gives int64 past 2^53 exactly; JSON carries it as digits only when it is a string: compare as text.
   const normal = (row: any) => ({ ...row, i8: row.i8 === null ? null : String(row.i8) });
   assert.deepEqual(normal(fast.data[0]), ROW1);
-  assert.deepEqual(normal(fast.data[1]), { ...Object.fromEntries(SCHEMA.map(([k]) => [k, null])), id: 2, classification: 'U' });
-  assert.deepEqual(fast.data[2499], { ...Object.fromEntries(SCHEMA.map(([k]) => [k, null])), id: 2500, classification: 'U', i8: -2500, note: 'n2500' });
+  assert.deepEqual(normal(fast.data[1]), {
+    ...Object.fromEntries(SCHEMA.map(([k]) => [k, null])),
+    id: 2,
+    classification: 'U',
+  });
+  assert.deepEqual(fast.data[2499], {
+    ...Object.fromEntries(SCHEMA.map(([k]) => [k, null])),
+    id: 2500,
+    classification: 'U',
+    i8: -2500,
+    note: 'n2500',
+  });
   // The row path parses JSON numbers: an int8 past 2^53 and a long numeric are the nearest double there (as on SSE and gRPC).
   assert.deepEqual(rows.data.slice(1), fast.data.slice(1));
   assert.deepEqual({ ...rows.data[0], i8: null, num: null }, { ...fast.data[0], i8: null, num: null });

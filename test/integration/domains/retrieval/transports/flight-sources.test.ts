@@ -75,15 +75,23 @@ test('S3 over Flight: Parquet columns keep their types, JSON lines are typed fro
     'rows.jsonl': `${jsonl.map((r) => JSON.stringify(r)).join('\n')}\n`,
     'rows.csv': 'id,name\n1,a\n2,\n',
   };
-  for (const [Key, Body] of Object.entries(objects)) await client.send(new PutObjectCommand({ Bucket: 'typed', Key, Body }));
+  for (const [Key, Body] of Object.entries(objects))
+    await client.send(new PutObjectCommand({ Bucket: 'typed', Key, Body }));
   const secret = (
     await gw.request('POST', '/api/catalog/secrets/', {
       token: admin,
-      json: { name: 's3', value: JSON.stringify({ aws_access_key_id: s3.accessKeyId, aws_secret_access_key: s3.secretAccessKey }) },
+      json: {
+        name: 's3',
+        value: JSON.stringify({ aws_access_key_id: s3.accessKeyId, aws_secret_access_key: s3.secretAccessKey }),
+      },
     })
   ).json;
   const read = async (key: string) => {
-    const urn = await createDataset(gw, admin, { name: `typed/${key}`, platform: 's3', properties: { endpoint: s3.endpoint, secret_urn: secret } });
+    const urn = await createDataset(gw, admin, {
+      name: `typed/${key}`,
+      platform: 's3',
+      properties: { endpoint: s3.endpoint, secret_urn: secret },
+    });
     return readAll(gw, admin, flight, { dataset_urn: urn });
   };
 
@@ -98,7 +106,15 @@ test('S3 over Flight: Parquet columns keep their types, JSON lines are typed fro
     ['at', 'timestamp[us, tz=UTC]'],
   ]);
   assert.deepEqual(pq.data, [
-    { i32: 1, i64: '9007199254740993', f64: 0.5, f32: 1.5, ok: true, s: 'ü "q"', at: '2024-01-02T03:04:05.123000+00:00' },
+    {
+      i32: 1,
+      i64: '9007199254740993',
+      f64: 0.5,
+      f32: 1.5,
+      ok: true,
+      s: 'ü "q"',
+      at: '2024-01-02T03:04:05.123000+00:00',
+    },
     { i32: null, i64: null, f64: null, f32: null, ok: null, s: null, at: null },
     { i32: -2147483648, i64: -5, f64: -1e300, f32: -0.25, ok: false, s: '', at: '1969-12-31T23:59:59.999000+00:00' },
   ]);
@@ -148,7 +164,11 @@ test('Hive over Flight: every declared Hive type, arrays and structs included, i
       ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' COLLECTION ITEMS TERMINATED BY '|' NULL DEFINED AS ''
       STORED AS TEXTFILE LOCATION 'file://${dir}'`,
   );
-  const urn = await createDataset(gw, admin, { name: 'default.typed', platform: 'hive', properties: { host: hive.host, port: hive.port } });
+  const urn = await createDataset(gw, admin, {
+    name: 'default.typed',
+    platform: 'hive',
+    properties: { host: hive.host, port: hive.port },
+  });
   const got = await readAll(gw, admin, flight, { dataset_urn: urn });
   assert.deepEqual(got.schema, [
     ['id', 'int32'],
@@ -206,7 +226,12 @@ test('Kafka over Flight: JSON message fields typed from their values, metadata c
   const { gw, admin, flight } = await gatewayWithFlight(t);
   const bootstrapBrokers = [kafka.bootstrapServers];
   const admin_ = new Admin({ clientId: 'flight-test-admin', bootstrapBrokers });
-  const producer = new Producer({ clientId: 'flight-test', bootstrapBrokers, serializers: stringSerializers, idempotent: true });
+  const producer = new Producer({
+    clientId: 'flight-test',
+    bootstrapBrokers,
+    serializers: stringSerializers,
+    idempotent: true,
+  });
   const messages = Array.from({ length: 2500 }, (_, i) => ({
     id: i,
     name: `n${i}`,
@@ -217,13 +242,23 @@ test('Kafka over Flight: JSON message fields typed from their values, metadata c
   }));
   try {
     await admin_.createTopics({ topics: ['typed'], partitions: 1, replicas: 1 });
-    await producer.send({ messages: messages.map((m, i) => ({ topic: 'typed', partition: 0, key: `k${i}`, value: JSON.stringify(m) })) });
+    await producer.send({
+      messages: messages.map((m, i) => ({ topic: 'typed', partition: 0, key: `k${i}`, value: JSON.stringify(m) })),
+    });
   } finally {
     await producer.close();
     await admin_.close();
   }
-  const urn = await createDataset(gw, admin, { name: 'typed', platform: 'kafka', properties: { bootstrap_servers: kafka.bootstrapServers } });
-  const got = await readAll(gw, admin, flight, { dataset_urn: urn, batch_size: 1000, options: { include_metadata: true } });
+  const urn = await createDataset(gw, admin, {
+    name: 'typed',
+    platform: 'kafka',
+    properties: { bootstrap_servers: kafka.bootstrapServers },
+  });
+  const got = await readAll(gw, admin, flight, {
+    dataset_urn: urn,
+    batch_size: 1000,
+    options: { include_metadata: true },
+  });
   assert.equal(got.batches, 3);
   assert.deepEqual(got.schema, [
     ['_topic', 'string'],
@@ -241,8 +276,15 @@ test('Kafka over Flight: JSON message fields typed from their values, metadata c
   assert.equal(got.data.length, messages.length);
   for (const [i, row] of got.data.entries()) {
     const { _timestamp, ...rest } = row;
-    assert.deepEqual(rest, { ...messages[i], _topic: 'typed', _partition: 0, _offset: i, _key: `k${i}` }, `message ${i}`);
-    assert.ok(Math.abs(Date.parse(_timestamp as string) - Date.now()) < 600_000, `message ${i} timestamp ${_timestamp}`);
+    assert.deepEqual(
+      rest,
+      { ...messages[i], _topic: 'typed', _partition: 0, _offset: i, _key: `k${i}` },
+      `message ${i}`,
+    );
+    assert.ok(
+      Math.abs(Date.parse(_timestamp as string) - Date.now()) < 600_000,
+      `message ${i} timestamp ${_timestamp}`,
+    );
   }
 });
 
@@ -259,8 +301,17 @@ test('Slack over Flight: message fields typed from the first batch, nested react
   }));
   const api = await startSlackApi(t, token, [{ id: 'C0FLIGHT', name: 'flight', messages }]);
   const { gw, admin, flight } = await gatewayWithFlight(t);
-  const urn = await createDataset(gw, admin, { name: 'workspace', platform: 'slack', properties: { api_url: api.url } });
-  const got = await readAll(gw, admin, flight, { dataset_urn: urn, batch_size: 500, options: { channels: ['C0FLIGHT'] }, credential_override: token });
+  const urn = await createDataset(gw, admin, {
+    name: 'workspace',
+    platform: 'slack',
+    properties: { api_url: api.url },
+  });
+  const got = await readAll(gw, admin, flight, {
+    dataset_urn: urn,
+    batch_size: 500,
+    options: { channels: ['C0FLIGHT'] },
+    credential_override: token,
+  });
   assert.equal(got.batches, 3);
   assert.deepEqual(got.schema, [
     ['type', 'string'],

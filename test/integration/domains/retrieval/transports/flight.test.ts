@@ -27,10 +27,22 @@ async function world(t: { after(fn: () => unknown): void }, now?: () => Date) {
   const admin = await gw.adminToken();
   const urns = {} as Record<(typeof FORMATS)[number], string>;
   for (const format of FORMATS)
-    urns[format] = await createDataset(gw, admin, { name: `sample-${format}`, platform: 'file', properties: { path: sample[format] } });
-  const gated = await createDataset(gw, admin, { name: 'clearance', platform: 'file', properties: { path: clearance.jsonl } });
+    urns[format] = await createDataset(gw, admin, {
+      name: `sample-${format}`,
+      platform: 'file',
+      properties: { path: sample[format] },
+    });
+  const gated = await createDataset(gw, admin, {
+    name: 'clearance',
+    platform: 'file',
+    properties: { path: clearance.jsonl },
+  });
   const gate = { type: 'platform.gates.clearance.ClearanceGate', config: { classification_field: 'classification' } };
-  assert.equal((await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(gated)}/gate`, { token: admin, json: gate })).status, 200);
+  assert.equal(
+    (await gw.request('PUT', `/api/catalog/datasets/${encodeURIComponent(gated)}/gate`, { token: admin, json: gate }))
+      .status,
+    200,
+  );
   const flight = await startFlightClient(t, gw.gateway.caPem);
   return { gw, admin, urns, gated, rows, flight };
 }
@@ -58,7 +70,11 @@ test('a grpc job advertises Arrow Flight; pyarrow reads every file format: the r
     assert.equal(status.json.status, 'COMPLETED', format);
     assert.equal(status.json.progress.rows_processed, rows.length);
   }
-  const sse = await readSse(gw, (await createJob(gw, admin, { dataset_urn: urns.csv, transport: 'sse' })).job_id, admin);
+  const sse = await readSse(
+    gw,
+    (await createJob(gw, admin, { dataset_urn: urns.csv, transport: 'sse' })).job_id,
+    admin,
+  );
   assert.deepEqual(sseRows(sse), rows);
 });
 
@@ -93,15 +109,31 @@ test('bad tickets and tokens get the Flight status a Flight client expects, and 
   };
   assert.match(await refused('not json'), /^ArrowInvalid: .*flight_ticket_invalid/);
   assert.match(await refused('{"job_id": 5}'), /^ArrowInvalid: .*flight_ticket_invalid/);
-  assert.match(await refused({ job_id: job.job_id, token: `${job.grpc.token}x` }), /^FlightUnauthenticatedError: .*grpc_token_invalid: signature/);
-  assert.match(await refused({ job_id: '00000000-0000-4000-8000-000000000000', token: job.grpc.token }), /^FlightUnauthenticatedError: .*other_job/);
+  assert.match(
+    await refused({ job_id: job.job_id, token: `${job.grpc.token}x` }),
+    /^FlightUnauthenticatedError: .*grpc_token_invalid: signature/,
+  );
+  assert.match(
+    await refused({ job_id: '00000000-0000-4000-8000-000000000000', token: job.grpc.token }),
+    /^FlightUnauthenticatedError: .*other_job/,
+  );
   // A platform.retrieval.v1 token is not a Flight token (it may be re-used; a Flight token may not).
-  const v1 = await createJob(gw, admin, { dataset_urn: urns.csv, transport: 'grpc', grpc_protocol: 'platform.retrieval.v1' });
+  const v1 = await createJob(gw, admin, {
+    dataset_urn: urns.csv,
+    transport: 'grpc',
+    grpc_protocol: 'platform.retrieval.v1',
+  });
   assert.equal(v1.grpc.protocol, 'platform.retrieval.v1');
-  assert.match(await refused({ job_id: v1.job_id, token: v1.grpc.token }), /^FlightUnauthenticatedError: .*other_protocol/);
+  assert.match(
+    await refused({ job_id: v1.job_id, token: v1.grpc.token }),
+    /^FlightUnauthenticatedError: .*other_protocol/,
+  );
   // Single use: the first DoGet claims the token, a replay is refused.
   assert.equal((await flight.get(flightGet(job))).error, undefined);
-  assert.match(await refused({ job_id: job.job_id, token: job.grpc.token }), /^FlightUnauthenticatedError: .*already_used/);
+  assert.match(
+    await refused({ job_id: job.job_id, token: job.grpc.token }),
+    /^FlightUnauthenticatedError: .*already_used/,
+  );
   // Another user's token for a job they own does not open this job.
   const mallory = await gw.userToken('mallory');
   assert.equal((await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: mallory.token })).status, 404);

@@ -25,7 +25,12 @@ test('admin pairs two gateways from their cards; both cards read PAIRED and diag
   const [a, b] = [await startPeer(t, 'fed-a'), await startPeer(t, 'fed-b')];
   const psk = newPsk();
   await createRecord(b, { remote_cluster_name: 'fed-a', role: 'receiver', preshared_key: psk });
-  await createRecord(a, { remote_cluster_name: 'fed-b', role: 'initiator', remote_ips: [routeTo(b)], preshared_key: psk });
+  await createRecord(a, {
+    remote_cluster_name: 'fed-b',
+    role: 'initiator',
+    remote_ips: [routeTo(b)],
+    preshared_key: psk,
+  });
   const browser = await launchBrowser(t, [a, b]);
   const onA = (await signIn(browser, a, 'admin', ADMIN_PASSWORD)).page;
   const onB = (await signIn(browser, b, 'admin', ADMIN_PASSWORD)).page;
@@ -45,7 +50,9 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   const gw = await startTestGateway(t);
   const app = await startAppServer(t);
   await deploy(gw, { kind: 'app', name: 'notes', upstream: app.url });
-  const job = await submit(gw, await gw.adminToken(), { entrypoint: `echo console-log-line; echo '${MARKER}{"ok":1}'` });
+  const job = await submit(gw, await gw.adminToken(), {
+    entrypoint: `echo console-log-line; echo '${MARKER}{"ok":1}'`,
+  });
   assert.equal(job.status, 201, job.text);
   await waitFor(gw, await gw.adminToken(), job.json.id);
   const browser = await launchBrowser(t, [gw]);
@@ -54,7 +61,10 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   await page.getByRole('table', { name: 'Deployments' }).getByText('notes').waitFor();
   await page.getByRole('region', { name: 'Traffic' }).waitFor();
   await shoot(page, 'deployments');
-  const [opened] = await Promise.all([page.waitForEvent('load'), page.getByRole('link', { name: /\/runtime\/apps\// }).click()]);
+  const [opened] = await Promise.all([
+    page.waitForEvent('load'),
+    page.getByRole('link', { name: /\/runtime\/apps\// }).click(),
+  ]);
   assert.ok(opened);
   await page.getByRole('link', { name: 'dashboard' }).waitFor();
   await page.goBack();
@@ -68,7 +78,10 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   await page.getByLabel('tools prefix').fill('tools-without-slash');
   await page.getByRole('button', { name: 'Validate and apply' }).click();
   await page.getByText('Not applied').waitFor();
-  assert.equal((await gw.request('GET', '/api/config/routing', { token: await gw.adminToken() })).json.service_prefixes.tools, '/runtime/tools');
+  assert.equal(
+    (await gw.request('GET', '/api/config/routing', { token: await gw.adminToken() })).json.service_prefixes.tools,
+    '/runtime/tools',
+  );
   await page.getByLabel('tools prefix').fill('/runtime/toolbox');
   await page.getByRole('button', { name: 'Validate and apply' }).click();
   const smoke = page.getByRole('table', { name: 'Smoke checks' });
@@ -77,7 +90,10 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
     .getByRole('row', { name: /api_ping/ })
     .getByText('pass')
     .waitFor();
-  assert.equal((await gw.request('GET', '/api/config/routing', { token: await gw.adminToken() })).json.service_prefixes.tools, '/runtime/toolbox');
+  assert.equal(
+    (await gw.request('GET', '/api/config/routing', { token: await gw.adminToken() })).json.service_prefixes.tools,
+    '/runtime/toolbox',
+  );
   await shoot(page, 'routing');
 
   for (const [link, name] of [

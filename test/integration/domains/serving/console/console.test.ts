@@ -40,7 +40,10 @@ test('the shell: strict CSP, no inline script or style, hashed immutable assets 
   assert.ok(total <= BUDGET_BYTES, `first load ${total} B > ${BUDGET_BYTES} B`);
   const missing = await gw.request('GET', '/console/assets/console-0000000000000000.js');
   assert.equal(missing.status, 404);
-  assert.equal((await gw.request('GET', '/console/', { headers: { accept: 'text/html' } })).headers['content-security-policy'], csp);
+  assert.equal(
+    (await gw.request('GET', '/console/', { headers: { accept: 'text/html' } })).headers['content-security-policy'],
+    csp,
+  );
 });
 
 test('with a frontend upstream on /, the console lives under /console/ and everything else is proxied', async (t) => {
@@ -63,23 +66,65 @@ test('the session cookie authenticates the API only from the gateway origin', as
   const origin = gw.url;
   const cases: [string, string, string, Record<string, string>, number, string?][] = [
     ['same-origin fetch GET', 'GET', '/api/whoami', { 'sec-fetch-site': 'same-origin' }, 200],
-    ['same-origin POST with Origin', 'POST', '/api/config/routing/validate', { origin, 'content-type': 'application/json' }, 200],
+    [
+      'same-origin POST with Origin',
+      'POST',
+      '/api/config/routing/validate',
+      { origin, 'content-type': 'application/json' },
+      200,
+    ],
     ['no proof at all', 'GET', '/api/whoami', {}, 403, 'cross_origin_session'],
-    ['cross-site link (Lax sends the cookie)', 'GET', '/api/cluster/federations', { 'sec-fetch-site': 'cross-site' }, 403, 'cross_origin_session'],
+    [
+      'cross-site link (Lax sends the cookie)',
+      'GET',
+      '/api/cluster/federations',
+      { 'sec-fetch-site': 'cross-site' },
+      403,
+      'cross_origin_session',
+    ],
     ['same-site sibling origin', 'GET', '/api/whoami', { 'sec-fetch-site': 'same-site' }, 403, 'cross_origin_session'],
-    ['foreign Origin on a POST', 'POST', '/api/config/routing/validate', { origin: 'https://evil.invalid' }, 403, 'cross_origin_session'],
-    ['same-origin metadata on a POST without Origin', 'POST', '/api/config/routing/validate', { 'sec-fetch-site': 'same-origin' }, 403, 'cross_origin_session'],
-    ['Origin "null" (sandboxed frame)', 'POST', '/api/config/routing/validate', { origin: 'null' }, 403, 'cross_origin_session'],
+    [
+      'foreign Origin on a POST',
+      'POST',
+      '/api/config/routing/validate',
+      { origin: 'https://evil.invalid' },
+      403,
+      'cross_origin_session',
+    ],
+    [
+      'same-origin metadata on a POST without Origin',
+      'POST',
+      '/api/config/routing/validate',
+      { 'sec-fetch-site': 'same-origin' },
+      403,
+      'cross_origin_session',
+    ],
+    [
+      'Origin "null" (sandboxed frame)',
+      'POST',
+      '/api/config/routing/validate',
+      { origin: 'null' },
+      403,
+      'cross_origin_session',
+    ],
   ];
   for (const [name, method, path, headers, status, reason] of cases) {
-    const res = await gw.request(method, path, { headers: { cookie, ...headers }, ...(method === 'POST' ? { json: {} } : {}) });
+    const res = await gw.request(method, path, {
+      headers: { cookie, ...headers },
+      ...(method === 'POST' ? { json: {} } : {}),
+    });
     assert.equal(res.status, status, `${name}: ${res.text}`);
     if (reason) assert.equal(res.json.detail.reason, reason, name);
   }
-  const stale = await gw.request('GET', '/api/whoami', { headers: { cookie: `${SESSION_COOKIE}=not-a-token`, 'sec-fetch-site': 'same-origin' } });
+  const stale = await gw.request('GET', '/api/whoami', {
+    headers: { cookie: `${SESSION_COOKIE}=not-a-token`, 'sec-fetch-site': 'same-origin' },
+  });
   assert.equal(stale.status, 401);
   // A bearer is unaffected by a foreign cookie-less Origin: the defence is about the cookie only.
-  const bearer = await gw.request('GET', '/api/whoami', { token: await gw.adminToken(), headers: { origin: 'https://evil.invalid' } });
+  const bearer = await gw.request('GET', '/api/whoami', {
+    token: await gw.adminToken(),
+    headers: { origin: 'https://evil.invalid' },
+  });
   assert.equal(bearer.status, 200);
   assert.ok(!gw.logs.join('').includes((await gw.adminToken()).slice(-20)), 'the token is never logged');
 });
@@ -87,11 +132,17 @@ test('the session cookie authenticates the API only from the gateway origin', as
 test('routing validate is a dry run; smoke runs the CLI checks for administrators only', async (t) => {
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
-  const bad = await gw.request('POST', '/api/config/routing/validate', { token: admin, json: { service_prefixes: { tools: 'no-slash' } } });
+  const bad = await gw.request('POST', '/api/config/routing/validate', {
+    token: admin,
+    json: { service_prefixes: { tools: 'no-slash' } },
+  });
   assert.equal(bad.status, 200);
   assert.equal(bad.json.valid, false);
   assert.ok(bad.json.problems.length > 0);
-  assert.equal((await gw.request('GET', '/api/config/routing', { token: admin })).json.service_prefixes.tools, '/runtime/tools');
+  assert.equal(
+    (await gw.request('GET', '/api/config/routing', { token: admin })).json.service_prefixes.tools,
+    '/runtime/tools',
+  );
   const user = await gw.userToken('plain');
   assert.equal((await gw.request('POST', '/api/config/routing/validate', { token: user.token, json: {} })).status, 403);
   assert.equal((await gw.request('POST', '/api/serving/smoke', { token: user.token })).status, 403);

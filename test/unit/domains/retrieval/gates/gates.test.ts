@@ -13,10 +13,28 @@ const broken: { desc: string; gate: RecordGate['filterRecords'] }[] = [
     desc: 'included_count differs from len(records)',
     gate: (r) => ({ records: r.slice(0, 1), audit: [], included_count: 2, redacted_count: 1, total_count: 3 }),
   },
-  { desc: 'counts do not add up', gate: (r) => ({ records: r.slice(0, 1), audit: [], included_count: 1, redacted_count: 1, total_count: 3 }) },
-  { desc: 'total differs from the input', gate: (r) => ({ records: r.slice(0, 1), audit: [], included_count: 1, redacted_count: 1, total_count: 2 }) },
-  { desc: 'non-integer counts', gate: (r) => ({ records: r.slice(0, 1), audit: [], included_count: 1, redacted_count: 1.5, total_count: 3 }) },
-  { desc: 'a fabricated record', gate: () => ({ records: [{ c: 'TS', leak: true }], audit: [], included_count: 1, redacted_count: 2, total_count: 3 }) },
+  {
+    desc: 'counts do not add up',
+    gate: (r) => ({ records: r.slice(0, 1), audit: [], included_count: 1, redacted_count: 1, total_count: 3 }),
+  },
+  {
+    desc: 'total differs from the input',
+    gate: (r) => ({ records: r.slice(0, 1), audit: [], included_count: 1, redacted_count: 1, total_count: 2 }),
+  },
+  {
+    desc: 'non-integer counts',
+    gate: (r) => ({ records: r.slice(0, 1), audit: [], included_count: 1, redacted_count: 1.5, total_count: 3 }),
+  },
+  {
+    desc: 'a fabricated record',
+    gate: () => ({
+      records: [{ c: 'TS', leak: true }],
+      audit: [],
+      included_count: 1,
+      redacted_count: 2,
+      total_count: 3,
+    }),
+  },
   {
     desc: 'the gate throws',
     gate: () => {
@@ -42,7 +60,13 @@ test('the clearance gate ranks U < S < TS, floors unknown callers to U, withhold
     [
       { clearance: 'U' },
       [0],
-      ['clearance_sufficient', 'clearance_insufficient', 'clearance_insufficient', 'classification_unrecognized', 'classification_unrecognized'],
+      [
+        'clearance_sufficient',
+        'clearance_insufficient',
+        'clearance_insufficient',
+        'classification_unrecognized',
+        'classification_unrecognized',
+      ],
     ],
     [{ clearance: 'S' }, [0, 1], []],
     [{ clearance: 'TS' }, [0, 1, 2], []],

@@ -36,7 +36,18 @@ const COPY = [
   .join('');
 
 const EXPECTED = [
-  { i4: 1, i2: -7, i8: 9007199254740993n, f8: 1.5, b: true, t: 'plain', d: Date.UTC(2024, 1, 29), ts: 1704164645123.456, j: '{"a":1}', e: 'happy' },
+  {
+    i4: 1,
+    i2: -7,
+    i8: 9007199254740993n,
+    f8: 1.5,
+    b: true,
+    t: 'plain',
+    d: Date.UTC(2024, 1, 29),
+    ts: 1704164645123.456,
+    j: '{"a":1}',
+    e: 'happy',
+  },
   {
     i4: -2147483648,
     i2: 32767,
@@ -50,7 +61,18 @@ const EXPECTED = [
     e: 'back \\ slash',
   },
   { i4: null, i2: null, i8: null, f8: null, b: null, t: null, d: null, ts: null, j: null, e: null },
-  { i4: 0, i2: 0, i8: 0n, f8: Number.NaN, b: true, t: '', d: Date.parse('0001-01-01T00:00:00Z'), ts: null, j: '[1,2]', e: '{"x":1}' },
+  {
+    i4: 0,
+    i2: 0,
+    i8: 0n,
+    f8: Number.NaN,
+    b: true,
+    t: '',
+    d: Date.parse('0001-01-01T00:00:00Z'),
+    ts: null,
+    j: '[1,2]',
+    e: '{"x":1}',
+  },
 ];
 
 /** The Arrow IPC stream format around the converter's messages (Arrow columnar format, "IPC Streaming Format"). */

@@ -8,7 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type CopyColumn, CopyJsonConverter, copyBatches, MAX_ROW_BYTES } from '../../../../../domains/retrieval/sources/pg-copy.ts';
+import {
+  type CopyColumn,
+  CopyJsonConverter,
+  copyBatches,
+  MAX_ROW_BYTES,
+} from '../../../../../domains/retrieval/sources/pg-copy.ts';
 import type { JsonRows } from '../../../../../domains/retrieval/sources/types.ts';
 
 const COLUMNS: CopyColumn[] = [
@@ -23,11 +28,21 @@ const ROWS = [
   { id: 5, 'note "q"': '' },
 ];
 
-const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v' };
+const COPY_ESCAPES: Record<string, string> = {
+  '\\': '\\\\',
+  '\b': '\\b',
+  '\f': '\\f',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\v': '\\v',
+};
 
 /** A value as COPY text format writes it. */
-const copyField = (value: unknown) => (value === null ? '\\N' : String(value).replace(/[\\\b\f\n\r\t\v]/g, (c) => COPY_ESCAPES[c] as string));
-const copyText = (rows: Record<string, unknown>[]) => rows.map((r) => `${Object.values(r).map(copyField).join('\t')}\n`).join('');
+const copyField = (value: unknown) =>
+  value === null ? '\\N' : String(value).replace(/[\\\b\f\n\r\t\v]/g, (c) => COPY_ESCAPES[c] as string);
+const copyText = (rows: Record<string, unknown>[]) =>
+  rows.map((r) => `${Object.values(r).map(copyField).join('\t')}\n`).join('');
 
 async function* split(bytes: Buffer, at: number[]): AsyncGenerator<Buffer> {
   let start = 0;
@@ -49,7 +64,12 @@ function rowTexts({ json, ends }: JsonRows): string[] {
 
 async function collect(chunks: AsyncIterable<Buffer>, batchSize: number, columns = COLUMNS): Promise<string[][]> {
   const out: string[][] = [];
-  for await (const batch of copyBatches(chunks, new CopyJsonConverter(columns, batchSize), new AbortController().signal)) out.push(rowTexts(batch));
+  for await (const batch of copyBatches(
+    chunks,
+    new CopyJsonConverter(columns, batchSize),
+    new AbortController().signal,
+  ))
+    out.push(rowTexts(batch));
   return out;
 }
 
@@ -154,6 +174,9 @@ test('a large row arriving in many small pieces comes back whole, and the rows a
 test('a row longer than MAX_ROW_BYTES fails the read with row_too_large, whether it arrives whole or in pieces', async () => {
   const huge = Buffer.from(copyText([{ id: 1, 'note "q"': 'h'.repeat(MAX_ROW_BYTES + 1) }]));
   for (const size of [64 << 10, huge.length]) {
-    await assert.rejects(collect(pieces(huge, size), 10), (error: Error & { reason?: string }) => error.reason === 'row_too_large');
+    await assert.rejects(
+      collect(pieces(huge, size), 10),
+      (error: Error & { reason?: string }) => error.reason === 'row_too_large',
+    );
   }
 });

@@ -23,7 +23,8 @@ function refusal(run: () => unknown): { reason: string; key: unknown; in: unknow
   assert.fail('expected a refusal');
 }
 
-const kafka = (options: Options, properties: Options = {}) => readerOptions(KAFKA_READER_OPTIONS, 'kafka', options, properties);
+const kafka = (options: Options, properties: Options = {}) =>
+  readerOptions(KAFKA_READER_OPTIONS, 'kafka', options, properties);
 
 test('keys off the table are refused by name, whatever their spelling or nesting', () => {
   const cases: [Options, string][] = [
@@ -57,10 +58,18 @@ test('each rule narrows against the dataset, never widens it', () => {
   assert.deepEqual({ ...kafka({ offsets: { 0: 1 } }) }, { offsets: { 0: 1 } });
   for (const pin of [{ start_timestamp: 0 }, { from_beginning: false }, { offsets: { 0: 9 } }]) {
     for (const start of [{ from_beginning: true }, { offsets: { 0: 0 } }, { start_timestamp: 0 }]) {
-      assert.equal(refusal(() => kafka(start, pin)).reason, 'option_not_allowed', `${JSON.stringify(start)} over ${JSON.stringify(pin)}`);
+      assert.equal(
+        refusal(() => kafka(start, pin)).reason,
+        'option_not_allowed',
+        `${JSON.stringify(start)} over ${JSON.stringify(pin)}`,
+      );
     }
   }
-  assert.deepEqual({ ...kafka({ value_format: 'text' }, { value_format: 'json' }) }, { value_format: 'text' }, 'decoding is the reader’s choice');
+  assert.deepEqual(
+    { ...kafka({ value_format: 'text' }, { value_format: 'json' }) },
+    { value_format: 'text' },
+    'decoding is the reader’s choice',
+  );
   assert.equal(Object.getPrototypeOf(kafka({ partitions: [0] })), null);
 });
 
@@ -69,17 +78,34 @@ test('an at_most cap takes only a safe whole number: a huge or odd one is refuse
     for (const properties of [{}, { max_messages: 10 }]) {
       assert.throws(
         () => kafka({ max_messages: max }, properties),
-        (e: unknown) => e instanceof ApiError && e.reason === 'source_options_invalid' && e.extra.option === 'max_messages',
+        (e: unknown) =>
+          e instanceof ApiError && e.reason === 'source_options_invalid' && e.extra.option === 'max_messages',
         String(max),
       );
     }
   }
   assert.deepEqual({ ...kafka({ max_messages: 2 ** 53 - 1 }, { max_messages: 10 }) }, { max_messages: 10 });
-  assert.deepEqual({ ...kafka({ max_messages: null }, { max_messages: 10 }) }, { max_messages: null }, 'the dataset’s cap stays');
-  const input = { urn: 'u', platform: 'kafka', name: 't', options: {}, credentialOverride: null, formatHint: null, tag: 'x' };
+  assert.deepEqual(
+    { ...kafka({ max_messages: null }, { max_messages: 10 }) },
+    { max_messages: null },
+    'the dataset’s cap stays',
+  );
+  const input = {
+    urn: 'u',
+    platform: 'kafka',
+    name: 't',
+    options: {},
+    credentialOverride: null,
+    formatHint: null,
+    tag: 'x',
+  };
   for (const max of [1e300, 2 ** 53, 0]) {
     const properties = { bootstrap_servers: 'k:9092', topic: 't', max_messages: max };
-    assert.equal(refusal(() => kafkaOptions({ ...input, properties } as unknown as SourceInput)).reason, 'source_options_invalid', String(max));
+    assert.equal(
+      refusal(() => kafkaOptions({ ...input, properties } as unknown as SourceInput)).reason,
+      'source_options_invalid',
+      String(max),
+    );
   }
 });
 

@@ -10,6 +10,13 @@ test('a guarded path inside a mount, or holding one, is exposed; a sibling is no
   assert.equal(exposedPaths([], guard('dataDir', '/usr/local/var/meshgate')).length, 1, 'under a system dir');
   assert.equal(exposedPaths([], guard('tlsKeyFile', '/etc/ssl/certs/key.pem')).length, 1, 'under the CA bundle dir');
   assert.equal(exposedPaths([], guard('tlsKeyFile', '/etc/ssl/private/key.pem')).length, 0, 'never mounted');
-  assert.equal(exposedPaths(['/srv/tls'], guard('tlsKeyFile', '/srv/tls-keys/key.pem')).length, 0, 'a sibling with a common prefix');
-  assert.match(exposedPaths(['/opt/py'], guard('secrets.kekDir', '/opt/py/kek'))[0] ?? '', /secrets\.kekDir \(\/opt\/py\/kek\).*\/opt\/py/);
+  assert.equal(
+    exposedPaths(['/srv/tls'], guard('tlsKeyFile', '/srv/tls-keys/key.pem')).length,
+    0,
+    'a sibling with a common prefix',
+  );
+  assert.match(
+    exposedPaths(['/opt/py'], guard('secrets.kekDir', '/opt/py/kek'))[0] ?? '',
+    /secrets\.kekDir \(\/opt\/py\/kek\).*\/opt\/py/,
+  );
 });
