@@ -10,6 +10,8 @@ import { join } from 'node:path';
 
 export const PID_FILE = 'meshgate.pid';
 
+const MESHGATE_SCRIPT = /(?:^|\/)(?:app\/cli\/main\.ts|meshgate\.cjs|meshgate)$/;
+
 export function pidFilePath(dataDir: string): string {
   return join(dataDir, PID_FILE);
 }
@@ -53,7 +55,8 @@ function isMeshgateServe(pid: number): boolean {
   }
   try {
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    return argv.some((arg) => arg.endsWith('app/cli/main.ts')) && argv.includes('serve');
+    // The CLI from source (app/cli/main.ts under tsx), the bundle bin/meshgate runs, or the single executable.
+    return argv.some((arg) => MESHGATE_SCRIPT.test(arg)) && argv.includes('serve');
   } catch {
     return process.platform !== 'linux';
   }
