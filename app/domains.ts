@@ -18,6 +18,7 @@ import { MeshErrors } from '../gateway/mesh/errors.ts';
 import type { BootedDomains, CliCommand, GatewayDeps, HandlerInstance, HandlerModule } from '../gateway/module.ts';
 import { createMetrics } from '../gateway/observability/metrics.ts';
 import { idsOnlyTracing } from '../gateway/observability/tracing.ts';
+import { SINGLE_PROCESS } from '../gateway/process/link.ts';
 import { ServiceRegistry } from '../gateway/services.ts';
 
 /** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
@@ -102,6 +103,7 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
     metrics: createMetrics(),
     tracing: idsOnlyTracing(),
     listeners: null,
+    process: SINGLE_PROCESS,
     runtime: {
       origin: () => origin,
       externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,

@@ -6,8 +6,8 @@
  * runtime port go through here, so their ingress cannot drift apart.
  */
 import type { Server as HttpServer } from 'node:http';
-import type { Http2SecureServer } from 'node:http2';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
+import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
 import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
@@ -81,7 +81,27 @@ export class Deferred<A extends unknown[]> {
   }
 }
 
-type Tracked = Socket & { _meshgateInflight?: number };
+/** A connection with what closing must know of it: its HTTP/1.1 responses in flight, or that it is not HTTP/1.1. */
+type Tracked = Socket & {
+  _meshgateResponses?: Set<TrackedResponse>;
+  _meshgateUpgraded?: boolean;
+  _meshgateSession?: ServerHttp2Session;
+};
+type TrackedResponse = {
+  headersSent: boolean;
+  setHeader(name: string, value: string): unknown;
+  once(e: 'close', f: () => void): unknown;
+};
+
+/** Listeners that are closing: their HTTP/1.1 answers say `Connection: close` (RFC 9112 §9.6). */
+const draining = new WeakSet<HttpServer | Http2SecureServer>();
+
+/**
+ * How long an idle HTTP/1.1 keep-alive connection of a closing listener stays open. Closing it at once races with
+ * a request the client is sending on it (the client sees a reset, RFC 9112 §9.5); within this time its next request
+ * is answered, with `Connection: close`, and only a connection idle beyond it is closed.
+ */
+const IDLE_LINGER_MS = 1000;
 
 /** A bound listener of either kind with its tracked connections. */
 export interface Listening {
@@ -89,25 +109,45 @@ export interface Listening {
   readonly sockets: ReadonlySet<Socket>;
 }
 
-/** The listener's connections and, per connection, how many requests are in flight (graceful close spares those). */
+/** The listener's connections: the HTTP/1.1 responses in flight on each, its HTTP/2 session, or its upgrade. */
 export function trackSockets(server: HttpServer | Http2SecureServer, sockets = new Set<Tracked>()): Set<Tracked> {
   const event = 'setSecureContext' in server ? 'secureConnection' : 'connection';
   server.on(event, (socket: Tracked) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
-  server.on('request', (req: { socket: Tracked }, res: { once(e: string, f: () => void): void }) => {
+  server.on('session', (session: ServerHttp2Session) => {
+    (session.socket as Tracked)._meshgateSession = session;
+  });
+  server.on('upgrade', (_req: unknown, socket: Tracked) => {
+    socket._meshgateUpgraded = true;
+  });
+  server.on('request', (req: { httpVersionMajor: number; socket: Tracked }, res: TrackedResponse) => {
+    if (req.httpVersionMajor !== 1) return;
     const socket = req.socket;
-    socket._meshgateInflight = (socket._meshgateInflight ?? 0) + 1;
+    const responses = socket._meshgateResponses ?? new Set();
+    socket._meshgateResponses = responses;
+    responses.add(res);
+    if (draining.has(server)) res.setHeader('connection', 'close');
     res.once('close', () => {
-      socket._meshgateInflight = (socket._meshgateInflight ?? 1) - 1;
+      responses.delete(res);
+      // A keep-alive connection that went idle while closing: ended now, after its last answer was written.
+      if (draining.has(server) && responses.size === 0) socket.end();
     });
   });
   return sockets;
 }
 
-/** Binds; a taken or forbidden address becomes one clear line for the operator, not a raw errno. */
-export function listen(server: HttpServer | Http2SecureServer, port: number, host: string): Promise<number> {
+/**
+ * Binds; a taken or forbidden address becomes one clear line for the operator, not a raw errno. With reusePort, a
+ * worker binds its own socket (SO_REUSEPORT, `exclusive` so node:cluster does not share the primary's).
+ */
+export function listen(
+  server: HttpServer | Http2SecureServer,
+  port: number,
+  host: string,
+  reusePort = false,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       const why =
@@ -119,21 +159,43 @@ export function listen(server: HttpServer | Http2SecureServer, port: number, hos
       reject(new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error }));
     };
     server.once('error', onError);
-    server.listen(port, host, () => {
+    server.listen({ port, host, ...(reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       server.off('error', onError);
       resolve((server.address() as AddressInfo).port);
     });
   });
 }
 
-/** Stops accepting, closes idle connections now and busy ones once their requests end or graceMs passes. */
+/**
+ * Stops accepting and lets what is in flight finish: each HTTP/2 session gets GOAWAY (RFC 9113 §6.8) and ends after
+ * its open streams; each HTTP/1.1 connection answers what it is sent with `Connection: close` and ends after the
+ * answer, or after IDLE_LINGER_MS idle; websockets are dropped at once (they have no end a close could wait for);
+ * whatever is still open after graceMs is destroyed. The servers' own close() is not used: it would close idle
+ * HTTP/1.1 connections at once, racing with the request a client is sending.
+ */
 export async function closeGracefully(listeners: readonly Listening[], graceMs: number): Promise<void> {
-  const closing = listeners.map(({ server }) => new Promise<void>((resolve) => server.close(() => resolve())));
+  const closing = listeners.map(({ server }) => {
+    draining.add(server);
+    return new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+  });
   const sockets = listeners.flatMap((l) => [...l.sockets]) as Tracked[];
-  for (const socket of sockets) if ((socket._meshgateInflight ?? 0) === 0) socket.destroy();
+  for (const socket of sockets) {
+    if (socket._meshgateUpgraded) socket.destroy();
+    else if (socket._meshgateSession) socket._meshgateSession.close();
+    else lingerThenEnd(socket);
+  }
   const timer = setTimeout(() => {
     for (const socket of sockets) socket.destroy();
   }, graceMs);
   await Promise.all(closing);
   clearTimeout(timer);
+}
+
+function lingerThenEnd(socket: Tracked): void {
+  for (const res of socket._meshgateResponses ?? []) if (!res.headersSent) res.setHeader('connection', 'close');
+  const timer = setTimeout(() => {
+    if ((socket._meshgateResponses?.size ?? 0) === 0) socket.end();
+  }, IDLE_LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }

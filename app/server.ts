@@ -19,13 +19,14 @@ import { createLoggers } from '../gateway/log.ts';
 import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
 import { createMeshVerifyStage } from '../gateway/mesh/verify.ts';
 import type { GatewayDeps, HandlerInstance, RouteDef } from '../gateway/module.ts';
-import { createMetrics } from '../gateway/observability/metrics.ts';
+import { createMetrics, type GatewayMetrics } from '../gateway/observability/metrics.ts';
 import { createRequestObserver } from '../gateway/observability/request.ts';
 import { createTracing } from '../gateway/observability/tracing.ts';
 import type { createPipeline } from '../gateway/pipeline/run.ts';
 import { AUTH_FAILURES } from '../gateway/pipeline/stages/authenticate.ts';
 import { createRouteMatchStage } from '../gateway/pipeline/stages/route-match.ts';
 import { AUTHENTICATOR } from '../gateway/principal.ts';
+import { type ProcessPlace, SINGLE_PROCESS } from '../gateway/process/link.ts';
 import { buildServiceTable, compileHandlers } from '../gateway/routing/compile.ts';
 import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
@@ -50,6 +51,8 @@ export interface GatewayOptions {
   logDestination?: DestinationStream;
   announce?: (line: string) => void;
   now?: () => Date;
+  /** Where this process stands (default: one process does everything); a primary binds no main listener. */
+  process?: ProcessPlace;
 }
 
 export interface Gateway {
@@ -77,16 +80,18 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const tracing = createTracing(config);
   const observer = createRequestObserver(metrics, tracing);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
-  const bound = await bindListeners(ingress).catch((error: unknown) => {
+  const place = options.process ?? SINGLE_PROCESS;
+  const bound = await bindForRole(ingress, place).catch((error: unknown) => {
     lock.release();
     logs.close();
     throw error;
   });
   let admin: AdminListener | null = null;
   try {
-    admin = await startAdminListener(config, metrics, logs.logger);
+    admin = await startAdminForRole(config, place, metrics, logs.logger);
   } catch (error) {
     bound.stop();
+    lock.release();
     logs.close();
     throw error;
   }
@@ -94,13 +99,14 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   // Operator lines (the bootstrap admin's password) are held until start has succeeded.
   const print = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
   const held: string[] = [];
-  let started = false;
+  let announced = false;
   const base: DomainDeps = {
     config,
     purpose: 'serve',
     metrics,
     tracing,
     listeners: createListenerFactory(ingress),
+    process: place,
     runtime: {
       origin: () => origin,
       externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,
@@ -108,14 +114,15 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
       serverCertPem: () => tls.certPem,
     },
     now: options.now ?? (() => new Date()),
-    announce: (line) => (started ? print(line) : held.push(line)),
+    announce: (line) => (announced ? print(line) : held.push(line)),
   };
   let domains: Domains | null = null;
   let served: Domains | null = null;
   try {
     domains = await initDomains(DOMAIN_MODULES, base, logs);
     served = withApiDocument(domains, registry);
-    letRequestsThrough(served, ingress, bound);
+    // A worker's access lines name it, so an operator can tell which process served a request.
+    letRequestsThrough(served, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
   } catch (error) {
     bound.stop();
     await admin?.close();
@@ -131,12 +138,13 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
   const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
   const adminUrl = admin?.url ?? null;
+  const started = place.role === 'primary' ? 'primary started; its workers will listen' : 'listening';
   logs.logger.info(
-    { https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName },
-    'listening',
+    { https: httpsUrl, http: httpUrl, admin: adminUrl, origin, cluster: config.clusterName, role: place.role },
+    started,
   );
   logs.logger.flush(); // whoever waits for this line need not wait for the next periodic flush
-  started = true;
+  announced = true;
   for (const line of held.splice(0)) print(line);
   return {
     httpsUrl,
@@ -201,7 +209,7 @@ interface BoundListeners {
  * The listeners bind before any domain starts: a taken port must stop start before the auth domain creates the
  * bootstrap admin, whose generated password exists only in the line announcing it.
  */
-async function bindListeners(ingress: IngressBase): Promise<BoundListeners> {
+async function bindListeners(ingress: IngressBase, reusePort: boolean): Promise<BoundListeners> {
   const { config } = ingress;
   const requests = new Deferred<Parameters<Handle>>();
   const upgrades = new Deferred<Parameters<UpgradeListener>>();
@@ -216,13 +224,46 @@ async function bindListeners(ingress: IngressBase): Promise<BoundListeners> {
     }
   };
   try {
-    const httpsPort = await listen(https.server, config.httpsPort, config.bind);
-    const httpPort = plain ? await listen(plain.server, config.httpPort as number, config.bind) : null;
+    const httpsPort = await listen(https.server, config.httpsPort, config.bind, reusePort);
+    const httpPort = plain ? await listen(plain.server, config.httpPort as number, config.bind, reusePort) : null;
     return { listeners, httpsPort, httpPort, requests, upgrades, stop };
   } catch (error) {
     stop();
     throw error;
   }
+}
+
+/** A primary's stand-in: no listener, the configured ports, requests never arrive. */
+function unbound(config: Readonly<Config>): BoundListeners {
+  const never = () => {};
+  return {
+    listeners: [],
+    httpsPort: config.httpsPort,
+    httpPort: config.httpPort,
+    requests: new Deferred(),
+    upgrades: new Deferred(),
+    stop: never,
+  };
+}
+
+/** The primary's workers bind the ports; it knows them from the configuration, which it resolved beforehand. */
+function bindForRole(ingress: IngressBase, place: ProcessPlace): Promise<BoundListeners> {
+  if (place.role === 'primary') return Promise.resolve(unbound(ingress.config));
+  return bindListeners(ingress, place.role === 'worker' && ingress.config.workerListen === 'reuseport');
+}
+
+/**
+ * One process binds the admin port: the primary under workers (its jobs and ports are the once-only state), a
+ * single process otherwise. A worker's own registry is not scraped.
+ */
+function startAdminForRole(
+  config: Readonly<Config>,
+  place: ProcessPlace,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): Promise<AdminListener | null> {
+  if (place.role === 'worker') return Promise.resolve(null);
+  return startAdminListener(config, metrics, logger);
 }
 
 /** The domains' instances and the API document of their routes, served beside them. */
@@ -232,14 +273,15 @@ function withApiDocument(domains: Domains, registry: ReadonlyMap<string, Registr
 }
 
 /** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
-function letRequestsThrough({ deps, instances }: Domains, ingress: IngressBase, bound: BoundListeners): void {
+function letRequestsThrough(
+  { deps, instances }: Domains,
+  ingress: IngressBase,
+  bound: BoundListeners,
+  accessFields?: Readonly<Record<string, number>>,
+): void {
   const table = compileRouting(deps, instances);
-  bound.requests.open(
-    createIngressPipeline(ingress, {
-      stages: [createRouteMatchStage(table, compileRpc(instances))],
-      logger: deps.logger,
-    }),
-  );
+  const stages = [createRouteMatchStage(table, compileRpc(instances))];
+  bound.requests.open(createIngressPipeline(ingress, { stages, logger: deps.logger, accessFields }));
   bound.upgrades.open(createUpgradeListener(table, upgradeHandlers(instances), deps.logger));
 }
 

@@ -21,6 +21,7 @@ import type { AccessSink } from './log.ts';
 import type { MetricsRegistry } from './observability/metrics.ts';
 import type { Tracing } from './observability/tracing.ts';
 import type { Stage } from './pipeline/stage.ts';
+import type { ProcessPlace } from './process/link.ts';
 import type { ServiceRegistry } from './services.ts';
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
@@ -148,6 +149,11 @@ export interface GatewayDeps {
   readonly purpose: 'serve' | 'command';
   /** null when booted for a command. */
   readonly listeners: ListenerFactory | null;
+  /**
+   * Which process of the gateway this is (gateway/process/link.ts): work that must happen once (local jobs,
+   * legacy ports, log sweeps) runs where the role is not `worker`; a worker asks the primary through its link.
+   */
+  readonly process: ProcessPlace;
   readonly now: () => Date;
   /** Operator-facing lines printed once to stdout, not logged (the bootstrap admin password). */
   announce(line: string): void;
@@ -170,6 +176,8 @@ export interface BootedDomains {
 /** What a domain's CLI subcommand gets: configuration and the domains it names, nothing global. */
 export interface CliEnv {
   readonly config: Readonly<Config>;
+  /** The configuration read again the way `config` was (file, environment, flags), for a reload; `serve` reads it. */
+  reloadConfig?(): Readonly<Config>;
   /** Initialises the named modules (with what they need listed too) in init order; the caller closes them. */
   boot(modules: readonly string[]): Promise<BootedDomains>;
   readStdin(): Promise<string>;

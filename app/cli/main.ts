@@ -12,9 +12,16 @@ import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { bootDomains, DOMAIN_COMMANDS } from '../domains.ts';
 import { backupCommand, restoreCommand } from './backup.ts';
 import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts';
+import { reloadCommand } from './reload.ts';
 import { serveCommand } from './serve.ts';
 
-const COMMANDS: readonly CliCommand[] = [serveCommand, backupCommand, restoreCommand, ...DOMAIN_COMMANDS];
+const COMMANDS: readonly CliCommand[] = [
+  serveCommand,
+  reloadCommand,
+  backupCommand,
+  restoreCommand,
+  ...DOMAIN_COMMANDS,
+];
 
 function help(): string {
   const lines = COMMANDS.map((c) => `  ${c.name.padEnd(16)}${c.summary}`);
@@ -67,8 +74,10 @@ async function runCommand(command: CliCommand, args: string[]): Promise<number> 
   const commandArgs = remainingArgs(args, tokens ?? []);
   const file = values[CONFIG_FILE_FLAG];
   let config: ReturnType<typeof loadConfig>;
+  const readConfig = () =>
+    loadConfig({ overrides: configOverrides, file: typeof file === 'string' ? file : undefined });
   try {
-    config = loadConfig({ overrides: configOverrides, file: typeof file === 'string' ? file : undefined });
+    config = readConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`meshgate: ${error.message}\n`);
@@ -79,6 +88,7 @@ async function runCommand(command: CliCommand, args: string[]): Promise<number> 
   const err = (line: string) => process.stderr.write(`${line}\n`);
   const env: CliEnv = {
     config,
+    reloadConfig: readConfig,
     boot: (modules) => bootDomains(config, modules, { err }),
     readStdin,
     out: (line) => process.stdout.write(`${line}\n`),

@@ -8,19 +8,24 @@
  * (printed only once the listeners are up). SIGTERM and SIGINT close
  * gracefully (no new connections, in-flight requests finish) and end with
  * `meshgate stopped (<signal>)`; a second signal during that stops at once.
+ * With `--workers N` (N > 1) this process is the primary of N workers
+ * (app/process/primary.ts), and SIGHUP reloads them one at a time; a
+ * worker is this same command forked by node:cluster (app/process/worker.ts).
  */
+import cluster from 'node:cluster';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import type { CliCommand } from '../../gateway/module.ts';
+import { DRAIN_GRACE_MS } from '../process/messages.ts';
+import { runPrimary, workerCount } from '../process/primary.ts';
+import { runWorker } from '../process/worker.ts';
 import { startGateway } from '../server.ts';
 import { configFlagOptions } from './flags.ts';
 import { renderHelp, SERVE_SETTINGS } from './settings.ts';
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
-/** How long in-flight requests may take to finish after a stop signal. */
-const STOP_GRACE_MS = 10_000;
 
 /** `[--data-dir DIR] ... [--hostname NAME]...`: the config flags, a repeatable one marked so. */
 const flagSynopsis = SERVE_SETTINGS.flatMap((s) => {
@@ -74,9 +79,25 @@ ${renderHelp()}`,
     if (args.length > 0) {
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);
     }
+    // A worker of a primary (node:cluster forks this same command): it takes its configuration from the primary.
+    if (cluster.isWorker) {
+      const code = await runWorker();
+      // Closing the pipe lets the process end once its last log lines are written (an exit now could cut them).
+      process.disconnect?.();
+      return code;
+    }
     // Listening for the stop signals before start, not after the ready lines: a supervisor that signals as soon as
     // it reads them would otherwise meet the default action (killed, no graceful close).
     const { signal: stopSignal, cancel } = stopSignals();
+    if (workerCount(env.config) > 1) {
+      const reloadConfig = env.reloadConfig ?? (() => env.config);
+      const signal = await runPrimary(env.config, { reloadConfig, out: env.out, stopSignal }).finally(cancel);
+      env.out(`meshgate stopped (${signal})`);
+      return 0;
+    }
+    const hangUp = () =>
+      env.err('meshgate: reload needs workers (--workers N, N > 1); restart this process to apply changes');
+    process.on('SIGHUP', hangUp);
     const gateway = await startGateway(env.config, { announce: env.out }).catch((error: unknown) => {
       cancel();
       throw error;
@@ -86,7 +107,8 @@ ${renderHelp()}`,
     env.out(`meshgate origin ${gateway.origin}  (platform CA: ${join(env.config.dataDir, 'tls', 'ca.pem')})`);
     releaseStartupMemory();
     const signal = await stopSignal;
-    await gateway.close(STOP_GRACE_MS, signal);
+    process.off('SIGHUP', hangUp);
+    await gateway.close(DRAIN_GRACE_MS, signal);
     env.out(`meshgate stopped (${signal})`);
     return 0;
   },

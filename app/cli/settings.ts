@@ -53,6 +53,19 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     meaning: 'pino level: fatal, error, warn, info, debug, trace or silent',
   },
   {
+    flag: 'workers',
+    value: 'N|auto',
+    env: ['PLATFORM_WORKERS'],
+    meaning: 'serving processes; above 1 a primary supervises them and owns the once-only work (`auto`: one per core)',
+    doc: 'docs/operating.md',
+  },
+  {
+    env: ['PLATFORM_WORKER_LISTEN'],
+    meaning:
+      'how workers share the ports: `reuseport` (a socket each, kernel-balanced) or `shared` (the primary hands out connections)',
+    doc: 'docs/operating.md',
+  },
+  {
     flag: 'config',
     value: 'FILE',
     env: [CONFIG_FILE_ENV],

@@ -42,7 +42,13 @@ async function call(url: string, init: RequestInit): Promise<Record<string, stri
   return (await response.json()) as Record<string, string>;
 }
 
-export async function startMeshgate(upstream: string, httpPort: number): Promise<Meshgate> {
+/** `extra`: more `serve` flags, e.g. `['--workers', '2']`; `env`: more settings (PLATFORM_WORKER_LISTEN). */
+export async function startMeshgate(
+  upstream: string,
+  httpPort: number,
+  extra: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Meshgate> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-meshgate-'));
   const logFile = join(dataDir, 'stdout.log');
   const out = openSync(logFile, 'a');
@@ -56,9 +62,10 @@ export async function startMeshgate(upstream: string, httpPort: number): Promise
     String(httpPort),
     '--bind',
     '127.0.0.1',
+    ...extra,
   ];
   const proc = spawn(join(repo, 'bin', 'meshgate'), args, {
-    env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
+    env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD, ...env },
     stdio: ['ignore', out, out],
   });
   let exited = false;

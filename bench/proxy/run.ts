@@ -6,150 +6,29 @@
  * 512 MiB) and RSS with a stalled client. Never run by the test suite.
  *   npx tsx bench/proxy/run.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
  */
-import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { type Meshgate, startMeshgate } from './meshgate.ts';
+import {
+  CONNECTIONS,
+  child,
+  curlMBps,
+  freePort,
+  median,
+  procCpuMicros,
+  REPS,
+  round,
+  rssBytes,
+  runBench,
+  SECONDS,
+  STREAM_MB,
+  startNginx,
+  type WrkResult,
+  wrk,
+} from './peers.ts';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const REPS = Number(process.env.BENCH_REPS ?? 3);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const STREAM_MB = 512;
-const here = import.meta.dirname;
-const children: ChildProcess[] = [];
 const stops: (() => void)[] = [];
-
-function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
-  const proc = fork(join(here, file), args, {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  children.push(proc);
-  return new Promise((resolve, reject) => {
-    proc.once('message', (hello) => resolve({ proc, hello: hello as T }));
-    proc.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
-  });
-}
-
-function rssBytes(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-async function startNginx(upstreamPort: number): Promise<{ url: string; pid: number }> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
-  mkdirSync(join(dir, 'logs'));
-  const port = await freePort();
-  const user = process.getuid?.() === 0 ? 'user root;' : '';
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    `${user} worker_processes 1; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log ${dir}/logs/access.log; client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/f; uwsgi_temp_path ${dir}/u; scgi_temp_path ${dir}/s;
-  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 64; }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://bench; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off;
-      proxy_set_header X-Forwarded-For $remote_addr; proxy_set_header X-Forwarded-Proto $scheme;
-    }
-  }
-}`,
-  );
-  const proc = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs/error.log')], {
-    stdio: 'inherit',
-  });
-  children.push(proc);
-  proc.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  for (let i = 0; i < 50; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const ok = await new Promise<boolean>((resolve) =>
-      connect(port, '127.0.0.1')
-        .once('connect', function (this: import('node:net').Socket) {
-          this.destroy();
-          resolve(true);
-        })
-        .once('error', () => resolve(false)),
-    );
-    if (ok) return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number };
-  }
-  throw new Error('nginx did not start');
-}
-
-/** CPU µs of a process (all its threads) and its children (nginx master + worker), from /proc. */
-function procCpuMicros(pid: number): number {
-  const ticks = (p: number) => {
-    const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return Number(fields[11]) + Number(fields[12]);
-  };
-  const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-    .trim()
-    .split(/\s+/)
-    .filter(Boolean)
-    .map(Number);
-  return ((ticks(pid) + kids.reduce((sum, k) => sum + ticks(k), 0)) * 1e6) / 100; // USER_HZ = 100
-}
-
-interface WrkResult {
-  rps: number;
-  p50: number;
-  p99: number;
-  requests: number;
-  errors: number;
-}
-
-function toMs(text: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(text);
-  if (!m) return Number.NaN;
-  return Number(m[1]) * (m[2] === 'us' ? 0.001 : m[2] === 's' ? 1000 : 1);
-}
-
-function wrk(url: string, token?: string): WrkResult {
-  const args = [
-    '-t2',
-    `-c${CONNECTIONS}`,
-    `-d${SECONDS}s`,
-    '--latency',
-    ...(token ? ['-H', `Authorization: Bearer ${token}`] : []),
-    url,
-  ];
-  const out = execFileSync('wrk', args, { encoding: 'utf8' });
-  return {
-    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
-    p50: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    p99: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    requests: Number(/(\d+) requests in/.exec(out)?.[1]),
-    errors:
-      Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) +
-      Number(/Socket errors: .*?(\d+) timeout/.exec(out)?.[1] ?? 0),
-  };
-}
-
-function curlMBps(url: string, token?: string): number {
-  const args = [
-    '-s',
-    '-o',
-    '/dev/null',
-    '-w',
-    '%{speed_download}',
-    ...(token ? ['-H', `Authorization: Bearer ${token}`] : []),
-    `${url}/stream?mb=${STREAM_MB}`,
-  ];
-  return Number(execFileSync('curl', args, { encoding: 'utf8' })) / 1e6;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 type Target = { url: string; token: string | undefined };
 type Targets = Record<'direct' | 'nginx' | 'meshgate', Target>;
@@ -259,19 +138,4 @@ async function stalledClientRss(gateway: Meshgate) {
   return { stalled_client_before: round(before / 2 ** 20), stalled_client_after_3s: round(during / 2 ** 20) };
 }
 
-function round(x: number, digits = 1): number {
-  return Number(x.toFixed(digits));
-}
-
-main()
-  .catch((error: unknown) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exitCode = 1;
-  })
-  .finally(() => {
-    for (const stop of stops) stop();
-    for (const c of children) {
-      if (c.connected) c.disconnect();
-      else c.kill('SIGTERM');
-    }
-  });
+runBench(main, stops);

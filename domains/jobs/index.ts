@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
+import type { ProcessPlace } from '../../gateway/process/link.ts';
 import { AUTHZ } from '../authz/index.ts';
 import { BROKERED_JOB_CANCELLER } from '../federation/index.ts';
 import { EXECUTION_GATE_CATALOG, RECORD_GATE_CATALOG } from '../gates/index.ts';
@@ -21,6 +22,7 @@ import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
 import { exposedPaths, type GuardedPath, JobSandbox } from './runtimes/local/sandbox.ts';
+import { answerJobCalls, OwnedJobRuntime } from './runtimes/owned.ts';
 import { RayJobRuntime } from './runtimes/ray.ts';
 import type { JobRuntime } from './runtimes/types.ts';
 import { JOBS, JobsService } from './service.ts';
@@ -35,17 +37,14 @@ export const jobsModule: HandlerModule = {
   async init(deps) {
     const jobsConfig = deps.config.jobs;
     const catalog = PackageCatalog.load(jobsConfig.pythonPackages.catalogFile);
-    const runtime = createRuntime(deps.config, deps.logger);
+    const runtime = createRuntime(deps.config, deps.logger, deps.process);
     const store = createJobStore(deps.db);
     observeJobs(deps.metrics, store);
     const apiUrl = () => `${deps.runtime.origin()}/api`;
-    const tracker = new JobTracker(
-      store,
-      runtime,
-      { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl },
-      deps.now,
-      deps.logger,
-    );
+    // Re-attaching jobs after a restart and sweeping expired logs happen once, in the process that owns the jobs.
+    const owner = deps.process.role !== 'worker';
+    const trackerOptions = { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl, owner };
+    const tracker = new JobTracker(store, runtime, trackerOptions, deps.now, deps.logger);
     const gate = new ExecutionGateService(createGateStore(deps.db), deps.now, deps.services.find(RECORD_GATE_CATALOG));
     const service = new JobsService({
       store,
@@ -84,8 +83,10 @@ export const jobsModule: HandlerModule = {
   },
 };
 
-function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
+function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessPlace): JobRuntime {
   const { jobs } = config;
+  if (jobs.runtime === 'local' && place.role === 'worker')
+    return new OwnedJobRuntime(place, join(config.dataDir, 'jobs'));
   if (jobs.runtime === 'ray') {
     return new RayJobRuntime({
       dashboardUrl: jobs.ray.dashboardUrl as string,
@@ -108,7 +109,7 @@ function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
     logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
   if (sandboxProblem !== null)
     logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
-  return new LocalJobRuntime({
+  const local = new LocalJobRuntime({
     jobsDir: join(config.dataDir, 'jobs'),
     maxConcurrent: jobs.local.maxConcurrent,
     maxLogBytes: jobs.local.maxLogBytes,
@@ -119,6 +120,8 @@ function createRuntime(config: Readonly<Config>, logger: Logger): JobRuntime {
     sandbox,
     sandboxProblem,
   });
+  if (place.role === 'primary') answerJobCalls(place, local);
+  return local;
 }
 
 /** What no job may see: the data dir (keys, database, other jobs), the KEKs and the TLS key. */

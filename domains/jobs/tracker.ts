@@ -13,6 +13,8 @@ import type { JobPatch, JobRow, JobStore } from './store.ts';
 export interface TrackerOptions {
   logRetentionSeconds: number;
   apiUrl: () => string;
+  /** This process owns the jobs: it re-attaches them at start and sweeps expired logs (else it only tracks). */
+  owner: boolean;
 }
 
 export class JobTracker {
@@ -31,6 +33,7 @@ export class JobTracker {
   /** Re-attaches what was active before the restart, then keeps records current. */
   async start(): Promise<void> {
     this.#unsubscribe = this.runtime.onChange((runtimeJobId) => this.#changed(runtimeJobId));
+    if (!this.options.owner) return;
     for (const row of this.store.activeOtherThan(this.runtime.kind)) {
       this.patchActive(
         row.id,

@@ -16,6 +16,7 @@ import { SourceRegistry } from './plan.ts';
 import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
 import { RetrievalService } from './service.ts';
+import { sharedRuns } from './shared.ts';
 import { filesystemSources } from './sources/filesystem.ts';
 import { hiveSources } from './sources/hive.ts';
 import { kafkaSources } from './sources/kafka.ts';
@@ -30,7 +31,7 @@ import { registerRetrievalRpc } from './transports/grpc.ts';
 export const retrievalModule: HandlerModule = {
   name: 'retrieval',
   errors: RetrievalErrors,
-  init(deps) {
+  async init(deps) {
     const settings = deps.config.retrieval;
     const datasets = catalogDatasets(deps.services.get(DATASETS));
     const store = createJobStore(deps.db);
@@ -42,12 +43,15 @@ export const retrievalModule: HandlerModule = {
       hiveSources(settings.fsRoots, () => deps.services.find(SECRETS)),
       slackSources(() => deps.services.find(SECRETS)),
     ]);
+    const runs = new ActiveRuns(store, deps.now);
+    const shared = await sharedRuns(deps.process, runs, deps.now);
     const service = new RetrievalService({
       store,
       datasets,
       sources,
-      runs: new ActiveRuns(store, deps.now),
-      tokens: new StreamTokens(settings.grpcTokenTtlSeconds, deps.now),
+      runs,
+      shared,
+      tokens: new StreamTokens(settings.grpcTokenTtlSeconds, deps.now, shared),
       settings,
       now: deps.now,
       logger: deps.logger,

@@ -101,7 +101,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       path: '/retrieval/jobs/:id/cancel',
       auth: 'user',
       doc: jobDoc('Cancel a retrieval job', jobAnswer),
-      handle: (ctx) => ok(service.cancel(principalOf(ctx), id(ctx))),
+      handle: async (ctx) => ok(await service.cancel(principalOf(ctx), id(ctx))),
     },
     {
       method: 'GET',

@@ -25,6 +25,7 @@ import {
   sourceInput,
 } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
+import type { SharedRuns } from './shared.ts';
 import type { Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
 import type { StreamProtocol, StreamTokens } from './tokens.ts';
@@ -48,6 +49,8 @@ export interface RetrievalDeps {
   readonly datasets: DatasetReader;
   readonly sources: SourceRegistry;
   readonly runs: ActiveRuns;
+  /** Runs as every process of the gateway sees them: overrides and cancel. */
+  readonly shared: SharedRuns;
   readonly tokens: StreamTokens;
   readonly settings: RetrievalSettings;
   readonly now: () => Date;
@@ -113,7 +116,7 @@ export class RetrievalService {
       updatedAt: at,
     };
     store.insert(row);
-    this.deps.runs.rememberOverride(id, body.credential_override ?? null);
+    await this.deps.shared.rememberOverride(id, body.credential_override ?? null);
     return this.#view(principal, row, inline);
   }
 
@@ -126,12 +129,12 @@ export class RetrievalService {
     return this.deps.store.list(owner, limit, offset).map((row) => this.#view(principal, row, null, false));
   }
 
-  cancel(principal: Principal, id: string): JobView {
+  async cancel(principal: Principal, id: string): Promise<JobView> {
     const row = this.#owned(principal, id);
     if (row.status !== 'COMPLETED' && row.status !== 'FAILED') {
       this.deps.store.update(id, { status: 'CANCELED', updatedAt: this.deps.now().toISOString() });
     }
-    this.deps.runs.cancel(id);
+    await this.deps.shared.cancel(id);
     return this.status(principal, id);
   }
 
@@ -147,8 +150,8 @@ export class RetrievalService {
   }
 
   /** Opens the Arrow Flight stream of a DoGet ticket's job, spending the ticket's single-use token. */
-  flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
-    const row = this.#tokenJob(jobId, this.deps.tokens.claim(token, jobId, 'arrow-flight'));
+  async flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
+    const row = this.#tokenJob(jobId, await this.deps.tokens.claim(token, jobId, 'arrow-flight'));
     const by = { transport: 'flight', parent: NO_SPAN } as const;
     return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [
       m.rowCount,
@@ -243,7 +246,7 @@ export class RetrievalService {
     const request = job.request as unknown as StoredRequest;
     const factory = this.deps.sources.for(dataset.platform);
     const source = await factory.create(
-      sourceInput(factory, dataset, request, this.deps.runs.override(job.id), `meshgate-retrieval:${job.id}`),
+      sourceInput(factory, dataset, request, await this.deps.shared.override(job.id), `meshgate-retrieval:${job.id}`),
     );
     const { runs } = this.deps;
     const controller = runs.begin(job.id);

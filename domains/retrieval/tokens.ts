@@ -6,11 +6,12 @@
  * An Arrow Flight token is single-use: the first DoGet that presents it
  * claims it, and any later one is refused (the SDK's contract: no replay of
  * a handshake). A token for another job or protocol, tampered, or expired is
- * refused. The key is per gateway process: a restart retires old tokens,
- * and the job's status hands out a fresh one.
+ * refused. The key is per gateway start (one for all its processes): a
+ * restart retires old tokens, and the job's status hands out a fresh one.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { RetrievalErrors } from './errors.ts';
+import type { SharedRuns } from './shared.ts';
 
 export type StreamProtocol = 'arrow-flight' | 'platform.retrieval.v1';
 
@@ -22,14 +23,14 @@ interface Claims {
   n: string;
 }
 
-export class StreamTokens {
-  readonly #key = randomBytes(32);
-  /** Nonces of claimed single-use tokens, until their expiry (seconds). */
-  readonly #claimed = new Map<string, number>();
+/** The key and the spent single-use nonces, shared by every process of the gateway (shared.ts). */
+export type TokenLedger = Pick<SharedRuns, 'tokenKey' | 'spend'>;
 
+export class StreamTokens {
   constructor(
     private readonly ttlSeconds: number,
     private readonly now: () => Date,
+    private readonly ledger: TokenLedger,
   ) {}
 
   issue(jobId: string, userId: string, protocol: StreamProtocol): { token: string; expiresAt: Date } {
@@ -50,13 +51,11 @@ export class StreamTokens {
     return this.#claims(token, jobId, protocol).u;
   }
 
-  /** verify() for a single-use token, which it spends: the same token is refused from then on. */
-  claim(token: string, jobId: string, protocol: StreamProtocol): string {
+  /** verify() for a single-use token, which it spends: the same token is refused from then on, in every process. */
+  async claim(token: string, jobId: string, protocol: StreamProtocol): Promise<string> {
     const claims = this.#claims(token, jobId, protocol);
-    const at = this.now().getTime() / 1000;
-    for (const [nonce, expiry] of this.#claimed) if (expiry <= at) this.#claimed.delete(nonce);
-    if (this.#claimed.has(claims.n)) throw RetrievalErrors.make.grpc_token_invalid({ problem: 'already_used' });
-    this.#claimed.set(claims.n, claims.e);
+    if (!(await this.ledger.spend(claims.n, claims.e)))
+      throw RetrievalErrors.make.grpc_token_invalid({ problem: 'already_used' });
     return claims.u;
   }
 
@@ -75,6 +74,6 @@ export class StreamTokens {
   }
 
   #sign(body: string): string {
-    return createHmac('sha256', this.#key).update(body).digest('base64url');
+    return createHmac('sha256', this.ledger.tokenKey).update(body).digest('base64url');
   }
 }

@@ -15,6 +15,7 @@ import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
 import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
 import { LegacyListeners } from './legacy.ts';
+import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
 import { UpstreamPools } from './proxy.ts';
 import { proxyObservability } from './proxy-metrics.ts';
 import { servingRoutes } from './routes.ts';
@@ -51,9 +52,10 @@ export const servingModule: HandlerModule = {
       { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
       (live) => proxyObservability(deps.metrics, deps.tracing, live),
     );
-    // Booted for a command, nothing listens (deps.listeners is null).
+    // Booted for a command, nothing listens (deps.listeners is null); a worker asks the primary, which owns the ports.
+    const place = deps.process;
     const legacy =
-      serving.legacyPortListeners && deps.listeners
+      serving.legacyPortListeners && deps.listeners && place.role !== 'worker'
         ? new LegacyListeners({
             runtime: () => runtime,
             info: deps.runtime,
@@ -63,12 +65,15 @@ export const servingModule: HandlerModule = {
             listeners: deps.listeners,
           })
         : null;
+    if (legacy && place.role === 'primary') answerLegacyCalls(place, legacy);
+    const ownedPorts =
+      serving.legacyPortListeners && place.role === 'worker' ? new OwnedLegacyPorts(place, deps.runtime.origin) : null;
     const deployments = new DeploymentService(
       store,
       authz,
       { prefixes, origin: deps.runtime.origin },
       deps.now,
-      legacy,
+      legacy ?? ownedPorts,
     );
     deps.feed.subscribe('deployments', (id) => deployments.forget(id));
     deps.feed.onReset('deployments', () => deployments.forget());

@@ -10,12 +10,12 @@ import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
-import { hostOfUrl, urlOf } from '../../gateway/http/origin.ts';
 import { createUpgradeListener } from '../../gateway/http/upgrade.ts';
 import type { ListenerFactory, OpenedListener, RuntimeInfo } from '../../gateway/module.ts';
 import { createDispatchStage } from '../../gateway/pipeline/stages/dispatch.ts';
 import type { RoutingSnapshot } from '../../gateway/routing/source.ts';
 import { ServingErrors } from './errors.ts';
+import { legacyUrl } from './legacy-owned.ts';
 import { type RuntimeDeps, runtimeMount } from './runtime.ts';
 import { KIND_SERVICE, type LegacyPorts } from './service.ts';
 import type { DeploymentRow } from './store.ts';
@@ -77,8 +77,7 @@ export class LegacyListeners implements LegacyPorts {
   }
 
   url(row: DeploymentRow): string | null {
-    if (row.legacyPort === null || !this.#open.has(row.id)) return null;
-    return urlOf('https', hostOfUrl(this.deps.info.origin()), row.legacyPort);
+    return this.#open.has(row.id) ? legacyUrl(row, this.deps.info.origin) : null;
   }
 
   /** One HTTPS listener from the root's factory: the gateway's prelude stages, then the deployment's runtime mount with an empty prefix. */

@@ -1,5 +1,6 @@
 /**
- * The `mesh` section of the configuration (gateway/config/schema.ts): signature windows, the replay cache, hardening features offered at pairing, egress deadlines and peer connections.
+ * The `mesh` section of the configuration (gateway/config/schema.ts): signature windows, the replay cache,
+ * hardening features offered at pairing, the egress deadlines and peer connections.
  */
 import { z } from 'zod';
 

@@ -58,6 +58,20 @@ export const configSchema = z.strictObject({
     .nullable()
     .default(null)
     .describe('Its password for scripted installs; null = generate one and print it once.'),
+  workers: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
+    .default(1)
+    .describe(
+      'Serving processes: 1 = one process does everything; N > 1 or `auto` (one per available core) = a primary ' +
+        'that owns the once-only work and supervises N workers sharing the ports.',
+    ),
+  workerListen: z
+    .enum(['reuseport', 'shared'])
+    .default('reuseport')
+    .describe(
+      'How workers share the ports: `reuseport` = a socket per worker (SO_REUSEPORT), balanced by the kernel; ' +
+        '`shared` = one listening socket held by the primary, which hands out connections (node:cluster).',
+    ),
   logLevel: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
@@ -332,6 +346,8 @@ export const ENV_NAMES: Readonly<
   PLATFORM_BOOTSTRAP_ADMIN_USERNAME: { path: ['bootstrapAdminUsername'], kind: 'string' },
   PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: { path: ['bootstrapAdminPassword'], kind: 'string' },
   PLATFORM_LOG_LEVEL: { path: ['logLevel'], kind: 'string' },
+  PLATFORM_WORKERS: { path: ['workers'], kind: 'string' },
+  PLATFORM_WORKER_LISTEN: { path: ['workerListen'], kind: 'string' },
   PLATFORM_MAX_HEADER_COUNT: { path: ['limits', 'maxHeaderCount'], kind: 'number' },
   PLATFORM_MAX_HEADER_BYTES: { path: ['limits', 'maxHeaderBytes'], kind: 'number' },
   PLATFORM_MAX_BODY_BYTES: { path: ['limits', 'maxBodyBytes'], kind: 'number' },

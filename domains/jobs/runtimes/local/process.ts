@@ -22,7 +22,6 @@ import {
 import { join } from 'node:path';
 import { ENV_NAME } from '../../env.ts';
 import type { ApprovedPackage } from '../../schema.ts';
-import type { RuntimeJobSpec } from '../types.ts';
 import { type JobSandbox, shellQuote } from './sandbox.ts';
 
 /**
@@ -321,18 +320,4 @@ export function logSize(paths: JobPaths): number {
   } catch {
     return 0;
   }
-}
-
-/**
- * What the entrypoint sees: the clean base, HOME = its work dir, then the job's own variables; with
- * packages, the venv first on PATH. Inside the sandbox PATH, LD_PRELOAD and the like reach only the job.
- */
-export function jobEnvironment(
-  baseEnv: Record<string, string>,
-  paths: JobPaths,
-  spec: RuntimeJobSpec,
-): Record<string, string> {
-  const env: Record<string, string> = { ...baseEnv, HOME: paths.work, ...spec.env };
-  if (spec.packages.length === 0) return env;
-  return { ...env, PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`, VIRTUAL_ENV: paths.venv };
 }

@@ -6,15 +6,15 @@
  * stopped as FAILED log_limit_exceeded). One ticker watches log sizes and
  * jobs re-attached after a restart.
  */
-import { constants } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { JobsErrors } from '../../errors.ts';
 import type { JobStatus } from '../../schema.ts';
 import type { JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
+import { jobIdOf, localRuntimeJobId, openJobLog } from './job-files.ts';
 import {
   type ExitRecord,
   type JobPaths,
-  jobEnvironment,
   jobPaths,
   livePid,
   logSize,
@@ -58,7 +58,6 @@ interface Entry {
   holdsSlot: boolean;
 }
 
-const PREFIX = 'local-';
 /**
  * The supervisor's whole environment: fixed, nothing of the caller's (it runs outside the sandbox, as root
  * when the gateway is). PLATFORM_JOB_ID names the job's processes for operators (and tests).
@@ -86,7 +85,7 @@ export class LocalJobRuntime implements JobRuntime {
   }
 
   idFor(jobId: string): string {
-    return `${PREFIX}${jobId}`;
+    return localRuntimeJobId(jobId);
   }
 
   async submit(spec: RuntimeJobSpec): Promise<void> {
@@ -105,23 +104,8 @@ export class LocalJobRuntime implements JobRuntime {
     return { status: 'FAILED', errorType: 'runtime_lost', errorMessage: 'the local runtime has no record of this job' };
   }
 
-  async openLogs(runtimeJobId: string): Promise<LogSource | null> {
-    // O_NOFOLLOW: a symlink where the log should be is never followed (the job cannot reach this dir in
-    // its sandbox; without one, it could).
-    const handle = await open(this.#paths(runtimeJobId).log, constants.O_RDONLY | constants.O_NOFOLLOW).catch(
-      () => null,
-    );
-    if (!handle) return null;
-    const { size } = await handle.stat();
-    return {
-      size,
-      async read(position, length) {
-        const buffer = Buffer.alloc(length);
-        const { bytesRead } = await handle.read(buffer, 0, length, position);
-        return buffer.subarray(0, bytesRead);
-      },
-      close: () => handle.close(),
-    };
+  openLogs(runtimeJobId: string): Promise<LogSource | null> {
+    return openJobLog(this.options.jobsDir, runtimeJobId);
   }
 
   async stop(runtimeJobId: string): Promise<void> {
@@ -315,6 +299,20 @@ export class LocalJobRuntime implements JobRuntime {
   }
 }
 
+/**
+ * What the entrypoint sees: the clean base, HOME = its work dir, then the job's own variables; with
+ * packages, the venv first on PATH. Inside the sandbox PATH, LD_PRELOAD and the like reach only the job.
+ */
+function jobEnvironment(
+  baseEnv: Record<string, string>,
+  paths: JobPaths,
+  spec: RuntimeJobSpec,
+): Record<string, string> {
+  const env: Record<string, string> = { ...baseEnv, HOME: paths.work, ...spec.env };
+  if (spec.packages.length === 0) return env;
+  return { ...env, PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`, VIRTUAL_ENV: paths.venv };
+}
+
 function newEntry(jobId: string, spec: RuntimeJobSpec | null): Entry {
   const base = { startedAt: null, endedAt: null, errorType: null, errorMessage: null, pid: null };
   return {
@@ -384,8 +382,4 @@ function snapshot(entry: Entry): RuntimeSnapshot {
 
 function isTerminal(status: JobStatus): boolean {
   return status !== 'PENDING' && status !== 'RUNNING';
-}
-
-function jobIdOf(runtimeJobId: string): string {
-  return runtimeJobId.startsWith(PREFIX) ? runtimeJobId.slice(PREFIX.length) : runtimeJobId;
 }

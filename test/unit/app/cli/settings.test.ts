@@ -76,6 +76,7 @@ test('a flag sets the same key as its variable', () => {
     hostname: { flag: ['a.example', 'b.example'], env: 'a.example,b.example' },
     'cluster-name': { flag: ['east'], env: 'east' },
     'log-level': { flag: ['debug'], env: 'debug' },
+    workers: { flag: ['3'], env: '3' },
   };
   for (const setting of SERVE_SETTINGS.filter((s) => s.flag && s.env[0] && s.env[0] in ENV_NAMES)) {
     const sample = samples[setting.flag as string];

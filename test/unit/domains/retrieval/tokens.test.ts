@@ -1,6 +1,7 @@
 /** The gRPC stream token: bound to job, caller and protocol; platform.retrieval.v1 reusable until it expires, Arrow Flight single-use. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { heldLedger } from '../../../../domains/retrieval/shared.ts';
 import { StreamTokens } from '../../../../domains/retrieval/tokens.ts';
 import { ApiError } from '../../../../gateway/errors/api-error.ts';
 
@@ -16,9 +17,23 @@ function problem(fn: () => unknown): unknown {
   return 'accepted';
 }
 
+async function claimProblem(claim: () => Promise<unknown>): Promise<unknown> {
+  return claim().then(
+    () => 'accepted',
+    (error: unknown) => {
+      assert.ok(error instanceof ApiError && error.reason === 'grpc_token_invalid');
+      return error.extra.problem;
+    },
+  );
+}
+
 test('a token verifies for its job until it expires, never for another job or when altered', () => {
   let now = new Date('2026-01-01T00:00:00Z');
-  const tokens = new StreamTokens(300, () => now);
+  const tokens = new StreamTokens(
+    300,
+    () => now,
+    heldLedger(() => now),
+  );
   const { token, expiresAt } = tokens.issue('job-1', 'user-1', V1);
   assert.equal(expiresAt.toISOString(), '2026-01-01T00:05:00.000Z');
   assert.equal(tokens.verify(token, 'job-1', V1), 'user-1');
@@ -36,9 +51,15 @@ test('a token verifies for its job until it expires, never for another job or wh
     'malformed',
   );
   assert.equal(
-    problem(() => new StreamTokens(300, () => now).verify(token, 'job-1', V1)),
+    problem(() =>
+      new StreamTokens(
+        300,
+        () => now,
+        heldLedger(() => now),
+      ).verify(token, 'job-1', V1),
+    ),
     'signature',
-    'another gateway process',
+    'another gateway start',
   );
   now = new Date('2026-01-01T00:05:00Z');
   assert.equal(
@@ -47,29 +68,27 @@ test('a token verifies for its job until it expires, never for another job or wh
   );
 });
 
-test('an Arrow Flight token is claimed once, and never passes as the other protocol', () => {
+test('an Arrow Flight token is claimed once, and never passes as the other protocol', async () => {
   let now = new Date('2026-01-01T00:00:00Z');
-  const tokens = new StreamTokens(300, () => now);
+  const tokens = new StreamTokens(
+    300,
+    () => now,
+    heldLedger(() => now),
+  );
   const flight = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
   assert.equal(
     problem(() => tokens.verify(flight, 'job-1', V1)),
     'other_protocol',
   );
   assert.equal(
-    problem(() => tokens.claim(tokens.issue('job-1', 'user-1', V1).token, 'job-1', 'arrow-flight')),
+    await claimProblem(() => tokens.claim(tokens.issue('job-1', 'user-1', V1).token, 'job-1', 'arrow-flight')),
     'other_protocol',
   );
-  assert.equal(tokens.claim(flight, 'job-1', 'arrow-flight'), 'user-1');
-  assert.equal(
-    problem(() => tokens.claim(flight, 'job-1', 'arrow-flight')),
-    'already_used',
-  );
+  assert.equal(await tokens.claim(flight, 'job-1', 'arrow-flight'), 'user-1');
+  assert.equal(await claimProblem(() => tokens.claim(flight, 'job-1', 'arrow-flight')), 'already_used');
   const second = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
-  assert.equal(tokens.claim(second, 'job-1', 'arrow-flight'), 'user-1', 'a fresh handshake is a fresh token');
+  assert.equal(await tokens.claim(second, 'job-1', 'arrow-flight'), 'user-1', 'a fresh handshake is a fresh token');
   const late = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
   now = new Date('2026-01-01T00:05:00Z');
-  assert.equal(
-    problem(() => tokens.claim(late, 'job-1', 'arrow-flight')),
-    'expired',
-  );
+  assert.equal(await claimProblem(() => tokens.claim(late, 'job-1', 'arrow-flight')), 'expired');
 });

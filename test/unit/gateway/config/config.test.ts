@@ -102,3 +102,14 @@ test('an unreadable config file is reported, not thrown raw', () => {
     (e: ConfigError) => e.problems[0]?.startsWith('config file'),
   );
 });
+
+test('workers: a count or auto, from a flag, the environment or the file; anything else is refused by key', () => {
+  assert.equal(loadConfig({ env: {} }).workers, 1);
+  assert.equal(loadConfig({ env: { PLATFORM_WORKERS: 'auto' } }).workers, 'auto');
+  assert.equal(loadConfig({ env: { PLATFORM_WORKERS: '4' } }).workers, 4);
+  assert.equal(loadConfig({ env: {}, overrides: { workers: 2 } }).workers, 2);
+  for (const bad of ['0', 'two', '1.5', '-1']) {
+    assert.throws(() => loadConfig({ env: { PLATFORM_WORKERS: bad } }), /workers/, bad);
+  }
+  assert.throws(() => loadConfig({ env: { PLATFORM_WORKER_LISTEN: 'fork' } }), /workerListen/);
+});

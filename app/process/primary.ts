@@ -1,0 +1,120 @@
+/**
+ * `meshgate serve --workers N` (N > 1): this process becomes the primary.
+ * It boots every domain in the `primary` role, which owns the once-only
+ * work (the local job runtime and its children, legacy port listeners,
+ * first-start setup, log sweeps) and binds no main listener; then it forks
+ * N workers that serve the ports (node:cluster) and supervises them. SIGHUP
+ * re-reads the configuration and replaces the workers one at a time; SIGTERM
+ * or SIGINT drains them all and stops.
+ */
+import cluster from 'node:cluster';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
+import type { Logger } from 'pino';
+import type { Config } from '../../gateway/config/schema.ts';
+import { PrimaryLink } from '../../gateway/process/cluster-link.ts';
+import { startGateway } from '../server.ts';
+import { DRAIN_GRACE_MS } from './messages.ts';
+import { claimPidFile, releasePidFile } from './pid-file.ts';
+import { Supervisor, type WorkerReady } from './supervisor.ts';
+
+export interface PrimaryIo {
+  /** The configuration read again as at start (file, environment, flags), for a reload. */
+  reloadConfig(): Readonly<Config>;
+  out(line: string): void;
+  /** The first stop signal. */
+  readonly stopSignal: Promise<NodeJS.Signals>;
+}
+
+/** How many workers the setting asks for: `auto` is one per core the process may use. */
+export function workerCount(config: Readonly<Config>): number {
+  return config.workers === 'auto' ? availableParallelism() : config.workers;
+}
+
+export async function runPrimary(config: Readonly<Config>, io: PrimaryIo): Promise<NodeJS.Signals> {
+  // A hang-up before the workers serve would otherwise meet the default action (the primary killed).
+  const early = () => io.out('meshgate reload ignored: still starting');
+  process.on('SIGHUP', early);
+  const started = await startPrimary(config, io).finally(() => process.off('SIGHUP', early));
+  const { gateway, supervisor, resolved } = started;
+  const stopReloading = reloadOnHangup(supervisor, resolved, io, gateway.deps.logger);
+  const signal = await io.stopSignal;
+  stopReloading();
+  await supervisor.stop(DRAIN_GRACE_MS);
+  await gateway.close(DRAIN_GRACE_MS, signal);
+  releasePidFile(config.dataDir);
+  return signal;
+}
+
+/** The primary's domains, then its workers; whatever fails leaves nothing running and no pid file. */
+async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
+  // Every worker must bind the same ports, and the primary's origin must name them: port 0 is resolved once here.
+  const resolved = await resolvePorts(config, null);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  claimPidFile(config.dataDir);
+  // Structured clone across the pipe: Dates and Buffers in owner calls arrive as they left.
+  cluster.setupPrimary({ serialization: 'advanced' });
+  const link = new PrimaryLink();
+  const gateway = await startGateway(resolved, { process: link, announce: io.out }).catch((error: unknown) => {
+    releasePidFile(config.dataDir);
+    throw error;
+  });
+  const supervisor = new Supervisor(resolved, link, gateway.deps.logger);
+  let ready: WorkerReady;
+  try {
+    ready = await supervisor.start(workerCount(resolved));
+  } catch (error) {
+    await supervisor.stop(0);
+    await gateway.close(0, 'start failed');
+    releasePidFile(config.dataDir);
+    throw error;
+  }
+  io.out(`meshgate listening ${ready.httpsUrl}`);
+  if (ready.httpUrl) io.out(`meshgate listening ${ready.httpUrl}`);
+  io.out(`meshgate origin ${ready.origin}  (${workerCount(resolved)} workers, primary pid ${process.pid})`);
+  return { gateway, supervisor, resolved };
+}
+
+/** SIGHUP: one reload at a time; a hang-up during a reload runs another after it, with the file read then. */
+function reloadOnHangup(supervisor: Supervisor, started: Readonly<Config>, io: PrimaryIo, logger: Logger) {
+  let running: Promise<void> = Promise.resolve();
+  const reload = () => {
+    running = running.then(async () => {
+      try {
+        const next = await resolvePorts(io.reloadConfig(), started);
+        const replaced = await supervisor.reload(next);
+        io.out(`meshgate reloaded (${replaced} workers replaced)`);
+      } catch (error) {
+        // The workers that were serving keep serving: a bad file or a worker that cannot start changes nothing.
+        logger.error({ err: error }, 'reload failed; the running workers keep serving');
+        io.out(`meshgate reload failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    });
+  };
+  process.on('SIGHUP', reload);
+  return () => process.off('SIGHUP', reload);
+}
+
+/**
+ * Port 0 becomes a free port, picked once: at start by binding it briefly, at a reload the one picked at start
+ * (the running workers hold it).
+ */
+async function resolvePorts(config: Readonly<Config>, started: Readonly<Config> | null): Promise<Readonly<Config>> {
+  const pick = async (port: number, before: number | null | undefined) =>
+    port !== 0 ? port : (before ?? (await freePort(config.bind)));
+  const httpsPort = await pick(config.httpsPort, started?.httpsPort);
+  const httpPort = config.httpPort === null ? null : await pick(config.httpPort, started?.httpPort);
+  return { ...config, httpsPort, httpPort };
+}
+
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}

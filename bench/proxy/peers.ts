@@ -1,0 +1,177 @@
+/**
+ * The peers and probes the proxy benchmarks share: the bench upstream and
+ * nginx as child processes, wrk runs, CPU and RSS from /proc.
+ */
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+export const REPS = Number(process.env.BENCH_REPS ?? 3);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const here = import.meta.dirname;
+export const STREAM_MB = 512;
+/** Every process a benchmark started, stopped when it ends. */
+export const children: ChildProcess[] = [];
+
+export function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
+  const proc = fork(join(here, file), args, {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  children.push(proc);
+  return new Promise((resolve, reject) => {
+    proc.once('message', (hello) => resolve({ proc, hello: hello as T }));
+    proc.once('exit', (code) => reject(new Error(`${file} exited with ${code}`)));
+  });
+}
+
+export function rssBytes(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function startNginx(
+  upstreamPort: number,
+  workers: number | 'auto' = 1,
+): Promise<{ url: string; pid: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-nginx-'));
+  mkdirSync(join(dir, 'logs'));
+  const port = await freePort();
+  const user = process.getuid?.() === 0 ? 'user root;' : '';
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `${user} worker_processes ${workers}; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log ${dir}/logs/access.log; client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/f; uwsgi_temp_path ${dir}/u; scgi_temp_path ${dir}/s;
+  upstream bench { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://bench; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off;
+      proxy_set_header X-Forwarded-For $remote_addr; proxy_set_header X-Forwarded-Proto $scheme;
+    }
+  }
+}`,
+  );
+  const proc = spawn('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'logs/error.log')], {
+    stdio: 'inherit',
+  });
+  children.push(proc);
+  proc.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  for (let i = 0; i < 50; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const ok = await new Promise<boolean>((resolve) =>
+      connect(port, '127.0.0.1')
+        .once('connect', function (this: import('node:net').Socket) {
+          this.destroy();
+          resolve(true);
+        })
+        .once('error', () => resolve(false)),
+    );
+    if (ok) return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number };
+  }
+  throw new Error('nginx did not start');
+}
+
+/** CPU µs of a process (all its threads) and its children (nginx master + worker), from /proc. */
+/** The pids of a process's children (nginx's workers, meshgate's workers). */
+export function childrenOf(pid: number): number[] {
+  return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+}
+
+export function procCpuMicros(pid: number): number {
+  const ticks = (p: number) => {
+    const fields = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  const kids = childrenOf(pid);
+  return ((ticks(pid) + kids.reduce((sum, k) => sum + ticks(k), 0)) * 1e6) / 100; // USER_HZ = 100
+}
+
+export interface WrkResult {
+  wrkCpuSeconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  errors: number;
+}
+
+function toMs(text: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(text);
+  if (!m) return Number.NaN;
+  return Number(m[1]) * (m[2] === 'us' ? 0.001 : m[2] === 's' ? 1000 : 1);
+}
+
+/** One wrk run; bash's `times` after it gives wrk's own CPU (it shares the cores with what it measures). */
+export function wrk(url: string, token?: string): WrkResult {
+  const args = [
+    '-t2',
+    `-c${CONNECTIONS}`,
+    `-d${SECONDS}s`,
+    '--latency',
+    ...(token ? ['-H', `Authorization: Bearer ${token}`] : []),
+    url,
+  ];
+  const out = execFileSync('bash', ['-c', 'wrk "$@"; times', 'wrk', ...args], { encoding: 'utf8' });
+  const [user, sys] = [...(out.trim().split('\n').at(-1) ?? '').matchAll(/(\d+)m([\d.]+)s/g)].map(
+    (m) => Number(m[1]) * 60 + Number(m[2]),
+  );
+  return {
+    wrkCpuSeconds: (user ?? 0) + (sys ?? 0),
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]),
+    p50: toMs(/\s50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99: toMs(/\s99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    requests: Number(/(\d+) requests in/.exec(out)?.[1]),
+    errors:
+      Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) +
+      Number(/Socket errors: .*?(\d+) timeout/.exec(out)?.[1] ?? 0),
+  };
+}
+
+export function curlMBps(url: string, token?: string): number {
+  const args = [
+    '-s',
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{speed_download}',
+    ...(token ? ['-H', `Authorization: Bearer ${token}`] : []),
+    `${url}/stream?mb=${STREAM_MB}`,
+  ];
+  return Number(execFileSync('curl', args, { encoding: 'utf8' })) / 1e6;
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+
+export function round(x: number, digits = 1): number {
+  return Number(x.toFixed(digits));
+}
+
+/** Runs a benchmark, then stops what it started: `stops` first (graceful), then every child process. */
+export function runBench(main: () => Promise<void>, stops: readonly (() => void)[] = []): void {
+  main()
+    .catch((error: unknown) => {
+      process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exitCode = 1;
+    })
+    .finally(() => {
+      for (const stop of stops) stop();
+      for (const c of children) {
+        if (c.connected) c.disconnect();
+        else c.kill('SIGTERM');
+      }
+    });
+}

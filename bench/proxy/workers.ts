@@ -1,0 +1,180 @@
+/**
+ * bench/proxy/workers.ts: the process model's figures, one run, same box.
+ * The same runtime-proxy request (`GET /hello` through each proxy to the
+ * bench upstream, plain HTTP, keep-alive) against meshgate with one process
+ * and with two workers (a SO_REUSEPORT socket each, the default, and one
+ * socket the primary shares through node:cluster),
+ * nginx with one worker and with `worker_processes auto`, Caddy and HAProxy.
+ * Each target runs in rotating order per rep; medians reported. CPU per
+ * request counts every process of a target (meshgate's primary and workers,
+ * nginx's master and workers); wrk's own CPU is reported too, since it shares
+ * the two cores. RSS per worker is the largest worker's after its runs.
+ *   npx tsx bench/proxy/workers.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startMeshgate } from './meshgate.ts';
+import {
+  CONNECTIONS,
+  child,
+  children,
+  childrenOf,
+  freePort,
+  median,
+  procCpuMicros,
+  REPS,
+  round,
+  rssBytes,
+  runBench,
+  SECONDS,
+  startNginx,
+  type WrkResult,
+  wrk,
+} from './peers.ts';
+
+interface Target {
+  url: string;
+  pid: number;
+  token?: string;
+  /** The processes whose RSS is a worker's (meshgate: the workers; one process: itself). */
+  workers(): number[];
+}
+
+const stops: (() => void)[] = [];
+
+async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/hello`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`nothing answered on ${port}`);
+}
+
+function tempDir(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `bench-${name}-`));
+  stops.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Caddy 2 as a reverse proxy with its access log to a file (as nginx's and meshgate's). */
+async function startCaddy(upstreamPort: number): Promise<Target> {
+  const dir = tempDir('caddy');
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'Caddyfile'),
+    `{\n  admin off\n  auto_https off\n  storage file_system ${dir}\n}\n:${port} {\n  bind 127.0.0.1\n  log {\n    output file ${dir}/access.log\n  }\n  reverse_proxy 127.0.0.1:${upstreamPort}\n}\n`,
+  );
+  const proc = spawn('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], {
+    stdio: 'ignore',
+    env: { ...process.env, HOME: dir },
+  });
+  children.push(proc);
+  await waitForPort(port);
+  return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
+}
+
+/** HAProxy in HTTP mode, one thread per core (its default), upstream connections reused. */
+async function startHaproxy(upstreamPort: number): Promise<Target> {
+  const dir = tempDir('haproxy');
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'haproxy.cfg'),
+    `global\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n  option http-keep-alive\n` +
+      `frontend web\n  bind 127.0.0.1:${port}\n  default_backend app\nbackend app\n  http-reuse always\n  server up 127.0.0.1:${upstreamPort}\n`,
+  );
+  const proc = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: 'ignore' });
+  children.push(proc);
+  await waitForPort(port);
+  return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
+}
+
+async function meshgate(
+  upstream: string,
+  workers: number,
+  listen: 'reuseport' | 'shared' = 'reuseport',
+): Promise<Target> {
+  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)], {
+    PLATFORM_WORKER_LISTEN: listen,
+  });
+  stops.push(gateway.stop);
+  const pids = () => (workers === 1 ? [gateway.pid] : childrenOf(gateway.pid));
+  return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids };
+}
+
+async function nginx(upstreamPort: number, workers: number | 'auto'): Promise<Target> {
+  const started = await startNginx(upstreamPort, workers);
+  return { url: `${started.url}`, pid: started.pid, workers: () => childrenOf(started.pid) };
+}
+
+async function main(): Promise<void> {
+  const upstream = await child<{ port: number }>('upstream.ts', []);
+  const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
+  const targets: Record<string, Target> = {
+    'meshgate-1': await meshgate(upstreamUrl, 1),
+    'meshgate-2': await meshgate(upstreamUrl, 2),
+    'meshgate-2-shared': await meshgate(upstreamUrl, 2, 'shared'),
+    'nginx-1': await nginx(upstream.hello.port, 1),
+    'nginx-auto': await nginx(upstream.hello.port, 'auto'),
+    caddy: await startCaddy(upstream.hello.port),
+    haproxy: await startHaproxy(upstream.hello.port),
+  };
+  const names = Object.keys(targets);
+  const runs: Record<string, WrkResult[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const rss: Record<string, number> = {};
+  for (const name of names) wrk(`${targets[name]?.url}/hello`, targets[name]?.token); // warm-up (JIT, pools, token cache)
+  for (let rep = 0; rep < REPS; rep++) {
+    const shift = rep % names.length;
+    for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
+      const target = targets[name] as Target;
+      const before = procCpuMicros(target.pid);
+      const result = wrk(`${target.url}/hello`, target.token);
+      runs[name]?.push(result);
+      cpu[name]?.push((procCpuMicros(target.pid) - before) / result.requests);
+      rss[name] = Math.max(rss[name] ?? 0, ...target.workers().map(rssBytes));
+      const line = `${result.rps.toFixed(0)} rps p99 ${result.p99}ms wrk cpu ${result.wrkCpuSeconds.toFixed(1)}s errors ${result.errors}`;
+      process.stderr.write(`rep ${rep + 1} ${name.padEnd(21)} ${line}\n`);
+    }
+  }
+  const m = (name: string, key: keyof WrkResult) => median((runs[name] ?? []).map((r) => r[key]));
+  const rps = (name: string) => m(name, 'rps');
+  const summary = {
+    settings: {
+      seconds: SECONDS,
+      reps: REPS,
+      connections: CONNECTIONS,
+      cores: (await import('node:os')).availableParallelism(),
+    },
+    rps: Object.fromEntries(names.map((n) => [n, Math.round(rps(n))])),
+    p50_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p50')])),
+    p99_ms: Object.fromEntries(names.map((n) => [n, m(n, 'p99')])),
+    errors: Object.fromEntries(names.map((n) => [n, (runs[n] ?? []).reduce((s, r) => s + r.errors, 0)])),
+    cpu_us_per_request: Object.fromEntries(names.map((n) => [n, round(median(cpu[n] ?? []))])),
+    wrk_cpu_share: Object.fromEntries(names.map((n) => [n, round(m(n, 'wrkCpuSeconds') / SECONDS, 2)])),
+    rss_mb_per_worker: Object.fromEntries(names.map((n) => [n, round((rss[n] ?? 0) / 2 ** 20)])),
+    ratios: {
+      two_workers_vs_nginx_auto_rps: round(rps('meshgate-2') / rps('nginx-auto'), 2),
+      two_workers_vs_one_rps: round(rps('meshgate-2') / rps('meshgate-1'), 2),
+      two_workers_vs_nginx_auto_p99: round(m('meshgate-2', 'p99') / m('nginx-auto', 'p99'), 2),
+      shared_vs_reuseport_rps: round(rps('meshgate-2-shared') / rps('meshgate-2'), 2),
+      // Each rep runs the targets back to back, so a rep's own ratio shares its moment's load.
+      two_workers_vs_nginx_auto_by_rep: (runs['meshgate-2'] ?? []).map((r, i) =>
+        round(r.rps / (runs['nginx-auto']?.[i]?.rps ?? Number.NaN), 2),
+      ),
+      two_workers_vs_one_by_rep: (runs['meshgate-2'] ?? []).map((r, i) =>
+        round(r.rps / (runs['meshgate-1']?.[i]?.rps ?? Number.NaN), 2),
+      ),
+    },
+  };
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  mkdirSync('.bench-out', { recursive: true });
+  writeFileSync('.bench-out/proxy-workers.json', JSON.stringify(summary, null, 2));
+}
+
+runBench(main, stops);

@@ -1,0 +1,242 @@
+/**
+ * A multi-process gateway under test: the real `bin/meshgate serve --workers N`
+ * with its printed lines, its worker pids, access lines (which name the
+ * worker that served each request id), and a bounded steady load over
+ * HTTP/2 that counts what failed.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from 'undici';
+
+export const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
+export const ADMIN_PASSWORD = 'workers-test-admin-pw';
+
+export interface Served {
+  readonly child: ChildProcess;
+  readonly base: string;
+  readonly ca: string;
+  /** Everything printed on stdout so far. */
+  output(): string;
+  /** Resolves once stdout holds a line matching `pattern`. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Sends the signal; resolves with the exit code once stdout has closed. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function serveWorkers(
+  dataDir: string,
+  workers: number | 'auto',
+  extraEnv: Record<string, string> = {},
+): Promise<Served> {
+  const args = [
+    'serve',
+    '--data-dir',
+    dataDir,
+    '--https-port',
+    '0',
+    '--workers',
+    String(workers),
+    '--log-level',
+    'info',
+  ];
+  const env = { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD, ...extraEnv };
+  const child = spawn(BIN, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  const waiters = new Set<() => void>();
+  child.stdout?.on('data', (d) => {
+    out += d;
+    for (const wake of [...waiters]) wake();
+  });
+  child.stderr?.on('data', (d) => {
+    err += d;
+  });
+  const waitForLine = (pattern: RegExp, timeoutMs = 60_000) =>
+    new Promise<string>((resolve, reject) => {
+      const check = () => {
+        const line = out.split('\n').find((l) => pattern.test(l));
+        if (line === undefined) return;
+        cleanup();
+        resolve(line);
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(
+          new Error(
+            `no line ${pattern} in ${timeoutMs} ms; stdout:\n${out.slice(-4000)}\nstderr:\n${err.slice(-2000)}`,
+          ),
+        );
+      }, timeoutMs);
+      const onExit = () => {
+        cleanup();
+        reject(new Error(`serve exited before ${pattern}; stdout:\n${out.slice(-4000)}\nstderr:\n${err.slice(-2000)}`));
+      };
+      const cleanup = () => {
+        clearTimeout(timer);
+        waiters.delete(check);
+        child.off('exit', onExit);
+      };
+      waiters.add(check);
+      child.once('exit', onExit);
+      check();
+    });
+  const listening = await waitForLine(/^meshgate listening https:/);
+  const port = /:(\d+)$/.exec(listening)?.[1];
+  await waitForLine(/^meshgate origin /);
+  return {
+    child,
+    base: `https://localhost:${port}`,
+    ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8'),
+    output: () => out,
+    waitForLine,
+    stop: (signal = 'SIGTERM') =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('close', (code) => resolve(code));
+        child.kill(signal);
+      }),
+  };
+}
+
+/** Live processes whose parent is `parent` and that run meshgate (job processes are the primary's children too). */
+export function workerPids(parent: number): number[] {
+  // A worker runs the primary's own script (the bundle from bin/meshgate, or app/cli/main.ts under tsx).
+  const script = primaryScript(parent);
+  if (script === undefined) return [];
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .flatMap((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+        if (Number(stat[1]) !== parent || stat[0] === 'Z') return [];
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').includes(script) ? [Number(name)] : [];
+      } catch {
+        return []; // gone meanwhile
+      }
+    });
+}
+
+function primaryScript(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .find((arg) => /meshgate\.cjs$|main\.ts$/.test(arg));
+  } catch {
+    return undefined; // the primary has ended
+  }
+}
+
+/** The worker pid the access log names for a request id, once its line is out (lines are flushed each second). */
+export async function servedBy(served: Served, requestId: string): Promise<number> {
+  const line = await served.waitForLine(new RegExp(`"req_id":"${requestId}"`), 5000);
+  return (JSON.parse(line) as { worker: number }).worker;
+}
+
+/** One HTTP/2 connection to the gateway, with a request that names its request id. */
+export function connection(served: Served) {
+  const client = new Client(served.base, { allowH2: true, connect: { ca: served.ca } });
+  const call = async (method: string, path: string, options: { token?: string; json?: unknown } = {}) => {
+    const requestId = randomUUID();
+    const headers: Record<string, string> = { 'x-request-id': requestId };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (options.json !== undefined) headers['content-type'] = 'application/json';
+    const res = await client.request({
+      method: method as 'GET',
+      path,
+      headers,
+      body: options.json === undefined ? undefined : JSON.stringify(options.json),
+    });
+    const text = await res.body.text();
+    return { status: res.statusCode, text, json: text ? JSON.parse(text) : null, requestId };
+  };
+  return { client, call, close: () => client.close() };
+}
+
+export async function adminToken(served: Served): Promise<string> {
+  const conn = connection(served);
+  try {
+    const res = await conn.client.request({
+      method: 'POST',
+      path: '/api/auth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ username: 'admin', password: ADMIN_PASSWORD, grant_type: 'password' }).toString(),
+    });
+    const body = (await res.body.json()) as { access_token: string };
+    return body.access_token;
+  } finally {
+    await conn.close();
+  }
+}
+
+export interface LoadResult {
+  ok: number;
+  failed: number;
+  /** Failures that were a reset stream or connection (RST_STREAM, ECONNRESET, a socket closed mid-request). */
+  resets: number;
+  errors: string[];
+}
+
+/** One GET /api/ping, counted into `result`: 200 is ok, anything else (or a throw) failed. */
+async function pingOnce(client: Client, result: LoadResult): Promise<void> {
+  try {
+    const res = await client.request({ method: 'GET', path: '/api/ping' });
+    await res.body.dump();
+    if (res.statusCode === 200) result.ok += 1;
+    else {
+      result.failed += 1;
+      result.errors.push(`status ${res.statusCode}`);
+    }
+  } catch (error) {
+    result.failed += 1;
+    const text = `${(error as NodeJS.ErrnoException).code ?? ''} ${(error as Error).message}`;
+    if (/RST|reset|ECONNRESET|UND_ERR_SOCKET|closed/i.test(text)) result.resets += 1;
+    if (result.errors.length < 20) result.errors.push(text);
+  }
+}
+
+/**
+ * A steady load: `connections` HTTP/2 connections, each with `streams` request loops on GET /api/ping, and
+ * `http1` HTTP/1.1 keep-alive connections with one loop each, until stop() or a bound (`maxRequests`, `maxMs`) is
+ * reached. A request that throws or answers other than 200 fails.
+ */
+export function steadyLoad(
+  served: Served,
+  options: { connections: number; streams: number; http1?: number; maxRequests: number; maxMs: number },
+) {
+  const result: LoadResult = { ok: 0, failed: 0, resets: 0, errors: [] };
+  let running = true;
+  const deadline = Date.now() + options.maxMs;
+  const client = (allowH2: boolean) => new Client(served.base, { allowH2, connect: { ca: served.ca } });
+  const h2 = Array.from({ length: options.connections }, () => client(true));
+  const h1 = Array.from({ length: options.http1 ?? 0 }, () => client(false));
+  const clients = [...h2, ...h1];
+  const loop = async (client: Client) => {
+    while (running && Date.now() < deadline && result.ok + result.failed < options.maxRequests) {
+      await pingOnce(client, result);
+    }
+  };
+  const loops = [...h2.flatMap((c) => Array.from({ length: options.streams }, () => loop(c))), ...h1.map(loop)];
+  return {
+    result,
+    async stop(): Promise<LoadResult> {
+      running = false;
+      await Promise.all(loops);
+      await Promise.all(clients.map((c) => c.close()));
+      return result;
+    },
+  };
+}
+
+/** Resolves once `ok` has grown by `count` requests (the load is flowing), or fails after `timeoutMs`. */
+export async function untilServed(result: LoadResult, count: number, timeoutMs = 20_000): Promise<void> {
+  const target = result.ok + count;
+  const deadline = Date.now() + timeoutMs;
+  while (result.ok < target) {
+    if (Date.now() > deadline)
+      throw new Error(`the load did not reach ${count} more answers: ${JSON.stringify(result)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
