@@ -189,6 +189,9 @@ export async function closeGracefully(listeners: readonly Listening[], graceMs: 
   }, graceMs);
   await Promise.all(closing);
   clearTimeout(timer);
+  // Every connection is gone now: the servers' own close() only stops the HTTP parser's connection-checking
+  // interval (Node's http server starts one per server; net.Server's close above leaves it running).
+  for (const { server } of listeners) server.close();
 }
 
 function lingerThenEnd(socket: Tracked): void {
