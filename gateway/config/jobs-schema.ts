@@ -1,5 +1,6 @@
 /**
- * The `jobs` section of the configuration (gateway/config/schema.ts): the job runtime, the local runtime's queue, output cap, sandbox and per-job limits, the approved Python packages.
+ * The `jobs` section of the configuration (gateway/config/schema.ts): the job runtime, the local runtime's queue,
+ * output cap, sandbox and per-job limits, the approved Python packages.
  */
 import { z } from 'zod';
 

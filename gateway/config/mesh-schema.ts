@@ -1,5 +1,6 @@
 /**
- * The `mesh` section of the configuration (gateway/config/schema.ts): signature windows, the replay cache, hardening features offered at pairing, egress deadlines and peer connections.
+ * The `mesh` section of the configuration (gateway/config/schema.ts): signature windows, the replay cache, hardening
+ * features offered at pairing, egress deadlines and peer connections.
  */
 import { z } from 'zod';
 
@@ -11,7 +12,8 @@ export const meshSettings = z
       .max(3600)
       .default(60)
       .describe(
-        'PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: egress wait for the peer on /api paths (headers, then between body chunks); 504 beyond.',
+        'PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: egress wait for the peer on ' +
+          '/api paths (headers, then between body chunks); 504 beyond.',
       ),
     runtimeReadTimeoutSeconds: z
       .number()
