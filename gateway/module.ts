@@ -110,7 +110,10 @@ export interface RuntimeInfo {
 
 /** An extra HTTPS listener a domain opens (legacy runtime ports), built by the composition root like the main one. */
 export interface ListenerOptions {
-  /** The stages after the common prelude (requestId → accessLog → limits → canonicalPath): route resolution and dispatch. */
+  /**
+   * The stages after the common prelude (requestId → accessLog → limits → canonicalPath): route resolution and
+   * dispatch.
+   */
   readonly stages: readonly Stage[];
   /** Fields added to every access-log line of this listener. */
   readonly accessFields?: Readonly<Record<string, string | number>>;

@@ -14,7 +14,8 @@ export function renderErrorsDoc(): string {
     '# Error reasons',
     '',
     'Every refusal meshgate gives carries a stable `reason`. The body is FastAPI-style:',
-    '`{"detail": {"reason": "<reason>", ...extra, "request_id": "..."}}`; a few reasons use a string `detail` that public',
+    '`{"detail": {"reason": "<reason>", ...extra, "request_id": "..."}}`; ' +
+      'a few reasons use a string `detail` that public',
     'clients match (noted below), and request validation failures are `422 {"detail": [{"loc", "msg", "type"}]}`.',
     'Every response carries `x-request-id`; a 500 carries nothing else, and the log has the cause under that id.',
     '',

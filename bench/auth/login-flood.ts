@@ -96,7 +96,10 @@ async function measure(label: string, overrides: ConfigInput) {
   const busy = await flooded(gw);
   console.log(
     `${label.padEnd(34)} quiet p50/p99 ${quiet.p50.toFixed(0)}/${quiet.p99.toFixed(0)} ms | ` +
-      `flood p50/p99 ${busy.p50.toFixed(0)}/${busy.p99.toFixed(0)} ms | p99 ratio ${(busy.p99 / quiet.p99).toFixed(2)} | flood answers ${JSON.stringify(busy.flood)}`,
+      `flood ` +
+      `p50/p99 ${busy.p50.toFixed(0)}/${busy.p99.toFixed(0)} ms | ` +
+      `p99 ratio ${(busy.p99 / quiet.p99).toFixed(2)} | flood ` +
+      `answers ${JSON.stringify(busy.flood)}`,
   );
 }
 

@@ -40,7 +40,9 @@ const objectId = (i: number) => `urn:li:dataset:(urn:li:dataPlatform:file,bench/
 
 function seedTuples(sqlite: ReturnType<typeof openDatabase>['sqlite']): void {
   const insert = sqlite.prepare(
-    "INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES ('user', ?, ?, 'dataset', ?, ?, '2026-01-01T00:00:00Z')",
+    'INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, ' +
+      "object_ns, object_id, tenant, created_at) VALUES ('user', ?, ?, " +
+      "'dataset', ?, ?, '2026-01-01T00:00:00Z')",
   );
   sqlite.transaction(() => {
     for (let u = 0; u < USERS; u++)
@@ -119,7 +121,10 @@ function main(): void {
   seedTuples(sqlite);
   const tuples = (sqlite.prepare('SELECT count(*) AS n FROM authz_tuples').get() as { n: number }).n;
   console.log(
-    `seeded ${tuples} tuples (${USERS} users x ${PER_USER}, ${OBJECTS} objects, +${LIST_OBJECTS} for the lister) in ${fmt(Number(process.hrtime.bigint() - t0) / 1e9)} s`,
+    `seeded ${tuples} tuples (${USERS} users ` +
+      `x ${PER_USER}, ${OBJECTS} objects, +${LIST_OBJECTS} for the ` +
+      `lister) ` +
+      `in ${fmt(Number(process.hrtime.bigint() - t0) / 1e9)} s`,
   );
 
   const gc = (globalThis as { gc?: () => void }).gc ?? (() => {});
@@ -134,7 +139,9 @@ function main(): void {
 
   const viewer = SATISFIED_BY.get('dataset')?.get('viewer') as readonly string[];
   const probe = sqlite.prepare(
-    `SELECT 1 FROM authz_tuples WHERE subject_ns = 'user' AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ? AND relation IN (${viewer.map(() => '?').join(',')}) LIMIT 1`,
+    `SELECT 1 FROM authz_tuples WHERE subject_ns = 'user' AND subject_id = ` +
+      `? AND object_ns = ? AND object_id = ? AND tenant = ? AND ` +
+      `relation IN (${viewer.map(() => '?').join(',')}) LIMIT 1`,
   );
   const viaIndex = (q: Query) => authz.check(q.principal, 'viewer', q.object);
   const viaSqlite = (q: Query) =>
@@ -149,10 +156,15 @@ function main(): void {
   const idxLat = latency(viaIndex, qs);
   const sqlLat = latency(viaSqlite, qs);
   console.log(
-    `check (index):  ${fmt(idx.perSecond / 1000, 0)}k checks/s, allowed ${fmt(idx.allowed * 100, 0)}%, p50 ${fmt(idxLat.p50)} µs, p99 ${fmt(idxLat.p99)} µs, p99.9 ${fmt(idxLat.p999)} µs`,
+    `check (index):  ${fmt(idx.perSecond / 1000, 0)}k checks/s, ` +
+      `allowed ${fmt(idx.allowed * 100, 0)}%, ` +
+      `p50 ${fmt(idxLat.p50)} µs, p99 ${fmt(idxLat.p99)} µs, ` +
+      `p99.9 ${fmt(idxLat.p999)} µs`,
   );
   console.log(
-    `check (sqlite): ${fmt(sql.perSecond / 1000, 0)}k checks/s, p50 ${fmt(sqlLat.p50)} µs, p99 ${fmt(sqlLat.p99)} µs, p99.9 ${fmt(sqlLat.p999)} µs`,
+    `check (sqlite): ${fmt(sql.perSecond / 1000, 0)}k checks/s, ` +
+      `p50 ${fmt(sqlLat.p50)} µs, p99 ${fmt(sqlLat.p99)} µs, ` +
+      `p99.9 ${fmt(sqlLat.p999)} µs`,
   );
   console.log(`ratio index/sqlite: ${fmt(idx.perSecond / sql.perSecond, 1)}x`);
 
@@ -165,7 +177,9 @@ function main(): void {
       throw new Error('list filter lost rows');
   });
   const objectIdsSql = sqlite.prepare(
-    `SELECT DISTINCT object_id AS id FROM authz_tuples WHERE subject_ns = 'user' AND subject_id = ? AND object_ns = 'dataset' AND tenant = ? AND relation IN (${viewer.map(() => '?').join(',')})`,
+    `SELECT DISTINCT object_id AS id FROM authz_tuples WHERE subject_ns = ` +
+      `'user' AND subject_id = ? AND object_ns = 'dataset' AND tenant = ? ` +
+      `AND relation IN (${viewer.map(() => '?').join(',')})`,
   );
   const listSql = median(21, () => {
     const visible = new Set(

@@ -95,7 +95,8 @@ const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-jobs-'));
 const gw = await new TestGateway(dataDir, { logLevel: 'warn', jobs: { runPollIntervalMs: 250 } }).start();
 try {
   const token = await gw.adminToken();
-  await gw.request('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: PY } }); // warm: TLS session, page cache
+  // warm: TLS session, page cache
+  await gw.request('POST', '/api/cluster/jobs/run', { token, json: { entrypoint: PY } });
   const latency = await submitToRunning(gw, token);
   const { peer, viaRun } = await runVersusBare(gw, token);
   const overhead = pct(viaRun, 50) - pct(peer, 50);
@@ -108,10 +109,16 @@ try {
   console.log(`bare python3 -c (peer)    ${fmt(peer)}`);
   console.log(`POST /run python3 -c      ${fmt(viaRun)}`);
   console.log(
-    `run overhead (p50 − peer) ${overhead.toFixed(1)} ms, ratio ${(pct(viaRun, 50) / pct(peer, 50)).toFixed(2)}×; median of paired differences ${paired.toFixed(1)} ms   (target ≤ 150 ms)`,
+    `run overhead (p50 − peer) ${overhead.toFixed(1)} ms, ` +
+      `ratio ${(pct(viaRun, 50) / pct(peer, 50)).toFixed(2)}×; ` +
+      `median of paired differences ${paired.toFixed(1)} ms ` +
+      `  (target ≤ 150 ms)`,
   );
   console.log(
-    `${CONCURRENT} concurrent jobs       ${(burst.wallMs / 1000).toFixed(2)} s wall, lost logs ${burst.lostLogs}, lost results ${burst.lostResults}   (target 0 / 0)`,
+    `${CONCURRENT} concurrent jobs ` +
+      `      ${(burst.wallMs / 1000).toFixed(2)} s wall, lost ` +
+      `logs ${burst.lostLogs}, lost ` +
+      `results ${burst.lostResults}   (target 0 / 0)`,
   );
 } finally {
   await gw.stop();

@@ -76,11 +76,14 @@ async function main() {
     ['mesh (source → receiver)', mesh],
   ] as const) {
     console.log(
-      `${name.padEnd(26)} ${r.rps.toFixed(0).padStart(6)} rps   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`,
+      `${name.padEnd(26)} ${r.rps.toFixed(0).padStart(6)} rps ` +
+        `  p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`,
     );
   }
   console.log(
-    `ratio mesh/local: rps ${(mesh.rps / local.rps).toFixed(2)}, p50 +${(mesh.p50 - local.p50).toFixed(2)} ms (target ≤ 2 ms)`,
+    `ratio mesh/local: ` +
+      `rps ${(mesh.rps / local.rps).toFixed(2)}, p50 ` +
+      `+${(mesh.p50 - local.p50).toFixed(2)} ms (target ≤ 2 ms)`,
   );
 
   const key = pskKey(pair.psk);
@@ -120,7 +123,10 @@ async function main() {
   cache.set(`jwks\n${sourceToken}`, {}, now() + 600, 'j');
   const token = perOp('receiver: peer-token cache hit', 200_000, () => cache.get(`jwks\n${sourceToken}`));
   console.log(
-    `per side beyond the plain proxy path: source ${sign.toFixed(1)} µs, receiver ${(verify + token).toFixed(1)} µs (target ≤ 20 µs)`,
+    `per side beyond the plain proxy path: ` +
+      `source ${sign.toFixed(1)} µs, ` +
+      `receiver ${(verify + token).toFixed(1)} µs (target ≤ 20 ` +
+      `µs)`,
   );
 }
 

@@ -47,7 +47,10 @@ function wrkWithCpu(target: Target, pid: number | null): { result: WrkResult; cp
   return { result, cpuPerRequest: pid === null ? null : (procCpuMicros(pid) - before) / result.requests };
 }
 
-/** REPS rounds of wrk on each target, rotating who goes first; CPU per request of the two proxies, the gateway's peak RSS. */
+/**
+ * REPS rounds of wrk on each target, rotating who goes first; CPU per request of the two proxies, the gateway's peak
+ * RSS.
+ */
 function measureRps(
   targets: Targets,
   pids: { meshgate: number; nginx: number },
@@ -64,7 +67,9 @@ function measureRps(
       if (cpuPerRequest !== null) cpu[name]?.push(cpuPerRequest);
       if (name === 'meshgate') peakRss = Math.max(peakRss, rssBytes(pids.meshgate));
       process.stderr.write(
-        `rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps p50 ${result.p50}ms p99 ${result.p99}ms errors ${result.errors}\n`,
+        `rep ${rep + 1} ${name.padEnd(8)} ${result.rps.toFixed(0)} rps ` +
+          `p50 ${result.p50}ms p99 ${result.p99}ms ` +
+          `errors ${result.errors}\n`,
       );
     }
   }
@@ -129,7 +134,9 @@ async function stalledClientRss(gateway: Meshgate) {
   const before = rssBytes(gateway.pid);
   const socket = connect(Number(url.port), url.hostname);
   socket.write(
-    `GET ${url.pathname}/stream?mb=1024 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${gateway.token}\r\n\r\n`,
+    `GET ${url.pathname}/stream?mb=1024 ` +
+      `HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: ` +
+      `Bearer ${gateway.token}\r\n\r\n`,
   );
   socket.pause();
   await new Promise((resolve) => setTimeout(resolve, 3000));

@@ -58,5 +58,7 @@ const json = measure(
     ),
 );
 process.stdout.write(
-  `COPY → Arrow ${arrow.toFixed(0)} ns/row, COPY → JSON ${json.toFixed(0)} ns/row (Arrow ${(arrow / json).toFixed(2)}× JSON), ${rows} rows\n`,
+  `COPY → Arrow ${arrow.toFixed(0)} ns/row, COPY → ` +
+    `JSON ${json.toFixed(0)} ns/row ` +
+    `(Arrow ${(arrow / json).toFixed(2)}× JSON), ${rows} rows\n`,
 );

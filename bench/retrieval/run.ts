@@ -90,8 +90,11 @@ async function main(): Promise<void> {
   );
   const fill = (table: string, n: number) =>
     pg
-      .psql(`CREATE TABLE ${table} (id int, region text, amount int, note text);
-      INSERT INTO ${table} SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % 1000, 'row-' || i FROM generate_series(1, ${n}) i;`)
+      .psql(
+        `CREATE TABLE ${table} (id int, region text, amount int, note text);
+      INSERT INTO ${table} SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % ` +
+          `1000, 'row-' || i FROM generate_series(1, ${n}) i;`,
+      )
       .then(() => pg.psql(`VACUUM ANALYZE ${table}`));
   await fill('small', smallRows);
   await fill('large', largeRows);
@@ -128,7 +131,10 @@ async function main(): Promise<void> {
     });
   const urns = { small: await urnOf('small'), large: await urnOf('large') };
 
-  /** psql's COPY to /dev/null: the plain table (the reference), or the rows as row_to_json renders them (the gateway's source). */
+  /**
+   * psql's COPY to /dev/null: the plain table (the reference), or the rows as row_to_json renders them (the gateway's
+   * source).
+   */
   const copy = async (table: string, json = false) => {
     const query = json ? `COPY (SELECT row_to_json(r.*) FROM ${table} r) TO STDOUT` : `COPY ${table} TO STDOUT`;
     const env = { ...process.env, PGPASSWORD: pg.password };
@@ -199,7 +205,11 @@ async function main(): Promise<void> {
     return { ...run, cpuPerM: ((cpuSeconds(gw.pid) - cpu) * 1e6) / n };
   };
   const results: string[] = [
-    `| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE rows/s (×COPY) | ${grpcClients.map(([label]) => `gRPC, ${label} (×COPY)`).join(' | ')} | gateway CPU-s per M rows (SSE / ${grpcClients.map(([label]) => label).join(' / ')}) |`,
+    `| table | rows | COPY rows/s | COPY row_to_json rows/s (×COPY) | SSE ` +
+      `rows/s (×COPY) ` +
+      `| ${grpcClients.map(([label]) => `gRPC, ${label} (×COPY)`).join(' | ')} | ` +
+      `gateway CPU-s per M rows (SSE ` +
+      `/ ${grpcClients.map(([label]) => label).join(' / ')}) |`,
     `|---|---|---|---|---|${grpcClients.map(() => '---|').join('')}---|`,
   ];
   let rss = { base: 0, peak: 0 };
@@ -239,7 +249,10 @@ async function main(): Promise<void> {
     `inline (10k rows, ${inlineRuns} jobs): ${Math.round((inlineRuns * 10_000) / inline.seconds)} rows/s`,
   );
   results.push(
-    `gateway RSS while streaming the large table: ${rss.base.toFixed(0)} MB → peak ${rss.peak.toFixed(0)} MB (growth ${(rss.peak - rss.base).toFixed(0)} MB)`,
+    `gateway RSS while streaming the large ` +
+      `table: ${rss.base.toFixed(0)} MB → ` +
+      `peak ${rss.peak.toFixed(0)} MB ` +
+      `(growth ${(rss.peak - rss.base).toFixed(0)} MB)`,
   );
   process.stdout.write(`${results.join('\n')}\n`);
   await agent.close();

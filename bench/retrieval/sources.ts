@@ -79,7 +79,9 @@ async function main(): Promise<void> {
     (await gw.request('POST', '/api/catalog/secrets/', { token, json: { name, value } })).json as string;
 
   await pg.psql(
-    `CREATE TABLE bench (id text, region text, amount text, note text); INSERT INTO bench SELECT i::text, (ARRAY['north','south','east'])[i % 3 + 1], ((i * 37) % 1000)::text, 'row-' || i FROM generate_series(0, ${rows - 1}) i;`,
+    `CREATE TABLE bench (id text, region text, amount text, note text); ` +
+      `INSERT INTO bench SELECT i::text, (ARRAY['north','south','east'])[i % ` +
+      `3 + 1], ((i * 37) % 1000)::text, 'row-' || i FROM generate_series(0, ${rows - 1}) i;`,
   );
   const client = new S3Client({
     endpoint: s3.endpoint,
@@ -116,7 +118,9 @@ async function main(): Promise<void> {
   mkdirSync(hiveDir);
   writeFileSync(join(hiveDir, 'rows.csv'), csvOf(hiveRows).split('\n').slice(1).join('\n'));
   await hive.query(
-    `CREATE EXTERNAL TABLE bench (id STRING, region STRING, amount STRING, note STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' LOCATION 'file://${hiveDir}'`,
+    `CREATE EXTERNAL TABLE bench (id STRING, region STRING, amount STRING, ` +
+      `note STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' LOCATION ` +
+      `'file://${hiveDir}'`,
   );
   const slack = await startSlackApi(t, 'xoxb-bench', [
     {

@@ -117,7 +117,10 @@ export class AttributeVocabulary {
     return { name, state, subjects_holding_value: this.#holders(name) };
   }
 
-  /** DELETE with `force`: the name leaves tokens (held values stay stored); refused while subjects hold a value unless forced. */
+  /**
+   * DELETE with `force`: the name leaves tokens (held values stay stored); refused while subjects hold a value unless
+   * forced.
+   */
   withdraw(name: string, force: boolean) {
     const row = this.#find(name);
     const holding = this.#holders(name);

@@ -14,11 +14,19 @@ export const AuthErrors = defineErrors('auth', {
   },
   too_many_attempts: {
     status: 429,
-    doc: 'Login throttled: too many failed logins from this client address (or on this username from a client that failed recently), or too many logins of this client in flight. `retry_after` (seconds) is also sent as the Retry-After header.',
+    doc:
+      'Login throttled: too many failed logins from this client address (or ' +
+      'on this username from a client that failed recently), or too many ' +
+      'logins of this client in flight. `retry_after` (seconds) is also sent ' +
+      'as the Retry-After header.',
   },
   validation_throttled: {
     status: 429,
-    doc: 'GET /api/auth/validate: this client presented too many invalid credentials; `retry_after` (seconds) is also the Retry-After header. A proxy in front should be listed in `auth.forwardAuth.trustedProxies`.',
+    doc:
+      'GET /api/auth/validate: this client presented too many invalid ' +
+      'credentials; `retry_after` (seconds) is also the Retry-After header. ' +
+      'A proxy in front should be listed in ' +
+      '`auth.forwardAuth.trustedProxies`.',
   },
   login_busy: {
     status: 503,
@@ -42,7 +50,10 @@ export const AuthErrors = defineErrors('auth', {
   user_not_found: { status: 404, doc: 'No user with that id or username.' },
   attribute_name_reserved: {
     status: 422,
-    doc: 'An attribute name collides with a standard token claim (sub, roles, tenant_id, ...); `names` lists them. Attributes become top-level claims.',
+    doc:
+      'An attribute name collides with a standard token claim (sub, roles, ' +
+      'tenant_id, ...); `names` lists them. Attributes become top-level ' +
+      'claims.',
   },
   attribute_not_found: {
     status: 404,
@@ -50,15 +61,24 @@ export const AuthErrors = defineErrors('auth', {
   },
   attribute_shape_conflict: {
     status: 400,
-    doc: 'PUT /api/cluster/attribute-schema/{name} with a different type, sensitivity, authority or schema_version than the declared attribute (`fields` lists them), or a type the values subjects already hold do not have (`subjects_holding_other_type`).',
+    doc:
+      'PUT /api/cluster/attribute-schema/{name} with a different type, ' +
+      'sensitivity, authority or schema_version than the declared attribute ' +
+      '(`fields` lists them), or a type the values subjects already hold do ' +
+      'not have (`subjects_holding_other_type`).',
   },
   attribute_in_use: {
     status: 409,
-    doc: 'Withdrawing an attribute that subjects still hold (`subjects_holding_value`); repeat with `force=true` to withdraw it anyway.',
+    doc:
+      'Withdrawing an attribute that subjects still hold ' +
+      '(`subjects_holding_value`); repeat with `force=true` to withdraw it ' +
+      'anyway.',
   },
   attribute_not_declared: {
     status: 400,
-    doc: 'A subject write sets a new value for a deprecated or withdrawn attribute (`state`); only declared attributes take new values.',
+    doc:
+      'A subject write sets a new value for a deprecated or withdrawn ' +
+      'attribute (`state`); only declared attributes take new values.',
   },
   attribute_value_invalid: {
     status: 400,

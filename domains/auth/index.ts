@@ -77,14 +77,17 @@ export const authModule: HandlerModule = {
     const users = new UserDirectory(store, deps.now, vocabulary, dropCachedPrincipals, revocations, deps.feed);
     const throttle = new LoginThrottle(deps.config.auth.throttle, deps.logger);
     service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
-    // First-start setup belongs to `serve`: a command on a fresh data dir (`meshgate user add`) creates only what it is asked to.
+    // First-start setup belongs to `serve`: a command on a fresh data dir (`meshgate user add`) creates only what it
+    // is asked to.
     const generated =
       deps.purpose === 'serve'
         ? await users.ensureBootstrapAdmin(deps.config.bootstrapAdminUsername, deps.config.bootstrapAdminPassword)
         : null;
     if (generated) {
       deps.announce(
-        `meshgate bootstrap admin: username=${deps.config.bootstrapAdminUsername} password=${generated} (shown once; stored hashed)`,
+        `meshgate bootstrap admin: ` +
+          `username=${deps.config.bootstrapAdminUsername} password=${generated} (shown ` +
+          `once; stored hashed)`,
       );
     }
     followChanges(deps.feed, { users, revocations, tokens: service.cache, dropCachedPrincipals });

@@ -38,7 +38,10 @@ export interface SigningKey extends VerificationKey {
 /** When tokens signed by a key retired at `retiredAt` (epoch seconds) may still be alive. */
 export type OutstandingUntil = (retiredAt: number) => number;
 
-/** What the realm tells others about its keys (diagnose): the algorithm it signs with and the retired keys still published. */
+/**
+ * What the realm tells others about its keys (diagnose): the algorithm it signs with and the retired keys still
+ * published.
+ */
 export interface SigningKeyOverview {
   algorithm(): SigningAlgorithm;
   overlaps(): { kid: string; alg: SigningAlgorithm; verifyUntil: number }[];
@@ -94,7 +97,8 @@ export async function loadSigningKeyRing(
   let active = existsSync(activeFile) ? await importPrivate(JSON.parse(readFileSync(activeFile, 'utf8')) as JWK) : null;
   if (active?.alg !== algorithm) {
     if (active) {
-      // The retired record is written first: a crash before the new key lands leaves the old key active, and the next start rotates again.
+      // The retired record is written first: a crash before the new key lands leaves the old key active, and the next
+      // start rotates again.
       const record = { ...active.publicJwk, retired_at: nowSeconds() };
       writeFileSync(join(retiredDir, `${active.kid}.jwk.json`), JSON.stringify(record), { mode: 0o600 });
     }

@@ -26,7 +26,9 @@ export interface AuthStore {
   /** Revokes the families' refresh tokens and records the families as ended for good. */
   revokeFamilies(familyIds: readonly string[], atIso: string): void;
   familyRevoked(familyId: string): boolean;
-  /** Sessions of the user still able to refresh, or that issued a token after `sinceIso` (an access token may be live). */
+  /**
+   * Sessions of the user still able to refresh, or that issued a token after `sinceIso` (an access token may be live).
+   */
   openFamilies(userId: string, sinceIso: string): string[];
   /** Records revoked sessions and drops the rows no token can outlive any more. */
   revokeSessions(sids: readonly string[], expiresAt: number, nowSeconds: number): void;

@@ -148,7 +148,10 @@ export class LoginThrottle {
   readonly #lockedAccountTries: FailureBuckets;
   readonly #known: KnownClients;
   readonly #queue: FairQueue;
-  /** A client is "clean" for a locked username when it has not failed for this long: the time the username needs to recover. */
+  /**
+   * A client is "clean" for a locked username when it has not failed for this long: the time the username needs to
+   * recover.
+   */
   readonly #lockoutWindowMs: number;
 
   constructor(

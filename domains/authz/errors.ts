@@ -4,7 +4,11 @@ import { defineErrors } from '../../gateway/errors/api-error.ts';
 export const AuthzErrors = defineErrors('authz', {
   rebac_denied: {
     status: 403,
-    doc: "The caller lacks the relation on the object; `relation` and `object` say which. Valid mesh signature, refused by the receiver's ReBAC. Writing or deleting tuples needs a native admin or an owner of the object.",
+    doc:
+      'The caller lacks the relation on the object; `relation` and `object` ' +
+      "say which. Valid mesh signature, refused by the receiver's ReBAC. " +
+      'Writing or deleting tuples needs a native admin or an owner of the ' +
+      'object.',
   },
   namespace_unsupported: {
     status: 403,
@@ -26,11 +30,16 @@ export const AuthzErrors = defineErrors('authz', {
   },
   subject_is_brokered: {
     status: 409,
-    doc: 'PUT on a mesh-brokered user: their attributes come from the peer per identity mode and they have no password here. Grants and delete still work.',
+    doc:
+      'PUT on a mesh-brokered user: their attributes come from the peer per ' +
+      'identity mode and they have no password here. Grants and delete still ' +
+      'work.',
   },
   subject_has_grants: {
     status: 409,
-    doc: 'DELETE of a subject that still holds tuples; `grants` gives the count. Add `?cascade=grants` to delete them too.',
+    doc:
+      'DELETE of a subject that still holds tuples; `grants` gives the ' +
+      'count. Add `?cascade=grants` to delete them too.',
   },
   subject_is_caller: { status: 409, doc: 'An administrator cannot delete their own user through the subjects API.' },
 });

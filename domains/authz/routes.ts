@@ -120,7 +120,8 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
         validateRelation(body.object, body.relation);
         if (body.subject.namespace !== 'user')
           throw AuthzErrors.make.relation_unsupported({ subject_namespace: body.subject.namespace });
-        // Anyone may ask about themselves; asking about another subject reveals their grants, so it takes manager rights.
+        // Anyone may ask about themselves; asking about another subject reveals their grants, so it takes manager
+        // rights.
         const self = body.subject.id === principalOf(ctx).userId && tenant === principalOf(ctx).tenantId;
         if (!self) authz.requireManager(principalOf(ctx), body.object, tenant);
         const subject = self ? principalOf(ctx) : subjects.principalFor(body.subject.id, tenant);

@@ -88,7 +88,9 @@ export class AuthzService {
     }
   }
 
-  /** The tuple API's write: validate every tuple, then require manager rights on each object, then write all or none. */
+  /**
+   * The tuple API's write: validate every tuple, then require manager rights on each object, then write all or none.
+   */
   writeAs(principal: Principal, inputs: readonly TupleInput[]): number {
     const tuples = inputs.map(toTuple);
     for (const t of tuples) this.requireManager(principal, { namespace: t.objectNs, id: t.objectId }, t.tenant);
@@ -205,7 +207,9 @@ function strongest(namespace: string, mask: number): string | undefined {
   return undefined;
 }
 
-/** Validates a delete like a write; a null relation is checked against the namespace's first relation only for shape. */
+/**
+ * Validates a delete like a write; a null relation is checked against the namespace's first relation only for shape.
+ */
 function toMatch(input: TupleMatch): Omit<Tuple, 'relation'> & { relation: string | null } {
   validateNamespace(input.object.namespace);
   const first = Object.keys(MODEL[input.object.namespace]?.relations ?? {})[0] as string;

@@ -77,7 +77,8 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
   let index = loadIndex();
   let revision = 0;
   const insert = sqlite.prepare(
-    'INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    'INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, ' +
+      'object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const writeMany = sqlite.transaction((rows: readonly Tuple[], at: string) => {
     let added = 0;
@@ -86,7 +87,8 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
     return added;
   });
   const exists = sqlite.prepare(
-    'SELECT 1 FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND relation = ? AND object_ns = ? AND object_id = ? AND tenant = ?',
+    'SELECT 1 FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? ' +
+      'AND relation = ? AND object_ns = ? AND object_id = ? AND tenant = ?',
   );
   // A caller may write inside its own transaction (a dataset row and its
   // owner tuple together), which can still roll back after we return. Such
@@ -127,7 +129,8 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
       const where = keys.length ? `WHERE ${keys.map((k) => `${FILTER_COLUMN[k]} = ?`).join(' AND ')}` : '';
       return sqlite
         .prepare(
-          `SELECT rowid, ${COLUMNS}, created_at AS createdAt FROM authz_tuples ${where} ORDER BY rowid LIMIT ? OFFSET ?`,
+          `SELECT rowid, ${COLUMNS}, created_at AS createdAt FROM ` +
+            `authz_tuples ${where} ORDER BY rowid LIMIT ? OFFSET ?`,
         )
         .all(...keys.map((k) => filter[k]), filter.limit ?? -1, filter.offset ?? 0) as TupleRow[];
     },
@@ -140,7 +143,8 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
     },
     delete(m) {
       const base =
-        'DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND object_ns = ? AND object_id = ? AND tenant = ?';
+        'DELETE FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? AND ' +
+        'object_ns = ? AND object_id = ? AND tenant = ?';
       const args = [m.subjectNs, m.subjectId, m.objectNs, m.objectId, m.tenant];
       return m.relation === null
         ? removeRows(base, ...args)

@@ -30,7 +30,10 @@ export class SubjectsService {
     private readonly authz: AuthzService,
   ) {}
 
-  /** PUT: creates the user named by `idOrUsername` when absent; replaces attributes when given (checked by the directory against the vocabulary). */
+  /**
+   * PUT: creates the user named by `idOrUsername` when absent; replaces attributes when given (checked by the directory
+   * against the vocabulary).
+   */
   async upsert(
     idOrUsername: string,
     input: SubjectUpsert,

@@ -175,7 +175,8 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
       },
       { errors: ['route_not_found'] },
     ),
-    // Path-style membership: the container URN percent-encoded as one segment, the dataset in the next one or in ?dataset_urn=.
+    // Path-style membership: the container URN percent-encoded as one segment, the dataset in the next one or in
+    // ?dataset_urn=.
     {
       ...admin,
       ...urnRoute,

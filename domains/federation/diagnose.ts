@@ -25,7 +25,8 @@ export const REMEDIES: Readonly<Record<string, string>> = {
     'Check the address and port, that the peer gateway is running, and firewalls between the clusters.',
   connection_timeout: 'Check routing and firewalls between the clusters; the peer did not answer in time.',
   tls_untrusted_ca:
-    'The peer no longer presents a certificate from the CA exchanged at pairing (absent peer trust): delete and re-pair.',
+    'The peer no longer presents a certificate from the CA exchanged at ' +
+    'pairing (absent peer trust): delete and re-pair.',
   tls_hostname_mismatch: 'Set remote_ips[].hostname to a name in the peer certificate.',
   tls_handshake_failed: "Check that the address is the peer gateway's HTTPS listener.",
   peer_unreachable: 'Check the address and that the peer gateway is running.',

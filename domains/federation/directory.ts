@@ -22,7 +22,10 @@ export interface FederationDirectory {
   readonly localClusterName: string;
   /** PAIRED records (selectors consider only these). */
   paired(): readonly FederationRecordView[];
-  /** Records pinned to a peer's cluster id (X-KZ-Mesh-Source-Cluster-Id), DELETED excluded; status tells PAIRED from not active. */
+  /**
+   * Records pinned to a peer's cluster id (X-KZ-Mesh-Source-Cluster-Id), DELETED excluded; status tells PAIRED from not
+   * active.
+   */
   byRemoteClusterId(remoteClusterId: string): readonly FederationRecordView[];
   /** One record by this cluster's id for it (X-KZ-Mesh-Federation-Id), DELETED excluded. */
   byId(federationId: string): FederationRecordView | undefined;

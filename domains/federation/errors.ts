@@ -11,7 +11,9 @@ export const FederationErrors = defineErrors('federation', {
   federation_not_found: { status: 404, doc: 'No federation record with that id.' },
   untrusted_federation_disabled: {
     status: 400,
-    doc: 'A `peer_kc` federation (no `shared_issuer_url`) was requested while PLATFORM_ALLOW_UNTRUSTED_FEDERATION is off.',
+    doc:
+      'A `peer_kc` federation (no `shared_issuer_url`) was requested while ' +
+      'PLATFORM_ALLOW_UNTRUSTED_FEDERATION is off.',
   },
   identity_mode_unsupported: {
     status: 400,
@@ -19,7 +21,10 @@ export const FederationErrors = defineErrors('federation', {
   },
   federation_field_immutable: {
     status: 400,
-    doc: 'PUT tried to change a field other than brokering_enabled, shared_ca_pem, require_peer_jwt; `fields` names them and nothing was applied.',
+    doc:
+      'PUT tried to change a field other than brokering_enabled, ' +
+      'shared_ca_pem, require_peer_jwt; `fields` names them and nothing was ' +
+      'applied.',
   },
   federation_already_paired: { status: 409, doc: 'Pair was called on a record that is already PAIRED.' },
   federation_state_conflict: {
@@ -29,7 +34,9 @@ export const FederationErrors = defineErrors('federation', {
   federation_not_paired: { status: 409, doc: 'Ping needs a PAIRED record; `status` says what it is.' },
   psk_ambiguous: {
     status: 409,
-    doc: 'More than one WAITING receiver record verifies the handshake: the PSK is not unique. Delete one and re-pair with a fresh PSK.',
+    doc:
+      'More than one WAITING receiver record verifies the handshake: the PSK ' +
+      'is not unique. Delete one and re-pair with a fresh PSK.',
   },
   peer_identity_aliases_local: {
     status: 409,
@@ -58,7 +65,9 @@ export const FederationErrors = defineErrors('federation', {
   },
   tls_untrusted_ca: {
     status: 502,
-    doc: 'The peer certificate does not chain to the CA stored at pairing (the peer rotated its CA). Remedy: delete and re-pair.',
+    doc:
+      'The peer certificate does not chain to the CA stored at pairing (the ' +
+      'peer rotated its CA). Remedy: delete and re-pair.',
   },
   tls_hostname_mismatch: {
     status: 502,
@@ -74,11 +83,15 @@ export const FederationErrors = defineErrors('federation', {
   },
   hmac_signature_invalid: {
     status: 502,
-    doc: 'The peer refused our signature, or its answer was not signed with the PSK. Remedy: disconnect and re-pair with a new PSK.',
+    doc:
+      'The peer refused our signature, or its answer was not signed with the ' +
+      'PSK. Remedy: disconnect and re-pair with a new PSK.',
   },
   clock_skew: {
     status: 502,
-    doc: 'The peer refused our timestamp, or its clock differs too much (60 s at pairing). Remedy: synchronize clocks (NTP).',
+    doc:
+      'The peer refused our timestamp, or its clock differs too much (60 s ' +
+      'at pairing). Remedy: synchronize clocks (NTP).',
   },
   peer_identity_mismatch: {
     status: 502,
@@ -86,7 +99,9 @@ export const FederationErrors = defineErrors('federation', {
   },
   peer_refused: {
     status: 502,
-    doc: 'The peer refused the signed call for another reason (e.g. federation_not_active); `peer_status` and `peer_reason` say which.',
+    doc:
+      'The peer refused the signed call for another reason (e.g. ' +
+      'federation_not_active); `peer_status` and `peer_reason` say which.',
   },
   peer_response_invalid: {
     status: 502,
@@ -94,7 +109,10 @@ export const FederationErrors = defineErrors('federation', {
   },
   peer_disconnect_failed: {
     status: 502,
-    doc: 'Disconnect could not get the peer to acknowledge (`cause` names the layer reason); nothing changed. Retry with ?force=true to disconnect locally.',
+    doc:
+      'Disconnect could not get the peer to acknowledge (`cause` names the ' +
+      'layer reason); nothing changed. Retry with ?force=true to disconnect ' +
+      'locally.',
   },
 });
 

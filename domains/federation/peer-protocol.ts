@@ -116,7 +116,9 @@ function parseBody<S extends z.ZodType>(schema: S, raw: Buffer): z.infer<S> {
   return validate(schema, value, 'body');
 }
 
-/** POST /remote/pair: the unique WAITING record whose PSK verifies becomes PAIRED with the initiator's identity and CA. */
+/**
+ * POST /remote/pair: the unique WAITING record whose PSK verifies becomes PAIRED with the initiator's identity and CA.
+ */
 export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply {
   const nowSeconds = unixSeconds(ctx.now());
   const matches = signers(ctx, call, ctx.records.byStatus(['WAITING']));

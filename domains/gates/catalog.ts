@@ -29,7 +29,10 @@ export interface GateCatalog {
 export const EXECUTION_GATE_CATALOG = createServiceKey<GateCatalog>('executionGateCatalog');
 export const RECORD_GATE_CATALOG = createServiceKey<GateCatalog>('recordGateCatalog');
 
-/** Modules gate classes come from: a class path under one of them that names no shipped gate is unimportable, not forbidden. */
+/**
+ * Modules gate classes come from: a class path under one of them that names no shipped gate is unimportable, not
+ * forbidden.
+ */
 const GATE_MODULES: readonly string[] = ['kamiwaza.services.authz.gates.', 'platform.gates.', 'acme_gates.'];
 
 /** The error for a class path no catalog ships, the same for discovery and both bindings. */

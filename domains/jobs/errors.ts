@@ -4,7 +4,9 @@ import { defineErrors } from '../../gateway/errors/api-error.ts';
 export const JobsErrors = defineErrors('jobs', {
   job_not_found: {
     status: 404,
-    doc: 'No job with that id is visible to the caller (unknown, another user’s, or another source cluster’s for mesh callers).',
+    doc:
+      'No job with that id is visible to the caller (unknown, another ' +
+      'user’s, or another source cluster’s for mesh callers).',
   },
   job_not_succeeded: {
     status: 409,
@@ -12,7 +14,9 @@ export const JobsErrors = defineErrors('jobs', {
   },
   job_logs_expired: {
     status: 410,
-    doc: 'The job’s logs passed their retention time (or the runtime no longer has them), so neither logs nor result can be read.',
+    doc:
+      'The job’s logs passed their retention time (or the runtime no longer ' +
+      'has them), so neither logs nor result can be read.',
   },
   job_result_missing: {
     status: 410,
@@ -24,15 +28,21 @@ export const JobsErrors = defineErrors('jobs', {
   },
   job_runtime_unavailable: {
     status: 503,
-    doc: 'The job runtime (the local process runner or the Ray cluster) refused or failed the submission; no job was recorded.',
+    doc:
+      'The job runtime (the local process runner or the Ray cluster) refused ' +
+      'or failed the submission; no job was recorded.',
   },
   job_sandbox_unavailable: {
     status: 503,
-    doc: 'Local jobs are refused: the job sandbox (bubblewrap) could not be made on this machine at start; the gateway log says why.',
+    doc:
+      'Local jobs are refused: the job sandbox (bubblewrap) could not be ' +
+      'made on this machine at start; the gateway log says why.',
   },
   no_execution_gate_configured_for_mesh: {
     status: 403,
-    doc: 'A mesh-originated job was refused because no execution gate is bound on this cluster; `gate` is `(unconfigured)`.',
+    doc:
+      'A mesh-originated job was refused because no execution gate is bound ' +
+      'on this cluster; `gate` is `(unconfigured)`.',
   },
   gate_load_error: {
     status: 403,

@@ -125,7 +125,8 @@ export interface ShadowStore {
 
 export function createShadowStore(db: Db): ShadowStore {
   return {
-    // A peer reusing a job id (it never should: ids are UUIDs) overwrites the old pointer rather than failing the submit.
+    // A peer reusing a job id (it never should: ids are UUIDs) overwrites the old pointer rather than failing the
+    // submit.
     insert: (row) =>
       void db.insert(jobShadows).values(row).onConflictDoUpdate({ target: jobShadows.jobId, set: row }).run(),
     get: (jobId) => db.select().from(jobShadows).where(eq(jobShadows.jobId, jobId)).get(),

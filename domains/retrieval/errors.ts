@@ -15,7 +15,10 @@ export const RetrievalErrors = defineErrors('retrieval', {
   inline_threshold_exceeded: {
     status: 422,
     message: 'The result is too large to return inline; ask for the sse, grpc or auto transport.',
-    doc: 'The result is larger than the inline threshold (`retrieval.inlineThresholdBytes`, 1 MiB of JSON by default); use `transport` `sse`, `grpc` or `auto`.',
+    doc:
+      'The result is larger than the inline threshold ' +
+      '(`retrieval.inlineThresholdBytes`, 1 MiB of JSON by default); use ' +
+      '`transport` `sse`, `grpc` or `auto`.',
   },
   source_unsupported: {
     status: 422,
@@ -30,7 +33,10 @@ export const RetrievalErrors = defineErrors('retrieval', {
   path_not_allowed: {
     status: 403,
     message: "The dataset's path is outside the folders retrieval may read.",
-    doc: 'The dataset path is outside the allowed roots (`PLATFORM_RETRIEVAL_FS_ROOTS`), holds `..`, or passes through a symbolic link.',
+    doc:
+      'The dataset path is outside the allowed roots ' +
+      '(`PLATFORM_RETRIEVAL_FS_ROOTS`), holds `..`, or passes through a ' +
+      'symbolic link.',
   },
   source_not_found: {
     status: 404,
@@ -45,30 +51,49 @@ export const RetrievalErrors = defineErrors('retrieval', {
   filter_value_invalid: {
     status: 422,
     message: "A filter value cannot be read as its column's type.",
-    doc: "A filter value cannot be read as its column's type (`\"abc\"` for an integer column, a malformed date), or the column's type has no equality (`json`, `point`); `problem` gives the source's error class.",
+    doc:
+      'A filter value cannot be read as its column\'s type (`"abc"` for an ' +
+      "integer column, a malformed date), or the column's type has no " +
+      "equality (`json`, `point`); `problem` gives the source's error class.",
   },
   row_too_large: {
     status: 422,
     message: 'A source row is too large to retrieve; select fewer columns.',
-    doc: 'A source row is longer than retrieval takes (`max_row_bytes`, 16 MiB of Postgres COPY text); select fewer columns.',
+    doc:
+      'A source row is longer than retrieval takes (`max_row_bytes`, 16 MiB ' +
+      'of Postgres COPY text); select fewer columns.',
   },
   source_unavailable: {
     status: 502,
     message: 'The data source could not be reached or refused the read.',
-    doc: 'The source could not be reached or refused the read (connection, authentication); the message never holds credentials.',
+    doc:
+      'The source could not be reached or refused the read (connection, ' +
+      'authentication); the message never holds credentials.',
   },
   source_auth_failed: {
     status: 403,
-    doc: "The source refused the dataset's credentials (Postgres password or pg_hba, Kafka SASL, HiveServer2 SASL PLAIN): a wrong user or password in its secret or `credential_override`, or a SASL mechanism the server does not offer. The message never holds the user or the password.",
+    doc:
+      "The source refused the dataset's credentials (Postgres password or " +
+      'pg_hba, Kafka SASL, HiveServer2 SASL PLAIN): a wrong user or password ' +
+      'in its secret or `credential_override`, or a SASL mechanism the ' +
+      'server does not offer. The message never holds the user or the ' +
+      'password.',
   },
   source_tls_failed: {
     status: 502,
-    doc: "TLS to the source failed: its certificate does not verify against the dataset's CA bundle (`sslrootcert`, `ssl_ca_pem`; else the gateway's default CA store) or names another host (`tls verification failed`), the handshake broke off (`tls handshake failed`), or the server offers no TLS. Verification is never turned off.",
+    doc:
+      'TLS to the source failed: its certificate does not verify against the ' +
+      "dataset's CA bundle (`sslrootcert`, `ssl_ca_pem`; else the gateway's " +
+      'default CA store) or names another host (`tls verification failed`), ' +
+      'the handshake broke off (`tls handshake failed`), or the server ' +
+      'offers no TLS. Verification is never turned off.',
   },
   source_access_denied: {
     status: 403,
     message: "The dataset's credentials may not read this table or column.",
-    doc: "The dataset's credentials may not read the table or a selected column (Postgres SQLSTATE 42501); the message never names the user.",
+    doc:
+      "The dataset's credentials may not read the table or a selected column " +
+      '(Postgres SQLSTATE 42501); the message never names the user.',
   },
   source_credentials_missing: {
     status: 400,
@@ -78,27 +103,45 @@ export const RetrievalErrors = defineErrors('retrieval', {
   source_options_invalid: {
     status: 422,
     message: 'A source option is malformed.',
-    doc: 'A source option (`options.*` or a dataset property: Kafka offsets, Slack channels, Hive partitions, Postgres `sslmode`/`sslrootcert` …) is malformed; `option` names it (docs/sources.md, docs/retrieval.md).',
+    doc:
+      'A source option (`options.*` or a dataset property: Kafka offsets, ' +
+      'Slack channels, Hive partitions, Postgres `sslmode`/`sslrootcert` …) ' +
+      'is malformed; `option` names it (docs/sources.md, docs/retrieval.md).',
   },
   option_not_allowed: {
     status: 422,
     message: 'This read option is not one a reader may set on this dataset.',
-    doc: 'A reader\'s `options` key (or `credential_override` field) is not one the dataset\'s source takes from a reader, or its value reaches beyond the dataset (a partition or channel the dataset does not list, a setting the dataset fixes); `key` and `source` name them. A read narrows a dataset, never re-targets it (docs/retrieval.md, "Reader options").',
+    doc:
+      "A reader's `options` key (or `credential_override` field) is not one " +
+      "the dataset's source takes from a reader, or its value reaches " +
+      'beyond the dataset (a partition or channel the dataset does not list, ' +
+      'a setting the dataset fixes); `key` and `source` name them. A read ' +
+      'narrows a dataset, never re-targets it (docs/retrieval.md, "Reader ' +
+      'options").',
   },
   credential_override_incomplete: {
     status: 422,
     message: 'A credential_override must carry complete credentials of its own.',
-    doc: "A `credential_override` names an endpoint, or part of a key pair, without its own complete credentials: the dataset's stored credentials are only ever sent to the dataset's own endpoint.",
+    doc:
+      'A `credential_override` names an endpoint, or part of a key pair, ' +
+      "without its own complete credentials: the dataset's stored " +
+      "credentials are only ever sent to the dataset's own endpoint.",
   },
   grpc_token_invalid: {
     status: 401,
     message: 'The gRPC stream token is missing, invalid, expired or already used.',
-    doc: "The gRPC stream token is missing, malformed, expired, bound to another job or to the other protocol, or (Arrow Flight) already used (gRPC code UNAUTHENTICATED: pyarrow's FlightUnauthenticatedError).",
+    doc:
+      'The gRPC stream token is missing, malformed, expired, bound to ' +
+      'another job or to the other protocol, or (Arrow Flight) already used ' +
+      "(gRPC code UNAUTHENTICATED: pyarrow's FlightUnauthenticatedError).",
   },
   flight_ticket_invalid: {
     status: 400,
     message: 'The Arrow Flight ticket is not the JSON {"job_id", "token"} of a job.',
-    doc: 'An Arrow Flight DoGet ticket is not the JSON `{"job_id", "token"}` of a job\'s `grpc` block (gRPC code INVALID_ARGUMENT: pyarrow\'s ArrowInvalid).',
+    doc:
+      'An Arrow Flight DoGet ticket is not the JSON `{"job_id", "token"}` of ' +
+      "a job's `grpc` block (gRPC code INVALID_ARGUMENT: pyarrow's " +
+      'ArrowInvalid).',
   },
   dataset_not_found: {
     status: 404,

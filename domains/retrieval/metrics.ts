@@ -30,7 +30,9 @@ export function observeRuns(metrics: MetricsRegistry, tracing: Tracing): RunObse
   });
   const duration = metrics.histogram({
     name: 'retrieval_duration_seconds',
-    help: 'Retrieval runs from the source opened until the last chunk was sent (or the run failed), by source and transport.',
+    help:
+      'Retrieval runs from the source opened until the last chunk was sent ' +
+      '(or the run failed), by source and transport.',
     labels: [...labels, 'outcome'],
     buckets: DURATION_BUCKETS,
   });

@@ -170,7 +170,9 @@ export class RetrievalService {
     this.deps.runs.abortAll();
   }
 
-  /** The whole result when it fits the inline threshold; asked for `inline` only, a result that does not fit is refused. */
+  /**
+   * The whole result when it fits the inline threshold; asked for `inline` only, a result that does not fit is refused.
+   */
   async #inlineResult(
     principal: Principal,
     dataset: DatasetRecord,

@@ -52,7 +52,8 @@ function prefixProblems(service: string, prefix: string): string[] {
     if (prefix !== '/') problems.push(`service_prefixes.frontend: must be '/' (the catch-all)`);
   } else if (!/^\/[A-Za-z0-9._~\-/]*[A-Za-z0-9._~-]$/.test(prefix) || problemWithPath(prefix)) {
     problems.push(
-      `service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved characters in canonical segments`,
+      `service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved ` +
+        `characters in canonical segments`,
     );
   }
   return problems;

@@ -23,7 +23,10 @@ export const ServingErrors = defineErrors('serving', {
   },
   legacy_ports_disabled: {
     status: 422,
-    doc: '`legacy_port` was given but the operator has not enabled legacy port listeners (`serving.legacyPortListeners`, `PLATFORM_SERVING_LEGACY_PORTS`).',
+    doc:
+      '`legacy_port` was given but the operator has not enabled legacy port ' +
+      'listeners (`serving.legacyPortListeners`, ' +
+      '`PLATFORM_SERVING_LEGACY_PORTS`).',
   },
   legacy_port_unavailable: {
     status: 409,

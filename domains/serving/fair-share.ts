@@ -74,7 +74,10 @@ function wait(share: Share, res: NodeResponse): Promise<boolean> {
 }
 
 export class ClientShares {
-  /** Keyed by the client connection (h2 session or h1 socket), then the upstream, so a closed connection's entry goes with it. */
+  /**
+   * Keyed by the client connection (h2 session or h1 socket), then the upstream, so a closed connection's entry goes
+   * with it.
+   */
   readonly #byConnection = new WeakMap<object, KeyedSlots<object>>();
   /** Keyed by the upstream, then the client address key. */
   readonly #byAddress = new WeakMap<object, KeyedSlots<string>>();

@@ -169,7 +169,8 @@ export function rewriteSetCookie(map: PathMap, cookie: string): string {
     if (lower.startsWith('domain=')) continue;
     if (lower.startsWith('path=')) {
       const mapped = publicPath(map, attr.slice(5) || '/');
-      // Path=/ becomes the bare prefix, which also matches the prefix itself (RFC 6265 §5.1.4); a legacy port (no prefix) keeps `/`.
+      // Path=/ becomes the bare prefix, which also matches the prefix itself (RFC 6265 §5.1.4); a legacy port (no
+      // prefix) keeps `/`.
       out.push(
         `Path=${mapped === null ? attr.slice(5) : map.prefix && mapped === `${map.prefix}/` ? map.prefix : mapped}`,
       );

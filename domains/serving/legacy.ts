@@ -80,7 +80,10 @@ export class LegacyListeners implements LegacyPorts {
     return this.#open.has(row.id) ? legacyUrl(row, this.deps.info.origin) : null;
   }
 
-  /** One HTTPS listener from the root's factory: the gateway's prelude stages, then the deployment's runtime mount with an empty prefix. */
+  /**
+   * One HTTPS listener from the root's factory: the gateway's prelude stages, then the deployment's runtime mount with
+   * an empty prefix.
+   */
   #listener(row: DeploymentRow): OpenedListener {
     const { logger, info, routing, listeners } = this.deps;
     const service = KIND_SERVICE[row.kind];

@@ -5,17 +5,20 @@
  */
 import { createHash } from 'node:crypto';
 
-const LOGIN_SCRIPT = `
+const LOGIN_SCRIPT =
+  `
 const form = document.getElementById('login');
 form.addEventListener('submit', async (event) => {
   event.preventDefault();
   const data = new FormData(form);
   const error = document.getElementById('error');
-  const body = new URLSearchParams({ username: data.get('username'), password: data.get('password'), grant_type: 'password' });
+  const body = new URLSearchParams({ username: data.get('username'), ` +
+  `password: data.get('password'), grant_type: 'password' });
   const token = await fetch(form.dataset.tokenUrl, { method: 'POST', body });
   if (!token.ok) { error.textContent = 'Invalid username or password.'; return; }
   const { access_token } = await token.json();
-  const session = await fetch(form.dataset.sessionUrl, { method: 'POST', headers: { authorization: 'Bearer ' + access_token } });
+  const session = await fetch(form.dataset.sessionUrl, { method: ` +
+  `'POST', headers: { authorization: 'Bearer ' + access_token } });
   if (!session.ok) { error.textContent = 'Could not start a session.'; return; }
   location.assign((await session.json()).location);
 });`;
@@ -27,14 +30,19 @@ export function escapeHtml(text: string): string {
 }
 
 function page(title: string, body: string, script = ''): string {
-  return `<!doctype html>
+  return (
+    `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}code{background:#eee;padding:0 .2em}label{display:block;margin:.5rem 0}</style>
+<style>body{font:16px/1.5 ` +
+    `system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 ` +
+    `1rem}code{background:#eee;padding:0 ` +
+    `.2em}label{display:block;margin:.5rem 0}</style>
 </head><body>
 ${body}${script ? `\n<script>${script}</script>` : ''}
 </body></html>
-`;
+`
+  );
 }
 
 export const HTML_HEADERS = {
@@ -42,7 +50,8 @@ export const HTML_HEADERS = {
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
-  'content-security-policy': `default-src 'self'; script-src 'sha256-${SCRIPT_HASH}'; style-src 'unsafe-inline'; frame-ancestors 'none'`,
+  'content-security-policy':
+    `default-src 'self'; script-src 'sha256-${SCRIPT_HASH}'; ` + `style-src 'unsafe-inline'; frame-ancestors 'none'`,
 };
 
 export interface HomeInfo {

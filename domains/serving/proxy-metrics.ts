@@ -24,7 +24,9 @@ export function proxyObservability(
 ): ProxyObservability {
   metrics.gauge({
     name: 'upstream_pool_connections',
-    help: 'Connections of each upstream pool, by deployment and state (connected, free, pending, running, queued requests).',
+    help:
+      'Connections of each upstream pool, by deployment and state ' +
+      '(connected, free, pending, running, queued requests).',
     labels: ['deployment', 'state'],
     collect(gauge) {
       gauge.reset();
@@ -44,7 +46,9 @@ export function proxyObservability(
     }),
     errors: metrics.counter({
       name: 'upstream_errors_total',
-      help: 'Proxied requests the upstream failed, by deployment and reason (stream_aborted once the answer had begun).',
+      help:
+        'Proxied requests the upstream failed, by deployment and reason ' +
+        '(stream_aborted once the answer had begun).',
       labels: ['deployment', 'reason'],
     }),
   };

@@ -68,7 +68,9 @@ export interface LegacyPorts {
 const MAX_CACHED_ROWS = 10_000;
 
 export class DeploymentService {
-  /** Rows the proxy looked up: dropped on a write here, or by another process or the CLI (the change feed: `forget`). */
+  /**
+   * Rows the proxy looked up: dropped on a write here, or by another process or the CLI (the change feed: `forget`).
+   */
   readonly #cache = new Map<string, { row: DeploymentRow | undefined }>();
   readonly #access: DeploymentAccess;
 

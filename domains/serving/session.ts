@@ -58,7 +58,9 @@ export class RuntimeAuth {
     throw GatewayErrors.make.not_authenticated();
   }
 
-  /** The configured origin parsed once (it is fixed after listen), for X-Forwarded-Host/Port on every proxied request. */
+  /**
+   * The configured origin parsed once (it is fixed after listen), for X-Forwarded-Host/Port on every proxied request.
+   */
   originUrl(): URL {
     const text = this.origin();
     if (this.#origin?.text !== text) this.#origin = { text, url: new URL(text) };

@@ -115,7 +115,9 @@ class Probe {
     const prefix = this.routing.service_prefixes?.[service];
     if (this.routing.enabled_services?.[service] === false) return `; routing: enabled_services.${service}=false`;
     if (prefix && prefix !== '/' && !path.startsWith(`${prefix}/`))
-      return `; routing: ${service} prefix is '${prefix}', not the canonical '${path.split('/').slice(0, 3).join('/')}'`;
+      return (
+        `; routing: ${service} prefix is '${prefix}', not the ` + `canonical '${path.split('/').slice(0, 3).join('/')}'`
+      );
     return '';
   }
 
@@ -267,7 +269,8 @@ async function discover(probe: Probe): Promise<void> {
 }
 
 const USAGE =
-  'meshgate smoke --origin https://host[:port] [--cacert FILE] [--token T | env PLATFORM_TOKEN] [--model ID] [--app ID] [--json]';
+  'meshgate smoke --origin https://host[:port] [--cacert FILE] [--token ' +
+  'T | env PLATFORM_TOKEN] [--model ID] [--app ID] [--json]';
 
 function readCa(file: string): string {
   try {

@@ -18,7 +18,9 @@ export const authSettings = z
       .enum(['RS256', 'ES256'])
       .default('RS256')
       .describe(
-        'JWS algorithm of the tokens this cluster signs (RS256 as Keycloak; ES256 smaller and faster). A change rotates the key at start; tokens the old key signed stay valid until they expire.',
+        'JWS algorithm of the tokens this cluster signs (RS256 as Keycloak; ' +
+          'ES256 smaller and faster). A change rotates the key at start; tokens ' +
+          'the old key signed stay valid until they expire.',
       ),
     refreshTokenTtlSeconds: z
       .number()
@@ -45,7 +47,10 @@ export const authSettings = z
           .array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]))
           .default([])
           .describe(
-            'Addresses or CIDRs of the reverse proxies calling /api/auth/validate: from them the client is read from X-Forwarded-For, for the failure throttle only (never an identity). Empty: the socket peer is the client.',
+            'Addresses or CIDRs of the reverse proxies calling /api/auth/validate: ' +
+              'from them the client is read from X-Forwarded-For, for the failure ' +
+              'throttle only (never an identity). Empty: the socket peer is the ' +
+              'client.',
           ),
         failureBurst: z
           .number()

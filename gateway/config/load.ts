@@ -50,7 +50,9 @@ export function verifyConfig(config: Config): string[] {
   }
   if (config.externalUrl && config.origin && new URL(config.externalUrl).origin !== config.origin.replace(/\/$/, '')) {
     problems.push(
-      `origin: PLATFORM_ORIGIN (${config.origin}) must equal the origin of PLATFORM_EXTERNAL_URL (${new URL(config.externalUrl).origin})`,
+      `origin: PLATFORM_ORIGIN (${config.origin}) must equal the ` +
+        `origin of PLATFORM_EXTERNAL_URL ` +
+        `(${new URL(config.externalUrl).origin})`,
     );
   }
   for (const [key, value] of [
@@ -61,7 +63,9 @@ export function verifyConfig(config: Config): string[] {
     const host = hostOfUrl(value);
     if (!config.hostnames.includes(host) && host !== config.bind) {
       problems.push(
-        `${key}: host '${host}' is not one of hostnames (${config.hostnames.join(', ')}), so the certificate would not match`,
+        `${key}: host '${host}' is not one of hostnames ` +
+          `(${config.hostnames.join(', ')}), so the certificate would ` +
+          `not match`,
       );
     }
   }

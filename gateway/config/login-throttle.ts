@@ -26,7 +26,8 @@ export const loginThrottleSchema = z
       .max(100)
       .default(20)
       .describe(
-        'Failed logins on one username before only clients without recent failures may still try it (NIST SP 800-63B §5.2.2: at most 100).',
+        'Failed logins on one username before only clients without recent ' +
+          'failures may still try it (NIST SP 800-63B §5.2.2: at most 100).',
       ),
     accountRefillSeconds: z
       .number()
@@ -41,7 +42,9 @@ export const loginThrottleSchema = z
       .max(100)
       .default(5)
       .describe(
-        'While a username is locked: failed logins all clients without recent failures may still make on it together, one earned back per accountRefillSeconds.',
+        'While a username is locked: failed logins all clients without recent ' +
+          'failures may still make on it together, one earned back per ' +
+          'accountRefillSeconds.',
       ),
     knownClientSeconds: z
       .number()
@@ -50,7 +53,8 @@ export const loginThrottleSchema = z
       .max(365 * 86400)
       .default(30 * 86400)
       .describe(
-        'A client address (IPv6: its /64) that signed in to a username keeps its attempt there while the username is locked, for this long.',
+        'A client address (IPv6: its /64) that signed in to a username keeps ' +
+          'its attempt there while the username is locked, for this long.',
       ),
     hashConcurrency: z
       .number()

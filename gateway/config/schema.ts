@@ -104,7 +104,10 @@ export const configSchema = z.strictObject({
         .min(100)
         .default(30_000)
         .describe(
-          'Absolute deadline for a request head, counted from its first byte (from the connection for the first one); an HTTP/2 session with no stream open (at its start, after its last one closes) must open one within it.',
+          'Absolute deadline for a request head, counted from its first byte ' +
+            '(from the connection for the first one); an HTTP/2 session with no ' +
+            'stream open (at its start, after its last one closes) must open one ' +
+            'within it.',
         ),
       requestTimeoutMs: z
         .number()
@@ -133,7 +136,9 @@ export const configSchema = z.strictObject({
         .min(1000)
         .default(650_000)
         .describe(
-          'A connection that moves no bytes either way for this long is closed; above the 600 s mesh runtime read timeout, and SSE heartbeats keep streams alive.',
+          'A connection that moves no bytes either way for this long is closed; ' +
+            'above the 600 s mesh runtime read timeout, and SSE heartbeats keep ' +
+            'streams alive.',
         ),
     })
     .prefault({}),
@@ -168,7 +173,9 @@ export const configSchema = z.strictObject({
         .max(4096)
         .default(32)
         .describe(
-          "Requests one client connection may have in flight to one upstream; more wait on that connection, so one client cannot take the upstream's whole pool.",
+          'Requests one client connection may have in flight to one upstream; ' +
+            'more wait on that connection, so one client cannot take the ' +
+            "upstream's whole pool.",
         ),
       perClientAddressUpstreamRequests: z
         .number()
@@ -177,13 +184,16 @@ export const configSchema = z.strictObject({
         .max(4096)
         .default(64)
         .describe(
-          'Requests all connections from one client address (IPv6: its /64) may have in flight to one upstream; more wait, so opening more connections gains no more of the pool.',
+          'Requests all connections from one client address (IPv6: its /64) may ' +
+            'have in flight to one upstream; more wait, so opening more ' +
+            'connections gains no more of the pool.',
         ),
       legacyPortListeners: z
         .boolean()
         .default(false)
         .describe(
-          "Legacy: honour a deployment's `legacy_port` with its own HTTPS listener (spec: port-based runtime URLs are legacy).",
+          "Legacy: honour a deployment's `legacy_port` with its own HTTPS " +
+            'listener (spec: port-based runtime URLs are legacy).',
         ),
     })
     .prefault({}),
@@ -218,7 +228,8 @@ export const configSchema = z.strictObject({
         .nullable()
         .default(null)
         .describe(
-          'OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); null = spans are not recorded or exported.',
+          'OTLP/HTTP traces endpoint (e.g. http://127.0.0.1:4318/v1/traces); ' +
+            'null = spans are not recorded or exported.',
         ),
       exportDelayMs: z
         .number()
@@ -237,7 +248,9 @@ export const configSchema = z.strictObject({
         .nullable()
         .default(null)
         .describe(
-          "Folder of the catalog's versioned key-encryption keys (kek-v<N>.key, mode 0600); null = <dataDir>/keys/kek. Keep it off the database's disk in production.",
+          "Folder of the catalog's versioned key-encryption keys (kek-v<N>.key, " +
+            "mode 0600); null = <dataDir>/keys/kek. Keep it off the database's " +
+            'disk in production.',
         ),
     })
     .prefault({}),
@@ -247,12 +260,15 @@ export const configSchema = z.strictObject({
         .boolean()
         .default(false)
         .describe(
-          'PLATFORM_ALLOW_UNTRUSTED_FEDERATION: allow new `peer_kc` (source-trusted) federations; off refuses them with untrusted_federation_disabled.',
+          'PLATFORM_ALLOW_UNTRUSTED_FEDERATION: allow new `peer_kc` ' +
+            '(source-trusted) federations; off refuses them with ' +
+            'untrusted_federation_disabled.',
         ),
       trustedSharedIssuers: csv
         .default([])
         .describe(
-          'PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose tokens mesh ingress accepts (shared_idp); empty trusts none.',
+          'PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose ' +
+            'tokens mesh ingress accepts (shared_idp); empty trusts none.',
         ),
       peerTimeoutMs: z
         .number()
@@ -271,7 +287,8 @@ export const configSchema = z.strictObject({
         .min(1024)
         .default(1024 * 1024)
         .describe(
-          'Largest serialized JSON result answered inline; `auto` streams over SSE beyond it, `inline` is refused with 422.',
+          'Largest serialized JSON result answered inline; `auto` streams over ' +
+            'SSE beyond it, `inline` is refused with 422.',
         ),
       fsRoots: csv
         .default([])
@@ -318,7 +335,8 @@ export const configSchema = z.strictObject({
         .max(86_400)
         .default(300)
         .describe(
-          'Change-feed rows younger than this are kept whatever their count; a process further behind reloads its caches.',
+          'Change-feed rows younger than this are kept whatever their count; a ' +
+            'process further behind reloads its caches.',
         ),
     })
     .prefault({}),

@@ -13,7 +13,10 @@ export const GatewayErrors = defineErrors('gateway', {
   },
   cross_origin_session: {
     status: 403,
-    doc: "The session cookie came on an API request not proven to come from the gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin` on a GET); send a bearer token instead.",
+    doc:
+      'The session cookie came on an API request not proven to come from the ' +
+      "gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin` on a " +
+      'GET); send a bearer token instead.',
   },
   admin_required: { status: 403, doc: 'The endpoint requires a native-realm administrator.' },
   endpoint_requires_native_realm: {
@@ -25,14 +28,19 @@ export const GatewayErrors = defineErrors('gateway', {
   service_disabled: { status: 404, doc: 'The path belongs to a service turned off in the routing configuration.' },
   non_canonical_path: {
     status: 400,
-    doc: 'The path has `..` or `.` segments, `//`, a backslash, control characters, bad percent-encoding, or an encoded slash outside a URN route.',
+    doc:
+      'The path has `..` or `.` segments, `//`, a backslash, control ' +
+      'characters, bad percent-encoding, or an encoded slash outside a URN ' +
+      'route.',
   },
   body_too_large: { status: 413, doc: 'The request body exceeds `limits.maxBodyBytes`.' },
   headers_too_large: { status: 431, doc: 'Too many request headers, or their total size exceeds the limit.' },
   unsupported_media_type: { status: 415, doc: 'The body has a content type the endpoint does not accept.' },
   storage_full: {
     status: 507,
-    doc: 'The disk holding the database is full (RFC 4918 §11.5); nothing was written. The same request succeeds once space is freed.',
+    doc:
+      'The disk holding the database is full (RFC 4918 §11.5); nothing was ' +
+      'written. The same request succeeds once space is freed.',
   },
   internal_error: {
     status: 500,

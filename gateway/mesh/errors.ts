@@ -21,7 +21,9 @@ export const MeshErrors = defineErrors('mesh', {
   },
   mesh_proxy_bad_gateway: {
     status: 502,
-    doc: 'Egress: the peer could not be reached (connection, TLS or upstream failure); `layer` and `cause` name the failing layer.',
+    doc:
+      'Egress: the peer could not be reached (connection, TLS or upstream ' +
+      'failure); `layer` and `cause` name the failing layer.',
   },
   mesh_proxy_timeout: {
     status: 504,
@@ -43,7 +45,9 @@ export const MeshErrors = defineErrors('mesh', {
   },
   invalid_signature: {
     status: 403,
-    doc: 'Peer call or mesh request: the HMAC does not verify under the PSK, or the envelope headers are missing, duplicated or malformed.',
+    doc:
+      'Peer call or mesh request: the HMAC does not verify under the PSK, or ' +
+      'the envelope headers are missing, duplicated or malformed.',
   },
   signature_expired: { status: 403, doc: 'The signature timestamp is older than the accepted age (300 s by default).' },
   signature_in_future: {
@@ -65,7 +69,10 @@ export const MeshErrors = defineErrors('mesh', {
   },
   peer_jwt_validation_failed: {
     status: 403,
-    doc: 'Ingress: the peer token does not validate (unknown kid, bad signature, wrong issuer, expired, disallowed algorithm); `error` says why.',
+    doc:
+      'Ingress: the peer token does not validate (unknown kid, bad ' +
+      'signature, wrong issuer, expired, disallowed algorithm); `error` says ' +
+      'why.',
   },
   peer_jwks: {
     status: 403,
@@ -77,7 +84,9 @@ export const MeshErrors = defineErrors('mesh', {
   },
   brokering_required_for_receiver_controlled: {
     status: 403,
-    doc: 'Ingress: brokering is disabled on a receiver-controlled (`shared_idp`) federation, so no brokered user can be admitted.',
+    doc:
+      'Ingress: brokering is disabled on a receiver-controlled ' +
+      '(`shared_idp`) federation, so no brokered user can be admitted.',
   },
   unauthorized_brokered_user: {
     status: 403,
@@ -85,13 +94,18 @@ export const MeshErrors = defineErrors('mesh', {
   },
   revoked_brokered_user: {
     status: 403,
-    doc: 'Ingress: the caller’s allowlist entry was revoked, or its local brokered user is disabled (PUT /api/auth/users/{id}, `meshgate user disable`).',
+    doc:
+      'Ingress: the caller’s allowlist entry was revoked, or its local ' +
+      'brokered user is disabled (PUT /api/auth/users/{id}, `meshgate user ' +
+      'disable`).',
   },
 });
 
 export type MeshReason = keyof typeof MeshErrors.defs;
 
-/** What meshVerify may refuse a signed request with, on any route that takes an identity (the API document lists them). */
+/**
+ * What meshVerify may refuse a signed request with, on any route that takes an identity (the API document lists them).
+ */
 export const MESH_INGRESS_REASONS: readonly MeshReason[] = [
   'invalid_signature',
   'signature_expired',

@@ -30,7 +30,8 @@ export class ReplayCache {
     this.#prune = sqlite.prepare('DELETE FROM mesh_replay WHERE expires_at < ?');
     this.#peerCount = sqlite.prepare('SELECT count(*) FROM mesh_replay WHERE peer_id = ?').pluck();
     this.#trimPeer = sqlite.prepare(
-      'DELETE FROM mesh_replay WHERE peer_id = ? AND nonce IN (SELECT nonce FROM mesh_replay WHERE peer_id = ? ORDER BY expires_at LIMIT ?)',
+      'DELETE FROM mesh_replay WHERE peer_id = ? AND nonce IN (SELECT nonce ' +
+        'FROM mesh_replay WHERE peer_id = ? ORDER BY expires_at LIMIT ?)',
     );
   }
 

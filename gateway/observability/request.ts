@@ -19,7 +19,9 @@ export interface RequestObserver {
 
 export const REQUEST_DURATION = {
   name: 'http_request_duration_seconds',
-  help: 'Requests by service, route template and status class: time from arrival until the response closed (_count is the rate).',
+  help:
+    'Requests by service, route template and status class: time from ' +
+    'arrival until the response closed (_count is the rate).',
   labels: ['service', 'route', 'status_class'],
   buckets: DURATION_BUCKETS,
 } as const;

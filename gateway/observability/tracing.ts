@@ -40,7 +40,9 @@ export interface Tracing {
   readonly recording: boolean;
   /** The span of an inbound request: a child of its valid `traceparent`, else the root of a new trace. */
   serverSpan(name: string, headers: IncomingHttpHeaders, attributes?: Attributes): Span;
-  /** A child of `parent`. Not recording, the parent itself: there is nothing to record, and its ids serve the next hop. */
+  /**
+   * A child of `parent`. Not recording, the parent itself: there is nothing to record, and its ids serve the next hop.
+   */
   child(name: string, parent: Span, kind?: SpanKind, attributes?: Attributes): Span;
   /** `traceparent` (and `tracestate` when there is one) that make the next hop a child of `span`; {} for no trace. */
   headersFor(span: Span): Record<string, string>;
@@ -82,7 +84,9 @@ export function createTracing(config: Readonly<Config>): Tracing {
   return config.tracing.otlpEndpoint === null ? idsOnlyTracing() : recording(config, config.tracing.otlpEndpoint);
 }
 
-/** Fresh ids per request, the caller's trace and sampled flag kept: a hop that passes the trace on without recording. */
+/**
+ * Fresh ids per request, the caller's trace and sampled flag kept: a hop that passes the trace on without recording.
+ */
 export function idsOnlyTracing(): Tracing {
   const ids = new RandomIdGenerator();
   return {

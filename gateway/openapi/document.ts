@@ -165,7 +165,8 @@ export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: D
       title: 'meshgate API',
       version,
       description:
-        'Every refusal carries a stable `reason`; the reasons are listed under `components.schemas.ErrorReason`. HEAD is answered wherever GET is.',
+        'Every refusal carries a stable `reason`; the reasons are listed under ' +
+        '`components.schemas.ErrorReason`. HEAD is answered wherever GET is.',
     },
     servers: [{ url: apiPrefix }],
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
@@ -181,7 +182,8 @@ export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: D
           in: 'cookie',
           name: SESSION_COOKIE,
           description:
-            "The sign-in session; on API routes only from the gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin`).",
+            "The sign-in session; on API routes only from the gateway's own origin " +
+            '(`Origin`, or `Sec-Fetch-Site: same-origin`).',
         },
       },
       schemas: {

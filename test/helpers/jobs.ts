@@ -94,7 +94,9 @@ export function py(code: string): string {
 
 const MAKE_WHEEL = fileURLToPath(new URL('../fixtures/jobs/make_wheel.py', import.meta.url));
 
-/** A throwaway wheel folder: build(name, version, value) returns the wheel's sha256; catalog() writes the catalog file. */
+/**
+ * A throwaway wheel folder: build(name, version, value) returns the wheel's sha256; catalog() writes the catalog file.
+ */
 export function wheelFolder(t: { after(fn: () => void): void }) {
   const dir = mkdtempSync(join(tmpdir(), 'meshgate-wheels-'));
   // The install step runs as the sandbox uid, which must be able to read the operator's wheels (docs/jobs.md).

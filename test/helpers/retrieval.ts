@@ -119,7 +119,10 @@ export function sseRows(result: Pick<SseResult, 'events'>): Row[] {
   return result.events.filter((e) => e.event === 'chunk').flatMap((e) => e.data.data as Row[]);
 }
 
-/** The `grpc_protocol` a job is created with to be read by platform.retrieval.v1 StreamData (Arrow Flight is the default). */
+/**
+ * The `grpc_protocol` a job is created with to be read by platform.retrieval.v1 StreamData (Arrow Flight is the
+ * default).
+ */
 export const V1 = 'platform.retrieval.v1';
 
 export function grpcClient(gw: TestGateway) {

@@ -170,7 +170,9 @@ export class CopyJsonConverter extends CopyRowReader<JsonRows> {
   readonly #keys: Buffer[];
   readonly #kinds: CopyKind[];
   readonly #batchSize: number;
-  /** Most bytes a row's JSON adds beyond 6 per COPY byte (keys, braces, quotes, literals, `,` before it, `]` after it). */
+  /**
+   * Most bytes a row's JSON adds beyond 6 per COPY byte (keys, braces, quotes, literals, `,` before it, `]` after it).
+   */
   readonly #overhead: number;
   readonly #fieldEnds: number[];
   #out: Buffer;

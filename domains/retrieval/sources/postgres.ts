@@ -105,14 +105,18 @@ function selectStatement<C>(
   return { text, columns };
 }
 
-/** How COPY text of a column becomes JSON: a type the gateway does not render is selected as `to_json(col)` (pg-copy.ts). */
+/**
+ * How COPY text of a column becomes JSON: a type the gateway does not render is selected as `to_json(col)`
+ * (pg-copy.ts).
+ */
 function jsonCopyColumn(column: PgColumn): CopyColumn & { json: boolean } {
   const kind = copyKind(column.type, column.domain);
   return { name: column.name, kind: kind ?? 'json', json: kind === null };
 }
 
 async function connect({ target, ssl, credentials, tag }: PgEndpoint): Promise<pg.Client> {
-  // Every TLS setting explicit: PGSSLMODE / PGSSLNEGOTIATION in the gateway's environment must not change a dataset's connection.
+  // Every TLS setting explicit: PGSSLMODE / PGSSLNEGOTIATION in the gateway's environment must not change a dataset's
+  // connection.
   const connection = {
     ...target.connection,
     ssl,

@@ -110,7 +110,9 @@ export async function readObject(
   };
 }
 
-/** Typed schema of one object: Parquet from its footer; CSV header cells as `string`; JSON lines from the first object. */
+/**
+ * Typed schema of one object: Parquet from its footer; CSV header cells as `string`; JSON lines from the first object.
+ */
 export async function objectSchema(
   store: ObjectStore,
   entry: ObjectEntry,

@@ -46,17 +46,22 @@ export interface ConsoleInfo {
 
 function shell(bundle: ConsoleBundle, base: string, info: HomeInfo): string {
   const assets = `${base}${CONSOLE_PATH}/assets`;
-  return `<!doctype html>
+  return (
+    `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(info.clusterName)} · meshgate console</title>
 <link rel="stylesheet" href="${assets}/${bundle.style.name}">
 <script type="module" src="${assets}/${bundle.script.name}"></script>
 </head><body>
-<div id="app" data-cluster="${escapeHtml(info.clusterName)}" data-api="${escapeHtml(info.prefixes.api ?? '/api')}" data-base="${escapeHtml(`${base}${CONSOLE_PATH}/`)}">
+<div id="app" ` +
+    `data-cluster="${escapeHtml(info.clusterName)}" ` +
+    `data-api="${escapeHtml(info.prefixes.api ?? '/api')}" ` +
+    `data-base="${escapeHtml(`${base}${CONSOLE_PATH}/`)}">
 ${homeSummary(info)}
 </div>
 </body></html>
-`;
+`
+  );
 }
 
 function send(

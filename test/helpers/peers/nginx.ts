@@ -17,7 +17,10 @@ export interface NginxPeer {
   stop(): Promise<void>;
 }
 
-/** `http` receives the workspace folder (already created) and the `listen` directive; it returns the directives inside `http {}`. */
+/**
+ * `http` receives the workspace folder (already created) and the `listen` directive; it returns the directives inside
+ * `http {}`.
+ */
 export async function startNginx(t: After, http: (dir: string, listen: string) => string): Promise<NginxPeer> {
   if (!existsSync(NGINX))
     throw new Error('test peer nginx: /usr/sbin/nginx is missing (scripts/install-system-deps.sh installs it)');
@@ -36,7 +39,9 @@ export async function startNginx(t: After, http: (dir: string, listen: string) =
 events { worker_connections 64; }
 http {
   access_log off;
-  client_body_temp_path ${temp[0]}; proxy_temp_path ${temp[1]}; fastcgi_temp_path ${temp[2]}; uwsgi_temp_path ${temp[3]}; scgi_temp_path ${temp[4]};
+  client_body_temp_path ${temp[0]}; ` +
+        `proxy_temp_path ${temp[1]}; fastcgi_temp_path ${temp[2]}; ` +
+        `uwsgi_temp_path ${temp[3]}; scgi_temp_path ${temp[4]};
 ${http(dir, `listen 127.0.0.1:${candidate};`)}
 }
 `,

@@ -36,7 +36,10 @@ export interface Persona {
   password: string;
   /** Subject of the persona's tokens; a fresh UUID (as Keycloak uses) when absent. */
   sub?: string;
-  /** Top-level claims in the persona's tokens, e.g. { clearance: 'S' }. `tenant_id` defaults to '__default__'; null omits a claim. */
+  /**
+   * Top-level claims in the persona's tokens, e.g. { clearance: 'S' }. `tenant_id` defaults to '__default__'; null
+   * omits a claim.
+   */
   claims?: Record<string, unknown>;
 }
 

@@ -37,7 +37,10 @@ export interface PostgresPeer {
 export interface PostgresOptions {
   /** Extra server settings, e.g. { work_mem: '64MB' }. */
   settings?: Record<string, string>;
-  /** TLS: the server certificate (chain) and its key, copied into the cluster's folder (key 0600, owned by the server's user). */
+  /**
+   * TLS: the server certificate (chain) and its key, copied into the cluster's folder (key 0600, owned by the server's
+   * user).
+   */
   ssl?: { certFile: string; keyFile: string };
   /** pg_hba accepts TCP connections over TLS only (`hostssl`); needs `ssl`. */
   sslOnly?: boolean;

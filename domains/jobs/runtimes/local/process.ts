@@ -60,7 +60,9 @@ exit "$code"`;
  * The venv is made without its own pip (seconds faster); the interpreter's pip installs
  * into it. Positional: $1 python, $2 venv, $3 wheel dir, $4 requirements.
  */
-const INSTALL = `"$1" -m venv --without-pip "$2" && "$1" -m pip --python "$2/bin/python" install --quiet --no-cache-dir \\
+const INSTALL =
+  `"$1" -m venv --without-pip "$2" && "$1" -m pip --python ` +
+  `"$2/bin/python" install --quiet --no-cache-dir \\
   --disable-pip-version-check --no-input --require-hashes --no-deps --no-index --find-links "$3" -r "$4"`;
 
 export interface JobPaths {
@@ -162,7 +164,8 @@ function supervisorScript(options: SpawnOptions): string {
   const command = (argv: readonly string[]) => argv.map(shellQuote).join(' ');
   const lines = [
     `dir=${shellQuote(paths.dir)}`,
-    `finish() { printf '%s %s\\n' "$1" "$2" > "$dir/exit.tmp" && /usr/bin/mv -f "$dir/exit.tmp" "$dir/exit"; exit "$2"; }`,
+    `finish() { printf '%s %s\\n' "$1" "$2" > "$dir/exit.tmp" && ` +
+      `/usr/bin/mv -f "$dir/exit.tmp" "$dir/exit"; exit "$2"; }`,
   ];
   if (packages.length > 0) {
     const launch = sandbox.launcher({
@@ -185,7 +188,8 @@ function supervisorScript(options: SpawnOptions): string {
     // fd 3: the supervisor's own read-write end (a reader always exists, so a late stop never SIGPIPEs it);
     // fd 5: the read-only end, which becomes the sandbox's fd 3.
     lines.push(
-      '/usr/bin/mkfifo -m 600 "$dir/stop" && exec 3<>"$dir/stop" 5<"$dir/stop" && /usr/bin/rm -f "$dir/stop" || finish entrypoint 125',
+      '/usr/bin/mkfifo -m 600 "$dir/stop" && exec 3<>"$dir/stop" ' +
+        '5<"$dir/stop" && /usr/bin/rm -f "$dir/stop" || finish entrypoint 125',
       `trap 'echo stop >&3' TERM`,
       `${command([...launch, '/bin/sh', '-c', RELAYED_ENTRYPOINT, 'meshgate-job'])} "$1" 3<&5 5<&- &`,
       'exec 5<&- 4<&-',
@@ -194,7 +198,9 @@ function supervisorScript(options: SpawnOptions): string {
     const launch = sandbox.launcher({ writable: [], readOnly: [], chdir: null });
     lines.push(
       'trap : TERM',
-      `(cd ${shellQuote(paths.work)} && exec ${command([...launch, '/bin/sh', '-c', LOAD_ENV_AND_RUN, 'meshgate-job'])} "$1") &`,
+      `(cd ${shellQuote(paths.work)} && ` +
+        `exec ${command([...launch, '/bin/sh', '-c', LOAD_ENV_AND_RUN, 'meshgate-job'])} "$1") ` +
+        `&`,
       'exec 4<&-',
     );
   }

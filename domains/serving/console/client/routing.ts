@@ -31,7 +31,9 @@ function SmokeResults({
   </div>`;
 }
 
-/** Keyed by the table's update time: a new table after apply starts a fresh form, so the smoke results live in the page. */
+/**
+ * Keyed by the table's update time: a new table after apply starts a fresh form, so the smoke results live in the page.
+ */
 function EditForm({ table, admin, onApplied }: { table: any; admin: boolean; onApplied: (smoke: any) => void }) {
   const [prefixes, setPrefixes] = useState<Record<string, string>>({ ...table.service_prefixes });
   const [enabled, setEnabled] = useState<Record<string, boolean>>({ ...table.enabled_services });

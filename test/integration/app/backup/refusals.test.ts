@@ -110,7 +110,8 @@ test('backup and restore refusals: forged or damaged backups, occupied data dirs
     (dir) => {
       const db = new Database(join(dir, 'meshgate.db'));
       db.prepare(
-        'UPDATE __drizzle_migrations SET created_at = ? WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)',
+        'UPDATE __drizzle_migrations SET created_at = ? WHERE created_at = ' +
+          '(SELECT max(created_at) FROM __drizzle_migrations)',
       ).run(9e12);
       db.close();
       editManifest(dir, (m) => {

@@ -81,39 +81,43 @@ function baseOf(out: string): string {
   return `https://localhost:${port}`;
 }
 
-test('meshgate serve prints its listening lines and the one-time admin password, answers over verified TLS, stops on SIGTERM', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-cli-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const { child, ready, output } = serve(dataDir, ['--http-port', '0', '--cluster-name', 'cli-test']);
-  const out = await ready;
-  const https = /meshgate listening (https:\/\/127\.0\.0\.1:(\d+))/.exec(out);
-  assert.ok(https, out);
-  assert.match(out, /meshgate listening http:\/\/127\.0\.0\.1:\d+/);
-  const password = /meshgate bootstrap admin: username=admin password=(\S+)/.exec(out)?.[1];
-  assert.ok(password, 'generated password printed once');
-  const agent = new Agent({ connect: { ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8') } });
-  t.after(() => agent.close());
-  const base = `https://localhost:${https[2]}`;
-  const ping = await request(`${base}/api/ping`, { dispatcher: agent });
-  assert.equal(ping.statusCode, 200);
-  await ping.body.dump();
-  assert.equal(await login(base, dataDir, 'admin', password), 200);
+test(
+  'meshgate serve prints its listening lines and the one-time admin ' +
+    'password, answers over verified TLS, stops on SIGTERM',
+  async (t) => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-cli-'));
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const { child, ready, output } = serve(dataDir, ['--http-port', '0', '--cluster-name', 'cli-test']);
+    const out = await ready;
+    const https = /meshgate listening (https:\/\/127\.0\.0\.1:(\d+))/.exec(out);
+    assert.ok(https, out);
+    assert.match(out, /meshgate listening http:\/\/127\.0\.0\.1:\d+/);
+    const password = /meshgate bootstrap admin: username=admin password=(\S+)/.exec(out)?.[1];
+    assert.ok(password, 'generated password printed once');
+    const agent = new Agent({ connect: { ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8') } });
+    t.after(() => agent.close());
+    const base = `https://localhost:${https[2]}`;
+    const ping = await request(`${base}/api/ping`, { dispatcher: agent });
+    assert.equal(ping.statusCode, 200);
+    await ping.body.dump();
+    assert.equal(await login(base, dataDir, 'admin', password), 200);
 
-  // A user added by the CLI while the gateway runs can log in at once.
-  const added = await run(['user', 'add', 'bob', '--data-dir', dataDir, '--password-stdin'], {}, 'bob-password-1\n');
-  assert.equal(added.code, 0, added.stderr);
-  assert.match(added.stdout, /created user bob/);
-  assert.ok(!added.stdout.includes('bob-password-1'), 'a password from stdin is never echoed');
-  assert.equal(await login(base, dataDir, 'bob', 'bob-password-1'), 200);
-  assert.equal(await stopped(child), 0, 'graceful stop exits 0');
-  assert.match(output(), /meshgate stopped \(SIGTERM\)\n$/, 'the last line says it stopped, and why');
+    // A user added by the CLI while the gateway runs can log in at once.
+    const added = await run(['user', 'add', 'bob', '--data-dir', dataDir, '--password-stdin'], {}, 'bob-password-1\n');
+    assert.equal(added.code, 0, added.stderr);
+    assert.match(added.stdout, /created user bob/);
+    assert.ok(!added.stdout.includes('bob-password-1'), 'a password from stdin is never echoed');
+    assert.equal(await login(base, dataDir, 'bob', 'bob-password-1'), 200);
+    assert.equal(await stopped(child), 0, 'graceful stop exits 0');
+    assert.match(output(), /meshgate stopped \(SIGTERM\)\n$/, 'the last line says it stopped, and why');
 
-  const second = serve(dataDir);
-  const out2 = await second.ready;
-  assert.ok(!out2.includes('bootstrap admin'), 'the password is printed only at first start');
-  assert.equal(await stopped(second.child, 'SIGINT'), 0);
-  assert.match(second.output(), /meshgate stopped \(SIGINT\)\n$/);
-});
+    const second = serve(dataDir);
+    const out2 = await second.ready;
+    assert.ok(!out2.includes('bootstrap admin'), 'the password is printed only at first start');
+    assert.equal(await stopped(second.child, 'SIGINT'), 0);
+    assert.match(second.output(), /meshgate stopped \(SIGINT\)\n$/);
+  },
+);
 
 test('meshgate user reset-password prints a new password once; duplicates and bad usage exit non-zero', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-cli-'));

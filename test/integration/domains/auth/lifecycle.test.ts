@@ -57,48 +57,56 @@ test('logout ends the access token at once, and the revocation survives a restar
   assert.equal(await meStatus(gw, (await session(gw)).access), 200, 'a new login works');
 });
 
-test('disable (PUT /api/auth/users/{id}) refuses access token, PAT, refresh and login at once; enable restores', async (t) => {
-  const gw = await startTestGateway(t);
-  const admin = await gw.adminToken();
-  const bob = await gw.userToken('bob');
-  const bobSession = await session(gw, 'bob', 'bob-password');
-  const pat = (await gw.request('POST', '/api/auth/pats?ttl_seconds=3600', { token: bob.token })).json.token as string;
-  for (const token of [bob.token, pat]) assert.equal(await meStatus(gw, token), 200);
+test(
+  'disable (PUT /api/auth/users/{id}) refuses access token, PAT, refresh ' + 'and login at once; enable restores',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const admin = await gw.adminToken();
+    const bob = await gw.userToken('bob');
+    const bobSession = await session(gw, 'bob', 'bob-password');
+    const pat = (await gw.request('POST', '/api/auth/pats?ttl_seconds=3600', { token: bob.token })).json
+      .token as string;
+    for (const token of [bob.token, pat]) assert.equal(await meStatus(gw, token), 200);
 
-  assert.equal(
-    (await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: bob.token, json: { active: false } })).status,
-    403,
-    'admins only',
-  );
-  const self = await gw.request('PUT', `/api/auth/users/admin`, { token: admin, json: { active: false } });
-  assert.equal(self.status, 409);
-  assert.equal(self.json.detail.reason, 'user_is_caller');
-  assert.equal(
-    (await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: admin, json: { active: false, roles: ['admin'] } }))
-      .status,
-    422,
-  );
-  assert.equal(
-    (await gw.request('PUT', '/api/auth/users/nobody', { token: admin, json: { active: false } })).status,
-    404,
-  );
+    assert.equal(
+      (await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: bob.token, json: { active: false } })).status,
+      403,
+      'admins only',
+    );
+    const self = await gw.request('PUT', `/api/auth/users/admin`, { token: admin, json: { active: false } });
+    assert.equal(self.status, 409);
+    assert.equal(self.json.detail.reason, 'user_is_caller');
+    assert.equal(
+      (
+        await gw.request('PUT', `/api/auth/users/${bob.id}`, {
+          token: admin,
+          json: { active: false, roles: ['admin'] },
+        })
+      ).status,
+      422,
+    );
+    assert.equal(
+      (await gw.request('PUT', '/api/auth/users/nobody', { token: admin, json: { active: false } })).status,
+      404,
+    );
 
-  const disabled = await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: admin, json: { active: false } });
-  assert.equal(disabled.status, 200, disabled.text);
-  assert.equal(disabled.json.active, false);
-  for (const token of [bob.token, pat, bobSession.access]) assert.equal(await meStatus(gw, token), 401);
-  assert.equal((await refresh(gw, bobSession.refresh)).status, 401);
-  const denied = await gw.request('POST', '/api/auth/token', { form: { username: 'bob', password: 'bob-password' } });
-  const wrong = await gw.request('POST', '/api/auth/token', { form: { username: 'bob', password: 'not-bobs' } });
-  assert.equal(denied.status, 401);
-  assert.deepEqual(denied.json, wrong.json, 'a disabled account answers exactly like a wrong password');
+    const disabled = await gw.request('PUT', `/api/auth/users/${bob.id}`, { token: admin, json: { active: false } });
+    assert.equal(disabled.status, 200, disabled.text);
+    assert.equal(disabled.json.active, false);
+    for (const token of [bob.token, pat, bobSession.access]) assert.equal(await meStatus(gw, token), 401);
+    assert.equal((await refresh(gw, bobSession.refresh)).status, 401);
+    const denied = await gw.request('POST', '/api/auth/token', { form: { username: 'bob', password: 'bob-password' } });
+    const wrong = await gw.request('POST', '/api/auth/token', { form: { username: 'bob', password: 'not-bobs' } });
+    assert.equal(denied.status, 401);
+    assert.deepEqual(denied.json, wrong.json, 'a disabled account answers exactly like a wrong password');
 
-  const enabled = await gw.request('PUT', `/api/auth/users/bob`, { token: admin, json: { active: true } });
-  assert.equal(enabled.json.active, true);
-  for (const token of [bob.token, pat, bobSession.access]) assert.equal(await meStatus(gw, token), 200);
-  assert.equal((await refresh(gw, bobSession.refresh)).status, 200, 'the refused refresh was not consumed');
-  assert.equal((await gw.request('GET', `/api/auth/users/${bob.id}`, { token: admin })).json.username, 'bob');
-});
+    const enabled = await gw.request('PUT', `/api/auth/users/bob`, { token: admin, json: { active: true } });
+    assert.equal(enabled.json.active, true);
+    for (const token of [bob.token, pat, bobSession.access]) assert.equal(await meStatus(gw, token), 200);
+    assert.equal((await refresh(gw, bobSession.refresh)).status, 200, 'the refused refresh was not consumed');
+    assert.equal((await gw.request('GET', `/api/auth/users/${bob.id}`, { token: admin })).json.username, 'bob');
+  },
+);
 
 test('meshgate user disable on the same database reaches a running gateway on the next request', async (t) => {
   const gw = await startTestGateway(t);

@@ -43,7 +43,8 @@ function plantRefresh(gw: TestGateway, userId: string, familyId: string | null):
   const at = new Date();
   gw.gateway.deps.sqlite
     .prepare(
-      'INSERT INTO refresh_tokens (token_hash, user_id, expires_at, revoked, created_at, family_id) VALUES (?, ?, ?, 0, ?, ?)',
+      'INSERT INTO refresh_tokens (token_hash, user_id, expires_at, revoked, ' +
+        'created_at, family_id) VALUES (?, ?, ?, 0, ?, ?)',
     )
     .run(
       createHash('sha256').update(token).digest('hex'),
@@ -55,32 +56,35 @@ function plantRefresh(gw: TestGateway, userId: string, familyId: string | null):
   return token;
 }
 
-test('concurrent refreshes of one token leave no live successor, now or after the deny list forgets the session', async (t) => {
-  const { gw, clock } = await gatewayWithClock(t);
-  const { refresh: first } = await session(gw);
-  const race = await Promise.all(Array.from({ length: 4 }, () => refresh(gw, first)));
-  const won = race.filter((r) => r.status === 200);
-  assert.ok(
-    race.some((r) => r.status === 401),
-    'the reuse was detected',
-  );
-  for (const r of won) {
-    assert.equal(
-      await meStatus(gw, r.json.access_token),
-      401,
-      "a racing winner's access token belongs to the ended session",
+test(
+  'concurrent refreshes of one token leave no live successor, now or ' + 'after the deny list forgets the session',
+  async (t) => {
+    const { gw, clock } = await gatewayWithClock(t);
+    const { refresh: first } = await session(gw);
+    const race = await Promise.all(Array.from({ length: 4 }, () => refresh(gw, first)));
+    const won = race.filter((r) => r.status === 200);
+    assert.ok(
+      race.some((r) => r.status === 401),
+      'the reuse was detected',
     );
-    assert.equal(
-      (await refresh(gw, r.json.refresh_token)).status,
-      401,
-      "a racing winner's refresh token died with its family",
-    );
-  }
-  // Past the access-token lifetime the session's deny-list entry is dropped; the family stays ended.
-  clock.offsetMs = (ACCESS_TTL + 5) * 1000;
-  for (const r of won) assert.equal((await refresh(gw, r.json.refresh_token)).status, 401);
-  assert.equal((await refresh(gw, first)).status, 401);
-});
+    for (const r of won) {
+      assert.equal(
+        await meStatus(gw, r.json.access_token),
+        401,
+        "a racing winner's access token belongs to the ended session",
+      );
+      assert.equal(
+        (await refresh(gw, r.json.refresh_token)).status,
+        401,
+        "a racing winner's refresh token died with its family",
+      );
+    }
+    // Past the access-token lifetime the session's deny-list entry is dropped; the family stays ended.
+    clock.offsetMs = (ACCESS_TTL + 5) * 1000;
+    for (const r of won) assert.equal((await refresh(gw, r.json.refresh_token)).status, 401);
+    assert.equal((await refresh(gw, first)).status, 401);
+  },
+);
 
 test('an ended family is never honoured again, whatever its rows say; rows without a family are refused', async (t) => {
   const { gw, clock } = await gatewayWithClock(t);

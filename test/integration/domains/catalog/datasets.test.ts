@@ -13,62 +13,65 @@ import { startTestGateway } from '../../../helpers/gateway.ts';
 
 const NOT_FOUND = { detail: 'Dataset not found' };
 
-test('create answers 201 with the URN as a JSON string; the creator reads it through every addressing form', async (t) => {
-  const gw = await startTestGateway(t);
-  const { token } = await gw.userToken('alice');
-  const res = await gw.request('POST', '/api/catalog/datasets/', {
-    token,
-    json: {
-      name: 'sdk-dataset-1',
-      platform: 'file',
-      description: 'd',
-      tags: ['pii'],
-      properties: { path: '/srv/x.parquet' },
-      extra_ignored: 1,
-    },
-  });
-  assert.equal(res.status, 201);
-  assert.equal(res.text, JSON.stringify('urn:li:dataset:(urn:li:dataPlatform:file,sdk-dataset-1,PROD)'));
-  for (const { form, path } of datasetPaths(res.json)) {
-    const got = await gw.request('GET', path, { token });
-    assert.equal(got.status, 200, form);
-    assert.equal(got.json.urn, res.json, form);
-    assert.deepEqual(
-      got.json.properties,
-      { path: '/srv/x.parquet', location: '/srv/x.parquet' },
-      `${form}: path mirrored to location`,
+test(
+  'create answers 201 with the URN as a JSON string; the creator reads ' + 'it through every addressing form',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const { token } = await gw.userToken('alice');
+    const res = await gw.request('POST', '/api/catalog/datasets/', {
+      token,
+      json: {
+        name: 'sdk-dataset-1',
+        platform: 'file',
+        description: 'd',
+        tags: ['pii'],
+        properties: { path: '/srv/x.parquet' },
+        extra_ignored: 1,
+      },
+    });
+    assert.equal(res.status, 201);
+    assert.equal(res.text, JSON.stringify('urn:li:dataset:(urn:li:dataPlatform:file,sdk-dataset-1,PROD)'));
+    for (const { form, path } of datasetPaths(res.json)) {
+      const got = await gw.request('GET', path, { token });
+      assert.equal(got.status, 200, form);
+      assert.equal(got.json.urn, res.json, form);
+      assert.deepEqual(
+        got.json.properties,
+        { path: '/srv/x.parquet', location: '/srv/x.parquet' },
+        `${form}: path mirrored to location`,
+      );
+      assert.deepEqual(
+        Object.keys(got.json).sort(),
+        [
+          'container_urn',
+          'content_revision',
+          'created_at',
+          'dataset_schema',
+          'description',
+          'environment',
+          'name',
+          'platform',
+          'properties',
+          'storage',
+          'storage_binding',
+          'tags',
+          'updated_at',
+          'urn',
+          'workroom_id',
+          'writable',
+        ],
+        form,
+      );
+    }
+    assert.equal(
+      (await gw.request('POST', '/api/catalog/datasets', { token, json: {} })).status,
+      307,
+      'wrong trailing slash',
     );
-    assert.deepEqual(
-      Object.keys(got.json).sort(),
-      [
-        'container_urn',
-        'content_revision',
-        'created_at',
-        'dataset_schema',
-        'description',
-        'environment',
-        'name',
-        'platform',
-        'properties',
-        'storage',
-        'storage_binding',
-        'tags',
-        'updated_at',
-        'urn',
-        'workroom_id',
-        'writable',
-      ],
-      form,
-    );
-  }
-  assert.equal(
-    (await gw.request('POST', '/api/catalog/datasets', { token, json: {} })).status,
-    307,
-    'wrong trailing slash',
-  );
-  const head = await gw.request('HEAD', `/api/catalog/datasets/v2/${res.json}`, { token });
-  assert.deepEqual([head.status, head.text], [200, '']);
-});
+    const head = await gw.request('HEAD', `/api/catalog/datasets/v2/${res.json}`, { token });
+    assert.deepEqual([head.status, head.text], [200, '']);
+  },
+);
 
 test('hostile names round-trip through create, every addressing form, patch, schema and delete', async (t) => {
   const gw = await startTestGateway(t);

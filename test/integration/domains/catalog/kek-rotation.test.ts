@@ -62,61 +62,64 @@ const ledger = (gw: TestGateway) =>
   }[];
 const keyFiles = (gw: TestGateway) => readdirSync(join(gw.dataDir, 'keys', 'kek')).sort();
 
-test('rotate-kek killed midway resumes; every secret decrypts; ciphertexts untouched; the old KEK is retired', async (t) => {
-  const gw = await startTestGateway(t);
-  const admin = await gw.adminToken();
-  const values = new Map<string, string>();
-  for (let i = 0; i < 12; i++) {
-    const value = `value-${i}-${'ü'.repeat(i)}`;
-    const res = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: `s/${i}`, value } });
-    values.set(res.json, value);
-  }
-  const before = rows(gw);
-  assert.deepEqual(ledger(gw), [{ version: 1, state: 'active' }]);
-  assert.deepEqual(keyFiles(gw), ['kek-v1.key']);
+test(
+  'rotate-kek killed midway resumes; every secret decrypts; ciphertexts ' + 'untouched; the old KEK is retired',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const admin = await gw.adminToken();
+    const values = new Map<string, string>();
+    for (let i = 0; i < 12; i++) {
+      const value = `value-${i}-${'ü'.repeat(i)}`;
+      const res = await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: `s/${i}`, value } });
+      values.set(res.json, value);
+    }
+    const before = rows(gw);
+    assert.deepEqual(ledger(gw), [{ version: 1, state: 'active' }]);
+    assert.deepEqual(keyFiles(gw), ['kek-v1.key']);
 
-  const crashed = await rotate(gw.dataDir, { MESHGATE_TEST_ROTATE_CRASH_AFTER: '5' });
-  assert.equal(crashed.signal, 'SIGKILL', `killed midway: ${crashed.stderr}`);
-  const mid = rows(gw);
-  const moved = mid.filter((r) => r.kek_version === 2).length;
-  assert.ok(moved >= 5 && moved < 12, `partially rewrapped: ${moved}`);
-  assert.deepEqual(ledger(gw), [
-    { version: 1, state: 'retiring' },
-    { version: 2, state: 'active' },
-  ]);
-  assert.deepEqual(keyFiles(gw), ['kek-v1.key', 'kek-v2.key']);
-  // The live gateway reads both versions meanwhile, and wraps new secrets under the new one.
-  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
-  const during = await gw.request('POST', '/api/catalog/secrets/', {
-    token: admin,
-    json: { name: 'written-during', value: 'during' },
-  });
-  values.set(during.json, 'during');
-  assert.equal(rows(gw).find((r) => r.urn === during.json)?.kek_version, 2);
+    const crashed = await rotate(gw.dataDir, { MESHGATE_TEST_ROTATE_CRASH_AFTER: '5' });
+    assert.equal(crashed.signal, 'SIGKILL', `killed midway: ${crashed.stderr}`);
+    const mid = rows(gw);
+    const moved = mid.filter((r) => r.kek_version === 2).length;
+    assert.ok(moved >= 5 && moved < 12, `partially rewrapped: ${moved}`);
+    assert.deepEqual(ledger(gw), [
+      { version: 1, state: 'retiring' },
+      { version: 2, state: 'active' },
+    ]);
+    assert.deepEqual(keyFiles(gw), ['kek-v1.key', 'kek-v2.key']);
+    // The live gateway reads both versions meanwhile, and wraps new secrets under the new one.
+    for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
+    const during = await gw.request('POST', '/api/catalog/secrets/', {
+      token: admin,
+      json: { name: 'written-during', value: 'during' },
+    });
+    values.set(during.json, 'during');
+    assert.equal(rows(gw).find((r) => r.urn === during.json)?.kek_version, 2);
 
-  const resumed = await rotate(gw.dataDir);
-  assert.equal(resumed.code, 0, resumed.stderr);
-  assert.match(resumed.stdout, /resumed and finished rotation: active KEK v2, \d+ data keys rewrapped, retired v1/);
-  const after = rows(gw);
-  assert.ok(after.every((r) => r.kek_version === 2));
-  for (const old of before) {
-    assert.deepEqual(after.find((r) => r.urn === old.urn)?.ciphertext, old.ciphertext, 'value ciphertext untouched');
-    assert.equal(after.find((r) => r.urn === old.urn)?.id, old.id, 'the id stays, so bound datasets follow');
-  }
-  assert.deepEqual(ledger(gw), [
-    { version: 1, state: 'retired' },
-    { version: 2, state: 'active' },
-  ]);
-  assert.deepEqual(keyFiles(gw), ['kek-v2.key'], 'the retired key file is deleted');
-  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
-  await gw.restart();
-  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value, 'after a restart');
+    const resumed = await rotate(gw.dataDir);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    assert.match(resumed.stdout, /resumed and finished rotation: active KEK v2, \d+ data keys rewrapped, retired v1/);
+    const after = rows(gw);
+    assert.ok(after.every((r) => r.kek_version === 2));
+    for (const old of before) {
+      assert.deepEqual(after.find((r) => r.urn === old.urn)?.ciphertext, old.ciphertext, 'value ciphertext untouched');
+      assert.equal(after.find((r) => r.urn === old.urn)?.id, old.id, 'the id stays, so bound datasets follow');
+    }
+    assert.deepEqual(ledger(gw), [
+      { version: 1, state: 'retired' },
+      { version: 2, state: 'active' },
+    ]);
+    assert.deepEqual(keyFiles(gw), ['kek-v2.key'], 'the retired key file is deleted');
+    for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
+    await gw.restart();
+    for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value, 'after a restart');
 
-  const again = await rotate(gw.dataDir);
-  assert.match(again.stdout, /^finished rotation: active KEK v3, 13 data keys rewrapped, retired v2/);
-  assert.deepEqual(keyFiles(gw), ['kek-v3.key']);
-  for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
-});
+    const again = await rotate(gw.dataDir);
+    assert.match(again.stdout, /^finished rotation: active KEK v3, 13 data keys rewrapped, retired v2/);
+    assert.deepEqual(keyFiles(gw), ['kek-v3.key']);
+    for (const [urn, value] of values) assert.equal(revealCurrent(gw, urn), value);
+  },
+);
 
 test('a key file written before the crash is adopted; a wrong or world-readable key file stops start', async (t) => {
   const gw = await startTestGateway(t);

@@ -145,33 +145,37 @@ test('SECRETS.reveal takes only a bound reference; a bound form forged in proper
   assert.ok(!gw.logs.join('\n').includes('root-pw'), 'no value in a log line');
 });
 
-test('a co-owner blind to the secret keeps it only with the properties unchanged; a re-created secret binds to its writer', async (t) => {
-  const gw = await startTestGateway(t);
-  const bob = await gw.userToken('bob');
-  const carol = await gw.userToken('carol');
-  const urn = await secret(gw, bob.token, { name: 'pg', value: 'bob-pw' });
-  const dataset = await pgDataset(gw, bob.token, 'd', { password: urn });
-  grant(gw, carol.id, 'owner', dataset);
-  const edit = await patch(gw, carol.token, dataset, { properties: { password: urn, table: 'orders' } });
-  assert.deepEqual(
-    [edit.status, edit.json.detail?.reason],
-    [403, 'secret_reference_forbidden'],
-    'kept, with another property changed',
-  );
-  assert.equal(
-    (await patch(gw, carol.token, dataset, { properties: { password: urn } })).status,
-    200,
-    'kept as it was',
-  );
-  assert.equal(valueInUse(gw, local(carol), dataset), 'bob-pw', 'bob bound it: a use is authorized against bob');
-  assert.equal((await gw.request('DELETE', `/api/catalog/secrets/v2/${urn}`, { token: bob.token })).status, 204);
-  assert.equal(await secret(gw, carol.token, { name: 'pg', value: 'carol-pw' }), urn);
-  assert.equal(
-    valueInUse(gw, local(carol), dataset),
-    REFUSED,
-    'the binding is dead: the name is never looked up again',
-  );
-  const rebind = await patch(gw, carol.token, dataset, { properties: { password: urn } });
-  assert.equal(rebind.status, 200, 'carol may bind her own secret');
-  assert.equal(valueInUse(gw, local(bob), dataset), 'carol-pw', 'carol bound it: a use is authorized against carol');
-});
+test(
+  'a co-owner blind to the secret keeps it only with the properties ' +
+    'unchanged; a re-created secret binds to its writer',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const bob = await gw.userToken('bob');
+    const carol = await gw.userToken('carol');
+    const urn = await secret(gw, bob.token, { name: 'pg', value: 'bob-pw' });
+    const dataset = await pgDataset(gw, bob.token, 'd', { password: urn });
+    grant(gw, carol.id, 'owner', dataset);
+    const edit = await patch(gw, carol.token, dataset, { properties: { password: urn, table: 'orders' } });
+    assert.deepEqual(
+      [edit.status, edit.json.detail?.reason],
+      [403, 'secret_reference_forbidden'],
+      'kept, with another property changed',
+    );
+    assert.equal(
+      (await patch(gw, carol.token, dataset, { properties: { password: urn } })).status,
+      200,
+      'kept as it was',
+    );
+    assert.equal(valueInUse(gw, local(carol), dataset), 'bob-pw', 'bob bound it: a use is authorized against bob');
+    assert.equal((await gw.request('DELETE', `/api/catalog/secrets/v2/${urn}`, { token: bob.token })).status, 204);
+    assert.equal(await secret(gw, carol.token, { name: 'pg', value: 'carol-pw' }), urn);
+    assert.equal(
+      valueInUse(gw, local(carol), dataset),
+      REFUSED,
+      'the binding is dead: the name is never looked up again',
+    );
+    const rebind = await patch(gw, carol.token, dataset, { properties: { password: urn } });
+    assert.equal(rebind.status, 200, 'carol may bind her own secret');
+    assert.equal(valueInUse(gw, local(bob), dataset), 'carol-pw', 'carol bound it: a use is authorized against carol');
+  },
+);

@@ -73,47 +73,50 @@ function assertNeverHeard(listener: RecordingListener, owners: Owners, values: s
   for (const value of values) assert.ok(!seen.includes(value), 'the credential appears nowhere');
 }
 
-test('postgres: a co-owner cannot re-point a dataset whose secret they cannot use; reads stay with the binder', async (t) => {
-  const pg = await startPostgres(t);
-  const password = randomBytes(18).toString('base64url');
-  await pg.psql(`
+test(
+  'postgres: a co-owner cannot re-point a dataset whose secret they ' + 'cannot use; reads stay with the binder',
+  async (t) => {
+    const pg = await startPostgres(t);
+    const password = randomBytes(18).toString('base64url');
+    await pg.psql(`
     CREATE TABLE orders (id int);
     INSERT INTO orders VALUES (1);
     CREATE ROLE bob_reader LOGIN PASSWORD '${password}';
     GRANT SELECT ON orders TO bob_reader;`);
-  const listener = await recordingListener(t);
-  const value = JSON.stringify({ user: 'bob_reader', password });
-  const located = (urn: string) => ({
-    host: pg.host,
-    port: pg.port,
-    database: pg.database,
-    table: 'orders',
-    secret_urn: urn,
-  });
-  const { owners, dataset, secretUrn, stored } = await coOwned(t, 'postgres', 'orders', value, located);
-  const read = { dataset_urn: dataset };
-  assert.deepEqual(
-    (await createJob(owners.gw, owners.carol.token, read)).inline.data,
-    [{ id: 1 }],
-    'bob bound it: carol reads',
-  );
-  const changes = [
-    { host: listener.host, port: listener.port },
-    { port: listener.port },
-    { database: 'template1' },
-    { table: 'pg_authid' },
-    { sslmode: 'disable' },
-  ];
-  await assertRetargetRefused(owners, dataset, secretUrn, stored, changes);
-  assert.deepEqual((await createJob(owners.gw, owners.carol.token, read)).inline.data, [{ id: 1 }]);
-  assertNeverHeard(listener, owners, [password]);
-  // bob himself may move his credential.
-  const own = await owners.gw.request('PATCH', `/api/catalog/datasets/v2/${encodeURIComponent(dataset)}`, {
-    token: owners.bob.token,
-    json: { properties: { ...stored, table: 'orders', sslmode: 'disable' } },
-  });
-  assert.equal(own.status, 200, own.text);
-});
+    const listener = await recordingListener(t);
+    const value = JSON.stringify({ user: 'bob_reader', password });
+    const located = (urn: string) => ({
+      host: pg.host,
+      port: pg.port,
+      database: pg.database,
+      table: 'orders',
+      secret_urn: urn,
+    });
+    const { owners, dataset, secretUrn, stored } = await coOwned(t, 'postgres', 'orders', value, located);
+    const read = { dataset_urn: dataset };
+    assert.deepEqual(
+      (await createJob(owners.gw, owners.carol.token, read)).inline.data,
+      [{ id: 1 }],
+      'bob bound it: carol reads',
+    );
+    const changes = [
+      { host: listener.host, port: listener.port },
+      { port: listener.port },
+      { database: 'template1' },
+      { table: 'pg_authid' },
+      { sslmode: 'disable' },
+    ];
+    await assertRetargetRefused(owners, dataset, secretUrn, stored, changes);
+    assert.deepEqual((await createJob(owners.gw, owners.carol.token, read)).inline.data, [{ id: 1 }]);
+    assertNeverHeard(listener, owners, [password]);
+    // bob himself may move his credential.
+    const own = await owners.gw.request('PATCH', `/api/catalog/datasets/v2/${encodeURIComponent(dataset)}`, {
+      token: owners.bob.token,
+      json: { properties: { ...stored, table: 'orders', sslmode: 'disable' } },
+    });
+    assert.equal(own.status, 200, own.text);
+  },
+);
 
 test('s3: a co-owner cannot send the stored keys to another endpoint or region', async (t) => {
   const peer = await startS3(t);

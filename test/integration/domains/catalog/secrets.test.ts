@@ -23,55 +23,59 @@ function secretPaths(urn: string): string[] {
   ];
 }
 
-test('secrets: create answers the URN; get, list and delete by v2 (raw or encoded), the encoded path and by-urn never show the value', async (t) => {
-  const gw = await startTestGateway(t);
-  const { token } = await gw.userToken('alice');
-  const res = await createSecret(gw, token, { name: 'demo', value: 's3cr3t-value', description: 'pg password' });
-  assert.equal(res.status, 201);
-  assert.equal(res.text, '"urn:li:dataHubSecret:demo"');
-  for (const path of secretPaths(res.json)) {
-    const got = await gw.request('GET', path, { token });
-    assert.equal(got.status, 200, path);
-    assert.deepEqual(got.json, {
-      urn: 'urn:li:dataHubSecret:demo',
-      name: 'demo',
-      value: null,
-      owner: 'urn:li:corpuser:alice',
-      description: 'pg password',
-      workroom_id: null,
-      created_at: got.json.created_at,
-      updated_at: got.json.updated_at,
-    });
-  }
-  for (const path of ['/api/catalog/secrets/', '/api/catalog/secrets', '/api/catalog/secrets/?query=DEM']) {
-    const list = await gw.request('GET', path, { token });
-    assert.deepEqual(
-      list.json.map((s: { urn: string; value: null }) => [s.urn, s.value]),
-      [['urn:li:dataHubSecret:demo', null]],
-      path,
+test(
+  'secrets: create answers the URN; get, list and delete by v2 (raw or ' +
+    'encoded), the encoded path and by-urn never show the value',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const { token } = await gw.userToken('alice');
+    const res = await createSecret(gw, token, { name: 'demo', value: 's3cr3t-value', description: 'pg password' });
+    assert.equal(res.status, 201);
+    assert.equal(res.text, '"urn:li:dataHubSecret:demo"');
+    for (const path of secretPaths(res.json)) {
+      const got = await gw.request('GET', path, { token });
+      assert.equal(got.status, 200, path);
+      assert.deepEqual(got.json, {
+        urn: 'urn:li:dataHubSecret:demo',
+        name: 'demo',
+        value: null,
+        owner: 'urn:li:corpuser:alice',
+        description: 'pg password',
+        workroom_id: null,
+        created_at: got.json.created_at,
+        updated_at: got.json.updated_at,
+      });
+    }
+    for (const path of ['/api/catalog/secrets/', '/api/catalog/secrets', '/api/catalog/secrets/?query=DEM']) {
+      const list = await gw.request('GET', path, { token });
+      assert.deepEqual(
+        list.json.map((s: { urn: string; value: null }) => [s.urn, s.value]),
+        [['urn:li:dataHubSecret:demo', null]],
+        path,
+      );
+    }
+    assert.deepEqual((await gw.request('GET', '/api/catalog/secrets/?query=nomatch', { token })).json, []);
+    assert.equal(revealCurrent(gw, res.json), 's3cr3t-value', 'in-process consumers get the value');
+    const hostile = await createSecret(gw, token, { name: 'a/b (c),%2F+ü', value: 'v' });
+    assert.equal(hostile.json, 'urn:li:dataHubSecret:a/b (c),%2F+ü');
+    assert.equal(
+      (await gw.request('GET', `/api/catalog/secrets/v2/${encodeURIComponent(hostile.json)}`, { token })).json.name,
+      'a/b (c),%2F+ü',
     );
-  }
-  assert.deepEqual((await gw.request('GET', '/api/catalog/secrets/?query=nomatch', { token })).json, []);
-  assert.equal(revealCurrent(gw, res.json), 's3cr3t-value', 'in-process consumers get the value');
-  const hostile = await createSecret(gw, token, { name: 'a/b (c),%2F+ü', value: 'v' });
-  assert.equal(hostile.json, 'urn:li:dataHubSecret:a/b (c),%2F+ü');
-  assert.equal(
-    (await gw.request('GET', `/api/catalog/secrets/v2/${encodeURIComponent(hostile.json)}`, { token })).json.name,
-    'a/b (c),%2F+ü',
-  );
-  for (const [i, path] of secretPaths(res.json).entries()) {
-    if (i > 0) assert.equal((await createSecret(gw, token, { name: 'demo', value: 'again' })).status, 201);
-    assert.equal((await gw.request('DELETE', path, { token })).status, 204, path);
-    assert.equal((await gw.request('GET', path, { token })).status, 404, path);
-    assert.equal((await gw.request('DELETE', path, { token })).json.detail.reason, 'secret_not_found', path);
-  }
-  assert.equal((await createSecret(gw, token, { name: 'plain-path', value: 'v' })).status, 201);
-  assert.equal(
-    (await gw.request('POST', '/api/catalog/secrets', { token, json: { name: 'no-slash', value: 'v' } })).status,
-    201,
-    'both spellings',
-  );
-});
+    for (const [i, path] of secretPaths(res.json).entries()) {
+      if (i > 0) assert.equal((await createSecret(gw, token, { name: 'demo', value: 'again' })).status, 201);
+      assert.equal((await gw.request('DELETE', path, { token })).status, 204, path);
+      assert.equal((await gw.request('GET', path, { token })).status, 404, path);
+      assert.equal((await gw.request('DELETE', path, { token })).json.detail.reason, 'secret_not_found', path);
+    }
+    assert.equal((await createSecret(gw, token, { name: 'plain-path', value: 'v' })).status, 201);
+    assert.equal(
+      (await gw.request('POST', '/api/catalog/secrets', { token, json: { name: 'no-slash', value: 'v' } })).status,
+      201,
+      'both spellings',
+    );
+  },
+);
 
 test('secrets: 409 without clobber, replace with clobber, 422 on bad bodies', async (t) => {
   const gw = await startTestGateway(t);
@@ -216,14 +220,17 @@ test('datasets may reference only secrets their writer can see', async (t) => {
   );
 });
 
-test('mesh principals see no secret, not even with a remote admin role (service level; the routes are native-only)', async (t) => {
-  const gw = await startTestGateway(t);
-  const alice = await gw.userToken('alice');
-  const urn = (await createSecret(gw, alice.token, { name: 'pg', value: 'v' })).json;
-  const service = secretsAccess(gw);
-  for (const roles of [[], ['admin']]) {
-    // Same receiver-local user id as the owner: arriving through the mesh still does not make it the owner.
-    assert.equal(service.canUse(meshPrincipal(alice.id, roles), urn), false);
-  }
-  assert.equal(service.canUse({ ...meshPrincipal(alice.id), source: 'local', authMethod: 'jwt' }, urn), true);
-});
+test(
+  'mesh principals see no secret, not even with a remote admin role ' + '(service level; the routes are native-only)',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const alice = await gw.userToken('alice');
+    const urn = (await createSecret(gw, alice.token, { name: 'pg', value: 'v' })).json;
+    const service = secretsAccess(gw);
+    for (const roles of [[], ['admin']]) {
+      // Same receiver-local user id as the owner: arriving through the mesh still does not make it the owner.
+      assert.equal(service.canUse(meshPrincipal(alice.id, roles), urn), false);
+    }
+    assert.equal(service.canUse({ ...meshPrincipal(alice.id), source: 'local', authMethod: 'jwt' }, urn), true);
+  },
+);

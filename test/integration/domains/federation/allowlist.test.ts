@@ -103,55 +103,58 @@ test('recipes are validated against the ReBAC model at add and restore time', as
   assert.equal(restore.status, 422);
 });
 
-test('mesh ingress lookups: entry by external_id, provisioning mark, rendered recipe, job-cancel hook provided', async (t) => {
-  const b = await startPeer(t, 'fed-b');
-  const token = await b.adminToken();
-  const rec = await createRecord(b, { remote_cluster_name: 'a', role: 'receiver', preshared_key: newPsk() });
-  const externalId = 'sub-1@cluster-a';
-  await b.request('POST', `/api/cluster/federations/${rec.id}/users`, {
-    token,
-    json: { external_id: externalId, initial_tuples: RECIPE },
-  });
-  const directory = b.gateway.deps.services.get(FEDERATIONS);
-  const entry = directory.allowlistEntry(rec.id, externalId);
-  assert.ok(entry);
-  const localUser = crypto.randomUUID();
-  const marked = directory.markProvisioned(rec.id, externalId, localUser);
-  assert.deepEqual([marked.auto_provisioned, marked.local_user_id], [true, localUser]);
-  assert.deepEqual(directory.renderEntryTuples(marked, localUser), [
-    {
-      subject: { namespace: 'user', id: localUser },
-      relation: 'viewer',
-      object: { namespace: 'dataset', id: URN },
-      tenantId: '__default__',
-    },
-    {
-      subject: { namespace: 'user', id: localUser },
-      relation: 'executor',
-      object: { namespace: 'cluster_jobs', id: '__all__' },
-      tenantId: '__default__',
-    },
-  ]);
-  assert.ok(directory.psk(rec.id), 'the PSK is reachable in process as a KeyObject');
-  assert.equal(
-    directory.isTrustedSharedIssuer('https://idp.test/realms/federation'),
-    false,
-    'an empty trusted-issuer list trusts none',
-  );
-
-  // The jobs domain provides the revoke hook; this user has no jobs (stopping real ones: domains/mesh/jobs.test.ts).
-  assert.ok(b.gateway.deps.services.find(BROKERED_JOB_CANCELLER), 'the jobs domain provides the job canceller');
-  const revoked = await b.request(
-    'POST',
-    `/api/cluster/federations/${rec.id}/users/${encodeURIComponent(externalId)}/revoke?cancel_in_flight_jobs=true`,
-    {
+test(
+  'mesh ingress lookups: entry by external_id, provisioning mark, ' + 'rendered recipe, job-cancel hook provided',
+  async (t) => {
+    const b = await startPeer(t, 'fed-b');
+    const token = await b.adminToken();
+    const rec = await createRecord(b, { remote_cluster_name: 'a', role: 'receiver', preshared_key: newPsk() });
+    const externalId = 'sub-1@cluster-a';
+    await b.request('POST', `/api/cluster/federations/${rec.id}/users`, {
       token,
-    },
-  );
-  assert.equal(revoked.status, 200, revoked.text);
-  assert.equal(revoked.json.cancelled_jobs, 0);
-  assert.ok(revoked.json.disabled_at);
-});
+      json: { external_id: externalId, initial_tuples: RECIPE },
+    });
+    const directory = b.gateway.deps.services.get(FEDERATIONS);
+    const entry = directory.allowlistEntry(rec.id, externalId);
+    assert.ok(entry);
+    const localUser = crypto.randomUUID();
+    const marked = directory.markProvisioned(rec.id, externalId, localUser);
+    assert.deepEqual([marked.auto_provisioned, marked.local_user_id], [true, localUser]);
+    assert.deepEqual(directory.renderEntryTuples(marked, localUser), [
+      {
+        subject: { namespace: 'user', id: localUser },
+        relation: 'viewer',
+        object: { namespace: 'dataset', id: URN },
+        tenantId: '__default__',
+      },
+      {
+        subject: { namespace: 'user', id: localUser },
+        relation: 'executor',
+        object: { namespace: 'cluster_jobs', id: '__all__' },
+        tenantId: '__default__',
+      },
+    ]);
+    assert.ok(directory.psk(rec.id), 'the PSK is reachable in process as a KeyObject');
+    assert.equal(
+      directory.isTrustedSharedIssuer('https://idp.test/realms/federation'),
+      false,
+      'an empty trusted-issuer list trusts none',
+    );
+
+    // The jobs domain provides the revoke hook; this user has no jobs (stopping real ones: domains/mesh/jobs.test.ts).
+    assert.ok(b.gateway.deps.services.find(BROKERED_JOB_CANCELLER), 'the jobs domain provides the job canceller');
+    const revoked = await b.request(
+      'POST',
+      `/api/cluster/federations/${rec.id}/users/${encodeURIComponent(externalId)}/revoke?cancel_in_flight_jobs=true`,
+      {
+        token,
+      },
+    );
+    assert.equal(revoked.status, 200, revoked.text);
+    assert.equal(revoked.json.cancelled_jobs, 0);
+    assert.ok(revoked.json.disabled_at);
+  },
+);
 
 test('PLATFORM_TRUSTED_SHARED_ISSUERS decides which shared issuers mesh ingress may trust', async (t) => {
   const b = await startPeer(t, 'fed-b', {

@@ -64,26 +64,29 @@ async function files(t: { after(fn: () => void): void }, a: TestGateway, b: Test
   ];
 }
 
-test('federation pair runs preflight, both creates, pair and ping; the PSK never appears in argv or output', async (t) => {
-  const a = await startPeer(t, 'fed-a');
-  const b = await startPeer(t, 'fed-b');
-  const psk = newPsk();
-  const args = await files(t, a, b, psk);
-  const env = cliEnv(a);
-  const code = await federationCommand.run(['pair', ...args], env);
-  assert.equal(code, 0, env.errors.join('\n'));
-  assert.ok(!args.some((arg) => arg.includes(psk)));
-  assert.ok(!env.lines.join('\n').includes(psk));
-  const summary = JSON.parse(env.lines.at(-1) as string);
-  assert.equal(summary.reachable, true);
-  for (const [gw, id] of [
-    [a, summary.initiator_federation_id],
-    [b, summary.receiver_federation_id],
-  ] as const) {
-    const rec = await gw.request('GET', `/api/cluster/federations/${id}`, { token: await gw.adminToken() });
-    assert.equal(rec.json.status, 'PAIRED');
-  }
-});
+test(
+  'federation pair runs preflight, both creates, pair and ping; the PSK ' + 'never appears in argv or output',
+  async (t) => {
+    const a = await startPeer(t, 'fed-a');
+    const b = await startPeer(t, 'fed-b');
+    const psk = newPsk();
+    const args = await files(t, a, b, psk);
+    const env = cliEnv(a);
+    const code = await federationCommand.run(['pair', ...args], env);
+    assert.equal(code, 0, env.errors.join('\n'));
+    assert.ok(!args.some((arg) => arg.includes(psk)));
+    assert.ok(!env.lines.join('\n').includes(psk));
+    const summary = JSON.parse(env.lines.at(-1) as string);
+    assert.equal(summary.reachable, true);
+    for (const [gw, id] of [
+      [a, summary.initiator_federation_id],
+      [b, summary.receiver_federation_id],
+    ] as const) {
+      const rec = await gw.request('GET', `/api/cluster/federations/${id}`, { token: await gw.adminToken() });
+      assert.equal(rec.json.status, 'PAIRED');
+    }
+  },
+);
 
 test('federation pair reads the PSK from stdin, and stops at the failing step with its reason', async (t) => {
   const a = await startPeer(t, 'fed-a');

@@ -54,26 +54,29 @@ test('preflight probes a proposed route layer by layer before anything is stored
   assert.equal(notTls.json.reason, notTls.json.layers[2].reason);
 });
 
-test('diagnose of a paired record runs the signed layer; a peer that forgot the pairing is federation_not_active', async (t) => {
-  const a = await startPeer(t, 'fed-a');
-  const b = await startPeer(t, 'fed-b');
-  const { initiatorId, receiverId } = await pairGateways(a, b);
-  const report = await post(a, `/${initiatorId}/diagnose`);
-  assert.deepEqual(layers(report.json), ['dns:ok', 'tcp:ok', 'tls:ok', 'http:ok', 'hmac:ok']);
-  assert.equal(report.json.federation_id, initiatorId);
-  assert.equal((await post(b, `/${receiverId}/disconnect?force=true`)).status, 200);
-  const stale = await post(a, `/${initiatorId}/diagnose`);
-  assert.equal(stale.json.reason, 'federation_not_active');
-  assert.match(stale.json.remedy, /re-pair/);
-  const waiting = await post(b, '', {
-    remote_cluster_name: 'w',
-    role: 'receiver',
-    preshared_key: newPsk(),
-    shared_issuer_url: 'https://idp.test/r',
-  });
-  const noRoute = await post(b, `/${waiting.json.id}/diagnose`);
-  assert.equal(noRoute.json.reason, 'no_route');
-});
+test(
+  'diagnose of a paired record runs the signed layer; a peer that forgot ' + 'the pairing is federation_not_active',
+  async (t) => {
+    const a = await startPeer(t, 'fed-a');
+    const b = await startPeer(t, 'fed-b');
+    const { initiatorId, receiverId } = await pairGateways(a, b);
+    const report = await post(a, `/${initiatorId}/diagnose`);
+    assert.deepEqual(layers(report.json), ['dns:ok', 'tcp:ok', 'tls:ok', 'http:ok', 'hmac:ok']);
+    assert.equal(report.json.federation_id, initiatorId);
+    assert.equal((await post(b, `/${receiverId}/disconnect?force=true`)).status, 200);
+    const stale = await post(a, `/${initiatorId}/diagnose`);
+    assert.equal(stale.json.reason, 'federation_not_active');
+    assert.match(stale.json.remedy, /re-pair/);
+    const waiting = await post(b, '', {
+      remote_cluster_name: 'w',
+      role: 'receiver',
+      preshared_key: newPsk(),
+      shared_issuer_url: 'https://idp.test/r',
+    });
+    const noRoute = await post(b, `/${waiting.json.id}/diagnose`);
+    assert.equal(noRoute.json.reason, 'no_route');
+  },
+);
 
 test('resolve-address: a name by DNS, an IP by the certificate SANs', async (t) => {
   const a = await startPeer(t, 'fed-a');

@@ -95,25 +95,28 @@ test('delegated_access and unknown fields: validated, stored, echoed; extras ign
   assert.deepEqual(status.json.delegated_access, delegated);
 });
 
-test('a selector other than local is sent through the mesh; target_cluster is its alias; nothing runs here', async (t) => {
-  const gw = await startTestGateway(t);
-  const token = await gw.adminToken();
-  for (const json of [
-    { entrypoint: 'true', cluster_selector: 'peer-cluster' },
-    { entrypoint: 'true', target_cluster: 'peer-cluster' },
-  ]) {
-    for (const path of ['submit', 'run']) {
-      const res = await gw.request('POST', `${JOBS}/${path}`, { token, json });
-      assert.equal(res.status, 404, 'no PAIRED federation answers to that selector');
-      assert.equal(res.json.detail.reason, 'mesh_target_not_found');
-      assert.equal(res.json.detail.selector, 'peer-cluster');
+test(
+  'a selector other than local is sent through the mesh; target_cluster ' + 'is its alias; nothing runs here',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const token = await gw.adminToken();
+    for (const json of [
+      { entrypoint: 'true', cluster_selector: 'peer-cluster' },
+      { entrypoint: 'true', target_cluster: 'peer-cluster' },
+    ]) {
+      for (const path of ['submit', 'run']) {
+        const res = await gw.request('POST', `${JOBS}/${path}`, { token, json });
+        assert.equal(res.status, 404, 'no PAIRED federation answers to that selector');
+        assert.equal(res.json.detail.reason, 'mesh_target_not_found');
+        assert.equal(res.json.detail.selector, 'peer-cluster');
+      }
     }
-  }
-  assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
-  const local = await submit(gw, token, { entrypoint: 'true', target_cluster: 'local' });
-  assert.equal(local.status, 201);
-  assert.equal(local.json.cluster_selector, 'local');
-});
+    assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
+    const local = await submit(gw, token, { entrypoint: 'true', target_cluster: 'local' });
+    assert.equal(local.status, 201);
+    assert.equal(local.json.cluster_selector, 'local');
+  },
+);
 
 test('jobs are private: another user gets 404 job_not_found everywhere; admins see all', async (t) => {
   const gw = await startTestGateway(t);

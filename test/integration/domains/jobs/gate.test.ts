@@ -80,52 +80,56 @@ function meshPrincipal(
 const EAST = { id: '11111111-1111-4111-8111-111111111111', name: 'east' };
 const WEST = { id: '22222222-2222-4222-8222-222222222222', name: 'west' };
 
-test('mesh submissions: denied until a gate is bound, then recorded with source=mesh and the source cluster', async (t) => {
-  const gw = await startTestGateway(t);
-  const jobs = gw.gateway.deps.services.get(JOBS);
-  const east = meshPrincipal(gw, '33333333-3333-4333-8333-333333333333', EAST);
-  await assert.rejects(
-    jobs.submit(east, { entrypoint: 'true' }),
-    (e: { status: number; reason: string; extra: { gate: string } }) => {
-      assert.deepEqual(
-        [e.status, e.reason, e.extra.gate],
-        [403, 'no_execution_gate_configured_for_mesh', '(unconfigured)'],
-      );
-      return true;
-    },
-  );
-  const ungranted = meshPrincipal(gw, '44444444-4444-4444-8444-444444444444', EAST, false);
-  await assert.rejects(jobs.submit(ungranted, { entrypoint: 'true' }), { reason: 'rebac_denied' });
-  const local = await executorToken(gw, 'local-user');
-  assert.equal(
-    (await gw.request('POST', '/api/cluster/jobs/submit', { token: local.token, json: { entrypoint: 'true' } })).status,
-    201,
-  );
+test(
+  'mesh submissions: denied until a gate is bound, then recorded with ' + 'source=mesh and the source cluster',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const jobs = gw.gateway.deps.services.get(JOBS);
+    const east = meshPrincipal(gw, '33333333-3333-4333-8333-333333333333', EAST);
+    await assert.rejects(
+      jobs.submit(east, { entrypoint: 'true' }),
+      (e: { status: number; reason: string; extra: { gate: string } }) => {
+        assert.deepEqual(
+          [e.status, e.reason, e.extra.gate],
+          [403, 'no_execution_gate_configured_for_mesh', '(unconfigured)'],
+        );
+        return true;
+      },
+    );
+    const ungranted = meshPrincipal(gw, '44444444-4444-4444-8444-444444444444', EAST, false);
+    await assert.rejects(jobs.submit(ungranted, { entrypoint: 'true' }), { reason: 'rebac_denied' });
+    const local = await executorToken(gw, 'local-user');
+    assert.equal(
+      (await gw.request('POST', '/api/cluster/jobs/submit', { token: local.token, json: { entrypoint: 'true' } }))
+        .status,
+      201,
+    );
 
-  await gw.request('PUT', GATE, { token: await gw.adminToken(), json: { type: ALLOW_ALL, config: {} } });
-  const run = await jobs.run(east, { entrypoint: `echo '${MARKER}{"from":"mesh"}'` });
-  assert.equal(run.status, 'SUCCEEDED');
-  assert.deepEqual(run.result, { from: 'mesh' });
-  assert.equal(run.audit_actor, `src-user@${EAST.id}`);
-  const record = await jobs.status(east, run.id);
-  assert.deepEqual(
-    [record.source, record.source_cluster_id, record.source_cluster_name, record.user_id],
-    ['mesh', EAST.id, 'east', east.userId],
-  );
+    await gw.request('PUT', GATE, { token: await gw.adminToken(), json: { type: ALLOW_ALL, config: {} } });
+    const run = await jobs.run(east, { entrypoint: `echo '${MARKER}{"from":"mesh"}'` });
+    assert.equal(run.status, 'SUCCEEDED');
+    assert.deepEqual(run.result, { from: 'mesh' });
+    assert.equal(run.audit_actor, `src-user@${EAST.id}`);
+    const record = await jobs.status(east, run.id);
+    assert.deepEqual(
+      [record.source, record.source_cluster_id, record.source_cluster_name, record.user_id],
+      ['mesh', EAST.id, 'east', east.userId],
+    );
 
-  // A mesh caller sees only its own source cluster's jobs; the admin role it carries grants nothing.
-  const westSameUser = meshPrincipal(gw, east.userId, WEST);
-  await assert.rejects(jobs.status(westSameUser, run.id), { reason: 'job_not_found' });
-  assert.deepEqual(await jobs.list(westSameUser, { limit: 100, offset: 0 }), []);
-  assert.deepEqual(
-    (await jobs.list(east, { limit: 100, offset: 0 })).map((j) => j.id),
-    [run.id],
-  );
-  const localView = await gw.request('GET', `/api/cluster/jobs/${run.id}/status`, { token: local.token });
-  assert.equal(localView.status, 404);
-  const adminView = await gw.request('GET', `/api/cluster/jobs/${run.id}/status`, { token: await gw.adminToken() });
-  assert.equal(adminView.json.source, 'mesh');
-});
+    // A mesh caller sees only its own source cluster's jobs; the admin role it carries grants nothing.
+    const westSameUser = meshPrincipal(gw, east.userId, WEST);
+    await assert.rejects(jobs.status(westSameUser, run.id), { reason: 'job_not_found' });
+    assert.deepEqual(await jobs.list(westSameUser, { limit: 100, offset: 0 }), []);
+    assert.deepEqual(
+      (await jobs.list(east, { limit: 100, offset: 0 })).map((j) => j.id),
+      [run.id],
+    );
+    const localView = await gw.request('GET', `/api/cluster/jobs/${run.id}/status`, { token: local.token });
+    assert.equal(localView.status, 404);
+    const adminView = await gw.request('GET', `/api/cluster/jobs/${run.id}/status`, { token: await gw.adminToken() });
+    assert.equal(adminView.json.source, 'mesh');
+  },
+);
 
 test('cancelActiveJobsOf stops every active job of a user and leaves others alone', async (t) => {
   const gw = await startTestGateway(t, { jobs: { local: { maxConcurrent: 1 } } });

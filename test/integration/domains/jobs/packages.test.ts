@@ -10,7 +10,9 @@ import { startTestGateway } from '../../../helpers/gateway.ts';
 import { MARKER, py, wheelFolder } from '../../../helpers/jobs.ts';
 
 const probe = py(
-  `import json, sys, meshgate_probe; print("${MARKER}" + json.dumps({"value": meshgate_probe.VALUE, "venv": sys.prefix}))`,
+  `import json, sys, meshgate_probe; print("${MARKER}" + ` +
+    `json.dumps({"value": meshgate_probe.VALUE, "venv": ` +
+    `sys.prefix}))`,
 );
 
 test('an approved package is installed, hash-checked, into the job’s own virtualenv', async (t) => {

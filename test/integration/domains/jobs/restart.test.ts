@@ -86,15 +86,18 @@ test('restart: queued jobs are queued again and run', async (t) => {
   assert.equal(result.json.queued, true);
 });
 
-test('restart with another runtime configured: its active jobs are FAILED runtime_lost, never left RUNNING', async (t) => {
-  const gw = await startTestGateway(t);
-  const id = (await submit(gw, await gw.adminToken(), { entrypoint: 'sleep 30' })).json.id;
-  await waitFor(gw, await gw.adminToken(), id, (b) => b.status === 'RUNNING');
-  await gw.stop({ jobsOutlive: true });
-  killGroup(gw, id);
-  // Nothing listens on the discard port: the switch must not depend on reaching the new runtime.
-  Object.assign(gw.overrides, { jobs: { runtime: 'ray', ray: { dashboardUrl: 'http://127.0.0.1:9' } } });
-  await gw.start();
-  const now = await status(gw, id);
-  assert.deepEqual([now.status, now.error_type], ['FAILED', 'runtime_lost']);
-});
+test(
+  'restart with another runtime configured: its active jobs are FAILED ' + 'runtime_lost, never left RUNNING',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const id = (await submit(gw, await gw.adminToken(), { entrypoint: 'sleep 30' })).json.id;
+    await waitFor(gw, await gw.adminToken(), id, (b) => b.status === 'RUNNING');
+    await gw.stop({ jobsOutlive: true });
+    killGroup(gw, id);
+    // Nothing listens on the discard port: the switch must not depend on reaching the new runtime.
+    Object.assign(gw.overrides, { jobs: { runtime: 'ray', ray: { dashboardUrl: 'http://127.0.0.1:9' } } });
+    await gw.start();
+    const now = await status(gw, id);
+    assert.deepEqual([now.status, now.error_type], ['FAILED', 'runtime_lost']);
+  },
+);

@@ -60,7 +60,12 @@ function keyMaterial(dataDir: string): Buffer[] {
 function plantTools(dataDir: string): string {
   const mark = `cat ${join(dataDir, 'keys', 'signing-key.jwk.json')} && : > ${join(dataDir, 'escaped')}`;
   const tools = 'mv rm mkfifo cat sh prlimit setsid bwrap setpriv';
-  return `for t in ${tools}; do printf '#!/bin/sh\\n${mark}\\nexec /usr/bin/$(basename "$0") "$@"\\n' > $t; chmod 755 $t; done; chmod 755 .`;
+  return (
+    `for t in ${tools}; do printf '#!/bin/sh\\n${mark}\\nexec ` +
+    `/usr/bin/$(basename "$0") "$@"\\n' > $t; chmod 755 $t; ` +
+    `done; ` +
+    `chmod 755 .`
+  );
 }
 
 /** A preloadable library whose constructor tries the same as the planted tools, once per process tree. */
@@ -112,7 +117,9 @@ test('escape attempts from a local job fail, and the gateway keeps serving after
   const planter = await gw.request('POST', `${JOBS}/run`, {
     token,
     json: {
-      entrypoint: `${plantTools(gw.dataDir)}; printf '%s' "$EVIL_C" > evil.c && cc -shared -fPIC -o evil.so evil.c && chmod 755 evil.so`,
+      entrypoint:
+        `${plantTools(gw.dataDir)}; printf '%s' "$EVIL_C" > evil.c && cc -shared -fPIC -o evil.so ` +
+        `evil.c && chmod 755 evil.so`,
       runtime_env: { env_vars: { EVIL_C: evilLibrary(gw.dataDir) } },
     },
   });
@@ -199,100 +206,118 @@ test('a token the job could forge with any key it can reach (none, the public JW
   await ping(gw);
 });
 
-test('job processes run as the dedicated uid, cancel kills daemons that left the session, and a restart keeps the job', async (t) => {
-  const gw = await startTestGateway(t, { jobs: { local: { stopGraceMs: 200 } } });
-  const token = await gw.adminToken();
-  const entrypoint = `setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' & sleep 300`;
-  const job = await submit(gw, token, { entrypoint });
-  const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
-  await waitFor(
-    gw,
-    token,
-    job.json.id,
-    () => existsSync(join(work, 'daemon.pid')) && readFileSync(join(work, 'daemon.pid'), 'utf8').endsWith('\n'),
-  );
-  const daemon = hostPid(job.json.id, Number(readFileSync(join(work, 'daemon.pid'), 'utf8')));
-  const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${daemon}/status`, 'utf8'))?.[1]);
-  assert.notEqual(uid, 0, 'never root');
-  if (process.geteuid?.() === 0) assert.equal(uid, 65534, 'the configured jobs.local.sandbox.uid');
-  assert.equal(statSync(work).uid, uid, 'the work dir belongs to the job uid');
-  assert.equal(statSync(join(gw.dataDir, 'jobs', job.json.id)).mode & 0o777, 0o700, 'the job dir stays the gateway’s');
-  // --die-with-parent ties the sandbox to its supervisor, not to the gateway: a restart leaves it running.
-  await gw.restart();
-  assert.equal((await waitFor(gw, token, job.json.id, (b) => b.status === 'RUNNING')).status, 'RUNNING');
-  assert.ok(jobProcesses(job.json.id).includes(daemon), 'the job survived the restart');
-  await gw.request('POST', `${JOBS}/${job.json.id}/cancel`, { token: await gw.adminToken() });
-  for (let i = 0; i < 100 && jobProcesses(job.json.id).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
-  assert.deepEqual(jobProcesses(job.json.id), [], 'the setsid daemon died with the sandbox');
-});
-
-test('no sandbox can be made (bwrap missing): local jobs are 503 job_sandbox_unavailable, nothing is recorded', async (t) => {
-  const gw = await startTestGateway(t, { jobs: { local: { sandbox: { bwrapPath: '/nonexistent/bwrap' } } } });
-  const token = await gw.adminToken();
-  for (const path of ['submit', 'run']) {
-    const res = await gw.request('POST', `${JOBS}/${path}`, { token, json: { entrypoint: 'true' } });
-    assert.deepEqual([res.status, res.json.detail.reason], [503, 'job_sandbox_unavailable'], res.text);
-  }
-  assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
-  assert.ok(gw.logs.some((line) => line.includes('the job sandbox is unavailable')));
-  await ping(gw);
-});
-
-test('sandbox mode "none" is an explicit, logged opt-out; the gateway still never follows a job-planted symlink', async (t) => {
-  const gw = await startTestGateway(t, { jobs: { local: { sandbox: { mode: 'none' } } } });
-  const token = await gw.adminToken();
-  assert.ok(gw.logs.some((line) => line.includes('UNSANDBOXED')));
-  const key = join(gw.dataDir, 'keys', 'signing-key.jwk.json');
-  const entrypoint = `echo '${MARKER}{"mine":1}'; ln -sf ${key} ../output.log.new && mv -f ../output.log.new ../output.log`;
-  const run = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint } });
-  assert.equal(run.json.status, 'SUCCEEDED', run.text);
-  const logs = await gw.request('GET', `${JOBS}/${run.json.id}/logs`, { token });
-  // O_NOFOLLOW: the gateway treats the log as gone rather than read the key through the link.
-  assert.deepEqual([logs.status, logs.json.detail?.reason], [410, 'job_logs_expired'], logs.text);
-  assert.equal(logs.text.includes(JSON.parse(readFileSync(key, 'utf8')).d), false);
-  await ping(gw);
-});
-
-test('env_vars reach only the sandboxed entrypoint: the supervisor and bwrap keep their fixed environment', async (t) => {
-  const gw = await startTestGateway(t);
-  const { token } = await executorToken(gw, 'mallory');
-  const value = `it's "quoted"\n$(touch pwned) \`x\` \\ end`;
-  const env_vars = { SECRET_VALUE: value, PATH: '/opt/job/bin:/usr/bin:/bin', LD_LIBRARY_PATH: '/opt/job/lib' };
-  const entrypoint = `printf '%s|%s|%s' "$SECRET_VALUE" "$PATH" "$LD_LIBRARY_PATH" > seen; sleep 30`;
-  const job = await submit(gw, token, { entrypoint, runtime_env: { env_vars } });
-  const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
-  await waitFor(
-    gw,
-    token,
-    job.json.id,
-    () => existsSync(join(work, 'seen')) && readFileSync(join(work, 'seen'), 'utf8').endsWith('/opt/job/lib'),
-  );
-  assert.equal(readFileSync(join(work, 'seen'), 'utf8'), `${value}|${env_vars.PATH}|${env_vars.LD_LIBRARY_PATH}`);
-  assert.equal(existsSync(join(work, 'pwned')), false, 'a value is never evaluated');
-  assert.equal(
-    existsSync(join(gw.dataDir, 'jobs', job.json.id, 'env')),
-    false,
-    'the environment file is gone once held open',
-  );
-  const outside = jobProcesses(job.json.id).filter((pid) => statSync(`/proc/${pid}`).uid === process.geteuid?.());
-  assert.ok(outside.length >= 2, 'the supervisor and bwrap are found');
-  for (const pid of outside) {
-    const environ = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
-    assert.ok(environ.includes('PATH=/usr/bin:/bin'), environ.join(' '));
-    assert.equal(
-      environ.some((entry) => /^(SECRET_VALUE|LD_LIBRARY_PATH|HOME)=/.test(entry)),
-      false,
-      environ.join(' '),
+test(
+  'job processes run as the dedicated uid, cancel kills daemons that ' +
+    'left the session, and a restart keeps the job',
+  async (t) => {
+    const gw = await startTestGateway(t, { jobs: { local: { stopGraceMs: 200 } } });
+    const token = await gw.adminToken();
+    const entrypoint = `setsid sh -c 'echo $$ > daemon.pid; exec sleep 300' & sleep 300`;
+    const job = await submit(gw, token, { entrypoint });
+    const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
+    await waitFor(
+      gw,
+      token,
+      job.json.id,
+      () => existsSync(join(work, 'daemon.pid')) && readFileSync(join(work, 'daemon.pid'), 'utf8').endsWith('\n'),
     );
+    const daemon = hostPid(job.json.id, Number(readFileSync(join(work, 'daemon.pid'), 'utf8')));
+    const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${daemon}/status`, 'utf8'))?.[1]);
+    assert.notEqual(uid, 0, 'never root');
+    if (process.geteuid?.() === 0) assert.equal(uid, 65534, 'the configured jobs.local.sandbox.uid');
+    assert.equal(statSync(work).uid, uid, 'the work dir belongs to the job uid');
     assert.equal(
-      readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('quoted'),
-      false,
-      'no value on a command line',
+      statSync(join(gw.dataDir, 'jobs', job.json.id)).mode & 0o777,
+      0o700,
+      'the job dir stays the gateway’s',
     );
-  }
-  await gw.request('POST', `${JOBS}/${job.json.id}/cancel`, { token });
-  await waitFor(gw, token, job.json.id);
-});
+    // --die-with-parent ties the sandbox to its supervisor, not to the gateway: a restart leaves it running.
+    await gw.restart();
+    assert.equal((await waitFor(gw, token, job.json.id, (b) => b.status === 'RUNNING')).status, 'RUNNING');
+    assert.ok(jobProcesses(job.json.id).includes(daemon), 'the job survived the restart');
+    await gw.request('POST', `${JOBS}/${job.json.id}/cancel`, { token: await gw.adminToken() });
+    for (let i = 0; i < 100 && jobProcesses(job.json.id).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(jobProcesses(job.json.id), [], 'the setsid daemon died with the sandbox');
+  },
+);
+
+test(
+  'no sandbox can be made (bwrap missing): local jobs are 503 ' + 'job_sandbox_unavailable, nothing is recorded',
+  async (t) => {
+    const gw = await startTestGateway(t, { jobs: { local: { sandbox: { bwrapPath: '/nonexistent/bwrap' } } } });
+    const token = await gw.adminToken();
+    for (const path of ['submit', 'run']) {
+      const res = await gw.request('POST', `${JOBS}/${path}`, { token, json: { entrypoint: 'true' } });
+      assert.deepEqual([res.status, res.json.detail.reason], [503, 'job_sandbox_unavailable'], res.text);
+    }
+    assert.deepEqual((await gw.request('GET', `${JOBS}/`, { token })).json, []);
+    assert.ok(gw.logs.some((line) => line.includes('the job sandbox is unavailable')));
+    await ping(gw);
+  },
+);
+
+test(
+  'sandbox mode "none" is an explicit, logged opt-out; the gateway still ' + 'never follows a job-planted symlink',
+  async (t) => {
+    const gw = await startTestGateway(t, { jobs: { local: { sandbox: { mode: 'none' } } } });
+    const token = await gw.adminToken();
+    assert.ok(gw.logs.some((line) => line.includes('UNSANDBOXED')));
+    const key = join(gw.dataDir, 'keys', 'signing-key.jwk.json');
+    const entrypoint =
+      `echo '${MARKER}{"mine":1}'; ln ` + `-sf ${key} ../output.log.new && mv -f ../output.log.new ` + `../output.log`;
+    const run = await gw.request('POST', `${JOBS}/run`, { token, json: { entrypoint } });
+    assert.equal(run.json.status, 'SUCCEEDED', run.text);
+    const logs = await gw.request('GET', `${JOBS}/${run.json.id}/logs`, { token });
+    // O_NOFOLLOW: the gateway treats the log as gone rather than read the key through the link.
+    assert.deepEqual([logs.status, logs.json.detail?.reason], [410, 'job_logs_expired'], logs.text);
+    assert.equal(logs.text.includes(JSON.parse(readFileSync(key, 'utf8')).d), false);
+    await ping(gw);
+  },
+);
+
+test(
+  'env_vars reach only the sandboxed entrypoint: the supervisor and ' + 'bwrap keep their fixed environment',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const { token } = await executorToken(gw, 'mallory');
+    const value = `it's "quoted"\n$(touch pwned) \`x\` \\ end`;
+    const env_vars = { SECRET_VALUE: value, PATH: '/opt/job/bin:/usr/bin:/bin', LD_LIBRARY_PATH: '/opt/job/lib' };
+    const entrypoint = `printf '%s|%s|%s' "$SECRET_VALUE" "$PATH" "$LD_LIBRARY_PATH" > seen; sleep 30`;
+    const job = await submit(gw, token, { entrypoint, runtime_env: { env_vars } });
+    const work = join(gw.dataDir, 'jobs', job.json.id, 'work');
+    await waitFor(
+      gw,
+      token,
+      job.json.id,
+      () => existsSync(join(work, 'seen')) && readFileSync(join(work, 'seen'), 'utf8').endsWith('/opt/job/lib'),
+    );
+    assert.equal(readFileSync(join(work, 'seen'), 'utf8'), `${value}|${env_vars.PATH}|${env_vars.LD_LIBRARY_PATH}`);
+    assert.equal(existsSync(join(work, 'pwned')), false, 'a value is never evaluated');
+    assert.equal(
+      existsSync(join(gw.dataDir, 'jobs', job.json.id, 'env')),
+      false,
+      'the environment file is gone once held open',
+    );
+    const outside = jobProcesses(job.json.id).filter((pid) => statSync(`/proc/${pid}`).uid === process.geteuid?.());
+    assert.ok(outside.length >= 2, 'the supervisor and bwrap are found');
+    for (const pid of outside) {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
+      assert.ok(environ.includes('PATH=/usr/bin:/bin'), environ.join(' '));
+      assert.equal(
+        environ.some((entry) => /^(SECRET_VALUE|LD_LIBRARY_PATH|HOME)=/.test(entry)),
+        false,
+        environ.join(' '),
+      );
+      assert.equal(
+        readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('quoted'),
+        false,
+        'no value on a command line',
+      );
+    }
+    await gw.request('POST', `${JOBS}/${job.json.id}/cancel`, { token });
+    await waitFor(gw, token, job.json.id);
+  },
+);
 
 test('env_vars names that are not portable shell identifiers are refused with 422; nothing is recorded', async (t) => {
   const gw = await startTestGateway(t);

@@ -109,26 +109,29 @@ test('shared_idp: a persona whose token claims admin roles gets no bypass on the
   assert.equal(containers.json.detail.reason, 'endpoint_requires_native_realm');
 });
 
-test('peer_kc: the source native admin, role admin signed and trusted, still sees only what the receiver granted', async (t) => {
-  const untrusted = { federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true } };
-  const source = await startPeer(t, 'cat-a', untrusted);
-  const receiver = await startPeer(t, 'cat-b', untrusted);
-  const pair = await pairForMesh(source, receiver, null);
-  const urns = await seedDatasets(receiver);
-  const token = await source.adminToken();
-  const admin = await source.request('GET', '/api/auth/users/me', { token });
-  await allow(pair, admin.json.sub, viewerOf(urns[1] as string));
-  const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
-  assert.deepEqual(me.json.roles, ['admin'], 'the signed admin role is taken in peer_kc');
-  await assertSeesOnly(source, pair.sourceFedId, token, urns[1] as string, urns);
-  const del = await source.request(
-    'DELETE',
-    `/api/mesh/${pair.sourceFedId}/catalog/datasets/v2/${encodeURIComponent(urns[2] as string)}`,
-    { token },
-  );
-  assert.equal(del.status, 404, 'no admin bypass for delete either');
-  assert.equal(
-    (await receiver.request('GET', '/api/catalog/datasets/', { token: await receiver.adminToken() })).json.length,
-    4,
-  );
-});
+test(
+  'peer_kc: the source native admin, role admin signed and trusted, ' + 'still sees only what the receiver granted',
+  async (t) => {
+    const untrusted = { federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true } };
+    const source = await startPeer(t, 'cat-a', untrusted);
+    const receiver = await startPeer(t, 'cat-b', untrusted);
+    const pair = await pairForMesh(source, receiver, null);
+    const urns = await seedDatasets(receiver);
+    const token = await source.adminToken();
+    const admin = await source.request('GET', '/api/auth/users/me', { token });
+    await allow(pair, admin.json.sub, viewerOf(urns[1] as string));
+    const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
+    assert.deepEqual(me.json.roles, ['admin'], 'the signed admin role is taken in peer_kc');
+    await assertSeesOnly(source, pair.sourceFedId, token, urns[1] as string, urns);
+    const del = await source.request(
+      'DELETE',
+      `/api/mesh/${pair.sourceFedId}/catalog/datasets/v2/${encodeURIComponent(urns[2] as string)}`,
+      { token },
+    );
+    assert.equal(del.status, 404, 'no admin bypass for delete either');
+    assert.equal(
+      (await receiver.request('GET', '/api/catalog/datasets/', { token: await receiver.adminToken() })).json.length,
+      4,
+    );
+  },
+);

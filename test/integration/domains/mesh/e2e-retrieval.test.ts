@@ -111,36 +111,41 @@ function assertClearance(sse: SseResult, rows: number, filtered: boolean, who: s
   assert.deepEqual(complete?.data.metadata, { filtered, gate_audit: footer(filtered) });
 }
 
-test('clearance U/S/TS shared-realm callers stream 3/4/5 rows through the mesh, filtered true/true/false', async (t) => {
-  const { oidc, pair, source, urn } = await retrievalMesh(t);
-  for (const caller of CALLERS) {
-    const token = await oidc.passwordToken(caller.username, caller.password);
-    const job = await meshJob(source, pair.sourceFedId, token, { dataset_urn: urn, transport: 'sse' });
-    assert.equal(job.transport, 'sse');
-    const sse = await readSseAt(source, `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, token);
-    assertClearance(sse, caller.rows, caller.filtered, caller.username);
-    const status = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
-    assert.equal(status.json.status, 'COMPLETED', status.text);
-    assert.equal(status.json.progress.rows_processed, caller.rows);
-  }
-  // Jobs are the caller's own, also across the hop.
-  const u = await oidc.passwordToken('fed-clr-u', 'pw-u');
-  const ts = await oidc.passwordToken('fed-clr-ts', 'pw-ts');
-  const job = await meshJob(source, pair.sourceFedId, ts, { dataset_urn: urn, transport: 'sse' });
-  const foreign = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, {
-    token: u,
-  });
-  assert.equal(foreign.status, 404);
-  assert.equal(foreign.json.detail.reason, 'retrieval_job_not_found');
-  // A mesh caller's options pass the same check as a local caller's: no path re-targets the dataset.
-  const path = `/api/mesh/${pair.sourceFedId}/retrieval/jobs`;
-  const retarget = await source.request('POST', path, {
-    token: u,
-    json: { dataset_urn: urn, options: { path: '/etc/passwd' } },
-  });
-  assert.equal(retarget.status, 422, retarget.text);
-  assert.deepEqual([retarget.json.detail.reason, retarget.json.detail.key], ['option_not_allowed', 'path']);
-});
+test(
+  'clearance U/S/TS shared-realm callers stream 3/4/5 rows through the ' + 'mesh, filtered true/true/false',
+  async (t) => {
+    const { oidc, pair, source, urn } = await retrievalMesh(t);
+    for (const caller of CALLERS) {
+      const token = await oidc.passwordToken(caller.username, caller.password);
+      const job = await meshJob(source, pair.sourceFedId, token, { dataset_urn: urn, transport: 'sse' });
+      assert.equal(job.transport, 'sse');
+      const sse = await readSseAt(source, `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, token);
+      assertClearance(sse, caller.rows, caller.filtered, caller.username);
+      const status = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, {
+        token,
+      });
+      assert.equal(status.json.status, 'COMPLETED', status.text);
+      assert.equal(status.json.progress.rows_processed, caller.rows);
+    }
+    // Jobs are the caller's own, also across the hop.
+    const u = await oidc.passwordToken('fed-clr-u', 'pw-u');
+    const ts = await oidc.passwordToken('fed-clr-ts', 'pw-ts');
+    const job = await meshJob(source, pair.sourceFedId, ts, { dataset_urn: urn, transport: 'sse' });
+    const foreign = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`, {
+      token: u,
+    });
+    assert.equal(foreign.status, 404);
+    assert.equal(foreign.json.detail.reason, 'retrieval_job_not_found');
+    // A mesh caller's options pass the same check as a local caller's: no path re-targets the dataset.
+    const path = `/api/mesh/${pair.sourceFedId}/retrieval/jobs`;
+    const retarget = await source.request('POST', path, {
+      token: u,
+      json: { dataset_urn: urn, options: { path: '/etc/passwd' } },
+    });
+    assert.equal(retarget.status, 422, retarget.text);
+    assert.deepEqual([retarget.json.detail.reason, retarget.json.detail.key], ['option_not_allowed', 'path']);
+  },
+);
 
 test('a forged X-KZ-Mesh-User-Attributes in shared_idp yields only the token’s rows', async (t) => {
   const { oidc, pair, source, receiver, urn } = await retrievalMesh(t);
@@ -182,62 +187,74 @@ test('a forged X-KZ-Mesh-User-Attributes in shared_idp yields only the token’s
   assert.deepEqual(events.at(-1)?.data.metadata, { filtered: true, gate_audit: footer(true) });
 });
 
-test('the SSE stream arrives incrementally across the hop: the first chunk is read while the job still runs', async (t) => {
-  const { oidc, pair, source, bigUrn } = await retrievalMesh(t);
-  const token = await oidc.passwordToken('fed-clr-s', 'pw-s');
-  const job = await meshJob(source, pair.sourceFedId, token, { dataset_urn: bigUrn, transport: 'sse', batch_size: 20 });
-  const res = await undiciRequest(
-    `${source.gateway.httpsUrl}/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`,
-    {
-      headers: { authorization: `Bearer ${token}` },
-      dispatcher: source.agent,
-    },
-  );
-  assert.equal(res.statusCode, 200);
-  const events = sseEvents(res.body);
-  const first = (await events.next()).value;
-  assert.equal(first?.event, 'chunk');
-  assert.equal(first?.data.sequence, 1);
-  assert.equal(first?.data.data.length, 20);
-  // The client holds the stream: backpressure keeps the receiver from finishing the read.
-  const during = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
-  assert.equal(during.json.status, 'RUNNING', 'the first event was read before the last one was produced');
-  assert.ok(during.json.progress.rows_processed < BIG_ROWS, `read so far: ${during.json.progress.rows_processed}`);
-  let rows = first?.data.data.length as number;
-  let last = first;
-  for await (const event of events) {
-    if (event.event === 'chunk') rows += event.data.data.length;
-    last = event;
-  }
-  assert.equal(last?.event, 'complete');
-  assert.equal(rows, BIG_ROWS);
-  assert.equal(last?.data.rows, BIG_ROWS);
-  const after = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
-  assert.equal(after.json.status, 'COMPLETED');
-});
+test(
+  'the SSE stream arrives incrementally across the hop: the first chunk ' + 'is read while the job still runs',
+  async (t) => {
+    const { oidc, pair, source, bigUrn } = await retrievalMesh(t);
+    const token = await oidc.passwordToken('fed-clr-s', 'pw-s');
+    const job = await meshJob(source, pair.sourceFedId, token, {
+      dataset_urn: bigUrn,
+      transport: 'sse',
+      batch_size: 20,
+    });
+    const res = await undiciRequest(
+      `${source.gateway.httpsUrl}/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}/stream`,
+      {
+        headers: { authorization: `Bearer ${token}` },
+        dispatcher: source.agent,
+      },
+    );
+    assert.equal(res.statusCode, 200);
+    const events = sseEvents(res.body);
+    const first = (await events.next()).value;
+    assert.equal(first?.event, 'chunk');
+    assert.equal(first?.data.sequence, 1);
+    assert.equal(first?.data.data.length, 20);
+    // The client holds the stream: backpressure keeps the receiver from finishing the read.
+    const during = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
+    assert.equal(during.json.status, 'RUNNING', 'the first event was read before the last one was produced');
+    assert.ok(during.json.progress.rows_processed < BIG_ROWS, `read so far: ${during.json.progress.rows_processed}`);
+    let rows = first?.data.data.length as number;
+    let last = first;
+    for await (const event of events) {
+      if (event.event === 'chunk') rows += event.data.data.length;
+      last = event;
+    }
+    assert.equal(last?.event, 'complete');
+    assert.equal(rows, BIG_ROWS);
+    assert.equal(last?.data.rows, BIG_ROWS);
+    const after = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
+    assert.equal(after.json.status, 'COMPLETED');
+  },
+);
 
-test('Arrow Flight through the mesh: a job created across the hop is read by pyarrow from the receiver, 3/4/5 rows', async (t) => {
-  const { oidc, pair, source, receiver, urn } = await retrievalMesh(t);
-  const flight = await startFlightClient(t, receiver.gateway.caPem);
-  for (const caller of CALLERS) {
-    const token = await oidc.passwordToken(caller.username, caller.password);
-    const job = await meshJob(source, pair.sourceFedId, token, { dataset_urn: urn, transport: 'grpc' });
-    // The handshake names the gateway that holds the job and serves its data: the receiver.
-    const location = new URL(job.grpc.endpoints[0].location);
-    assert.equal(location.protocol, 'grpc+tls:');
-    assert.equal(location.port, String(receiver.port));
-    const get = {
-      ...flightGet(job),
-      location: `grpc+tls://127.0.0.1:${receiver.port}`,
-      override_hostname: location.hostname,
-    };
-    const got = await flight.get(get);
-    assert.equal(got.error, undefined, JSON.stringify(got.error));
-    assert.deepEqual(byId(got.data ?? []), byId(CLEARANCE_ROWS.slice(0, caller.rows)), caller.username);
-    assert.deepEqual(got.metadata?.at(-1).gate_audit, footer(caller.filtered), caller.username);
-    const status = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, { token });
-    assert.equal(status.json.status, 'COMPLETED', status.text);
-    // Single use across the hop too.
-    assert.equal((await flight.get(get)).error?.type, 'FlightUnauthenticatedError');
-  }
-});
+test(
+  'Arrow Flight through the mesh: a job created across the hop is read ' + 'by pyarrow from the receiver, 3/4/5 rows',
+  async (t) => {
+    const { oidc, pair, source, receiver, urn } = await retrievalMesh(t);
+    const flight = await startFlightClient(t, receiver.gateway.caPem);
+    for (const caller of CALLERS) {
+      const token = await oidc.passwordToken(caller.username, caller.password);
+      const job = await meshJob(source, pair.sourceFedId, token, { dataset_urn: urn, transport: 'grpc' });
+      // The handshake names the gateway that holds the job and serves its data: the receiver.
+      const location = new URL(job.grpc.endpoints[0].location);
+      assert.equal(location.protocol, 'grpc+tls:');
+      assert.equal(location.port, String(receiver.port));
+      const get = {
+        ...flightGet(job),
+        location: `grpc+tls://127.0.0.1:${receiver.port}`,
+        override_hostname: location.hostname,
+      };
+      const got = await flight.get(get);
+      assert.equal(got.error, undefined, JSON.stringify(got.error));
+      assert.deepEqual(byId(got.data ?? []), byId(CLEARANCE_ROWS.slice(0, caller.rows)), caller.username);
+      assert.deepEqual(got.metadata?.at(-1).gate_audit, footer(caller.filtered), caller.username);
+      const status = await source.request('GET', `/api/mesh/${pair.sourceFedId}/retrieval/jobs/${job.job_id}`, {
+        token,
+      });
+      assert.equal(status.json.status, 'COMPLETED', status.text);
+      // Single use across the hop too.
+      assert.equal((await flight.get(get)).error?.type, 'FlightUnauthenticatedError');
+    }
+  },
+);

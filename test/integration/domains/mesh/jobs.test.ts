@@ -61,138 +61,154 @@ function assertBrokered(record: any, pair: MeshPair, localUserId: string) {
   assert.equal(record.user_id, localUserId, 'the receiver-local brokered user');
 }
 
-test('mesh jobs: every job path through /api/mesh lands on the receiver as the brokered user (source=mesh)', async (t) => {
-  const { pair, source, receiver, externalId, token } = await meshWithExecutor(t);
-  const mesh = `/api/mesh/${pair.sourceFedId}/cluster/jobs`;
+test(
+  'mesh jobs: every job path through /api/mesh lands on the receiver as ' + 'the brokered user (source=mesh)',
+  async (t) => {
+    const { pair, source, receiver, externalId, token } = await meshWithExecutor(t);
+    const mesh = `/api/mesh/${pair.sourceFedId}/cluster/jobs`;
 
-  const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
-  assert.equal(me.status, 200, me.text);
-  assert.deepEqual(
-    [me.json.source, me.json.external_id, me.json.source_cluster_id],
-    ['mesh', externalId, pair.sourceClusterId],
-  );
-  const native = await receiver.request('GET', '/api/auth/users/me', { token: await receiver.adminToken() });
-  assert.equal(native.json.source, 'local');
-  assert.equal(native.json.source_cluster_id, undefined, 'a local caller has no source cluster');
+    const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
+    assert.equal(me.status, 200, me.text);
+    assert.deepEqual(
+      [me.json.source, me.json.external_id, me.json.source_cluster_id],
+      ['mesh', externalId, pair.sourceClusterId],
+    );
+    const native = await receiver.request('GET', '/api/auth/users/me', { token: await receiver.adminToken() });
+    assert.equal(native.json.source, 'local');
+    assert.equal(native.json.source_cluster_id, undefined, 'a local caller has no source cluster');
 
-  const gateless = await source.request('POST', `${mesh}/submit`, { token, json: { entrypoint: 'true' } });
-  assert.equal(gateless.status, 403, 'mesh submissions are denied until a gate is bound');
-  assert.deepEqual(
-    [gateless.json.detail.reason, gateless.json.detail.gate],
-    ['no_execution_gate_configured_for_mesh', '(unconfigured)'],
-  );
-  await bindAllowAll(receiver);
+    const gateless = await source.request('POST', `${mesh}/submit`, { token, json: { entrypoint: 'true' } });
+    assert.equal(gateless.status, 403, 'mesh submissions are denied until a gate is bound');
+    assert.deepEqual(
+      [gateless.json.detail.reason, gateless.json.detail.gate],
+      ['no_execution_gate_configured_for_mesh', '(unconfigured)'],
+    );
+    await bindAllowAll(receiver);
 
-  const submitted = await source.request('POST', `${mesh}/submit`, { token, json: { entrypoint: markerJob('async') } });
-  assert.equal(submitted.status, 201, submitted.text);
-  assert.equal(submitted.json.status, 'PENDING');
-  const id = submitted.json.job_id;
-  const done = await poll(source, `${mesh}/${id}/status`, token);
-  assert.equal(done.status, 'SUCCEEDED', JSON.stringify(done));
-  assertBrokered(done, pair, me.json.sub);
-  assert.equal(done.audit_actor, externalId);
-  const result = await source.request('GET', `${mesh}/${id}/result`, { token });
-  const { job_id, status, probe, result: marker, audit_actor } = result.json;
-  assert.deepEqual(
-    { job_id, status, probe, marker, audit_actor },
-    { job_id: id, status: 'SUCCEEDED', probe: 'async', marker: { probe: 'async' }, audit_actor: externalId },
-  );
-  const logs = await source.request('GET', `${mesh}/${id}/logs`, { token });
-  assert.match(logs.json.logs, /plain line/);
+    const submitted = await source.request('POST', `${mesh}/submit`, {
+      token,
+      json: { entrypoint: markerJob('async') },
+    });
+    assert.equal(submitted.status, 201, submitted.text);
+    assert.equal(submitted.json.status, 'PENDING');
+    const id = submitted.json.job_id;
+    const done = await poll(source, `${mesh}/${id}/status`, token);
+    assert.equal(done.status, 'SUCCEEDED', JSON.stringify(done));
+    assertBrokered(done, pair, me.json.sub);
+    assert.equal(done.audit_actor, externalId);
+    const result = await source.request('GET', `${mesh}/${id}/result`, { token });
+    const { job_id, status, probe, result: marker, audit_actor } = result.json;
+    assert.deepEqual(
+      { job_id, status, probe, marker, audit_actor },
+      { job_id: id, status: 'SUCCEEDED', probe: 'async', marker: { probe: 'async' }, audit_actor: externalId },
+    );
+    const logs = await source.request('GET', `${mesh}/${id}/logs`, { token });
+    assert.match(logs.json.logs, /plain line/);
 
-  const run = await source.request('POST', `${mesh}/run`, {
-    token,
-    json: { entrypoint: markerJob('sync'), timeout_seconds: 60 },
-  });
-  assert.equal(run.status, 200, run.text);
-  assert.deepEqual([run.json.status, run.json.result], ['SUCCEEDED', { probe: 'sync' }]);
+    const run = await source.request('POST', `${mesh}/run`, {
+      token,
+      json: { entrypoint: markerJob('sync'), timeout_seconds: 60 },
+    });
+    assert.equal(run.status, 200, run.text);
+    assert.deepEqual([run.json.status, run.json.result], ['SUCCEEDED', { probe: 'sync' }]);
 
-  const long = await source.request('POST', `${mesh}/submit`, { token, json: { entrypoint: 'sleep 60' } });
-  await poll(source, `${mesh}/${long.json.job_id}/status`, token, (b) => b.status === 'RUNNING');
-  const cancelled = await source.request('POST', `${mesh}/${long.json.job_id}/cancel`, { token });
-  assert.equal(cancelled.json.status, 'STOPPED', cancelled.text);
+    const long = await source.request('POST', `${mesh}/submit`, { token, json: { entrypoint: 'sleep 60' } });
+    await poll(source, `${mesh}/${long.json.job_id}/status`, token, (b) => b.status === 'RUNNING');
+    const cancelled = await source.request('POST', `${mesh}/${long.json.job_id}/cancel`, { token });
+    assert.equal(cancelled.json.status, 'STOPPED', cancelled.text);
 
-  const listed = await source.request('GET', `${mesh}/?limit=10`, { token });
-  assert.deepEqual(
-    new Set(listed.json.map((j: { id: string }) => j.id)),
-    new Set([id, run.json.job_id, long.json.job_id]),
-  );
-  for (const job of listed.json) assertBrokered(job, pair, me.json.sub);
-  // Nothing ran on the source.
-  assert.deepEqual((await source.request('GET', '/api/cluster/jobs/', { token: await source.adminToken() })).json, []);
-});
+    const listed = await source.request('GET', `${mesh}/?limit=10`, { token });
+    assert.deepEqual(
+      new Set(listed.json.map((j: { id: string }) => j.id)),
+      new Set([id, run.json.job_id, long.json.job_id]),
+    );
+    for (const job of listed.json) assertBrokered(job, pair, me.json.sub);
+    // Nothing ran on the source.
+    assert.deepEqual(
+      (await source.request('GET', '/api/cluster/jobs/', { token: await source.adminToken() })).json,
+      [],
+    );
+  },
+);
 
-test('forwarding shim: a local submit or run naming the peer is forwarded with the caller token; local polling is proxied', async (t) => {
-  const { oidc, pair, source, receiver, token } = await meshWithExecutor(t);
-  await bindAllowAll(receiver);
-  const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
+test(
+  'forwarding shim: a local submit or run naming the peer is forwarded ' +
+    'with the caller token; local polling is proxied',
+  async (t) => {
+    const { oidc, pair, source, receiver, token } = await meshWithExecutor(t);
+    await bindAllowAll(receiver);
+    const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
 
-  // develop SDK: run(target_cluster=X) is a local POST /run.
-  const run = await source.request('POST', '/api/cluster/jobs/run', {
-    token,
-    json: { entrypoint: markerJob('shim-run'), target_cluster: 'receiver-label' },
-  });
-  assert.equal(run.status, 200, run.text);
-  assert.deepEqual(
-    [run.json.status, run.json.result, run.json.cluster_selector],
-    ['SUCCEEDED', { probe: 'shim-run' }, 'receiver-label'],
-  );
-  assert.match(String(run.headers['x-kz-mesh-correlation-id']), /^[0-9a-f-]{36}$/);
+    // develop SDK: run(target_cluster=X) is a local POST /run.
+    const run = await source.request('POST', '/api/cluster/jobs/run', {
+      token,
+      json: { entrypoint: markerJob('shim-run'), target_cluster: 'receiver-label' },
+    });
+    assert.equal(run.status, 200, run.text);
+    assert.deepEqual(
+      [run.json.status, run.json.result, run.json.cluster_selector],
+      ['SUCCEEDED', { probe: 'shim-run' }, 'receiver-label'],
+    );
+    assert.match(String(run.headers['x-kz-mesh-correlation-id']), /^[0-9a-f-]{36}$/);
 
-  // recoverable=True: local submit, then local status/result polling (the shadow proxies them).
-  const submitted = await source.request('POST', '/api/cluster/jobs/submit', {
-    token,
-    json: { entrypoint: markerJob('shim-async'), cluster_selector: pair.receiverClusterId, unknown_field: 1 },
-  });
-  assert.equal(submitted.status, 201, submitted.text);
-  assert.equal(submitted.json.cluster_selector, pair.receiverClusterId);
-  const id = submitted.json.job_id;
-  const done = await poll(source, `/api/cluster/jobs/${id}/status`, token);
-  assert.equal(done.status, 'SUCCEEDED', JSON.stringify(done));
-  assertBrokered(done, pair, me.json.sub);
-  assert.equal(done.cluster_selector, 'local', 'the peer got no selector: it ran the job itself');
-  const shimResult = (await source.request('GET', `/api/cluster/jobs/${id}/result`, { token })).json;
-  assert.deepEqual(
-    [shimResult.job_id, shimResult.status, shimResult.probe, shimResult.result],
-    [id, 'SUCCEEDED', 'shim-async', { probe: 'shim-async' }],
-  );
-  assert.match((await source.request('GET', `/api/cluster/jobs/${id}/logs`, { token })).json.logs, /plain line/);
+    // recoverable=True: local submit, then local status/result polling (the shadow proxies them).
+    const submitted = await source.request('POST', '/api/cluster/jobs/submit', {
+      token,
+      json: { entrypoint: markerJob('shim-async'), cluster_selector: pair.receiverClusterId, unknown_field: 1 },
+    });
+    assert.equal(submitted.status, 201, submitted.text);
+    assert.equal(submitted.json.cluster_selector, pair.receiverClusterId);
+    const id = submitted.json.job_id;
+    const done = await poll(source, `/api/cluster/jobs/${id}/status`, token);
+    assert.equal(done.status, 'SUCCEEDED', JSON.stringify(done));
+    assertBrokered(done, pair, me.json.sub);
+    assert.equal(done.cluster_selector, 'local', 'the peer got no selector: it ran the job itself');
+    const shimResult = (await source.request('GET', `/api/cluster/jobs/${id}/result`, { token })).json;
+    assert.deepEqual(
+      [shimResult.job_id, shimResult.status, shimResult.probe, shimResult.result],
+      [id, 'SUCCEEDED', 'shim-async', { probe: 'shim-async' }],
+    );
+    assert.match((await source.request('GET', `/api/cluster/jobs/${id}/logs`, { token })).json.logs, /plain line/);
 
-  const long = await source.request('POST', '/api/cluster/jobs/submit', {
-    token,
-    json: { entrypoint: 'sleep 60', target_cluster: 'receiver-label' },
-  });
-  await poll(source, `/api/cluster/jobs/${long.json.job_id}/status`, token, (b) => b.status === 'RUNNING');
-  const cancelled = await source.request('POST', `/api/cluster/jobs/${long.json.job_id}/cancel`, { token });
-  assert.equal(cancelled.json.status, 'STOPPED', cancelled.text);
-  const onReceiver = await receiver.request('GET', `/api/cluster/jobs/${long.json.job_id}/status`, {
-    token: await receiver.adminToken(),
-  });
-  assert.equal(onReceiver.json.status, 'STOPPED', 'the peer really stopped it');
+    const long = await source.request('POST', '/api/cluster/jobs/submit', {
+      token,
+      json: { entrypoint: 'sleep 60', target_cluster: 'receiver-label' },
+    });
+    await poll(source, `/api/cluster/jobs/${long.json.job_id}/status`, token, (b) => b.status === 'RUNNING');
+    const cancelled = await source.request('POST', `/api/cluster/jobs/${long.json.job_id}/cancel`, { token });
+    assert.equal(cancelled.json.status, 'STOPPED', cancelled.text);
+    const onReceiver = await receiver.request('GET', `/api/cluster/jobs/${long.json.job_id}/status`, {
+      token: await receiver.adminToken(),
+    });
+    assert.equal(onReceiver.json.status, 'STOPPED', 'the peer really stopped it');
 
-  // The shadow belongs to its submitter; peer refusals come back as they are.
-  const other = await oidc.passwordToken('fed-clr-s', 'pw-s');
-  const foreign = await source.request('GET', `/api/cluster/jobs/${id}/status`, { token: other });
-  assert.equal(foreign.status, 401, 'not the shadow owner: a shared-realm token is no local credential');
-  const nativeUser = await source.userToken('native-bob');
-  assert.equal(
-    (await source.request('GET', `/api/cluster/jobs/${id}/status`, { token: nativeUser.token })).json.detail.reason,
-    'job_not_found',
-  );
-  const refused = await source.request('POST', '/api/cluster/jobs/submit', {
-    token: other,
-    json: { entrypoint: 'true', target_cluster: 'receiver-label' },
-  });
-  assert.equal(refused.status, 403);
-  assert.equal(refused.json.detail.reason, 'unauthorized_brokered_user');
-  // A shared-realm token is good for forwarding only, never for jobs of the source itself.
-  const localWithShared = await source.request('POST', '/api/cluster/jobs/submit', {
-    token,
-    json: { entrypoint: 'true' },
-  });
-  assert.equal(localWithShared.status, 401);
-  assert.deepEqual((await source.request('GET', '/api/cluster/jobs/', { token: await source.adminToken() })).json, []);
-});
+    // The shadow belongs to its submitter; peer refusals come back as they are.
+    const other = await oidc.passwordToken('fed-clr-s', 'pw-s');
+    const foreign = await source.request('GET', `/api/cluster/jobs/${id}/status`, { token: other });
+    assert.equal(foreign.status, 401, 'not the shadow owner: a shared-realm token is no local credential');
+    const nativeUser = await source.userToken('native-bob');
+    assert.equal(
+      (await source.request('GET', `/api/cluster/jobs/${id}/status`, { token: nativeUser.token })).json.detail.reason,
+      'job_not_found',
+    );
+    const refused = await source.request('POST', '/api/cluster/jobs/submit', {
+      token: other,
+      json: { entrypoint: 'true', target_cluster: 'receiver-label' },
+    });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.json.detail.reason, 'unauthorized_brokered_user');
+    // A shared-realm token is good for forwarding only, never for jobs of the source itself.
+    const localWithShared = await source.request('POST', '/api/cluster/jobs/submit', {
+      token,
+      json: { entrypoint: 'true' },
+    });
+    assert.equal(localWithShared.status, 401);
+    assert.deepEqual(
+      (await source.request('GET', '/api/cluster/jobs/', { token: await source.adminToken() })).json,
+      [],
+    );
+  },
+);
 
 test('allowlist revoke with cancel_in_flight_jobs=true stops the brokered user’s running job', async (t) => {
   const { pair, source, receiver, externalId, token } = await meshWithExecutor(t);

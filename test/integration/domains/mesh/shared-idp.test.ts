@@ -17,57 +17,62 @@ const VIEWER_RECIPE = [
   { subject: 'user:{{user_id}}', relation: 'executor', object: 'cluster_jobs:__all__' },
 ];
 
-test('shared_idp: an allowlisted shared-realm user is provisioned once, with its recipe, and seen as a mesh user', async (t) => {
-  const { oidc, pair, source, receiver } = await sharedIdpMesh(t);
-  assert.deepEqual(pair.features, ['nonce', 'body-sha256', 'federation-id'], 'negotiated at pairing');
-  const externalId = await allow(pair, oidc.subjectOf('fed-clr-u'), VIEWER_RECIPE);
-  const token = await oidc.passwordToken('fed-clr-u', 'pw-u');
+test(
+  'shared_idp: an allowlisted shared-realm user is provisioned once, ' + 'with its recipe, and seen as a mesh user',
+  async (t) => {
+    const { oidc, pair, source, receiver } = await sharedIdpMesh(t);
+    assert.deepEqual(pair.features, ['nonce', 'body-sha256', 'federation-id'], 'negotiated at pairing');
+    const externalId = await allow(pair, oidc.subjectOf('fed-clr-u'), VIEWER_RECIPE);
+    const token = await oidc.passwordToken('fed-clr-u', 'pw-u');
 
-  const first = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
-  assert.equal(first.status, 200, first.text);
-  assert.equal(first.json.username, externalId);
-  assert.notEqual(first.json.sub, oidc.subjectOf('fed-clr-u'), 'a receiver-local UUID, not the shared sub');
-  assert.deepEqual(first.json.roles, []);
-  assert.equal(first.json.attributes.clearance, 'U', 'attributes come from the validated token');
-  assert.match(String(first.headers['x-kz-mesh-correlation-id']), /^[0-9a-f-]{36}$/);
+    const first = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
+    assert.equal(first.status, 200, first.text);
+    assert.equal(first.json.username, externalId);
+    assert.notEqual(first.json.sub, oidc.subjectOf('fed-clr-u'), 'a receiver-local UUID, not the shared sub');
+    assert.deepEqual(first.json.roles, []);
+    assert.equal(first.json.attributes.clearance, 'U', 'attributes come from the validated token');
+    assert.match(String(first.headers['x-kz-mesh-correlation-id']), /^[0-9a-f-]{36}$/);
 
-  const user = receiver.gateway.deps.services.get(USER_DIRECTORY).byExternalId(externalId);
-  assert.equal(user?.id, first.json.sub);
-  assert.equal(user?.source, 'mesh');
-  const entries = await receiver.request('GET', `/api/cluster/federations/${pair.receiverFedId}/users`, {
-    token: await receiver.adminToken(),
-  });
-  const entry = entries.json.find((e: { external_id: string }) => e.external_id === externalId);
-  assert.equal(entry.auto_provisioned, true);
-  assert.equal(entry.local_user_id, user?.id);
-  const authz = receiver.gateway.deps.services.get(AUTHZ);
-  const principal = {
-    userId: user?.id,
-    roles: [],
-    source: 'mesh',
-    attributes: {},
-    tenantId: '__default__',
-  } as unknown as Principal;
-  assert.equal(
-    authz.check(principal, 'viewer', { namespace: 'dataset', id: DATASET }),
-    true,
-    'the recipe was rendered for the new user',
-  );
-  assert.equal(
-    authz.check(principal, 'viewer', {
-      namespace: 'dataset',
-      id: 'urn:li:dataset:(urn:li:dataPlatform:file,other,PROD)',
-    }),
-    false,
-  );
+    const user = receiver.gateway.deps.services.get(USER_DIRECTORY).byExternalId(externalId);
+    assert.equal(user?.id, first.json.sub);
+    assert.equal(user?.source, 'mesh');
+    const entries = await receiver.request('GET', `/api/cluster/federations/${pair.receiverFedId}/users`, {
+      token: await receiver.adminToken(),
+    });
+    const entry = entries.json.find((e: { external_id: string }) => e.external_id === externalId);
+    assert.equal(entry.auto_provisioned, true);
+    assert.equal(entry.local_user_id, user?.id);
+    const authz = receiver.gateway.deps.services.get(AUTHZ);
+    const principal = {
+      userId: user?.id,
+      roles: [],
+      source: 'mesh',
+      attributes: {},
+      tenantId: '__default__',
+    } as unknown as Principal;
+    assert.equal(
+      authz.check(principal, 'viewer', { namespace: 'dataset', id: DATASET }),
+      true,
+      'the recipe was rendered for the new user',
+    );
+    assert.equal(
+      authz.check(principal, 'viewer', {
+        namespace: 'dataset',
+        id: 'urn:li:dataset:(urn:li:dataPlatform:file,other,PROD)',
+      }),
+      false,
+    );
 
-  // Selector forms: remote cluster id, exact name, unique prefix all reach the same user.
-  for (const selector of [pair.receiverClusterId, 'receiver-label', 'receiver-l']) {
-    const again = await source.request('GET', `/api/mesh/${encodeURIComponent(selector)}/api/auth/users/me`, { token });
-    assert.equal(again.status, 200, `${selector}: ${again.text}`);
-    assert.equal(again.json.sub, first.json.sub, 'later requests map to the same local user');
-  }
-});
+    // Selector forms: remote cluster id, exact name, unique prefix all reach the same user.
+    for (const selector of [pair.receiverClusterId, 'receiver-label', 'receiver-l']) {
+      const again = await source.request('GET', `/api/mesh/${encodeURIComponent(selector)}/api/auth/users/me`, {
+        token,
+      });
+      assert.equal(again.status, 200, `${selector}: ${again.text}`);
+      assert.equal(again.json.sub, first.json.sub, 'later requests map to the same local user');
+    }
+  },
+);
 
 test('shared_idp: refusals at the receiver pass through the source unchanged', async (t) => {
   const { oidc, pair, source } = await sharedIdpMesh(t);

@@ -20,27 +20,33 @@ async function peerKcPair(t: After, receiverExtra: object = {}) {
   return { source, receiver, pair: await pairForMesh(source, receiver, null) };
 }
 
-test('peer_kc: the signed identity is trusted, the caller token is checked against the peer realm, admins get no bypass', async (t) => {
-  const { source, pair } = await peerKcPair(t);
-  const admin = await source.request('GET', '/api/auth/users/me', { token: await source.adminToken() });
-  await allow(pair, admin.json.sub);
-  const token = await source.adminToken();
-  const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
-  assert.equal(me.status, 200, me.text);
-  assert.deepEqual(me.json.roles, ['admin'], 'source-asserted roles are trusted in peer_kc');
-  const adminRoute = await source.request('GET', `/api/mesh/${pair.sourceFedId}/cluster/federations`, { token });
-  assert.equal(adminRoute.status, 403);
-  assert.equal(adminRoute.json.detail.reason, 'endpoint_requires_native_realm', 'a remote admin is no admin here');
-  const selfPat = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/pats`, { token });
-  assert.equal(selfPat.json.detail.reason, 'endpoint_requires_native_realm');
-  // require_peer_jwt (new peer_kc records): a PAT of the same user validates too, another user's does not get in.
-  const pat = await source.request('POST', '/api/auth/pats?scope=openid', { token });
-  const viaPat = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: pat.json.token });
-  assert.equal(viaPat.status, 200, viaPat.text);
-  const bob = await source.userToken('bob');
-  const notListed = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: bob.token });
-  assert.equal(notListed.json.detail.reason, 'unauthorized_brokered_user');
-});
+test(
+  'peer_kc: the signed identity is trusted, the caller token is checked ' +
+    'against the peer realm, admins get no bypass',
+  async (t) => {
+    const { source, pair } = await peerKcPair(t);
+    const admin = await source.request('GET', '/api/auth/users/me', { token: await source.adminToken() });
+    await allow(pair, admin.json.sub);
+    const token = await source.adminToken();
+    const me = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token });
+    assert.equal(me.status, 200, me.text);
+    assert.deepEqual(me.json.roles, ['admin'], 'source-asserted roles are trusted in peer_kc');
+    const adminRoute = await source.request('GET', `/api/mesh/${pair.sourceFedId}/cluster/federations`, { token });
+    assert.equal(adminRoute.status, 403);
+    assert.equal(adminRoute.json.detail.reason, 'endpoint_requires_native_realm', 'a remote admin is no admin here');
+    const selfPat = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/pats`, { token });
+    assert.equal(selfPat.json.detail.reason, 'endpoint_requires_native_realm');
+    // require_peer_jwt (new peer_kc records): a PAT of the same user validates too, another user's does not get in.
+    const pat = await source.request('POST', '/api/auth/pats?scope=openid', { token });
+    const viaPat = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, {
+      token: pat.json.token,
+    });
+    assert.equal(viaPat.status, 200, viaPat.text);
+    const bob = await source.userToken('bob');
+    const notListed = await source.request('GET', `/api/mesh/${pair.sourceFedId}/auth/users/me`, { token: bob.token });
+    assert.equal(notListed.json.detail.reason, 'unauthorized_brokered_user');
+  },
+);
 
 test('selectors: unknown, local, ambiguous; redirects come back as they are', async (t) => {
   const source = await startPeer(t, 'sel-a', untrusted());

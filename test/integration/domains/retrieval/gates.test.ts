@@ -98,63 +98,66 @@ test('gate binding: PUT/GET/DELETE on the percent-encoded URN, validation, owner
   assert.equal((await gw.request('DELETE', path, { token: admin })).json.detail.reason, 'not_configured');
 });
 
-test('clearance U/S/TS callers get exactly 3/4/5 rows with gate_audit.filtered true/true/false on every seam', async (t) => {
-  const { gw, admin, urn } = await gatedWorld(t);
-  const path = `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`;
-  assert.equal(
-    (
-      await gw.request('PUT', path, {
-        token: admin,
-        json: { type: CLEARANCE_GATE, config: { classification_field: 'classification' } },
-      })
-    ).status,
-    200,
-  );
-  const personas = [
-    { name: 'clr-u', attributes: { clearance: 'U' }, rows: 3, filtered: true },
-    { name: 'clr-s', attributes: { clearance: ' s ' }, rows: 4, filtered: true },
-    { name: 'clr-ts', attributes: { clearance: 'TS' }, rows: 5, filtered: false },
-    { name: 'clr-none', attributes: {}, rows: 3, filtered: true },
-    { name: 'clr-bogus', attributes: { clearance: 'COSMIC' }, rows: 3, filtered: true },
-  ];
-  for (const persona of personas) {
-    const user = await gw.userToken(persona.name, { attributes: persona.attributes });
-    grantViewer(gw, urn, user.id);
-    const expected = CLEARANCE_ROWS.slice(0, persona.rows);
-    const inline = await createJob(gw, user.token, { dataset_urn: urn });
-    assert.deepEqual(inline.inline.data, expected, persona.name);
-    assert.deepEqual(inline.inline.metadata, { gate_audit: footer(persona.filtered), filtered: persona.filtered });
+test(
+  'clearance U/S/TS callers get exactly 3/4/5 rows with ' + 'gate_audit.filtered true/true/false on every seam',
+  async (t) => {
+    const { gw, admin, urn } = await gatedWorld(t);
+    const path = `/api/catalog/datasets/${encodeURIComponent(urn)}/gate`;
+    assert.equal(
+      (
+        await gw.request('PUT', path, {
+          token: admin,
+          json: { type: CLEARANCE_GATE, config: { classification_field: 'classification' } },
+        })
+      ).status,
+      200,
+    );
+    const personas = [
+      { name: 'clr-u', attributes: { clearance: 'U' }, rows: 3, filtered: true },
+      { name: 'clr-s', attributes: { clearance: ' s ' }, rows: 4, filtered: true },
+      { name: 'clr-ts', attributes: { clearance: 'TS' }, rows: 5, filtered: false },
+      { name: 'clr-none', attributes: {}, rows: 3, filtered: true },
+      { name: 'clr-bogus', attributes: { clearance: 'COSMIC' }, rows: 3, filtered: true },
+    ];
+    for (const persona of personas) {
+      const user = await gw.userToken(persona.name, { attributes: persona.attributes });
+      grantViewer(gw, urn, user.id);
+      const expected = CLEARANCE_ROWS.slice(0, persona.rows);
+      const inline = await createJob(gw, user.token, { dataset_urn: urn });
+      assert.deepEqual(inline.inline.data, expected, persona.name);
+      assert.deepEqual(inline.inline.metadata, { gate_audit: footer(persona.filtered), filtered: persona.filtered });
 
-    const sse = await readSse(
-      gw,
-      (await createJob(gw, user.token, { dataset_urn: urn, transport: 'sse' })).job_id,
-      user.token,
-    );
-    assert.deepEqual(sseRows(sse), expected);
-    for (const chunk of sse.events.filter((e) => e.event === 'chunk'))
-      assert.deepEqual(chunk.data.metadata.gate_audit, footer(persona.filtered));
-    assert.deepEqual(sse.events.at(-1)?.data.metadata, {
-      filtered: persona.filtered,
-      gate_audit: footer(persona.filtered),
-    });
+      const sse = await readSse(
+        gw,
+        (await createJob(gw, user.token, { dataset_urn: urn, transport: 'sse' })).job_id,
+        user.token,
+      );
+      assert.deepEqual(sseRows(sse), expected);
+      for (const chunk of sse.events.filter((e) => e.event === 'chunk'))
+        assert.deepEqual(chunk.data.metadata.gate_audit, footer(persona.filtered));
+      assert.deepEqual(sse.events.at(-1)?.data.metadata, {
+        filtered: persona.filtered,
+        gate_audit: footer(persona.filtered),
+      });
 
-    const grpc = await readGrpc(
-      gw,
-      await createJob(gw, user.token, {
-        dataset_urn: urn,
-        transport: 'grpc',
-        grpc_protocol: V1,
-        columns: ['id', 'payload'],
-      }),
-    );
-    assert.deepEqual(
-      grpcRows(grpc),
-      expected.map((r) => ({ id: r.id, payload: r.payload })),
-      'the gate reads its field even when the caller does not select it',
-    );
-    assert.deepEqual(JSON.parse(grpc.chunks[0]?.metadata.gate_audit ?? 'null'), footer(persona.filtered));
-  }
-});
+      const grpc = await readGrpc(
+        gw,
+        await createJob(gw, user.token, {
+          dataset_urn: urn,
+          transport: 'grpc',
+          grpc_protocol: V1,
+          columns: ['id', 'payload'],
+        }),
+      );
+      assert.deepEqual(
+        grpcRows(grpc),
+        expected.map((r) => ({ id: r.id, payload: r.payload })),
+        'the gate reads its field even when the caller does not select it',
+      );
+      assert.deepEqual(JSON.parse(grpc.chunks[0]?.metadata.gate_audit ?? 'null'), footer(persona.filtered));
+    }
+  },
+);
 
 test('a row with an unrecognized classification is withheld even from TS', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'meshgate-gates-'));

@@ -106,18 +106,21 @@ test('grpcio: a gated dataset carries gate_audit in each chunk metadata and filt
   }
 });
 
-test('grpcio: a wrong token, or a token for another job, is UNAUTHENTICATED grpc_token_invalid, never rows', async (t) => {
-  const { gw, admin, urn, client } = await world(t);
-  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 });
-  const wrong = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: `${job.grpc.token}x` });
-  assert.equal(wrong.error?.code, 'UNAUTHENTICATED', JSON.stringify(wrong));
-  assert.match(wrong.error.details, /^grpc_token_invalid/);
-  const other = await client.stream({
-    endpoint: job.grpc.endpoint,
-    job_id: '00000000-0000-4000-8000-000000000000',
-    token: job.grpc.token,
-  });
-  assert.equal(other.error?.code, 'UNAUTHENTICATED', JSON.stringify(other));
-  assert.match(other.error.details, /^grpc_token_invalid/);
-  assert.doesNotMatch(JSON.stringify([wrong, other]), new RegExp(job.grpc.token));
-});
+test(
+  'grpcio: a wrong token, or a token for another job, is UNAUTHENTICATED ' + 'grpc_token_invalid, never rows',
+  async (t) => {
+    const { gw, admin, urn, client } = await world(t);
+    const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 });
+    const wrong = await client.stream({ endpoint: job.grpc.endpoint, job_id: job.job_id, token: `${job.grpc.token}x` });
+    assert.equal(wrong.error?.code, 'UNAUTHENTICATED', JSON.stringify(wrong));
+    assert.match(wrong.error.details, /^grpc_token_invalid/);
+    const other = await client.stream({
+      endpoint: job.grpc.endpoint,
+      job_id: '00000000-0000-4000-8000-000000000000',
+      token: job.grpc.token,
+    });
+    assert.equal(other.error?.code, 'UNAUTHENTICATED', JSON.stringify(other));
+    assert.match(other.error.details, /^grpc_token_invalid/);
+    assert.doesNotMatch(JSON.stringify([wrong, other]), new RegExp(job.grpc.token));
+  },
+);

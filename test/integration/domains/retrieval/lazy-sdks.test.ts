@@ -15,7 +15,8 @@ import { test } from 'node:test';
 
 const LAZY = ['@aws-sdk/client-s3', '@platformatic/kafka', 'hive-driver', '@slack/web-api'];
 
-const CHILD = `
+const CHILD =
+  `
 import { registerHooks } from 'node:module';
 const seen = [];
 registerHooks({
@@ -27,7 +28,9 @@ registerHooks({
 });
 const { loadConfig } = await import(${JSON.stringify(import.meta.resolve('../../../../gateway/config/load.ts'))});
 const { startGateway } = await import(${JSON.stringify(import.meta.resolve('../../../../app/server.ts'))});
-const config = loadConfig({ env: {}, overrides: { dataDir: process.argv[1], httpsPort: 0, bind: '127.0.0.1', logLevel: 'error' } });
+const config = loadConfig({ env: {}, overrides: { dataDir: ` +
+  `process.argv[1], httpsPort: 0, bind: '127.0.0.1', logLevel: 'error' } ` +
+  `});
 const gateway = await startGateway(config, { announce: () => {} });
 await gateway.close(500);
 process.stdout.write(JSON.stringify({ seen }));

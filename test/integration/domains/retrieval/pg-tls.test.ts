@@ -26,8 +26,11 @@ async function world(t: { after(fn: () => unknown): void }) {
     ssl: { certFile: join(dir, 'ca', 'server.pem'), keyFile: join(dir, 'ca', 'server-key.pem') },
     sslOnly: true,
   });
-  await pg.psql(`CREATE TABLE items (id int, label text); INSERT INTO items SELECT i, 'r' || i FROM generate_series(1, 20) i;
-    CREATE VIEW slow AS SELECT i AS id FROM generate_series(1, 1000000) i WHERE length(pg_sleep(0.001)::text) = 0;`);
+  await pg.psql(
+    `CREATE TABLE items (id int, label text); INSERT INTO items SELECT i, ` +
+      `'r' || i FROM generate_series(1, 20) i;
+    CREATE VIEW slow AS SELECT i AS id FROM generate_series(1, 1000000) i WHERE length(pg_sleep(0.001)::text) = 0;`,
+  );
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const secret = (name: string, value: string) => createSecret(gw, admin, name, value);
@@ -99,7 +102,8 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
   const active = async () =>
     Number(
       await w.pg.psql(
-        `SELECT count(*) FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE s.ssl AND a.state = 'active' AND a.query LIKE 'COPY%slow%'`,
+        `SELECT count(*) FROM pg_stat_activity a JOIN pg_stat_ssl s USING ` +
+          `(pid) WHERE s.ssl AND a.state = 'active' AND a.query LIKE 'COPY%slow%'`,
       ),
     );
   await eventually(async () => (await active()) === 1, 'the COPY to run over TLS');
@@ -111,32 +115,36 @@ test('verify-full checks the name, verify-ca and require the chain only; rows ar
   await eventually(async () => (await active()) === 0, 'the statement to be canceled on the server');
 });
 
-test('a certificate from another CA, or none to verify against, fails every mode; clear text is refused by the server', async (t) => {
-  const w = await world(t);
-  const tlsFailed = { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' };
-  for (const sslmode of ['require', 'verify-ca', 'verify-full']) {
-    assert.deepEqual(
-      await refusal(w, await w.dataset({ host: 'localhost', sslmode, sslrootcert: w.otherCa })),
-      tlsFailed,
-      sslmode,
-    );
-    // No sslrootcert: the gateway's default CA store, which does not hold the test CA.
-    assert.deepEqual(
-      await refusal(w, await w.dataset({ host: 'localhost', sslmode })),
-      tlsFailed,
-      `${sslmode} without sslrootcert`,
-    );
-  }
-  for (const clear of [{}, { sslmode: 'disable', sslrootcert: w.ca }]) {
-    const refused = await refusal(w, await w.dataset({ host: 'localhost', ...clear }));
-    assert.deepEqual(
-      refused,
-      { status: 403, reason: 'source_auth_failed', problem: 'authentication failed' },
-      JSON.stringify(clear),
-    );
-  }
-  assert.ok(!w.gw.logs.join('').includes('BEGIN CERTIFICATE'), 'no certificate text in a log line');
-});
+test(
+  'a certificate from another CA, or none to verify against, fails every ' +
+    'mode; clear text is refused by the server',
+  async (t) => {
+    const w = await world(t);
+    const tlsFailed = { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed' };
+    for (const sslmode of ['require', 'verify-ca', 'verify-full']) {
+      assert.deepEqual(
+        await refusal(w, await w.dataset({ host: 'localhost', sslmode, sslrootcert: w.otherCa })),
+        tlsFailed,
+        sslmode,
+      );
+      // No sslrootcert: the gateway's default CA store, which does not hold the test CA.
+      assert.deepEqual(
+        await refusal(w, await w.dataset({ host: 'localhost', sslmode })),
+        tlsFailed,
+        `${sslmode} without sslrootcert`,
+      );
+    }
+    for (const clear of [{}, { sslmode: 'disable', sslrootcert: w.ca }]) {
+      const refused = await refusal(w, await w.dataset({ host: 'localhost', ...clear }));
+      assert.deepEqual(
+        refused,
+        { status: 403, reason: 'source_auth_failed', problem: 'authentication failed' },
+        JSON.stringify(clear),
+      );
+    }
+    assert.ok(!w.gw.logs.join('').includes('BEGIN CERTIFICATE'), 'no certificate text in a log line');
+  },
+);
 
 test('an unknown sslmode or an sslrootcert that is not a certificate is refused before any connection', async (t) => {
   const w = await world(t);

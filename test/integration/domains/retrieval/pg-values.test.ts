@@ -143,48 +143,52 @@ test('Postgres values are identical through inline, SSE and gRPC, gated and unga
   );
 });
 
-test('Postgres filter values are literals coerced to the column type; quotes, backslashes and NUL stay data', async (t) => {
-  const { gw, alice, plain } = await world(t);
-  const ids = async (filters: Record<string, unknown>) => {
-    const job = await createJob(gw, alice, { dataset_urn: plain, filters, columns: ['id'] });
-    return job.inline.data.map((r: { id: number }) => r.id);
-  };
-  assert.deepEqual(await ids({ note: NOTE }), [1]);
-  assert.deepEqual(await ids({ note: "carriage\rreturn, a backslash-n \\n, a quote '" }), [2]);
-  assert.deepEqual(await ids({ big: '-42' }), [2]);
-  assert.deepEqual(await ids({ big: [-42, '9007199254740993'] }), [1, 2]);
-  assert.deepEqual(await ids({ amount: '12.5', day: '2024-02-29' }), [1]);
-  assert.deepEqual(await ids({ at: '2024-02-29T11:45:30.123456Z' }), [1]);
-  assert.deepEqual(await ids({ big: null }), [3]);
-  for (const value of [
-    "x' OR 'a'='a",
-    "x\\' OR 1=1 --",
-    "E'\\x27 OR 1=1 --",
-    "\\'; DROP TABLE typed; --",
-    'back\\slash\\',
-    "'\u0000' OR 'a'='a",
-  ]) {
-    assert.deepEqual(await ids({ note: value }), [], JSON.stringify(value));
-  }
-  // PostgreSQL text holds no NUL: such a value equals nothing, in any column, without an error.
-  assert.deepEqual(await ids({ note: 'He said\u0000' }), []);
-  assert.deepEqual(await ids({ id: '1\u0000' }), []);
-  assert.deepEqual(await ids({ id: ['1\u0000', 2] }), [2]);
-  assert.deepEqual(await ids({ note: ['\u0000', null] }), [3]);
-  // A value its column's type cannot hold is the caller's mistake: 422, not a source failure.
-  for (const filters of [{ id: 'abc' }, { day: '2024-02-30' }, { big: '99999999999999999999' }, { doc: '{"a":1}' }]) {
-    const refused = await gw.request('POST', '/api/retrieval/jobs', {
-      token: alice,
-      json: { dataset_urn: plain, filters },
-    });
-    assert.equal(refused.status, 422, JSON.stringify(filters));
-    assert.equal(refused.json.detail.reason, 'filter_value_invalid');
-  }
-});
+test(
+  'Postgres filter values are literals coerced to the column type; ' + 'quotes, backslashes and NUL stay data',
+  async (t) => {
+    const { gw, alice, plain } = await world(t);
+    const ids = async (filters: Record<string, unknown>) => {
+      const job = await createJob(gw, alice, { dataset_urn: plain, filters, columns: ['id'] });
+      return job.inline.data.map((r: { id: number }) => r.id);
+    };
+    assert.deepEqual(await ids({ note: NOTE }), [1]);
+    assert.deepEqual(await ids({ note: "carriage\rreturn, a backslash-n \\n, a quote '" }), [2]);
+    assert.deepEqual(await ids({ big: '-42' }), [2]);
+    assert.deepEqual(await ids({ big: [-42, '9007199254740993'] }), [1, 2]);
+    assert.deepEqual(await ids({ amount: '12.5', day: '2024-02-29' }), [1]);
+    assert.deepEqual(await ids({ at: '2024-02-29T11:45:30.123456Z' }), [1]);
+    assert.deepEqual(await ids({ big: null }), [3]);
+    for (const value of [
+      "x' OR 'a'='a",
+      "x\\' OR 1=1 --",
+      "E'\\x27 OR 1=1 --",
+      "\\'; DROP TABLE typed; --",
+      'back\\slash\\',
+      "'\u0000' OR 'a'='a",
+    ]) {
+      assert.deepEqual(await ids({ note: value }), [], JSON.stringify(value));
+    }
+    // PostgreSQL text holds no NUL: such a value equals nothing, in any column, without an error.
+    assert.deepEqual(await ids({ note: 'He said\u0000' }), []);
+    assert.deepEqual(await ids({ id: '1\u0000' }), []);
+    assert.deepEqual(await ids({ id: ['1\u0000', 2] }), [2]);
+    assert.deepEqual(await ids({ note: ['\u0000', null] }), [3]);
+    // A value its column's type cannot hold is the caller's mistake: 422, not a source failure.
+    for (const filters of [{ id: 'abc' }, { day: '2024-02-30' }, { big: '99999999999999999999' }, { doc: '{"a":1}' }]) {
+      const refused = await gw.request('POST', '/api/retrieval/jobs', {
+        token: alice,
+        json: { dataset_urn: plain, filters },
+      });
+      assert.equal(refused.status, 422, JSON.stringify(filters));
+      assert.equal(refused.json.detail.reason, 'filter_value_invalid');
+    }
+  },
+);
 
 test('a view that fails while running is a source failure (502), not a bad filter', async (t) => {
   const sql =
-    'CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 5); CREATE VIEW broken AS SELECT id, 1 / (id - 3) AS x FROM t;';
+    'CREATE TABLE t (id int); INSERT INTO t SELECT generate_series(1, 5); ' +
+    'CREATE VIEW broken AS SELECT id, 1 / (id - 3) AS x FROM t;';
   const { gw, alice, plain } = await world(t, sql, 'broken');
   const failed = await gw.request('POST', '/api/retrieval/jobs', { token: alice, json: { dataset_urn: plain } });
   assert.equal(failed.status, 502, failed.text);

@@ -36,14 +36,17 @@ interface World {
 
 async function world(t: { after(fn: () => unknown): void }): Promise<World> {
   const pg = await startPostgres(t);
-  await pg.psql(`
+  await pg.psql(
+    `
     CREATE TABLE items (id int, region text, amount int, "odd ""col""" text);
-    INSERT INTO items SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % 1000, 'v' || i FROM generate_series(1, 5000) i;
+    INSERT INTO items SELECT i, (ARRAY['north','south','east'])[i % 3 ` +
+      `+ 1], (i * 37) % 1000, 'v' || i FROM generate_series(1, 5000) i;
     CREATE TABLE big (id int, payload text);
     INSERT INTO big SELECT i, repeat('x', 40) FROM generate_series(1, 300000) i;
     CREATE TABLE wide (id int, payload text);
     INSERT INTO wide SELECT i, repeat('y', 3000) FROM generate_series(1, 1000) i;
-    CREATE VIEW slow AS SELECT id + 0 * length(pg_sleep(0.001)::text) AS id FROM big;`);
+    CREATE VIEW slow AS SELECT id + 0 * length(pg_sleep(0.001)::text) AS id FROM big;`,
+  );
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const secret = await gw.request('POST', '/api/catalog/secrets/', {
@@ -115,45 +118,48 @@ test('Postgres rows are identical through inline, SSE and gRPC; pushdown semanti
   assert.deepEqual(nulls.inline.data, []);
 });
 
-test('gRPC: default batch is 10x the configured one, a batch over 1 MiB of JSON is split, resume from a sequence', async (t) => {
-  const { gw, alice, bigUrn, wideUrn } = await world(t);
-  const big = await readGrpc(
-    gw,
-    await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc', grpc_protocol: V1 }),
-  );
-  assert.deepEqual(
-    big.chunks.map((c) => c.rows.length),
-    [...Array.from({ length: 30 }, () => 10_000), 0],
-  );
-  assert.deepEqual(
-    grpcRows(big).map((r) => r.id),
-    Array.from({ length: 300_000 }, (_, i) => i + 1),
-  );
+test(
+  'gRPC: default batch is 10x the configured one, a batch over 1 MiB of ' + 'JSON is split, resume from a sequence',
+  async (t) => {
+    const { gw, alice, bigUrn, wideUrn } = await world(t);
+    const big = await readGrpc(
+      gw,
+      await createJob(gw, alice, { dataset_urn: bigUrn, transport: 'grpc', grpc_protocol: V1 }),
+    );
+    assert.deepEqual(
+      big.chunks.map((c) => c.rows.length),
+      [...Array.from({ length: 30 }, () => 10_000), 0],
+    );
+    assert.deepEqual(
+      grpcRows(big).map((r) => r.id),
+      Array.from({ length: 300_000 }, (_, i) => i + 1),
+    );
 
-  const job = await createJob(gw, alice, { dataset_urn: wideUrn, transport: 'grpc', grpc_protocol: V1 });
-  const wide = await readGrpc(gw, job);
-  assert.deepEqual(
-    wide.chunks.map((c) => [c.sequence, c.rows.length, c.final]),
-    [
-      [1, 250, false],
-      [2, 250, false],
-      [3, 250, false],
-      [4, 250, false],
-      [5, 0, true],
-    ],
-  );
-  assert.ok(wide.chunks.every((c) => JSON.stringify(c.rows).length <= 1 << 20));
-  const resumed = await readGrpc(gw, job, 3);
-  assert.deepEqual(
-    resumed.chunks.map((c) => c.sequence),
-    [3, 4, 5],
-  );
-  assert.deepEqual(
-    grpcRows(resumed).map((r) => r.id),
-    Array.from({ length: 500 }, (_, i) => i + 501),
-  );
-  assert.equal(resumed.chunks.at(-1)?.metadata.rows, '1000');
-});
+    const job = await createJob(gw, alice, { dataset_urn: wideUrn, transport: 'grpc', grpc_protocol: V1 });
+    const wide = await readGrpc(gw, job);
+    assert.deepEqual(
+      wide.chunks.map((c) => [c.sequence, c.rows.length, c.final]),
+      [
+        [1, 250, false],
+        [2, 250, false],
+        [3, 250, false],
+        [4, 250, false],
+        [5, 0, true],
+      ],
+    );
+    assert.ok(wide.chunks.every((c) => JSON.stringify(c.rows).length <= 1 << 20));
+    const resumed = await readGrpc(gw, job, 3);
+    assert.deepEqual(
+      resumed.chunks.map((c) => c.sequence),
+      [3, 4, 5],
+    );
+    assert.deepEqual(
+      grpcRows(resumed).map((r) => r.id),
+      Array.from({ length: 500 }, (_, i) => i + 501),
+    );
+    assert.equal(resumed.chunks.at(-1)?.metadata.rows, '1000');
+  },
+);
 
 test('SQL injection attempts in filters and columns are harmless', async (t) => {
   const { gw, pg, alice, urn } = await world(t);
@@ -246,23 +252,27 @@ test('a client that disconnects mid-stream stops the server reading the source',
   );
 });
 
-test('cancel stops a statement that sends nothing yet (a selective filter over a slow view), not only the socket', async (t) => {
-  const { gw, pg, alice, slowUrn } = await world(t);
-  // No row matches: the backend computes for minutes without writing, so a closed socket alone goes unnoticed.
-  const job = await createJob(gw, alice, { dataset_urn: slowUrn, transport: 'sse', filters: { id: -1 } });
-  const reading = readSse(gw, job.job_id, alice);
-  // Counts the leader and any parallel workers running the job's COPY.
-  const active = async () =>
-    Number(
-      await pg.psql(
-        `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY (SELECT "id" FROM "public"."slow"%'`,
-      ),
+test(
+  'cancel stops a statement that sends nothing yet (a selective filter ' + 'over a slow view), not only the socket',
+  async (t) => {
+    const { gw, pg, alice, slowUrn } = await world(t);
+    // No row matches: the backend computes for minutes without writing, so a closed socket alone goes unnoticed.
+    const job = await createJob(gw, alice, { dataset_urn: slowUrn, transport: 'sse', filters: { id: -1 } });
+    const reading = readSse(gw, job.job_id, alice);
+    // Counts the leader and any parallel workers running the job's COPY.
+    const active = async () =>
+      Number(
+        await pg.psql(
+          `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND ` +
+            `query LIKE 'COPY (SELECT "id" FROM "public"."slow"%'`,
+        ),
+      );
+    await eventually(async () => (await active()) > 0, 'the COPY to run');
+    assert.equal(
+      (await gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: alice })).json.status,
+      'CANCELED',
     );
-  await eventually(async () => (await active()) > 0, 'the COPY to run');
-  assert.equal(
-    (await gw.request('POST', `/api/retrieval/jobs/${job.job_id}/cancel`, { token: alice })).json.status,
-    'CANCELED',
-  );
-  await reading;
-  await eventually(async () => (await active()) === 0, 'the statement to be canceled on the server');
-});
+    await reading;
+    await eventually(async () => (await active()) === 0, 'the statement to be canceled on the server');
+  },
+);

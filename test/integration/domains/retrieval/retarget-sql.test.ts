@@ -121,7 +121,8 @@ test('hive: options never reach another table or server; an override is a user a
     writeFileSync(join(dir, 'data.csv'), `${line}\n`);
     const columns = name === 'orders' ? 'id STRING, item STRING' : 'name STRING, pay STRING';
     await peer.query(
-      `CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE LOCATION 'file://${dir}'`,
+      `CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE ` +
+        `LOCATION 'file://${dir}'`,
     );
   }
   const gw = await startTestGateway(t);

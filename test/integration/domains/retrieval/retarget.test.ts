@@ -130,65 +130,68 @@ test('s3: options name no bucket or key; stored keys go only to the dataset endp
   assert.doesNotMatch(seen, /x-amz-security-token/i);
 });
 
-test('kafka: options name no topic or brokers and commit nothing; partitions and caps stay within the dataset', async (t) => {
-  const peer = await startKafka(t);
-  const attacker = await recordingListener(t);
-  const bootstrapBrokers = [peer.bootstrapServers];
-  const admin = new Admin({ clientId: 'retarget-admin', bootstrapBrokers });
-  t.after(() => admin.close());
-  const producer = new Producer({
-    clientId: 'retarget-producer',
-    bootstrapBrokers,
-    serializers: stringSerializers,
-    idempotent: true,
-  });
-  try {
-    await admin.createTopics({ topics: ['orders', 'salaries'], partitions: 2, replicas: 1 });
-    const orders = [0, 1, 2, 3].map((n) => ({ topic: 'orders', partition: n % 2, value: JSON.stringify({ n }) }));
-    await producer.send({ messages: [...orders, { topic: 'salaries', partition: 0, value: '{"pay":1}' }] });
-  } finally {
-    await producer.close();
-  }
-  const gw = await startTestGateway(t);
-  const owner = await gw.adminToken();
-  const base = { bootstrap_servers: peer.bootstrapServers };
-  const urn = await createDataset(gw, owner, {
-    name: 'orders',
-    platform: 'kafka',
-    properties: { ...base, partitions: [0], max_messages: 1 },
-  });
-  const pinned = { ...base, topic: 'orders', start_timestamp: 0 };
-  const open = await createDataset(gw, owner, { name: 'orders-all', platform: 'kafka', properties: pinned });
-  const token = await viewerOf(gw, [urn, open]);
-  const rows = async (dataset: string, options: Record<string, unknown>) =>
-    (await createJob(gw, token, { dataset_urn: dataset, options })).inline.data;
+test(
+  'kafka: options name no topic or brokers and commit nothing; ' + 'partitions and caps stay within the dataset',
+  async (t) => {
+    const peer = await startKafka(t);
+    const attacker = await recordingListener(t);
+    const bootstrapBrokers = [peer.bootstrapServers];
+    const admin = new Admin({ clientId: 'retarget-admin', bootstrapBrokers });
+    t.after(() => admin.close());
+    const producer = new Producer({
+      clientId: 'retarget-producer',
+      bootstrapBrokers,
+      serializers: stringSerializers,
+      idempotent: true,
+    });
+    try {
+      await admin.createTopics({ topics: ['orders', 'salaries'], partitions: 2, replicas: 1 });
+      const orders = [0, 1, 2, 3].map((n) => ({ topic: 'orders', partition: n % 2, value: JSON.stringify({ n }) }));
+      await producer.send({ messages: [...orders, { topic: 'salaries', partition: 0, value: '{"pay":1}' }] });
+    } finally {
+      await producer.close();
+    }
+    const gw = await startTestGateway(t);
+    const owner = await gw.adminToken();
+    const base = { bootstrap_servers: peer.bootstrapServers };
+    const urn = await createDataset(gw, owner, {
+      name: 'orders',
+      platform: 'kafka',
+      properties: { ...base, partitions: [0], max_messages: 1 },
+    });
+    const pinned = { ...base, topic: 'orders', start_timestamp: 0 };
+    const open = await createDataset(gw, owner, { name: 'orders-all', platform: 'kafka', properties: pinned });
+    const token = await viewerOf(gw, [urn, open]);
+    const rows = async (dataset: string, options: Record<string, unknown>) =>
+      (await createJob(gw, token, { dataset_urn: dataset, options })).inline.data;
 
-  assert.deepEqual(
-    await rows(urn, { partitions: [0], max_messages: 50 }),
-    [{ n: 0 }],
-    "the dataset's cap wins over a larger one",
-  );
-  assert.deepEqual(
-    await rows(open, { partitions: [1], max_messages: 1 }),
-    [{ n: 1 }],
-    'a dataset without partitions lets a reader pick',
-  );
-  const broker = `${attacker.host}:${attacker.port}`;
-  const refused: [string, Record<string, unknown>][] = [
-    [urn, { topic: 'salaries' }],
-    [urn, { Topic: 'salaries' }],
-    [urn, { bootstrap_servers: broker }],
-    [urn, { brokers: [broker] }],
-    [urn, { commit_group: 'payments-consumer' }],
-    [urn, { partitions: [1] }],
-    [open, { from_beginning: true }],
-    [open, { offsets: { 0: 0 } }],
-  ];
-  for (const [dataset, options] of refused)
-    await assertNotAllowed(gw, token, { dataset_urn: dataset, options }, firstKey(options), 'kafka');
-  assert.equal(attacker.connections(), 0);
-  assert.deepEqual([...(await admin.listGroups()).keys()], [], 'no consumer group was committed to');
-});
+    assert.deepEqual(
+      await rows(urn, { partitions: [0], max_messages: 50 }),
+      [{ n: 0 }],
+      "the dataset's cap wins over a larger one",
+    );
+    assert.deepEqual(
+      await rows(open, { partitions: [1], max_messages: 1 }),
+      [{ n: 1 }],
+      'a dataset without partitions lets a reader pick',
+    );
+    const broker = `${attacker.host}:${attacker.port}`;
+    const refused: [string, Record<string, unknown>][] = [
+      [urn, { topic: 'salaries' }],
+      [urn, { Topic: 'salaries' }],
+      [urn, { bootstrap_servers: broker }],
+      [urn, { brokers: [broker] }],
+      [urn, { commit_group: 'payments-consumer' }],
+      [urn, { partitions: [1] }],
+      [open, { from_beginning: true }],
+      [open, { offsets: { 0: 0 } }],
+    ];
+    for (const [dataset, options] of refused)
+      await assertNotAllowed(gw, token, { dataset_urn: dataset, options }, firstKey(options), 'kafka');
+    assert.equal(attacker.connections(), 0);
+    assert.deepEqual([...(await admin.listGroups()).keys()], [], 'no consumer group was committed to');
+  },
+);
 
 test('slack: channels stay within the dataset; the stored token never goes to a caller-named API', async (t) => {
   const stored = 'xoxb-owner-stored-token-51';

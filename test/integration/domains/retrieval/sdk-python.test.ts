@@ -81,140 +81,169 @@ test('the Python SDK catalogs a dataset and retrieves it inline, over SSE, and g
   assert.equal(got.grpc.has_token, true);
 });
 
-test("the Python SDK reads the clearance fixture with each caller's token: 3, 4, 5 rows, gate_audit as the contract says", async (t) => {
-  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'csv', 'sdk');
-  const got = await sdk(gw, dir, 'gated', { urn, tokens });
-  const footer = (filtered: boolean) => ({ filtered, included: null, redacted: null, total: null, gate: null });
-  for (const [clearance, count, filtered] of [
-    ['U', 3, true],
-    ['S', 4, true],
-    ['TS', 5, false],
-  ] as const) {
-    const ids = CLEARANCE_ROWS.slice(0, count).map((r) => r.id);
-    assert.deepEqual(got[clearance].inline_rows, ids, clearance);
-    assert.deepEqual(got[clearance].inline_gate_audit, footer(filtered), clearance);
-    assert.deepEqual(got[clearance].sse_rows, ids, clearance);
-    assert.ok(
-      got[clearance].sse_filtered.every((f: boolean) => f === filtered),
-      clearance,
+test(
+  "the Python SDK reads the clearance fixture with each caller's token: " +
+    '3, 4, 5 rows, gate_audit as the contract says',
+  async (t) => {
+    const { gw, dir, urn, tokens } = await clearanceReaders(t, 'csv', 'sdk');
+    const got = await sdk(gw, dir, 'gated', { urn, tokens });
+    const footer = (filtered: boolean) => ({ filtered, included: null, redacted: null, total: null, gate: null });
+    for (const [clearance, count, filtered] of [
+      ['U', 3, true],
+      ['S', 4, true],
+      ['TS', 5, false],
+    ] as const) {
+      const ids = CLEARANCE_ROWS.slice(0, count).map((r) => r.id);
+      assert.deepEqual(got[clearance].inline_rows, ids, clearance);
+      assert.deepEqual(got[clearance].inline_gate_audit, footer(filtered), clearance);
+      assert.deepEqual(got[clearance].sse_rows, ids, clearance);
+      assert.ok(
+        got[clearance].sse_filtered.every((f: boolean) => f === filtered),
+        clearance,
+      );
+    }
+  },
+);
+
+test(
+  'the Python SDK performs the clearance setup itself — declare, ' +
+    'discover, catalog, bind, subjects and grants — and each persona reads ' +
+    '3, 4, 5 rows',
+  async (t) => {
+    const dir = scratch(t);
+    const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
+    const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
+    const personas = { 'fed-clr-u': 'U', 'fed-clr-s': 'S', 'fed-clr-ts': 'TS' };
+    const got = await sdk(gw, dir, 'gate_setup', { path, personas, password: 'persona-password' });
+    assert.deepEqual(got.declared, { name: 'clearance', type: 'string', state: 'declared', sensitive: false });
+    assert.deepEqual(got.discovered, { name: 'clearance_gate', kind: 'attribute', required: ['clearance'] });
+    assert.deepEqual(got.gate, { gate_name: 'clearance_gate', kind: 'attribute' });
+    assert.deepEqual(got.listed, [
+      ['badge', 'withdrawn'],
+      ['clearance', 'declared'],
+    ]);
+    assert.deepEqual(got.declared_only, ['clearance']);
+    assert.deepEqual(got.deprecated, { state: 'deprecated', deprecated_at: true });
+    assert.deepEqual(got.withdrawn, { name: 'badge', state: 'withdrawn', subjects_holding_value: 0, forced: false });
+    const tokens: Record<string, string> = {};
+    for (const [username, clearance] of Object.entries(personas))
+      tokens[clearance] = await gw.login(username, 'persona-password');
+    const read = await sdk(gw, dir, 'gated', { urn: got.urn, tokens });
+    assert.deepEqual(
+      ['U', 'S', 'TS'].map((c) => read[c].sse_rows.length),
+      [3, 4, 5],
     );
-  }
-});
+  },
+);
 
-test('the Python SDK performs the clearance setup itself — declare, discover, catalog, bind, subjects and grants — and each persona reads 3, 4, 5 rows', async (t) => {
-  const dir = scratch(t);
-  const path = writeAllFormats(dir, 'clearance', CLEARANCE_ROWS).csv;
-  const gw = await startTestGateway(t, { retrieval: { fsRoots: [dir] } });
-  const personas = { 'fed-clr-u': 'U', 'fed-clr-s': 'S', 'fed-clr-ts': 'TS' };
-  const got = await sdk(gw, dir, 'gate_setup', { path, personas, password: 'persona-password' });
-  assert.deepEqual(got.declared, { name: 'clearance', type: 'string', state: 'declared', sensitive: false });
-  assert.deepEqual(got.discovered, { name: 'clearance_gate', kind: 'attribute', required: ['clearance'] });
-  assert.deepEqual(got.gate, { gate_name: 'clearance_gate', kind: 'attribute' });
-  assert.deepEqual(got.listed, [
-    ['badge', 'withdrawn'],
-    ['clearance', 'declared'],
-  ]);
-  assert.deepEqual(got.declared_only, ['clearance']);
-  assert.deepEqual(got.deprecated, { state: 'deprecated', deprecated_at: true });
-  assert.deepEqual(got.withdrawn, { name: 'badge', state: 'withdrawn', subjects_holding_value: 0, forced: false });
-  const tokens: Record<string, string> = {};
-  for (const [username, clearance] of Object.entries(personas))
-    tokens[clearance] = await gw.login(username, 'persona-password');
-  const read = await sdk(gw, dir, 'gated', { urn: got.urn, tokens });
-  assert.deepEqual(
-    ['U', 'S', 'TS'].map((c) => read[c].sse_rows.length),
-    [3, 4, 5],
-  );
-});
+test(
+  'the Python SDK finds a model deployment by name, chats through its ' +
+    'runtime URL with the openai client, and stops it',
+  async (t) => {
+    const dir = scratch(t);
+    const gw = await startTestGateway(t);
+    const model = await startModelServer(t);
+    const d = await deploy(gw, { kind: 'model', name: 'llm', upstream: model.url });
+    await deploy(gw, { kind: 'app', name: 'llm-ui', upstream: model.url });
+    const got = await sdk(gw, dir, 'openai', { model: 'llm' });
+    assert.deepEqual(got.deployments, [{ id: d.id, m_name: 'llm', status: 'DEPLOYED' }]);
+    assert.deepEqual(got.endpoints, [`${gw.url}/runtime/models/${d.id}/v1`]);
+    assert.deepEqual(got.get, { id: d.id, m_name: 'llm', access_path: `/runtime/models/${d.id}` });
+    assert.equal(got.status, 'DEPLOYED');
+    assert.equal(got.base_url, `${gw.url}/runtime/models/${d.id}/v1/`);
+    assert.deepEqual(got.models, ['test-model']);
+    assert.equal(got.content, 'Hello from the model');
+    assert.equal(got.streamed, 'Hello from the model');
+    assert.equal(model.lastHeaders?.authorization, undefined, 'the platform token stays at the gateway');
+    assert.equal(got.stopped, true, 'stop_deployment removes the route');
+    assert.deepEqual(got.after_stop, []);
+  },
+);
 
-test('the Python SDK finds a model deployment by name, chats through its runtime URL with the openai client, and stops it', async (t) => {
-  const dir = scratch(t);
-  const gw = await startTestGateway(t);
-  const model = await startModelServer(t);
-  const d = await deploy(gw, { kind: 'model', name: 'llm', upstream: model.url });
-  await deploy(gw, { kind: 'app', name: 'llm-ui', upstream: model.url });
-  const got = await sdk(gw, dir, 'openai', { model: 'llm' });
-  assert.deepEqual(got.deployments, [{ id: d.id, m_name: 'llm', status: 'DEPLOYED' }]);
-  assert.deepEqual(got.endpoints, [`${gw.url}/runtime/models/${d.id}/v1`]);
-  assert.deepEqual(got.get, { id: d.id, m_name: 'llm', access_path: `/runtime/models/${d.id}` });
-  assert.equal(got.status, 'DEPLOYED');
-  assert.equal(got.base_url, `${gw.url}/runtime/models/${d.id}/v1/`);
-  assert.deepEqual(got.models, ['test-model']);
-  assert.equal(got.content, 'Hello from the model');
-  assert.equal(got.streamed, 'Hello from the model');
-  assert.equal(model.lastHeaders?.authorization, undefined, 'the platform token stays at the gateway');
-  assert.equal(got.stopped, true, 'stop_deployment removes the route');
-  assert.deepEqual(got.after_stop, []);
-});
+test(
+  'the Python SDK reads capabilities here and at a paired peer over the ' + 'mesh, runs diagnose, and asks who it is',
+  async (t) => {
+    const dir = scratch(t);
+    const untrusted = { federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true } };
+    // The SDK resolves names itself: the source answers on localhost, the peer is reached by the gateway only.
+    const source = await startTestGateway(t, untrusted);
+    const receiver = await startPeer(t, 'sdk-b', untrusted);
+    const pair = await pairForMesh(source, receiver, null, 'sdk-peer');
+    await allow(
+      pair,
+      (await source.request('GET', '/api/auth/users/me', { token: await source.adminToken() })).json.sub,
+    );
+    await deploy(source, { kind: 'model', name: 'llm', upstream: 'http://127.0.0.1:9' });
+    const got = await sdk(source, dir, 'cluster_calls', { federation: 'sdk-peer' });
+    const shape = {
+      system_type: process.platform,
+      available_platforms: ['local'],
+      federation_count: 1,
+      ray_ready: false,
+    };
+    assert.deepEqual({ ...got.local, ...shape }, got.local);
+    assert.equal(got.local.local_node_id, pair.sourceClusterId);
+    assert.equal(got.local.active_deployments, 1);
+    assert.equal(got.local.gpu_count >= 0 && typeof got.local.os, 'string');
+    assert.equal(got.remote.local_node_id, pair.receiverClusterId, 'the probe answered from the peer');
+    assert.equal(got.remote.active_deployments, 0, 'the brokered caller sees no deployment there');
+    assert.deepEqual(got.diagnose, { cluster_id: pair.sourceClusterId, has_issues: false, ids: [] });
+    assert.equal(got.whoami.username, 'admin');
+    assert.deepEqual(got.whoami.roles, ['admin']);
+  },
+);
 
-test('the Python SDK reads capabilities here and at a paired peer over the mesh, runs diagnose, and asks who it is', async (t) => {
-  const dir = scratch(t);
-  const untrusted = { federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true } };
-  // The SDK resolves names itself: the source answers on localhost, the peer is reached by the gateway only.
-  const source = await startTestGateway(t, untrusted);
-  const receiver = await startPeer(t, 'sdk-b', untrusted);
-  const pair = await pairForMesh(source, receiver, null, 'sdk-peer');
-  await allow(pair, (await source.request('GET', '/api/auth/users/me', { token: await source.adminToken() })).json.sub);
-  await deploy(source, { kind: 'model', name: 'llm', upstream: 'http://127.0.0.1:9' });
-  const got = await sdk(source, dir, 'cluster_calls', { federation: 'sdk-peer' });
-  const shape = {
-    system_type: process.platform,
-    available_platforms: ['local'],
-    federation_count: 1,
-    ray_ready: false,
-  };
-  assert.deepEqual({ ...got.local, ...shape }, got.local);
-  assert.equal(got.local.local_node_id, pair.sourceClusterId);
-  assert.equal(got.local.active_deployments, 1);
-  assert.equal(got.local.gpu_count >= 0 && typeof got.local.os, 'string');
-  assert.equal(got.remote.local_node_id, pair.receiverClusterId, 'the probe answered from the peer');
-  assert.equal(got.remote.active_deployments, 0, 'the brokered caller sees no deployment there');
-  assert.deepEqual(got.diagnose, { cluster_id: pair.sourceClusterId, has_issues: false, ids: [] });
-  assert.equal(got.whoami.username, 'admin');
-  assert.deepEqual(got.whoami.roles, ['admin']);
-});
+test(
+  'the Python SDK gets forward-auth headers (never the token), an RSA ' + 'JWKS, and PATs listed with ttl_seconds',
+  async (t) => {
+    const dir = scratch(t);
+    const gw = await startTestGateway(t);
+    const got = await sdk(gw, dir, 'auth_calls', {});
+    const me = (await gw.request('GET', '/api/whoami', { token: await gw.adminToken() })).json;
+    assert.deepEqual(got.headers, { user_id: me.sub, user_name: 'admin', roles: ['admin'], auth_token: null });
+    assert.deepEqual(got.refused, { type: 'AuthenticationError', status: 401 });
+    assert.deepEqual(got.jwks, [['RSA', 'RS256', true, true]]);
+    assert.deepEqual(got.pats, [['ci', 3600]]);
+  },
+);
 
-test('the Python SDK gets forward-auth headers (never the token), an RSA JWKS, and PATs listed with ttl_seconds', async (t) => {
-  const dir = scratch(t);
-  const gw = await startTestGateway(t);
-  const got = await sdk(gw, dir, 'auth_calls', {});
-  const me = (await gw.request('GET', '/api/whoami', { token: await gw.adminToken() })).json;
-  assert.deepEqual(got.headers, { user_id: me.sub, user_name: 'admin', roles: ['admin'], auth_token: null });
-  assert.deepEqual(got.refused, { type: 'AuthenticationError', status: 401 });
-  assert.deepEqual(got.jwks, [['RSA', 'RS256', true, true]]);
-  assert.deepEqual(got.pats, [['ci', 3600]]);
-});
+test(
+  'the Python SDK run(recoverable=True) reports the marker, audit_actor, ' + 'a marker-less success and a failure',
+  async (t) => {
+    const dir = scratch(t);
+    const gw = await startTestGateway(t);
+    const entrypoints = {
+      marker: `echo '${MARKER}{"answer":42}'`,
+      plain: 'echo no marker here',
+      failing: 'echo boom >&2; exit 3',
+    };
+    const got = await sdk(gw, dir, 'jobs_calls', { entrypoints });
+    const me = (await gw.request('GET', '/api/whoami', { token: await gw.adminToken() })).json;
+    assert.deepEqual(got.marker, { status: 'SUCCEEDED', result: { answer: 42 }, audit_actor: me.sub, error: null });
+    assert.deepEqual(got.plain, { status: 'SUCCEEDED', result: null, audit_actor: null, error: null });
+    assert.equal(got.failing.status, 'FAILED');
+    assert.equal(got.failing.result, null);
+    assert.equal(got.failing.audit_actor, me.sub);
+    assert.equal(typeof got.failing.error, 'string', 'the SDK user learns why it failed');
+  },
+);
 
-test('the Python SDK run(recoverable=True) reports the marker, audit_actor, a marker-less success and a failure', async (t) => {
-  const dir = scratch(t);
-  const gw = await startTestGateway(t);
-  const entrypoints = {
-    marker: `echo '${MARKER}{"answer":42}'`,
-    plain: 'echo no marker here',
-    failing: 'echo boom >&2; exit 3',
-  };
-  const got = await sdk(gw, dir, 'jobs_calls', { entrypoints });
-  const me = (await gw.request('GET', '/api/whoami', { token: await gw.adminToken() })).json;
-  assert.deepEqual(got.marker, { status: 'SUCCEEDED', result: { answer: 42 }, audit_actor: me.sub, error: null });
-  assert.deepEqual(got.plain, { status: 'SUCCEEDED', result: null, audit_actor: null, error: null });
-  assert.equal(got.failing.status, 'FAILED');
-  assert.equal(got.failing.result, null);
-  assert.equal(got.failing.audit_actor, me.sub);
-  assert.equal(typeof got.failing.error, 'string', 'the SDK user learns why it failed');
-});
-
-test('the Python SDK adds and removes a container member and reads and deletes a secret through the path-style routes', async (t) => {
-  const dir = scratch(t);
-  const gw = await startTestGateway(t);
-  const got = await sdk(gw, dir, 'catalog_paths', {});
-  const dataset = 'urn:li:dataset:(urn:li:dataPlatform:file,member,PROD)';
-  assert.deepEqual(got.added, { message: 'ok' });
-  assert.deepEqual(got.listed, [dataset]);
-  assert.deepEqual(got.removed, { message: 'removed' });
-  assert.equal(got.secret.urn, 'urn:li:dataHubSecret:pg/pass');
-  assert.equal(got.secret.value, null);
-  assert.equal(got.gone, 'NotFoundError');
-});
+test(
+  'the Python SDK adds and removes a container member and reads and ' +
+    'deletes a secret through the path-style routes',
+  async (t) => {
+    const dir = scratch(t);
+    const gw = await startTestGateway(t);
+    const got = await sdk(gw, dir, 'catalog_paths', {});
+    const dataset = 'urn:li:dataset:(urn:li:dataPlatform:file,member,PROD)';
+    assert.deepEqual(got.added, { message: 'ok' });
+    assert.deepEqual(got.listed, [dataset]);
+    assert.deepEqual(got.removed, { message: 'removed' });
+    assert.equal(got.secret.urn, 'urn:li:dataHubSecret:pg/pass');
+    assert.equal(got.secret.value, null);
+    assert.equal(got.gone, 'NotFoundError');
+  },
+);
 
 test('the Python SDK retrieval wrapper raises the right exception with a readable message', async (t) => {
   const dir = scratch(t);
@@ -243,21 +272,25 @@ test('the Python SDK retrieval wrapper raises the right exception with a readabl
   );
 });
 
-test('the Python SDK reads Arrow Flight with flight_batches: 3/4/5 clearance rows, COMPLETED, a replayed handshake refused', async (t) => {
-  const { gw, dir, urn, tokens } = await clearanceReaders(t, 'jsonl', 'flight');
-  const got = await sdk(gw, dir, 'flight', { urn, tokens });
-  for (const [clearance, count] of [
-    ['U', 3],
-    ['S', 4],
-    ['TS', 5],
-  ] as const) {
-    assert.equal(got[clearance].protocol, 'arrow-flight');
-    assert.deepEqual(got[clearance].rows, CLEARANCE_ROWS.slice(0, count), clearance);
-    assert.equal(got[clearance].status, 'COMPLETED', clearance);
-    // The SDK maps the refused replay (UNAUTHENTICATED) to its AuthenticationError, and does not retry it.
-    assert.equal(got[clearance].replay, 'AuthenticationError', clearance);
-  }
-});
+test(
+  'the Python SDK reads Arrow Flight with flight_batches: 3/4/5 ' +
+    'clearance rows, COMPLETED, a replayed handshake refused',
+  async (t) => {
+    const { gw, dir, urn, tokens } = await clearanceReaders(t, 'jsonl', 'flight');
+    const got = await sdk(gw, dir, 'flight', { urn, tokens });
+    for (const [clearance, count] of [
+      ['U', 3],
+      ['S', 4],
+      ['TS', 5],
+    ] as const) {
+      assert.equal(got[clearance].protocol, 'arrow-flight');
+      assert.deepEqual(got[clearance].rows, CLEARANCE_ROWS.slice(0, count), clearance);
+      assert.equal(got[clearance].status, 'COMPLETED', clearance);
+      // The SDK maps the refused replay (UNAUTHENTICATED) to its AuthenticationError, and does not retry it.
+      assert.equal(got[clearance].replay, 'AuthenticationError', clearance);
+    }
+  },
+);
 
 /** A gateway with the clearance fixture as a gated file dataset, and a viewer token per clearance U, S, TS. */
 async function clearanceReaders(t: { after(fn: () => unknown): void }, format: 'csv' | 'jsonl', prefix: string) {

@@ -207,54 +207,57 @@ async function openSocket(gw: TestGateway, path: string, token: string) {
   return { ws, closed };
 }
 
-test('an open websocket is closed when its access is lost: grant revoked, user disabled, deployment deleted', async (t) => {
-  const gw = await startTestGateway(t);
-  const upstream = await startAppServer(t);
-  const admin = await gw.adminToken();
-  const viewer = await gw.userToken('wanda');
-  const bystander = await gw.userToken('walt');
-  const grant = (id: string, user: string) => ({
-    subject: { namespace: 'user', id: user },
-    relation: 'viewer',
-    object: { namespace: 'app', id },
-  });
-  const deployed = async (name: string) => {
-    const res = await gw.request('POST', '/api/serving/deployments', {
-      token: admin,
-      json: { kind: 'app', name, upstream: upstream.url },
+test(
+  'an open websocket is closed when its access is lost: grant revoked, ' + 'user disabled, deployment deleted',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const upstream = await startAppServer(t);
+    const admin = await gw.adminToken();
+    const viewer = await gw.userToken('wanda');
+    const bystander = await gw.userToken('walt');
+    const grant = (id: string, user: string) => ({
+      subject: { namespace: 'user', id: user },
+      relation: 'viewer',
+      object: { namespace: 'app', id },
     });
-    assert.equal(res.status, 201, res.text);
-    for (const who of [viewer, bystander])
-      assert.equal(await writeTuple(gw, 'POST', admin, grant(res.json.id, who.id)), 204);
-    return res.json as { id: string; runtime_path: string };
-  };
+    const deployed = async (name: string) => {
+      const res = await gw.request('POST', '/api/serving/deployments', {
+        token: admin,
+        json: { kind: 'app', name, upstream: upstream.url },
+      });
+      assert.equal(res.status, 201, res.text);
+      for (const who of [viewer, bystander])
+        assert.equal(await writeTuple(gw, 'POST', admin, grant(res.json.id, who.id)), 204);
+      return res.json as { id: string; runtime_path: string };
+    };
 
-  const first = await deployed('ws-grant');
-  const byGrant = await openSocket(gw, `${first.runtime_path}/ws`, viewer.token);
-  const untouched = await openSocket(gw, `${first.runtime_path}/ws`, bystander.token);
-  assert.equal(await writeTuple(gw, 'DELETE', admin, grant(first.id, viewer.id)), 204);
-  assert.equal(await byGrant.closed, true, "the viewer's socket closes once the grant is revoked");
+    const first = await deployed('ws-grant');
+    const byGrant = await openSocket(gw, `${first.runtime_path}/ws`, viewer.token);
+    const untouched = await openSocket(gw, `${first.runtime_path}/ws`, bystander.token);
+    assert.equal(await writeTuple(gw, 'DELETE', admin, grant(first.id, viewer.id)), 204);
+    assert.equal(await byGrant.closed, true, "the viewer's socket closes once the grant is revoked");
 
-  assert.equal(await writeTuple(gw, 'POST', admin, grant(first.id, viewer.id)), 204);
-  const byUser = await openSocket(gw, `${first.runtime_path}/ws`, viewer.token);
-  assert.equal(
-    (await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: false } })).status,
-    200,
-  );
-  assert.equal(await byUser.closed, true, 'a disabled user loses the open socket');
-  assert.equal(
-    (await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: true } })).status,
-    200,
-  );
+    assert.equal(await writeTuple(gw, 'POST', admin, grant(first.id, viewer.id)), 204);
+    const byUser = await openSocket(gw, `${first.runtime_path}/ws`, viewer.token);
+    assert.equal(
+      (await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: false } })).status,
+      200,
+    );
+    assert.equal(await byUser.closed, true, 'a disabled user loses the open socket');
+    assert.equal(
+      (await gw.request('PUT', `/api/auth/users/${viewer.id}`, { token: admin, json: { active: true } })).status,
+      200,
+    );
 
-  const second = await deployed('ws-deleted');
-  const byDeployment = await openSocket(gw, `${second.runtime_path}/ws`, bystander.token);
-  assert.equal((await gw.request('DELETE', `/api/serving/deployments/${second.id}`, { token: admin })).status, 204);
-  assert.equal(await byDeployment.closed, true, 'a deleted deployment takes its sockets with it');
-  // Every socket is re-checked on each pass, and passes never overlap: the ones that closed since the grant was
-  // revoked prove full passes ran, and the other viewer's socket came through them open.
-  untouched.ws.send('still here');
-  const [echo] = await once(untouched.ws, 'message');
-  assert.equal(String(echo), 'echo:still here', 'another viewer of the same deployment keeps theirs');
-  untouched.ws.terminate();
-});
+    const second = await deployed('ws-deleted');
+    const byDeployment = await openSocket(gw, `${second.runtime_path}/ws`, bystander.token);
+    assert.equal((await gw.request('DELETE', `/api/serving/deployments/${second.id}`, { token: admin })).status, 204);
+    assert.equal(await byDeployment.closed, true, 'a deleted deployment takes its sockets with it');
+    // Every socket is re-checked on each pass, and passes never overlap: the ones that closed since the grant was
+    // revoked prove full passes ran, and the other viewer's socket came through them open.
+    untouched.ws.send('still here');
+    const [echo] = await once(untouched.ws, 'message');
+    assert.equal(String(echo), 'echo:still here', 'another viewer of the same deployment keeps theirs');
+    untouched.ws.terminate();
+  },
+);

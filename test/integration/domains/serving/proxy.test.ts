@@ -30,75 +30,82 @@ function* chunksOf(buffer: Buffer, size: number): Generator<Buffer> {
   for (let i = 0; i < buffer.length; i += size) yield buffer.subarray(i, i + size);
 }
 
-test('chat completions stream as SSE: the first chunk arrives before the upstream finishes, over HTTP/1.1 and HTTP/2', async (t) => {
-  const gw = await startTestGateway(t);
-  const token = await gw.adminToken();
-  for (const allowH2 of [false, true]) {
-    const gate = new Gate();
-    const model = await startModelServer(t, gate);
-    const d = await deploy(gw, { kind: 'model', name: `llm-h2-${allowH2}`, upstream: model.url });
-    const agent = allowH2 ? gw.agent : h1Agent(t, gw);
-    const res = await request(`${gw.url}/runtime/models/${d.id}/v1/chat/completions`, {
-      method: 'POST',
-      dispatcher: agent,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+test(
+  'chat completions stream as SSE: the first chunk arrives before the ' + 'upstream finishes, over HTTP/1.1 and HTTP/2',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const token = await gw.adminToken();
+    for (const allowH2 of [false, true]) {
+      const gate = new Gate();
+      const model = await startModelServer(t, gate);
+      const d = await deploy(gw, { kind: 'model', name: `llm-h2-${allowH2}`, upstream: model.url });
+      const agent = allowH2 ? gw.agent : h1Agent(t, gw);
+      const res = await request(`${gw.url}/runtime/models/${d.id}/v1/chat/completions`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'test-model', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      assert.equal(res.statusCode, 200);
+      assert.match(String(res.headers['content-type']), /^text\/event-stream/);
+      assert.equal(await readGatedCompletion(res.body, gate), 'Hello from the model', `protocol h2=${allowH2}`);
+    }
+  },
+);
+
+test(
+  'the OpenAI base answers under /runtime/models/<id>/v1 with forwarded ' +
+    'headers set by the gateway, credentials withheld',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const model = await startModelServer(t);
+    const d = await deploy(gw, { kind: 'model', name: 'llm', upstream: model.url });
+    const token = await gw.adminToken();
+    const forged = {
+      'x-forwarded-host': 'evil.example',
+      'x-forwarded-for': '6.6.6.6',
+      'x-kz-mesh-user-id': 'forged',
+      'x-user-attributes': '{"clearance":"top"}',
+    };
+    const list = await gw.request('GET', `/runtime/models/${d.id}/v1/models`, {
+      token,
+      headers: { ...forged, cookie: `meshgate_session=${token}; theme=dark` },
     });
-    assert.equal(res.statusCode, 200);
-    assert.match(String(res.headers['content-type']), /^text\/event-stream/);
-    assert.equal(await readGatedCompletion(res.body, gate), 'Hello from the model', `protocol h2=${allowH2}`);
-  }
-});
+    assert.equal(list.status, 200);
+    assert.deepEqual(
+      list.json.data.map((m: { id: string }) => m.id),
+      ['test-model'],
+    );
+    const seen = model.lastHeaders ?? {};
+    assert.equal(model.lastPath, '/v1/models');
+    assert.equal(seen['x-forwarded-proto'], 'https');
+    assert.equal(seen['x-forwarded-host'], new URL(gw.url).host);
+    assert.equal(seen['x-forwarded-for'], '127.0.0.1');
+    assert.equal(seen['x-forwarded-prefix'], `/runtime/models/${d.id}`);
+    assert.equal(seen['x-forwarded-user'], 'admin');
+    assert.equal(seen['x-kz-mesh-user-id'], undefined);
+    assert.equal(seen['x-user-attributes'], undefined, 'admin has no attributes; a forged header never passes');
+    assert.equal(seen.authorization, undefined, 'the platform token stays at the gateway');
+    assert.equal(seen.cookie, 'theme=dark', 'the session cookie is stripped, other cookies pass');
+    assert.equal(seen['x-request-id'], list.headers['x-request-id']);
 
-test('the OpenAI base answers under /runtime/models/<id>/v1 with forwarded headers set by the gateway, credentials withheld', async (t) => {
-  const gw = await startTestGateway(t);
-  const model = await startModelServer(t);
-  const d = await deploy(gw, { kind: 'model', name: 'llm', upstream: model.url });
-  const token = await gw.adminToken();
-  const forged = {
-    'x-forwarded-host': 'evil.example',
-    'x-forwarded-for': '6.6.6.6',
-    'x-kz-mesh-user-id': 'forged',
-    'x-user-attributes': '{"clearance":"top"}',
-  };
-  const list = await gw.request('GET', `/runtime/models/${d.id}/v1/models`, {
-    token,
-    headers: { ...forged, cookie: `meshgate_session=${token}; theme=dark` },
-  });
-  assert.equal(list.status, 200);
-  assert.deepEqual(
-    list.json.data.map((m: { id: string }) => m.id),
-    ['test-model'],
-  );
-  const seen = model.lastHeaders ?? {};
-  assert.equal(model.lastPath, '/v1/models');
-  assert.equal(seen['x-forwarded-proto'], 'https');
-  assert.equal(seen['x-forwarded-host'], new URL(gw.url).host);
-  assert.equal(seen['x-forwarded-for'], '127.0.0.1');
-  assert.equal(seen['x-forwarded-prefix'], `/runtime/models/${d.id}`);
-  assert.equal(seen['x-forwarded-user'], 'admin');
-  assert.equal(seen['x-kz-mesh-user-id'], undefined);
-  assert.equal(seen['x-user-attributes'], undefined, 'admin has no attributes; a forged header never passes');
-  assert.equal(seen.authorization, undefined, 'the platform token stays at the gateway');
-  assert.equal(seen.cookie, 'theme=dark', 'the session cookie is stripped, other cookies pass');
-  assert.equal(seen['x-request-id'], list.headers['x-request-id']);
+    const completion = await gw.request('POST', `/runtime/models/${d.id}/v1/chat/completions`, {
+      token,
+      json: { model: 'test-model', messages: [] },
+    });
+    assert.equal(completion.status, 200);
+    assert.equal(completion.json.choices[0].message.content, 'Hello from the model');
 
-  const completion = await gw.request('POST', `/runtime/models/${d.id}/v1/chat/completions`, {
-    token,
-    json: { model: 'test-model', messages: [] },
-  });
-  assert.equal(completion.status, 200);
-  assert.equal(completion.json.choices[0].message.content, 'Hello from the model');
-
-  const passthrough = await deploy(gw, {
-    kind: 'model',
-    name: 'llm-auth',
-    upstream: model.url,
-    forward_authorization: true,
-  });
-  assert.equal((await gw.request('GET', `/runtime/models/${passthrough.id}/v1/models`, { token })).status, 200);
-  assert.equal(model.lastHeaders?.authorization, `Bearer ${token}`);
-});
+    const passthrough = await deploy(gw, {
+      kind: 'model',
+      name: 'llm-auth',
+      upstream: model.url,
+      forward_authorization: true,
+    });
+    assert.equal((await gw.request('GET', `/runtime/models/${passthrough.id}/v1/models`, { token })).status, 200);
+    assert.equal(model.lastHeaders?.authorization, `Bearer ${token}`);
+  },
+);
 
 test('credentials: anonymous callers get 401, browsers the login page; a credential without a grant 404', async (t) => {
   const gw = await startTestGateway(t);
@@ -178,29 +185,32 @@ test('tools: large uploads and downloads stream through byte-exact; JSON calls w
   assert.equal(received, size);
 });
 
-test('upstream failures map to stable reasons: slow → 504, refused → 502, dropped → 502, unknown id → 404', async (t) => {
-  const gw = await startTestGateway(t);
-  const token = await gw.adminToken();
-  const model = await startModelServer(t);
-  const slow = await deploy(gw, { kind: 'model', name: 'slow', upstream: model.url, timeout_seconds: 0.3 });
-  const dead = await deploy(gw, { kind: 'app', name: 'dead', upstream: DEAD_UPSTREAM });
-  const dropping = await deploy(gw, { kind: 'tool', name: 'drops', upstream: await startDroppingServer(t) });
-  const cases: [string, number, string][] = [
-    [`/runtime/models/${slow.id}/slow`, 504, 'upstream_timeout'],
-    [`/runtime/apps/${dead.id}/`, 502, 'upstream_unreachable'],
-    [`/runtime/tools/${dropping.id}/anything`, 502, 'upstream_bad_response'],
-    ['/runtime/models/00000000-0000-4000-8000-000000000000/v1/models', 404, 'deployment_not_found'],
-    [`/runtime/apps/${slow.id}/`, 404, 'deployment_not_found'],
-    ['/runtime/tools/', 404, 'deployment_not_found'],
-  ];
-  for (const [path, status, reason] of cases) {
-    const res = await gw.request('GET', path, { token });
-    assert.equal(res.status, status, `${path}: ${res.text}`);
-    assert.equal(res.json.detail.reason, reason, path);
-    assert.ok(!res.text.includes('127.0.0.1'), 'the upstream address is not disclosed');
-  }
-  assert.ok(gw.logs.some((l) => l.includes('upstream_timeout')));
-});
+test(
+  'upstream failures map to stable reasons: slow → 504, refused → 502, ' + 'dropped → 502, unknown id → 404',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const token = await gw.adminToken();
+    const model = await startModelServer(t);
+    const slow = await deploy(gw, { kind: 'model', name: 'slow', upstream: model.url, timeout_seconds: 0.3 });
+    const dead = await deploy(gw, { kind: 'app', name: 'dead', upstream: DEAD_UPSTREAM });
+    const dropping = await deploy(gw, { kind: 'tool', name: 'drops', upstream: await startDroppingServer(t) });
+    const cases: [string, number, string][] = [
+      [`/runtime/models/${slow.id}/slow`, 504, 'upstream_timeout'],
+      [`/runtime/apps/${dead.id}/`, 502, 'upstream_unreachable'],
+      [`/runtime/tools/${dropping.id}/anything`, 502, 'upstream_bad_response'],
+      ['/runtime/models/00000000-0000-4000-8000-000000000000/v1/models', 404, 'deployment_not_found'],
+      [`/runtime/apps/${slow.id}/`, 404, 'deployment_not_found'],
+      ['/runtime/tools/', 404, 'deployment_not_found'],
+    ];
+    for (const [path, status, reason] of cases) {
+      const res = await gw.request('GET', path, { token });
+      assert.equal(res.status, status, `${path}: ${res.text}`);
+      assert.equal(res.json.detail.reason, reason, path);
+      assert.ok(!res.text.includes('127.0.0.1'), 'the upstream address is not disclosed');
+    }
+    assert.ok(gw.logs.some((l) => l.includes('upstream_timeout')));
+  },
+);
 
 test('the bare deployment URL redirects to its directory, keeping the query', async (t) => {
   const gw = await startTestGateway(t);

@@ -49,7 +49,8 @@ test('admins create, read and delete deployments; records carry runtime and Open
       legacy_url: null,
       created_by: 'admin',
       created_at: undefined,
-      // What the platform's Python SDK reads (domains/serving/wire.ts; test/integration/domains/retrieval/sdk-python.test.ts).
+      // What the platform's Python SDK reads (domains/serving/wire.ts;
+      // test/integration/domains/retrieval/sdk-python.test.ts).
       m_id: undefined,
       m_config_id: undefined,
       m_name: 'llama',

@@ -68,7 +68,10 @@ test('smoke passes on a healthy gateway and names the broken item after a bad ro
   assert.equal(broken.code, 1);
   const failed = broken.out.split('\n').filter((l) => l.startsWith('FAIL'));
   assert.deepEqual(failed, [
-    `FAIL  model           GET /runtime/models/${model.id}/v1/models → 404 service_disabled (service=models); routing: enabled_services.models=false`,
+    `FAIL  model           GET ` +
+      `/runtime/models/${model.id}/v1/models → 404 ` +
+      `service_disabled (service=models); routing: ` +
+      `enabled_services.models=false`,
   ]);
 
   await gw.request('PATCH', '/api/config/routing', {
@@ -81,28 +84,34 @@ test('smoke passes on a healthy gateway and names the broken item after a bad ro
   assert.deepEqual(modelCheck, {
     check: 'model',
     status: 'fail',
-    detail: `GET /runtime/models/${model.id}/v1/models → 404 route_not_found; routing: models prefix is '/ai/models', not the canonical '/runtime/models'`,
+    detail:
+      `GET /runtime/models/${model.id}/v1/models → 404 route_not_found; routing: models prefix is ` +
+      `'/ai/models', not the canonical '/runtime/models'`,
   });
 });
 
-test('without a token smoke still checks the public items and skips what needs one; a wrong origin fails the redirect checks', async (t) => {
-  const gw = await startTestGateway(t);
-  const anonymous = await smoke(gw, []);
-  assert.equal(anonymous.code, 0, anonymous.out);
-  assert.match(anonymous.out, /^SKIP {2}model +no --model given and none listed$/m);
-  assert.match(anonymous.out, /^PASS {2}logout +POST \/logout → 303 https:\/\/localhost:\d+\/$/m);
+test(
+  'without a token smoke still checks the public items and skips what ' +
+    'needs one; a wrong origin fails the redirect checks',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const anonymous = await smoke(gw, []);
+    assert.equal(anonymous.code, 0, anonymous.out);
+    assert.match(anonymous.out, /^SKIP {2}model +no --model given and none listed$/m);
+    assert.match(anonymous.out, /^PASS {2}logout +POST \/logout → 303 https:\/\/localhost:\d+\/$/m);
 
-  // The operator expects https://127.0.0.1:<port> but the gateway's configured origin is localhost:
-  // redirects and logout land elsewhere, and smoke says so.
-  const expected = gw.url.replace('localhost', '127.0.0.1');
-  const mismatch = await smoke(gw, ['--token', await gw.adminToken()], expected);
-  assert.equal(mismatch.code, 1);
-  assert.match(
-    mismatch.out,
-    /^FAIL {2}base_host +routing base_host is 'https:\/\/localhost:\d+', not the origin 'https:\/\/127\.0\.0\.1:\d+'$/m,
-  );
-  assert.match(
-    mismatch.out,
-    /^FAIL {2}logout +POST \/logout → 303 to 'https:\/\/localhost:\d+\/', expected 303 to https:\/\/127\.0\.0\.1:\d+\/$/m,
-  );
-});
+    // The operator expects https://127.0.0.1:<port> but the gateway's configured origin is localhost:
+    // redirects and logout land elsewhere, and smoke says so.
+    const expected = gw.url.replace('localhost', '127.0.0.1');
+    const mismatch = await smoke(gw, ['--token', await gw.adminToken()], expected);
+    assert.equal(mismatch.code, 1);
+    assert.match(
+      mismatch.out,
+      /^FAIL {2}base_host +routing base_host is 'https:\/\/localhost:\d+', not the origin 'https:\/\/127\.0\.0\.1:\d+'$/m,
+    );
+    assert.match(
+      mismatch.out,
+      /^FAIL {2}logout +POST \/logout → 303 to 'https:\/\/localhost:\d+\/', expected 303 to https:\/\/127\.0\.0\.1:\d+\/$/m,
+    );
+  },
+);

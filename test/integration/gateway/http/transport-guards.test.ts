@@ -3,7 +3,8 @@
  * request head trickled a line at a time is cut at the absolute head
  * deadline, a TCP connection that never sends a ClientHello is cut at the
  * handshake deadline, an HTTP/2 session that never opens a stream is cut
- * too, and so is one trickling a later stream's head in CONTINUATION frames, SETTINGS advertise the stream limit, the legacy per-deployment
+ * too, and so is one trickling a later stream's head in CONTINUATION frames, SETTINGS advertise the stream limit, the
+ * legacy per-deployment
  * ports carry the same guards, and one connection flooding a deployment
  * cannot take the upstream's whole pool from another client.
  */
@@ -146,12 +147,14 @@ test('HTTP/2: a later stream whose head is trickled in CONTINUATION frames is cu
       received = received.subarray(9 + received.readUIntBE(0, 3));
     }
   });
-  // HPACK: :method GET (0x82), :scheme https (0x87), literal :path and :authority (RFC 7541 Appendix A indexes 4 and 1).
+  // HPACK: :method GET (0x82), :scheme https (0x87), literal :path and :authority (RFC 7541 Appendix A indexes 4 and
+  // 1).
   const path = Buffer.concat([Buffer.from([0x44, 9]), Buffer.from('/api/ping')]);
   const authority = Buffer.concat([Buffer.from([0x41, 9]), Buffer.from('localhost')]);
   socket.write('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
   socket.write(frame(4, 0, 0, Buffer.alloc(0)));
-  socket.write(frame(1, 0x5, 1, Buffer.concat([Buffer.from([0x82, 0x87]), path, authority]))); // END_STREAM | END_HEADERS
+  // END_STREAM | END_HEADERS
+  socket.write(frame(1, 0x5, 1, Buffer.concat([Buffer.from([0x82, 0x87]), path, authority])));
   await waitFor(() => firstAnswered);
   // Stream 3: HEADERS without END_HEADERS, then its header value one byte per CONTINUATION frame. At most 7
   // frames: nghttp2 drops a connection after 8 CONTINUATIONs, so a real attacker spaces a few just inside the
@@ -207,63 +210,72 @@ function h2Get(session: ClientHttp2Session, path: string, token: string) {
   });
 }
 
-test("a flood of streams on one connection cannot take a deployment's whole upstream pool from another client", async (t) => {
-  const share = 2;
-  const gw = await startTestGateway(t, { serving: { upstreamConnections: 4, perClientUpstreamRequests: share } });
-  const upstream = await startHoldingServer(t);
-  const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
-  const token = await gw.adminToken();
-  const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
+test(
+  "a flood of streams on one connection cannot take a deployment's whole " + 'upstream pool from another client',
+  async (t) => {
+    const share = 2;
+    const gw = await startTestGateway(t, { serving: { upstreamConnections: 4, perClientUpstreamRequests: share } });
+    const upstream = await startHoldingServer(t);
+    const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
+    const token = await gw.adminToken();
+    const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
 
-  const flooder = h2Session(t, gw);
-  let floodDone = 0;
-  const flood = Array.from({ length: 20 }, () =>
-    get(flooder, '/held').then((answer) => {
-      floodDone += 1;
-      return answer;
-    }),
-  );
-  await waitFor(() => upstream.held === share, { timeoutMs: GIVE_UP_MS, what: 'the flood reaching the upstream' });
+    const flooder = h2Session(t, gw);
+    let floodDone = 0;
+    const flood = Array.from({ length: 20 }, () =>
+      get(flooder, '/held').then((answer) => {
+        floodDone += 1;
+        return answer;
+      }),
+    );
+    await waitFor(() => upstream.held === share, { timeoutMs: GIVE_UP_MS, what: 'the flood reaching the upstream' });
 
-  // Another client, its own connection: the pool (4) still has room because the flood holds only its share.
-  const other = await get(h2Session(t, gw), '/quick');
-  assert.deepEqual(other, { status: 200, body: 'quick' });
-  assert.equal(floodDone, 0, "the other client's request finished while the whole flood was still pending");
-  assert.equal(upstream.maxHeld, share, 'the flooding connection never had more than its share at the upstream');
+    // Another client, its own connection: the pool (4) still has room because the flood holds only its share.
+    const other = await get(h2Session(t, gw), '/quick');
+    assert.deepEqual(other, { status: 200, body: 'quick' });
+    assert.equal(floodDone, 0, "the other client's request finished while the whole flood was still pending");
+    assert.equal(upstream.maxHeld, share, 'the flooding connection never had more than its share at the upstream');
 
-  upstream.release();
-  const answers = await Promise.all(flood);
-  assert.ok(
-    answers.every((a) => a.status === 200 && a.body === 'held'),
-    'the excess waited on its connection and was served',
-  );
-});
+    upstream.release();
+    const answers = await Promise.all(flood);
+    assert.ok(
+      answers.every((a) => a.status === 200 && a.body === 'held'),
+      'the excess waited on its connection and was served',
+    );
+  },
+);
 
-test('many connections from one client address share one bound: another address still reaches the upstream', async (t) => {
-  const perAddress = 3;
-  const serving = {
-    upstreamConnections: 4,
-    perClientUpstreamRequests: 2,
-    perClientAddressUpstreamRequests: perAddress,
-  };
-  const gw = await startTestGateway(t, { serving });
-  const upstream = await startHoldingServer(t);
-  const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
-  const token = await gw.adminToken();
-  const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
+test(
+  'many connections from one client address share one bound: another ' + 'address still reaches the upstream',
+  async (t) => {
+    const perAddress = 3;
+    const serving = {
+      upstreamConnections: 4,
+      perClientUpstreamRequests: 2,
+      perClientAddressUpstreamRequests: perAddress,
+    };
+    const gw = await startTestGateway(t, { serving });
+    const upstream = await startHoldingServer(t);
+    const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
+    const token = await gw.adminToken();
+    const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
 
-  // Eight connections from 127.0.0.1, two streams each: per connection alone they would take 16 > the pool of 4.
-  const flood = Array.from({ length: 8 }, () => h2Session(t, gw)).flatMap((session) => [
-    get(session, '/held'),
-    get(session, '/held'),
-  ]);
-  await waitFor(() => upstream.held === perAddress, { timeoutMs: GIVE_UP_MS, what: 'the flood reaching the upstream' });
+    // Eight connections from 127.0.0.1, two streams each: per connection alone they would take 16 > the pool of 4.
+    const flood = Array.from({ length: 8 }, () => h2Session(t, gw)).flatMap((session) => [
+      get(session, '/held'),
+      get(session, '/held'),
+    ]);
+    await waitFor(() => upstream.held === perAddress, {
+      timeoutMs: GIVE_UP_MS,
+      what: 'the flood reaching the upstream',
+    });
 
-  const other = await get(h2Session(t, gw, gw.port, '127.0.0.2'), '/quick');
-  assert.deepEqual(other, { status: 200, body: 'quick' }, 'another address still finds room in the pool');
-  assert.equal(upstream.maxHeld, perAddress, 'the address never had more than its share at the upstream');
+    const other = await get(h2Session(t, gw, gw.port, '127.0.0.2'), '/quick');
+    assert.deepEqual(other, { status: 200, body: 'quick' }, 'another address still finds room in the pool');
+    assert.equal(upstream.maxHeld, perAddress, 'the address never had more than its share at the upstream');
 
-  upstream.release();
-  const answers = await Promise.all(flood);
-  assert.ok(answers.every((a) => a.status === 200 && a.body === 'held'));
-});
+    upstream.release();
+    const answers = await Promise.all(flood);
+    assert.ok(answers.every((a) => a.status === 200 && a.body === 'held'));
+  },
+);

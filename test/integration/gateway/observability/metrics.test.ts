@@ -103,17 +103,20 @@ test('/metrics: token enforced, counters move with traffic, labels bounded, proc
   assert.notEqual(String(sent).split('-')[2], '00f067aa0ba902b7', 'its parent is this hop, not the caller');
 });
 
-test('/metrics without a token configured answers any local scrape; a malformed traceparent starts a new trace', async (t) => {
-  const gw = await startTestGateway(t, { admin: { port: 0 } });
-  const app = await startAppServer(t);
-  const d = await deploy(gw, { kind: 'app', name: 'trace-app', upstream: app.url });
-  const res = await gw.request('GET', `/runtime/apps/${d.id}/dashboard`, {
-    token: await gw.adminToken(),
-    headers: { traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' },
-  });
-  assert.equal(res.status, 200);
-  const sent = String(app.lastHeaders?.traceparent);
-  assert.match(sent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/, 'a fresh, unsampled trace');
-  assert.notEqual(sent.split('-')[1], '0'.repeat(32));
-  assert.equal((await scrape(gw, null)).status, 200);
-});
+test(
+  '/metrics without a token configured answers any local scrape; a ' + 'malformed traceparent starts a new trace',
+  async (t) => {
+    const gw = await startTestGateway(t, { admin: { port: 0 } });
+    const app = await startAppServer(t);
+    const d = await deploy(gw, { kind: 'app', name: 'trace-app', upstream: app.url });
+    const res = await gw.request('GET', `/runtime/apps/${d.id}/dashboard`, {
+      token: await gw.adminToken(),
+      headers: { traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' },
+    });
+    assert.equal(res.status, 200);
+    const sent = String(app.lastHeaders?.traceparent);
+    assert.match(sent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/, 'a fresh, unsampled trace');
+    assert.notEqual(sent.split('-')[1], '0'.repeat(32));
+    assert.equal((await scrape(gw, null)).status, 200);
+  },
+);

@@ -60,7 +60,9 @@ test('too many headers or too many header bytes answer 431; oversized bodies 413
   assert.equal(tooBig.json.detail.reason, 'body_too_large');
   const chunked = await rawRequest(
     gw,
-    `PATCH /api/config/routing HTTP/1.1\r\nAuthorization: Bearer ${admin}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked`,
+    `PATCH /api/config/routing HTTP/1.1\r\nAuthorization: ` +
+      `Bearer ${admin}\r\nContent-Type: ` +
+      `application/json\r\nTransfer-Encoding: chunked`,
     `${(3000).toString(16)}\r\n${'x'.repeat(3000)}\r\n0\r\n\r\n`,
   );
   assert.equal(chunked.status, 413, 'the limit holds without a Content-Length too');

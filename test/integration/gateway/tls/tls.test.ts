@@ -21,22 +21,25 @@ function peerCert(gw: TestGateway, options: { ca?: string; servername: string })
   });
 }
 
-test('the server certificate chains to the gateway CA and names the hostnames, bind address and loopback', async (t) => {
-  const gw = await startTestGateway(t, { hostnames: ['localhost', 'platform.test'] });
-  const cert = await peerCert(gw, { ca: gw.gateway.caPem, servername: 'platform.test' });
-  const ca = new X509Certificate(gw.gateway.caPem);
-  assert.ok(cert.verify(ca.publicKey), 'issued by the platform CA');
-  assert.ok(ca.ca, 'the CA is a CA');
-  for (const name of ['DNS:localhost', 'DNS:platform.test', 'IP Address:127.0.0.1', 'IP Address:0:0:0:0:0:0:0:1']) {
-    assert.ok(cert.subjectAltName?.includes(name), `${name} in ${cert.subjectAltName}`);
-  }
-  assert.equal(cert.checkHost('platform.test'), 'platform.test');
-  assert.equal(
-    readFileSync(join(gw.dataDir, 'tls', 'ca.pem'), 'utf8'),
-    gw.gateway.caPem,
-    'the CA is at <data-dir>/tls/ca.pem',
-  );
-});
+test(
+  'the server certificate chains to the gateway CA and names the ' + 'hostnames, bind address and loopback',
+  async (t) => {
+    const gw = await startTestGateway(t, { hostnames: ['localhost', 'platform.test'] });
+    const cert = await peerCert(gw, { ca: gw.gateway.caPem, servername: 'platform.test' });
+    const ca = new X509Certificate(gw.gateway.caPem);
+    assert.ok(cert.verify(ca.publicKey), 'issued by the platform CA');
+    assert.ok(ca.ca, 'the CA is a CA');
+    for (const name of ['DNS:localhost', 'DNS:platform.test', 'IP Address:127.0.0.1', 'IP Address:0:0:0:0:0:0:0:1']) {
+      assert.ok(cert.subjectAltName?.includes(name), `${name} in ${cert.subjectAltName}`);
+    }
+    assert.equal(cert.checkHost('platform.test'), 'platform.test');
+    assert.equal(
+      readFileSync(join(gw.dataDir, 'tls', 'ca.pem'), 'utf8'),
+      gw.gateway.caPem,
+      'the CA is at <data-dir>/tls/ca.pem',
+    );
+  },
+);
 
 test('a client that does not trust the platform CA is refused: verification is real', async (t) => {
   const gw = await startTestGateway(t);

@@ -10,7 +10,9 @@ test('hive peer: a real HiveServer2 answers HiveQL over Thrift (hive-driver) on 
   t.diagnostic(`hiveserver2 started in ${Math.round(performance.now() - started)} ms on ${hive.host}:${hive.port}`);
   writeFileSync(join(hive.dataDir, 'rows.csv'), '1,one,U\n2,two,S\n3,three,TS\n');
   await hive.query(
-    `CREATE EXTERNAL TABLE items (id INT, name STRING, classification STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS TEXTFILE LOCATION 'file://${hive.dataDir}'`,
+    `CREATE EXTERNAL TABLE items (id INT, name STRING, classification ` +
+      `STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' STORED AS ` +
+      `TEXTFILE LOCATION 'file://${hive.dataDir}'`,
   );
   const rows = await hive.query('SELECT id, name, classification FROM items');
   assert.deepEqual(

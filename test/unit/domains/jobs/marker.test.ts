@@ -67,61 +67,66 @@ test('logs text: the whole log, or a notice and the tail', async () => {
   assert.ok(text.endsWith('tail'));
 });
 
-test('result view: the marker with job_id and status added when it lacks them, the job facts fixed, the marker as result', () => {
-  const row = {
-    id: 'j1',
-    status: 'SUCCEEDED',
-    runtimeJobId: 'r1',
-    clusterSelector: 'local',
-    submittedAt: '2026-01-01T00:00:00.000Z',
-    startedAt: '2026-01-01T00:00:01.000Z',
-    endedAt: '2026-01-01T00:00:03.500Z',
-    errorType: null,
-    errorMessage: null,
-    timedOut: false,
-    auditActor: 'u1',
-  } as unknown as Parameters<typeof resultView>[0];
-  const pick = (view: Record<string, unknown>, ...keys: string[]) => Object.fromEntries(keys.map((k) => [k, view[k]]));
-  const plain = resultView(row, { probe: 'x' });
-  assert.deepEqual(pick(plain, 'job_id', 'status', 'probe', 'result', 'audit_actor', 'error', 'duration_seconds'), {
-    job_id: 'j1',
-    status: 'SUCCEEDED',
-    probe: 'x',
-    result: { probe: 'x' },
-    audit_actor: 'u1',
-    error: null,
-    duration_seconds: 2.5,
-  });
-  assert.deepEqual(pick(resultView(row, { job_id: 'mine', status: 'custom' }), 'job_id', 'status'), {
-    job_id: 'mine',
-    status: 'custom',
-  });
-  // Fields the SDK types (error: str, audit_actor: str, ...) are the job's own: a marker cannot break or forge them.
-  const forging = resultView(row, {
-    audit_actor: 'someone-else',
-    error: { nested: true },
-    duration_seconds: 'long',
-    result: 'inner',
-  });
-  assert.deepEqual(pick(forging, 'audit_actor', 'error', 'duration_seconds'), {
-    audit_actor: 'u1',
-    error: null,
-    duration_seconds: 2.5,
-  });
-  assert.deepEqual(forging.result, {
-    audit_actor: 'someone-else',
-    error: { nested: true },
-    duration_seconds: 'long',
-    result: 'inner',
-  });
-  assert.deepEqual(pick(resultView(row, [1]), 'job_id', 'status', 'result'), {
-    job_id: 'j1',
-    status: 'SUCCEEDED',
-    result: [1],
-  });
-  assert.deepEqual(pick(resultView(row, 'text'), 'job_id', 'status', 'result'), {
-    job_id: 'j1',
-    status: 'SUCCEEDED',
-    result: 'text',
-  });
-});
+test(
+  'result view: the marker with job_id and status added when it lacks ' +
+    'them, the job facts fixed, the marker as result',
+  () => {
+    const row = {
+      id: 'j1',
+      status: 'SUCCEEDED',
+      runtimeJobId: 'r1',
+      clusterSelector: 'local',
+      submittedAt: '2026-01-01T00:00:00.000Z',
+      startedAt: '2026-01-01T00:00:01.000Z',
+      endedAt: '2026-01-01T00:00:03.500Z',
+      errorType: null,
+      errorMessage: null,
+      timedOut: false,
+      auditActor: 'u1',
+    } as unknown as Parameters<typeof resultView>[0];
+    const pick = (view: Record<string, unknown>, ...keys: string[]) =>
+      Object.fromEntries(keys.map((k) => [k, view[k]]));
+    const plain = resultView(row, { probe: 'x' });
+    assert.deepEqual(pick(plain, 'job_id', 'status', 'probe', 'result', 'audit_actor', 'error', 'duration_seconds'), {
+      job_id: 'j1',
+      status: 'SUCCEEDED',
+      probe: 'x',
+      result: { probe: 'x' },
+      audit_actor: 'u1',
+      error: null,
+      duration_seconds: 2.5,
+    });
+    assert.deepEqual(pick(resultView(row, { job_id: 'mine', status: 'custom' }), 'job_id', 'status'), {
+      job_id: 'mine',
+      status: 'custom',
+    });
+    // Fields the SDK types (error: str, audit_actor: str, ...) are the job's own: a marker cannot break or forge them.
+    const forging = resultView(row, {
+      audit_actor: 'someone-else',
+      error: { nested: true },
+      duration_seconds: 'long',
+      result: 'inner',
+    });
+    assert.deepEqual(pick(forging, 'audit_actor', 'error', 'duration_seconds'), {
+      audit_actor: 'u1',
+      error: null,
+      duration_seconds: 2.5,
+    });
+    assert.deepEqual(forging.result, {
+      audit_actor: 'someone-else',
+      error: { nested: true },
+      duration_seconds: 'long',
+      result: 'inner',
+    });
+    assert.deepEqual(pick(resultView(row, [1]), 'job_id', 'status', 'result'), {
+      job_id: 'j1',
+      status: 'SUCCEEDED',
+      result: [1],
+    });
+    assert.deepEqual(pick(resultView(row, 'text'), 'job_id', 'status', 'result'), {
+      job_id: 'j1',
+      status: 'SUCCEEDED',
+      result: 'text',
+    });
+  },
+);

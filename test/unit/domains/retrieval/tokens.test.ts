@@ -1,4 +1,7 @@
-/** The gRPC stream token: bound to job, caller and protocol; platform.retrieval.v1 reusable until it expires, Arrow Flight single-use. */
+/**
+ * The gRPC stream token: bound to job, caller and protocol; platform.retrieval.v1 reusable until it expires, Arrow
+ * Flight single-use.
+ */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { heldLedger } from '../../../../domains/retrieval/shared.ts';

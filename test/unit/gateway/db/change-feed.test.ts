@@ -78,7 +78,8 @@ test('a rolled-back write publishes nothing; table triggers publish writes made 
   a.sqlite.prepare('UPDATE users SET disabled = 1 WHERE id = ?').run('u-1');
   a.sqlite
     .prepare(
-      'INSERT INTO authz_tuples (subject_ns, subject_id, relation, object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO authz_tuples (subject_ns, subject_id, relation, ' +
+        'object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     )
     .run('user', 'u-1', 'viewer', 'dataset', 'd1', 't', at);
   a.sqlite.prepare('DELETE FROM authz_tuples').run();

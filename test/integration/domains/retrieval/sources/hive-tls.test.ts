@@ -70,60 +70,71 @@ async function world(t: { after(fn: () => unknown): void }) {
   return { gw, peer, ca, otherCa, secret, dataset, read, refusal, rows };
 }
 
-test('hiveserver2 over TLS: rows arrive with the CA from a secret or as PEM; the chain and the name are verified', async (t) => {
-  const w = await world(t);
-  assert.deepEqual(await w.rows(await w.dataset({ ssl_ca_pem: await w.secret('hive-ca', w.ca) })), ROWS);
-  assert.deepEqual(await w.rows(await w.dataset({ ssl_ca_pem: `${w.otherCa}\n${w.ca}` })), ROWS, 'a bundle');
-  // SASL PLAIN to this server without SASL: it never answers the exchange; the connect deadline ends the wait.
-  const credentials = await w.secret('hive-user', '{"user":"ann","password":"pw"}');
-  const plain = await w.refusal(await w.dataset({ ssl_ca_pem: w.ca, auth: 'PLAIN', secret_urn: credentials }));
-  assert.deepEqual([plain.status, plain.reason], [502, 'source_unavailable']);
+test(
+  'hiveserver2 over TLS: rows arrive with the CA from a secret or as ' + 'PEM; the chain and the name are verified',
+  async (t) => {
+    const w = await world(t);
+    assert.deepEqual(await w.rows(await w.dataset({ ssl_ca_pem: await w.secret('hive-ca', w.ca) })), ROWS);
+    assert.deepEqual(await w.rows(await w.dataset({ ssl_ca_pem: `${w.otherCa}\n${w.ca}` })), ROWS, 'a bundle');
+    // SASL PLAIN to this server without SASL: it never answers the exchange; the connect deadline ends the wait.
+    const credentials = await w.secret('hive-user', '{"user":"ann","password":"pw"}');
+    const plain = await w.refusal(await w.dataset({ ssl_ca_pem: w.ca, auth: 'PLAIN', secret_urn: credentials }));
+    assert.deepEqual([plain.status, plain.reason], [502, 'source_unavailable']);
 
-  const tlsFailed = { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed', option: undefined };
-  assert.deepEqual(await w.refusal(await w.dataset({ ssl_ca_pem: w.otherCa })), tlsFailed, 'another CA');
-  assert.deepEqual(await w.refusal(await w.dataset({})), tlsFailed, "the gateway's default CA store");
-  // The certificate names localhost only: by IP address the name check fails.
-  assert.deepEqual(
-    await w.refusal(await w.dataset({ host: '127.0.0.1', ssl_ca_pem: w.ca })),
-    tlsFailed,
-    'another name',
-  );
-  // Clear text to the TLS port gets no rows.
-  const clear = await w.refusal(await w.dataset({ ssl: false }));
-  assert.equal(clear.status, 502);
-  assert.ok(!w.gw.logs.join('').includes('BEGIN CERTIFICATE'), 'no certificate text in a log line');
-});
+    const tlsFailed = {
+      status: 502,
+      reason: 'source_tls_failed',
+      problem: 'tls verification failed',
+      option: undefined,
+    };
+    assert.deepEqual(await w.refusal(await w.dataset({ ssl_ca_pem: w.otherCa })), tlsFailed, 'another CA');
+    assert.deepEqual(await w.refusal(await w.dataset({})), tlsFailed, "the gateway's default CA store");
+    // The certificate names localhost only: by IP address the name check fails.
+    assert.deepEqual(
+      await w.refusal(await w.dataset({ host: '127.0.0.1', ssl_ca_pem: w.ca })),
+      tlsFailed,
+      'another name',
+    );
+    // Clear text to the TLS port gets no rows.
+    const clear = await w.refusal(await w.dataset({ ssl: false }));
+    assert.equal(clear.status, 502);
+    assert.ok(!w.gw.logs.join('').includes('BEGIN CERTIFICATE'), 'no certificate text in a log line');
+  },
+);
 
-test('hive TLS settings: bad values are 422 before any connection; no reader option or override reaches them', async (t) => {
-  const w = await world(t);
-  const cases: [Record<string, unknown>, string][] = [
-    [{ ssl: 'yes' }, 'ssl'],
-    [{ ssl_ca_pem: 'not a certificate' }, 'ssl_ca_pem'],
-    [{ ssl_ca_pem: `${w.ca}\n${w.ca.slice(0, 80)}` }, 'ssl_ca_pem'],
-    [{ ssl: false, ssl_ca_pem: w.ca }, 'ssl_ca_pem'],
-  ];
-  for (const [properties, option] of cases) {
-    // Port 1 has no listener: a connection attempt would answer 502, not 422.
-    const refused = await w.refusal(await w.dataset({ port: 1, ...properties }));
+test(
+  'hive TLS settings: bad values are 422 before any connection; no ' + 'reader option or override reaches them',
+  async (t) => {
+    const w = await world(t);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ssl: 'yes' }, 'ssl'],
+      [{ ssl_ca_pem: 'not a certificate' }, 'ssl_ca_pem'],
+      [{ ssl_ca_pem: `${w.ca}\n${w.ca.slice(0, 80)}` }, 'ssl_ca_pem'],
+      [{ ssl: false, ssl_ca_pem: w.ca }, 'ssl_ca_pem'],
+    ];
+    for (const [properties, option] of cases) {
+      // Port 1 has no listener: a connection attempt would answer 502, not 422.
+      const refused = await w.refusal(await w.dataset({ port: 1, ...properties }));
+      assert.deepEqual(
+        [refused.status, refused.reason, refused.option],
+        [422, 'source_options_invalid', option],
+        JSON.stringify(properties),
+      );
+    }
+    const good = await w.dataset({ ssl_ca_pem: w.ca });
+    for (const options of [{ ssl: false }, { ssl_ca_pem: w.otherCa }]) {
+      const res = await w.read(good, { options });
+      assert.deepEqual(
+        [res.status, res.json.detail.reason, res.json.detail.key],
+        [422, 'option_not_allowed', Object.keys(options)[0]],
+      );
+    }
+    const override = await w.read(good, {
+      credential_override: JSON.stringify({ user: 'ann', password: 'pw', ssl: false }),
+    });
     assert.deepEqual(
-      [refused.status, refused.reason, refused.option],
-      [422, 'source_options_invalid', option],
-      JSON.stringify(properties),
+      [override.status, override.json.detail.reason, override.json.detail.key],
+      [422, 'option_not_allowed', 'ssl'],
     );
-  }
-  const good = await w.dataset({ ssl_ca_pem: w.ca });
-  for (const options of [{ ssl: false }, { ssl_ca_pem: w.otherCa }]) {
-    const res = await w.read(good, { options });
-    assert.deepEqual(
-      [res.status, res.json.detail.reason, res.json.detail.key],
-      [422, 'option_not_allowed', Object.keys(options)[0]],
-    );
-  }
-  const override = await w.read(good, {
-    credential_override: JSON.stringify({ user: 'ann', password: 'pw', ssl: false }),
-  });
-  assert.deepEqual(
-    [override.status, override.json.detail.reason, override.json.detail.key],
-    [422, 'option_not_allowed', 'ssl'],
-  );
-});
+  },
+);

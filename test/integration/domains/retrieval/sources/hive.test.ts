@@ -28,7 +28,8 @@ async function tableWith(peer: HivePeer, columns: string, lines: readonly string
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'data.csv'), `${lines.join('\n')}\n`);
   await peer.query(
-    `CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' NULL DEFINED AS '' STORED AS TEXTFILE LOCATION 'file://${dir}'`,
+    `CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' NULL DEFINED AS '' ` +
+      `STORED AS TEXTFILE LOCATION 'file://${dir}'`,
   );
   return name;
 }

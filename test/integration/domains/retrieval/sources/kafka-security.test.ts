@@ -136,61 +136,70 @@ test('kafka over SSL and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512): rows ar
   );
 });
 
-test('kafka: a wrong password or user is 403 source_auth_failed; another CA, no CA or another name is source_tls_failed', async (t) => {
-  const w = await world(t);
-  const authFailed = {
-    status: 403,
-    reason: 'source_auth_failed',
-    problem: 'sasl authentication failed',
-    option: undefined,
-  };
-  for (const mechanism of ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512']) {
+test(
+  'kafka: a wrong password or user is 403 source_auth_failed; another ' +
+    'CA, no CA or another name is source_tls_failed',
+  async (t) => {
+    const w = await world(t);
+    const authFailed = {
+      status: 403,
+      reason: 'source_auth_failed',
+      problem: 'sasl authentication failed',
+      option: undefined,
+    };
+    for (const mechanism of ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512']) {
+      assert.deepEqual(
+        await w.refusal(await w.sasl(mechanism, 'alice', w.passwords.wrong)),
+        authFailed,
+        `${mechanism} wrong password`,
+      );
+      assert.deepEqual(await w.refusal(await w.sasl(mechanism, 'mallory')), authFailed, `${mechanism} unknown user`);
+    }
+    // The stored password never goes with a user the caller names: alice's password as "bob" fails.
+    const good = await w.sasl('SCRAM-SHA-256');
     assert.deepEqual(
-      await w.refusal(await w.sasl(mechanism, 'alice', w.passwords.wrong)),
+      await w.refusal(good, { credential_override: JSON.stringify({ username: 'bob', password: WRONG }) }),
       authFailed,
-      `${mechanism} wrong password`,
     );
-    assert.deepEqual(await w.refusal(await w.sasl(mechanism, 'mallory')), authFailed, `${mechanism} unknown user`);
-  }
-  // The stored password never goes with a user the caller names: alice's password as "bob" fails.
-  const good = await w.sasl('SCRAM-SHA-256');
-  assert.deepEqual(
-    await w.refusal(good, { credential_override: JSON.stringify({ username: 'bob', password: WRONG }) }),
-    authFailed,
-  );
-  const noPassword = await w.refusal(good, { credential_override: JSON.stringify({ username: 'bob' }) });
-  assert.deepEqual([noPassword.status, noPassword.reason], [400, 'source_credentials_missing']);
+    const noPassword = await w.refusal(good, { credential_override: JSON.stringify({ username: 'bob' }) });
+    assert.deepEqual([noPassword.status, noPassword.reason], [400, 'source_credentials_missing']);
 
-  const tlsFailed = { status: 502, reason: 'source_tls_failed', problem: 'tls verification failed', option: undefined };
-  const sslTo = (properties: Record<string, unknown>) =>
-    w.dataset({ bootstrap_servers: w.peer.sslBootstrapServers, security_protocol: 'SSL', ...properties });
-  assert.deepEqual(await w.refusal(await sslTo({ ssl_ca_pem: w.otherCa })), tlsFailed, 'another CA');
-  assert.deepEqual(await w.refusal(await sslTo({})), tlsFailed, "the gateway's default CA store");
-  assert.deepEqual(
-    await w.refusal(await w.sasl('PLAIN', 'alice', w.passwords.alice, { ssl_ca_pem: w.otherCa })),
-    tlsFailed,
-    'SASL_SSL',
-  );
-  // The certificate names localhost only: by IP address the name check fails.
-  const byIp = (w.peer.sslBootstrapServers as string).replace('localhost', '127.0.0.1');
-  assert.deepEqual(
-    await w.refusal(await sslTo({ bootstrap_servers: byIp, ssl_ca_pem: w.ca })),
-    tlsFailed,
-    'another name',
-  );
+    const tlsFailed = {
+      status: 502,
+      reason: 'source_tls_failed',
+      problem: 'tls verification failed',
+      option: undefined,
+    };
+    const sslTo = (properties: Record<string, unknown>) =>
+      w.dataset({ bootstrap_servers: w.peer.sslBootstrapServers, security_protocol: 'SSL', ...properties });
+    assert.deepEqual(await w.refusal(await sslTo({ ssl_ca_pem: w.otherCa })), tlsFailed, 'another CA');
+    assert.deepEqual(await w.refusal(await sslTo({})), tlsFailed, "the gateway's default CA store");
+    assert.deepEqual(
+      await w.refusal(await w.sasl('PLAIN', 'alice', w.passwords.alice, { ssl_ca_pem: w.otherCa })),
+      tlsFailed,
+      'SASL_SSL',
+    );
+    // The certificate names localhost only: by IP address the name check fails.
+    const byIp = (w.peer.sslBootstrapServers as string).replace('localhost', '127.0.0.1');
+    assert.deepEqual(
+      await w.refusal(await sslTo({ bootstrap_servers: byIp, ssl_ca_pem: w.ca })),
+      tlsFailed,
+      'another name',
+    );
 
-  // Clear text to a TLS listener, and TLS to the clear-text one.
-  const clear = await w.refusal(await w.dataset({ bootstrap_servers: w.peer.sslBootstrapServers }));
-  assert.deepEqual([clear.status, clear.reason], [502, 'source_tls_failed']);
-  const tlsToClear = await w.refusal(await sslTo({ bootstrap_servers: w.peer.bootstrapServers, ssl_ca_pem: w.ca }));
-  assert.deepEqual(
-    [tlsToClear.status, tlsToClear.reason, tlsToClear.problem],
-    [502, 'source_tls_failed', 'tls handshake failed'],
-  );
-  const logs = w.gw.logs.join('');
-  for (const text of ['BEGIN CERTIFICATE', USERS.alice, WRONG])
-    assert.ok(!logs.includes(text), `no ${text} in a log line`);
-});
+    // Clear text to a TLS listener, and TLS to the clear-text one.
+    const clear = await w.refusal(await w.dataset({ bootstrap_servers: w.peer.sslBootstrapServers }));
+    assert.deepEqual([clear.status, clear.reason], [502, 'source_tls_failed']);
+    const tlsToClear = await w.refusal(await sslTo({ bootstrap_servers: w.peer.bootstrapServers, ssl_ca_pem: w.ca }));
+    assert.deepEqual(
+      [tlsToClear.status, tlsToClear.reason, tlsToClear.problem],
+      [502, 'source_tls_failed', 'tls handshake failed'],
+    );
+    const logs = w.gw.logs.join('');
+    for (const text of ['BEGIN CERTIFICATE', USERS.alice, WRONG])
+      assert.ok(!logs.includes(text), `no ${text} in a log line`);
+  },
+);
 
 test('kafka security settings: bad values are 422 before any connection; no reader option reaches them', async (t) => {
   const w = await world(t);

@@ -140,57 +140,61 @@ test('kafka start positions, partitions, max_messages, value formats and metadat
   assert.ok(Date.parse(first._timestamp as string) >= before - 1000);
 });
 
-test('kafka reads end at the high-water marks seen at start while a producer keeps writing; offsets are committed only when asked', async (t) => {
-  const peer = await kafka();
-  const topic = await topicWith(
-    peer,
-    Array.from({ length: 5000 }, (_, i) => ({ value: JSON.stringify({ i }) })),
-  );
-  const { gw, admin, urn: urnOf } = await setup(t, peer);
-  const urn = await urnOf(topic);
-  const producer = new Producer({
-    clientId: 'busy',
-    bootstrapBrokers: [peer.bootstrapServers],
-    serializers: stringSerializers,
-  });
-  t.after(() => producer.close());
-  let writing = true;
-  let written = 0;
-  const busy = (async () => {
-    for (let i = 5000; writing; i++) {
-      await producer.send({ messages: [{ topic, value: JSON.stringify({ i }) }] });
-      written++;
-      await sleep(5);
-    }
-  })();
-  await waitFor(() => written >= 10, { what: 'the producer writing past the first 5000' });
-  const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'sse', batch_size: 100 });
-  const rows = sseRows(await readSse(gw, job.job_id, admin));
-  writing = false;
-  await busy;
-  assert.ok(rows.length >= 5000, `read ${rows.length}`);
-  assert.deepEqual(
-    rows.map((r) => r.i),
-    rows.map((_, i) => i),
-    'a contiguous prefix of the log',
-  );
+test(
+  'kafka reads end at the high-water marks seen at start while a ' +
+    'producer keeps writing; offsets are committed only when asked',
+  async (t) => {
+    const peer = await kafka();
+    const topic = await topicWith(
+      peer,
+      Array.from({ length: 5000 }, (_, i) => ({ value: JSON.stringify({ i }) })),
+    );
+    const { gw, admin, urn: urnOf } = await setup(t, peer);
+    const urn = await urnOf(topic);
+    const producer = new Producer({
+      clientId: 'busy',
+      bootstrapBrokers: [peer.bootstrapServers],
+      serializers: stringSerializers,
+    });
+    t.after(() => producer.close());
+    let writing = true;
+    let written = 0;
+    const busy = (async () => {
+      for (let i = 5000; writing; i++) {
+        await producer.send({ messages: [{ topic, value: JSON.stringify({ i }) }] });
+        written++;
+        await sleep(5);
+      }
+    })();
+    await waitFor(() => written >= 10, { what: 'the producer writing past the first 5000' });
+    const job = await createJob(gw, admin, { dataset_urn: urn, transport: 'sse', batch_size: 100 });
+    const rows = sseRows(await readSse(gw, job.job_id, admin));
+    writing = false;
+    await busy;
+    assert.ok(rows.length >= 5000, `read ${rows.length}`);
+    assert.deepEqual(
+      rows.map((r) => r.i),
+      rows.map((_, i) => i),
+      'a contiguous prefix of the log',
+    );
 
-  const kafkaAdmin = new Admin({ clientId: 'check', bootstrapBrokers: [peer.bootstrapServers] });
-  t.after(() => kafkaAdmin.close());
-  const groupsWithOffsets = async () => [...(await kafkaAdmin.listGroups()).keys()];
-  assert.deepEqual(await groupsWithOffsets(), [], 'no consumer group was created or committed to');
-  // Committing is the dataset owner's setting (a write to a consumer group), never a reader's option.
-  const committing = await urnOf(topic, { commit_group: 'analytics' });
-  await createJob(gw, admin, {
-    dataset_urn: committing,
-    options: { max_messages: 1234 },
-    transport: 'inline',
-    limit_rows: 10,
-  });
-  const [committed] = await kafkaAdmin.listConsumerGroupOffsets({ groups: ['analytics'] });
-  const offsets = committed?.topics.find((x) => x.name === topic)?.partitions.map((p) => p.committedOffset);
-  assert.ok(offsets && offsets.length === 1 && (offsets[0] as bigint) >= 10n, `committed ${offsets}`);
-});
+    const kafkaAdmin = new Admin({ clientId: 'check', bootstrapBrokers: [peer.bootstrapServers] });
+    t.after(() => kafkaAdmin.close());
+    const groupsWithOffsets = async () => [...(await kafkaAdmin.listGroups()).keys()];
+    assert.deepEqual(await groupsWithOffsets(), [], 'no consumer group was created or committed to');
+    // Committing is the dataset owner's setting (a write to a consumer group), never a reader's option.
+    const committing = await urnOf(topic, { commit_group: 'analytics' });
+    await createJob(gw, admin, {
+      dataset_urn: committing,
+      options: { max_messages: 1234 },
+      transport: 'inline',
+      limit_rows: 10,
+    });
+    const [committed] = await kafkaAdmin.listConsumerGroupOffsets({ groups: ['analytics'] });
+    const offsets = committed?.topics.find((x) => x.name === topic)?.partitions.map((p) => p.committedOffset);
+    assert.ok(offsets && offsets.length === 1 && (offsets[0] as bigint) >= 10n, `committed ${offsets}`);
+  },
+);
 
 test('kafka bad options are 422 source_options_invalid; an unknown topic is 404', async (t) => {
   const peer = await kafka();

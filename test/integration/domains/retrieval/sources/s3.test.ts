@@ -111,79 +111,82 @@ runSourceContract('s3 prefix of Parquet parts', async (_t, rows) => {
   return s3Sources(() => undefined).create(input(`${bucket}/parts/`, { endpoint: peer.endpoint }, credentials(peer)));
 });
 
-test('s3 through the gateway: a catalog secret signs; credential_override and format_hint win; bad inputs are 4xx', async (t) => {
-  const peer = await s3();
-  const rows = sampleRows(1200);
-  const bucket = await bucketWith(peer, 'sales', rows);
-  const gw = await startTestGateway(t);
-  const admin = await gw.adminToken();
-  const secret = (
-    await gw.request('POST', '/api/catalog/secrets/', {
-      token: admin,
-      json: { name: 's3-keys', value: credentials(peer) },
-    })
-  ).json;
-  const urn = await createDataset(gw, admin, {
-    name: `${bucket}/sales.parquet`,
-    platform: 's3',
-    properties: { endpoint: peer.endpoint, secret_urn: secret },
-  });
-  const alice = await gw.userToken('alice');
-  grantViewer(gw, urn, alice.id);
-  const job = await createJob(gw, alice.token, { dataset_urn: urn, transport: 'sse', batch_size: 250 });
-  assert.deepEqual(job.dataset.path, `s3://${bucket}/sales.parquet`);
-  assert.equal(job.dataset.format, 'parquet');
-  assert.deepEqual(sseRows(await readSse(gw, job.job_id, alice.token)), rows);
-  const filtered = await createJob(gw, alice.token, {
-    dataset_urn: urn,
-    filters: { region: 'east' },
-    columns: ['id'],
-    limit_rows: 3,
-  });
-  assert.deepEqual(
-    filtered.inline.data,
-    rows
-      .filter((r) => r.region === 'east')
-      .slice(0, 3)
-      .map((r) => ({ id: r.id })),
-  );
+test(
+  's3 through the gateway: a catalog secret signs; credential_override ' + 'and format_hint win; bad inputs are 4xx',
+  async (t) => {
+    const peer = await s3();
+    const rows = sampleRows(1200);
+    const bucket = await bucketWith(peer, 'sales', rows);
+    const gw = await startTestGateway(t);
+    const admin = await gw.adminToken();
+    const secret = (
+      await gw.request('POST', '/api/catalog/secrets/', {
+        token: admin,
+        json: { name: 's3-keys', value: credentials(peer) },
+      })
+    ).json;
+    const urn = await createDataset(gw, admin, {
+      name: `${bucket}/sales.parquet`,
+      platform: 's3',
+      properties: { endpoint: peer.endpoint, secret_urn: secret },
+    });
+    const alice = await gw.userToken('alice');
+    grantViewer(gw, urn, alice.id);
+    const job = await createJob(gw, alice.token, { dataset_urn: urn, transport: 'sse', batch_size: 250 });
+    assert.deepEqual(job.dataset.path, `s3://${bucket}/sales.parquet`);
+    assert.equal(job.dataset.format, 'parquet');
+    assert.deepEqual(sseRows(await readSse(gw, job.job_id, alice.token)), rows);
+    const filtered = await createJob(gw, alice.token, {
+      dataset_urn: urn,
+      filters: { region: 'east' },
+      columns: ['id'],
+      limit_rows: 3,
+    });
+    assert.deepEqual(
+      filtered.inline.data,
+      rows
+        .filter((r) => r.region === 'east')
+        .slice(0, 3)
+        .map((r) => ({ id: r.id })),
+    );
 
-  const bare = await createDataset(gw, admin, { name: `${bucket}/sales.data`, platform: 's3', properties: {} });
-  grantViewer(gw, bare, alice.id);
-  const override = JSON.stringify({
-    ...JSON.parse(credentials(peer)),
-    endpoint_url: peer.endpoint,
-    region: 'eu-west-1',
-  });
-  const viaOverride = await createJob(gw, alice.token, {
-    dataset_urn: bare,
-    credential_override: override,
-    format_hint: 'csv',
-    limit_rows: 5,
-  });
-  assert.deepEqual(viaOverride.inline.data, rows.slice(0, 5));
+    const bare = await createDataset(gw, admin, { name: `${bucket}/sales.data`, platform: 's3', properties: {} });
+    grantViewer(gw, bare, alice.id);
+    const override = JSON.stringify({
+      ...JSON.parse(credentials(peer)),
+      endpoint_url: peer.endpoint,
+      region: 'eu-west-1',
+    });
+    const viaOverride = await createJob(gw, alice.token, {
+      dataset_urn: bare,
+      credential_override: override,
+      format_hint: 'csv',
+      limit_rows: 5,
+    });
+    assert.deepEqual(viaOverride.inline.data, rows.slice(0, 5));
 
-  const refusals: [Record<string, unknown>, number, string][] = [
-    [{ dataset_urn: bare, format_hint: 'csv' }, 400, 'source_credentials_missing'],
-    [{ dataset_urn: bare, credential_override: override }, 422, 'source_unsupported'],
-    [{ dataset_urn: urn, columns: ['nope'] }, 422, 'unknown_column'],
-    [{ dataset_urn: bare, credential_override: 'not json', format_hint: 'csv' }, 400, 'source_credentials_missing'],
-  ];
-  for (const [body, status, reason] of refusals) {
-    const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice.token, json: body });
-    assert.equal(res.status, status, res.text);
-    assert.equal(res.json.detail.reason, reason);
-  }
-  const missing = await createDataset(gw, admin, {
-    name: `${bucket}/nothing-here.csv`,
-    platform: 's3',
-    properties: { endpoint: peer.endpoint, secret_urn: secret },
-  });
-  const notFound = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: missing } });
-  assert.equal(notFound.status, 404);
-  assert.equal(notFound.json.detail.reason, 'source_not_found');
-  assert.ok(!gw.logs.join('').includes(peer.secretAccessKey), 'keys never reach a log line');
-});
+    const refusals: [Record<string, unknown>, number, string][] = [
+      [{ dataset_urn: bare, format_hint: 'csv' }, 400, 'source_credentials_missing'],
+      [{ dataset_urn: bare, credential_override: override }, 422, 'source_unsupported'],
+      [{ dataset_urn: urn, columns: ['nope'] }, 422, 'unknown_column'],
+      [{ dataset_urn: bare, credential_override: 'not json', format_hint: 'csv' }, 400, 'source_credentials_missing'],
+    ];
+    for (const [body, status, reason] of refusals) {
+      const res = await gw.request('POST', '/api/retrieval/jobs', { token: alice.token, json: body });
+      assert.equal(res.status, status, res.text);
+      assert.equal(res.json.detail.reason, reason);
+    }
+    const missing = await createDataset(gw, admin, {
+      name: `${bucket}/nothing-here.csv`,
+      platform: 's3',
+      properties: { endpoint: peer.endpoint, secret_urn: secret },
+    });
+    const notFound = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: missing } });
+    assert.equal(notFound.status, 404);
+    assert.equal(notFound.json.detail.reason, 'source_not_found');
+    assert.ok(!gw.logs.join('').includes(peer.secretAccessKey), 'keys never reach a log line');
+  },
+);
 
 /** A loopback TCP proxy in front of moto that counts the bytes moto sends back. */
 async function countingProxy(

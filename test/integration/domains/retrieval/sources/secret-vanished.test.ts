@@ -16,55 +16,58 @@ import { createDataset, datasetService, secretsAccess } from '../../../../helper
 import { localPrincipal } from '../../../../helpers/deployments.ts';
 import { startTestGateway } from '../../../../helpers/gateway.ts';
 
-test('a secret deleted after the use check stays 409 secret_unavailable in every connector, naming the URN only', async (t) => {
-  const gw = await startTestGateway(t);
-  const bob = await gw.userToken('bob');
-  const secret = await gw.request('POST', '/api/catalog/secrets/', {
-    token: bob.token,
-    json: { name: 'gone-soon', value: '{"user":"u","password":"p"}' },
-  });
-  const urn = secret.json as string;
-  const properties = {
-    host: '127.0.0.1',
-    port: 5432,
-    sslmode: 'verify-full',
-    sslrootcert: urn,
-    secret_urn: urn,
-    api_url: 'http://127.0.0.1:1/api/',
-    channels: ['c'],
-    auth: 'PLAIN',
-  };
-  const dataset = await createDataset(gw, bob.token, { name: 'd', platform: 'postgres', properties });
-  // What a connector holds once the job was created: the properties with each reference in its bound form.
-  const bound = datasetService(gw).forUse(localPrincipal(bob.id), dataset).properties;
-  assert.notEqual(bound.secret_urn, urn, 'control: the connector sees the bound form');
-  assert.equal((await gw.request('DELETE', `/api/catalog/secrets/v2/${urn}`, { token: bob.token })).status, 204);
-  const input = {
-    urn: dataset,
-    platform: 'postgres',
-    name: 'd',
-    properties: bound,
-    options: {},
-    credentialOverride: null,
-    formatHint: null,
-  } as unknown as SourceInput;
-  const secrets = secretsAccess(gw);
-  const reads: [string, () => unknown][] = [
-    ['postgres', () => pgCredentials(input, secrets)],
-    ['postgres tls', () => pgTls(bound, secrets)],
-    ['s3', () => s3Config(input, secrets)],
-    ['hive', () => hiveSources([], () => secrets).create({ ...input, platform: 'hive' })],
-    ['slack', () => slackSources(() => secrets).create({ ...input, platform: 'slack' })],
-  ];
-  for (const [source, read] of reads) {
-    await assert.rejects(
-      async () => read(),
-      (error: unknown) =>
-        error instanceof ApiError &&
-        error.status === 409 &&
-        error.reason === 'secret_unavailable' &&
-        JSON.stringify(error.extra) === JSON.stringify({ secret_urn: urn }),
-      source,
-    );
-  }
-});
+test(
+  'a secret deleted after the use check stays 409 secret_unavailable in ' + 'every connector, naming the URN only',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const bob = await gw.userToken('bob');
+    const secret = await gw.request('POST', '/api/catalog/secrets/', {
+      token: bob.token,
+      json: { name: 'gone-soon', value: '{"user":"u","password":"p"}' },
+    });
+    const urn = secret.json as string;
+    const properties = {
+      host: '127.0.0.1',
+      port: 5432,
+      sslmode: 'verify-full',
+      sslrootcert: urn,
+      secret_urn: urn,
+      api_url: 'http://127.0.0.1:1/api/',
+      channels: ['c'],
+      auth: 'PLAIN',
+    };
+    const dataset = await createDataset(gw, bob.token, { name: 'd', platform: 'postgres', properties });
+    // What a connector holds once the job was created: the properties with each reference in its bound form.
+    const bound = datasetService(gw).forUse(localPrincipal(bob.id), dataset).properties;
+    assert.notEqual(bound.secret_urn, urn, 'control: the connector sees the bound form');
+    assert.equal((await gw.request('DELETE', `/api/catalog/secrets/v2/${urn}`, { token: bob.token })).status, 204);
+    const input = {
+      urn: dataset,
+      platform: 'postgres',
+      name: 'd',
+      properties: bound,
+      options: {},
+      credentialOverride: null,
+      formatHint: null,
+    } as unknown as SourceInput;
+    const secrets = secretsAccess(gw);
+    const reads: [string, () => unknown][] = [
+      ['postgres', () => pgCredentials(input, secrets)],
+      ['postgres tls', () => pgTls(bound, secrets)],
+      ['s3', () => s3Config(input, secrets)],
+      ['hive', () => hiveSources([], () => secrets).create({ ...input, platform: 'hive' })],
+      ['slack', () => slackSources(() => secrets).create({ ...input, platform: 'slack' })],
+    ];
+    for (const [source, read] of reads) {
+      await assert.rejects(
+        async () => read(),
+        (error: unknown) =>
+          error instanceof ApiError &&
+          error.status === 409 &&
+          error.reason === 'secret_unavailable' &&
+          JSON.stringify(error.extra) === JSON.stringify({ secret_urn: urn }),
+        source,
+      );
+    }
+  },
+);

@@ -58,77 +58,88 @@ function history(count: number): { messages: SlackMessage[]; threads: Record<str
   return { messages: oldestFirst.reverse(), threads };
 }
 
-test('slack through the gateway: names, cursors, replies, window, max_messages, 429 Retry-After; the token stays secret', async (t) => {
-  const general = history(450);
-  const api = await startSlackApi(t, TOKEN, [
-    { id: 'C0GENERAL', name: 'general', ...general },
-    { id: 'C0RANDOM', name: 'random', messages: [{ type: 'message', user: 'U1', text: 'hello', ts: `${T0}.000300` }] },
-  ]);
-  const gw = await startTestGateway(t);
-  const admin = await gw.adminToken();
-  const secret = (
-    await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'slack-token', value: TOKEN } })
-  ).json;
-  const urn = await createDataset(gw, admin, {
-    name: 'workspace',
-    platform: 'slack',
-    properties: { api_url: api.url, secret_urn: secret },
-  });
-  const read = async (options: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-    (await createJob(gw, admin, { dataset_urn: urn, options, format_hint: 'json', ...extra })).inline
-      .data as SlackMessage[];
+test(
+  'slack through the gateway: names, cursors, replies, window, ' +
+    'max_messages, 429 Retry-After; the token stays secret',
+  async (t) => {
+    const general = history(450);
+    const api = await startSlackApi(t, TOKEN, [
+      { id: 'C0GENERAL', name: 'general', ...general },
+      {
+        id: 'C0RANDOM',
+        name: 'random',
+        messages: [{ type: 'message', user: 'U1', text: 'hello', ts: `${T0}.000300` }],
+      },
+    ]);
+    const gw = await startTestGateway(t);
+    const admin = await gw.adminToken();
+    const secret = (
+      await gw.request('POST', '/api/catalog/secrets/', { token: admin, json: { name: 'slack-token', value: TOKEN } })
+    ).json;
+    const urn = await createDataset(gw, admin, {
+      name: 'workspace',
+      platform: 'slack',
+      properties: { api_url: api.url, secret_urn: secret },
+    });
+    const read = async (options: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      (await createJob(gw, admin, { dataset_urn: urn, options, format_hint: 'json', ...extra })).inline
+        .data as SlackMessage[];
 
-  const all = await read({ channels: ['#general', 'C0RANDOM'] });
-  assert.deepEqual(all, [...general.messages, { type: 'message', user: 'U1', text: 'hello', ts: `${T0}.000300` }]);
-  const pages = api.calls.filter((c) => c.method === 'conversations.history' && c.params.channel === 'C0GENERAL');
-  assert.ok(pages.length >= 3 && pages.slice(1).every((c) => c.params.cursor), 'history followed next_cursor');
-  assert.ok(api.calls.every((c) => c.authorized));
+    const all = await read({ channels: ['#general', 'C0RANDOM'] });
+    assert.deepEqual(all, [...general.messages, { type: 'message', user: 'U1', text: 'hello', ts: `${T0}.000300` }]);
+    const pages = api.calls.filter((c) => c.method === 'conversations.history' && c.params.channel === 'C0GENERAL');
+    assert.ok(pages.length >= 3 && pages.slice(1).every((c) => c.params.cursor), 'history followed next_cursor');
+    assert.ok(api.calls.every((c) => c.authorized));
 
-  const withReplies = await read({ channels: ['general'], include_replies: true });
-  assert.equal(withReplies.length, 450 + 5 * 3);
-  const parentAt = withReplies.findIndex((m) => m.ts === `${T0 + 100 * 60}.000100`);
-  assert.deepEqual(
-    withReplies.slice(parentAt + 1, parentAt + 4).map((m) => m.text),
-    ['re m100 1', 're m100 2', 're m100 3'],
-  );
+    const withReplies = await read({ channels: ['general'], include_replies: true });
+    assert.equal(withReplies.length, 450 + 5 * 3);
+    const parentAt = withReplies.findIndex((m) => m.ts === `${T0 + 100 * 60}.000100`);
+    assert.deepEqual(
+      withReplies.slice(parentAt + 1, parentAt + 4).map((m) => m.text),
+      ['re m100 1', 're m100 2', 're m100 3'],
+    );
 
-  const since = new Date((T0 + 400 * 60) * 1000).toISOString();
-  const until = new Date((T0 + 409 * 60 + 30) * 1000).toISOString();
-  const window = await read({ channels: ['general'], since_ts: since, until_ts: until });
-  assert.deepEqual(
-    window.map((m) => m.text),
-    Array.from({ length: 10 }, (_, i) => `m${409 - i}`),
-  );
-  assert.equal((await read({ channels: ['general'], max_messages: 7 })).length, 7);
-  assert.deepEqual(
-    await read({ channels: ['general'] }, { filters: { user: 'U3' }, columns: ['text'], limit_rows: 2 }),
-    [{ text: 'm448' }, { text: 'm443' }],
-  );
+    const since = new Date((T0 + 400 * 60) * 1000).toISOString();
+    const until = new Date((T0 + 409 * 60 + 30) * 1000).toISOString();
+    const window = await read({ channels: ['general'], since_ts: since, until_ts: until });
+    assert.deepEqual(
+      window.map((m) => m.text),
+      Array.from({ length: 10 }, (_, i) => `m${409 - i}`),
+    );
+    assert.equal((await read({ channels: ['general'], max_messages: 7 })).length, 7);
+    assert.deepEqual(
+      await read({ channels: ['general'] }, { filters: { user: 'U3' }, columns: ['text'], limit_rows: 2 }),
+      [{ text: 'm448' }, { text: 'm443' }],
+    );
 
-  api.rateLimitNext(1, 1);
-  const before = api.calls.length;
-  const started = Date.now();
-  assert.equal((await read({ channels: ['C0RANDOM'] })).length, 1);
-  assert.ok(Date.now() - started >= 900, 'waited for Retry-After');
-  assert.equal(api.calls.length - before, 2, 'one 429, then the retry');
+    api.rateLimitNext(1, 1);
+    const before = api.calls.length;
+    const started = Date.now();
+    assert.equal((await read({ channels: ['C0RANDOM'] })).length, 1);
+    assert.ok(Date.now() - started >= 900, 'waited for Retry-After');
+    assert.equal(api.calls.length - before, 2, 'one 429, then the retry');
 
-  const viaOverride = await read({ channels: ['C0RANDOM'] }, { credential_override: TOKEN });
-  assert.equal(viaOverride.length, 1);
-  const refusals: [Record<string, unknown>, number, string][] = [
-    [{ options: { channels: [] } }, 422, 'source_options_invalid'],
-    [{ options: { channels: ['general'], max_messages: -1 } }, 422, 'source_options_invalid'],
-    [{ options: { channels: ['general'], since_ts: 'last week' } }, 422, 'source_options_invalid'],
-    [{ options: { channels: ['nope'] } }, 404, 'source_not_found'],
-    [{ options: { channels: ['general'] }, credential_override: 'xoxb-wrong-token-123' }, 502, 'source_unavailable'],
-  ];
-  for (const [body, status, reason] of refusals) {
-    const res = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: urn, ...body } });
-    assert.equal(res.status, status, res.text);
-    assert.equal(res.json.detail.reason, reason);
-    assert.doesNotMatch(res.text, /xoxb-/);
-  }
-  assert.ok(!gw.logs.join('').includes('xoxb-'), 'no token in any log line');
-});
+    const viaOverride = await read({ channels: ['C0RANDOM'] }, { credential_override: TOKEN });
+    assert.equal(viaOverride.length, 1);
+    const refusals: [Record<string, unknown>, number, string][] = [
+      [{ options: { channels: [] } }, 422, 'source_options_invalid'],
+      [{ options: { channels: ['general'], max_messages: -1 } }, 422, 'source_options_invalid'],
+      [{ options: { channels: ['general'], since_ts: 'last week' } }, 422, 'source_options_invalid'],
+      [{ options: { channels: ['nope'] } }, 404, 'source_not_found'],
+      [{ options: { channels: ['general'] }, credential_override: 'xoxb-wrong-token-123' }, 502, 'source_unavailable'],
+    ];
+    for (const [body, status, reason] of refusals) {
+      const res = await gw.request('POST', '/api/retrieval/jobs', {
+        token: admin,
+        json: { dataset_urn: urn, ...body },
+      });
+      assert.equal(res.status, status, res.text);
+      assert.equal(res.json.detail.reason, reason);
+      assert.doesNotMatch(res.text, /xoxb-/);
+    }
+    assert.ok(!gw.logs.join('').includes('xoxb-'), 'no token in any log line');
+  },
+);
 
 test('slack server gone mid-stream: an error event, the job FAILED with source_unavailable, no hang', async (t) => {
   const big = history(6000);

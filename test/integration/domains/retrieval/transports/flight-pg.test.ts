@@ -53,15 +53,19 @@ const ROW1 = {
 
 test('Postgres over Flight: typed columns, identical through the COPY→Arrow path and the gated row path', async (t) => {
   const pg = await startPostgres(t);
-  await pg.psql(`
-    CREATE TABLE typed (id int, classification text, i2 smallint, i8 bigint, f4 real, f8 double precision, num numeric, b boolean,
+  await pg.psql(
+    `
+    CREATE TABLE typed (id int, classification text, i2 smallint, i8 ` +
+      `bigint, f4 real, f8 double precision, num numeric, b boolean,
       note text, raw bytea, day date, at timestamptz, wall timestamp, doc json, arr int[], u uuid);
     INSERT INTO typed VALUES (1, 'U', -7, 9007199254740993, 1.5, -0.25, 12345678901234567890.5, true,
-      E'tab\\there\\nline "quoted" back\\\\slash ü', '\\x00ff0a', '2024-02-29', '2024-01-02 05:04:05.123456+02', '1999-12-31 23:59:59',
+      E'tab\\there\\nline "quoted" back\\\\slash ü', '\\x00ff0a', ` +
+      `'2024-02-29', '2024-01-02 05:04:05.123456+02', '1999-12-31 23:59:59',
       '{"a":[1,2]}', '{1,NULL,3}', '7d444840-9dc0-11d1-b245-5ffdce74fad2');
     INSERT INTO typed (id, classification) VALUES (2, 'U');
     INSERT INTO typed (id, classification, i8, note) SELECT i, 'U', -i, 'n' || i FROM generate_series(3, 2500) i;
-    CREATE VIEW typed_gated AS SELECT * FROM typed;`);
+    CREATE VIEW typed_gated AS SELECT * FROM typed;`,
+  );
   const gw = await startTestGateway(t);
   const admin = await gw.adminToken();
   const secret = await gw.request('POST', '/api/catalog/secrets/', {
@@ -108,7 +112,8 @@ test('Postgres over Flight: typed columns, identical through the COPY→Arrow pa
     i8: -2500,
     note: 'n2500',
   });
-  // The row path parses JSON numbers: an int8 past 2^53 and a long numeric are the nearest double there (as on SSE and gRPC).
+  // The row path parses JSON numbers: an int8 past 2^53 and a long numeric are the nearest double there (as on SSE and
+  // gRPC).
   assert.deepEqual(rows.data.slice(1), fast.data.slice(1));
   assert.deepEqual({ ...rows.data[0], i8: null, num: null }, { ...fast.data[0], i8: null, num: null });
 });

@@ -47,36 +47,40 @@ async function world(t: { after(fn: () => unknown): void }, now?: () => Date) {
   return { gw, admin, urns, gated, rows, flight };
 }
 
-test('a grpc job advertises Arrow Flight; pyarrow reads every file format: the rows SSE gives, then the job is COMPLETED', async (t) => {
-  const { gw, admin, urns, rows, flight } = await world(t);
-  for (const format of FORMATS) {
-    const job = await createJob(gw, admin, { dataset_urn: urns[format], transport: 'grpc', batch_size: 1000 });
-    assert.equal(job.grpc.protocol, 'arrow-flight');
-    assert.equal(job.grpc.service, 'arrow.flight.protocol.FlightService');
-    assert.match(job.grpc.endpoints[0].location, /^grpc\+tls:\/\/localhost:\d+$/);
-    assert.ok(Date.parse(job.grpc.expires_at) > Date.now());
-    const got = await flight.get(flightGet(job));
-    assert.equal(got.error, undefined, JSON.stringify(got.error));
-    assert.deepEqual(got.data, rows, format);
-    assert.equal(got.batches, 3, format);
-    assert.deepEqual(got.schema, [
-      ['id', 'string'],
-      ['region', 'string'],
-      ['amount', 'string'],
-      ['note', 'string'],
-    ]);
-    assert.deepEqual(got.metadata?.at(-1), { filtered: false, rows: rows.length, chunks: 3 }, format);
-    const status = await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: admin });
-    assert.equal(status.json.status, 'COMPLETED', format);
-    assert.equal(status.json.progress.rows_processed, rows.length);
-  }
-  const sse = await readSse(
-    gw,
-    (await createJob(gw, admin, { dataset_urn: urns.csv, transport: 'sse' })).job_id,
-    admin,
-  );
-  assert.deepEqual(sseRows(sse), rows);
-});
+test(
+  'a grpc job advertises Arrow Flight; pyarrow reads every file format: ' +
+    'the rows SSE gives, then the job is COMPLETED',
+  async (t) => {
+    const { gw, admin, urns, rows, flight } = await world(t);
+    for (const format of FORMATS) {
+      const job = await createJob(gw, admin, { dataset_urn: urns[format], transport: 'grpc', batch_size: 1000 });
+      assert.equal(job.grpc.protocol, 'arrow-flight');
+      assert.equal(job.grpc.service, 'arrow.flight.protocol.FlightService');
+      assert.match(job.grpc.endpoints[0].location, /^grpc\+tls:\/\/localhost:\d+$/);
+      assert.ok(Date.parse(job.grpc.expires_at) > Date.now());
+      const got = await flight.get(flightGet(job));
+      assert.equal(got.error, undefined, JSON.stringify(got.error));
+      assert.deepEqual(got.data, rows, format);
+      assert.equal(got.batches, 3, format);
+      assert.deepEqual(got.schema, [
+        ['id', 'string'],
+        ['region', 'string'],
+        ['amount', 'string'],
+        ['note', 'string'],
+      ]);
+      assert.deepEqual(got.metadata?.at(-1), { filtered: false, rows: rows.length, chunks: 3 }, format);
+      const status = await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: admin });
+      assert.equal(status.json.status, 'COMPLETED', format);
+      assert.equal(status.json.progress.rows_processed, rows.length);
+    }
+    const sse = await readSse(
+      gw,
+      (await createJob(gw, admin, { dataset_urn: urns.csv, transport: 'sse' })).job_id,
+      admin,
+    );
+    assert.deepEqual(sseRows(sse), rows);
+  },
+);
 
 test('clearance U/S/TS read 3/4/5 rows over Flight; each batch and the footer carry the gate audit', async (t) => {
   const { gw, gated, flight } = await world(t);
@@ -144,17 +148,20 @@ test('bad tickets and tokens get the Flight status a Flight client expects, and 
   assert.equal(unknown.status, 422, unknown.text);
 });
 
-test('an expired handshake is FlightUnauthenticatedError; the job status hands out a fresh single-use token', async (t) => {
-  let now = new Date();
-  const { gw, admin, urns, rows, flight } = await world(t, () => now);
-  const job = await createJob(gw, admin, { dataset_urn: urns.jsonl, transport: 'grpc' });
-  now = new Date(now.getTime() + 301_000);
-  const expired = await flight.get(flightGet(job));
-  assert.equal(expired.error?.type, 'FlightUnauthenticatedError', JSON.stringify(expired));
-  assert.match(expired.error.message, /grpc_token_invalid: expired/);
-  const fresh = (await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: admin })).json;
-  assert.equal(fresh.grpc.protocol, 'arrow-flight');
-  const got = await flight.get(flightGet({ job_id: job.job_id, grpc: fresh.grpc }));
-  assert.equal(got.error, undefined, JSON.stringify(got.error));
-  assert.equal(got.rows, rows.length);
-});
+test(
+  'an expired handshake is FlightUnauthenticatedError; the job status ' + 'hands out a fresh single-use token',
+  async (t) => {
+    let now = new Date();
+    const { gw, admin, urns, rows, flight } = await world(t, () => now);
+    const job = await createJob(gw, admin, { dataset_urn: urns.jsonl, transport: 'grpc' });
+    now = new Date(now.getTime() + 301_000);
+    const expired = await flight.get(flightGet(job));
+    assert.equal(expired.error?.type, 'FlightUnauthenticatedError', JSON.stringify(expired));
+    assert.match(expired.error.message, /grpc_token_invalid: expired/);
+    const fresh = (await gw.request('GET', `/api/retrieval/jobs/${job.job_id}`, { token: admin })).json;
+    assert.equal(fresh.grpc.protocol, 'arrow-flight');
+    const got = await flight.get(flightGet({ job_id: job.job_id, grpc: fresh.grpc }));
+    assert.equal(got.error, undefined, JSON.stringify(got.error));
+    assert.equal(got.rows, rows.length);
+  },
+);

@@ -16,35 +16,38 @@ function assetLinks(html: string): string[] {
   return [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1] as string);
 }
 
-test('the shell: strict CSP, no inline script or style, hashed immutable assets within the first-load budget', async (t) => {
-  const gw = await startTestGateway(t);
-  const shell = await gw.request('GET', '/', { headers: { accept: 'text/html' } });
-  assert.equal(shell.status, 200);
-  const csp = String(shell.headers['content-security-policy']);
-  assert.match(csp, /default-src 'self'/);
-  assert.match(csp, /script-src 'self'(;|$)/);
-  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
-  assert.doesNotMatch(shell.text, /<script>|<style>| style="/, 'no inline code');
-  assert.match(shell.text, /This platform is served at/, 'the summary stays for a browser without scripts');
-  const links = assetLinks(shell.text);
-  assert.equal(links.length, 2);
-  let total = Buffer.byteLength(shell.text); // the shell itself is counted uncompressed, the worst case
-  for (const link of links) {
-    assert.match(link, /-[0-9a-f]{16}\.(js|css)$/);
-    const asset = await gw.request('GET', link, { headers: { 'accept-encoding': 'gzip' } });
-    assert.equal(asset.status, 200);
-    assert.equal(asset.headers['content-encoding'], 'gzip');
-    assert.equal(asset.headers['cache-control'], 'public, max-age=31536000, immutable');
-    total += Number(asset.headers['content-length']);
-  }
-  assert.ok(total <= BUDGET_BYTES, `first load ${total} B > ${BUDGET_BYTES} B`);
-  const missing = await gw.request('GET', '/console/assets/console-0000000000000000.js');
-  assert.equal(missing.status, 404);
-  assert.equal(
-    (await gw.request('GET', '/console/', { headers: { accept: 'text/html' } })).headers['content-security-policy'],
-    csp,
-  );
-});
+test(
+  'the shell: strict CSP, no inline script or style, hashed immutable ' + 'assets within the first-load budget',
+  async (t) => {
+    const gw = await startTestGateway(t);
+    const shell = await gw.request('GET', '/', { headers: { accept: 'text/html' } });
+    assert.equal(shell.status, 200);
+    const csp = String(shell.headers['content-security-policy']);
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/);
+    assert.doesNotMatch(shell.text, /<script>|<style>| style="/, 'no inline code');
+    assert.match(shell.text, /This platform is served at/, 'the summary stays for a browser without scripts');
+    const links = assetLinks(shell.text);
+    assert.equal(links.length, 2);
+    let total = Buffer.byteLength(shell.text); // the shell itself is counted uncompressed, the worst case
+    for (const link of links) {
+      assert.match(link, /-[0-9a-f]{16}\.(js|css)$/);
+      const asset = await gw.request('GET', link, { headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(asset.status, 200);
+      assert.equal(asset.headers['content-encoding'], 'gzip');
+      assert.equal(asset.headers['cache-control'], 'public, max-age=31536000, immutable');
+      total += Number(asset.headers['content-length']);
+    }
+    assert.ok(total <= BUDGET_BYTES, `first load ${total} B > ${BUDGET_BYTES} B`);
+    const missing = await gw.request('GET', '/console/assets/console-0000000000000000.js');
+    assert.equal(missing.status, 404);
+    assert.equal(
+      (await gw.request('GET', '/console/', { headers: { accept: 'text/html' } })).headers['content-security-policy'],
+      csp,
+    );
+  },
+);
 
 test('with a frontend upstream on /, the console lives under /console/ and everything else is proxied', async (t) => {
   const app = await startAppServer(t);

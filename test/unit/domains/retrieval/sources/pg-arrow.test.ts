@@ -28,7 +28,9 @@ const TABLE = [
 
 const COPY = [
   '1\t-7\t9007199254740993\t1.5\tt\tplain\t2024-02-29\t2024-01-02 03:04:05.123456+00\t{"a":1}\t"happy"',
-  '-2147483648\t32767\t-5\t-1e+300\tf\ttab\\there\\nline back\\\\slash ü\t1970-01-01\t1969-12-31 23:59:59+00\t"text \\\\ json"\t"back \\\\\\\\ slash"',
+  '-2147483648\t32767\t-5\t-1e+300\tf\ttab\\there\\nline back\\\\slash ' +
+    'ü\t1970-01-01\t1969-12-31 23:59:59+00\t"text \\\\ json"\t"back ' +
+    '\\\\\\\\ slash"',
   '\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N',
   '0\t0\t0\tNaN\tt\t\t0001-01-01\tinfinity\t[1,2]\t{"x":1}',
 ]

@@ -73,26 +73,29 @@ async function collect(chunks: AsyncIterable<Buffer>, batchSize: number, columns
   return out;
 }
 
-test('rows split across chunks at any byte, inside a 4-byte character too, come back whole and escaped as JSON', async () => {
-  const bytes = Buffer.from(copyText(ROWS));
-  const expected = ROWS.map((r) => JSON.stringify(r));
-  for (let cut = 1; cut < bytes.length; cut++) {
-    const batches = await collect(split(bytes, [cut]), 2);
-    assert.deepEqual(
-      batches.map((b) => b.length),
-      [2, 2, 1],
+test(
+  'rows split across chunks at any byte, inside a 4-byte character too, ' + 'come back whole and escaped as JSON',
+  async () => {
+    const bytes = Buffer.from(copyText(ROWS));
+    const expected = ROWS.map((r) => JSON.stringify(r));
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const batches = await collect(split(bytes, [cut]), 2);
+      assert.deepEqual(
+        batches.map((b) => b.length),
+        [2, 2, 1],
+      );
+      assert.deepEqual(batches.flat(), expected, `cut at byte ${cut}`);
+    }
+    const everyByte = await collect(
+      split(
+        bytes,
+        Array.from({ length: bytes.length - 1 }, (_, i) => i + 1),
+      ),
+      10,
     );
-    assert.deepEqual(batches.flat(), expected, `cut at byte ${cut}`);
-  }
-  const everyByte = await collect(
-    split(
-      bytes,
-      Array.from({ length: bytes.length - 1 }, (_, i) => i + 1),
-    ),
-    10,
-  );
-  assert.deepEqual(everyByte.flat(), expected);
-});
+    assert.deepEqual(everyByte.flat(), expected);
+  },
+);
 
 test('numbers, booleans and json as row_to_json writes them', () => {
   const converter = new CopyJsonConverter(
@@ -171,12 +174,15 @@ test('a large row arriving in many small pieces comes back whole, and the rows a
   );
 });
 
-test('a row longer than MAX_ROW_BYTES fails the read with row_too_large, whether it arrives whole or in pieces', async () => {
-  const huge = Buffer.from(copyText([{ id: 1, 'note "q"': 'h'.repeat(MAX_ROW_BYTES + 1) }]));
-  for (const size of [64 << 10, huge.length]) {
-    await assert.rejects(
-      collect(pieces(huge, size), 10),
-      (error: Error & { reason?: string }) => error.reason === 'row_too_large',
-    );
-  }
-});
+test(
+  'a row longer than MAX_ROW_BYTES fails the read with row_too_large, ' + 'whether it arrives whole or in pieces',
+  async () => {
+    const huge = Buffer.from(copyText([{ id: 1, 'note "q"': 'h'.repeat(MAX_ROW_BYTES + 1) }]));
+    for (const size of [64 << 10, huge.length]) {
+      await assert.rejects(
+        collect(pieces(huge, size), 10),
+        (error: Error & { reason?: string }) => error.reason === 'row_too_large',
+      );
+    }
+  },
+);
