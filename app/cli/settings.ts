@@ -62,7 +62,8 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   {
     env: ['PLATFORM_WORKER_LISTEN'],
     meaning:
-      'how workers share the ports: `reuseport` (a socket each, kernel-balanced) or `shared` (the primary hands out connections)',
+      'how workers share the ports: `reuseport` (a socket each, kernel-balanced) ' +
+      'or `shared` (the primary hands out connections)',
     doc: 'docs/operating.md',
   },
   {

@@ -68,7 +68,8 @@ async function startCaddy(upstreamPort: number): Promise<Target> {
   const port = await freePort();
   writeFileSync(
     join(dir, 'Caddyfile'),
-    `{\n  admin off\n  auto_https off\n  storage file_system ${dir}\n}\n:${port} {\n  bind 127.0.0.1\n  log {\n    output file ${dir}/access.log\n  }\n  reverse_proxy 127.0.0.1:${upstreamPort}\n}\n`,
+    `{\n  admin off\n  auto_https off\n  storage file_system ${dir}\n}\n:${port} {\n  bind 127.0.0.1\n` +
+      `  log {\n    output file ${dir}/access.log\n  }\n  reverse_proxy 127.0.0.1:${upstreamPort}\n}\n`,
   );
   const proc = spawn('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], {
     stdio: 'ignore',
@@ -85,8 +86,10 @@ async function startHaproxy(upstreamPort: number): Promise<Target> {
   const port = await freePort();
   writeFileSync(
     join(dir, 'haproxy.cfg'),
-    `global\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n  option http-keep-alive\n` +
-      `frontend web\n  bind 127.0.0.1:${port}\n  default_backend app\nbackend app\n  http-reuse always\n  server up 127.0.0.1:${upstreamPort}\n`,
+    `global\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n` +
+      `  timeout client 30s\n  timeout server 30s\n  option http-keep-alive\n` +
+      `frontend web\n  bind 127.0.0.1:${port}\n  default_backend app\n` +
+      `backend app\n  http-reuse always\n  server up 127.0.0.1:${upstreamPort}\n`,
   );
   const proc = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: 'ignore' });
   children.push(proc);
@@ -128,7 +131,8 @@ async function main(): Promise<void> {
   const runs: Record<string, WrkResult[]> = Object.fromEntries(names.map((n) => [n, []]));
   const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   const rss: Record<string, number> = {};
-  for (const name of names) wrk(`${targets[name]?.url}/hello`, targets[name]?.token); // warm-up (JIT, pools, token cache)
+  // warm-up (JIT, pools, token cache)
+  for (const name of names) wrk(`${targets[name]?.url}/hello`, targets[name]?.token);
   for (let rep = 0; rep < REPS; rep++) {
     const shift = rep % names.length;
     for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
@@ -138,7 +142,9 @@ async function main(): Promise<void> {
       runs[name]?.push(result);
       cpu[name]?.push((procCpuMicros(target.pid) - before) / result.requests);
       rss[name] = Math.max(rss[name] ?? 0, ...target.workers().map(rssBytes));
-      const line = `${result.rps.toFixed(0)} rps p99 ${result.p99}ms wrk cpu ${result.wrkCpuSeconds.toFixed(1)}s errors ${result.errors}`;
+      const line =
+        `${result.rps.toFixed(0)} rps p99 ${result.p99}ms ` +
+        `wrk cpu ${result.wrkCpuSeconds.toFixed(1)}s errors ${result.errors}`;
       process.stderr.write(`rep ${rep + 1} ${name.padEnd(21)} ${line}\n`);
     }
   }

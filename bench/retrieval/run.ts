@@ -232,7 +232,8 @@ async function main(): Promise<void> {
     const rate = (x: { seconds: number }) => Math.round(n / x.seconds);
     const ratio = (x: { seconds: number }) => `${rate(x)} (${(rate(x) / rate(c)).toFixed(2)})`;
     results.push(
-      `| ${name} | ${n} | ${rate(c)} | ${ratio(j)} | ${streams.map(ratio).join(' | ')} | ${streams.map((x) => x.cpuPerM.toFixed(2)).join(' / ')} |`,
+      `| ${name} | ${n} | ${rate(c)} | ${ratio(j)} | ${streams.map(ratio).join(' | ')} | ` +
+        `${streams.map((x) => x.cpuPerM.toFixed(2)).join(' / ')} |`,
     );
   }
   const inlineRuns = 20;

@@ -21,7 +21,8 @@ export async function hashPassword(password: string): Promise<string> {
 }
 
 /** A fixed hash to verify against when the user does not exist (no timing oracle). */
-const DUMMY = `scrypt$${N}$${R}$${P}$${Buffer.alloc(16).toString('base64url')}$${Buffer.alloc(KEY_LEN).toString('base64url')}`;
+const DUMMY =
+  `scrypt$${N}$${R}$${P}$${Buffer.alloc(16).toString('base64url')}$` + `${Buffer.alloc(KEY_LEN).toString('base64url')}`;
 
 export async function verifyPassword(password: string, stored: string | null | undefined): Promise<boolean> {
   const parts = (stored ?? DUMMY).split('$');

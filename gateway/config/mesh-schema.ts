@@ -12,7 +12,8 @@ export const meshSettings = z
       .max(3600)
       .default(60)
       .describe(
-        'PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: egress wait for the peer on /api paths (headers, then between body chunks); 504 beyond.',
+        'PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: egress wait for the peer on /api paths ' +
+          '(headers, then between body chunks); 504 beyond.',
       ),
     runtimeReadTimeoutSeconds: z
       .number()

@@ -78,7 +78,8 @@ export function writeSocketError(socket: Duplex, error: ApiError, requestId: str
   socket.end(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\n` +
       `content-type: ` +
-      `application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${auth}x-request-id: ${requestId}\r\nconnection: ` +
+      `application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `${auth}x-request-id: ${requestId}\r\nconnection: ` +
       `close\r\n\r\n${body}`,
   );
 }

@@ -134,8 +134,9 @@ function operation(
   const tag = def.path.split('/')[1] || 'api';
   const parameters = [...pathParameters(def, shared), ...queryParameters(def.doc.query, shared)];
   const body = requestBody(def, shared);
+  const camel = (_: string, c: string | undefined) => (c ?? '').toUpperCase();
   return {
-    operationId: `${method.toLowerCase()}${templatePath(def.path).replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? '').toUpperCase())}`,
+    operationId: `${method.toLowerCase()}${templatePath(def.path).replace(/[^A-Za-z0-9]+(.)?/g, camel)}`,
     summary: def.doc.summary,
     tags: [tag],
     security: security(def),

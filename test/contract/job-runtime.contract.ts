@@ -101,7 +101,8 @@ export function runJobRuntimeContract(target: RuntimeUnderTest): void {
         'import os,json; print("' +
         MARKER +
         '"+json.dumps({k:os.environ.get(k) for k in ' +
-        '["FOO","PLATFORM_USER_ID","KAMIWAZA_USER_ID","PLATFORM_USER_ATTRS","KAMIWAZA_USER_ATTRS","PLATFORM_API_URL"]}))';
+        '["FOO","PLATFORM_USER_ID","KAMIWAZA_USER_ID",' +
+        '"PLATFORM_USER_ATTRS","KAMIWAZA_USER_ATTRS","PLATFORM_API_URL"]}))';
       const res = await gw.request('POST', '/api/cluster/jobs/run', {
         token,
         json: {

@@ -96,8 +96,11 @@ export async function readGatedCompletion(body: AsyncIterable<unknown>, gate: Ga
 }
 
 export async function startModelServer(t: After, gate?: Gate): Promise<Upstream> {
-  const chunk = (content: string, finish: string | null = null) =>
-    `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'test-model', choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`;
+  const chunk = (content: string, finish: string | null = null) => {
+    const choices = [{ index: 0, delta: { content }, finish_reason: finish }];
+    const body = { id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'test-model', choices };
+    return `data: ${JSON.stringify(body)}\n\n`;
+  };
   return serve(t, {
     'GET /v1/models': (_req, res) => {
       res

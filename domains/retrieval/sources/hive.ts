@@ -99,7 +99,8 @@ function classify(error: unknown): Error {
     return RetrievalErrors.make.source_auth_failed({ problem: 'sasl authentication failed' });
   }
   // hive-driver's StatusError carries HiveServer2's status (errorMessage, sqlState) beside its message.
-  const message = `${(error as { message?: unknown })?.message ?? ''} ${JSON.stringify(error, Object.getOwnPropertyNames(error ?? {})) ?? ''}`;
+  const text = (error as { message?: unknown })?.message ?? '';
+  const message = `${text} ${JSON.stringify(error, Object.getOwnPropertyNames(error ?? {})) ?? ''}`;
   if (/Table not found|Database does not exist|does not exist|Error 10001/i.test(message))
     return RetrievalErrors.make.source_not_found({ problem: 'table not found' });
   return RetrievalErrors.make.source_unavailable({

@@ -28,7 +28,8 @@ function accessLine(ctx: RequestContext, bindings: string): string {
   return (
     `{"level":${INFO},"time":${Date.now()},"svc":"meshgate",${bindings}"req_id":${JSON.stringify(ctx.requestId)},` +
     `"method":${JSON.stringify(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},"status":${ctx.res.statusCode},` +
-    `${optional('service', ctx.service)}${optional('user', principal?.userId)}${optional('source', principal?.source)}` +
+    `${optional('service', ctx.service)}${optional('user', principal?.userId)}` +
+    `${optional('source', principal?.source)}` +
     `${ctx.span.isRecording() ? optional('trace_id', ctx.span.spanContext().traceId) : ''}` +
     `"ms":${ms},"aborted":${!ctx.res.writableFinished},"msg":"request"}\n`
   );

@@ -70,8 +70,17 @@ function FederationCard({ record, onChange }: { record: any; onChange: () => voi
           ? html`<button disabled=${action.busy} onClick=${() => act('pair')}>Pair ${name}</button>`
           : null
       }
-      ${record.status === 'PAIRED' ? html`<button disabled=${action.busy} onClick=${() => act('ping')}>Ping ${name}</button>` : null}
-      ${record.status === 'PAIRED' ? html`<button class="danger" disabled=${action.busy} onClick=${() => act('disconnect')}>Disconnect ${name}</button>` : null}
+      ${
+        record.status === 'PAIRED'
+          ? html`<button disabled=${action.busy} onClick=${() => act('ping')}>Ping ${name}</button>`
+          : null
+      }
+      ${
+        record.status === 'PAIRED'
+          ? html`<button class="danger" disabled=${action.busy}
+            onClick=${() => act('disconnect')}>Disconnect ${name}</button>`
+          : null
+      }
       <button disabled=${action.busy} onClick=${diagnose}>Diagnose ${name}</button>
     </div>
     <${ErrorNote} error=${action.error} />
@@ -85,6 +94,8 @@ export function FederationPage() {
     <h2 id="page-title">Federation</h2>
     <${ErrorNote} error=${records.error} />
     ${records.data?.length === 0 ? html`<p>No federation records.</p>` : null}
-    <div class="cards">${(records.data ?? []).map((r) => html`<${FederationCard} key=${r.id} record=${r} onChange=${records.reload} />`)}</div>
+    <div class="cards">
+      ${(records.data ?? []).map((r) => html`<${FederationCard} key=${r.id} record=${r} onChange=${records.reload} />`)}
+    </div>
   </section>`;
 }

@@ -51,13 +51,21 @@ function Console() {
   return html`<header class="top">
       <p class="brand">${CLUSTER} · console</p>
       <nav aria-label="Console pages">
-        <ul>${offered.map(([key, p]) => html`<li><a href=${`#/${key}`} aria-current=${key === page ? 'page' : undefined}>${p.title}</a></li>`)}</ul>
+        <ul>
+          ${offered.map(
+            ([key, p]) =>
+              html`<li><a href=${`#/${key}`} aria-current=${key === page ? 'page' : undefined}>${p.title}</a></li>`,
+          )}
+        </ul>
       </nav>
       <form method="post" action="/logout" class="who">
         <span>${me.data.username}${admin ? ' (admin)' : ''}</span> <button type="submit">Sign out</button>
       </form>
     </header>
-    <main id="main"><${View} admin=${admin} />${page === 'deployments' ? html`<${TrafficPlaceholder} />` : null}</main>`;
+    <main id="main">
+      <${View} admin=${admin} />
+      ${page === 'deployments' ? html`<${TrafficPlaceholder} />` : null}
+    </main>`;
 }
 
 const root = document.getElementById('app') as HTMLElement;

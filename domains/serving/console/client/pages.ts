@@ -57,7 +57,12 @@ export function JobsPage() {
         [
           'Actions',
           (j: any) => html`<button onClick=${() => setOpen(j.job_id ?? j.id)}>Log of ${j.job_id ?? j.id}</button>
-            ${ACTIVE_JOB.has(j.status) ? html` <button class="danger" disabled=${action.busy} onClick=${() => cancel(j.job_id ?? j.id)}>Cancel</button>` : null}`,
+            ${
+              ACTIVE_JOB.has(j.status)
+                ? html` <button class="danger" disabled=${action.busy}
+                  onClick=${() => cancel(j.job_id ?? j.id)}>Cancel</button>`
+                : null
+            }`,
         ],
       ]}
     />
@@ -69,6 +74,9 @@ export function CatalogPage({ admin }: { admin: boolean }) {
   const datasets = useApi<any[]>('/catalog/datasets/');
   const containers = useApi<any[]>('/catalog/containers/');
   const list = (d: any) => (Array.isArray(d) ? d : (d?.items ?? d?.datasets ?? d?.containers ?? null));
+  const secretsNote =
+    'Secrets are shown by their metadata only (URN, owner, dates); their values never reach the console.' +
+    (admin ? '' : ' Only their owners and administrators list them.');
   return html`<section aria-labelledby="page-title">
     <h2 id="page-title">Catalog</h2>
     <${ErrorNote} error=${datasets.error ?? containers.error} />
@@ -81,8 +89,9 @@ export function CatalogPage({ admin }: { admin: boolean }) {
         ['Gate', (d: any) => (d.gate ? html`<${Badge} value=${d.gate.mode ?? 'bound'} />` : 'none')],
       ]}
     />
-    <${Table} caption="Containers" rows=${list(containers.data)} columns=${[['URN', (c: any) => c.urn], ['Name', (c: any) => c.name ?? '—']]} />
-    <p class="muted">Secrets are shown by their metadata only (URN, owner, dates); their values never reach the console.${admin ? '' : ' Only their owners and administrators list them.'}</p>
+    <${Table} caption="Containers" rows=${list(containers.data)}
+      columns=${[['URN', (c: any) => c.urn], ['Name', (c: any) => c.name ?? '—']]} />
+    <p class="muted">${secretsNote}</p>
   </section>`;
 }
 
@@ -107,9 +116,13 @@ export function RetrievalPage() {
 }
 
 /** Traffic figures come from the gateway's metrics; until those exist the console shows none rather than guesses. */
+const TRAFFIC_PENDING =
+  'Request rates and latencies will appear here once the gateway exports metrics. ' +
+  'No figures are shown until then.';
+
 export function TrafficPlaceholder() {
   return html`<section class="placeholder" aria-labelledby="traffic-title">
     <h2 id="traffic-title">Traffic</h2>
-    <p>Request rates and latencies will appear here once the gateway exports metrics. No figures are shown until then.</p>
+    <p>${TRAFFIC_PENDING}</p>
   </section>`;
 }

@@ -26,7 +26,11 @@ function SmokeResults({
     <${Table}
       caption="Smoke checks"
       rows=${result.checks}
-      columns=${[['Check', (c: any) => c.check], ['Result', (c: any) => html`<${Badge} value=${c.status} />`], ['Detail', (c: any) => c.detail]]}
+      columns=${[
+        ['Check', (c: any) => c.check],
+        ['Result', (c: any) => html`<${Badge} value=${c.status} />`],
+        ['Detail', (c: any) => c.detail],
+      ]}
     />
   </div>`;
 }
@@ -57,7 +61,8 @@ function EditForm({ table, admin, onApplied }: { table: any; admin: boolean; onA
       ${services.map(
         (s) => html`<div class="field">
           <label for=${`prefix-${s}`}>${s} prefix</label>
-          <input id=${`prefix-${s}`} value=${prefixes[s]} onInput=${(e: any) => setPrefixes({ ...prefixes, [s]: e.currentTarget.value })} />
+          <input id=${`prefix-${s}`} value=${prefixes[s]}
+            onInput=${(e: any) => setPrefixes({ ...prefixes, [s]: e.currentTarget.value })} />
           <label class="check"><input type="checkbox" checked=${enabled[s] !== false}
             onChange=${(e: any) => setEnabled({ ...enabled, [s]: e.currentTarget.checked })} /> ${s} enabled</label>
         </div>`,
@@ -66,7 +71,10 @@ function EditForm({ table, admin, onApplied }: { table: any; admin: boolean; onA
     </fieldset>
     ${
       problems.length > 0
-        ? html`<div role="alert" class="error"><p>Not applied — the table has problems:</p><ul>${problems.map((p) => html`<li>${problemText(p)}</li>`)}</ul></div>`
+        ? html`<div role="alert" class="error">
+            <p>Not applied — the table has problems:</p>
+            <ul>${problems.map((p) => html`<li>${problemText(p)}</li>`)}</ul>
+          </div>`
         : null
     }
     <${ErrorNote} error=${action.error} />
@@ -93,9 +101,17 @@ export function RoutingPage({ admin }: { admin: boolean }) {
     <${Table}
       caption="Live routing table"
       rows=${rows}
-      columns=${[['Service', (r: any) => r.service], ['Prefix', (r: any) => html`<code>${r.prefix}</code>`], ['Enabled', (r: any) => (r.on ? 'yes' : 'no')]]}
+      columns=${[
+        ['Service', (r: any) => r.service],
+        ['Prefix', (r: any) => html`<code>${r.prefix}</code>`],
+        ['Enabled', (r: any) => (r.on ? 'yes' : 'no')],
+      ]}
     />
-    ${live.data && admin ? html`<${EditForm} key=${live.data.updated_at} table=${live.data} admin=${admin} onApplied=${applied} />` : null}
+    ${
+      live.data && admin
+        ? html`<${EditForm} key=${live.data.updated_at} table=${live.data} admin=${admin} onApplied=${applied} />`
+        : null
+    }
     ${smoke ? html`<${SmokeResults} result=${smoke} />` : null}
   </section>`;
 }

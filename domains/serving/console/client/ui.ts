@@ -56,7 +56,9 @@ export function Table({ caption, rows, columns }: { caption: string; rows: any[]
     <caption>${caption}</caption>
     <thead><tr>${columns.map(([label]) => html`<th scope="col">${label}</th>`)}</tr></thead>
     <tbody>
-      ${rows.map((row) => html`<tr>${columns.map(([label, cell]) => html`<td data-label=${label}>${cell(row)}</td>`)}</tr>`)}
+      ${rows.map(
+        (row) => html`<tr>${columns.map(([label, cell]) => html`<td data-label=${label}>${cell(row)}</td>`)}</tr>`,
+      )}
     </tbody>
   </table>`;
 }

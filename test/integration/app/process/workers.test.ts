@@ -58,81 +58,90 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000): Pr
   }
 }
 
-test('two workers share the port and serve; the pid file is 0600 and refuses a second primary; SIGTERM stops all', async (t) => {
-  const dir = dataDir(t);
-  const served = await started(t, dir, 2);
-  const primary = served.child.pid as number;
-  const workers = workerPids(primary);
-  assert.equal(workers.length, 2, 'two workers');
-  assert.equal(statSync(join(dir, 'meshgate.pid')).mode & 0o777, 0o600);
-  // New connections are spread over the workers (by address hash, or in turn): a few reach both.
-  const seen = new Set<number>();
-  for (let i = 0; i < 24 && seen.size < 2; i++) {
+test(
+  'two workers share the port and serve; the pid file is 0600 and refuses a second primary; ' + 'SIGTERM stops all',
+  async (t) => {
+    const dir = dataDir(t);
+    const served = await started(t, dir, 2);
+    const primary = served.child.pid as number;
+    const workers = workerPids(primary);
+    assert.equal(workers.length, 2, 'two workers');
+    assert.equal(statSync(join(dir, 'meshgate.pid')).mode & 0o777, 0o600);
+    // New connections are spread over the workers (by address hash, or in turn): a few reach both.
+    const seen = new Set<number>();
+    for (let i = 0; i < 24 && seen.size < 2; i++) {
+      const conn = connection(served);
+      const res = await conn.call('GET', '/api/ping');
+      assert.equal(res.status, 200);
+      seen.add(await servedBy(served, res.requestId));
+      await conn.close();
+    }
+    assert.deepEqual([...seen].sort(), [...workers].sort(), 'each worker served a connection');
+    await assert.rejects(
+      run(BIN, ['serve', '--data-dir', dir, '--https-port', '0', '--workers', '2']),
+      (error: { code: number; stderr: string }) => {
+        assert.equal(error.code, 1);
+        assert.match(error.stderr, new RegExp(`another meshgate primary \\(pid ${primary}\\) serves`));
+        return true;
+      },
+    );
+    assert.equal(await served.stop('SIGTERM'), 0);
+    assert.match(served.output(), /meshgate stopped \(SIGTERM\)/);
+    for (const pid of [primary, ...workers]) await until(() => !alive(pid), `process ${pid} to end`);
+    assert.throws(() => statSync(join(dir, 'meshgate.pid')), /ENOENT/, 'the pid file is removed');
+  },
+);
+
+test(
+  'a worker killed with SIGKILL under load is replaced; ' + 'the failed requests are few and the gateway serves again',
+  async (t) => {
+    const served = await started(t, dataDir(t), 2);
+    const primary = served.child.pid as number;
+    const [victim] = workerPids(primary);
+    const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 60_000 });
+    await untilServed(load.result, 200);
+    process.kill(victim as number, 'SIGKILL');
+    await until(
+      () => workerPids(primary).length === 2 && !workerPids(primary).includes(victim as number),
+      'a replacement worker',
+    );
+    await served.waitForLine(/"msg":"worker serving"/);
+    await untilServed(load.result, 500);
+    const result = await load.stop();
+    t.diagnostic(`SIGKILL under load: ${result.ok} answered, ${result.failed} failed (${result.resets} resets)`);
+    // At most what was in flight on the killed worker's connections: every stream of every connection.
+    assert.ok(result.failed <= 16, `failed ${result.failed}: ${result.errors.join('; ')}`);
     const conn = connection(served);
-    const res = await conn.call('GET', '/api/ping');
-    assert.equal(res.status, 200);
-    seen.add(await servedBy(served, res.requestId));
+    assert.equal((await conn.call('GET', '/api/ping')).status, 200, 'a new connection is served');
     await conn.close();
-  }
-  assert.deepEqual([...seen].sort(), [...workers].sort(), 'each worker served a connection');
-  await assert.rejects(
-    run(BIN, ['serve', '--data-dir', dir, '--https-port', '0', '--workers', '2']),
-    (error: { code: number; stderr: string }) => {
-      assert.equal(error.code, 1);
-      assert.match(error.stderr, new RegExp(`another meshgate primary \\(pid ${primary}\\) serves`));
-      return true;
-    },
-  );
-  assert.equal(await served.stop('SIGTERM'), 0);
-  assert.match(served.output(), /meshgate stopped \(SIGTERM\)/);
-  for (const pid of [primary, ...workers]) await until(() => !alive(pid), `process ${pid} to end`);
-  assert.throws(() => statSync(join(dir, 'meshgate.pid')), /ENOENT/, 'the pid file is removed');
-});
+  },
+);
 
-test('a worker killed with SIGKILL under load is replaced; the failed requests are few and the gateway serves again', async (t) => {
-  const served = await started(t, dataDir(t), 2);
-  const primary = served.child.pid as number;
-  const [victim] = workerPids(primary);
-  const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 60_000 });
-  await untilServed(load.result, 200);
-  process.kill(victim as number, 'SIGKILL');
-  await until(
-    () => workerPids(primary).length === 2 && !workerPids(primary).includes(victim as number),
-    'a replacement worker',
-  );
-  await served.waitForLine(/"msg":"worker serving"/);
-  await untilServed(load.result, 500);
-  const result = await load.stop();
-  t.diagnostic(`SIGKILL under load: ${result.ok} answered, ${result.failed} failed (${result.resets} resets)`);
-  // At most what was in flight on the killed worker's connections: every stream of every connection.
-  assert.ok(result.failed <= 16, `failed ${result.failed}: ${result.errors.join('; ')}`);
-  const conn = connection(served);
-  assert.equal((await conn.call('GET', '/api/ping')).status, 200, 'a new connection is served');
-  await conn.close();
-});
-
-test('a reload under a steady HTTP/2 and HTTP/1.1 load replaces every worker; no request fails, no stream resets', async (t) => {
-  const dir = dataDir(t);
-  const served = await started(t, dir, 2);
-  const primary = served.child.pid as number;
-  const before = workerPids(primary);
-  const load = steadyLoad(served, { connections: 4, streams: 4, http1: 4, maxRequests: 200_000, maxMs: 90_000 });
-  await untilServed(load.result, 200);
-  const { stdout } = await run(BIN, ['reload', '--data-dir', dir]);
-  assert.match(stdout, new RegExp(`signalled the primary \\(pid ${primary}\\)`));
-  await served.waitForLine(/^meshgate reloaded \(2 workers replaced\)$/);
-  await untilServed(load.result, 200);
-  const result = await load.stop();
-  t.diagnostic(`reload under load: ${result.ok} answered, ${result.failed} failed, ${result.resets} reset`);
-  assert.equal(result.failed, 0, result.errors.join('; '));
-  assert.equal(result.resets, 0);
-  const after = workerPids(primary);
-  assert.equal(after.length, 2);
-  assert.ok(
-    after.every((pid) => !before.includes(pid)),
-    'every worker was replaced',
-  );
-});
+test(
+  'a reload under a steady HTTP/2 and HTTP/1.1 load replaces every worker; ' + 'no request fails, no stream resets',
+  async (t) => {
+    const dir = dataDir(t);
+    const served = await started(t, dir, 2);
+    const primary = served.child.pid as number;
+    const before = workerPids(primary);
+    const load = steadyLoad(served, { connections: 4, streams: 4, http1: 4, maxRequests: 200_000, maxMs: 90_000 });
+    await untilServed(load.result, 200);
+    const { stdout } = await run(BIN, ['reload', '--data-dir', dir]);
+    assert.match(stdout, new RegExp(`signalled the primary \\(pid ${primary}\\)`));
+    await served.waitForLine(/^meshgate reloaded \(2 workers replaced\)$/);
+    await untilServed(load.result, 200);
+    const result = await load.stop();
+    t.diagnostic(`reload under load: ${result.ok} answered, ${result.failed} failed, ${result.resets} reset`);
+    assert.equal(result.failed, 0, result.errors.join('; '));
+    assert.equal(result.resets, 0);
+    const after = workerPids(primary);
+    assert.equal(after.length, 2);
+    assert.ok(
+      after.every((pid) => !before.includes(pid)),
+      'every worker was replaced',
+    );
+  },
+);
 
 test('meshgate reload without a running primary says so and fails', async (t) => {
   const dir = dataDir(t);
@@ -215,35 +224,38 @@ test('a retrieval stream token handed out by one worker is honoured by every wor
   assert.equal(readers.size, 2, 'both workers served the stream with the token one of them issued');
 });
 
-test('a legacy port asked for on a worker is opened by the primary; its refusal crosses back with its reason', async (t) => {
-  const model = await startModelServer(t);
-  const served = await started(t, dataDir(t), 2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
-  const token = await adminToken(served);
-  const conn = connection(served);
-  t.after(() => conn.close());
-  const port = await freePort();
-  const created = await conn.call('POST', '/api/serving/deployments', {
-    token,
-    json: { kind: 'model', name: 'm', upstream: model.url, legacy_port: port },
-  });
-  assert.equal(created.status, 201, created.text);
-  const primary = served.child.pid as number;
-  assert.ok(listenersOf(primary).includes(port), 'the primary holds the legacy port');
-  const agent = new Agent({ connect: { ca: served.ca } });
-  t.after(() => agent.close());
-  const viaLegacy = await request(`https://localhost:${port}/v1/models`, {
-    dispatcher: agent,
-    headers: { authorization: `Bearer ${token}` },
-  });
-  assert.equal(viaLegacy.statusCode, 200, await viaLegacy.body.text());
-  // The upstream's own port is taken by another process: the primary's bind fails, and the worker answers with it.
-  const busy = await conn.call('POST', '/api/serving/deployments', {
-    token,
-    json: { kind: 'tool', name: 'busy', upstream: model.url, legacy_port: Number(new URL(model.url).port) },
-  });
-  assert.equal(busy.status, 409, busy.text);
-  assert.equal(busy.json.detail.reason, 'legacy_port_unavailable');
-});
+test(
+  'a legacy port asked for on a worker is opened by the primary; ' + 'its refusal crosses back with its reason',
+  async (t) => {
+    const model = await startModelServer(t);
+    const served = await started(t, dataDir(t), 2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
+    const token = await adminToken(served);
+    const conn = connection(served);
+    t.after(() => conn.close());
+    const port = await freePort();
+    const created = await conn.call('POST', '/api/serving/deployments', {
+      token,
+      json: { kind: 'model', name: 'm', upstream: model.url, legacy_port: port },
+    });
+    assert.equal(created.status, 201, created.text);
+    const primary = served.child.pid as number;
+    assert.ok(listenersOf(primary).includes(port), 'the primary holds the legacy port');
+    const agent = new Agent({ connect: { ca: served.ca } });
+    t.after(() => agent.close());
+    const viaLegacy = await request(`https://localhost:${port}/v1/models`, {
+      dispatcher: agent,
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(viaLegacy.statusCode, 200, await viaLegacy.body.text());
+    // The upstream's own port is taken by another process: the primary's bind fails, and the worker answers with it.
+    const busy = await conn.call('POST', '/api/serving/deployments', {
+      token,
+      json: { kind: 'tool', name: 'busy', upstream: model.url, legacy_port: Number(new URL(model.url).port) },
+    });
+    assert.equal(busy.status, 409, busy.text);
+    assert.equal(busy.json.detail.reason, 'legacy_port_unavailable');
+  },
+);
 
 /** The TCP ports a process listens on (its sockets in /proc/net/tcp{,6} in state LISTEN). */
 function listenersOf(pid: number): number[] {

@@ -180,7 +180,8 @@ test('a token the job could forge with any key it can reach (none, the public JW
     iss: `${gw.url}/api/auth`,
   };
   const own = await generateKeyPair('ES256');
-  const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', kid })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
+  const unsignedHeader = Buffer.from(JSON.stringify({ alg: 'none', kid })).toString('base64url');
+  const unsigned = `${unsignedHeader}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
   const forged = [
     unsigned,
     await new SignJWT(claims)

@@ -52,10 +52,8 @@ async function retrievalMesh(t: After) {
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const paths = writeAllFormats(root, 'clearance', CLEARANCE_ROWS);
   const big = join(root, 'big.jsonl');
-  writeFileSync(
-    big,
-    `${Array.from({ length: BIG_ROWS }, (_, i) => JSON.stringify({ id: `b${String(i).padStart(6, '0')}`, v: 'x'.repeat(40) })).join('\n')}\n`,
-  );
+  const bigRow = (i: number) => JSON.stringify({ id: `b${String(i).padStart(6, '0')}`, v: 'x'.repeat(40) });
+  writeFileSync(big, `${Array.from({ length: BIG_ROWS }, (_, i) => bigRow(i)).join('\n')}\n`);
   const mesh = await sharedIdpMesh(t, { personas: PERSONAS_TS, receiver: { retrieval: { fsRoots: [root] } } });
   const admin = await mesh.receiver.adminToken();
   const urn = await createDataset(mesh.receiver, admin, {

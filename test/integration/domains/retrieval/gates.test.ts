@@ -92,7 +92,8 @@ test('gate binding: PUT/GET/DELETE on the percent-encoded URN, validation, owner
   );
   const stranger = await gw.userToken('stranger');
   assert.equal((await gw.request('GET', path, { token: stranger.token })).json.detail.reason, 'dataset_not_found');
-  const unknown = `/api/catalog/datasets/${encodeURIComponent('urn:li:dataset:(urn:li:dataPlatform:file,nope,PROD)')}/gate`;
+  const unknownUrn = 'urn:li:dataset:(urn:li:dataPlatform:file,nope,PROD)';
+  const unknown = `/api/catalog/datasets/${encodeURIComponent(unknownUrn)}/gate`;
   assert.equal((await gw.request('GET', unknown, { token: admin })).status, 404);
   assert.deepEqual((await gw.request('DELETE', path, { token: admin })).json, { dataset_urn: urn, deleted: true });
   assert.equal((await gw.request('DELETE', path, { token: admin })).json.detail.reason, 'not_configured');

@@ -26,11 +26,14 @@ const NOTE = 'He said "hi" \\ back\\slash\nline two\ttab ünïcödé 😀 \u0001
 
 // One row per line; the json value keeps its own newline and tab (json stores its input text).
 const TABLE = String.raw`
-  CREATE TABLE typed (id int, classification text, big int8, amount numeric, at timestamptz, day date, doc json, docb jsonb, raw bytea, note text);
+  CREATE TABLE typed (id int, classification text, big int8, amount numeric, at timestamptz, day date,
+    doc json, docb jsonb, raw bytea, note text);
   INSERT INTO typed VALUES
-    (1, 'U', 9007199254740993, 12.50, '2024-02-29 13:45:30.123456+02', '2024-02-29', E'{"a": [1, 2],\n\t"s": "x\\ny"}', '{"q": "\"quoted\"", "b": null}', '\x00ff0a5c',
+    (1, 'U', 9007199254740993, 12.50, '2024-02-29 13:45:30.123456+02', '2024-02-29',
+     E'{"a": [1, 2],\n\t"s": "x\\ny"}', '{"q": "\"quoted\"", "b": null}', '\x00ff0a5c',
      E'He said "hi" \\ back\\slash\nline two\ttab ünïcödé 😀 \x01 end'),
-    (2, 'U', -42, -0.001, '1970-01-01 00:00:00+00', '0001-01-01', '[]', '{}', '\x', E'carriage\rreturn, a backslash-n \\n, a quote \''),
+    (2, 'U', -42, -0.001, '1970-01-01 00:00:00+00', '0001-01-01', '[]', '{}', '\x',
+     E'carriage\rreturn, a backslash-n \\n, a quote \''),
     (3, 'U', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);`;
 
 const EXPECTED = [
@@ -200,17 +203,22 @@ test('a view that fails while running is a source failure (502), not a bad filte
 const ORACLE_TABLE = String.raw`
   CREATE TYPE mood AS ENUM ('sad', 'happy');
   CREATE DOMAIN posint AS int CHECK (VALUE > 0);
-  CREATE TABLE oracle (classification text, i2 smallint, i4 int, i8 bigint, f4 real, f8 double precision, num numeric, b boolean,
+  CREATE TABLE oracle (classification text, i2 smallint, i4 int, i8 bigint, f4 real, f8 double precision,
+    num numeric, b boolean,
     vc varchar(20), ch char(4), u uuid, t text, nm name, arr int[], tarr text[], m mood, d posint, iv interval, tm time,
-    ts timestamp, tstz timestamptz, dt date, j json, jb jsonb, bin bytea, ip inet, pt point, "odd ""na\me"" ü" text, oi oid);
+    ts timestamp, tstz timestamptz, dt date, j json, jb jsonb, bin bytea,
+    ip inet, pt point, "odd ""na\me"" ü" text, oi oid);
   INSERT INTO oracle VALUES
     ('U', 1, 2, 3, 1.5, 0.1, 123.4500, true, 'vc', 'ab', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11',
-     E'q"\\\b\f\n\r\t\x0b\x01\x1f\x7f é 😀 \\v', 'nm', '{1,2,NULL}', ARRAY['a"b', 'c\d', NULL], 'happy', 7, '1 day 02:03:04',
+     E'q"\\\b\f\n\r\t\x0b\x01\x1f\x7f é 😀 \\v', 'nm', '{1,2,NULL}',
+     ARRAY['a"b', 'c\d', NULL], 'happy', 7, '1 day 02:03:04',
      '04:05:06.789', '2024-02-29 13:45:30', '2024-02-29 13:45:30+02', '2024-02-29', '{"k":"v\\n","n":[1,2.5e3]}',
      '{"z": "é😀", "a": [true, null]}', '\xdeadbeef', '192.168.0.1/24', '(1.5,2)', 'x', 4294967295),
-    ('U', -32768, -2147483648, -9223372036854775808, 'Infinity', 'NaN', '-Infinity', false, '', '', NULL, '', '', '{}', '{}',
+    ('U', -32768, -2147483648, -9223372036854775808, 'Infinity', 'NaN', '-Infinity', false,
+     '', '', NULL, '', '', '{}', '{}',
      'sad', 1, '-1 mon', '00:00', '-infinity', 'infinity', '0001-01-01 BC', 'null', '"s"', '\x', '::1', '(0,0)', '', 0),
-    ('U', NULL, NULL, NULL, 'NaN', '-Infinity', 'NaN', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    ('U', NULL, NULL, NULL, 'NaN', '-Infinity', 'NaN',
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
      NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);`;
 
 test("the converted rows are row_to_json's, byte for byte, through every transport gated and ungated", async (t) => {

@@ -107,11 +107,19 @@ test(
     assert.equal(mismatch.code, 1);
     assert.match(
       mismatch.out,
-      /^FAIL {2}base_host +routing base_host is 'https:\/\/localhost:\d+', not the origin 'https:\/\/127\.0\.0\.1:\d+'$/m,
+      new RegExp(
+        String.raw`^FAIL {2}base_host +routing base_host is 'https:\/\/localhost:\d+', ` +
+          String.raw`not the origin 'https:\/\/127\.0\.0\.1:\d+'$`,
+        'm',
+      ),
     );
     assert.match(
       mismatch.out,
-      /^FAIL {2}logout +POST \/logout → 303 to 'https:\/\/localhost:\d+\/', expected 303 to https:\/\/127\.0\.0\.1:\d+\/$/m,
+      new RegExp(
+        String.raw`^FAIL {2}logout +POST \/logout → 303 to 'https:\/\/localhost:\d+\/', ` +
+          String.raw`expected 303 to https:\/\/127\.0\.0\.1:\d+\/$`,
+        'm',
+      ),
     );
   },
 );

@@ -65,7 +65,9 @@ test('mesh attack table', async (t) => {
   const sub = oidc.subjectOf('fed-clr-u');
   const externalId = await allow(pair, sub);
   await allow(pair, oidc.subjectOf('fed-clr-s'));
-  const unsignedJwt = `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${Buffer.from(JSON.stringify({ sub, iss: oidc.issuer, exp: 4e9 })).toString('base64url')}.`;
+  const unsignedHeader = Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url');
+  const unsignedPayload = Buffer.from(JSON.stringify({ sub, iss: oidc.issuer, exp: 4e9 })).toString('base64url');
+  const unsignedJwt = `${unsignedHeader}.${unsignedPayload}.`;
   const values: Record<string, string> = {
     $A: pair.sourceClusterId,
     $B: pair.receiverClusterId,
