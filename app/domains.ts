@@ -3,13 +3,12 @@
  * dependencies, and their initialisation in order, for `serve` and for a
  * CLI command alike. This is the only importer of domains/index.ts.
  */
-import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
 import type { Config } from '../gateway/config/schema.ts';
-import { SqliteChangeFeed } from '../gateway/db/change-feed.ts';
-import { openDatabase } from '../gateway/db/open.ts';
-import { DATABASE_FILE } from '../gateway/db/storage.ts';
+import { type ChangeFeed, SqliteChangeFeed } from '../gateway/db/change-feed.ts';
+import { type OpenedDatabase, openConfiguredDatabase } from '../gateway/db/open.ts';
+import { PgChangeFeed, pgListener } from '../gateway/db/postgres/change-feed.ts';
 import type { ErrorTable } from '../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../gateway/errors/gateway-errors.ts';
 import { deriveOrigin } from '../gateway/http/origin.ts';
@@ -35,7 +34,10 @@ export const ERROR_TABLES: readonly ErrorTable[] = [
 /** Every domain's CLI subcommands. */
 export const DOMAIN_COMMANDS: readonly CliCommand[] = DOMAIN_MODULES.flatMap((m) => m.commands ?? []);
 
-export type DomainDeps = Omit<GatewayDeps, 'db' | 'sqlite' | 'feed' | 'logger' | 'accessLog' | 'services'>;
+export type DomainDeps = Omit<
+  GatewayDeps,
+  'db' | 'sql' | 'databaseEngine' | 'feed' | 'logger' | 'accessLog' | 'services'
+>;
 
 /** The running domains over one opened database; `close` ends them in reverse order, then the database. */
 export interface Domains extends BootedDomains {
@@ -52,13 +54,15 @@ export async function initDomains(
   base: DomainDeps,
   logs: Loggers,
 ): Promise<Domains> {
-  const { sqlite, db } = openDatabase(join(base.config.dataDir, DATABASE_FILE));
+  const database = await openConfiguredDatabase(base.config);
+  const { sql, db, engine } = database;
   // Created before any domain loads its state, so nothing committed meanwhile is missed.
-  const feed = new SqliteChangeFeed(sqlite, base.config.feed, logs.logger);
+  const feed = changeFeedOf(database, base.config, logs.logger);
   const deps: GatewayDeps = {
     ...base,
     db,
-    sqlite,
+    sql,
+    databaseEngine: engine,
     feed,
     logger: logs.logger,
     accessLog: logs.accessLog,
@@ -68,7 +72,7 @@ export async function initDomains(
   const close = async () => {
     feed.close();
     await closeAll(instances, logs.logger);
-    sqlite.close();
+    sql.close();
   };
   try {
     for (const module of modules) instances.push(await module.init(deps));
@@ -78,6 +82,11 @@ export async function initDomains(
   }
   if (base.purpose === 'serve') feed.start();
   return { deps, instances, services: deps.services, close };
+}
+
+function changeFeedOf(database: OpenedDatabase, config: Readonly<Config>, logger: Logger): ChangeFeed {
+  if (database.engine === 'sqlite') return new SqliteChangeFeed(database.sql, config.feed, logger);
+  return new PgChangeFeed(database.sql, pgListener(config.database as string), config.feed, logger);
 }
 
 export interface CommandIo {

@@ -294,7 +294,7 @@ function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]
     meshVerify: mesh
       ? createMeshVerifyStage({
           directory: mesh,
-          sqlite: deps.sqlite,
+          sql: deps.sql,
           mesh: deps.config.mesh,
           metrics: deps.metrics,
           now: deps.now,

@@ -9,11 +9,11 @@ import type { Http2SecureServer } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ConnectRouter } from '@connectrpc/connect';
-import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { Config } from './config/schema.ts';
 import type { ChangeFeed } from './db/change-feed.ts';
+import type { DatabaseEngine, SqlConnection } from './db/connection.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
 import type { Reply, RequestContext } from './http/context.ts';
@@ -133,7 +133,9 @@ export interface ListenerFactory {
 export interface GatewayDeps {
   readonly config: Readonly<Config>;
   readonly db: Db;
-  readonly sqlite: Database.Database;
+  /** The same database's statement API, for stores written in SQL (the subset both engines run). */
+  readonly sql: SqlConnection;
+  readonly databaseEngine: DatabaseEngine;
   /** What other processes on the same database changed: subscribe to the topics a cache depends on. */
   readonly feed: ChangeFeed;
   readonly logger: Logger;

@@ -1,6 +1,6 @@
 /**
  * The files the gateway reads at run time that ship with it: the SQLite
- * addon (better-sqlite3's compiled binding) and the database migrations.
+ * addon (better-sqlite3's compiled binding) and both engines' database migrations.
  *
  * Run from a checkout — the sources (the tests) or the bundle bin/meshgate
  * runs (dist/meshgate.cjs) — they are the checkout's own files. Inside the
@@ -24,6 +24,8 @@ import { BUILD_INFO } from './build-info.ts';
 export interface ShippedFiles {
   /** drizzle's migrations folder (meta/_journal.json and the .sql files). */
   readonly migrationsFolder: string;
+  /** The same for the PostgreSQL engine. */
+  readonly pgMigrationsFolder: string;
   /** The loaded better-sqlite3 addon, for its `nativeBinding` option. */
   readonly sqliteAddon: object;
 }
@@ -55,7 +57,11 @@ function fromCheckout(): ShippedFiles {
   // folder: inside a bundle its default lookup would search beside the bundle.
   const binding = join(dirname(load.resolve('better-sqlite3/package.json')), 'lib', 'binding.js');
   const { getBinding } = load(binding) as { getBinding(nativeBinding: null): object };
-  return { migrationsFolder: join(root, 'data', 'migrations'), sqliteAddon: getBinding(null) };
+  return {
+    migrationsFolder: join(root, 'data', 'migrations'),
+    pgMigrationsFolder: join(root, 'data', 'migrations-pg'),
+    sqliteAddon: getBinding(null),
+  };
 }
 
 function fromExecutable(): ShippedFiles {
@@ -66,7 +72,11 @@ function fromExecutable(): ShippedFiles {
   for (const [name, sha256] of Object.entries(manifest.files)) writeOnce(folder, name, sha256);
   const addon = { exports: {} };
   process.dlopen(addon, join(folder, SQLITE_ADDON_ASSET));
-  return { migrationsFolder: join(folder, 'migrations'), sqliteAddon: addon.exports };
+  return {
+    migrationsFolder: join(folder, 'migrations'),
+    pgMigrationsFolder: join(folder, 'migrations-pg'),
+    sqliteAddon: addon.exports,
+  };
 }
 
 /** $XDG_CACHE_HOME when absolute (a relative one is to be ignored: XDG Base Directory spec), else ~/.cache. */

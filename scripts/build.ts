@@ -18,6 +18,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { buildConsoleClient } from '../domains/serving/console/assets.ts';
+import { buildPgBridge } from '../gateway/db/postgres/bridge-source.ts';
 import { ASSET_MANIFEST, type AssetManifest, SQLITE_ADDON_ASSET } from '../gateway/shipped.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -68,6 +69,8 @@ async function bundle(): Promise<void> {
   const stamped = commit();
   // The operator console's client is built here, once: the gateway's bundle holds neither esbuild nor its sources.
   const consoleClient = await buildConsoleClient();
+  // So is the PostgreSQL bridge's worker thread, started from its text (gateway/db/postgres/bridge-source.ts).
+  const pgBridge = await buildPgBridge();
   const result = await build({
     entryPoints: [join(ROOT, 'app', 'cli', 'main.ts')],
     bundle: true,
@@ -92,6 +95,7 @@ async function bundle(): Promise<void> {
       'import.meta.dirname': '__dirname',
       MESHGATE_COMMIT: JSON.stringify(stamped),
       MESHGATE_CONSOLE_CLIENT: JSON.stringify(consoleClient),
+      MESHGATE_PG_BRIDGE: JSON.stringify(pgBridge),
     },
   });
   const [output] = result.outputFiles;
@@ -111,15 +115,23 @@ function sqliteAddonFile(): string {
   return file;
 }
 
+/** One engine's migrations under data/: drizzle's migrator reads the journal and the .sql files (the snapshots serve
+ * drizzle-kit only). */
+function migrationAssets(folder: string): Record<string, string> {
+  const migrations = join(ROOT, 'data', folder);
+  const sql = readdirSync(migrations).filter((name) => name.endsWith('.sql'));
+  return {
+    [`${folder}/meta/_journal.json`]: join(migrations, 'meta', '_journal.json'),
+    ...Object.fromEntries(sql.map((name) => [`${folder}/${name}`, join(migrations, name)])),
+  };
+}
+
 /** Every asset by its name inside the executable, and the manifest naming them with their content hash. */
 function assets(stagingDir: string): Record<string, string> {
-  const migrations = join(ROOT, 'data', 'migrations');
-  // drizzle's migrator reads the journal and the .sql files; the snapshots serve drizzle-kit only.
-  const sql = readdirSync(migrations).filter((name) => name.endsWith('.sql'));
   const files: Record<string, string> = {
     [SQLITE_ADDON_ASSET]: sqliteAddonFile(),
-    'migrations/meta/_journal.json': join(migrations, 'meta', '_journal.json'),
-    ...Object.fromEntries(sql.map((name) => [`migrations/${name}`, join(migrations, name)])),
+    ...migrationAssets('migrations'),
+    ...migrationAssets('migrations-pg'),
   };
   const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
   const hashes = Object.fromEntries(Object.entries(files).map(([name, file]) => [name, sha256(readFileSync(file))]));

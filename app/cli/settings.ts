@@ -27,6 +27,14 @@ export const CONFIG_FILE_ENV = 'PLATFORM_CONFIG_FILE';
 export const SERVE_SETTINGS: readonly ServeSetting[] = [
   { flag: 'data-dir', value: 'DIR', env: ['PLATFORM_DATA_DIR'], meaning: 'database, keys, TLS material' },
   {
+    flag: 'database',
+    value: 'URL',
+    env: ['PLATFORM_DATABASE_URL'],
+    meaning: 'PostgreSQL shared by the nodes of a cluster (`postgres://…`); unset = SQLite in the data dir',
+    unset: 'SQLite in the data dir',
+    doc: 'docs/operating.md',
+  },
+  {
     flag: 'https-port',
     value: 'PORT',
     env: ['PLATFORM_HTTPS_PORT'],

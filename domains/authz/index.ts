@@ -27,7 +27,7 @@ export const authzModule: HandlerModule = {
   name: 'authz',
   errors: AuthzErrors,
   init(deps) {
-    const tuples = createTupleStore(deps.sqlite);
+    const tuples = createTupleStore(deps.sql);
     // Tuples written by another process or the CLI enter the index within the feed's bound (own writes at once).
     deps.feed.subscribe('authz_tuples', (key) => tuples.refresh(key));
     deps.feed.onReset('authz_tuples', () => tuples.reload());

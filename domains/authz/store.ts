@@ -1,10 +1,10 @@
 /**
  * Tuple storage behind the narrow reader/writer interfaces the checker and
- * the API need (OpenFGA's RelationshipTupleReader). SQLite is the source of
+ * the API need (OpenFGA's RelationshipTupleReader). The database is the source of
  * truth; checks and object listings read the in-memory TupleIndex, which is
- * loaded from SQLite here and updated only after a write has committed.
+ * loaded from the database here and updated only after a write has committed.
  */
-import type Database from 'better-sqlite3';
+import type { SqlConnection } from '../../gateway/db/connection.ts';
 import { TupleIndex } from './memory-index.ts';
 
 export interface Tuple {
@@ -56,8 +56,13 @@ export interface TupleFollower {
 
 export type TupleStore = TupleReader & TupleWriter & TupleFollower;
 
+// Quoted aliases: PostgreSQL folds unquoted names to lower case, SQLite keeps them as written.
 const COLUMNS =
-  'subject_ns AS subjectNs, subject_id AS subjectId, relation, object_ns AS objectNs, object_id AS objectId, tenant';
+  'subject_ns AS "subjectNs", subject_id AS "subjectId", relation, ' +
+  'object_ns AS "objectNs", object_id AS "objectId", tenant';
+
+/** No limit, written so both engines take it (SQLite's LIMIT -1 is an error on PostgreSQL). */
+const UNLIMITED = Number.MAX_SAFE_INTEGER;
 
 const FILTER_COLUMN: Record<keyof Tuple, string> = {
   subjectNs: 'subject_ns',
@@ -68,33 +73,33 @@ const FILTER_COLUMN: Record<keyof Tuple, string> = {
   tenant: 'tenant',
 };
 
-export function createTupleStore(sqlite: Database.Database): TupleStore {
+export function createTupleStore(database: SqlConnection): TupleStore {
   const loadIndex = () => {
     const fresh = new TupleIndex();
-    fresh.load(sqlite.prepare(`SELECT ${COLUMNS} FROM authz_tuples`).iterate() as Iterable<Tuple>);
+    fresh.load(database.prepare(`SELECT ${COLUMNS} FROM authz_tuples`).iterate() as Iterable<Tuple>);
     return fresh;
   };
   let index = loadIndex();
   let revision = 0;
-  const insert = sqlite.prepare(
-    'INSERT OR IGNORE INTO authz_tuples (subject_ns, subject_id, relation, ' +
-      'object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  const insert = database.prepare(
+    'INSERT INTO authz_tuples (subject_ns, subject_id, relation, ' +
+      'object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
   );
-  const writeMany = sqlite.transaction((rows: readonly Tuple[], at: string) => {
+  const writeMany = database.transaction((rows: readonly Tuple[], at: string) => {
     let added = 0;
     for (const r of rows)
       added += insert.run(r.subjectNs, r.subjectId, r.relation, r.objectNs, r.objectId, r.tenant, at).changes;
     return added;
   });
-  const exists = sqlite.prepare(
+  const exists = database.prepare(
     'SELECT 1 FROM authz_tuples WHERE subject_ns = ? AND subject_id = ? ' +
       'AND relation = ? AND object_ns = ? AND object_id = ? AND tenant = ?',
   );
   // A caller may write inside its own transaction (a dataset row and its
   // owner tuple together), which can still roll back after we return. Such
   // changes enter the index at once (reads on this connection see them too)
-  // and are re-read from SQLite in a microtask: better-sqlite3 transactions
-  // are synchronous, so by then the outer one has committed or rolled back.
+  // and are re-read from the database in a microtask: transactions on either
+  // engine are synchronous (gateway/db/connection.ts), so by then the outer one has committed or rolled back.
   let pending: Tuple[] = [];
   const reread = (t: Tuple) => {
     if (exists.get(t.subjectNs, t.subjectId, t.relation, t.objectNs, t.objectId, t.tenant)) index.add(t);
@@ -106,13 +111,13 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
     for (const t of rows) reread(t);
   };
   const touched = (rows: readonly Tuple[]) => {
-    if (!sqlite.inTransaction || rows.length === 0) return;
+    if (!database.inTransaction || rows.length === 0) return;
     if (pending.length === 0) queueMicrotask(reconcile);
     pending.push(...rows);
   };
   // RETURNING gives the rows actually removed, so the index drops exactly those.
   const removeRows = (sql: string, ...args: string[]) => {
-    const removed = sqlite.prepare(`${sql} RETURNING ${COLUMNS}`).all(...args) as Tuple[];
+    const removed = database.prepare(`${sql} RETURNING ${COLUMNS}`).all(...args) as Tuple[];
     for (const row of removed) index.remove(row);
     touched(removed);
     if (removed.length > 0) revision++;
@@ -127,12 +132,12 @@ export function createTupleStore(sqlite: Database.Database): TupleStore {
     list(filter) {
       const keys = (Object.keys(FILTER_COLUMN) as (keyof Tuple)[]).filter((k) => filter[k] !== undefined);
       const where = keys.length ? `WHERE ${keys.map((k) => `${FILTER_COLUMN[k]} = ?`).join(' AND ')}` : '';
-      return sqlite
+      return database
         .prepare(
-          `SELECT rowid, ${COLUMNS}, created_at AS createdAt FROM ` +
+          `SELECT rowid, ${COLUMNS}, created_at AS "createdAt" FROM ` +
             `authz_tuples ${where} ORDER BY rowid LIMIT ? OFFSET ?`,
         )
-        .all(...keys.map((k) => filter[k]), filter.limit ?? -1, filter.offset ?? 0) as TupleRow[];
+        .all(...keys.map((k) => filter[k]), filter.limit ?? UNLIMITED, filter.offset ?? 0) as TupleRow[];
     },
     write(rows, at) {
       const added = writeMany(rows, at);

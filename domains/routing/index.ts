@@ -16,7 +16,7 @@ export const routingModule: HandlerModule = {
     deps.feed.subscribe('routing_config', () => service.republish());
     deps.feed.onReset('routing_config', () => service.republish());
     deps.services.provide(ROUTING_SOURCE, service);
-    const ready = createReadinessProbe(deps.sqlite);
+    const ready = createReadinessProbe(deps.sql);
     return { routes: routingRoutes(service, deps.config.limits.maxBodyBytes, deps.now, ready) };
   },
 };

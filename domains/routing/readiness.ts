@@ -6,14 +6,14 @@
  * health check takes this instance out of rotation, as Kubernetes readiness
  * probes and Envoy's active health checks expect of an upstream.
  */
-import type Database from 'better-sqlite3';
+import type { SqlConnection } from '../../gateway/db/connection.ts';
 import { RoutingErrors } from './errors.ts';
 
 /** The migrations table every opened database has: reading it reads the database file through SQLite. */
 const PROBE = 'SELECT count(*) AS applied FROM __drizzle_migrations';
 
 /** Throws database_unavailable (503) when the query fails; the cause goes to the log, never to the caller. */
-export function createReadinessProbe(sqlite: Database.Database): () => void {
+export function createReadinessProbe(sqlite: SqlConnection): () => void {
   return () => {
     try {
       const row = sqlite.prepare(PROBE).get() as { applied: number } | undefined;

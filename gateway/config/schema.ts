@@ -19,6 +19,15 @@ const upstream = z
 
 export const configSchema = z.strictObject({
   dataDir: z.string().min(1).default('data/var').describe('Folder for the SQLite database, keys and TLS material.'),
+  database: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// URL')
+    .nullable()
+    .default(null)
+    .describe(
+      'PostgreSQL shared by every node of a cluster (libpq URL; TLS and the password as libpq takes them); ' +
+        'null = SQLite in the data dir.',
+    ),
   httpsPort: port.default(8443).describe('HTTPS (HTTP/2 + HTTP/1.1) listener port; 0 picks a free port.'),
   httpPort: port.nullable().default(null).describe('Optional plain-HTTP listener for local development; null = none.'),
   bind: z.string().min(1).default('127.0.0.1').describe('Address both listeners bind.'),
@@ -288,6 +297,7 @@ export const ENV_NAMES: Readonly<
   Record<string, { path: string[]; kind: 'string' | 'number' | 'csv' | 'nullable-number' | 'boolean' }>
 > = {
   PLATFORM_DATA_DIR: { path: ['dataDir'], kind: 'string' },
+  PLATFORM_DATABASE_URL: { path: ['database'], kind: 'string' },
   PLATFORM_HTTPS_PORT: { path: ['httpsPort'], kind: 'number' },
   PLATFORM_HTTP_PORT: { path: ['httpPort'], kind: 'nullable-number' },
   PLATFORM_BIND: { path: ['bind'], kind: 'string' },

@@ -4,16 +4,15 @@
  * Writers append `(seq, topic, key)` to `changes` inside their own transaction — the tables caches depend on do it
  * through triggers (data/migrations, `changes_<table>_<op>`), so a write by any connection, the `meshgate` CLI
  * included, is published with no code path able to forget it; `publish()` covers changes no table row describes.
- * Each process tails the table: every poll reads `PRAGMA data_version` (changed by another connection's commit,
- * https://www.sqlite.org/pragma.html#pragma_data_version) and `total_changes()` (this connection's own writes), and
- * reads rows only when either moved. SQLite serialises writers, so seq order is commit order and a committed row
- * is never overtaken by a smaller seq.
+ * Each process tails the table, reading rows only when the database moved: on SQLite it polls `PRAGMA
+ * data_version` (https://www.sqlite.org/pragma.html#pragma_data_version), on PostgreSQL it listens for the
+ * notification every insert sends (postgres/change-feed.ts). On both, seq order is commit order.
  *
  * The table is trimmed to the newest rows; a process whose last seen seq fell below the trim point missed changes
  * it can no longer name, so every topic's `onReset` reloads from the tables themselves.
  */
-import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import type { SqlConnection, SqlStatement } from './connection.ts';
 
 export interface ChangeFeed {
   /** Inside the caller's write transaction: appends (seq, topic, key) to `changes`. */
@@ -44,47 +43,60 @@ const BATCH = 1000;
 /** Batches delivered per poll: a million-row burst is spread over polls rather than holding the event loop. */
 const BATCHES_PER_POLL = 20;
 
+/** Both engines: `unixepoch()` is SQLite's, and a function of the same name on PostgreSQL (data/migrations-pg). */
+export const INSERT_CHANGE = 'INSERT INTO changes (topic, key, at) VALUES (?, ?, unixepoch())';
+
 interface ChangeRow {
   seq: number;
   topic: string;
   key: string;
 }
 
-export class SqliteChangeFeed implements ChangeFeed {
+/** The statements a tailing feed runs; each engine writes its own. */
+export interface FeedStatements {
+  readonly after: SqlStatement;
+  readonly insert: SqlStatement;
+  readonly trim: SqlStatement;
+  /** The highest seq written so far (a fresh reader starts after it). */
+  readonly newest: SqlStatement;
+}
+
+/**
+ * What both engines' feeds share: delivering rows after the last seen seq in batches, to every subscriber of their
+ * topic, and reloading every topic when this process fell behind the trim point. An engine says when the database
+ * moved (`moved`) and whether rows this process never saw were trimmed (`missedTrimmed`).
+ */
+export abstract class TailingChangeFeed implements ChangeFeed {
   readonly #subscribers = new Map<string, ((key: string) => void)[]>();
   readonly #resets = new Map<string, (() => void)[]>();
-  readonly #statements;
-  #lastSeq: number;
-  #seenVersion = -1;
-  #seenTotal = -1;
-  #timer: NodeJS.Timeout | null = null;
+  protected lastSeq: number;
+  #failing = false;
   /** Polls that found the database unchanged and read nothing, and polls that read rows: tests and bench count them. */
   readonly stats = { idlePolls: 0, reads: 0, resets: 0 };
 
-  #failing = false;
-
   constructor(
-    sqlite: Database.Database,
-    private readonly settings: ChangeFeedSettings,
-    private readonly logger: Logger,
+    protected readonly statements: FeedStatements,
+    protected readonly settings: ChangeFeedSettings,
+    protected readonly logger: Logger,
   ) {
-    this.#statements = {
-      // One statement for both counters: an idle poll is a single step of the VM.
-      moved: sqlite.prepare(
-        'SELECT (SELECT data_version FROM pragma_data_version()) AS version, total_changes() AS total',
-      ),
-      after: sqlite.prepare('SELECT seq, topic, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?'),
-      oldest: sqlite.prepare('SELECT min(seq) FROM changes').pluck(),
-      newest: sqlite.prepare("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)").pluck(),
-      insert: sqlite.prepare('INSERT INTO changes (topic, key, at) VALUES (?, ?, unixepoch())'),
-      trim: sqlite.prepare('DELETE FROM changes WHERE seq <= ? AND at <= unixepoch() - ?'),
-    };
     // Taken before any domain loads its state: a change committed while they load is delivered again, never lost.
-    this.#lastSeq = this.#newest();
+    this.lastSeq = this.#newest();
   }
 
+  /** The seq of the last change this process has taken in. */
+  get seenUpTo(): number {
+    return this.lastSeq;
+  }
+
+  /** True when the database may hold rows this process has not read (an idle poll reads nothing). */
+  protected abstract moved(): boolean;
+  /** True when rows after lastSeq were trimmed before this process read them. */
+  protected abstract missedTrimmed(): boolean;
+  abstract start(): void;
+  abstract close(): void;
+
   publish(topic: string, key: string): void {
-    this.#statements.insert.run(topic, key);
+    this.statements.insert.run(topic, key);
   }
 
   subscribe(topic: string, onChange: (key: string) => void): void {
@@ -95,18 +107,6 @@ export class SqliteChangeFeed implements ChangeFeed {
     listOf(this.#resets, topic).push(reload);
   }
 
-  start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => this.#tick(), this.settings.pollIntervalMs);
-    // The feed alone never keeps a process alive.
-    this.#timer.unref();
-  }
-
-  close(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-  }
-
   catchUp(): void {
     this.poll();
   }
@@ -115,7 +115,7 @@ export class SqliteChangeFeed implements ChangeFeed {
    * A poll on the interval: a database that cannot answer now (closed, busy, full) is logged once and tried again
    * on the next tick; a throw from a timer would end the process.
    */
-  #tick(): void {
+  protected tick(): void {
     try {
       this.poll();
       this.#failing = false;
@@ -127,47 +127,47 @@ export class SqliteChangeFeed implements ChangeFeed {
 
   /** One tailing step; start() runs it on its interval. Exposed so a test can step the feed deterministically. */
   poll(): void {
-    const { version, total } = this.#statements.moved.get() as { version: number; total: number };
-    if (version === this.#seenVersion && total === this.#seenTotal) {
+    if (!this.moved()) {
       this.stats.idlePolls++;
       return;
     }
-    this.#seenVersion = version;
-    this.#seenTotal = total;
     this.stats.reads++;
-    const oldest = this.#statements.oldest.get() as number | null;
-    if (oldest !== null && oldest > this.#lastSeq + 1) this.#reset();
-    else this.#deliverNew();
+    if (this.missedTrimmed()) this.#reset();
+    else if (!this.#deliverNew()) this.readOnNextPoll();
     this.#trim();
   }
 
-  #deliverNew(): void {
+  /** More rows wait than one poll delivers: the next poll must read even if the database did not move again. */
+  protected abstract readOnNextPoll(): void;
+
+  /** False when rows remain after this poll's batches. */
+  #deliverNew(): boolean {
     for (let batch = 0; batch < BATCHES_PER_POLL; batch++) {
-      const rows = this.#statements.after.all(this.#lastSeq, BATCH) as ChangeRow[];
+      const rows = this.statements.after.all(this.lastSeq, BATCH) as ChangeRow[];
       for (const row of rows) {
-        this.#lastSeq = row.seq;
+        this.lastSeq = row.seq;
         for (const onChange of this.#subscribers.get(row.topic) ?? []) this.#guard(row.topic, () => onChange(row.key));
       }
-      if (rows.length < BATCH) return;
+      if (rows.length < BATCH) return true;
     }
-    this.#seenTotal = -1; // more rows wait: the next poll reads on even if the database did not move again
+    return false;
   }
 
   #reset(): void {
     this.stats.resets++;
-    this.logger.warn({ lastSeq: this.#lastSeq }, 'change feed: fell behind the trim point, reloading every topic');
-    this.#lastSeq = this.#newest();
+    this.logger.warn({ lastSeq: this.lastSeq }, 'change feed: fell behind the trim point, reloading every topic');
+    this.lastSeq = this.#newest();
     for (const [topic, reloads] of this.#resets) for (const reload of reloads) this.#guard(topic, reload);
   }
 
   /** Each process trims after reading: deleting rows already trimmed by another is a no-op. */
   #trim(): void {
-    const below = this.#lastSeq - this.settings.retainRows;
-    if (below > 0) this.#statements.trim.run(below, this.settings.retainSeconds);
+    const below = this.lastSeq - this.settings.retainRows;
+    if (below > 0) this.statements.trim.run(below, this.settings.retainSeconds);
   }
 
   #newest(): number {
-    return this.#statements.newest.get() as number;
+    return this.statements.newest.get() as number;
   }
 
   /** A failing subscriber must not stop the others nor the feed: it is logged with its topic. */
@@ -177,6 +177,67 @@ export class SqliteChangeFeed implements ChangeFeed {
     } catch (error) {
       this.logger.error({ err: error, topic }, 'change feed subscriber failed');
     }
+  }
+}
+
+/**
+ * SQLite: every poll reads `PRAGMA data_version` (changed by another connection's commit) and `total_changes()`
+ * (this connection's own writes) and reads rows only when either moved. SQLite serialises writers, so seq order is
+ * commit order, and AUTOINCREMENT never reuses nor skips a committed number: the oldest row above lastSeq + 1 means
+ * rows were trimmed unread.
+ */
+export class SqliteChangeFeed extends TailingChangeFeed {
+  readonly #moved: SqlStatement;
+  readonly #oldest: SqlStatement;
+  #seenVersion = -1;
+  #seenTotal = -1;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(sqlite: SqlConnection, settings: ChangeFeedSettings, logger: Logger) {
+    super(
+      {
+        after: sqlite.prepare('SELECT seq, topic, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?'),
+        newest: sqlite.prepare("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)").pluck(),
+        insert: sqlite.prepare(INSERT_CHANGE),
+        trim: sqlite.prepare('DELETE FROM changes WHERE seq <= ? AND at <= unixepoch() - ?'),
+      },
+      settings,
+      logger,
+    );
+    // One statement for both counters: an idle poll is a single step of the VM.
+    this.#moved = sqlite.prepare(
+      'SELECT (SELECT data_version FROM pragma_data_version()) AS version, total_changes() AS total',
+    );
+    this.#oldest = sqlite.prepare('SELECT min(seq) FROM changes').pluck();
+  }
+
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => this.tick(), this.settings.pollIntervalMs);
+    // The feed alone never keeps a process alive.
+    this.#timer.unref();
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+
+  protected moved(): boolean {
+    const { version, total } = this.#moved.get() as { version: number; total: number };
+    if (version === this.#seenVersion && total === this.#seenTotal) return false;
+    this.#seenVersion = version;
+    this.#seenTotal = total;
+    return true;
+  }
+
+  protected missedTrimmed(): boolean {
+    const oldest = this.#oldest.get() as number | null;
+    return oldest !== null && oldest > this.lastSeq + 1;
+  }
+
+  protected readOnNextPoll(): void {
+    this.#seenTotal = -1;
   }
 }
 

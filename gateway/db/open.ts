@@ -1,16 +1,27 @@
 /**
- * One SQLite database per gateway: WAL, foreign keys, full
- * sync so a committed change survives a crash before the response leaves.
- * Drizzle migrations from data/migrations run before the listener opens.
- * The addon and the migrations come from gateway/shipped.ts, which finds
- * them in the checkout or inside the single executable.
+ * The gateway's database: SQLite in the data dir (the embedded default: WAL, foreign keys, full sync so a committed
+ * change survives a crash before the response leaves), or PostgreSQL when `database` names one, shared by every
+ * node of a cluster. Drizzle migrations run before the listener opens; the addon and the migrations come from
+ * gateway/shipped.ts, which finds them in the checkout or inside the single executable.
  */
 import { closeSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { shippedFiles } from '../shipped.ts';
+import type { DatabaseEngine, SqlConnection } from './connection.ts';
 import { type BetterSQLite3Database, drizzle, migrate } from './drizzle.ts';
+import { openPostgres } from './postgres/open.ts';
+import { DATABASE_FILE } from './storage.ts';
 
 export type Db = BetterSQLite3Database;
+
+export interface OpenedDatabase {
+  readonly engine: DatabaseEngine;
+  /** The statement API the raw-SQL stores and the change feed use. */
+  readonly sql: SqlConnection;
+  /** drizzle over the same connection. */
+  readonly db: Db;
+}
 
 const MEMORY = ':memory:';
 
@@ -21,6 +32,20 @@ const MEMORY = ':memory:';
 export function sqliteConnection(file: string, options: Database.Options = {}): Database.Database {
   // better-sqlite3 takes a loaded addon object as well as a path; its type declarations know only the path.
   return new Database(file, { ...options, nativeBinding: shippedFiles().sqliteAddon as unknown as string });
+}
+
+/** The configured engine, migrated to this build's schema. */
+export async function openConfiguredDatabase(config: {
+  readonly dataDir: string;
+  readonly database: string | null;
+}): Promise<OpenedDatabase> {
+  if (config.database === null) {
+    const { sqlite, db } = openDatabase(join(config.dataDir, DATABASE_FILE));
+    return { engine: 'sqlite', sql: sqlite, db };
+  }
+  const sql = await openPostgres(config.database, shippedFiles().pgMigrationsFolder);
+  // drizzle's SQLite driver calls only the statement API both engines share (connection.ts).
+  return { engine: 'postgres', sql, db: drizzle(sql as unknown as Database.Database) };
 }
 
 export function openDatabase(file: string): { sqlite: Database.Database; db: Db } {

@@ -6,7 +6,7 @@
  * process could interleave with. Beyond the per-peer bound the oldest
  * entries go first; the window itself still refuses anything older.
  */
-import type Database from 'better-sqlite3';
+import type { SqlConnection } from '../db/connection.ts';
 
 /** Accepts between prunes: expired rows are dropped in bulk, not on every request. */
 const PRUNE_EVERY = 256;
@@ -19,7 +19,7 @@ export class ReplayCache {
   #sincePrune = 0;
 
   constructor(
-    sqlite: Database.Database,
+    sqlite: SqlConnection,
     private readonly maxPerPeer: number,
   ) {
     // The upsert writes only when the earlier use of the nonce has expired: `changes` is 1 exactly when accepted.

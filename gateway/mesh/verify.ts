@@ -9,8 +9,9 @@
  * caller is then admitted by the directory (identity mode, allowlist,
  * provisioning) and the route runs as that local brokered principal.
  */
-import type Database from 'better-sqlite3';
+
 import type { Config } from '../config/schema.ts';
+import type { SqlConnection } from '../db/connection.ts';
 import type { ApiError } from '../errors/api-error.ts';
 import type { RequestContext } from '../http/context.ts';
 import type { MetricsRegistry } from '../observability/metrics.ts';
@@ -44,7 +45,7 @@ export function readEnvelopeHeaders(rawHeaders: readonly string[]): Headers | nu
 export interface VerifyDeps {
   directory: MeshDirectory;
   /** The shared database: the replay cache lives there, so every process refuses a nonce any of them accepted. */
-  sqlite: Database.Database;
+  sql: SqlConnection;
   mesh: Config['mesh'];
   metrics: MetricsRegistry;
   now(): Date;
@@ -58,7 +59,7 @@ function outcomeOf(error: unknown): string {
 }
 
 export function createMeshVerifyStage(deps: VerifyDeps): Stage {
-  const replay = new ReplayCache(deps.sqlite, deps.mesh.replayCacheSize);
+  const replay = new ReplayCache(deps.sql, deps.mesh.replayCacheSize);
   const window = { maxAge: deps.mesh.signatureTtlSeconds, maxFuture: deps.mesh.signatureFutureSkewSeconds };
   const invalid = (problem: string) => MeshErrors.make.invalid_signature({ problem });
   const outcomes = deps.metrics.counter(MESH_SIGNATURES);

@@ -69,7 +69,7 @@ export function secretsAccess(gw: TestGateway) {
 
 /** The id of the secret a URN names now, as stored (never shown by the API). */
 export function secretId(gw: TestGateway, urn: string): string | undefined {
-  const lookup = gw.gateway.deps.sqlite.prepare('SELECT id FROM catalog_secrets WHERE urn = ?');
+  const lookup = gw.gateway.deps.sql.prepare('SELECT id FROM catalog_secrets WHERE urn = ?');
   return (lookup.get(urn) as { id: string } | undefined)?.id;
 }
 

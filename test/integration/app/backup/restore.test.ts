@@ -162,7 +162,7 @@ test(
     const ready = await gw.request('GET', '/api/ready');
     assert.equal(ready.status, 200);
     assert.equal(ready.json.status, 'ready');
-    gw.gateway.deps.sqlite.close();
+    gw.gateway.deps.sql.close();
     const down = await gw.request('GET', '/api/ready');
     assert.equal(down.status, 503);
     assert.equal(down.json.detail.reason, 'database_unavailable');

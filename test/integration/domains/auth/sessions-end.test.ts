@@ -41,7 +41,7 @@ async function gatewayWithClock(t: Parameters<typeof startTestGateway>[0]) {
 function plantRefresh(gw: TestGateway, userId: string, familyId: string | null): string {
   const token = randomBytes(32).toString('base64url');
   const at = new Date();
-  gw.gateway.deps.sqlite
+  gw.gateway.deps.sql
     .prepare(
       'INSERT INTO refresh_tokens (token_hash, user_id, expires_at, revoked, ' +
         'created_at, family_id) VALUES (?, ?, ?, 0, ?, ?)',
@@ -92,7 +92,7 @@ test('an ended family is never honoured again, whatever its rows say; rows witho
   const { refresh: first } = await session(gw);
   const rotated = await refresh(gw, first);
   assert.equal(rotated.status, 200);
-  const familyId = gw.gateway.deps.sqlite
+  const familyId = gw.gateway.deps.sql
     .prepare('SELECT family_id FROM refresh_tokens WHERE revoked = 1')
     .pluck()
     .get() as string;

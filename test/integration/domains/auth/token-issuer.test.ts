@@ -22,7 +22,7 @@ test('a PAT issued on port 0 still works after a restart on a new port', async (
   const issuer = decodeJwt(pat).iss;
   await first.stop();
 
-  const second = new TestGateway(first.dataDir, {});
+  const second = new TestGateway(first.dataDir, first.overrides);
   t.after(() => second.stop().catch(() => {}));
   await second.start();
   assert.notEqual(second.port, first.port, 'port 0 picked another port');

@@ -52,11 +52,11 @@ interface Row {
 }
 
 const rows = (gw: TestGateway) =>
-  gw.gateway.deps.sqlite
+  gw.gateway.deps.sql
     .prepare('SELECT urn, id, ciphertext, kek_version FROM catalog_secrets ORDER BY urn')
     .all() as Row[];
 const ledger = (gw: TestGateway) =>
-  gw.gateway.deps.sqlite.prepare('SELECT version, state FROM catalog_keks ORDER BY version').all() as {
+  gw.gateway.deps.sql.prepare('SELECT version, state FROM catalog_keks ORDER BY version').all() as {
     version: number;
     state: string;
   }[];

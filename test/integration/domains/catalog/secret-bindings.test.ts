@@ -104,7 +104,7 @@ test('a reference without a binding (migrated, secret gone) is refused until the
   const urn = await secret(gw, bob.token, { name: 'pg', value: 'bob-pw' });
   const properties = { nested: [{ password: urn }] };
   const dataset = await pgDataset(gw, bob.token, 'd', properties);
-  gw.gateway.deps.sqlite.prepare('DELETE FROM catalog_dataset_secrets WHERE dataset_urn = ?').run(dataset);
+  gw.gateway.deps.sql.prepare('DELETE FROM catalog_dataset_secrets WHERE dataset_urn = ?').run(dataset);
   const nested = (p: Record<string, unknown>) => (p as typeof properties).nested[0]?.password;
   assert.equal(valueInUse(gw, local(bob), dataset, nested), REFUSED);
   assert.equal((await patch(gw, bob.token, dataset, { description: 'x' })).status, 200);

@@ -1,131 +1,212 @@
+/**
+ * The change feed's contract, run on both engines: SQLite (two connections to one file, as two gateway processes
+ * or a gateway and the CLI hold) and PostgreSQL (two connections to one database, as two nodes hold, each with its
+ * own listening connection). A test steps the feeds with poll(); on PostgreSQL it first waits for the notification
+ * the writer's commit sends, which is what makes a poll read there.
+ */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import pino from 'pino';
-import { type ChangeFeedSettings, SqliteChangeFeed } from '../../../../gateway/db/change-feed.ts';
-import { openDatabase } from '../../../../gateway/db/open.ts';
+import {
+  type ChangeFeedSettings,
+  SqliteChangeFeed,
+  type TailingChangeFeed,
+} from '../../../../gateway/db/change-feed.ts';
+import type { DatabaseEngine, SqlConnection } from '../../../../gateway/db/connection.ts';
+import { openConfiguredDatabase, openDatabase } from '../../../../gateway/db/open.ts';
+import { type ListenFn, PgChangeFeed, pgListener } from '../../../../gateway/db/postgres/change-feed.ts';
+import { freshPostgresDatabase } from '../../../helpers/engine.ts';
+import { waitFor } from '../../../helpers/wait.ts';
 
 const SETTINGS: ChangeFeedSettings = { pollIntervalMs: 20, retainRows: 10_000, retainSeconds: 300 };
+const ENGINES: readonly DatabaseEngine[] = ['sqlite', 'postgres'];
+const silent = pino({ level: 'silent' });
 
-/** Two connections to one database file: what two gateway processes (or a gateway and the CLI) hold. */
-function twoProcesses(t: { after(fn: () => void): void }, settings = SETTINGS) {
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-feed-'));
-  const open = () => {
-    const { sqlite } = openDatabase(join(dir, 'feed.db'));
-    return { sqlite, feed: new SqliteChangeFeed(sqlite, settings, pino({ level: 'silent' })) };
+interface Process {
+  sql: SqlConnection;
+  feed: TailingChangeFeed;
+  /** Resolves when a poll now would read what other connections committed (PostgreSQL: their notification came). */
+  settled(): Promise<void>;
+}
+
+/** Two processes on one database of the engine. */
+async function twoProcesses(t: { after(fn: () => unknown): void }, engine: DatabaseEngine, settings = SETTINGS) {
+  if (engine === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'meshgate-feed-'));
+    const open = (): Process => {
+      const { sqlite } = openDatabase(join(dir, 'feed.db'));
+      t.after(() => sqlite.close());
+      return { sql: sqlite, feed: new SqliteChangeFeed(sqlite, settings, silent), settled: async () => {} };
+    };
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    return { a: open(), b: open() };
+  }
+  const url = await freshPostgresDatabase();
+  const open = async (): Promise<Process> => {
+    const { sql } = await openConfiguredDatabase({ dataDir: '', database: url });
+    // Notifications are held until the test asks (settled), and there is no safety poll: every read is one the
+    // test caused, and each is caused by a notification.
+    let held = 0;
+    let deliver = () => {};
+    const listen: ListenFn = (onNotify, onLost) =>
+      pgListener(url)(() => {
+        held++;
+        deliver = onNotify;
+      }, onLost);
+    const feed = new PgChangeFeed(sql, listen, settings, silent, 3_600_000);
+    feed.start();
+    await feed.ready;
+    t.after(() => {
+      feed.close();
+      sql.close();
+    });
+    const settled = async () => {
+      const newest = sql.prepare('SELECT coalesce(max(seq), 0) FROM changes').pluck().get() as number;
+      await waitFor(
+        () => {
+          if (held > 0) {
+            held = 0;
+            deliver();
+          }
+          return feed.seenUpTo >= newest;
+        },
+        { what: 'the notified changes' },
+      );
+    };
+    return { sql, feed, settled };
   };
-  const a = open();
-  const b = open();
-  t.after(() => {
-    a.sqlite.close();
-    b.sqlite.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const a = await open();
+  const b = await open();
   return { a, b };
 }
 
-function collect(feed: SqliteChangeFeed, topic: string): string[] {
+function collect(feed: TailingChangeFeed, topic: string): string[] {
   const seen: string[] = [];
   feed.subscribe(topic, (key) => seen.push(key));
   return seen;
 }
 
-test('a change committed by one connection reaches the other and the writer itself, in seq order', (t) => {
-  const { a, b } = twoProcesses(t);
-  const inB = collect(b.feed, 'routing');
-  const inA = collect(a.feed, 'routing');
-  a.sqlite.transaction(() => {
-    a.feed.publish('routing', 'one');
-    a.feed.publish('routing', 'two');
-  })();
-  a.feed.publish('routing', 'three');
-  b.feed.poll();
-  a.feed.poll();
-  assert.deepEqual(inB, ['one', 'two', 'three']);
-  assert.deepEqual(inA, ['one', 'two', 'three'], 'the writer is told as well (total_changes moved)');
-  b.feed.poll();
-  assert.deepEqual(inB, ['one', 'two', 'three'], 'each change once');
-});
-
-test('a poll reads rows only when the database moved', (t) => {
-  const { a, b } = twoProcesses(t);
-  b.feed.poll();
-  const before = { ...b.feed.stats };
-  for (let i = 0; i < 10; i++) b.feed.poll();
-  assert.equal(b.feed.stats.reads, before.reads, 'nothing committed: no read');
-  assert.equal(b.feed.stats.idlePolls, before.idlePolls + 10);
-  a.feed.publish('users', 'u1');
-  b.feed.poll();
-  assert.equal(b.feed.stats.reads, before.reads + 1);
-});
-
-test('a rolled-back write publishes nothing; table triggers publish writes made by any connection', (t) => {
-  const { a, b } = twoProcesses(t);
-  const users = collect(b.feed, 'users');
-  const tuples = collect(b.feed, 'authz_tuples');
-  assert.throws(() =>
-    a.sqlite.transaction(() => {
-      a.feed.publish('users', 'ghost');
-      throw new Error('roll back');
-    })(),
-  );
-  const at = new Date().toISOString();
-  a.sqlite
-    .prepare('INSERT INTO users (id, username, roles, attributes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)')
-    .run('u-1', 'carol', '[]', '{}', at, at);
-  a.sqlite.prepare('UPDATE users SET disabled = 1 WHERE id = ?').run('u-1');
-  a.sqlite
-    .prepare(
-      'INSERT INTO authz_tuples (subject_ns, subject_id, relation, ' +
-        'object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    )
-    .run('user', 'u-1', 'viewer', 'dataset', 'd1', 't', at);
-  a.sqlite.prepare('DELETE FROM authz_tuples').run();
-  b.feed.poll();
-  assert.deepEqual(users, ['u-1', 'u-1']);
-  const key = JSON.stringify(['user', 'u-1', 'viewer', 'dataset', 'd1', 't']);
-  assert.deepEqual(tuples, [key, key], 'insert and delete, keyed by the whole tuple');
-});
-
-test('a process behind the trim point reloads every topic instead of replaying what it can no longer name', (t) => {
-  const { a, b } = twoProcesses(t, { pollIntervalMs: 20, retainRows: 100, retainSeconds: 0 });
-  const seen = collect(b.feed, 'tuples');
-  let reloads = 0;
-  b.feed.onReset('tuples', () => reloads++);
-  a.sqlite.transaction(() => {
-    for (let i = 0; i < 300; i++) a.feed.publish('tuples', `k${i}`);
-  })();
-  a.feed.poll(); // the writer reads its own rows, then trims all but the newest 100
-  assert.equal(a.sqlite.prepare('SELECT count(*) FROM changes').pluck().get(), 100);
-  b.feed.poll();
-  assert.equal(reloads, 1);
-  assert.deepEqual(seen, [], 'no partial replay before the reload');
-  a.feed.publish('tuples', 'after');
-  b.feed.poll();
-  assert.deepEqual(seen, ['after'], 'caught up: later changes arrive one by one again');
-  assert.equal(b.feed.stats.resets, 1);
-});
-
-test('a failing subscriber neither stops the others nor the feed', (t) => {
-  const { a, b } = twoProcesses(t);
-  b.feed.subscribe('deployments', () => {
-    throw new Error('broken cache');
+for (const engine of ENGINES) {
+  test(`${engine}: a change committed by one connection reaches the other and the writer, in seq order`, async (t) => {
+    const { a, b } = await twoProcesses(t, engine);
+    const inB = collect(b.feed, 'routing');
+    const inA = collect(a.feed, 'routing');
+    a.sql.transaction(() => {
+      a.feed.publish('routing', 'one');
+      a.feed.publish('routing', 'two');
+    })();
+    a.feed.publish('routing', 'three');
+    await b.settled();
+    await a.settled();
+    b.feed.poll();
+    a.feed.poll();
+    assert.deepEqual(inB, ['one', 'two', 'three']);
+    assert.deepEqual(inA, ['one', 'two', 'three'], 'the writer is told as well');
+    b.feed.poll();
+    assert.deepEqual(inB, ['one', 'two', 'three'], 'each change once');
   });
-  const seen = collect(b.feed, 'deployments');
-  a.feed.publish('deployments', 'd1');
-  a.feed.publish('deployments', 'd2');
-  b.feed.poll();
-  assert.deepEqual(seen, ['d1', 'd2']);
-});
 
-test('start() tails on its interval; close() stops it', async (t) => {
-  const { a, b } = twoProcesses(t, { pollIntervalMs: 5, retainRows: 10_000, retainSeconds: 300 });
+  test(`${engine}: a poll reads rows only when the database moved`, async (t) => {
+    const { a, b } = await twoProcesses(t, engine);
+    b.feed.poll();
+    const before = { ...b.feed.stats };
+    for (let i = 0; i < 10; i++) b.feed.poll();
+    assert.equal(b.feed.stats.reads, before.reads, 'nothing committed: no read');
+    assert.equal(b.feed.stats.idlePolls, before.idlePolls + 10);
+    a.feed.publish('users', 'u1');
+    await b.settled();
+    b.feed.poll();
+    assert.equal(b.feed.stats.reads, before.reads + 1);
+  });
+
+  test(`${engine}: a rolled-back write publishes nothing; triggers publish writes by any connection`, async (t) => {
+    const { a, b } = await twoProcesses(t, engine);
+    const users = collect(b.feed, 'users');
+    const tuples = collect(b.feed, 'authz_tuples');
+    assert.throws(() =>
+      a.sql.transaction(() => {
+        a.feed.publish('users', 'ghost');
+        throw new Error('roll back');
+      })(),
+    );
+    const at = new Date().toISOString();
+    a.sql
+      .prepare('INSERT INTO users (id, username, roles, attributes, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)')
+      .run('u-1', 'carol', '[]', '{}', at, at);
+    a.sql.prepare('UPDATE users SET disabled = 1 WHERE id = ?').run('u-1');
+    a.sql
+      .prepare(
+        'INSERT INTO authz_tuples (subject_ns, subject_id, relation, ' +
+          'object_ns, object_id, tenant, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run('user', 'u-1', 'viewer', 'dataset', 'd1', 't', at);
+    a.sql.prepare('DELETE FROM authz_tuples').run();
+    await b.settled();
+    b.feed.poll();
+    assert.deepEqual(users, ['u-1', 'u-1']);
+    const key = JSON.stringify(['user', 'u-1', 'viewer', 'dataset', 'd1', 't']);
+    assert.deepEqual(tuples, [key, key], 'insert and delete, keyed by the whole tuple');
+  });
+
+  test(`${engine}: a process behind the trim point reloads every topic instead of a partial replay`, async (t) => {
+    const { a, b } = await twoProcesses(t, engine, { pollIntervalMs: 20, retainRows: 100, retainSeconds: 0 });
+    const seen = collect(b.feed, 'tuples');
+    let reloads = 0;
+    b.feed.onReset('tuples', () => reloads++);
+    a.sql.transaction(() => {
+      for (let i = 0; i < 300; i++) a.feed.publish('tuples', `k${i}`);
+    })();
+    await a.settled();
+    a.feed.poll(); // the writer reads its own rows, then trims all but the newest 100
+    assert.equal(a.sql.prepare('SELECT count(*) FROM changes').pluck().get(), 100);
+    await b.settled();
+    b.feed.poll();
+    assert.equal(reloads, 1);
+    assert.deepEqual(seen, [], 'no partial replay before the reload');
+    a.feed.publish('tuples', 'after');
+    await b.settled();
+    b.feed.poll();
+    assert.deepEqual(seen, ['after'], 'caught up: later changes arrive one by one again');
+    assert.equal(b.feed.stats.resets, 1);
+  });
+
+  test(`${engine}: a failing subscriber neither stops the others nor the feed`, async (t) => {
+    const { a, b } = await twoProcesses(t, engine);
+    b.feed.subscribe('deployments', () => {
+      throw new Error('broken cache');
+    });
+    const seen = collect(b.feed, 'deployments');
+    a.feed.publish('deployments', 'd1');
+    a.feed.publish('deployments', 'd2');
+    await b.settled();
+    b.feed.poll();
+    assert.deepEqual(seen, ['d1', 'd2']);
+  });
+}
+
+test('sqlite: start() tails on its interval; close() stops it', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite', { pollIntervalMs: 5, retainRows: 10_000, retainSeconds: 300 });
   const { promise, resolve } = Promise.withResolvers<string>();
   b.feed.subscribe('routing', resolve);
   b.feed.start();
   t.after(() => b.feed.close());
   a.feed.publish('routing', '1');
   assert.equal(await promise, '1');
+});
+
+test('postgres: a listener whose connection is cut reconnects and reads what committed meanwhile', async (t) => {
+  const { a, b } = await twoProcesses(t, 'postgres');
+  const seen = collect(b.feed, 'routing');
+  a.feed.publish('routing', 'before');
+  await b.settled();
+  // The server ends both listening connections; with the safety poll off, only a reconnect reads on.
+  a.sql
+    .prepare("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'meshgate-feed'")
+    .all();
+  a.feed.publish('routing', 'while-reconnecting');
+  await b.settled();
+  assert.deepEqual(seen, ['before', 'while-reconnecting']);
 });

@@ -1,0 +1,34 @@
+/**
+ * The PostgreSQL drizzle schema, for drizzle-kit (drizzle.pg.config.ts): the tables of data/schema.ts as
+ * gateway/db/postgres/mirror.ts translates them. drizzle-kit finds tables among a module's named exports, so each
+ * is named here; test/unit/gateway/db/pg-mirror.test.ts fails when a table of data/schema.ts is missing.
+ */
+import { mirrorSchema } from '../gateway/db/postgres/mirror.ts';
+import * as schema from './schema.ts';
+
+export const {
+  attributeSchema,
+  catalogContainers,
+  catalogDatasetSecrets,
+  catalogDatasets,
+  catalogKeks,
+  catalogSecrets,
+  changes,
+  clusterIdentity,
+  deployments,
+  executionGate,
+  federationUsers,
+  federations,
+  jobShadows,
+  jobs,
+  meshReplay,
+  pats,
+  peerNonces,
+  refreshTokens,
+  retrievalJobs,
+  revokedFamilies,
+  revokedSessions,
+  routingConfig,
+  tuples,
+  users,
+} = mirrorSchema(schema);

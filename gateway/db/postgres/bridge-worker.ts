@@ -1,0 +1,65 @@
+/**
+ * The worker thread behind PgSyncConnection: one PostgreSQL connection (node-postgres) that answers one request at a
+ * time. The caller's thread posts a request on the port, then blocks in Atomics.wait on the shared flag; this thread
+ * runs the query, posts the answer and raises the flag, and the caller reads the answer with receiveMessageOnPort —
+ * the pattern of the synckit package (https://github.com/un-ts/synckit), kept here at the size this needs.
+ *
+ * Built by esbuild into one self-contained script (gateway/db/postgres/bridge-source.ts) and started from that text,
+ * so the same code runs from a checkout, the bundle and the single executable.
+ */
+import { type MessagePort, workerData } from 'node:worker_threads';
+import pg from 'pg';
+import type { BridgeAnswer, BridgeRequest, BridgeStart } from './bridge-protocol.ts';
+
+const BYTEA = 17;
+const INT8 = 20;
+const NUMERIC = 1700;
+
+// SQLite hands integers and counts back as numbers; so must this engine (values past 2^53 are not stored).
+pg.types.setTypeParser(INT8, (text) => Number(text));
+pg.types.setTypeParser(NUMERIC, (text) => Number(text));
+
+const { url, port, flag, ssl } = workerData as BridgeStart & { port: MessagePort };
+const signal = new Int32Array(flag);
+const client = new pg.Client({ connectionString: url, ssl, application_name: 'meshgate' });
+
+function answer(message: BridgeAnswer): void {
+  port.postMessage(message);
+  Atomics.store(signal, 0, 1);
+  Atomics.notify(signal, 0);
+}
+
+/** Buffers cross the thread boundary as Uint8Array; node-postgres sends a Buffer as bytea. */
+function params(values: unknown[]): unknown[] {
+  return values.map((value) => (value instanceof Uint8Array && !Buffer.isBuffer(value) ? Buffer.from(value) : value));
+}
+
+async function run(request: BridgeRequest): Promise<BridgeAnswer> {
+  if (request.kind === 'end') {
+    await client.end();
+    return { id: request.id, rows: [], rowCount: 0, bytea: [] };
+  }
+  const result = await client.query({
+    text: request.sql,
+    values: params(request.params),
+    rowMode: request.arrays ? 'array' : undefined,
+  } as pg.QueryConfig);
+  // A multi-statement text (exec) answers one result per statement: the last one is the caller's.
+  const last = Array.isArray(result) ? (result.at(-1) as pg.QueryResult) : result;
+  const bytea = (last.fields ?? []).flatMap((field, at) =>
+    field.dataTypeID === BYTEA ? [request.arrays ? at : field.name] : [],
+  );
+  return { id: request.id, rows: last.rows ?? [], rowCount: last.rowCount ?? 0, bytea };
+}
+
+port.on('message', (request: BridgeRequest) => {
+  run(request).then(answer, (error: Error & { code?: string }) =>
+    answer({ id: request.id, error: { message: error.message, code: error.code ?? 'PG_ERROR' } }),
+  );
+});
+
+client.connect().then(
+  () => answer({ id: 0, rows: [], rowCount: 0, bytea: [] }),
+  (error: Error & { code?: string }) =>
+    answer({ id: 0, error: { message: error.message, code: error.code ?? 'PG_CONNECT' } }),
+);

@@ -1,0 +1,241 @@
+/**
+ * A PostgreSQL connection with the synchronous statement API of better-sqlite3 — prepare(sql).run/get/all/iterate,
+ * raw(), pluck(), transaction(fn), exec(sql) — so drizzle's SQLite driver and every store run unchanged on either
+ * engine. The stores were written synchronous on purpose: the request hot path reads in-process indexes and caches,
+ * and only writes and cold reads reach the store; on PostgreSQL each such call blocks this thread for one round
+ * trip, as a SQLite write blocks it for an fsync. The round trip runs on a worker thread (bridge-worker.ts).
+ *
+ * The SQL the stores and drizzle's SQLite dialect write is the subset both engines share; the differences are
+ * bridged in the database, not here: every table carries a `rowid` column (bigserial) where SQLite has its implicit
+ * one, and the migrations define `unixepoch()`. Two things are rewritten in the text: `?` placeholders become
+ * PostgreSQL's `$n`, and drizzle's SQLite dialect qualifies the columns of an ON CONFLICT target with their table
+ * ("t"."c"), which SQLite accepts and PostgreSQL's grammar does not (a conflict target names bare columns).
+ */
+import type { ConnectionOptions } from 'node:tls';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import type { BridgeAnswer, BridgeRequest } from './bridge-protocol.ts';
+
+/** How long one call may block before the connection is declared gone (statement_timeout should fire first). */
+const ANSWER_WITHIN_MS = 60_000;
+const CONFLICT_TARGET = /\bon conflict \([^)]*\)/gi;
+const QUALIFIED = /"[^"]+"\.("[^"]+")/g;
+/** The transaction kinds drizzle asks better-sqlite3 for by name. */
+type Behaviour = 'deferred' | 'immediate' | 'exclusive';
+const TRANSACTION_CONTROL = /^\s*(BEGIN|START\s+TRANSACTION|COMMIT|END|ROLLBACK(?!\s+TO))\b/i;
+
+export class PgQueryError extends Error {
+  constructor(
+    message: string,
+    /** PostgreSQL's SQLSTATE (https://www.postgresql.org/docs/current/errcodes-appendix.html). */
+    readonly code: string,
+  ) {
+    super(message);
+    this.name = 'PgQueryError';
+  }
+}
+
+interface Result {
+  rows: unknown[];
+  rowCount: number;
+}
+
+export class PgSyncConnection {
+  readonly #worker: Worker;
+  readonly #port: MessagePort;
+  readonly #flag: Int32Array;
+  readonly #positional = new Map<string, string>();
+  #nextId = 1;
+  #depth = 0;
+  #open = true;
+
+  /** Starts the worker and waits for its connection; throws what PostgreSQL answered (bad password, no database). */
+  constructor(bridgeSource: string, url: string, ssl: ConnectionOptions | undefined) {
+    const flag = new SharedArrayBuffer(4);
+    const { port1, port2 } = new MessageChannel();
+    this.#flag = new Int32Array(flag);
+    this.#port = port1;
+    this.#worker = new Worker(bridgeSource, {
+      eval: true,
+      workerData: { url, flag, ssl, port: port2 },
+      transferList: [port2],
+    });
+    this.#worker.unref();
+    try {
+      this.#await(0);
+    } catch (error) {
+      void this.#worker.terminate();
+      throw error;
+    }
+  }
+
+  get open(): boolean {
+    return this.#open;
+  }
+
+  get inTransaction(): boolean {
+    return this.#depth > 0;
+  }
+
+  prepare(sql: string): PgStatement {
+    return new PgStatement(this, this.#toPositional(sql));
+  }
+
+  /** One or more statements without parameters (PostgreSQL's simple query protocol). */
+  exec(sql: string): this {
+    this.query(sql, [], false);
+    return this;
+  }
+
+  /** better-sqlite3's transaction(fn): BEGIN … COMMIT, ROLLBACK on a throw, nested calls as savepoints. */
+  transaction<A extends unknown[], R>(
+    fn: (...args: A) => R,
+  ): ((...args: A) => R) & Record<Behaviour, (...args: A) => R> {
+    const run = (...args: A): R => {
+      const savepoint = this.#depth > 0 ? `meshgate_sp_${this.#depth}` : null;
+      this.exec(savepoint ? `SAVEPOINT ${savepoint}` : 'BEGIN');
+      this.#depth++;
+      try {
+        const result = fn(...args);
+        this.#depth--;
+        this.exec(savepoint ? `RELEASE SAVEPOINT ${savepoint}` : 'COMMIT');
+        return result;
+      } catch (error) {
+        this.#depth--;
+        this.exec(savepoint ? `ROLLBACK TO SAVEPOINT ${savepoint}` : 'ROLLBACK');
+        throw error;
+      }
+    };
+    // drizzle calls the behaviour by name (deferred/immediate/exclusive); PostgreSQL takes row locks as it writes.
+    return Object.assign(run, { deferred: run, immediate: run, exclusive: run });
+  }
+
+  pragma(): never {
+    throw new Error('PRAGMA is SQLite-only; this gateway runs on PostgreSQL');
+  }
+
+  close(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    try {
+      this.#call({ kind: 'end', id: this.#nextId++ });
+    } finally {
+      void this.#worker.terminate();
+    }
+  }
+
+  query(sql: string, params: unknown[], arrays: boolean): Result {
+    if (!this.#open) throw new TypeError('The database connection is not open');
+    const result = this.#call({ kind: 'query', id: this.#nextId++, sql, params, arrays });
+    const control = TRANSACTION_CONTROL.exec(sql)?.[1]?.toUpperCase();
+    if (control === 'BEGIN' || control === 'START') this.#depth = Math.max(this.#depth, 1);
+    else if (control) this.#depth = 0;
+    return result;
+  }
+
+  #call(request: BridgeRequest): Result {
+    Atomics.store(this.#flag, 0, 0);
+    this.#port.postMessage(request);
+    return this.#await(request.id);
+  }
+
+  /** Blocks until the worker answers request `id`; answers to calls that timed out earlier are dropped. */
+  #await(id: number): Result {
+    const deadline = Date.now() + ANSWER_WITHIN_MS;
+    for (;;) {
+      const message = receiveMessageOnPort(this.#port)?.message as BridgeAnswer | undefined;
+      if (message?.id === id) return settle(message);
+      if (message) continue;
+      const left = deadline - Date.now();
+      if (left <= 0 || Atomics.wait(this.#flag, 0, 0, left) === 'timed-out') {
+        throw new PgQueryError(`PostgreSQL did not answer within ${ANSWER_WITHIN_MS / 1000} s`, '57014');
+      }
+      Atomics.store(this.#flag, 0, 0);
+    }
+  }
+
+  /** `?` placeholders outside quoted strings and identifiers become `$1`, `$2`, …; the result is kept per text. */
+  #toPositional(sql: string): string {
+    let translated = this.#positional.get(sql);
+    if (translated === undefined) {
+      translated = toPositional(sql).replace(CONFLICT_TARGET, (target: string) => target.replace(QUALIFIED, '$1'));
+      this.#positional.set(sql, translated);
+    }
+    return translated;
+  }
+}
+
+export class PgStatement {
+  #arrays = false;
+  #pluck = false;
+
+  constructor(
+    private readonly connection: PgSyncConnection,
+    readonly source: string,
+  ) {}
+
+  /** better-sqlite3's raw(): rows as arrays of column values. */
+  raw(toggle = true): this {
+    this.#arrays = toggle;
+    return this;
+  }
+
+  /** better-sqlite3's pluck(): the first column's value instead of the row. */
+  pluck(toggle = true): this {
+    this.#pluck = toggle;
+    return this;
+  }
+
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number } {
+    return { changes: this.#query(params).rowCount, lastInsertRowid: 0 };
+  }
+
+  get(...params: unknown[]): unknown {
+    return this.all(...params)[0];
+  }
+
+  all(...params: unknown[]): unknown[] {
+    const { rows } = this.#query(params);
+    return this.#pluck ? rows.map((row) => (row as unknown[])[0]) : rows;
+  }
+
+  *iterate(...params: unknown[]): IterableIterator<unknown> {
+    yield* this.all(...params);
+  }
+
+  #query(params: unknown[]): Result {
+    // better-sqlite3 takes the values spread or as one array.
+    const values = params.length === 1 && Array.isArray(params[0]) ? params[0] : params;
+    return this.connection.query(this.source, values.map(toDriverValue), this.#arrays || this.#pluck);
+  }
+}
+
+function settle(message: BridgeAnswer): Result {
+  if ('error' in message) throw new PgQueryError(message.error.message, message.error.code);
+  if (message.bytea.length > 0)
+    for (const row of message.rows) restoreBuffers(row as Record<string | number, unknown>, message.bytea);
+  return message;
+}
+
+/** Structured clone turns a Buffer into a Uint8Array; the stores expect Buffers, as better-sqlite3 returns. */
+function restoreBuffers(row: Record<string | number, unknown>, columns: readonly (string | number)[]): void {
+  for (const column of columns) {
+    const value = row[column];
+    if (value instanceof Uint8Array) row[column] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  }
+}
+
+/** better-sqlite3 binds booleans as 1/0 and bigints as integers; node-postgres would send 'true' and fail on bigint. */
+function toDriverValue(value: unknown): unknown {
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'bigint') return value.toString();
+  return value;
+}
+
+/** A quoted string, a quoted identifier, a line comment (each kept whole), or a `?` placeholder. */
+const PLACEHOLDER_OR_QUOTED = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\?/g;
+
+/** Rewrites `?` outside '…' strings, "…" identifiers and -- comments to `$n`, as PostgreSQL numbers parameters. */
+export function toPositional(sql: string): string {
+  let n = 0;
+  return sql.replace(PLACEHOLDER_OR_QUOTED, (token) => (token === '?' ? `$${++n}` : token));
+}

@@ -1,0 +1,52 @@
+/**
+ * Which database engine the gateways of a test run use: SQLite (the default) or, with
+ * MESHGATE_TEST_DATABASE=postgres, one PostgreSQL cluster per test process with a fresh database per gateway —
+ * how scripts/test.sh runs the domain suites a second time, so every store is checked against both engines.
+ */
+import { randomBytes } from 'node:crypto';
+import { after } from 'node:test';
+import type { DatabaseEngine } from '../../gateway/db/connection.ts';
+import { type OpenedDatabase, openConfiguredDatabase, openDatabase } from '../../gateway/db/open.ts';
+import type { After } from './gateway.ts';
+import { type PostgresPeer, startPostgres } from './peers/postgres.ts';
+
+export const TEST_ENGINE: DatabaseEngine = process.env.MESHGATE_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
+
+const lastHooks: (() => unknown)[] = [];
+/** The cluster lives as long as the test process: stopped after its last test. */
+const processLifetime: After = { after: (hook) => void lastHooks.push(hook) };
+after(async () => {
+  for (const hook of lastHooks.splice(0).reverse()) await hook();
+});
+
+let cluster: Promise<PostgresPeer> | null = null;
+
+/** A new, empty database on the process's PostgreSQL cluster (started on first use). */
+export async function freshPostgresDatabase(): Promise<string> {
+  cluster ??= startPostgres(processLifetime, { settings: { max_connections: '300' } });
+  const peer = await cluster;
+  const name = `meshgate_${randomBytes(6).toString('hex')}`;
+  await peer.psql(`CREATE DATABASE ${name}`);
+  return peer.url.replace(/\/postgres$/, `/${name}`);
+}
+
+/** The `database` setting for a new test gateway: null (SQLite in its data dir) unless the run is on PostgreSQL. */
+export async function testDatabaseSetting(): Promise<string | null> {
+  return TEST_ENGINE === 'postgres' ? freshPostgresDatabase() : null;
+}
+
+/** A database of the given engine for a store or feed test, closed after it: in-memory SQLite, or a fresh one. */
+export async function openTestDatabase(
+  t: After,
+  engine: DatabaseEngine = TEST_ENGINE,
+): Promise<OpenedDatabase & { url: string | null }> {
+  const url = engine === 'postgres' ? await freshPostgresDatabase() : null;
+  const opened = url === null ? openInMemory() : await openConfiguredDatabase({ dataDir: '', database: url });
+  t.after(() => opened.sql.close());
+  return { ...opened, url };
+}
+
+function openInMemory(): OpenedDatabase {
+  const { sqlite, db } = openDatabase(':memory:');
+  return { engine: 'sqlite', sql: sqlite, db };
+}

@@ -1,0 +1,80 @@
+/**
+ * The PostgreSQL engine's statement API (gateway/db/postgres/sync-connection.ts) behaves as better-sqlite3's does for
+ * what the stores use, against a real PostgreSQL; and the PostgreSQL schema mirrors every table of the SQLite one.
+ */
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { test } from 'node:test';
+import * as pgSchema from '../../../../data/schema.pg.ts';
+import * as schema from '../../../../data/schema.ts';
+import { PgQueryError, toPositional } from '../../../../gateway/db/postgres/sync-connection.ts';
+import { openTestDatabase } from '../../../helpers/engine.ts';
+
+test('placeholders become $n outside strings, identifiers and comments', () => {
+  assert.equal(
+    toPositional(`SELECT '?', "a?b", x FROM t -- why?\nWHERE a = ? AND b = 'it''s ?' AND c = ?`),
+    `SELECT '?', "a?b", x FROM t -- why?\nWHERE a = $1 AND b = 'it''s ?' AND c = $2`,
+  );
+});
+
+test('statements, raw and pluck rows, upserts, bytea, booleans and errors as the stores expect them', async (t) => {
+  const { sql, db } = await openTestDatabase(t, 'postgres');
+  const at = new Date().toISOString();
+  const insert = sql.prepare(
+    'INSERT INTO users (id, username, roles, attributes, disabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  assert.equal(insert.run('u1', 'ann', '[]', '{}', false, at, at).changes, 1);
+  assert.deepEqual(sql.prepare('SELECT username, disabled FROM users WHERE id = ?').get('u1'), {
+    username: 'ann',
+    disabled: 0,
+  });
+  assert.deepEqual(sql.prepare('SELECT id, username FROM users').raw().all(), [['u1', 'ann']]);
+  assert.equal(sql.prepare('SELECT count(*) FROM users').pluck().get(), 1, 'counts are numbers, as on SQLite');
+  assert.deepEqual([...sql.prepare('SELECT id FROM users').pluck().iterate()], ['u1']);
+  const bytes = Buffer.from([0, 1, 2, 255]);
+  const echoed = sql.prepare('SELECT ?::bytea AS b').get(bytes) as { b: Buffer };
+  assert.ok(Buffer.isBuffer(echoed.b) && echoed.b.equals(bytes), 'bytea comes back as a Buffer');
+  // drizzle's SQLite dialect writes a table-qualified conflict target, which the connection makes PostgreSQL's.
+  const { users } = schema;
+  const row = { id: 'u1', username: 'ann2', roles: [], attributes: {}, createdAt: at, updatedAt: at };
+  db.insert(users).values(row).onConflictDoUpdate({ target: users.id, set: { username: 'ann2' } }).run();
+  assert.equal(sql.prepare('SELECT username FROM users').pluck().get(), 'ann2');
+  assert.throws(
+    () => insert.run('u2', 'ann2', '[]', '{}', false, at, at),
+    (error: PgQueryError) => error instanceof PgQueryError && error.code === '23505',
+    'a unique violation carries its SQLSTATE',
+  );
+});
+
+test('transactions commit, roll back on a throw, and nest as savepoints', async (t) => {
+  const { sql } = await openTestDatabase(t, 'postgres');
+  const put = sql.prepare('INSERT INTO changes (topic, key, at) VALUES (?, ?, 0)');
+  const keys = () => sql.prepare('SELECT key FROM changes ORDER BY seq').pluck().all();
+  sql.transaction(() => {
+    put.run('t', 'outer');
+    assert.equal(sql.inTransaction, true);
+    assert.throws(
+      sql.transaction(() => {
+        put.run('t', 'inner');
+        throw new Error('inner fails');
+      }),
+      /inner fails/,
+    );
+  })();
+  assert.equal(sql.inTransaction, false);
+  assert.deepEqual(keys(), ['outer'], 'the inner savepoint rolled back alone');
+  assert.throws(
+    sql.transaction(() => {
+      put.run('t', 'gone');
+      throw new Error('outer fails');
+    }),
+    /outer fails/,
+  );
+  assert.deepEqual(keys(), ['outer']);
+});
+
+test('every table of the SQLite schema has its PostgreSQL mirror', () => {
+  const { SQLiteTable } = createRequire(import.meta.url)('drizzle-orm/sqlite-core');
+  const tables = Object.entries(schema).filter(([, value]) => value instanceof SQLiteTable);
+  assert.deepEqual(Object.keys(pgSchema).sort(), tables.map(([name]) => name).sort());
+});
