@@ -2,9 +2,10 @@
  * The operator console in a real browser (Debian's chromium) against real
  * gateways: sign in through /login, create two federation records in the
  * console's form (its validation errors beside their fields), pair the
- * gateways from their cards and watch both read PAIRED, open a deployed app, follow a job's log, change
- * routing and read the smoke results, and a non-admin who is offered no
- * admin page. Screenshots of each page land in docs/console/.
+ * gateways from their cards and watch both read PAIRED, read each
+ * deployment's probed health and request count, open a deployed app, follow
+ * a job's log, change routing and read the smoke results, and a non-admin who
+ * is offered no admin page. Screenshots of each page land in docs/console/.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { launchBrowser, signIn } from '../../../../helpers/browser.ts';
 import { newPsk, routeTo, SHARED_ISSUER, startPeer } from '../../../../helpers/federation.ts';
 import { ADMIN_PASSWORD, startTestGateway } from '../../../../helpers/gateway.ts';
 import { MARKER, submit, waitFor } from '../../../../helpers/jobs.ts';
-import { deploy, startAppServer } from '../../../../helpers/upstreams.ts';
+import { DEAD_UPSTREAM, deploy, startAppServer } from '../../../../helpers/upstreams.ts';
 
 const SHOTS = join(import.meta.dirname, '../../../../../docs/console');
 
@@ -91,9 +92,13 @@ const fieldId = (label: string) =>
   ({ 'Peer address': 'fed-address', 'Peer host name': 'fed-hostname', 'Pre-shared key': 'fed-preshared_key' })[label];
 
 test('deployments, jobs with their log, routing with smoke results; a non-admin sees no admin page', async (t) => {
-  const gw = await startTestGateway(t);
+  const gw = await startTestGateway(t, { serving: { healthIntervalMs: 100, healthTimeoutMs: 1000 } });
   const app = await startAppServer(t);
-  await deploy(gw, { kind: 'app', name: 'notes', upstream: app.url });
+  const notes = await deploy(gw, { kind: 'app', name: 'notes', upstream: app.url, health_path: '/dashboard' });
+  await deploy(gw, { kind: 'app', name: 'gone', upstream: DEAD_UPSTREAM });
+  const REQUESTS = 5;
+  for (let i = 0; i < REQUESTS; i++)
+    assert.equal((await gw.request('GET', `${notes.runtime_path}/`, { token: await gw.adminToken() })).status, 200);
   const job = await submit(gw, await gw.adminToken(), {
     entrypoint: `echo console-log-line; echo '${MARKER}{"ok":1}'`,
   });
@@ -102,12 +107,16 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   const browser = await launchBrowser(t, [gw]);
   const { page } = await signIn(browser, gw, 'admin', ADMIN_PASSWORD);
 
-  await page.getByRole('table', { name: 'Deployments' }).getByText('notes').waitFor();
-  await page.getByRole('region', { name: 'Traffic' }).waitFor();
+  // The page refreshes itself: the probe's verdicts and the request count arrive without a reload.
+  const row = (name: string) => page.getByRole('table', { name: 'Deployments' }).getByRole('row', { name: name });
+  await row('notes').locator('td[data-label="Health"]').getByText('healthy', { exact: true }).waitFor();
+  await row('notes').locator('td[data-label="Requests"]').getByText(String(REQUESTS)).waitFor();
+  await row('gone').locator('td[data-label="Health"]').getByText('unhealthy', { exact: true }).waitFor();
+  await row('gone').getByText('upstream_unreachable', { exact: false }).waitFor();
   await shoot(page, 'deployments');
   const [opened] = await Promise.all([
     page.waitForEvent('load'),
-    page.getByRole('link', { name: /\/runtime\/apps\// }).click(),
+    row('notes').getByRole('link', { name: notes.runtime_path }).click(),
   ]);
   assert.ok(opened);
   await page.getByRole('link', { name: 'dashboard' }).waitFor();
