@@ -1,12 +1,13 @@
 /**
- * The fields the platform's public Python SDK reads from a model deployment
+ * A deployment record's fields beyond its row. What the gateway observed
+ * of it (`health`, `traffic`); and the fields the platform's public Python SDK reads from a model deployment
  * (kamiwaza-sdk 1.3.0, `UIModelDeployment`; test/integration/domains/retrieval/sdk-python.test.ts):
  * with them, `client.serving.list_deployments()` parses our listing and
  * `client.openai.get_client(model=<name>)` finds the deployment and talks
  * to `<origin><access_path>/v1`. meshgate has no model registry, so the
  * model and its config are the deployment itself (`m_id`, `m_config_id` =
  * its id), and a registered route is live: `DEPLOYED`, with one instance
- * standing for the upstream (meshgate does not probe it).
+ * standing for the upstream (its probed health is the record's `health`).
  */
 import { z } from 'zod';
 import type { DeploymentRow, HealthRow, TrafficRow } from './store.ts';
