@@ -106,9 +106,11 @@ export class HealthProber {
 
   #schedule(delayMs: number): void {
     this.#timer = setTimeout(() => {
-      this.#round().finally(() => {
-        if (!this.#closed) this.#schedule(this.settings.intervalMs);
-      });
+      this.#round()
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'upstream health: round failed; trying again'))
+        .finally(() => {
+          if (!this.#closed) this.#schedule(this.settings.intervalMs);
+        });
     }, delayMs);
     // Probing alone never keeps a process alive.
     this.#timer.unref();
