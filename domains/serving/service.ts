@@ -160,7 +160,7 @@ export class DeploymentService {
     return this.store.list().filter((row) => this.#access.canSee(principal, row)).length;
   }
 
-  /** Health and traffic are read only once the caller may see the deployment: a hidden one's never leak. */
+  /** Health and traffic are read only once the caller may see the deployment, so a hidden one's never leak. */
   get(principal: Principal, id: string) {
     const row = this.#visibleRow(principal, this.store.get(id), id);
     return this.view(row, isNativeAdmin(principal));
@@ -226,7 +226,7 @@ export class DeploymentService {
     return row;
   }
 
-  /** The API record; `upstream` (an internal address) only for administrators. */
+  /** The API record; `upstream` (an internal address) and its `health_path` only for administrators. */
   view(row: DeploymentRow, admin: boolean, observed = this.#observedOf(row.id)) {
     const prefix = this.urls.prefixes()[KIND_SERVICE[row.kind]];
     const runtimePath = `${prefix}/${row.id}`;
@@ -235,7 +235,7 @@ export class DeploymentService {
       id: row.id,
       kind: row.kind,
       name: row.name,
-      ...(admin ? { upstream: row.upstream } : {}),
+      ...(admin ? { upstream: row.upstream, health_path: row.healthPath } : {}),
       strip_prefix: row.stripPrefix,
       websocket: row.websocket,
       timeout_seconds: row.timeoutSeconds,
@@ -247,7 +247,6 @@ export class DeploymentService {
       ...(row.kind === 'model' ? { openai_base_url: `${url}/v1` } : {}),
       legacy_port: row.legacyPort,
       legacy_url: this.ports?.url(row) ?? null,
-      health_path: row.healthPath,
       ...observed,
       created_by: row.createdBy,
       created_at: row.createdAt,

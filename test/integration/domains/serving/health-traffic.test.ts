@@ -114,6 +114,7 @@ test('runtime URL requests are counted on the API and in /metrics; a hidden depl
   );
   assert.equal(seen.json[0].traffic.requests, REQUESTS, 'a caller who sees a deployment sees its figures');
   assert.ok(['healthy', 'unknown'].includes(seen.json[0].health.status));
+  assert.ok(!('upstream' in seen.json[0]) && !('health_path' in seen.json[0]), 'where it is probed stays with admins');
   const refused = await deployment(gw, hidden.id, user);
   assert.equal(refused.status, 404);
   assert.deepEqual(Object.keys(refused.json.detail).sort(), ['id', 'reason', 'request_id']);
