@@ -2,15 +2,16 @@
  * A real HiveServer2 for a test file (docs/test-peers.md; docs/sources.md
  * "HiveServer2 test peer"): Apache Hive 4.0.1 from Maven Central jars
  * (scripts/peers/hive.sh) on Java 17, embedded Derby metastore, local file
- * system, binary Thrift transport without SASL on 127.0.0.1 (random port,
+ * system, binary Thrift transport without SASL (by default) on 127.0.0.1 (random port,
  * retried when taken). Hive 4.0 targets Java 8, so the JVM gets the
  * --add-opens its reflection needs. It is heavy (a JVM of ~1 GB, 20-40 s to
  * start on two busy cores): start one per test file and share it. `query`
  * runs HiveQL through hive-driver, e.g. to create external tables over files
  * written to `dataDir`. With `tls` the Thrift port speaks only TLS
  * (`hive.server2.use.SSL`, a PKCS#12 key store made from the certificate),
- * and `query` connects over TLS trusting `tls.caPem`. Stopped and deleted in
- * t.after.
+ * and `query` connects over TLS trusting `tls.caPem`. With `users` it checks
+ * passwords (CUSTOM authentication), and with `http` it serves Thrift over
+ * HTTP(S) too. Stopped and deleted in t.after.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -136,6 +137,17 @@ export async function startHive(t: After, options: HiveOptions = {}): Promise<Hi
     stop,
     query: (sql) => hiveQuery({ host, port: ports.port, options: tls }, auth, sql),
   };
+}
+
+/** An external text table `name` (`columns` as HiveQL) over one CSV file of `lines` in the peer's data folder. */
+export async function csvTable(peer: HivePeer, name: string, columns: string, lines: readonly string[]): Promise<void> {
+  const dir = join(peer.dataDir, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'rows.csv'), `${lines.join('\n')}\n`);
+  await peer.query(
+    `CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' ` +
+      `STORED AS TEXTFILE LOCATION 'file://${dir}'`,
+  );
 }
 
 /** Both transports log their start; with `all` the server serves once both have. */

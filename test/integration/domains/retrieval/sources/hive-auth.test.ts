@@ -8,11 +8,9 @@
  * transport settings are the owner's, which no viewer's option re-targets.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestGateway } from '../../../../helpers/gateway.ts';
-import { startHive } from '../../../../helpers/peers/hive.ts';
+import { csvTable, startHive } from '../../../../helpers/peers/hive.ts';
 import { createDataset, createJob, createSecret, grantViewer, readSse } from '../../../../helpers/retrieval.ts';
 import { sharedPeer } from '../../../../helpers/retrieval-sources.ts';
 
@@ -23,12 +21,11 @@ const WRONG = 'Wrong-Passw0rd-91c2';
 /** One HiveServer2 for the file: both transports, the user `ann`, a table `items` of ROWS. */
 const server = sharedPeer(async (t) => {
   const peer = await startHive(t, { users: { ann: PASSWORD }, http: true });
-  const data = join(peer.dataDir, 'items');
-  mkdirSync(data, { recursive: true });
-  writeFileSync(join(data, 'rows.csv'), `${ROWS.map((r) => `${r.id},${r.name}`).join('\n')}\n`);
-  await peer.query(
-    `CREATE EXTERNAL TABLE items (id INT, name STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY ','
-     STORED AS TEXTFILE LOCATION 'file://${data}'`,
+  await csvTable(
+    peer,
+    'items',
+    'id INT, name STRING',
+    ROWS.map((r) => `${r.id},${r.name}`),
   );
   return peer;
 });

@@ -10,13 +10,13 @@
  * connection.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ensureTlsMaterial } from '../../../../../gateway/tls/material.ts';
 import { startTestGateway } from '../../../../helpers/gateway.ts';
-import { startHive } from '../../../../helpers/peers/hive.ts';
+import { csvTable, startHive } from '../../../../helpers/peers/hive.ts';
 import { createDataset, createJob, createSecret } from '../../../../helpers/retrieval.ts';
 import { sharedPeer } from '../../../../helpers/retrieval-sources.ts';
 
@@ -35,12 +35,11 @@ const server = sharedPeer(async (t) => {
     clusterName: 'hive-other',
   });
   const peer = await startHive(t, { tls, users: { ann: PASSWORD }, http: true });
-  const data = join(peer.dataDir, 'items');
-  mkdirSync(data, { recursive: true });
-  writeFileSync(join(data, 'rows.csv'), `${ROWS.map((r) => `${r.id},${r.name}`).join('\n')}\n`);
-  await peer.query(
-    `CREATE EXTERNAL TABLE items (id INT, name STRING) ROW FORMAT DELIMITED FIELDS TERMINATED BY ','
-     STORED AS TEXTFILE LOCATION 'file://${data}'`,
+  await csvTable(
+    peer,
+    'items',
+    'id INT, name STRING',
+    ROWS.map((r) => `${r.id},${r.name}`),
   );
   return { peer, ca: tls.caPem, otherCa: other.caPem };
 });
