@@ -129,6 +129,11 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     meaning: 'upstreams of `/notebooks` and `/admin/compute` (administrators only) when those services are enabled',
   },
   {
+    env: ['PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS'],
+    meaning: "how often the primary probes each deployment's upstream (the deployments API shows the last result)",
+    doc: 'docs/serving.md',
+  },
+  {
     env: ['PLATFORM_SERVING_LEGACY_PORTS'],
     meaning: "legacy: serve a deployment's `legacy_port` on its own HTTPS listener",
     doc: 'docs/serving.md',

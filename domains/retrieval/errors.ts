@@ -74,7 +74,7 @@ export const RetrievalErrors = defineErrors('retrieval', {
     status: 403,
     doc:
       "The source refused the dataset's credentials (Postgres password or " +
-      'pg_hba, Kafka SASL, HiveServer2 SASL PLAIN): a wrong user or password ' +
+      'pg_hba, Kafka SASL, HiveServer2 SASL PLAIN or HTTP Basic): a wrong user or password ' +
       'in its secret or `credential_override`, or a SASL mechanism the ' +
       'server does not offer. The message never holds the user or the ' +
       'password.',

@@ -20,7 +20,7 @@ import {
 
 const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
                    [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
-                   [--visibility private|authenticated]
+                   [--visibility private|authenticated] [--health-path /healthz]
 meshgate deploy list [--kind model|app|tool] [--json]
 meshgate deploy get <id>
 meshgate deploy visibility <id> private|authenticated
@@ -48,6 +48,7 @@ const options = {
   public: { type: 'boolean', default: false },
   'forward-authorization': { type: 'boolean', default: false },
   visibility: { type: 'string' },
+  'health-path': { type: 'string' },
   json: { type: 'boolean', default: false },
 } as const;
 
@@ -88,6 +89,7 @@ function addInput(values: DeployFlags) {
     requires_auth: !values.public,
     forward_authorization: values['forward-authorization'],
     visibility: values.visibility,
+    health_path: values['health-path'],
   };
   return validate(deploymentInput, body, 'body');
 }

@@ -14,6 +14,7 @@ import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
 import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
+import { HealthProber } from './health.ts';
 import { LegacyListeners } from './legacy.ts';
 import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
 import { UpstreamPools } from './proxy.ts';
@@ -24,6 +25,7 @@ import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand, smokeRoute } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
+import { TrafficFlusher } from './traffic.ts';
 import { OpenSockets } from './websocket.ts';
 
 /** How often open websockets have their access re-checked: the most a lost access outlives its loss by. */
@@ -74,8 +76,28 @@ export const servingModule: HandlerModule = {
       { prefixes, origin: deps.runtime.origin },
       deps.now,
       legacy ?? ownedPorts,
+      pools.observed.requests,
     );
-    deps.feed.subscribe('deployments', (id) => deployments.forget(id));
+    // Serving processes write their request counts; the owner of background work probes the upstreams.
+    const serves = deps.purpose === 'serve';
+    const traffic = serves ? new TrafficFlusher(pools.observed.requests, store, deps.now, deps.logger) : null;
+    const prober =
+      serves && place.role !== 'worker'
+        ? new HealthProber(
+            store,
+            {
+              intervalMs: serving.healthIntervalMs,
+              timeoutMs: serving.healthTimeoutMs,
+              concurrency: serving.healthConcurrency,
+            },
+            deps.now,
+            deps.logger,
+          )
+        : null;
+    deps.feed.subscribe('deployments', (id) => {
+      deployments.forget(id);
+      prober?.probeSoon(id);
+    });
     deps.feed.onReset('deployments', () => deployments.forget());
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
@@ -88,6 +110,8 @@ export const servingModule: HandlerModule = {
       defaultTimeoutSeconds: serving.defaultTimeoutSeconds,
     };
     await legacy?.openAll(store.list());
+    traffic?.start();
+    prober?.start();
     const site: FrontendDeps = {
       auth,
       signOut: deps.services.get(SESSION_SIGN_OUT),
@@ -107,9 +131,12 @@ export const servingModule: HandlerModule = {
         operatorMount('admin_compute', serving.adminComputeUpstream, true, site),
       ],
       close: async () => {
+        await prober?.close();
         sockets.close();
         await legacy?.closeAll();
         await pools.close();
+        // After the last proxied request: its count reaches the table before the database closes.
+        traffic?.close();
       },
     };
   },

@@ -1,5 +1,5 @@
 /**
- * What the runtime proxy records: requests in flight and failures by
+ * What the runtime proxy records: requests (traffic.ts keeps the counts), requests in flight and failures by
  * deployment, and each upstream pool's connections at scrape time. The
  * `deployment` label is the deployment id (or the service name for the
  * frontend, notebooks and admin compute): bounded by what administrators
@@ -10,11 +10,13 @@ import type { Counter, Gauge } from 'prom-client';
 import type { Pool } from 'undici';
 import type { MetricsRegistry } from '../../gateway/observability/metrics.ts';
 import type { Tracing } from '../../gateway/observability/tracing.ts';
+import { RequestCounts } from './traffic.ts';
 
 export interface ProxyObservability {
   readonly tracing: Tracing;
   readonly inFlight: Gauge<'deployment'>;
   readonly errors: Counter<'deployment' | 'reason'>;
+  readonly requests: RequestCounts;
 }
 
 export function proxyObservability(
@@ -37,8 +39,19 @@ export function proxyObservability(
       }
     },
   });
+  const requests = new RequestCounts();
+  metrics.counter({
+    name: 'upstream_requests_total',
+    help: 'Requests proxied to the upstream (websocket upgrades included), by deployment.',
+    labels: ['deployment'],
+    collect(counter) {
+      counter.reset();
+      for (const [deployment, cell] of requests.entries()) counter.labels(deployment).inc(cell.total);
+    },
+  });
   return {
     tracing,
+    requests,
     inFlight: metrics.gauge({
       name: 'upstream_requests_in_flight',
       help: 'Proxied requests in flight to the upstream, by deployment.',

@@ -18,6 +18,7 @@ import { ServingErrors } from './errors.ts';
 import { ClientShares } from './fair-share.ts';
 import { downstreamResponseHeaders, type PathMap, upstreamRequestHeaders } from './headers.ts';
 import type { ProxyObservability } from './proxy-metrics.ts';
+import type { RequestCell } from './traffic.ts';
 
 /** Where one request goes: an upstream pool plus the path mapping and per-deployment options. */
 export interface ProxyTarget extends PathMap {
@@ -30,6 +31,8 @@ export interface ProxyTarget extends PathMap {
   observed: ProxyObservability;
   /** This deployment's in-flight gauge, labelled once rather than per request. */
   inFlight: { inc(): void; dec(): void };
+  /** This deployment's request count (traffic.ts): one increment per request. */
+  requests: RequestCell;
 }
 
 /** Lazily created keep-alive pools, one per upstream origin, closed with the domain. */
@@ -93,6 +96,7 @@ export function buildTarget(pools: UpstreamPools, spec: TargetSpec): ProxyTarget
     shares: pools.shares,
     observed: pools.observed,
     inFlight: pools.observed.inFlight.labels(spec.label),
+    requests: pools.observed.requests.cell(spec.label),
   };
 }
 
@@ -146,6 +150,7 @@ export async function forward(
 ): Promise<undefined> {
   const release = await target.shares.acquire(ctx.req, ctx.res, target.pool);
   if (!release) return undefined; // the client left while waiting for its share
+  target.requests.total++;
   target.inFlight.inc();
   try {
     const attributes = { 'meshgate.deployment': target.label };

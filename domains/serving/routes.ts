@@ -4,10 +4,11 @@ import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
+import { observedFields } from './wire.ts';
 
 /** Models unless asked (this listing is the models one the SDK parses); `all` for every kind. */
 const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool', 'all']).default('model') });
-const deploymentAnswer = z.looseObject({ id: z.string(), name: z.string() });
+const deploymentAnswer = z.looseObject({ id: z.string(), name: z.string(), ...observedFields });
 const NOT_FOUND = ['deployment_not_found'];
 
 export function servingRoutes(service: DeploymentService, maxBody: number): RouteDef[] {

@@ -16,8 +16,9 @@ import type { AuthzService } from '../authz/index.ts';
 import { AuthzErrors } from '../authz/index.ts';
 import { DeploymentAccess, VISIBILITIES, type Visibility } from './access.ts';
 import { ServingErrors } from './errors.ts';
-import type { DeploymentRow, DeploymentStore } from './store.ts';
-import { sdkModelFields } from './wire.ts';
+import type { DeploymentRow, DeploymentStore, HealthRow, TrafficRow } from './store.ts';
+import type { RequestCounts } from './traffic.ts';
+import { healthView, sdkModelFields, trafficView } from './wire.ts';
 
 export type DeploymentKind = DeploymentRow['kind'];
 
@@ -44,6 +45,12 @@ export const deploymentInput = z.object({
   legacy_port: z.number().int().min(1).max(65535).nullish(),
   /** `authenticated` shares it with every native-realm user; `private` leaves it to its viewers (access.ts). */
   visibility: z.enum(VISIBILITIES).default('private'),
+  /** Probe the upstream with a GET of this path (below the upstream URL) instead of a TCP connect (health.ts). */
+  health_path: z
+    .string()
+    .max(1024)
+    .regex(/^\/[^\s#]*$/, 'must be a path starting with /, without spaces or fragment')
+    .nullish(),
 });
 export type DeploymentInput = z.output<typeof deploymentInput>;
 
@@ -67,6 +74,11 @@ export interface LegacyPorts {
 
 const MAX_CACHED_ROWS = 10_000;
 
+interface Observed {
+  health: ReturnType<typeof healthView>;
+  traffic: ReturnType<typeof trafficView>;
+}
+
 export class DeploymentService {
   /**
    * Rows the proxy looked up: dropped on a write here, or by another process or the CLI (the change feed: `forget`).
@@ -80,6 +92,8 @@ export class DeploymentService {
     private readonly urls: PublicUrls,
     private readonly now: () => Date,
     private readonly ports: LegacyPorts | null = null,
+    /** This process's request counts not yet in the table (traffic.ts); null where nothing is proxied. */
+    private readonly counts: RequestCounts | null = null,
   ) {
     this.#access = new DeploymentAccess(authz);
   }
@@ -107,6 +121,7 @@ export class DeploymentService {
       forwardAuthorization: input.forward_authorization,
       visibility: input.visibility,
       legacyPort,
+      healthPath: input.health_path ?? null,
       createdBy: principal.username,
       createdAt: this.now().toISOString(),
     };
@@ -132,10 +147,12 @@ export class DeploymentService {
       }
     }
     const admin = isNativeAdmin(principal);
-    return this.store
+    const rows = this.store
       .list()
-      .filter((row) => (kind === undefined || row.kind === kind) && this.#access.canSee(principal, row))
-      .map((row) => this.view(row, admin));
+      .filter((row) => (kind === undefined || row.kind === kind) && this.#access.canSee(principal, row));
+    const byId = <T extends { deploymentId: string }>(list: T[]) => new Map(list.map((r) => [r.deploymentId, r]));
+    const [health, traffic] = rows.length > 0 ? [byId(this.store.health()), byId(this.store.traffic())] : [];
+    return rows.map((row) => this.view(row, admin, this.#observed(row.id, health?.get(row.id), traffic?.get(row.id))));
   }
 
   /** Deployments the caller may see; a mesh caller granted none sees none (the list refuses them instead). */
@@ -143,8 +160,10 @@ export class DeploymentService {
     return this.store.list().filter((row) => this.#access.canSee(principal, row)).length;
   }
 
+  /** Health and traffic are read only once the caller may see the deployment, so a hidden one's never leak. */
   get(principal: Principal, id: string) {
-    return this.view(this.#visibleRow(principal, this.store.get(id), id), isNativeAdmin(principal));
+    const row = this.#visibleRow(principal, this.store.get(id), id);
+    return this.view(row, isNativeAdmin(principal));
   }
 
   /** Owners and native administrators change who else sees it; anyone else who may see it gets 403. */
@@ -189,14 +208,26 @@ export class DeploymentService {
     else this.#cache.delete(id);
   }
 
+  /** What the gateway observed of a deployment: its last probe, and the table's count plus this process's share. */
+  #observed(id: string, health: HealthRow | undefined, traffic: TrafficRow | undefined): Observed {
+    return {
+      health: healthView(health),
+      traffic: trafficView(traffic, this.counts?.unflushed(id) ?? 0, this.now),
+    };
+  }
+
+  #observedOf(id: string): Observed {
+    return this.#observed(id, this.store.health(id)[0], this.store.traffic(id)[0]);
+  }
+
   /** The row when the caller may see it; otherwise the same 404 as a row that does not exist. */
   #visibleRow(principal: Principal, row: DeploymentRow | undefined, id: string): DeploymentRow {
     if (!row || !this.#access.canSee(principal, row)) throw ServingErrors.make.deployment_not_found({ id });
     return row;
   }
 
-  /** The API record; `upstream` (an internal address) only for administrators. */
-  view(row: DeploymentRow, admin: boolean) {
+  /** The API record; `upstream` (an internal address) and its `health_path` only for administrators. */
+  view(row: DeploymentRow, admin: boolean, observed = this.#observedOf(row.id)) {
     const prefix = this.urls.prefixes()[KIND_SERVICE[row.kind]];
     const runtimePath = `${prefix}/${row.id}`;
     const url = `${this.urls.origin()}${runtimePath}`;
@@ -204,7 +235,7 @@ export class DeploymentService {
       id: row.id,
       kind: row.kind,
       name: row.name,
-      ...(admin ? { upstream: row.upstream } : {}),
+      ...(admin ? { upstream: row.upstream, health_path: row.healthPath } : {}),
       strip_prefix: row.stripPrefix,
       websocket: row.websocket,
       timeout_seconds: row.timeoutSeconds,
@@ -216,6 +247,7 @@ export class DeploymentService {
       ...(row.kind === 'model' ? { openai_base_url: `${url}/v1` } : {}),
       legacy_port: row.legacyPort,
       legacy_url: this.ports?.url(row) ?? null,
+      ...observed,
       created_by: row.createdBy,
       created_at: row.createdAt,
       ...(row.kind === 'model' ? sdkModelFields(row, runtimePath, prefix as string) : {}),

@@ -30,6 +30,7 @@ export async function proxyUpgrade(
 ): Promise<void> {
   // undici sets `connection: upgrade` and `upgrade: websocket` itself; the sec-websocket-* headers pass through.
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
+  target.requests.total++;
   let upstream: { headers: IncomingHttpHeaders; socket: Duplex };
   try {
     upstream = await target.pool.upgrade({

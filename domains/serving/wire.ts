@@ -1,14 +1,16 @@
 /**
- * The fields the platform's public Python SDK reads from a model deployment
+ * A deployment record's fields beyond its row. What the gateway observed
+ * of it (`health`, `traffic`); and the fields the platform's public Python SDK reads from a model deployment
  * (kamiwaza-sdk 1.3.0, `UIModelDeployment`; test/integration/domains/retrieval/sdk-python.test.ts):
  * with them, `client.serving.list_deployments()` parses our listing and
  * `client.openai.get_client(model=<name>)` finds the deployment and talks
  * to `<origin><access_path>/v1`. meshgate has no model registry, so the
  * model and its config are the deployment itself (`m_id`, `m_config_id` =
  * its id), and a registered route is live: `DEPLOYED`, with one instance
- * standing for the upstream (meshgate does not probe it).
+ * standing for the upstream (its probed health is the record's `health`).
  */
-import type { DeploymentRow } from './store.ts';
+import { z } from 'zod';
+import type { DeploymentRow, HealthRow, TrafficRow } from './store.ts';
 
 export function sdkModelFields(row: DeploymentRow, runtimePath: string, prefix: string) {
   return {
@@ -24,3 +26,38 @@ export function sdkModelFields(row: DeploymentRow, runtimePath: string, prefix: 
     instances: [{ id: row.id, deployment_id: row.id, deployed_at: row.createdAt, status: 'DEPLOYED' }],
   };
 }
+
+/** The last probe of the upstream (health.ts); `unknown` until the first one ends. */
+export function healthView(row: HealthRow | undefined) {
+  return {
+    status: row ? (row.healthy ? ('healthy' as const) : ('unhealthy' as const)) : ('unknown' as const),
+    reason: row?.reason ?? null,
+    detail: row?.detail ?? null,
+    checked_at: row?.checkedAt ?? null,
+  };
+}
+
+/**
+ * Requests proxied since the deployment was registered: the table's sum over every process plus this process's
+ * share not written yet (traffic.ts), whose last request was within the flush interval, so `now` stands for it.
+ */
+export function trafficView(row: TrafficRow | undefined, unflushed: number, now: () => Date) {
+  return {
+    requests: (row?.requests ?? 0) + unflushed,
+    last_request_at: unflushed > 0 ? now().toISOString() : (row?.lastRequestAt ?? null),
+  };
+}
+
+/** The two as the API document states them. */
+export const observedFields = {
+  health: z.object({
+    status: z.enum(['healthy', 'unhealthy', 'unknown']),
+    reason: z.string().nullable().describe('why it is unhealthy: a stable reason (docs/serving.md)'),
+    detail: z.string().nullable().describe('the failing code: ECONNREFUSED, HTTP 503, ...'),
+    checked_at: z.iso.datetime().nullable(),
+  }),
+  traffic: z.object({
+    requests: z.number().int().min(0).describe('requests proxied since it was registered, all processes'),
+    last_request_at: z.iso.datetime().nullable(),
+  }),
+};

@@ -140,6 +140,27 @@ export const configSchema = z.strictObject({
           "Legacy: honour a deployment's `legacy_port` with its own HTTPS " +
             'listener (spec: port-based runtime URLs are legacy).',
         ),
+      healthIntervalMs: z
+        .number()
+        .int()
+        .min(100)
+        .max(3_600_000)
+        .default(15_000)
+        .describe("How often each deployment's upstream is probed (the next round starts this long after one ends)."),
+      healthTimeoutMs: z
+        .number()
+        .int()
+        .min(50)
+        .max(60_000)
+        .default(2000)
+        .describe('Longest one upstream health probe may take (TCP connect, or the HTTP GET of its health path).'),
+      healthConcurrency: z
+        .number()
+        .int()
+        .min(1)
+        .max(256)
+        .default(8)
+        .describe('Upstream health probes in flight at once.'),
     })
     .prefault({}),
   auth: authSettings,
@@ -324,6 +345,7 @@ export const ENV_NAMES: Readonly<
   PLATFORM_NOTEBOOKS_UPSTREAM: { path: ['serving', 'notebooksUpstream'], kind: 'string' },
   PLATFORM_ADMIN_COMPUTE_UPSTREAM: { path: ['serving', 'adminComputeUpstream'], kind: 'string' },
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
+  PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS: { path: ['serving', 'healthIntervalMs'], kind: 'number' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
   PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
   PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: {

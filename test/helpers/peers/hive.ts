@@ -2,15 +2,16 @@
  * A real HiveServer2 for a test file (docs/test-peers.md; docs/sources.md
  * "HiveServer2 test peer"): Apache Hive 4.0.1 from Maven Central jars
  * (scripts/peers/hive.sh) on Java 17, embedded Derby metastore, local file
- * system, binary Thrift transport without SASL on 127.0.0.1 (random port,
+ * system, binary Thrift transport without SASL (by default) on 127.0.0.1 (random port,
  * retried when taken). Hive 4.0 targets Java 8, so the JVM gets the
  * --add-opens its reflection needs. It is heavy (a JVM of ~1 GB, 20-40 s to
  * start on two busy cores): start one per test file and share it. `query`
  * runs HiveQL through hive-driver, e.g. to create external tables over files
  * written to `dataDir`. With `tls` the Thrift port speaks only TLS
  * (`hive.server2.use.SSL`, a PKCS#12 key store made from the certificate),
- * and `query` connects over TLS trusting `tls.caPem`. Stopped and deleted in
- * t.after.
+ * and `query` connects over TLS trusting `tls.caPem`. With `users` it checks
+ * passwords (CUSTOM authentication), and with `http` it serves Thrift over
+ * HTTP(S) too. Stopped and deleted in t.after.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,10 +21,13 @@ import { type After, peerScript, peerWorkspace, randomPort, spawnPeer, withPortR
 
 export interface HivePeer {
   host: string;
+  /** The binary Thrift port. */
   port: number;
+  /** With `http`: the port serving Thrift over HTTP (HTTPS with `tls`) at `/cliservice`. */
+  httpPort?: number;
   /** A folder Hive can read: write CSV/Parquet files here and CREATE EXTERNAL TABLE ... LOCATION 'file://<dir>'. */
   dataDir: string;
-  /** Runs one HiveQL statement through hive-driver (NOSASL, binary) and returns its rows. */
+  /** Runs one HiveQL statement through hive-driver (binary, as the first of `users` if any) and returns its rows. */
   query(sql: string): Promise<Record<string, unknown>[]>;
   /** Stops the server now (e.g. "the source goes away mid-stream"); t.after also calls it. */
   stop(): Promise<void>;
@@ -32,6 +36,13 @@ export interface HivePeer {
 export interface HiveOptions {
   /** Serve TLS only, with this certificate (its names must include localhost: `query` checks it by that name). */
   tls?: ServerTls & { caPem: string };
+  /**
+   * Check passwords: CUSTOM authentication (SASL PLAIN on the binary port, Basic on HTTP) accepting
+   * exactly these users, user → password (scripts/peers/hive-auth/PeerPasswords.java). Default NOSASL.
+   */
+  users?: Readonly<Record<string, string>>;
+  /** Serve Thrift over HTTP too, on `httpPort` (`hive.server2.transport.mode=all`). */
+  http?: boolean;
 }
 
 const OPENS = [
@@ -65,6 +76,8 @@ rootLogger.level = WARN
 rootLogger.appenderRef.console.ref = console
 logger.thrift.name = org.apache.hive.service.cli.thrift.ThriftCLIService
 logger.thrift.level = INFO
+logger.thrifthttp.name = org.apache.hive.service.cli.thrift.ThriftHttpCLIService
+logger.thrifthttp.level = INFO
 logger.datanucleus.name = DataNucleus
 logger.datanucleus.level = ERROR
 logger.metastore.name = org.apache.hadoop.hive.metastore
@@ -80,9 +93,9 @@ export async function startHive(t: After, options: HiveOptions = {}): Promise<Hi
   for (const d of [conf, dataDir, join(dir, 'warehouse'), join(dir, 'scratch')]) mkdirSync(d, { recursive: true });
   writeFileSync(join(conf, 'hive-log4j2.properties'), LOG4J2);
   const keyStore = options.tls ? await pkcs12KeyStore(dir, options.tls) : undefined;
-  const port = await withPortRetry(async () => {
-    const candidate = randomPort();
-    writeFileSync(join(conf, 'hive-site.xml'), hiveSite(dir, candidate, keyStore));
+  const ports = await withPortRetry(async () => {
+    const candidate = { port: randomPort(), httpPort: options.http ? randomPort() : undefined };
+    writeFileSync(join(conf, 'hive-site.xml'), hiveSite(dir, candidate, options, keyStore));
     const args = [
       '-Xms128m',
       '-Xmx1g',
@@ -99,8 +112,8 @@ export async function startHive(t: After, options: HiveOptions = {}): Promise<Hi
         [...args, '-cp', `${conf}:${lib}/*`, 'org.apache.hive.service.server.HiveServer2'],
         {
           env: { ...process.env, HADOOP_HOME: dir, HADOOP_USER_NAME: 'meshgate' },
-          ready: new RegExp(`Starting ThriftBinaryCLIService on port ${candidate}\\b`),
-          portInUse: /Address already in use|Could not create ServerSocket/,
+          ready: readyLine(candidate),
+          portInUse: /Address already in use|Could not create ServerSocket|Failed to bind/,
           timeoutMs: 180_000,
         },
       ),
@@ -112,15 +125,49 @@ export async function startHive(t: After, options: HiveOptions = {}): Promise<Hi
   const tls = options.tls
     ? { ssl: true, ca: options.tls.caPem, servername: 'localhost', rejectUnauthorized: true }
     : {};
-  return { host, port, dataDir, stop, query: (sql) => hiveQuery(host, port, tls, sql) };
+  const [user, password] = Object.entries(options.users ?? {})[0] ?? [];
+  const auth =
+    user === undefined
+      ? new hive.auth.NoSaslAuthentication()
+      : new hive.auth.PlainTcpAuthentication({ username: user, password });
+  return {
+    host,
+    ...ports,
+    dataDir,
+    stop,
+    query: (sql) => hiveQuery({ host, port: ports.port, options: tls }, auth, sql),
+  };
 }
 
-async function hiveQuery(host: string, port: number, tls: object, sql: string): Promise<Record<string, unknown>[]> {
+/** An external text table `name` (`columns` as HiveQL) over one CSV file of `lines` in the peer's data folder. */
+export async function csvTable(peer: HivePeer, name: string, columns: string, lines: readonly string[]): Promise<void> {
+  const dir = join(peer.dataDir, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'rows.csv'), `${lines.join('\n')}\n`);
+  await peer.query(
+    `CREATE EXTERNAL TABLE ${name} (${columns}) ROW FORMAT DELIMITED FIELDS TERMINATED BY ',' ` +
+      `STORED AS TEXTFILE LOCATION 'file://${dir}'`,
+  );
+}
+
+/** Both transports log their start; with `all` the server serves once both have. */
+function readyLine(ports: { port: number; httpPort?: number }): RegExp {
+  const binary = `(?=[\\s\\S]*Starting ThriftBinaryCLIService on port ${ports.port}\\b)`;
+  const http = ports.httpPort
+    ? `(?=[\\s\\S]*Started ThriftHttpCLIService in \\w+ mode on port ${ports.httpPort}\\b)`
+    : '';
+  return new RegExp(`^${binary}${http}`);
+}
+
+type Connect = Parameters<InstanceType<typeof hive.HiveClient>['connect']>[0];
+type Authentication = Parameters<InstanceType<typeof hive.HiveClient>['connect']>[2];
+
+async function hiveQuery(target: Connect, auth: Authentication, sql: string): Promise<Record<string, unknown>[]> {
   const { TCLIService, TCLIService_types } = hive.thrift;
   const client = await new hive.HiveClient(TCLIService, TCLIService_types).connect(
-    { host, port, options: tls },
+    target,
     new hive.connections.TcpConnection(),
-    new hive.auth.NoSaslAuthentication(),
+    auth,
   );
   try {
     const session = await client.openSession({
@@ -150,7 +197,33 @@ function tlsSite(keyStore: KeyStore | undefined): Record<string, string> {
   };
 }
 
-function hiveSite(dir: string, port: number, keyStore: KeyStore | undefined): string {
+/**
+ * CUSTOM authentication with the peer's own password check, and the HTTP transport
+ * ("Setting Up HiveServer2": Pluggable Authentication Modules, Running in HTTP Mode).
+ */
+function authSite(ports: { httpPort?: number }, options: HiveOptions): Record<string, string> {
+  const users = Object.entries(options.users ?? {});
+  return {
+    'hive.server2.transport.mode': ports.httpPort ? 'all' : 'binary',
+    ...(ports.httpPort
+      ? { 'hive.server2.thrift.http.port': String(ports.httpPort), 'hive.server2.thrift.http.path': 'cliservice' }
+      : {}),
+    ...(users.length > 0
+      ? {
+          'hive.server2.authentication': 'CUSTOM',
+          'hive.server2.custom.authentication.class': 'meshgate.peers.PeerPasswords',
+          'meshgate.peer.users': users.map(([user, password]) => `${user}:${password}`).join(','),
+        }
+      : { 'hive.server2.authentication': 'NOSASL' }),
+  };
+}
+
+function hiveSite(
+  dir: string,
+  ports: { port: number; httpPort?: number },
+  options: HiveOptions,
+  keyStore: KeyStore | undefined,
+): string {
   const properties: Record<string, string> = {
     'hive.metastore.uris': '',
     'javax.jdo.option.ConnectionURL': `jdbc:derby:;databaseName=${join(dir, 'metastore_db')};create=true`,
@@ -166,10 +239,8 @@ function hiveSite(dir: string, port: number, keyStore: KeyStore | undefined): st
     'hive.query.results.cache.directory': join(dir, 'scratch', 'results_cache'),
     'hadoop.tmp.dir': join(dir, 'hadoop-tmp'),
     'mapreduce.jobtracker.staging.root.dir': join(dir, 'hadoop-tmp', 'staging'),
-    'hive.server2.thrift.port': String(port),
+    'hive.server2.thrift.port': String(ports.port),
     'hive.server2.thrift.bind.host': '127.0.0.1',
-    'hive.server2.transport.mode': 'binary',
-    'hive.server2.authentication': 'NOSASL',
     'hive.server2.enable.doAs': 'false',
     'hive.server2.webui.port': '0', // no web UI
     'hive.server2.max.start.attempts': '1',
@@ -178,6 +249,7 @@ function hiveSite(dir: string, port: number, keyStore: KeyStore | undefined): st
     'mapreduce.framework.name': 'local',
     'hive.fetch.task.conversion': 'more',
     'hive.stats.autogather': 'false',
+    ...authSite(ports, options),
     ...tlsSite(keyStore),
   };
   const body = Object.entries(properties)

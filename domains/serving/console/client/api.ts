@@ -14,6 +14,8 @@ export class ApiFailure extends Error {
   constructor(
     readonly status: number,
     readonly reason: string,
+    /** A 422's messages by the body field they are about (`loc: ["body", field, ...]`), so a form shows each there. */
+    readonly fields: Readonly<Record<string, string>> = {},
   ) {
     super(`${status} ${reason}`);
   }
@@ -23,7 +25,18 @@ function reasonOf(status: number, body: any): string {
   const detail = body?.detail;
   if (typeof detail === 'string') return detail;
   if (typeof detail?.reason === 'string') return detail.reason;
+  if (Array.isArray(detail)) return 'request_validation_failed';
   return `HTTP ${status}`;
+}
+
+function fieldsOf(body: any): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (!Array.isArray(body?.detail)) return fields;
+  for (const problem of body.detail) {
+    const [where, field] = Array.isArray(problem?.loc) ? problem.loc : [];
+    if (where === 'body' && typeof field === 'string') fields[field] ??= String(problem.msg ?? 'invalid');
+  }
+  return fields;
 }
 
 export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
@@ -40,7 +53,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
   } catch {
     parsed = text;
   }
-  if (!res.ok) throw new ApiFailure(res.status, reasonOf(res.status, parsed));
+  if (!res.ok) throw new ApiFailure(res.status, reasonOf(res.status, parsed), fieldsOf(parsed));
   return parsed as T;
 }
 

@@ -2,10 +2,12 @@
  * Federation cards: one per record, with the facts an operator pairs by
  * (status, peer, last ping, identity mode, allowlisted users) and the
  * actions the API offers. Diagnose shows each layer of the connection as a
- * checklist, with the reason and remedy of the first that failed.
+ * checklist, with the reason and remedy of the first that failed. Below the
+ * cards, the form that creates a record (federation-form.ts).
  */
 import { useState } from 'preact/hooks';
 import { api } from './api.ts';
+import { CreateFederationForm } from './federation-form.ts';
 import { Badge, ErrorNote, html, useAction, useApi, when } from './ui.ts';
 
 const BASE = '/cluster/federations';
@@ -97,5 +99,6 @@ export function FederationPage() {
     <div class="cards">
       ${(records.data ?? []).map((r) => html`<${FederationCard} key=${r.id} record=${r} onChange=${records.reload} />`)}
     </div>
+    <${CreateFederationForm} onCreated=${records.reload} />
   </section>`;
 }

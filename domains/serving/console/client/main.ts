@@ -8,7 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { UsersPage } from './admin.ts';
 import { CLUSTER, loginUrl } from './api.ts';
 import { FederationPage } from './federation.ts';
-import { CatalogPage, DeploymentsPage, JobsPage, RetrievalPage, TrafficPlaceholder } from './pages.ts';
+import { CatalogPage, DeploymentsPage, JobsPage, RetrievalPage } from './pages.ts';
 import { RoutingPage } from './routing.ts';
 import { ErrorNote, html, useApi } from './ui.ts';
 
@@ -64,7 +64,6 @@ function Console() {
     </header>
     <main id="main">
       <${View} admin=${admin} />
-      ${page === 'deployments' ? html`<${TrafficPlaceholder} />` : null}
     </main>`;
 }
 

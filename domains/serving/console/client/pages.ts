@@ -6,8 +6,25 @@ import { Badge, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts'
 const LIVE_MS = 2000;
 const ACTIVE_JOB = new Set(['PENDING', 'RUNNING', 'SUBMITTED']);
 
+/** The upstream's last probe: the verdict, why it failed, and when it was taken. */
+function Health({ health }: { health: any }) {
+  const why = health.status === 'unhealthy' ? [health.reason, health.detail].filter(Boolean).join(' · ') : null;
+  return html`<${Badge} value=${health.status} />
+    ${why ? html` <span class="muted">${why}</span>` : null}
+    ${health.checked_at ? html`<div class="muted small">checked ${when(health.checked_at)}</div>` : null}`;
+}
+
+function Traffic({ traffic }: { traffic: any }) {
+  return html`${traffic.requests.toLocaleString()}
+    ${traffic.last_request_at ? html`<div class="muted small">last ${when(traffic.last_request_at)}</div>` : null}`;
+}
+
+const DEPLOYMENTS_NOTE =
+  "Health is the gateway's own last probe of each upstream (a TCP connect, or a GET of its health path). " +
+  'Requests are those proxied to it since it was registered, by every gateway process.';
+
 export function DeploymentsPage() {
-  const list = useApi<any[]>('/serving/deployments?kind=all', LIVE_MS * 5);
+  const list = useApi<any[]>('/serving/deployments?kind=all', LIVE_MS);
   return html`<section aria-labelledby="page-title">
     <h2 id="page-title">Deployments</h2>
     <${ErrorNote} error=${list.error} />
@@ -18,10 +35,12 @@ export function DeploymentsPage() {
         ['Name', (d: any) => d.name],
         ['Kind', (d: any) => d.kind],
         ['Upstream', (d: any) => d.upstream ?? html`<span class="muted">administrators only</span>`],
-        ['Status', (d: any) => html`<${Badge} value=${d.status ?? 'registered'} />`],
+        ['Health', (d: any) => html`<${Health} health=${d.health} />`],
+        ['Requests', (d: any) => html`<${Traffic} traffic=${d.traffic} />`],
         ['Runtime URL', (d: any) => html`<a href=${d.url}>${d.runtime_path}</a>`],
       ]}
     />
+    <p class="muted">${DEPLOYMENTS_NOTE}</p>
   </section>`;
 }
 
@@ -112,17 +131,5 @@ export function RetrievalPage() {
         ['Transport', (r: any) => r.transport],
       ]}
     />
-  </section>`;
-}
-
-/** Traffic figures come from the gateway's metrics; until those exist the console shows none rather than guesses. */
-const TRAFFIC_PENDING =
-  'Request rates and latencies will appear here once the gateway exports metrics. ' +
-  'No figures are shown until then.';
-
-export function TrafficPlaceholder() {
-  return html`<section class="placeholder" aria-labelledby="traffic-title">
-    <h2 id="traffic-title">Traffic</h2>
-    <p>${TRAFFIC_PENDING}</p>
   </section>`;
 }

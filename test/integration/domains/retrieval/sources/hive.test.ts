@@ -3,7 +3,7 @@
  * Central jars, embedded Derby, startHive; one server for the file, stopped
  * by the last test): the source contract on an external table, HiveQL
  * pushdown with hostile filter values and column names, NULL and IN
- * semantics, and HiveServer2 stopped mid-stream.
+ * semantics, SASL to a server without it, and HiveServer2 stopped mid-stream.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -103,6 +103,23 @@ test('hive pushdown: hostile values stay literals, hostile names are refused, IN
   const notFound = await gw.request('POST', '/api/retrieval/jobs', { token: admin, json: { dataset_urn: missing } });
   assert.equal(notFound.status, 404, notFound.text);
   assert.equal(notFound.json.detail.reason, 'source_not_found');
+});
+
+test('sasl plain to a hiveserver2 without sasl: no answer comes, the connect deadline ends the wait', async (t) => {
+  const peer = await hive();
+  const table = await tableWith(peer, 'id INT', ['1']);
+  const gw = await startTestGateway(t);
+  const admin = await gw.adminToken();
+  const urn = await createDataset(gw, admin, {
+    name: `default.${table}`,
+    platform: 'hive',
+    properties: { host: peer.host, port: peer.port, auth: 'PLAIN' },
+  });
+  const res = await gw.request('POST', '/api/retrieval/jobs', {
+    token: admin,
+    json: { dataset_urn: urn, credential_override: JSON.stringify({ user: 'ann', password: 'pw' }) },
+  });
+  assert.deepEqual([res.status, res.json.detail.reason], [502, 'source_unavailable']);
 });
 
 // Last in the file: it stops the shared HiveServer2.

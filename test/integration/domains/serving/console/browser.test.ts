@@ -1,19 +1,21 @@
 /**
  * The operator console in a real browser (Debian's chromium) against real
- * gateways: sign in through /login, pair two gateways from their cards and
- * watch both read PAIRED, open a deployed app, follow a job's log, change
- * routing and read the smoke results, and a non-admin who is offered no
- * admin page. Screenshots of each page land in docs/console/.
+ * gateways: sign in through /login, create two federation records in the
+ * console's form (its validation errors beside their fields), pair the
+ * gateways from their cards and watch both read PAIRED, read each
+ * deployment's probed health and request count, open a deployed app, follow
+ * a job's log, change routing and read the smoke results, and a non-admin who
+ * is offered no admin page. Screenshots of each page land in docs/console/.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { launchBrowser, signIn } from '../../../../helpers/browser.ts';
-import { createRecord, newPsk, routeTo, startPeer } from '../../../../helpers/federation.ts';
+import { newPsk, routeTo, SHARED_ISSUER, startPeer } from '../../../../helpers/federation.ts';
 import { ADMIN_PASSWORD, startTestGateway } from '../../../../helpers/gateway.ts';
 import { MARKER, submit, waitFor } from '../../../../helpers/jobs.ts';
-import { deploy, startAppServer } from '../../../../helpers/upstreams.ts';
+import { DEAD_UPSTREAM, deploy, startAppServer } from '../../../../helpers/upstreams.ts';
 
 const SHOTS = join(import.meta.dirname, '../../../../../docs/console');
 
@@ -21,21 +23,61 @@ async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
 }
 
-test('admin pairs two gateways from their cards; both cards read PAIRED and diagnose lists every layer', async (t) => {
+/** Fills the console's new-record form and submits it; field labels are what a screen reader announces. */
+async function createInForm(page: Page, fields: Record<string, string>, role?: string): Promise<void> {
+  const form = page.getByRole('form', { name: 'New federation record' });
+  if (role) await form.getByLabel('Role').selectOption(role);
+  for (const [label, value] of Object.entries(fields)) await form.getByLabel(label, { exact: true }).fill(value);
+  await form.getByRole('button', { name: 'Create record' }).click();
+}
+
+test('records created in the form pair from the cards; both read PAIRED, diagnose lists each layer', async (t) => {
   const [a, b] = [await startPeer(t, 'fed-a'), await startPeer(t, 'fed-b')];
   const psk = newPsk();
-  await createRecord(b, { remote_cluster_name: 'fed-a', role: 'receiver', preshared_key: psk });
-  await createRecord(a, {
-    remote_cluster_name: 'fed-b',
-    role: 'initiator',
-    remote_ips: [routeTo(b)],
-    preshared_key: psk,
-  });
   const browser = await launchBrowser(t, [a, b]);
   const onA = (await signIn(browser, a, 'admin', ADMIN_PASSWORD)).page;
   const onB = (await signIn(browser, b, 'admin', ADMIN_PASSWORD)).page;
   for (const page of [onA, onB]) await page.getByRole('link', { name: 'Federation' }).click();
+  await onA.getByText('No federation records.').waitFor();
+
+  // The API judges the input; each problem is shown beside its field, which is marked invalid and takes the focus.
+  await createInForm(onA, { 'Peer cluster name': 'fed-b', 'Pre-shared key': 'short', 'Shared issuer URL': 'nope' });
+  const form = onA.getByRole('form', { name: 'New federation record' });
+  await form.getByRole('alert').getByText('Not created').waitFor();
+  const psKey = form.getByLabel('Pre-shared key', { exact: true });
+  assert.equal(await psKey.getAttribute('aria-invalid'), 'true');
+  assert.match(String(await psKey.getAttribute('aria-describedby')), /fed-preshared_key-error/);
+  await form.locator('#fed-preshared_key-error').getByText('at least 16 characters').waitFor();
+  assert.equal(await form.getByLabel('Shared issuer URL', { exact: true }).getAttribute('aria-invalid'), 'true');
+  assert.equal(await form.getByLabel('Peer cluster name', { exact: true }).getAttribute('aria-invalid'), null);
+  assert.equal(await onA.evaluate(() => document.activeElement?.id), 'fed-preshared_key', 'focus on the first problem');
+  assert.equal((await a.request('GET', '/api/cluster/federations', { token: await a.adminToken() })).json.length, 0);
+  assert.ok(!(await onA.content()).includes(psk), 'the key is never put in the page');
+
+  // Keyboard only on B: tab from the role select through the fields, type, submit with Enter.
+  await onB.getByRole('form', { name: 'New federation record' }).getByLabel('Role').selectOption('receiver');
+  await onB.getByLabel('Role').focus();
+  await onB.keyboard.press('Tab');
+  await onB.keyboard.type('fed-a');
+  for (const label of ['Peer address', 'Peer host name', 'Pre-shared key']) {
+    await onB.keyboard.press('Tab');
+    assert.equal(await onB.evaluate(() => document.activeElement?.getAttribute('id')), fieldId(label));
+  }
+  await onB.keyboard.type(psk);
+  await onB.keyboard.press('Tab');
+  await onB.keyboard.type(SHARED_ISSUER);
+  await onB.keyboard.press('Enter');
+  const route = routeTo(b);
+  await createInForm(onA, {
+    'Peer cluster name': 'fed-b',
+    'Peer address': route.ip,
+    'Peer host name': route.hostname,
+    'Pre-shared key': psk,
+    'Shared issuer URL': SHARED_ISSUER,
+  });
+
   const cardOn = (page: Page, peer: string) => page.getByRole('article', { name: peer });
+  await cardOn(onB, 'fed-a').getByText('WAITING', { exact: true }).waitFor();
   await cardOn(onA, 'fed-b').getByRole('button', { name: 'Pair fed-b' }).click();
   await cardOn(onA, 'fed-b').getByText('PAIRED', { exact: true }).waitFor();
   await cardOn(onB, 'fed-a').getByText('PAIRED', { exact: true }).waitFor();
@@ -46,10 +88,17 @@ test('admin pairs two gateways from their cards; both cards read PAIRED and diag
   await shoot(onA, 'federation');
 });
 
+const fieldId = (label: string) =>
+  ({ 'Peer address': 'fed-address', 'Peer host name': 'fed-hostname', 'Pre-shared key': 'fed-preshared_key' })[label];
+
 test('deployments, jobs with their log, routing with smoke results; a non-admin sees no admin page', async (t) => {
-  const gw = await startTestGateway(t);
+  const gw = await startTestGateway(t, { serving: { healthIntervalMs: 100, healthTimeoutMs: 1000 } });
   const app = await startAppServer(t);
-  await deploy(gw, { kind: 'app', name: 'notes', upstream: app.url });
+  const notes = await deploy(gw, { kind: 'app', name: 'notes', upstream: app.url, health_path: '/dashboard' });
+  await deploy(gw, { kind: 'app', name: 'gone', upstream: DEAD_UPSTREAM });
+  const REQUESTS = 5;
+  for (let i = 0; i < REQUESTS; i++)
+    assert.equal((await gw.request('GET', `${notes.runtime_path}/`, { token: await gw.adminToken() })).status, 200);
   const job = await submit(gw, await gw.adminToken(), {
     entrypoint: `echo console-log-line; echo '${MARKER}{"ok":1}'`,
   });
@@ -58,12 +107,16 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   const browser = await launchBrowser(t, [gw]);
   const { page } = await signIn(browser, gw, 'admin', ADMIN_PASSWORD);
 
-  await page.getByRole('table', { name: 'Deployments' }).getByText('notes').waitFor();
-  await page.getByRole('region', { name: 'Traffic' }).waitFor();
+  // The page refreshes itself: the probe's verdicts and the request count arrive without a reload.
+  const row = (name: string) => page.getByRole('table', { name: 'Deployments' }).getByRole('row', { name: name });
+  await row('notes').locator('td[data-label="Health"]').getByText('healthy', { exact: true }).waitFor();
+  await row('notes').locator('td[data-label="Requests"]').getByText(String(REQUESTS)).waitFor();
+  await row('gone').locator('td[data-label="Health"]').getByText('unhealthy', { exact: true }).waitFor();
+  await row('gone').getByText('upstream_unreachable', { exact: false }).waitFor();
   await shoot(page, 'deployments');
   const [opened] = await Promise.all([
     page.waitForEvent('load'),
-    page.getByRole('link', { name: /\/runtime\/apps\// }).click(),
+    row('notes').getByRole('link', { name: notes.runtime_path }).click(),
   ]);
   assert.ok(opened);
   await page.getByRole('link', { name: 'dashboard' }).waitFor();

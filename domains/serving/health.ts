@@ -1,0 +1,148 @@
+/**
+ * Upstream health: the process that owns background work (the primary with
+ * `--workers N`, else the one process) probes every deployment's upstream
+ * each `serving.healthIntervalMs`, at most `serving.healthConcurrency` at a
+ * time, each bounded by `serving.healthTimeoutMs`, and keeps the last result
+ * in `deployment_health`; every process answers the API from that table, so
+ * any worker reads the same result. A deployment with a `health_path` is
+ * probed with an HTTP GET of that path below its upstream URL, healthy on a
+ * 2xx or 3xx as Kubernetes' httpGet probe counts it
+ * (https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/);
+ * without one, a TCP connect to the upstream's host and port. A failure is
+ * classified like the proxy's own (`upstream_unreachable`, `upstream_timeout`,
+ * ...); its detail is the error code, never an address.
+ */
+import { connect } from 'node:net';
+import type { Logger } from 'pino';
+import { Agent, request } from 'undici';
+import { upstreamError } from './proxy.ts';
+import type { DeploymentRow, DeploymentStore, HealthRow } from './store.ts';
+
+export interface HealthSettings {
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  readonly concurrency: number;
+}
+
+type ProbeResult = Pick<HealthRow, 'healthy' | 'reason' | 'detail'>;
+
+const HEALTHY: ProbeResult = { healthy: true, reason: null, detail: null };
+
+function failed(error: Error): ProbeResult {
+  const code = (error as { code?: string }).code;
+  return { healthy: false, reason: upstreamError(error, 'health').reason, detail: code ?? error.name };
+}
+
+/** A TCP connect to the upstream's host and port; the socket is closed at once. */
+function tcpProbe(upstream: URL, timeoutMs: number): Promise<ProbeResult> {
+  const port = Number(upstream.port) || (upstream.protocol === 'https:' ? 443 : 80);
+  // URL keeps an IPv6 literal's brackets; net.connect takes the bare address.
+  const host = upstream.hostname.replace(/^\[(.*)\]$/, '$1');
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const timer = setTimeout(
+      () => finish(failed(Object.assign(new Error('connect'), { name: 'TimeoutError' }))),
+      timeoutMs,
+    );
+    const finish = (result: ProbeResult) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    socket.once('connect', () => finish(HEALTHY));
+    socket.once('error', (error) => finish(failed(error)));
+  });
+}
+
+async function httpProbe(url: string, timeoutMs: number, agent: Agent): Promise<ProbeResult> {
+  const answer = await request(url, {
+    dispatcher: agent,
+    method: 'GET',
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  await answer.body.dump();
+  const status = answer.statusCode;
+  return status >= 200 && status < 400
+    ? HEALTHY
+    : { healthy: false, reason: 'upstream_unhealthy_status', detail: `HTTP ${status}` };
+}
+
+export class HealthProber {
+  readonly #agent: Agent;
+  readonly #probes = new Set<Promise<void>>();
+  #timer: NodeJS.Timeout | null = null;
+  #closed = false;
+
+  constructor(
+    private readonly store: DeploymentStore,
+    private readonly settings: HealthSettings,
+    private readonly now: () => Date,
+    private readonly logger: Logger,
+  ) {
+    // Its own agent: probes neither take the proxy pools' connections nor show in their metrics.
+    this.#agent = new Agent({ connect: { timeout: settings.timeoutMs }, keepAliveTimeout: 1000 });
+  }
+
+  /** The first round now, then one each interval after the previous round ended (rounds never overlap). */
+  start(): void {
+    this.#schedule(0);
+  }
+
+  /** A deployment just registered or changed: probe it now rather than at the next round. */
+  probeSoon(id: string): void {
+    const row = this.#closed ? undefined : this.store.get(id);
+    if (row) void this.#probe(row);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    await Promise.all(this.#probes);
+    await this.#agent.destroy();
+  }
+
+  #schedule(delayMs: number): void {
+    this.#timer = setTimeout(() => {
+      this.#round()
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'upstream health: round failed; trying again'))
+        .finally(() => {
+          if (!this.#closed) this.#schedule(this.settings.intervalMs);
+        });
+    }, delayMs);
+    // Probing alone never keeps a process alive.
+    this.#timer.unref();
+  }
+
+  /** Every deployment, `concurrency` lanes taking the next row each. */
+  async #round(): Promise<void> {
+    const rows = this.store.list();
+    let next = 0;
+    const lane = async () => {
+      while (!this.#closed && next < rows.length) await this.#probe(rows[next++] as DeploymentRow);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.settings.concurrency, rows.length) }, lane));
+  }
+
+  #probe(row: DeploymentRow): Promise<void> {
+    const probe = this.#probeAndRecord(row).finally(() => this.#probes.delete(probe));
+    this.#probes.add(probe);
+    return probe;
+  }
+
+  async #probeAndRecord(row: DeploymentRow): Promise<void> {
+    const { timeoutMs } = this.settings;
+    const result = await (row.healthPath === null
+      ? tcpProbe(new URL(row.upstream), timeoutMs)
+      : httpProbe(`${row.upstream}${row.healthPath}`, timeoutMs, this.#agent)
+    ).catch((error: Error) => failed(error));
+    if (this.#closed) return;
+    try {
+      this.store.recordHealth({ deploymentId: row.id, ...result, checkedAt: this.now().toISOString() });
+    } catch (error) {
+      this.logger.warn({ err: error, deployment: row.id }, 'upstream health: result not written');
+    }
+  }
+}
