@@ -15,6 +15,8 @@ export const {
   catalogSecrets,
   changes,
   clusterIdentity,
+  deploymentHealth,
+  deploymentTraffic,
   deployments,
   executionGate,
   federationUsers,
