@@ -96,7 +96,7 @@ test('runtime URL requests are counted on the API and in /metrics; a hidden depl
   assert.match(scraped, new RegExp(`meshgate_upstream_requests_total\\{deployment="${shared.id}"\\} ${REQUESTS}\\b`));
 
   // The counts reach the table (every process adds its share there) without being counted twice.
-  const sqlite = gw.gateway.deps.sqlite;
+  const sqlite = gw.gateway.deps.sql;
   const stored = () =>
     sqlite.prepare('SELECT requests FROM deployment_traffic WHERE deployment_id = ?').pluck().get(shared.id);
   const deadline = Date.now() + 5000;
