@@ -30,9 +30,22 @@ export async function freshPostgresDatabase(): Promise<string> {
   return peer.url.replace(/\/postgres$/, `/${name}`);
 }
 
+/** The PostgreSQL database of each test gateway's data dir, so a CLI command given the data dir finds it too. */
+const databaseOfDataDir = new Map<string, string>();
+
 /** The `database` setting for a new test gateway: null (SQLite in its data dir) unless the run is on PostgreSQL. */
-export async function testDatabaseSetting(): Promise<string | null> {
-  return TEST_ENGINE === 'postgres' ? freshPostgresDatabase() : null;
+export async function testDatabaseSetting(dataDir: string): Promise<string | null> {
+  if (TEST_ENGINE !== 'postgres') return null;
+  const url = await freshPostgresDatabase();
+  databaseOfDataDir.set(dataDir, url);
+  return url;
+}
+
+/** A CLI command's arguments with `--database` added when its `--data-dir` is a test gateway's on PostgreSQL. */
+export function withTestDatabase(args: readonly string[]): string[] {
+  const at = args.indexOf('--data-dir');
+  const url = at >= 0 ? databaseOfDataDir.get(args[at + 1] as string) : undefined;
+  return url === undefined || args.includes('--database') ? [...args] : [...args, '--database', url];
 }
 
 /** A database of the given engine for a store or feed test, closed after it: in-memory SQLite, or a fresh one. */

@@ -201,7 +201,7 @@ export async function startTestGateway(
   options: TestGatewayOptions = {},
 ): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-test-'));
-  const gw = new TestGateway(dataDir, { database: await testDatabaseSetting(), ...overrides }, options);
+  const gw = new TestGateway(dataDir, { database: await testDatabaseSetting(dataDir), ...overrides }, options);
   // Registered before start, so a gateway that fails to start leaves no data dir behind.
   t.after(async () => {
     try {

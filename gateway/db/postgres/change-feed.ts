@@ -27,6 +27,8 @@ export type ListenFn = (onNotify: () => void, onLost: (error: Error) => void) =>
 export class PgChangeFeed extends TailingChangeFeed {
   readonly #trimmedUpTo: SqlStatement;
   #notified = true;
+  /** Safety polls so far: a change that needed one reached this node late (its notification was lost). */
+  safetyPolls = 0;
   #timer: NodeJS.Timeout | null = null;
   #reconnect: NodeJS.Timeout | null = null;
   #listener: ChangeListener | null = null;
@@ -61,6 +63,7 @@ export class PgChangeFeed extends TailingChangeFeed {
   start(): void {
     if (this.#timer || this.#closed) return;
     this.#timer = setInterval(() => {
+      this.safetyPolls++;
       this.#notified = true;
       this.tick();
     }, this.safetyPollMs);

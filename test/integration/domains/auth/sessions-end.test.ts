@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { withTestDatabase } from '../../../helpers/engine.ts';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 
 const BIN = fileURLToPath(new URL('../../../../bin/meshgate', import.meta.url));
@@ -131,9 +132,13 @@ test('meshgate user reset-password on the same database ends the running gateway
   const erin = await session(gw, 'erin', 'erin-password');
   assert.equal(await meStatus(gw, erin.access), 200);
   const code = await new Promise<number | null>((resolve) => {
-    const child = spawn(BIN, ['user', 'reset-password', 'erin', '--password-stdin', '--data-dir', gw.dataDir], {
-      stdio: ['pipe', 'ignore', 'inherit'],
-    });
+    const child = spawn(
+      BIN,
+      withTestDatabase(['user', 'reset-password', 'erin', '--password-stdin', '--data-dir', gw.dataDir]),
+      {
+        stdio: ['pipe', 'ignore', 'inherit'],
+      },
+    );
     child.stdin.end('erin-new-password\n');
     child.on('close', resolve);
   });

@@ -47,6 +47,7 @@ test('the first start chooses the issuer: a later fixed port or hostname keeps i
   const issuer = decodeJwt(await first.adminToken()).iss;
   await first.stop();
   const again = new TestGateway(first.dataDir, {
+    ...first.overrides,
     httpsPort: first.port,
     hostnames: ['gateway.localhost', 'localhost'],
   });
@@ -70,7 +71,7 @@ test('an empty or malformed issuer file stops the start with a clear message; th
   );
   for (const content of ['', '\n', 'not an issuer\n', 'http://plain.example/api/auth\n']) {
     writeFileSync(file, content);
-    const again = new TestGateway(first.dataDir, {});
+    const again = new TestGateway(first.dataDir, first.overrides);
     await assert.rejects(
       again.start(),
       /holds no token issuer \(expected an https URL or urn:meshgate:cluster:<uuid>\)/,

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { generateKey } from '../../../../domains/catalog/crypto.ts';
 import { KekRing } from '../../../../domains/catalog/kek-ring.ts';
 import { revealCurrent } from '../../../helpers/catalog.ts';
+import { withTestDatabase } from '../../../helpers/engine.ts';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 
 const BIN = fileURLToPath(new URL('../../../../bin/meshgate', import.meta.url));
@@ -29,7 +30,7 @@ function rotate(dataDir: string, extraEnv: Record<string, string> = {}): Promise
   return new Promise((resolve) => {
     execFile(
       BIN,
-      ['rotate-kek', '--data-dir', dataDir, '--batch', '2'],
+      withTestDatabase(['rotate-kek', '--data-dir', dataDir, '--batch', '2']),
       { env, timeout: 60_000 },
       (error, stdout, stderr) => {
         const e = error as (Error & { code?: number; signal?: NodeJS.Signals }) | null;

@@ -211,7 +211,15 @@ test('runtime URLs follow the live routing prefixes', async (t) => {
 });
 
 function cliEnv(gw: TestGateway, out: string[], err: string[]): CliEnv {
-  const config = loadConfig({ env: {}, overrides: { dataDir: gw.dataDir, origin: gw.url, hostnames: ['localhost'] } });
+  const config = loadConfig({
+    env: {},
+    overrides: {
+      dataDir: gw.dataDir,
+      database: gw.gateway.deps.config.database,
+      origin: gw.url,
+      hostnames: ['localhost'],
+    },
+  });
   return {
     config,
     boot: (modules) => bootDomains(config, modules, { err: (line) => err.push(line) }),

@@ -37,7 +37,10 @@ test('statements, raw and pluck rows, upserts, bytea, booleans and errors as the
   // drizzle's SQLite dialect writes a table-qualified conflict target, which the connection makes PostgreSQL's.
   const { users } = schema;
   const row = { id: 'u1', username: 'ann2', roles: [], attributes: {}, createdAt: at, updatedAt: at };
-  db.insert(users).values(row).onConflictDoUpdate({ target: users.id, set: { username: 'ann2' } }).run();
+  db.insert(users)
+    .values(row)
+    .onConflictDoUpdate({ target: users.id, set: { username: 'ann2' } })
+    .run();
   assert.equal(sql.prepare('SELECT username FROM users').pluck().get(), 'ann2');
   assert.throws(
     () => insert.run('u2', 'ann2', '[]', '{}', false, at, at),
