@@ -50,6 +50,17 @@ echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx -
 # (and the bundle bin/meshgate runs).
 echo "== build"; bash scripts/build.sh
 echo "== tests (temp dir $run_dir, deleted at exit)"
-# Every test, in test/{unit,integration}/<layer>/<area>/ beside the harness's own (docs/test-peers.md), or the globs given.
-[ $# -gt 0 ] || set -- 'test/**/*.test.ts'
-node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"
+# Every test, in test/{unit,integration}/<layer>/<area>/ beside the harness's own (docs/test-peers.md), or only the
+# globs given.
+if [ $# -gt 0 ]; then
+  node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"
+  exit
+fi
+node --import tsx --test --test-concurrency=2 --test-timeout=300000 'test/**/*.test.ts'
+# The domain suites again with every test gateway (and the CLI beside it) on PostgreSQL, one fresh database each
+# (test/helpers/engine.ts): the contract every store keeps on both engines.
+echo "== tests on PostgreSQL"
+MESHGATE_TEST_DATABASE=postgres node --import tsx --test --test-concurrency=2 --test-timeout=300000 \
+  'test/integration/domains/{auth,authz,catalog,federation,gates,mesh,routing,serving}/*.test.ts' \
+  'test/integration/domains/jobs/{api,gate}.test.ts' 'test/integration/domains/retrieval/{fs,gates}.test.ts' \
+  'test/integration/gateway/db/change-feed.test.ts' 'test/unit/domains/**/*.test.ts'

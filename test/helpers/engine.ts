@@ -4,8 +4,11 @@
  * how scripts/test.sh runs the domain suites a second time, so every store is checked against both engines.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after } from 'node:test';
-import type { DatabaseEngine } from '../../gateway/db/connection.ts';
+import type { DatabaseEngine, SqlConnection } from '../../gateway/db/connection.ts';
 import { type OpenedDatabase, openConfiguredDatabase, openDatabase } from '../../gateway/db/open.ts';
 import type { After } from './gateway.ts';
 import { type PostgresPeer, startPostgres } from './peers/postgres.ts';
@@ -62,4 +65,25 @@ export async function openTestDatabase(
 function openInMemory(): OpenedDatabase {
   const { sqlite, db } = openDatabase(':memory:');
   return { engine: 'sqlite', sql: sqlite, db };
+}
+
+/** Two connections to one new database of the test engine: what two gateway processes, or two nodes, hold. */
+export async function openTwoConnections(t: After): Promise<[SqlConnection, SqlConnection]> {
+  if (TEST_ENGINE === 'postgres') {
+    const url = await freshPostgresDatabase();
+    const open = async () => (await openConfiguredDatabase({ dataDir: '', database: url })).sql;
+    const pair: [SqlConnection, SqlConnection] = [await open(), await open()];
+    t.after(() => pair.forEach((sql) => sql.close()));
+    return pair;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-db-'));
+  const pair: [SqlConnection, SqlConnection] = [
+    openDatabase(join(dir, 'two.db')).sqlite,
+    openDatabase(join(dir, 'two.db')).sqlite,
+  ];
+  t.after(() => {
+    for (const sql of pair) sql.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return pair;
 }

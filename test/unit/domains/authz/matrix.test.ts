@@ -11,9 +11,9 @@ import { test } from 'node:test';
 import { SATISFIED_BY } from '../../../../domains/authz/model.ts';
 import { AuthzService, type TupleInput } from '../../../../domains/authz/service.ts';
 import { createTupleStore } from '../../../../domains/authz/store.ts';
-import { openDatabase } from '../../../../gateway/db/open.ts';
 import { ApiError } from '../../../../gateway/errors/api-error.ts';
 import { DEFAULT_TENANT, type Principal } from '../../../../gateway/principal.ts';
+import { openTestDatabase } from '../../../helpers/engine.ts';
 
 type Expectation = { error: string; status: number } | { allow: boolean; reason: string; via?: string };
 
@@ -144,9 +144,8 @@ test('the matrix holds every named case, each a file of its own', () => {
 
 for (const file of files) {
   const c = JSON.parse(readFileSync(new URL(file, FIXTURES), 'utf8')) as Case;
-  test(`${file}: ${c.description}`, (t) => {
-    const { sqlite } = openDatabase(':memory:');
-    t.after(() => sqlite.close());
+  test(`${file}: ${c.description}`, async (t) => {
+    const { sql: sqlite } = await openTestDatabase(t);
     const authz = new AuthzService(createTupleStore(sqlite), () => new Date('2026-01-01T00:00:00Z'));
     for (const [namespace, relations] of Object.entries(c.model ?? {})) {
       for (const [relation, satisfiedBy] of Object.entries(relations)) {

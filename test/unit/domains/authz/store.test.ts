@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AuthzService } from '../../../../domains/authz/service.ts';
 import { createTupleStore } from '../../../../domains/authz/store.ts';
-import { openDatabase } from '../../../../gateway/db/open.ts';
 import { localPrincipal } from '../../../helpers/deployments.ts';
+import { openTestDatabase } from '../../../helpers/engine.ts';
 
 const alice = localPrincipal('alice');
 const d1 = { namespace: 'dataset', id: 'd1' };
@@ -15,8 +15,7 @@ const d2 = { namespace: 'dataset', id: 'd2' };
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 test('writes and deletes inside a rolled-back outer transaction leave no trace in the index', async (t) => {
-  const { sqlite } = openDatabase(':memory:');
-  t.after(() => sqlite.close());
+  const { sql: sqlite } = await openTestDatabase(t);
   const authz = new AuthzService(createTupleStore(sqlite), () => new Date());
   authz.grantOwnership(alice, d1);
   const failing = sqlite.transaction(() => {

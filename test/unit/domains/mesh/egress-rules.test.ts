@@ -1,15 +1,11 @@
 /** Table-driven rules of mesh egress and ingress helpers. */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { test } from 'node:test';
 import { extendRoute } from '../../../../domains/mesh/egress.ts';
 import { resolveSelector } from '../../../../domains/mesh/selector.ts';
-import { openDatabase } from '../../../../gateway/db/open.ts';
 import { ApiError } from '../../../../gateway/errors/api-error.ts';
 import { readBody } from '../../../../gateway/http/body.ts';
 import { guardMeshBody } from '../../../../gateway/mesh/body-guard.ts';
@@ -17,6 +13,7 @@ import type { MeshPeer } from '../../../../gateway/mesh/directory.ts';
 import { negotiateFeatures } from '../../../../gateway/mesh/features.ts';
 import { forwardableRequestHeaders, remoteUri } from '../../../../gateway/mesh/headers.ts';
 import { ReplayCache } from '../../../../gateway/mesh/replay.ts';
+import { openTwoConnections } from '../../../helpers/engine.ts';
 
 const peer = (id: string, remoteClusterId: string, remoteClusterName: string): MeshPeer => ({
   id,
@@ -104,18 +101,10 @@ test('hardening negotiation keeps only what both sides offer', () => {
   assert.deepEqual(negotiateFeatures(all, all, null), ['nonce', 'body-sha256'], 'no peer record id: nothing to name');
 });
 
-test('replay cache: once per peer within the window, bounded, shared by every connection to the database', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-replay-'));
-  const file = join(dir, 'replay.db');
-  const first = openDatabase(file);
-  const second = openDatabase(file);
-  t.after(() => {
-    first.sqlite.close();
-    second.sqlite.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const cache = new ReplayCache(first.sqlite, 3);
-  const otherProcess = new ReplayCache(second.sqlite, 3);
+test('replay cache: once per peer within the window, bounded, shared by every connection to a database', async (t) => {
+  const [first, second] = await openTwoConnections(t);
+  const cache = new ReplayCache(first, 3);
+  const otherProcess = new ReplayCache(second, 3);
   assert.equal(cache.accept('p', 'n1', 100, 10), true);
   assert.equal(cache.accept('p', 'n1', 100, 11), false);
   assert.equal(cache.accept('q', 'n1', 100, 11), true, 'per peer');
@@ -130,7 +119,7 @@ test('replay cache: once per peer within the window, bounded, shared by every co
   assert.equal(otherProcess.accept('p', 'e', 200, 21), true);
   assert.equal(cache.accept('p', 'e', 200, 22), false);
   for (const n of ['f', 'g', 'h', 'i', 'j', 'k']) assert.equal(cache.accept('p', n, 200, 22), true);
-  const rows = first.sqlite.prepare("SELECT count(*) FROM mesh_replay WHERE peer_id = 'p'").pluck().get() as number;
+  const rows = first.prepare("SELECT count(*) FROM mesh_replay WHERE peer_id = 'p'").pluck().get() as number;
   // Trimmed every `bound` accepts: at most the bound plus the accepts since the last trim.
   assert.ok(rows <= 6, `the per-peer bound holds (${rows} rows)`);
 });

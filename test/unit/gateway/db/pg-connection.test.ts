@@ -21,7 +21,8 @@ test('statements, raw and pluck rows, upserts, bytea, booleans and errors as the
   const { sql, db } = await openTestDatabase(t, 'postgres');
   const at = new Date().toISOString();
   const insert = sql.prepare(
-    'INSERT INTO users (id, username, roles, attributes, disabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO users (id, username, roles, attributes, disabled, created_at, updated_at) ' +
+      'VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   assert.equal(insert.run('u1', 'ann', '[]', '{}', false, at, at).changes, 1);
   assert.deepEqual(sql.prepare('SELECT username, disabled FROM users WHERE id = ?').get('u1'), {
