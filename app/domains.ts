@@ -19,6 +19,7 @@ import { createMetrics } from '../gateway/observability/metrics.ts';
 import { idsOnlyTracing } from '../gateway/observability/tracing.ts';
 import { SINGLE_PROCESS } from '../gateway/process/link.ts';
 import { ServiceRegistry } from '../gateway/services.ts';
+import { joinClusterIdentity } from './cluster-identity.ts';
 
 /** Every error table: the gateway's own plus each domain's (ERRORS.md mirrors this). */
 export const ERROR_TABLES: readonly ErrorTable[] = [
@@ -127,11 +128,15 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
     announce: io.err,
   };
   const logs = createLoggers(config.logLevel, io.logDestination ?? process.stderr);
+  // On PostgreSQL a command holds the cluster identity while it runs: it may change an identity file (rotate-kek).
+  const identity = await joinClusterIdentity(config);
   const domains = await initDomains(
     DOMAIN_MODULES.filter((m) => names.includes(m.name)),
     base,
     logs,
   ).catch((error: unknown) => {
+    identity?.end(false);
+    identity?.close();
     logs.close();
     throw error;
   });
@@ -139,6 +144,8 @@ export async function bootDomains(config: Readonly<Config>, names: readonly stri
     ...domains,
     async close() {
       await domains.close();
+      identity?.end(true);
+      identity?.close();
       logs.close();
     },
   };

@@ -34,6 +34,7 @@ import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
 import { type AdminListener, startAdminListener } from './admin.ts';
 import { apiDocumentInstance } from './api-document.ts';
+import { joinClusterIdentity } from './cluster-identity.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
 import {
   closeGracefully,
@@ -69,7 +70,33 @@ export interface Gateway {
   close(graceMs?: number, reason?: string): Promise<void>;
 }
 
+/**
+ * Starts a gateway; on PostgreSQL inside the cluster identity (app/cluster-identity.ts): this node takes the
+ * cluster's CA, keys and certificates before anything reads them, and publishes what its start created.
+ */
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
+  const identity = await joinClusterIdentity(config);
+  if (identity === null) return startNode(config, options);
+  let gateway: Gateway;
+  try {
+    gateway = await startNode(config, options);
+  } catch (error) {
+    identity.end(false);
+    identity.close();
+    throw error;
+  }
+  identity.end(true);
+  identity.follow(gateway.deps.feed, gateway.deps.logger);
+  return {
+    ...gateway,
+    async close(graceMs, reason) {
+      await gateway.close(graceMs, reason);
+      identity.close();
+    },
+  };
+}
+
+async function startNode(config: Readonly<Config>, options: GatewayOptions): Promise<Gateway> {
   const registry = buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
   const { tls, lock } = await prepareStorage(config, logs.logger).catch((error: unknown) => {

@@ -14,6 +14,7 @@ export const {
   catalogKeks,
   catalogSecrets,
   changes,
+  clusterFiles,
   clusterIdentity,
   deploymentHealth,
   deploymentTraffic,

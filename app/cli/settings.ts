@@ -35,6 +35,18 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     doc: 'docs/operating.md',
   },
   {
+    flag: 'node-key-file',
+    value: 'FILE',
+    env: ['PLATFORM_NODE_KEY_FILE'],
+    meaning: 'on PostgreSQL: 32-byte key sealing the cluster identity in the database, the same on every node',
+    doc: 'docs/operating.md',
+  },
+  {
+    env: ['PLATFORM_NODE_KEY'],
+    meaning: 'the node key itself (base64), instead of the file',
+    doc: 'docs/operating.md',
+  },
+  {
     flag: 'https-port',
     value: 'PORT',
     env: ['PLATFORM_HTTPS_PORT'],

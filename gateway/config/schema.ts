@@ -28,6 +28,21 @@ export const configSchema = z.strictObject({
       'PostgreSQL shared by every node of a cluster (libpq URL; TLS and the password as libpq takes them); ' +
         'null = SQLite in the data dir.',
     ),
+  nodeKeyFile: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe(
+      'On PostgreSQL: the file of the 32-byte key sealing the cluster identity in the database; the same on every ' +
+        'node, never in the database.',
+    ),
+  nodeKey: z
+    .string()
+    .regex(/^[A-Za-z0-9+/]{43}=$/, '32 bytes in base64')
+    .nullable()
+    .default(null)
+    .describe('The node key itself, base64 (PLATFORM_NODE_KEY), instead of nodeKeyFile.'),
   httpsPort: port.default(8443).describe('HTTPS (HTTP/2 + HTTP/1.1) listener port; 0 picks a free port.'),
   httpPort: port.nullable().default(null).describe('Optional plain-HTTP listener for local development; null = none.'),
   bind: z.string().min(1).default('127.0.0.1').describe('Address both listeners bind.'),
@@ -319,6 +334,8 @@ export const ENV_NAMES: Readonly<
 > = {
   PLATFORM_DATA_DIR: { path: ['dataDir'], kind: 'string' },
   PLATFORM_DATABASE_URL: { path: ['database'], kind: 'string' },
+  PLATFORM_NODE_KEY_FILE: { path: ['nodeKeyFile'], kind: 'string' },
+  PLATFORM_NODE_KEY: { path: ['nodeKey'], kind: 'string' },
   PLATFORM_HTTPS_PORT: { path: ['httpsPort'], kind: 'number' },
   PLATFORM_HTTP_PORT: { path: ['httpPort'], kind: 'nullable-number' },
   PLATFORM_BIND: { path: ['bind'], kind: 'string' },

@@ -1,5 +1,8 @@
-/** The kernel's own tables: the change feed every process tails, and the mesh replay cache every process shares. */
-import { index, integer, primaryKey, sqliteTable, text } from './drizzle.ts';
+/**
+ * The kernel's own tables: the change feed every process tails, the mesh replay cache every process shares, and the
+ * cluster identity every node of a PostgreSQL cluster shares.
+ */
+import { blob, index, integer, primaryKey, sqliteTable, text } from './drizzle.ts';
 
 /**
  * One row per committed change a process-local cache depends on. `seq` is AUTOINCREMENT so a number is never
@@ -24,3 +27,17 @@ export const meshReplay = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.peerId, t.nonce] }), index('mesh_replay_expiry').on(t.expiresAt)],
 );
+
+/**
+ * The cluster's identity files, sealed under the node key (gateway/cluster/identity.ts). Used on PostgreSQL, where
+ * several nodes share one database; a SQLite gateway is one node and keeps them in its data dir only.
+ */
+export const clusterFiles = sqliteTable('cluster_files', {
+  /** `tls/…`, `keys/…` or `kek/…`: the file's folder and its path inside it. */
+  path: text('path').primaryKey(),
+  /** IV, GCM tag and ciphertext; the path is the associated data. */
+  sealed: blob('sealed', { mode: 'buffer' }).notNull(),
+  /** HMAC-like digest keyed by the node key: tells a changed file without opening the stored one. */
+  digest: text('digest').notNull(),
+  updatedAt: text('updated_at').notNull(),
+});

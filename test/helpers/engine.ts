@@ -4,7 +4,7 @@
  * how scripts/test.sh runs the domain suites a second time, so every store is checked against both engines.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
@@ -36,19 +36,33 @@ export async function freshPostgresDatabase(): Promise<string> {
 /** The PostgreSQL database of each test gateway's data dir, so a CLI command given the data dir finds it too. */
 const databaseOfDataDir = new Map<string, string>();
 
-/** The `database` setting for a new test gateway: null (SQLite in its data dir) unless the run is on PostgreSQL. */
-export async function testDatabaseSetting(dataDir: string): Promise<string | null> {
-  if (TEST_ENGINE !== 'postgres') return null;
+let nodeKeyFile: string | null = null;
+
+/** One node key for the test process's clusters (every node of a cluster shares it), 0600, deleted at the end. */
+export function testNodeKeyFile(): string {
+  if (nodeKeyFile === null) {
+    const dir = mkdtempSync(join(tmpdir(), 'meshgate-node-key-'));
+    nodeKeyFile = join(dir, 'node.key');
+    writeFileSync(nodeKeyFile, randomBytes(32).toString('base64'), { mode: 0o600 });
+    lastHooks.push(() => rmSync(dir, { recursive: true, force: true }));
+  }
+  return nodeKeyFile;
+}
+
+/** The database settings of a new test gateway: none (SQLite in its data dir) unless the run is on PostgreSQL. */
+export async function testDatabaseSettings(dataDir: string): Promise<{ database?: string; nodeKeyFile?: string }> {
+  if (TEST_ENGINE !== 'postgres') return {};
   const url = await freshPostgresDatabase();
   databaseOfDataDir.set(dataDir, url);
-  return url;
+  return { database: url, nodeKeyFile: testNodeKeyFile() };
 }
 
 /** A CLI command's arguments with `--database` added when its `--data-dir` is a test gateway's on PostgreSQL. */
 export function withTestDatabase(args: readonly string[]): string[] {
   const at = args.indexOf('--data-dir');
   const url = at >= 0 ? databaseOfDataDir.get(args[at + 1] as string) : undefined;
-  return url === undefined || args.includes('--database') ? [...args] : [...args, '--database', url];
+  if (url === undefined || args.includes('--database')) return [...args];
+  return [...args, '--database', url, '--node-key-file', testNodeKeyFile()];
 }
 
 /** A database of the given engine for a store or feed test, closed after it: in-memory SQLite, or a fresh one. */
@@ -73,7 +87,9 @@ export async function openTwoConnections(t: After): Promise<[SqlConnection, SqlC
     const url = await freshPostgresDatabase();
     const open = async () => (await openConfiguredDatabase({ dataDir: '', database: url })).sql;
     const pair: [SqlConnection, SqlConnection] = [await open(), await open()];
-    t.after(() => pair.forEach((sql) => sql.close()));
+    t.after(() => {
+      for (const sql of pair) sql.close();
+    });
     return pair;
   }
   const dir = mkdtempSync(join(tmpdir(), 'meshgate-db-'));

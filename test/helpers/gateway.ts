@@ -13,7 +13,7 @@ import { Agent, request as undiciRequest } from 'undici';
 import { type Gateway, startGateway } from '../../app/server.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
-import { testDatabaseSetting } from './engine.ts';
+import { testDatabaseSettings } from './engine.ts';
 import { assertNothingLeft, ResourceScope } from './leaks.ts';
 
 export const ADMIN_PASSWORD = 'admin-password-for-tests';
@@ -201,7 +201,7 @@ export async function startTestGateway(
   options: TestGatewayOptions = {},
 ): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-test-'));
-  const gw = new TestGateway(dataDir, { database: await testDatabaseSetting(dataDir), ...overrides }, options);
+  const gw = new TestGateway(dataDir, { ...(await testDatabaseSettings(dataDir)), ...overrides }, options);
   // Registered before start, so a gateway that fails to start leaves no data dir behind.
   t.after(async () => {
     try {

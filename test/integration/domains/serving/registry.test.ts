@@ -216,6 +216,7 @@ function cliEnv(gw: TestGateway, out: string[], err: string[]): CliEnv {
     overrides: {
       dataDir: gw.dataDir,
       database: gw.gateway.deps.config.database,
+      nodeKeyFile: gw.gateway.deps.config.nodeKeyFile,
       origin: gw.url,
       hostnames: ['localhost'],
     },

@@ -1,0 +1,56 @@
+/**
+ * Joining a PostgreSQL cluster's identity (gateway/cluster/identity.ts) around a start: `serve` and every CLI
+ * command take the cluster's files before their domains start and publish theirs after; a serving gateway then
+ * writes each identity file another node publishes. A SQLite gateway is a cluster of one and joins nothing.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { CLUSTER_FILES_TOPIC, ClusterIdentity, type IdentityRoot, readNodeKey } from '../gateway/cluster/identity.ts';
+import type { Config } from '../gateway/config/schema.ts';
+import type { ChangeFeed } from '../gateway/db/change-feed.ts';
+import { openPostgres } from '../gateway/db/postgres/open.ts';
+import { shippedFiles } from '../gateway/shipped.ts';
+
+export interface JoinedIdentity {
+  /** Publishes this node's files when the start succeeded, and lets the next node start. */
+  end(succeeded: boolean): void;
+  /** From now on, writes every identity file another node publishes. */
+  follow(feed: ChangeFeed, logger: Logger): void;
+  close(): void;
+}
+
+/** Takes the identity lock and the cluster's files; null on SQLite. */
+export async function joinClusterIdentity(config: Readonly<Config>): Promise<JoinedIdentity | null> {
+  if (config.database === null) return null;
+  const key = readNodeKey({ file: config.nodeKeyFile, base64: config.nodeKey });
+  const sql = await openPostgres(config.database, shippedFiles().pgMigrationsFolder);
+  const identity = new ClusterIdentity(sql, key, identityRoots(config));
+  try {
+    identity.begin();
+  } catch (error) {
+    sql.close();
+    throw error;
+  }
+  return {
+    end: (succeeded) => identity.end(succeeded),
+    follow(feed, logger) {
+      feed.subscribe(CLUSTER_FILES_TOPIC, (path) => {
+        try {
+          if (identity.pull() > 0) logger.info({ path }, 'cluster identity: a file another node published was written');
+        } catch (error) {
+          logger.error({ err: error, path }, 'cluster identity: a published file could not be written');
+        }
+      });
+    },
+    close: () => sql.close(),
+  };
+}
+
+/** tls/ and keys/ of the data dir, and the KEK folder when configured outside it. */
+function identityRoots(config: Readonly<Config>): IdentityRoot[] {
+  const roots = [
+    { name: 'tls', dir: join(config.dataDir, 'tls') },
+    { name: 'keys', dir: join(config.dataDir, 'keys') },
+  ];
+  return config.secrets.kekDir === null ? roots : [...roots, { name: 'kek', dir: config.secrets.kekDir }];
+}
