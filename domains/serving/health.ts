@@ -2,7 +2,8 @@
  * Upstream health: the process that owns background work (the primary with
  * `--workers N`, else the one process) probes every deployment's upstream
  * each `serving.healthIntervalMs`, at most `serving.healthConcurrency` at a
- * time, each bounded by `serving.healthTimeoutMs`, and keeps the last result
+ * time (a deployment changed between rounds is probed sooner, through the
+ * same lanes), each bounded by `serving.healthTimeoutMs`, and keeps the last result
  * in `deployment_health`; every process answers the API from that table, so
  * any worker reads the same result. A deployment with a `health_path` is
  * probed with an HTTP GET of that path below its upstream URL, healthy on a
@@ -71,7 +72,12 @@ async function httpProbe(url: string, timeoutMs: number, agent: Agent): Promise<
 
 export class HealthProber {
   readonly #agent: Agent;
-  readonly #probes = new Set<Promise<void>>();
+  /** Deployments waiting for a lane, in the order asked; one entry per deployment. */
+  readonly #waiting = new Map<string, DeploymentRow>();
+  /** Probes in flight, by deployment: at most one each, at most `concurrency` in all. */
+  readonly #running = new Map<string, Promise<void>>();
+  /** Rounds waiting for every probe asked before them to end. */
+  readonly #drained: (() => void)[] = [];
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -90,17 +96,22 @@ export class HealthProber {
     this.#schedule(0);
   }
 
-  /** A deployment just registered or changed: probe it now rather than at the next round. */
+  /**
+   * A deployment just registered or changed: probe it before the next round. Through the same lanes as a round
+   * and never twice at once, since any owner may change a deployment as often as they like.
+   */
   probeSoon(id: string): void {
     const row = this.#closed ? undefined : this.store.get(id);
-    if (row) void this.#probe(row);
+    if (row) this.#ask([row]);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    await Promise.all(this.#probes);
+    this.#waiting.clear();
+    await Promise.all(this.#running.values());
+    this.#pump();
     await this.#agent.destroy();
   }
 
@@ -116,20 +127,32 @@ export class HealthProber {
     this.#timer.unref();
   }
 
-  /** Every deployment, `concurrency` lanes taking the next row each. */
-  async #round(): Promise<void> {
+  /** Every deployment; ends once no probe is waiting or in flight. */
+  #round(): Promise<void> {
     const rows = this.store.list();
-    let next = 0;
-    const lane = async () => {
-      while (!this.#closed && next < rows.length) await this.#probe(rows[next++] as DeploymentRow);
-    };
-    await Promise.all(Array.from({ length: Math.min(this.settings.concurrency, rows.length) }, lane));
+    return new Promise((resolve) => {
+      this.#drained.push(resolve);
+      this.#ask(rows);
+    });
   }
 
-  #probe(row: DeploymentRow): Promise<void> {
-    const probe = this.#probeAndRecord(row).finally(() => this.#probes.delete(probe));
-    this.#probes.add(probe);
-    return probe;
+  /** Queues the rows not waiting or in flight already, and starts what the free lanes take. */
+  #ask(rows: readonly DeploymentRow[]): void {
+    for (const row of rows) if (!this.#running.has(row.id)) this.#waiting.set(row.id, row);
+    this.#pump();
+  }
+
+  #pump(): void {
+    for (const row of this.#waiting.values()) {
+      if (this.#running.size >= this.settings.concurrency) break;
+      this.#waiting.delete(row.id);
+      const probe = this.#probeAndRecord(row).finally(() => {
+        this.#running.delete(row.id);
+        this.#pump();
+      });
+      this.#running.set(row.id, probe);
+    }
+    if (this.#running.size === 0 && this.#waiting.size === 0) for (const done of this.#drained.splice(0)) done();
   }
 
   async #probeAndRecord(row: DeploymentRow): Promise<void> {
