@@ -72,12 +72,10 @@ async function httpProbe(url: string, timeoutMs: number, agent: Agent): Promise<
 
 export class HealthProber {
   readonly #agent: Agent;
-  /** Deployments waiting for a lane, in the order asked; one entry per deployment. */
-  readonly #waiting = new Map<string, DeploymentRow>();
+  /** Deployments waiting for a lane, in the order asked; one entry per deployment, settled when its probe ends. */
+  readonly #waiting = new Map<string, { row: DeploymentRow; ended: Promise<void>; end: () => void }>();
   /** Probes in flight, by deployment: at most one each, at most `concurrency` in all. */
   readonly #running = new Map<string, Promise<void>>();
-  /** Rounds waiting for every probe asked before them to end. */
-  readonly #drained: (() => void)[] = [];
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -102,16 +100,18 @@ export class HealthProber {
    */
   probeSoon(id: string): void {
     const row = this.#closed ? undefined : this.store.get(id);
-    if (row) this.#ask([row]);
+    if (!row) return;
+    void this.#ask(row);
+    this.#pump();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    for (const { end } of this.#waiting.values()) end();
     this.#waiting.clear();
     await Promise.all(this.#running.values());
-    this.#pump();
     await this.#agent.destroy();
   }
 
@@ -127,32 +127,38 @@ export class HealthProber {
     this.#timer.unref();
   }
 
-  /** Every deployment; ends once no probe is waiting or in flight. */
-  #round(): Promise<void> {
-    const rows = this.store.list();
-    return new Promise((resolve) => {
-      this.#drained.push(resolve);
-      this.#ask(rows);
-    });
-  }
-
-  /** Queues the rows not waiting or in flight already, and starts what the free lanes take. */
-  #ask(rows: readonly DeploymentRow[]): void {
-    for (const row of rows) if (!this.#running.has(row.id)) this.#waiting.set(row.id, row);
+  /** Every deployment; ends once each has been probed (not when the queue is empty, which changes may put off). */
+  async #round(): Promise<void> {
+    const probed = this.store.list().map((row) => this.#ask(row));
     this.#pump();
+    await Promise.all(probed);
   }
 
+  /** Queues the row unless it is waiting or in flight already; settles when that probe of it ends. */
+  #ask(row: DeploymentRow): Promise<void> {
+    const running = this.#running.get(row.id);
+    if (running) return running;
+    let entry = this.#waiting.get(row.id);
+    if (!entry) {
+      const { promise: ended, resolve: end } = Promise.withResolvers<void>();
+      entry = { row, ended, end };
+      this.#waiting.set(row.id, entry);
+    }
+    return entry.ended;
+  }
+
+  /** Starts what the free lanes take, first asked first. */
   #pump(): void {
-    for (const row of this.#waiting.values()) {
+    for (const { row, end } of this.#waiting.values()) {
       if (this.#running.size >= this.settings.concurrency) break;
       this.#waiting.delete(row.id);
       const probe = this.#probeAndRecord(row).finally(() => {
         this.#running.delete(row.id);
+        end();
         this.#pump();
       });
       this.#running.set(row.id, probe);
     }
-    if (this.#running.size === 0 && this.#waiting.size === 0) for (const done of this.#drained.splice(0)) done();
   }
 
   async #probeAndRecord(row: DeploymentRow): Promise<void> {
