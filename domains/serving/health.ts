@@ -2,7 +2,8 @@
  * Upstream health: the process that owns background work (the primary with
  * `--workers N`, else the one process) probes every deployment's upstream
  * each `serving.healthIntervalMs`, at most `serving.healthConcurrency` at a
- * time, each bounded by `serving.healthTimeoutMs`, and keeps the last result
+ * time (a deployment changed between rounds is probed sooner, through the
+ * same lanes), each bounded by `serving.healthTimeoutMs`, and keeps the last result
  * in `deployment_health`; every process answers the API from that table, so
  * any worker reads the same result. A deployment with a `health_path` is
  * probed with an HTTP GET of that path below its upstream URL, healthy on a
@@ -71,7 +72,10 @@ async function httpProbe(url: string, timeoutMs: number, agent: Agent): Promise<
 
 export class HealthProber {
   readonly #agent: Agent;
-  readonly #probes = new Set<Promise<void>>();
+  /** Deployments waiting for a lane, in the order asked; one entry per deployment, settled when its probe ends. */
+  readonly #waiting = new Map<string, { row: DeploymentRow; ended: Promise<void>; end: () => void }>();
+  /** Probes in flight, by deployment: at most one each, at most `concurrency` in all. */
+  readonly #running = new Map<string, Promise<void>>();
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
 
@@ -90,17 +94,24 @@ export class HealthProber {
     this.#schedule(0);
   }
 
-  /** A deployment just registered or changed: probe it now rather than at the next round. */
+  /**
+   * A deployment just registered or changed: probe it before the next round. Through the same lanes as a round
+   * and never twice at once, since any owner may change a deployment as often as they like.
+   */
   probeSoon(id: string): void {
     const row = this.#closed ? undefined : this.store.get(id);
-    if (row) void this.#probe(row);
+    if (!row) return;
+    void this.#ask(row);
+    this.#pump();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
-    await Promise.all(this.#probes);
+    for (const { end } of this.#waiting.values()) end();
+    this.#waiting.clear();
+    await Promise.all(this.#running.values());
     await this.#agent.destroy();
   }
 
@@ -116,20 +127,38 @@ export class HealthProber {
     this.#timer.unref();
   }
 
-  /** Every deployment, `concurrency` lanes taking the next row each. */
+  /** Every deployment; ends once each has been probed (not when the queue is empty, which changes may put off). */
   async #round(): Promise<void> {
-    const rows = this.store.list();
-    let next = 0;
-    const lane = async () => {
-      while (!this.#closed && next < rows.length) await this.#probe(rows[next++] as DeploymentRow);
-    };
-    await Promise.all(Array.from({ length: Math.min(this.settings.concurrency, rows.length) }, lane));
+    const probed = this.store.list().map((row) => this.#ask(row));
+    this.#pump();
+    await Promise.all(probed);
   }
 
-  #probe(row: DeploymentRow): Promise<void> {
-    const probe = this.#probeAndRecord(row).finally(() => this.#probes.delete(probe));
-    this.#probes.add(probe);
-    return probe;
+  /** Queues the row unless it is waiting or in flight already; settles when that probe of it ends. */
+  #ask(row: DeploymentRow): Promise<void> {
+    const running = this.#running.get(row.id);
+    if (running) return running;
+    let entry = this.#waiting.get(row.id);
+    if (!entry) {
+      const { promise: ended, resolve: end } = Promise.withResolvers<void>();
+      entry = { row, ended, end };
+      this.#waiting.set(row.id, entry);
+    }
+    return entry.ended;
+  }
+
+  /** Starts what the free lanes take, first asked first. */
+  #pump(): void {
+    for (const { row, end } of this.#waiting.values()) {
+      if (this.#running.size >= this.settings.concurrency) break;
+      this.#waiting.delete(row.id);
+      const probe = this.#probeAndRecord(row).finally(() => {
+        this.#running.delete(row.id);
+        end();
+        this.#pump();
+      });
+      this.#running.set(row.id, probe);
+    }
   }
 
   async #probeAndRecord(row: DeploymentRow): Promise<void> {

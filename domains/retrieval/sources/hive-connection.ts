@@ -11,7 +11,9 @@
  * `ssl: true` either runs over TLS (HiveServer2's `hive.server2.use.SSL`),
  * the chain verified against `ssl_ca_pem` (PEM or a catalog secret; else the
  * default CA store) and the host name always checked: hive-driver's own
- * defaults would accept any certificate, on both transports.
+ * defaults would accept any certificate, on both transports. Over HTTP the
+ * session is closed by a CloseSession call as the read ends, since
+ * HiveServer2 keeps it past the connection (binary Thrift ends it with the socket).
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
@@ -45,6 +47,8 @@ type Authentication = { authenticate(transport: Transport): Promise<Transport> }
 const CONNECT_TIMEOUT_MS = 10_000;
 /** A connection silent this long while a call waits is dropped (a stalled server, a lost peer). */
 const IDLE_TIMEOUT_MS = 60_000;
+/** The longest wait for HiveServer2 to acknowledge a CloseSession; the connection is dropped after it either way. */
+const CLOSE_TIMEOUT_MS = 2_000;
 /** The first byte of a SASL frame HiveServer2 answers with: Thrift's TSaslTransport NegotiationStatus. */
 const SASL_BAD = 3;
 const SASL_ERROR = 4;
@@ -168,6 +172,11 @@ interface Link {
   auth: Authentication;
   /** Closes the socket(s) now: a pending call then fails at once. */
   drop(): void;
+  /**
+   * Whether HiveServer2 ends the session when the connection closes: so on binary Thrift, where the socket is
+   * the session's; over HTTP a session outlives its connections until `hive.server2.idle.session.timeout`.
+   */
+  sessionEndsWithConnection: boolean;
 }
 
 function authentication(hive: HiveDriver, target: HiveTarget): Authentication {
@@ -211,6 +220,7 @@ function binaryLink(hive: HiveDriver, target: HiveTarget): Link {
       },
     },
     drop: () => (transport?.getTransport() as Socket | undefined)?.destroy(),
+    sessionEndsWithConnection: true,
   };
 }
 
@@ -239,8 +249,20 @@ function httpLink(hive: HiveDriver, target: HiveTarget): Link {
       nodeOptions: { agent, ...(target.tls ?? {}) },
     },
     auth: authentication(hive, target),
+    // Node's agent opens new sockets after destroy(): a CloseSession can still follow a dropped call.
     drop: () => agent.destroy(),
+    sessionEndsWithConnection: false,
   };
+}
+
+/** Waits for `call` to settle, at most `ms`; its outcome is ignored. */
+async function settledWithin(call: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([call.catch(() => {}), timeout]);
+  clearTimeout(timer);
 }
 
 export async function session(target: HiveTarget) {
@@ -259,9 +281,25 @@ export async function session(target: HiveTarget) {
   });
   lost.catch(() => {});
   const guard = <T>(call: Promise<T>): Promise<T> => Promise.race([call, lost]);
-  const close = () => {
+  let opened: Awaited<ReturnType<typeof client.openSession>> | undefined;
+  const end = async () => {
+    const open = opened;
+    if (open && !link.sessionEndsWithConnection) {
+      // A call still pending (a read given up mid-fetch) would hold the one socket the CloseSession needs.
+      link.drop();
+      await settledWithin(
+        Promise.resolve().then(() => open.close()),
+        CLOSE_TIMEOUT_MS,
+      );
+    }
     client.close();
     link.drop();
+  };
+  let ended: Promise<void> | undefined;
+  // Once: a read closes on abort and again as it ends. Never rejects; a CloseSession refused or lost is let go.
+  const close = () => {
+    ended ??= end();
+    return ended;
   };
   const deadline = setTimeout(() => {
     fail(new Error('connection timed out'));
@@ -271,12 +309,12 @@ export async function session(target: HiveTarget) {
     await guard(
       client.connect({ host: target.host, port: target.port, options: link.options }, link.connection, link.auth),
     );
-    const opened = await guard(
+    opened = await guard(
       client.openSession({ client_protocol: TCLIService_types.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10 }),
     );
     return { close, opened, guard, utils: new hive.HiveUtils(TCLIService_types) };
   } catch (error) {
-    close();
+    void close();
     throw error;
   } finally {
     clearTimeout(deadline);

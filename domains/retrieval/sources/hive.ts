@@ -81,7 +81,7 @@ function thriftSource(target: HiveTarget): Source {
       } catch (error) {
         throw classify(error);
       } finally {
-        s?.close();
+        await s?.close();
       }
     },
     read: (request) =>

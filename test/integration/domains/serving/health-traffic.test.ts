@@ -3,13 +3,15 @@
  * (live upstreams healthy by TCP connect and by HTTP GET of a health path, a
  * stopped one and a failing health path unhealthy with their reasons) and the
  * requests proxied to it, on the API and in /metrics; neither of a hidden
- * deployment reaches a caller who cannot see it.
+ * deployment reaches a caller who cannot see it. An owner's stream of changes,
+ * each probing the deployment again, never puts more than one probe of it in
+ * flight nor more than `serving.healthConcurrency` in all.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
-import { deploy, startAppServer } from '../../../helpers/upstreams.ts';
+import { deploy, startAppServer, startHoldingServer } from '../../../helpers/upstreams.ts';
 
 /** Probes every 100 ms so a result is due within a bounded wait. */
 const FAST_PROBES = { serving: { healthIntervalMs: 100, healthTimeoutMs: 1000 } };
@@ -120,3 +122,54 @@ test('runtime URL requests are counted on the API and in /metrics; a hidden depl
   assert.deepEqual(Object.keys(refused.json.detail).sort(), ['id', 'reason', 'request_id']);
   assert.ok(!refused.text.includes('health') && !refused.text.includes('traffic'));
 });
+
+test("an owner's stream of changes never stacks probes of the deployment beyond one in flight", async (t) => {
+  // One round only (at start, with no deployment): every probe after it comes from a change.
+  const gw = await startTestGateway(t, {
+    serving: { healthIntervalMs: 3_600_000, healthTimeoutMs: 30_000, healthConcurrency: 2 },
+  });
+  const upstream = await startHoldingServer(t);
+  const feed = gw.gateway.deps.feed;
+  const held = await deploy(gw, { kind: 'app', name: 'held-health', upstream: upstream.url, health_path: '/held' });
+  const owner = await gw.userToken('owner');
+  const grant = await gw.request('POST', '/api/auth/tuples', {
+    token: await gw.adminToken(),
+    json: {
+      subject: { namespace: 'user', id: owner.id },
+      relation: 'owner',
+      object: { namespace: 'app', id: held.id },
+    },
+  });
+  assert.equal(grant.status, 204);
+  feed.catchUp();
+  await until(() => upstream.held === 1, 'the first probe reached the upstream');
+
+  // Each change is delivered at once; before the fix each started one more probe of the same upstream.
+  const CHANGES = 12;
+  for (let i = 0; i < CHANGES; i++) {
+    const visibility = i % 2 === 0 ? 'authenticated' : 'private';
+    const res = await gw.request('PATCH', `/api/serving/deployments/${held.id}`, {
+      token: owner.token,
+      json: { visibility },
+    });
+    assert.equal(res.status, 200, res.text);
+    feed.catchUp();
+  }
+  // Another deployment is still probed meanwhile (the second lane), so the queue is not stuck behind the held one.
+  const quick = await deploy(gw, { kind: 'app', name: 'quick-health', upstream: upstream.url, health_path: '/quick' });
+  feed.catchUp();
+  await healthOnceSettled(gw, quick.id, (h) => h.status === 'healthy');
+  assert.equal(upstream.maxHeld, 1, 'one probe of the deployment in flight, however many changes');
+
+  upstream.release();
+  const health = await healthOnceSettled(gw, held.id, (h) => h.status !== 'unknown');
+  assert.equal(health.status, 'healthy');
+});
+
+async function until(holds: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!holds()) {
+    assert.ok(Date.now() < deadline, `never: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -6,8 +6,13 @@
  * right password reads rows on either; a wrong or missing one is 403
  * `source_auth_failed`, the password in no answer and no log line; the
  * transport settings are the owner's, which no viewer's option re-targets.
+ * Over HTTP a HiveServer2 session outlives its connections, so every read
+ * closes the session it opened, whether it read rows or failed.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { startTestGateway } from '../../../../helpers/gateway.ts';
 import { csvTable, startHive } from '../../../../helpers/peers/hive.ts';
@@ -193,4 +198,46 @@ test("hive transport settings are the owner's: a viewer cannot switch transport,
     [422, 'option_not_allowed', 'credential_override'],
   );
   assertNoPasswordLogged(w.gw.logs);
+});
+
+/** A relay in front of the peer's HTTP port that names each Thrift call passing through it. */
+async function thriftCallRelay(t: { after(fn: () => unknown): void }, peer: { host: string; httpPort?: number }) {
+  const calls: string[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    // TBinaryProtocol's strict message header: version and type (4 bytes), the name's length (4), the name.
+    calls.push(body.subarray(8, 8 + body.readUInt32BE(4)).toString('latin1'));
+    const options = { host: peer.host, port: peer.httpPort, method: req.method, path: req.url, headers: req.headers };
+    httpRequest(options, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    }).end(body);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const count = (name: string) => calls.filter((call) => call === name).length;
+  return { port: (server.address() as AddressInfo).port, count };
+}
+
+test('hive http transport: every session a read opens is closed on HiveServer2, read or failed', async (t) => {
+  const w = await world(t);
+  const relay = await thriftCallRelay(t, w.peer);
+  assert.deepEqual(await w.rows(await w.dataset('http', { port: relay.port })), ROWS);
+  const missing = await w.refusal(await w.dataset('http', { port: relay.port, table: 'absent' }));
+  assert.equal(missing.reason, 'source_not_found');
+  const opened = relay.count('OpenSession');
+  assert.ok(opened >= 2, `sessions opened: ${opened}`);
+  // The close may follow the answer; HiveServer2 would otherwise keep each session until its idle timeout.
+  const deadline = Date.now() + 10_000;
+  while (relay.count('CloseSession') < opened) {
+    assert.ok(Date.now() < deadline, `${relay.count('CloseSession')} of ${opened} sessions closed`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.equal(relay.count('CloseSession'), opened);
 });
