@@ -46,11 +46,12 @@ export async function joinClusterIdentity(config: Readonly<Config>): Promise<Joi
   };
 }
 
-/** tls/ and keys/ of the data dir, and the KEK folder when configured outside it. */
+/** tls/, keys/ and the issuer of the data dir, and the KEK folder when configured outside it. */
 function identityRoots(config: Readonly<Config>): IdentityRoot[] {
-  const roots = [
+  const roots: IdentityRoot[] = [
     { name: 'tls', dir: join(config.dataDir, 'tls') },
     { name: 'keys', dir: join(config.dataDir, 'keys') },
+    { name: 'issuer', file: join(config.dataDir, 'issuer') },
   ];
   return config.secrets.kekDir === null ? roots : [...roots, { name: 'kek', dir: config.secrets.kekDir }];
 }

@@ -15,6 +15,7 @@ export const {
   catalogSecrets,
   changes,
   clusterFiles,
+  clusterNodes,
   clusterIdentity,
   deploymentHealth,
   deploymentTraffic,

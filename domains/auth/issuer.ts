@@ -34,16 +34,13 @@ export function authBaseUrl(runtime: RuntimeInfo): string {
 export function tokenIssuer(config: Readonly<Config>, runtime: RuntimeInfo): () => string {
   if (config.externalUrl !== null || config.origin !== null) return () => authBaseUrl(runtime);
   const file = join(config.dataDir, 'issuer');
-  // Read now, so a damaged file refuses the start instead of the first login.
-  let issuer: string | null = existsSync(file) ? readIssuer(file) : null;
-  // Chosen at first use: the derived origin knows its port only once the listener is bound.
-  return () => {
-    issuer ??= persistIssuer(
-      file,
-      config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`,
-    );
-    return issuer;
-  };
+  // Read or chosen now, at start (the listeners are bound, so the derived origin knows its port): a damaged file
+  // refuses the start instead of the first login, and on PostgreSQL the choice is among the identity files the
+  // starting node publishes to the other nodes (app/cluster-identity.ts).
+  const issuer = existsSync(file)
+    ? readIssuer(file)
+    : persistIssuer(file, config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`);
+  return () => issuer;
 }
 
 const CLUSTER_URN = /^urn:meshgate:cluster:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
