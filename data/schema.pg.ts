@@ -30,6 +30,7 @@ export const {
   peerNonces,
   refreshTokens,
   retrievalJobs,
+  retrievalSpentTokens,
   revokedFamilies,
   revokedSessions,
   routingConfig,

@@ -7,22 +7,14 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { freshPostgresDatabase, testNodeKeyFile } from '../../../helpers/engine.ts';
-import { startTestGateway } from '../../../helpers/gateway.ts';
+import { startTwoNodes } from '../../../helpers/engine.ts';
 import { jobProcesses, MARKER, py, submit, waitFor } from '../../../helpers/jobs.ts';
 import { waitFor as waitUntil } from '../../../helpers/wait.ts';
 
 const JOBS = '/api/cluster/jobs';
 
-async function twoNodes(t: Parameters<typeof startTestGateway>[0]) {
-  const shared = {
-    database: await freshPostgresDatabase(),
-    nodeKeyFile: testNodeKeyFile(),
-    nodes: { heartbeatMs: 100, deadAfterMs: 1500 },
-    jobs: { local: { stopGraceMs: 300 } },
-  };
-  const a = await startTestGateway(t, shared);
-  const b = await startTestGateway(t, shared);
+async function twoNodes(t: Parameters<typeof startTwoNodes>[0]) {
+  const [a, b] = await startTwoNodes(t, { jobs: { local: { stopGraceMs: 300 } } });
   return { a, b };
 }
 
