@@ -1,8 +1,9 @@
 /**
  * What the processes of one gateway must agree on about retrieval runs, so a
  * stream may land on any worker: the stream tokens' key (a token one worker
- * handed out verifies on another; on a cluster of nodes, on another node too: cluster.ts), spent single-use tokens (an Arrow Flight
- * ticket is spent once in the whole gateway, not once per worker), the
+ * handed out verifies on another; on a cluster of nodes, on another node too:
+ * cluster.ts), spent single-use tokens (an Arrow Flight ticket is spent once
+ * in the whole gateway, not once per worker), the
  * in-memory credential overrides (never persisted), and cancel (it reaches
  * the job's streams in every process). The primary holds them; a worker
  * asks it over the owner link. One process holds them itself.
