@@ -22,7 +22,8 @@ export interface Meshgate {
   caPem: string;
   token: string;
   pid: number;
-  stop(): void;
+  /** SIGTERM; settles once the process has exited. */
+  stop(): Promise<void>;
 }
 
 async function listeningUrls(logFile: string, exited: () => boolean): Promise<{ http: string; https: string }> {
@@ -69,10 +70,13 @@ export async function startMeshgate(
     stdio: ['ignore', out, out],
   });
   let exited = false;
-  proc.once('exit', () => {
-    exited = true;
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const exit = new Promise<void>((resolve) =>
+    proc.once('exit', () => {
+      exited = true;
+      rmSync(dataDir, { recursive: true, force: true });
+      resolve();
+    }),
+  );
   const { http: base, https } = await listeningUrls(logFile, () => exited);
   const caPem = readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8');
   const form = new URLSearchParams({ username: 'admin', password: PASSWORD, grant_type: 'password' });
@@ -89,6 +93,9 @@ export async function startMeshgate(
     caPem,
     token: token as string,
     pid: proc.pid as number,
-    stop: () => proc.kill('SIGTERM'),
+    stop: () => {
+      if (!exited) proc.kill('SIGTERM');
+      return exit;
+    },
   };
 }
