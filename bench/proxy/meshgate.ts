@@ -15,6 +15,8 @@ const PASSWORD = 'bench-admin-password';
 const repo = join(import.meta.dirname, '..', '..');
 
 export interface Meshgate {
+  /** The plain-HTTP listener's origin, for API calls. */
+  base: string;
   /** The deployment's runtime URL (`/runtime/models/<id>`) on the plain-HTTP listener. */
   url: string;
   /** The same deployment on the HTTPS (HTTP/2) listener, and the CA that listener's certificate chains to. */
@@ -88,6 +90,7 @@ export async function startMeshgate(
   });
   const path = `/runtime/models/${id}`;
   return {
+    base,
     url: `${base}${path}`,
     httpsUrl: `${https}${path}`,
     caPem,
