@@ -43,9 +43,14 @@ export interface RawRead {
   readonly signal: AbortSignal;
 }
 
-export async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal: AbortSignal): AsyncGenerator<Row[]> {
+export async function* batchesOf(
+  rows: AsyncIterable<Row> | (() => Promise<AsyncIterable<Row>>),
+  size: number,
+  signal: AbortSignal,
+): AsyncGenerator<Row[]> {
   let batch: Row[] = [];
-  for await (const row of rows) {
+  // A function opens its rows when the first batch is asked for (nothing is opened for a read never iterated).
+  for await (const row of typeof rows === 'function' ? await rows() : rows) {
     signal.throwIfAborted();
     batch.push(row);
     if (batch.length >= size) {
@@ -57,18 +62,19 @@ export async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal:
 }
 
 /**
- * CSV rows of any byte stream (a file, an S3 object body). Leaving the
- * iteration early (limit reached, abort) destroys the parser, and
- * pipeline() the input with it.
+ * CSV rows of any byte stream (a file, an S3 object body), once the parser
+ * has loaded: the parser itself, so no generator sits between it and the
+ * reader of every row. Leaving the iteration early (limit reached, abort)
+ * destroys the parser, and pipeline() the input with it.
  */
-export async function* csvOf(input: Readable): AsyncGenerator<Row> {
+export async function csvOf(input: Readable): Promise<AsyncIterable<Row>> {
   const { parse } = await csvParser().catch((error: unknown) => {
     input.destroy();
     throw error;
   });
   const parser = parse({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: true });
   pipeline(input, parser, () => {});
-  yield* parser;
+  return parser;
 }
 
 /** JSON-lines rows of any byte stream; the input is destroyed when iteration ends. */
@@ -131,7 +137,7 @@ export function readFile(
   read: RawRead,
 ): { batches: AsyncIterable<Row[]>; skipped: number } {
   if (format === 'parquet') return { batches: parquetBatches(path, read), skipped: read.skip };
-  const rows = format === 'csv' ? csvRows(path) : jsonLines(path);
+  const rows = format === 'csv' ? () => csvRows(path) : jsonLines(path);
   return { batches: batchesOf(rows, read.batchSize, read.signal), skipped: 0 };
 }
 
@@ -166,7 +172,7 @@ export async function fileSchema(path: string, format: FileFormat, signal: Abort
     return parquetFields(await parquetMetadataAsync(await asyncBufferFromFile(path)));
   }
   signal.throwIfAborted();
-  for await (const row of format === 'csv' ? csvRows(path) : jsonLines(path)) {
+  for await (const row of format === 'csv' ? await csvRows(path) : jsonLines(path)) {
     return Object.entries(row).map(([name, value]) => ({ name, type: format === 'csv' ? 'string' : jsonType(value) }));
   }
   return [];

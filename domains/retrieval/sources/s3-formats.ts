@@ -52,7 +52,7 @@ async function* streamedRows(
   signal: AbortSignal,
 ): AsyncGenerator<Row> {
   const body = await store.open(key, signal);
-  yield* format === 'csv' ? csvOf(body) : jsonLinesOf(body);
+  yield* format === 'csv' ? await csvOf(body) : jsonLinesOf(body);
 }
 
 // A footer is usually a few KiB: fetch 64 KiB, not hyparquet's 512 KiB default. Read once per store.
