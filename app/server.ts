@@ -77,7 +77,7 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
     throw error;
   });
   const metrics = createMetrics();
-  const tracing = createTracing(config);
+  const tracing = await createTracing(config);
   const observer = createRequestObserver(metrics, tracing);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
   const place = options.process ?? SINGLE_PROCESS;

@@ -42,6 +42,12 @@ export const GatewayErrors = defineErrors('gateway', {
       'The disk holding the database is full (RFC 4918 §11.5); nothing was ' +
       'written. The same request succeeds once space is freed.',
   },
+  rpc_unavailable: {
+    status: 503,
+    doc:
+      'The gRPC services could not be loaded (they load on the first RPC); ' +
+      'the log has the cause, and the next RPC tries again.',
+  },
   internal_error: {
     status: 500,
     doc: 'An unexpected failure; the body carries only the request id, the log has the cause.',
