@@ -8,7 +8,6 @@ import type { Logger } from 'pino';
 import { CLUSTER_FILES_TOPIC, ClusterIdentity, type IdentityRoot, readNodeKey } from '../gateway/cluster/identity.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import type { ChangeFeed } from '../gateway/db/change-feed.ts';
-import { openPostgres } from '../gateway/db/postgres/open.ts';
 import { shippedFiles } from '../gateway/shipped.ts';
 
 export interface JoinedIdentity {
@@ -23,6 +22,7 @@ export interface JoinedIdentity {
 export async function joinClusterIdentity(config: Readonly<Config>): Promise<JoinedIdentity | null> {
   if (config.database === null) return null;
   const key = readNodeKey({ file: config.nodeKeyFile, base64: config.nodeKey });
+  const { openPostgres } = await import('../gateway/db/postgres/open.ts');
   const sql = await openPostgres(config.database, shippedFiles().pgMigrationsFolder);
   const identity = new ClusterIdentity(sql, key, identityRoots(config));
   try {

@@ -104,7 +104,7 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     throw error;
   });
   const metrics = createMetrics();
-  const tracing = createTracing(config);
+  const tracing = await createTracing(config);
   const observer = createRequestObserver(metrics, tracing);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
   const place = options.process ?? SINGLE_PROCESS;

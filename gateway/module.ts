@@ -170,9 +170,21 @@ export interface GatewayDeps {
 export interface HandlerInstance {
   routes?: readonly RouteDef[];
   mounts?: readonly ServiceMount[];
-  /** Registers Connect-RPC services; served at `/<package>.<Service>/<Method>` on the TLS listener. */
-  rpc?(router: ConnectRouter): void;
+  /** Connect-RPC services, served at `/<package>.<Service>/<Method>` on the TLS listener. */
+  rpc?: RpcServices;
   close?(): Promise<void> | void;
+}
+
+/**
+ * A domain's Connect-RPC services, named up front and implemented on first use: the RPC libraries, the generated
+ * protobuf code and what the implementation imports (Arrow, for Flight) cost every gateway start and resident memory,
+ * and most gateways never serve an RPC (bench/README.md, startup).
+ */
+export interface RpcServices {
+  /** The fully qualified names (`<package>.<Service>`) that `register` registers: the paths routed to the RPC. */
+  readonly services: readonly string[];
+  /** Imports the implementation; the registrar it returns adds the services to the router. */
+  load(): Promise<(router: ConnectRouter) => void>;
 }
 
 /** Domains initialised for a command by the composition root, the same way `serve` initialises them. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds meshgate when its outputs are older than their inputs (scripts/build.ts does the building):
 #   scripts/build.sh            dist/meshgate, the single executable (and the bundle inside it)
-#   scripts/build.sh --bundle   dist/meshgate.cjs only, the bundle bin/meshgate runs
+#   scripts/build.sh --bundle   dist/meshgate.mjs (and its chunks) only, the bundle bin/meshgate runs
 # The inputs: the sources, the migrations, the generated protobuf code, the npm packages (package-lock.json and the
 # install stamp), this script and build.ts, and HEAD's commit (stamped for `meshgate --version`). When current, this
 # costs a `find` and a `git rev-parse`, not a Node.js start. Concurrent runs build once: the second waits on the lock,
@@ -9,7 +9,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-bundle=dist/meshgate.cjs
+bundle=dist/meshgate.mjs
 executable=dist/meshgate
 
 head_commit() { git rev-parse HEAD 2>/dev/null || echo unknown; }

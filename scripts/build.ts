@@ -2,10 +2,12 @@
  * Builds meshgate from this checkout (scripts/build.sh runs it when the
  * outputs are older than their inputs):
  *
- *   node scripts/build.ts bundle   dist/meshgate.cjs: app/cli/main.ts and every npm package it uses, one
- *                                  CommonJS script (what bin/meshgate runs)
- *   node scripts/build.ts sea      that, then dist/meshgate: the script, the SQLite addon and the migrations
- *                                  injected into a copy of this Node.js (a single executable application,
+ *   node scripts/build.ts bundle   dist/meshgate.mjs: app/cli/main.ts and every npm package it uses, as ES modules
+ *                                  (what bin/meshgate runs): the entry, and beside it one chunk per part that is
+ *                                  only imported on first use (dist/meshgate-<hash>.mjs)
+ *   node scripts/build.ts sea      that, then dist/meshgate: the bundle, its main script (app/cli/sea-main.ts),
+ *                                  the SQLite addon and the migrations injected into a copy of this Node.js (a
+ *                                  single executable application,
  *                                  https://nodejs.org/api/single-executable-applications.html)
  *
  * Run by Node.js itself (type stripping, scripts/build.sh), so building needs no TypeScript loader either.
@@ -19,11 +21,20 @@ import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { buildConsoleClient } from '../domains/serving/console/assets.ts';
 import { buildPgBridge } from '../gateway/db/postgres/bridge-source.ts';
-import { ASSET_MANIFEST, type AssetManifest, SQLITE_ADDON_ASSET } from '../gateway/shipped.ts';
+import {
+  ASSET_MANIFEST,
+  type AssetManifest,
+  BUNDLE_ASSETS,
+  BUNDLE_ENTRY,
+  SQLITE_ADDON_ASSET,
+} from '../gateway/shipped-assets.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
-const BUNDLE = join(DIST, 'meshgate.cjs');
+const ENTRY = join(DIST, BUNDLE_ENTRY);
+/** The bundle's chunks: named by their content, beside the entry (code shipped.ts runs finds the checkout from it). */
+const CHUNK = /^meshgate-[A-Z0-9]+\.mjs$/;
+const SEA_MAIN = join(DIST, 'sea-main.cjs');
 const EXECUTABLE = join(DIST, 'meshgate');
 const load = createRequire(import.meta.url);
 
@@ -65,45 +76,74 @@ function writeAtomically(file: string, write: (staging: string) => void): void {
   }
 }
 
+/** What every esbuild run shares: Node.js, minified, the commit stamped for `meshgate --version`. */
+function common(stamped: string) {
+  return {
+    bundle: true,
+    platform: 'node',
+    target: 'node22',
+    minify: true,
+    write: false,
+    logLevel: 'warning',
+    define: { MESHGATE_COMMIT: JSON.stringify(stamped) },
+  } as const;
+}
+
 async function bundle(): Promise<void> {
   const stamped = commit();
   // The operator console's client is built here, once: the gateway's bundle holds neither esbuild nor its sources.
   const consoleClient = await buildConsoleClient();
   // So is the PostgreSQL bridge's worker thread, started from its text (gateway/db/postgres/bridge-source.ts).
   const pgBridge = await buildPgBridge();
+  const settings = common(stamped);
   const result = await build({
-    entryPoints: [join(ROOT, 'app', 'cli', 'main.ts')],
-    bundle: true,
-    platform: 'node',
-    target: 'node22',
-    format: 'cjs',
-    minify: true,
-    write: false,
-    logLevel: 'warning',
+    ...settings,
+    entryPoints: { [BUNDLE_ENTRY.replace(/\.mjs$/, '')]: join(ROOT, 'app', 'cli', 'main.ts') },
+    // ES modules, so what is imported on first use (import()) is a chunk of its own that no start reads.
+    format: 'esm',
+    splitting: true,
+    outdir: DIST,
+    chunkNames: 'meshgate-[hash]',
+    outExtension: { '.js': '.mjs' },
     plugins: [drizzleRequires],
     // Only the console's client build imports esbuild, and the bundle carries that client prebuilt.
     external: ['esbuild'],
     // The Kafka client's compression and CRC helpers read their WebAssembly from a file beside their module, which a
     // bundle does not have; the package's `bundled` entry carries it inline for bundlers.
     alias: { '@platformatic/wasm-utils': '@platformatic/wasm-utils/bundled' },
-    // A CommonJS script has no import.meta: its URL and file name are this script's (inside the executable, the
-    // executable's own path).
-    banner: { js: 'const __meshgate_import_meta_url = require("node:url").pathToFileURL(__filename).href;' },
+    // The CommonJS packages inside call require() for Node's built-in modules, which an ES module has not.
+    banner: {
+      js:
+        "import{createRequire as __meshgateRequire}from'node:module';" +
+        'const require=__meshgateRequire(import.meta.url);',
+    },
     define: {
-      'import.meta.url': '__meshgate_import_meta_url',
-      'import.meta.filename': '__filename',
-      'import.meta.dirname': '__dirname',
-      MESHGATE_COMMIT: JSON.stringify(stamped),
+      ...settings.define,
       MESHGATE_CONSOLE_CLIENT: JSON.stringify(consoleClient),
       MESHGATE_PG_BRIDGE: JSON.stringify(pgBridge),
     },
   });
-  const [output] = result.outputFiles;
-  if (!output) throw new Error('esbuild wrote no bundle');
   mkdirSync(DIST, { recursive: true });
-  writeAtomically(BUNDLE, (staging) => writeFileSync(staging, output.contents));
+  const names = new Set(result.outputFiles.map((output) => output.path.slice(DIST.length + 1)));
+  if (!names.has(BUNDLE_ENTRY)) throw new Error('esbuild wrote no bundle entry');
+  // The chunks first, the entry that imports them last: a concurrent bin/meshgate starts the old bundle or the new.
+  const outputs = [...result.outputFiles].sort((a, b) => Number(a.path === ENTRY) - Number(b.path === ENTRY));
+  for (const output of outputs) writeAtomically(output.path, (staging) => writeFileSync(staging, output.contents));
+  for (const name of readdirSync(DIST)) if (CHUNK.test(name) && !names.has(name)) rmSync(join(DIST, name));
   // The commit bin/meshgate compares with HEAD to know the bundle is current.
   writeFileSync(join(DIST, 'meshgate.commit'), `${stamped.replace(/-dirty$/, '')}\n`);
+}
+
+/** The executable's main script: one CommonJS file (what a single executable runs), app/cli/sea-main.ts. */
+async function seaMain(): Promise<void> {
+  const result = await build({
+    ...common(commit()),
+    entryPoints: [join(ROOT, 'app', 'cli', 'sea-main.ts')],
+    format: 'cjs',
+  });
+  const [output] = result.outputFiles;
+  if (!output) throw new Error('esbuild wrote no main script');
+  writeFileSync(SEA_MAIN, output.contents);
 }
 
 /** The addon better-sqlite3 itself loads on this machine: its path, from the module cache after loading it. */
@@ -128,7 +168,9 @@ function migrationAssets(folder: string): Record<string, string> {
 
 /** Every asset by its name inside the executable, and the manifest naming them with their content hash. */
 function assets(stagingDir: string): Record<string, string> {
+  const bundleFiles = readdirSync(DIST).filter((name) => name === BUNDLE_ENTRY || CHUNK.test(name));
   const files: Record<string, string> = {
+    ...Object.fromEntries(bundleFiles.map((name) => [`${BUNDLE_ASSETS}${name}`, join(DIST, name)])),
     [SQLITE_ADDON_ASSET]: sqliteAddonFile(),
     ...migrationAssets('migrations'),
     ...migrationAssets('migrations-pg'),
@@ -156,16 +198,18 @@ function quietly(command: string, args: string[]): void {
 /** The fuse Node.js looks for to know a blob was injected (the value its docs give for postject). */
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
-function singleExecutable(): void {
+async function singleExecutable(): Promise<void> {
+  await seaMain();
   const staging = join(DIST, `sea.${process.pid}`);
   mkdirSync(staging, { recursive: true });
   try {
     const blob = join(staging, 'prep.blob');
     const config = {
-      main: BUNDLE,
+      main: SEA_MAIN,
       output: blob,
       disableExperimentalSEAWarning: true,
-      useCodeCache: true,
+      // The main script is a few KiB; the bundle it imports has Node's compile cache (app/cli/sea-main.ts).
+      useCodeCache: false,
       // bin/meshgate's memory default for a long-running gateway (bench/README.md); NODE_OPTIONS still adds to it.
       execArgv: ['--max-semi-space-size=16'],
       assets: assets(staging),
@@ -191,4 +235,4 @@ if (target !== 'bundle' && target !== 'sea') {
   process.exit(2);
 }
 await bundle();
-if (target === 'sea') singleExecutable();
+if (target === 'sea') await singleExecutable();

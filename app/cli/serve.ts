@@ -58,8 +58,8 @@ function stopSignals(): { signal: Promise<NodeJS.Signals>; cancel(): void } {
  * keeps the young generation it grew to for that — up to the launchers' 16 MiB semi-space — committed while idle.
  * One full collection that reduces the footprint, once, gives that back (about 20 MB resident; bench/README.md,
  * startup); under load the young generation grows again as it needs. V8's gc() is exposed for this one call only:
- * as a launch flag (--expose-gc) it would change V8's flag hash, which rejects the code cache the executable
- * carries and Node's compile cache bin/meshgate keeps (+40 MB and +150 ms of parsing at every start).
+ * as a launch flag (--expose-gc) it would change V8's flag hash, which rejects Node's compile cache the executable
+ * and bin/meshgate keep (+40 MB and +150 ms of parsing at every start).
  */
 function releaseStartupMemory(): void {
   setFlagsFromString('--expose-gc');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 
 export const PID_FILE = 'meshgate.pid';
 
-const MESHGATE_SCRIPT = /(?:^|\/)(?:app\/cli\/main\.ts|meshgate\.cjs|meshgate)$/;
+const MESHGATE_SCRIPT = /(?:^|\/)(?:app\/cli\/main\.ts|meshgate\.mjs|meshgate)$/;
 
 export function pidFilePath(dataDir: string): string {
   return join(dataDir, PID_FILE);

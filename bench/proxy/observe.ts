@@ -69,12 +69,12 @@ const accessLine = (ctx: RequestContext & { res: EventEmitter }) => {
   createAccessLogStage(sink).run(ctx);
   ctx.res.emit('close');
 };
-const exporting = createTracing(
+const exporting = await createTracing(
   configSchema.parse({ tracing: { otlpEndpoint: 'http://127.0.0.1:9/v1/traces', exportDelayMs: 60_000 } }),
 );
 const figures = {
   peer_access_line_us: cpuPerRequest(accessLine),
-  observability_export_off_us: cpuPerRequest(observed(createTracing(configSchema.parse({})))),
+  observability_export_off_us: cpuPerRequest(observed(await createTracing(configSchema.parse({})))),
   observability_export_on_us: cpuPerRequest(observed(exporting)),
 };
 console.log(JSON.stringify({ iterations: ITERATIONS, reps: REPS, ...figures }, null, 2));

@@ -9,7 +9,15 @@
  * against the platform CA; Caddy serves meshgate's own server certificate, so
  * both do the same handshake. The first start of each target (creating the
  * data dir, extracting the executable's files, Caddy's first config) is not
- * counted: the figures are warm starts. Idle RSS is VmRSS 2 s after serving.
+ * counted: the figures are warm starts. Idle RSS is VmRSS 2 s after serving,
+ * with its anonymous (heap, stacks) and file-backed (the executable's pages)
+ * parts.
+ *
+ * The executable is measured as a host runs it, read from disk: its pages are
+ * dropped from the page cache first (dd's `iflag=nocache`). A file just
+ * written in one piece (postject does) sits in the page cache in large
+ * folios, which the kernel maps whole on a fault: ~13 MB more resident than
+ * the same file read back from disk or copied.
  *
  *   scripts/build.sh && npx tsx bench/startup/run.ts   # BENCH_REPS=5; JSON also in .bench-out/startup.json
  */
@@ -28,6 +36,8 @@ const NODE = process.execPath;
 
 interface Target {
   name: string;
+  /** A file to drop from the page cache before the first start (the executable: see the top of this file). */
+  fromDisk?: string;
   /** The command and env of one start on `port`, sharing `state` (data dir, Caddy's home) across starts. */
   command(port: number, state: string): { file: string; args: string[]; env: Record<string, string> };
   path: string;
@@ -64,6 +74,7 @@ const TARGETS: Target[] = [
   {
     name: 'dist/meshgate (executable)',
     path: '/api/ping',
+    fromDisk: join(ROOT, 'dist', 'meshgate'),
     command: (port, state) => ({
       file: join(ROOT, 'dist', 'meshgate'),
       args: serveArgs(port, state),
@@ -117,10 +128,15 @@ function freePort(): Promise<number> {
   });
 }
 
-function rssKb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB/m);
-  if (!line?.[1]) throw new Error(`no VmRSS for ${pid}`);
-  return Number(line[1]);
+/** VmRSS and its anonymous and file-backed parts (proc(5), /proc/<pid>/status), in MB. */
+function rss(pid: number): { rssMb: number; anonMb: number; fileMb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mb = (field: string) => {
+    const kb = status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'))?.[1];
+    if (kb === undefined) throw new Error(`no ${field} for ${pid}`);
+    return Number(kb) / 1024;
+  };
+  return { rssMb: mb('VmRSS'), anonMb: mb('RssAnon'), fileMb: mb('RssFile') };
 }
 
 /** CPU the process and its waited-for children (bin/meshgate's checks) used so far: utime..cstime of proc(5). */
@@ -137,6 +153,8 @@ interface Start {
   readyMs: number;
   cpuMs: number;
   rssMb: number;
+  anonMb: number;
+  fileMb: number;
 }
 
 async function start(target: Target, state: string, ca: () => string | null): Promise<Start> {
@@ -173,7 +191,7 @@ async function start(target: Target, state: string, ca: () => string | null): Pr
     const cpu = cpuMs(proc.pid as number);
     await agent?.close();
     await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
-    return { readyMs, cpuMs: cpu, rssMb: rssKb(proc.pid as number) / 1024 };
+    return { readyMs, cpuMs: cpu, ...rss(proc.pid as number) };
   } finally {
     const gone = new Promise((resolve) => proc.once('close', resolve));
     if (!exited) proc.kill('SIGTERM');
@@ -197,7 +215,7 @@ const work = mkdtempSync(join(tmpdir(), 'bench-startup-'));
 const sharedTls = join(work, 'tsx', 'data');
 
 async function main(): Promise<void> {
-  const results: Record<string, { readyMs: number; cpuMs: number; rssMb: number; starts: number[] }> = {};
+  const results: Record<string, Start & { starts: number[] }> = {};
   const pem = (state: string) => () => {
     try {
       return readFileSync(join(state, 'tls', 'ca.pem'), 'utf8');
@@ -210,6 +228,7 @@ async function main(): Promise<void> {
     mkdirSync(state, { recursive: true });
     // Caddy's certificate is meshgate's, so the CA is the tsx target's; meshgate's own is in its data dir.
     const ca = target.name.startsWith('caddy') ? pem(sharedTls) : pem(join(state, 'data'));
+    if (target.fromDisk) execFileSync('dd', [`if=${target.fromDisk}`, 'iflag=nocache', 'count=0', 'status=none']);
     await start(target, state, ca); // cold: not counted
     const runs = [];
     for (let i = 0; i < REPS; i++) runs.push(await start(target, state, ca));
@@ -217,11 +236,14 @@ async function main(): Promise<void> {
       readyMs: median(runs.map((r) => r.readyMs)),
       cpuMs: median(runs.map((r) => r.cpuMs)),
       rssMb: median(runs.map((r) => r.rssMb)),
+      anonMb: median(runs.map((r) => r.anonMb)),
+      fileMb: median(runs.map((r) => r.fileMb)),
       starts: runs.map((r) => Math.round(r.readyMs)),
     };
     results[target.name] = result;
     const serving = `start→serving ${result.readyMs.toFixed(0)} ms (${result.starts.join(', ')})`;
-    const rest = `CPU ${result.cpuMs.toFixed(0)} ms, idle RSS ${result.rssMb.toFixed(1)} MB`;
+    const parts = `anon ${result.anonMb.toFixed(1)} + file ${result.fileMb.toFixed(1)}`;
+    const rest = `CPU ${result.cpuMs.toFixed(0)} ms, idle RSS ${result.rssMb.toFixed(1)} MB (${parts})`;
     console.log(`${target.name.padEnd(28)} ${serving}, ${rest}`);
   }
   const sizes = {

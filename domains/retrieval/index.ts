@@ -26,8 +26,7 @@ import { s3Sources } from './sources/s3.ts';
 import { slackSources } from './sources/slack.ts';
 import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
-import { registerFlightRpc } from './transports/flight.ts';
-import { registerRetrievalRpc } from './transports/grpc.ts';
+import { retrievalRpc } from './transports/rpc.ts';
 
 export const retrievalModule: HandlerModule = {
   name: 'retrieval',
@@ -75,10 +74,7 @@ export const retrievalModule: HandlerModule = {
     });
     return {
       routes,
-      rpc: (router) => {
-        registerRetrievalRpc(router, service);
-        registerFlightRpc(router, service);
-      },
+      rpc: retrievalRpc(service),
       close: () => service.close(),
     };
   },

@@ -11,7 +11,6 @@ import type { Logger } from 'pino';
 import { NO_SPAN, type Span } from '../../gateway/observability/tracing.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { IpcMessage } from './arrow/ipc.ts';
-import { arrowMessages } from './arrow/stream.ts';
 import type { RetrievalNodes } from './cluster.ts';
 import { RetrievalErrors } from './errors.ts';
 import type { RunObserver, RunTransport } from './metrics.ts';
@@ -27,6 +26,7 @@ import {
 } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { SharedRuns } from './shared.ts';
+import { lazyModule } from './sources/lazy.ts';
 import type { Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
 import type { StreamProtocol, StreamTokens } from './tokens.ts';
@@ -62,6 +62,9 @@ export interface RetrievalDeps {
   /** `https://host:port` of the TLS listener, where both gRPC services are served. */
   readonly origin: () => string;
 }
+
+/** Arrow, loaded with the first Flight stream rather than at start (transports/rpc.ts). */
+const arrowStream = lazyModule('Arrow', () => import('./arrow/stream.ts'));
 
 /** One open stream of a job. The transport drains `chunks`, then calls finish() exactly once. */
 export interface JobStream<T = Chunk> {
@@ -160,6 +163,8 @@ export class RetrievalService {
 
   /** Opens the Arrow Flight stream of a DoGet ticket's job, spending the ticket's single-use token. */
   async flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
+    // Loaded before the single-use token is spent: a library that fails to load leaves it for the next try.
+    const { arrowMessages } = await arrowStream();
     const row = this.#tokenJob(jobId, await this.deps.tokens.claim(token, jobId, 'arrow-flight'));
     const by = { transport: 'flight', parent: NO_SPAN } as const;
     return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [

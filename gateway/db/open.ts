@@ -10,7 +10,6 @@ import Database from 'better-sqlite3';
 import { shippedFiles } from '../shipped.ts';
 import type { DatabaseEngine, SqlConnection } from './connection.ts';
 import { type BetterSQLite3Database, drizzle, migrate } from './drizzle.ts';
-import { openPostgres } from './postgres/open.ts';
 import { DATABASE_FILE } from './storage.ts';
 
 export type Db = BetterSQLite3Database;
@@ -43,6 +42,8 @@ export async function openConfiguredDatabase(config: {
     const { sqlite, db } = openDatabase(join(config.dataDir, DATABASE_FILE));
     return { engine: 'sqlite', sql: sqlite, db };
   }
+  // Loaded on this engine only: a SQLite gateway never reads the bridge's code.
+  const { openPostgres } = await import('./postgres/open.ts');
   const sql = await openPostgres(config.database, shippedFiles().pgMigrationsFolder);
   // drizzle's SQLite driver calls only the statement API both engines share (connection.ts).
   return { engine: 'postgres', sql, db: drizzle(sql as unknown as Database.Database) };

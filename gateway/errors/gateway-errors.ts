@@ -48,6 +48,12 @@ export const GatewayErrors = defineErrors('gateway', {
       'The request needs the cluster node that holds the work (a local job runs on one node), and that node did ' +
       'not answer. It is retried on the next request; a node silent past `nodes.deadAfterMs` has its jobs ended.',
   },
+  rpc_unavailable: {
+    status: 503,
+    doc:
+      'The gRPC services could not be loaded (they load on the first RPC); ' +
+      'the log has the cause, and the next RPC tries again.',
+  },
   internal_error: {
     status: 500,
     doc: 'An unexpected failure; the body carries only the request id, the log has the cause.',

@@ -5,13 +5,15 @@
  * (an upstream, a mesh peer) receives this gateway's span as its parent.
  *
  * Spans are recorded only when an OTLP/HTTP endpoint is configured; they go
- * out in batches as OTLP JSON (the exporter's default encoding). Without an
+ * out in batches as OTLP JSON (the exporter's default encoding), by
+ * tracing-export.ts, which is loaded only then. Without an
  * endpoint each request still gets a fresh span id, so the traceparent it
  * passes on is valid and names this hop, but nothing is built or kept per
  * span beyond the ids (the proxy's per-request budget, bench/README.md).
  * Parents are passed explicitly (RequestContext.span), not through an async
  * context manager, which would cost every request whether tracing or not.
  */
+import { randomFillSync } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import {
   type Attributes,
@@ -20,14 +22,10 @@ import {
   type Span,
   type SpanContext,
   SpanKind,
-  SpanStatusCode,
   TraceFlags,
   trace,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config/schema.ts';
 
 export { type Span, SpanKind };
@@ -73,22 +71,46 @@ export function inboundContext(headers: IncomingHttpHeaders): SpanContext | unde
 }
 
 /** Written directly (version 00, the sampled bit only): the propagator's generic inject costs the proxy more. */
-function headersFor(span: Span): Record<string, string> {
+export function headersFor(span: Span): Record<string, string> {
   const { traceId, spanId, traceFlags, traceState } = span.spanContext();
   if (traceId === INVALID_SPAN_CONTEXT.traceId) return {};
   const traceparent = `00-${traceId}-${spanId}-${traceFlags & TraceFlags.SAMPLED ? '01' : '00'}`;
   return traceState ? { traceparent, tracestate: traceState.serialize() } : { traceparent };
 }
 
-export function createTracing(config: Readonly<Config>): Tracing {
-  return config.tracing.otlpEndpoint === null ? idsOnlyTracing() : recording(config, config.tracing.otlpEndpoint);
+/** The exporting tracer (tracing-export.ts) and its OpenTelemetry SDK load only when an endpoint is configured. */
+export async function createTracing(config: Readonly<Config>): Promise<Tracing> {
+  const endpoint = config.tracing.otlpEndpoint;
+  if (endpoint === null) return idsOnlyTracing();
+  const { recordingTracing } = await import('./tracing-export.ts');
+  return recordingTracing(config, endpoint);
+}
+
+/**
+ * Random trace and span ids as W3C Trace Context writes them (16 and 8 bytes in lowercase hex, never all zeros, which
+ * means invalid), cut from a pool of random bytes refilled once per 4 KiB: one refill per ~170 requests. The SDK's
+ * generator would load the OpenTelemetry SDK at every start for these two functions (tracing-export.ts has the rest).
+ */
+export function randomIds(): { generateTraceId(): string; generateSpanId(): string } {
+  const pool = Buffer.alloc(4096);
+  let used = pool.length;
+  const hex = (bytes: number): string => {
+    if (used + bytes > pool.length) {
+      randomFillSync(pool);
+      used = 0;
+    }
+    const id = pool.toString('hex', used, used + bytes);
+    used += bytes;
+    return /^0+$/.test(id) ? hex(bytes) : id;
+  };
+  return { generateTraceId: () => hex(16), generateSpanId: () => hex(8) };
 }
 
 /**
  * Fresh ids per request, the caller's trace and sampled flag kept: a hop that passes the trace on without recording.
  */
 export function idsOnlyTracing(): Tracing {
-  const ids = new RandomIdGenerator();
+  const ids = randomIds();
   return {
     recording: false,
     serverSpan(_name, headers) {
@@ -106,53 +128,4 @@ export function idsOnlyTracing(): Tracing {
     inSpan: (_name, parent, work) => work(parent),
     async close() {},
   };
-}
-
-function recording(config: Readonly<Config>, endpoint: string): Tracing {
-  const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': 'meshgate', 'meshgate.cluster': config.clusterName }),
-    spanProcessors: [
-      new BatchSpanProcessor(new OTLPTraceExporter({ url: endpoint }), {
-        scheduledDelayMillis: config.tracing.exportDelayMs,
-      }),
-    ],
-  });
-  const tracer = provider.getTracer('meshgate');
-  const tracing: Tracing = {
-    recording: true,
-    serverSpan(name, headers, attributes) {
-      const inbound = inboundContext(headers);
-      const parent = inbound ? trace.setSpanContext(ROOT_CONTEXT, inbound) : ROOT_CONTEXT;
-      return tracer.startSpan(name, { kind: SpanKind.SERVER, ...(attributes ? { attributes } : {}) }, parent);
-    },
-    child(name, parent, kind = SpanKind.INTERNAL, attributes) {
-      return tracer.startSpan(
-        name,
-        { kind, ...(attributes ? { attributes } : {}) },
-        trace.setSpan(ROOT_CONTEXT, parent),
-      );
-    },
-    headersFor,
-    end(span, error) {
-      if (error !== undefined) {
-        const reason = (error as { reason?: unknown }).reason;
-        // The stable reason only: an error's message may quote what the caller sent.
-        span.setStatus({ code: SpanStatusCode.ERROR, message: typeof reason === 'string' ? reason : 'error' });
-      }
-      span.end();
-    },
-    async inSpan(name, parent, work, kind, attributes) {
-      const span = tracing.child(name, parent, kind, attributes);
-      try {
-        const result = await work(span);
-        tracing.end(span);
-        return result;
-      } catch (error) {
-        tracing.end(span, error);
-        throw error;
-      }
-    },
-    close: () => provider.shutdown(),
-  };
-  return tracing;
 }

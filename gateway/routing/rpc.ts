@@ -1,46 +1,42 @@
 /**
- * Connect-RPC mounting: every HandlerModule.rpc registers into
- * ONE connectNodeAdapter, and paths `/<package>.<Service>/<Method>` of a
- * registered service go to it before the prefix table. The RPC route runs
- * no `authenticate` stage: an RPC authorizes itself (the retrieval stream
- * by its job token). The request id and logger reach
- * the implementation through RPC_CONTEXT.
+ * Connect-RPC mounting: paths `/<package>.<Service>/<Method>` of a service
+ * some HandlerInstance.rpc names go, ahead of the prefix table, to ONE
+ * Connect adapter that every module's services are registered into. The
+ * adapter and the implementations are loaded on the first such request
+ * (rpc-adapter.ts): until then a gateway holds only the service names. A
+ * load that fails answers 503 `rpc_unavailable` and is tried again on the
+ * next RPC. The RPC route runs no `authenticate` stage: an RPC authorizes
+ * itself (the retrieval stream by its job token).
  */
-import { type ConnectRouter, createContextKey, createContextValues } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
-import type { Logger } from 'pino';
-import type { NodeRequest, RequestContext } from '../http/context.ts';
+import { GatewayErrors } from '../errors/gateway-errors.ts';
+import type { RequestContext } from '../http/context.ts';
 import type { HandlerInstance } from '../module.ts';
 import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
 import type { CompiledRoute } from './router.ts';
-
-export interface RpcRequestInfo {
-  readonly requestId: string;
-  readonly logger: Logger;
-}
-
-export const RPC_CONTEXT = createContextKey<RpcRequestInfo | null>(null, { description: 'meshgate request' });
 
 export interface RpcMount {
   /** The compiled route for a raw path, or null when no registered RPC serves it. */
   match(rawPath: string): CompiledRoute | null;
 }
 
+type RpcHandler = (ctx: RequestContext) => void;
+
 export function compileRpc(instances: readonly HandlerInstance[]): RpcMount | null {
-  const registrars = instances.flatMap((i) => (i.rpc ? [i.rpc.bind(i)] : []));
-  if (registrars.length === 0) return null;
-  const contexts = new WeakMap<NodeRequest, RpcRequestInfo>();
-  const services = new Set<string>();
-  const adapter = connectNodeAdapter({
-    routes(router: ConnectRouter) {
-      for (const register of registrars) register(router);
-      for (const handler of router.handlers) services.add(handler.service.typeName);
-    },
-    contextValues: (req) => createContextValues().set(RPC_CONTEXT, contexts.get(req) ?? null),
-  });
-  const handle = (ctx: RequestContext) => {
-    contexts.set(ctx.req, { requestId: ctx.requestId, logger: ctx.logger });
-    adapter(ctx.req, ctx.res);
+  const declared = instances.flatMap((i) => (i.rpc ? [i.rpc] : []));
+  if (declared.length === 0) return null;
+  const services = new Set(declared.flatMap((d) => d.services));
+  let loading: Promise<RpcHandler> | null = null;
+  const adapter = () => {
+    loading ??= import('./rpc-adapter.ts')
+      .then(({ createRpcAdapter }) => createRpcAdapter(declared))
+      .catch((error: unknown) => {
+        loading = null;
+        throw GatewayErrors.make.rpc_unavailable({}, error);
+      });
+    return loading;
+  };
+  const handle = async (ctx: RequestContext) => {
+    (await adapter())(ctx);
     return undefined;
   };
   const route: CompiledRoute = {

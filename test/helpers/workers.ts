@@ -123,7 +123,7 @@ function primaryScript(pid: number): string | undefined {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
       .split('\0')
-      .find((arg) => /meshgate\.cjs$|main\.ts$/.test(arg));
+      .find((arg) => /meshgate\.mjs$|main\.ts$/.test(arg));
   } catch {
     return undefined; // the primary has ended
   }

@@ -7,19 +7,17 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { pipeline, type Readable } from 'node:stream';
-import { parse } from 'csv-parse';
-import {
-  asyncBufferFromFile,
-  type FileMetaData,
-  parquetMetadataAsync,
-  parquetReadObjects,
-  parquetSchema,
-} from 'hyparquet';
+import type { FileMetaData } from 'hyparquet';
 import { RetrievalErrors } from '../errors.ts';
+import { lazyModule } from './lazy.ts';
 import { jsonSafe } from './scan.ts';
 import type { Row, SchemaField } from './types.ts';
 
 export type FileFormat = 'csv' | 'jsonl' | 'parquet';
+
+/** The parsers load with the first file of their format, not at start (lazy.ts). */
+const csvParser = lazyModule('CSV', () => import('csv-parse'));
+export const parquetReader = lazyModule('Parquet', () => import('hyparquet'));
 
 const EXTENSIONS: Readonly<Record<string, FileFormat>> = {
   csv: 'csv',
@@ -45,9 +43,14 @@ export interface RawRead {
   readonly signal: AbortSignal;
 }
 
-export async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal: AbortSignal): AsyncGenerator<Row[]> {
+export async function* batchesOf(
+  rows: AsyncIterable<Row> | (() => Promise<AsyncIterable<Row>>),
+  size: number,
+  signal: AbortSignal,
+): AsyncGenerator<Row[]> {
   let batch: Row[] = [];
-  for await (const row of rows) {
+  // A function opens its rows when the first batch is asked for (nothing is opened for a read never iterated).
+  for await (const row of typeof rows === 'function' ? await rows() : rows) {
     signal.throwIfAborted();
     batch.push(row);
     if (batch.length >= size) {
@@ -59,11 +62,16 @@ export async function* batchesOf(rows: AsyncIterable<Row>, size: number, signal:
 }
 
 /**
- * CSV rows of any byte stream (a file, an S3 object body). Leaving the
- * iteration early (limit reached, abort) destroys the parser, and
- * pipeline() the input with it.
+ * CSV rows of any byte stream (a file, an S3 object body), once the parser
+ * has loaded: the parser itself, so no generator sits between it and the
+ * reader of every row. Leaving the iteration early (limit reached, abort)
+ * destroys the parser, and pipeline() the input with it.
  */
-export function csvOf(input: Readable): AsyncIterable<Row> {
+export async function csvOf(input: Readable): Promise<AsyncIterable<Row>> {
+  const { parse } = await csvParser().catch((error: unknown) => {
+    input.destroy();
+    throw error;
+  });
   const parser = parse({ columns: true, bom: true, skip_empty_lines: true, relax_column_count: true });
   pipeline(input, parser, () => {});
   return parser;
@@ -101,6 +109,7 @@ function parseLine(line: string, number: number): Row {
 }
 
 async function* parquetBatches(path: string, read: RawRead): AsyncGenerator<Row[]> {
+  const { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } = await parquetReader();
   const file = await asyncBufferFromFile(path);
   const metadata = await parquetMetadataAsync(file);
   const total = Number(metadata.num_rows);
@@ -128,7 +137,7 @@ export function readFile(
   read: RawRead,
 ): { batches: AsyncIterable<Row[]>; skipped: number } {
   if (format === 'parquet') return { batches: parquetBatches(path, read), skipped: read.skip };
-  const rows = format === 'csv' ? csvRows(path) : jsonLines(path);
+  const rows = format === 'csv' ? () => csvRows(path) : jsonLines(path);
   return { batches: batchesOf(rows, read.batchSize, read.signal), skipped: 0 };
 }
 
@@ -144,7 +153,8 @@ export function jsonType(value: unknown): string {
  * (isAdjustedToUTC, as the legacy TIMESTAMP_MILLIS/MICROS annotations always
  * are) or a wall-clock time (Parquet format spec, LogicalTypes "Timestamp").
  */
-export function parquetFields(metadata: FileMetaData): SchemaField[] {
+export async function parquetFields(metadata: FileMetaData): Promise<SchemaField[]> {
+  const { parquetSchema } = await parquetReader();
   return parquetSchema(metadata).children.map(({ element }) => {
     const logical = element.logical_type;
     if (logical?.type === 'TIMESTAMP' && !logical.isAdjustedToUTC)
@@ -158,11 +168,11 @@ export function parquetFields(metadata: FileMetaData): SchemaField[] {
 /** Typed schema: Parquet from its metadata; CSV header cells as `string`; JSON lines from the first object. */
 export async function fileSchema(path: string, format: FileFormat, signal: AbortSignal): Promise<SchemaField[]> {
   if (format === 'parquet') {
-    const metadata = await parquetMetadataAsync(await asyncBufferFromFile(path));
-    return parquetFields(metadata);
+    const { asyncBufferFromFile, parquetMetadataAsync } = await parquetReader();
+    return parquetFields(await parquetMetadataAsync(await asyncBufferFromFile(path)));
   }
   signal.throwIfAborted();
-  for await (const row of format === 'csv' ? csvRows(path) : jsonLines(path)) {
+  for await (const row of format === 'csv' ? await csvRows(path) : jsonLines(path)) {
     return Object.entries(row).map(([name, value]) => ({ name, type: format === 'csv' ? 'string' : jsonType(value) }));
   }
   return [];

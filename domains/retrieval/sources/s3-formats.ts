@@ -7,8 +7,17 @@
  * yields raw batches in object order; scan.ts applies the request.
  */
 import type { Readable } from 'node:stream';
-import { type AsyncBuffer, type FileMetaData, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
-import { batchesOf, csvOf, type FileFormat, jsonLinesOf, jsonType, parquetFields, type RawRead } from './fs-formats.ts';
+import type { AsyncBuffer, FileMetaData } from 'hyparquet';
+import {
+  batchesOf,
+  csvOf,
+  type FileFormat,
+  jsonLinesOf,
+  jsonType,
+  parquetFields,
+  parquetReader,
+  type RawRead,
+} from './fs-formats.ts';
 import { jsonSafe, scanBatches } from './scan.ts';
 import type { ReadRequest, Row, SchemaField } from './types.ts';
 
@@ -43,7 +52,7 @@ async function* streamedRows(
   signal: AbortSignal,
 ): AsyncGenerator<Row> {
   const body = await store.open(key, signal);
-  yield* format === 'csv' ? csvOf(body) : jsonLinesOf(body);
+  yield* format === 'csv' ? await csvOf(body) : jsonLinesOf(body);
 }
 
 // A footer is usually a few KiB: fetch 64 KiB, not hyparquet's 512 KiB default. Read once per store.
@@ -55,7 +64,8 @@ function footerOf(store: ObjectStore, entry: ObjectEntry, signal: AbortSignal): 
   footers.set(store, known);
   let metadata = known.get(entry.key);
   if (!metadata) {
-    metadata = parquetMetadataAsync(store.ranged(entry, signal), { initialFetchSize: FOOTER_FETCH });
+    const file = store.ranged(entry, signal);
+    metadata = parquetReader().then((p) => p.parquetMetadataAsync(file, { initialFetchSize: FOOTER_FETCH }));
     known.set(entry.key, metadata);
   }
   return metadata;
@@ -68,6 +78,7 @@ function toRows(rows: Record<string, unknown>[]): Row[] {
 
 /** Row groups whose rows all come before `skip` are never fetched; a row group is sliced into batches. */
 async function* parquetBatches(file: AsyncBuffer, metadata: FileMetaData, read: RawRead): AsyncGenerator<Row[]> {
+  const { parquetReadObjects } = await parquetReader();
   const columns = read.needed ? [...read.needed] : undefined;
   let groupStart = 0;
   for (const group of metadata.row_groups) {

@@ -10,7 +10,7 @@
 import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { toConnectError } from '../../../gateway/errors/connect-error.ts';
-import { RPC_CONTEXT } from '../../../gateway/routing/rpc.ts';
+import { RPC_CONTEXT } from '../../../gateway/routing/rpc-adapter.ts';
 import {
   type DataChunk,
   DataChunkSchema,

@@ -115,23 +115,30 @@ test('the executable alone, outside the checkout: serve, meshgate smoke against 
   assert.equal((await stat(shipped)).mode & 0o777, 0o700);
   assert.equal((await stat(join(shipped, 'better_sqlite3.node'))).mode & 0o777, 0o600);
   assert.ok(readdirSync(join(shipped, 'migrations')).some((name) => name.endsWith('.sql')));
+  // The bundle: its entry and the chunks it imports on first use, one file each.
+  const bundle = readdirSync(join(shipped, 'bundle'));
+  assert.ok(bundle.includes('meshgate.mjs') && bundle.length > 1, bundle.join(' '));
   assert.deepEqual(readdirSync(at.dir), ['meshgate'], 'nothing written beside the executable');
 });
 
-test('a shipped file changed in the cache is written again from the executable before it is loaded', async (t) => {
+test('shipped files changed in the cache are written again from the executable before they are loaded', async (t) => {
   const at = install(t);
   const first = serve(at);
   t.after(() => first.child.kill('SIGKILL'));
   await first.ready;
   assert.equal(await stopped(first.child), 0);
   const [folder] = readdirSync(join(at.cache, 'meshgate'));
-  const addon = join(at.cache, 'meshgate', folder as string, 'better_sqlite3.node');
-  const original = readFileSync(addon);
-  writeFileSync(addon, 'not an addon');
+  // The addon the database opens, and the bundle's entry the executable imports first.
+  const planted = ['better_sqlite3.node', join('bundle', 'meshgate.mjs')].map((name) => {
+    const file = join(at.cache, 'meshgate', folder as string, name);
+    const original = readFileSync(file);
+    writeFileSync(file, 'process.exit(42);');
+    return { file, original };
+  });
   const gateway = serve(at);
   t.after(() => gateway.child.kill('SIGKILL'));
   await gateway.ready;
-  assert.ok(readFileSync(addon).equals(original));
+  for (const { file, original } of planted) assert.ok(readFileSync(file).equals(original), file);
   assert.equal(await stopped(gateway.child), 0);
 });
 

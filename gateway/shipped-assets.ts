@@ -1,0 +1,102 @@
+/**
+ * The executable's assets as files (gateway/shipped.ts says which and why):
+ * written once to the private cache folder named by version and content
+ * hash, and checked against the manifest at every start. Kept apart from
+ * shipped.ts, which also serves a checkout, so the executable's main
+ * script (app/cli/sea-main.ts) carries only this.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join } from 'node:path';
+import * as sea from 'node:sea';
+import { BUILD_INFO } from './build-info.ts';
+
+/** The executable's asset listing its other assets and their content hash (scripts/build.ts writes it). */
+export const ASSET_MANIFEST = 'manifest.json';
+/** The asset holding the SQLite addon. */
+export const SQLITE_ADDON_ASSET = 'better_sqlite3.node';
+/** The folder of the bundle's assets: its entry (BUNDLE_ENTRY) and the chunks it imports. */
+export const BUNDLE_ASSETS = 'bundle/';
+export const BUNDLE_ENTRY = 'meshgate.mjs';
+
+export interface AssetManifest {
+  /** Of all the files: names the cache folder. */
+  readonly hash: string;
+  /** Each file's SHA-256 (hex) by its asset name. */
+  readonly files: Readonly<Record<string, string>>;
+}
+
+/**
+ * The executable's assets whose name passes `which`, in place and checked in the private cache folder; the folder.
+ * The executable's main script (app/cli/sea-main.ts) places the bundle's, the bundle the others.
+ */
+export function placeAssets(which: (name: string) => boolean): string {
+  const manifest = JSON.parse(sea.getAsset(ASSET_MANIFEST, 'utf8')) as AssetManifest;
+  const folder = join(cacheHome(), 'meshgate', `${BUILD_INFO.version}-${manifest.hash}`);
+  privateFolder(dirname(folder));
+  privateFolder(folder);
+  for (const [name, sha256] of Object.entries(manifest.files)) if (which(name)) writeOnce(folder, name, sha256);
+  return folder;
+}
+
+/** $XDG_CACHE_HOME when absolute (a relative one is to be ignored: XDG Base Directory spec), else ~/.cache. */
+function cacheHome(): string {
+  const xdg = process.env.XDG_CACHE_HOME;
+  return xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.cache');
+}
+
+/** Creates the folder (0700) or accepts it only if it is a real folder of this user that no one else may write. */
+function privateFolder(path: string): void {
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  const stat = lstatSync(path);
+  const uid = process.getuid?.();
+  if (!stat.isDirectory() || (uid !== undefined && stat.uid !== uid) || (stat.mode & 0o022) !== 0) {
+    const mode = (stat.mode & 0o777).toString(8);
+    throw new Error(
+      `the cache folder ${path} is not this user's alone (owner uid ${stat.uid}, mode ${mode}): ` +
+        'make it so, or point XDG_CACHE_HOME at a folder of your own',
+    );
+  }
+}
+
+/**
+ * A file's SHA-256 (hex), null when it cannot be read. Read in 64 KiB pieces into one buffer: a whole-file read of
+ * the SQLite addon or the bundle's entry (megabytes) would be a large malloc freed at once, after which glibc keeps
+ * that much more of its heap at every start (its dynamic trim threshold; bench/README.md, startup).
+ */
+const piece = Buffer.alloc(64 * 1024);
+
+function sha256Of(file: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const hash = createHash('sha256');
+    for (let read = readSync(fd, piece); read > 0; read = readSync(fd, piece)) hash.update(piece.subarray(0, read));
+    return hash.digest('hex');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The asset as a file in the folder: kept when its contents have the asset's hash (checked against the manifest, so
+ * the executable's own copy is not paged in), else written beside and renamed into place, so a concurrent start or
+ * an interrupted one never leaves a partial file to be loaded.
+ */
+function writeOnce(folder: string, name: string, sha256: string): void {
+  const file = join(folder, name);
+  if (sha256Of(file) === sha256) return;
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const staging = `${file}.${process.pid}.tmp`;
+  try {
+    writeFileSync(staging, new Uint8Array(sea.getRawAsset(name)), { mode: 0o600, flag: 'w' });
+    renameSync(staging, file);
+  } finally {
+    rmSync(staging, { force: true });
+  }
+}
