@@ -326,9 +326,8 @@ export class RetrievalService {
     const protocol: StreamProtocol = (row.request as unknown as StoredRequest).grpc_protocol ?? 'platform.retrieval.v1';
     const { token, expiresAt } = this.deps.tokens.issue(row.id, row.ownerId, protocol);
     // A job bound to the node holding its credential override is streamed there.
-    const { host } = new URL(
-      this.deps.nodes.streamNode(row.request as unknown as StoredRequest)?.url ?? this.deps.origin(),
-    );
+    const node = this.deps.nodes.streamNode(row.request as unknown as StoredRequest);
+    const { host } = new URL(node?.url ?? this.deps.origin());
     const expires_at = expiresAt.toISOString();
     if (protocol === 'arrow-flight') {
       // Flight locations are URIs of the gRPC transport (Flight.proto `Location`): grpc+tls is gRPC over TLS.
