@@ -26,6 +26,8 @@ const TAG_BYTES = 16;
 export interface IdentityRoot {
   readonly name: string;
   readonly dir: string;
+  /** Only these files directly in `dir` (a folder that also holds what is no identity, like the data dir). */
+  readonly only?: readonly string[];
 }
 
 export class NodeKeyMismatch extends Error {}
@@ -107,9 +109,9 @@ export class ClusterIdentity {
 
   /** Every regular file under the roots, by its database path. */
   #localFiles(): { path: string; content: Buffer }[] {
-    return this.roots.flatMap(({ name, dir }) => {
+    return this.roots.flatMap(({ name, dir, only }) => {
       if (!existsSync(dir)) return [];
-      return (readdirSync(dir, { recursive: true }) as string[])
+      return (only?.filter((entry) => existsSync(join(dir, entry))) ?? (readdirSync(dir, { recursive: true }) as string[]))
         .filter((entry) => !entry.endsWith('.tmp') && lstatSync(join(dir, entry)).isFile())
         .map((entry) => ({ path: [name, ...entry.split(sep)].join('/'), content: readFileSync(join(dir, entry)) }));
     });
@@ -119,7 +121,7 @@ export class ClusterIdentity {
   #fileOf(path: string): string | null {
     const [name, ...rest] = path.split('/');
     const root = this.roots.find((r) => r.name === name);
-    if (!root || rest.length === 0) return null;
+    if (!root || rest.length === 0 || (root.only && !root.only.includes(rest.join('/')))) return null;
     const file = join(root.dir, ...rest);
     // A path is data from the database: it must stay inside its root.
     if (relative(root.dir, file).startsWith('..')) throw new Error(`cluster identity: ${path} leaves its folder`);
