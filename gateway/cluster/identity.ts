@@ -111,7 +111,9 @@ export class ClusterIdentity {
   #localFiles(): { path: string; content: Buffer }[] {
     return this.roots.flatMap(({ name, dir, only }) => {
       if (!existsSync(dir)) return [];
-      return (only?.filter((entry) => existsSync(join(dir, entry))) ?? (readdirSync(dir, { recursive: true }) as string[]))
+      return (
+        only?.filter((entry) => existsSync(join(dir, entry))) ?? (readdirSync(dir, { recursive: true }) as string[])
+      )
         .filter((entry) => !entry.endsWith('.tmp') && lstatSync(join(dir, entry)).isFile())
         .map((entry) => ({ path: [name, ...entry.split(sep)].join('/'), content: readFileSync(join(dir, entry)) }));
     });
