@@ -46,13 +46,12 @@ export async function joinClusterIdentity(config: Readonly<Config>): Promise<Joi
   };
 }
 
-/** tls/ and keys/ of the data dir, its token issuer file, and the KEK folder when configured outside it. */
+/** tls/, keys/ and the issuer of the data dir, and the KEK folder when configured outside it. */
 function identityRoots(config: Readonly<Config>): IdentityRoot[] {
   const roots: IdentityRoot[] = [
     { name: 'tls', dir: join(config.dataDir, 'tls') },
     { name: 'keys', dir: join(config.dataDir, 'keys') },
-    // Every node must sign and accept one `iss` (domains/auth/issuer.ts), or a token works only where it was issued.
-    { name: 'data', dir: config.dataDir, only: ['issuer'] },
+    { name: 'issuer', file: join(config.dataDir, 'issuer') },
   ];
   return config.secrets.kekDir === null ? roots : [...roots, { name: 'kek', dir: config.secrets.kekDir }];
 }

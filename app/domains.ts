@@ -5,6 +5,7 @@
  */
 import type { DestinationStream, Logger } from 'pino';
 import { DOMAIN_MODULES } from '../domains/index.ts';
+import { type ClusterNodes, nodeIdOf, ONE_NODE, SharedClusterNodes } from '../gateway/cluster/nodes.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import { type ChangeFeed, SqliteChangeFeed } from '../gateway/db/change-feed.ts';
 import { type OpenedDatabase, openConfiguredDatabase } from '../gateway/db/open.ts';
@@ -37,7 +38,7 @@ export const DOMAIN_COMMANDS: readonly CliCommand[] = DOMAIN_MODULES.flatMap((m)
 
 export type DomainDeps = Omit<
   GatewayDeps,
-  'db' | 'sql' | 'databaseEngine' | 'feed' | 'logger' | 'accessLog' | 'services'
+  'db' | 'sql' | 'databaseEngine' | 'feed' | 'nodes' | 'logger' | 'accessLog' | 'services'
 >;
 
 /** The running domains over one opened database; `close` ends them in reverse order, then the database. */
@@ -59,18 +60,21 @@ export async function initDomains(
   const { sql, db, engine } = database;
   // Created before any domain loads its state, so nothing committed meanwhile is missed.
   const feed = changeFeedOf(database, base.config, logs.logger);
+  const nodes = clusterNodesOf(database, base);
   const deps: GatewayDeps = {
     ...base,
     db,
     sql,
     databaseEngine: engine,
     feed,
+    nodes,
     logger: logs.logger,
     accessLog: logs.accessLog,
     services: new ServiceRegistry(),
   };
   const instances: HandlerInstance[] = [];
   const close = async () => {
+    nodes.close();
     feed.close();
     await closeAll(instances, logs.logger);
     sql.close();
@@ -82,12 +86,21 @@ export async function initDomains(
     throw error;
   }
   if (base.purpose === 'serve') feed.start();
+  // The process that owns this node's work says the node is alive.
+  if (base.purpose === 'serve' && base.process.role !== 'worker') nodes.start();
   return { deps, instances, services: deps.services, close };
 }
 
 function changeFeedOf(database: OpenedDatabase, config: Readonly<Config>, logger: Logger): ChangeFeed {
   if (database.engine === 'sqlite') return new SqliteChangeFeed(database.sql, config.feed, logger);
   return new PgChangeFeed(database.sql, pgListener(config.database as string), config.feed, logger);
+}
+
+function clusterNodesOf(database: OpenedDatabase, base: DomainDeps): ClusterNodes {
+  if (database.engine === 'sqlite') return ONE_NODE;
+  const { dataDir, nodes } = base.config;
+  const url = nodes.url ?? base.runtime.origin();
+  return new SharedClusterNodes(database.sql, nodeIdOf(dataDir), { ...nodes, url });
 }
 
 export interface CommandIo {

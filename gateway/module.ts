@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
+import type { ClusterNodes } from './cluster/nodes.ts';
 import type { Config } from './config/schema.ts';
 import type { ChangeFeed } from './db/change-feed.ts';
 import type { DatabaseEngine, SqlConnection } from './db/connection.ts';
@@ -138,6 +139,8 @@ export interface GatewayDeps {
   readonly databaseEngine: DatabaseEngine;
   /** What other processes on the same database changed: subscribe to the topics a cache depends on. */
   readonly feed: ChangeFeed;
+  /** The cluster's nodes: one (SQLite), or the nodes sharing the PostgreSQL database. */
+  readonly nodes: ClusterNodes;
   readonly logger: Logger;
   /** The access log (log.ts: same destination, lines built by the accessLog stage). */
   readonly accessLog: AccessSink;

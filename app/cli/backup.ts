@@ -18,6 +18,19 @@ function folderArgument(args: string[], options: { force?: { type: 'boolean' } }
   return { folder: positionals[0] as string, force: values.force === true };
 }
 
+/**
+ * The commands copy a SQLite data dir. On PostgreSQL the state, the sealed cluster identity included, is in the
+ * database, which PostgreSQL's own tools back up consistently (pg_dump, or base backups with WAL archiving).
+ */
+function onPostgres(env: CliEnv, command: string): number | null {
+  if (env.config.database === null) return null;
+  env.err(
+    `meshgate ${command}: this gateway keeps its state in PostgreSQL: back it up with pg_dump (or your base ` +
+      'backups) and keep the node key file apart from it; see docs/operating.md, "Several nodes"',
+  );
+  return 1;
+}
+
 /** A refusal: the reason on stderr, exit status 1, nothing changed. */
 function refused(env: CliEnv, command: string, error: unknown): number {
   if (!(error instanceof Error) || error instanceof UsageError) throw error;
@@ -36,6 +49,8 @@ the data dir, and MANIFEST.json with every file's SHA-256. Job workspaces are le
 key-encryption keys (secrets.kekDir): the backup names the KEK files its secrets need; keep them apart.`,
   async run(args, env) {
     const { folder } = folderArgument(args);
+    const refusal = onPostgres(env, 'backup');
+    if (refusal !== null) return refusal;
     try {
       const { manifest, skipped } = await createBackup(env.config, folder);
       const database = manifest.files[0];
@@ -61,6 +76,8 @@ that data dir, and refuses a non-empty data dir unless --force (which replaces e
 KEK folder). Ends by listing the KEK files the restored secrets need and whether secrets.kekDir holds them.`,
   async run(args, env) {
     const { folder, force } = folderArgument(args, { force: { type: 'boolean' } });
+    const refusal = onPostgres(env, 'restore');
+    if (refusal !== null) return refusal;
     try {
       const { manifest, kekDir, kek } = restoreBackup(env.config, folder, { force });
       const what = `${manifest.files.length} files into ${env.config.dataDir}`;

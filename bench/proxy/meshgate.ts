@@ -15,6 +15,8 @@ const PASSWORD = 'bench-admin-password';
 const repo = join(import.meta.dirname, '..', '..');
 
 export interface Meshgate {
+  /** The plain-HTTP listener's origin, for API calls. */
+  base: string;
   /** The deployment's runtime URL (`/runtime/models/<id>`) on the plain-HTTP listener. */
   url: string;
   /** The same deployment on the HTTPS (HTTP/2) listener, and the CA that listener's certificate chains to. */
@@ -22,7 +24,8 @@ export interface Meshgate {
   caPem: string;
   token: string;
   pid: number;
-  stop(): void;
+  /** SIGTERM; settles once the process has exited. */
+  stop(): Promise<void>;
 }
 
 async function listeningUrls(logFile: string, exited: () => boolean): Promise<{ http: string; https: string }> {
@@ -69,10 +72,13 @@ export async function startMeshgate(
     stdio: ['ignore', out, out],
   });
   let exited = false;
-  proc.once('exit', () => {
-    exited = true;
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const exit = new Promise<void>((resolve) =>
+    proc.once('exit', () => {
+      exited = true;
+      rmSync(dataDir, { recursive: true, force: true });
+      resolve();
+    }),
+  );
   const { http: base, https } = await listeningUrls(logFile, () => exited);
   const caPem = readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8');
   const form = new URLSearchParams({ username: 'admin', password: PASSWORD, grant_type: 'password' });
@@ -84,11 +90,15 @@ export async function startMeshgate(
   });
   const path = `/runtime/models/${id}`;
   return {
+    base,
     url: `${base}${path}`,
     httpsUrl: `${https}${path}`,
     caPem,
     token: token as string,
     pid: proc.pid as number,
-    stop: () => proc.kill('SIGTERM'),
+    stop: () => {
+      if (!exited) proc.kill('SIGTERM');
+      return exit;
+    },
   };
 }

@@ -160,15 +160,18 @@ export function round(x: number, digits = 1): number {
   return Number(x.toFixed(digits));
 }
 
-/** Runs a benchmark, then stops what it started: `stops` first (graceful), then every child process. */
-export function runBench(main: () => Promise<void>, stops: readonly (() => void)[] = []): void {
+/**
+ * Runs a benchmark, then stops what it started: `stops` first, last registered first (a gateway before the database
+ * it uses), each awaited; then every child process.
+ */
+export function runBench(main: () => Promise<void>, stops: readonly (() => unknown)[] = []): void {
   main()
     .catch((error: unknown) => {
       process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
       process.exitCode = 1;
     })
-    .finally(() => {
-      for (const stop of stops) stop();
+    .finally(async () => {
+      for (const stop of [...stops].reverse()) await stop();
       for (const c of children) {
         if (c.connected) c.disconnect();
         else c.kill('SIGTERM');

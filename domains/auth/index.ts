@@ -69,9 +69,7 @@ export const authModule: HandlerModule = {
     const outstandingUntil = (retiredAt: number) =>
       Math.max(retiredAt + accessTokenTtlSeconds, store.latestLivePatExp(retiredAt) ?? 0);
     const keys = await loadSigningKeyRing(deps.config.dataDir, signingAlgorithm, outstandingUntil, nowSeconds);
-    // A serving node of a PostgreSQL cluster publishes its issuer with the identity when its start ends.
-    const chooseNow = deps.purpose === 'serve' && deps.config.database !== null;
-    const signer = new TokenSigner(keys, tokenIssuer(deps.config, deps.runtime, { chooseNow }));
+    const signer = new TokenSigner(keys, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
     const revocations = new SessionRevocations(store, nowSeconds, deps.config.auth.accessTokenTtlSeconds);

@@ -12,10 +12,6 @@
  *   any StringOrURI, RFC 7519 §4.1.1). A later change of port or hostname
  *   leaves it as it was; discovery's endpoints still follow the live origin.
  *
- * A node of a PostgreSQL cluster chooses at start instead (`chooseNow`), while it holds the cluster identity
- * (app/cluster-identity.ts), so the file is published with the signing keys: a token any node signs then carries the
- * `iss` every node accepts, and a node joining later takes the issuer the cluster already has.
- *
  * The file is written whole or not at all (a temporary file, fsync, then a
  * hard link to the final name, which also never replaces one a concurrent
  * start made first), and an existing file that holds no valid issuer stops
@@ -35,25 +31,16 @@ export function authBaseUrl(runtime: RuntimeInfo): string {
   return `${runtime.externalUrl()}${AUTH_PATH}`;
 }
 
-export function tokenIssuer(
-  config: Readonly<Config>,
-  runtime: RuntimeInfo,
-  { chooseNow }: { chooseNow: boolean },
-): () => string {
+export function tokenIssuer(config: Readonly<Config>, runtime: RuntimeInfo): () => string {
   if (config.externalUrl !== null || config.origin !== null) return () => authBaseUrl(runtime);
   const file = join(config.dataDir, 'issuer');
-  // Read now, so a damaged file refuses the start instead of the first login.
-  let issuer: string | null = existsSync(file) ? readIssuer(file) : null;
-  // Chosen at first use: the derived origin knows its port only once the listener is bound.
-  const current = () => {
-    issuer ??= persistIssuer(
-      file,
-      config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`,
-    );
-    return issuer;
-  };
-  if (chooseNow) current();
-  return current;
+  // Read or chosen now, at start (the listeners are bound, so the derived origin knows its port): a damaged file
+  // refuses the start instead of the first login, and on PostgreSQL the choice is among the identity files the
+  // starting node publishes to the other nodes (app/cluster-identity.ts).
+  const issuer = existsSync(file)
+    ? readIssuer(file)
+    : persistIssuer(file, config.httpsPort !== 0 ? authBaseUrl(runtime) : `urn:meshgate:cluster:${randomUUID()}`);
+  return () => issuer;
 }
 
 const CLUSTER_URN = /^urn:meshgate:cluster:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { createNodeForwarder } from '../../gateway/cluster/forward.ts';
 import type { Config } from '../../gateway/config/schema.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import type { ProcessPlace } from '../../gateway/process/link.ts';
@@ -18,6 +19,7 @@ import { JobsErrors } from './errors.ts';
 import { MeshJobForwarder } from './forward.ts';
 import { ExecutionGateService, executionGateCatalog } from './gate.ts';
 import { observeJobs } from './metrics.ts';
+import { JobOwnership } from './ownership.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
@@ -43,7 +45,8 @@ export const jobsModule: HandlerModule = {
     const apiUrl = () => `${deps.runtime.origin()}/api`;
     // Re-attaching jobs after a restart and sweeping expired logs happen once, in the process that owns the jobs.
     const owner = deps.process.role !== 'worker';
-    const trackerOptions = { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl, owner };
+    const ownership = new JobOwnership(deps.nodes, store, deps.feed, deps.now, deps.logger);
+    const trackerOptions = { logRetentionSeconds: jobsConfig.logRetentionSeconds, apiUrl, owner, mine: ownership.mine };
     const tracker = new JobTracker(store, runtime, trackerOptions, deps.now, deps.logger);
     const gate = new ExecutionGateService(createGateStore(deps.db), deps.now, deps.services.find(RECORD_GATE_CATALOG));
     const service = new JobsService({
@@ -53,6 +56,7 @@ export const jobsModule: HandlerModule = {
       gate,
       catalog,
       authz: deps.services.get(AUTHZ),
+      ownership,
       options: {
         defaultRunTimeoutSeconds: jobsConfig.defaultRunTimeoutSeconds,
         logsResponseMaxBytes: jobsConfig.logsResponseMaxBytes,
@@ -70,12 +74,20 @@ export const jobsModule: HandlerModule = {
     });
     const forwarder = new MeshJobForwarder(deps.services.get(MESH_EGRESS), createShadowStore(deps.db), deps.now);
     await tracker.start();
+    if (owner) ownership.start(runtime, tracker, Math.max(deps.config.nodes.deadAfterMs / 2, 100));
+    const nodeForwarder = createNodeForwarder({
+      caPem: () => deps.runtime.caPem(),
+      servername: deps.config.hostnames[0] as string,
+      self: deps.nodes.self ?? '',
+    });
     return {
       routes: [
-        ...jobRoutes(service, forwarder, deps.config.limits.maxBodyBytes, deps.tracing),
+        ...jobRoutes(service, { mesh: forwarder, nodes: nodeForwarder }, deps.config.limits.maxBodyBytes, deps.tracing),
         ...gateRoutes(gate, deps.config.limits.maxBodyBytes),
       ],
       async close() {
+        ownership.close();
+        await nodeForwarder.close();
         tracker.close();
         await runtime.close();
       },

@@ -1,5 +1,6 @@
 /** HTTP surface of jobs (with the dispatch to the forwarding shim) and the execution gate: parsing only. */
 import { z } from 'zod';
+import type { NodeForwarder } from '../../gateway/cluster/forward.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { parseQuery, readJson, uuidParam, validate } from '../../gateway/http/body.ts';
 import { principalOf, type Reply, type RequestContext } from '../../gateway/http/context.ts';
@@ -55,12 +56,19 @@ const jobDoc = (summary: string, answer: z.ZodType, errors: string[] = []): Rout
   errors: ['job_not_found', ...FORWARD_REASONS, ...errors],
 });
 
+/** Where a job request may be sent on: a peer cluster (a job forwarded through the mesh), or this cluster's node. */
+export interface JobForwarders {
+  readonly mesh: MeshJobForwarder;
+  readonly nodes: NodeForwarder;
+}
+
 export function jobRoutes(
   service: JobsService,
-  forwarder: MeshJobForwarder,
+  forwarders: JobForwarders,
   maxBody: number,
   tracing: Tracing,
 ): RouteDef[] {
+  const forwarder = forwarders.mesh;
   /** A non-local selector goes to the forwarding shim with the body as sent; `local` runs here. */
   async function submit(ctx: RequestContext, kind: 'submit' | 'run', span: Span): Promise<Reply> {
     const body = await readJson(ctx.req, maxBody, jsonObject);
@@ -81,9 +89,19 @@ export function jobRoutes(
     (action: ShadowAction, local: (principal: Principal, id: string) => Promise<unknown>) =>
     async (ctx: RequestContext): Promise<Reply> => {
       const id = jobId(ctx);
-      const proxied = await forwarder.shadowed(caller(ctx), id, action);
+      const proxied = (await forwarder.shadowed(caller(ctx), id, action)) ?? (await onOwnerNode(ctx, id, action));
       return proxied ?? { status: 200, body: await local(localCaller(ctx), id) };
     };
+  /**
+   * Logs and the result live with the job's processes, on the cluster node that runs it: a token-bearing caller's
+   * read is sent on there (that node authorizes it as any node would). Status and cancel are answered here.
+   */
+  const onOwnerNode = async (ctx: RequestContext, id: string, action: ShadowAction): Promise<Reply | null> => {
+    if ((action !== 'logs' && action !== 'result') || ctx.bearer === null || forwarders.nodes.forwarded(ctx))
+      return null;
+    const url = service.ownerUrl(id);
+    return url === null ? null : forwarders.nodes.forward(ctx, url);
+  };
   // Shared-realm tokens are accepted where the shim may forward (the persona's token is the peer token).
   const shim = { auth: 'user', acceptSharedRealm: true } as const;
   return [

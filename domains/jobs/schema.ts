@@ -26,6 +26,11 @@ export const jobs = sqliteTable(
     /** Which runtime owns the job (`local` or `ray`), so a config change never confuses old records. */
     runtime: text('runtime').notNull(),
     runtimeJobId: text('runtime_job_id').notNull(),
+    /**
+     * The cluster node whose local runtime runs the job (its processes and log files live there); null for a
+     * one-node gateway and for runtimes every node reaches (Ray).
+     */
+    ownerNode: text('owner_node'),
     status: text('status', { enum: JOB_STATUSES }).notNull(),
     source: text('source', { enum: ['local', 'mesh'] }).notNull(),
     sourceClusterId: text('source_cluster_id'),

@@ -16,6 +16,7 @@ import { specFor } from './env.ts';
 import { JobsErrors } from './errors.ts';
 import type { ExecutionGateService } from './gate.ts';
 import { findMarker, readLogText } from './marker.ts';
+import type { JobOwnership } from './ownership.ts';
 import type { PackageCatalog } from './packages.ts';
 import type { JobRequestInput } from './request.ts';
 import { type JobRuntime, TERMINAL_STATUSES } from './runtimes/types.ts';
@@ -41,6 +42,7 @@ export interface JobsDeps {
   gate: ExecutionGateService;
   catalog: PackageCatalog;
   authz: AuthzService;
+  ownership: JobOwnership;
   options: JobsServiceOptions;
   now: () => Date;
   logger: Logger;
@@ -158,6 +160,7 @@ export class JobsService {
       id,
       runtime: this.deps.runtime.kind,
       runtimeJobId: this.deps.runtime.idFor(id),
+      ownerNode: this.deps.ownership.ownerFor(this.deps.runtime),
       status: 'PENDING',
       source: principal.source,
       sourceClusterId: principal.source === 'mesh' ? (principal.sourceClusterId ?? null) : null,
@@ -212,13 +215,24 @@ export class JobsService {
       errorMessage: timedOut ? `the job exceeded timeout_seconds=${timeoutSeconds} and was stopped` : null,
     });
     if (!updated) return this.deps.store.get(row.id) ?? row;
+    if (!this.deps.ownership.mine(row)) {
+      this.deps.ownership.requestStop(row);
+      return updated;
+    }
     await this.deps.runtime
       .stop(row.runtimeJobId)
       .catch((error) => this.deps.logger.warn({ err: error, job_id: row.id }, 'job stop signal failed'));
     return updated;
   }
 
+  /** The live node to send a logs or result read on to, when another node runs the job. */
+  ownerUrl(jobId: string): string | null {
+    return this.deps.ownership.ownerUrl(jobId);
+  }
+
   async #openLogs(row: JobRow) {
+    // Reached for another node's job only when that node cannot be asked (it stopped, or the caller has no token).
+    if (!this.deps.ownership.mine(row)) throw JobsErrors.make.job_runtime_unavailable({ runtime: 'another node' });
     if (this.deps.tracker.logsExpired(row)) {
       if (row.logsPurgedAt === null) await this.deps.tracker.purge(row);
       return 'expired' as const;

@@ -31,6 +31,8 @@ export interface JobStore {
   /** Active jobs of a runtime other than `runtime` (the configured one changed). */
   activeOtherThan(runtime: string): JobRow[];
   activeOf(userId: string): JobRow[];
+  /** Active jobs whose local runtime is on the node (a cluster node that stopped). */
+  activeOwnedBy(nodeId: string): JobRow[];
   /** Terminal jobs that ended at or before `cutoff` and still have logs. */
   expiredLogs(cutoff: string): JobRow[];
   /** How many jobs are in each state, per runtime (the jobs_status index serves it). */
@@ -88,6 +90,12 @@ export function createJobStore(db: Db): JobStore {
         .select()
         .from(jobs)
         .where(and(eq(jobs.userId, userId), inArray(jobs.status, [...ACTIVE_STATUSES])))
+        .all(),
+    activeOwnedBy: (nodeId) =>
+      db
+        .select()
+        .from(jobs)
+        .where(and(eq(jobs.ownerNode, nodeId), inArray(jobs.status, [...ACTIVE_STATUSES])))
         .all(),
     expiredLogs: (cutoff) =>
       db

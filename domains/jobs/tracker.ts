@@ -15,6 +15,11 @@ export interface TrackerOptions {
   apiUrl: () => string;
   /** This process owns the jobs: it re-attaches them at start and sweeps expired logs (else it only tracks). */
   owner: boolean;
+  /**
+   * The job runs in this node's runtime: false for a local job of another node of the cluster, whose record that
+   * node keeps current and whose processes and logs this node cannot reach (JobOwnership).
+   */
+  mine: (row: JobRow) => boolean;
 }
 
 export class JobTracker {
@@ -34,13 +39,13 @@ export class JobTracker {
   async start(): Promise<void> {
     this.#unsubscribe = this.runtime.onChange((runtimeJobId) => this.#changed(runtimeJobId));
     if (!this.options.owner) return;
-    for (const row of this.store.activeOtherThan(this.runtime.kind)) {
+    for (const row of this.store.activeOtherThan(this.runtime.kind).filter(this.options.mine)) {
       this.patchActive(
         row.id,
         lostPatch(`the job's runtime (${row.runtime}) is no longer the configured one`, this.now()),
       );
     }
-    const active = this.store.active(this.runtime.kind);
+    const active = this.store.active(this.runtime.kind).filter(this.options.mine);
     await this.runtime.recover(
       active.map((row) => ({
         runtimeJobId: row.runtimeJobId,
@@ -59,7 +64,7 @@ export class JobTracker {
 
   /** The record as of now: asks the runtime about an active job and stores what changed. */
   async refresh(row: JobRow): Promise<JobRow> {
-    if (TERMINAL_STATUSES.has(row.status)) return row;
+    if (TERMINAL_STATUSES.has(row.status) || !this.options.mine(row)) return row;
     let snap: RuntimeSnapshot;
     try {
       snap = await this.runtime.status(row.runtimeJobId);
@@ -106,7 +111,7 @@ export class JobTracker {
   /** Purges logs past retention; also run on demand when a read finds an expired job. */
   async sweep(): Promise<void> {
     const cutoff = new Date(this.now().getTime() - this.options.logRetentionSeconds * 1000).toISOString();
-    for (const row of this.store.expiredLogs(cutoff)) await this.purge(row);
+    for (const row of this.store.expiredLogs(cutoff).filter(this.options.mine)) await this.purge(row);
   }
 
   async purge(row: JobRow): Promise<void> {

@@ -7,6 +7,20 @@ export const RetrievalErrors = defineErrors('retrieval', {
     message: 'No such retrieval job belongs to you.',
     doc: 'No retrieval job with that id belongs to the caller (a native administrator sees every job).',
   },
+  retrieval_stream_on_other_node: {
+    status: 409,
+    message: "The job's stream is served by the cluster node that created it.",
+    doc:
+      'The job was created with a `credential_override`, which only the memory of the cluster node that created it ' +
+      'holds: stream it there (the SSE route answers a redirect to it; the gRPC block names its address).',
+  },
+  retrieval_override_lost: {
+    status: 410,
+    message: "The cluster node holding the job's credential override stopped; create the job again.",
+    doc:
+      'The job was created with a `credential_override` on a cluster node that has stopped answering: the override ' +
+      'was never stored, so no node can read with it. Create the job again.',
+  },
   retrieval_job_canceled: {
     status: 409,
     message: 'The retrieval job was canceled.',

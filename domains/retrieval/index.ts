@@ -8,6 +8,7 @@ import type { HandlerModule } from '../../gateway/module.ts';
 import { DATASETS, SECRETS } from '../catalog/index.ts';
 import { RECORD_GATE_CATALOG } from '../gates/index.ts';
 import { catalogDatasets } from './catalog-adapter.ts';
+import { RetrievalNodes, spendInDatabase, streamTokenKey } from './cluster.ts';
 import { RetrievalErrors } from './errors.ts';
 import { GateBindings } from './gates/binding.ts';
 import { recordGateCatalog } from './gates/runner.ts';
@@ -44,13 +45,19 @@ export const retrievalModule: HandlerModule = {
       slackSources(() => deps.services.find(SECRETS)),
     ]);
     const runs = new ActiveRuns(store, deps.now);
-    const shared = await sharedRuns(deps.process, runs, deps.now);
+    const nodes = new RetrievalNodes(deps.nodes, deps.feed);
+    nodes.follow(runs);
+    const shared = await sharedRuns(deps.process, runs, deps.now, {
+      tokenKey: () => streamTokenKey(deps.config.dataDir),
+      spend: nodes.clustered ? spendInDatabase(deps.sql, deps.now) : null,
+    });
     const service = new RetrievalService({
       store,
       datasets,
       sources,
       runs,
       shared,
+      nodes,
       tokens: new StreamTokens(settings.grpcTokenTtlSeconds, deps.now, shared),
       settings,
       now: deps.now,

@@ -110,12 +110,21 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       doc: {
         ...jobDoc("A retrieval job's rows as server-sent events", z.string(), [
           'retrieval_job_canceled',
+          'retrieval_stream_on_other_node',
+          'retrieval_override_lost',
           ...SOURCE_REASONS,
           ...GATE_REASONS,
         ]),
         answerMedia: 'text/event-stream',
       },
       async handle(ctx) {
+        // A job bound to another node (its credential override lives there): the client follows the redirect.
+        const node = service.streamRedirect(principalOf(ctx), id(ctx));
+        if (node !== null) {
+          const location = new URL(ctx.rawPath, node);
+          location.search = ctx.query.toString();
+          return { status: 307, headers: { location: location.href } };
+        }
         // Denials are thrown before the first byte, so they stay small JSON bodies.
         const stream = await service.stream(principalOf(ctx), id(ctx), ctx.span);
         await streamSse(ctx.res, stream, heartbeatMs, logger);

@@ -27,3 +27,17 @@ export const retrievalJobs = sqliteTable(
   },
   (t) => [index('retrieval_jobs_owner').on(t.ownerId, t.createdAt), index('retrieval_jobs_created').on(t.createdAt)],
 );
+
+/**
+ * Single-use stream tokens (Arrow Flight tickets) spent by any node of a cluster, each kept until it expires, so a
+ * ticket is spent once in the whole cluster. Used on PostgreSQL; one node keeps them in its primary's memory.
+ */
+export const retrievalSpentTokens = sqliteTable(
+  'retrieval_spent_tokens',
+  {
+    nonce: text('nonce').primaryKey(),
+    /** Epoch seconds after which the token is refused as expired anyway. */
+    expiresAt: integer('expires_at').notNull(),
+  },
+  (t) => [index('retrieval_spent_tokens_expiry').on(t.expiresAt)],
+);

@@ -12,6 +12,7 @@ import { NO_SPAN, type Span } from '../../gateway/observability/tracing.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { IpcMessage } from './arrow/ipc.ts';
 import { arrowMessages } from './arrow/stream.ts';
+import type { RetrievalNodes } from './cluster.ts';
 import { RetrievalErrors } from './errors.ts';
 import type { RunObserver, RunTransport } from './metrics.ts';
 import { type Chunk, chunksOf, emptySummary, type ReadPlan, readAhead, type StreamSummary } from './pipeline.ts';
@@ -51,6 +52,8 @@ export interface RetrievalDeps {
   readonly runs: ActiveRuns;
   /** Runs as every process of the gateway sees them: overrides and cancel. */
   readonly shared: SharedRuns;
+  /** The other nodes of a cluster: cancels reach them, override-bound streams go to their node. */
+  readonly nodes: RetrievalNodes;
   readonly tokens: StreamTokens;
   readonly settings: RetrievalSettings;
   readonly now: () => Date;
@@ -87,9 +90,9 @@ export class RetrievalService {
   async create(principal: Principal, body: CreateBody, parent: Span = NO_SPAN): Promise<JobView> {
     const { datasets, sources, settings, store } = this.deps;
     const dataset = datasets.forUse(principal, body.dataset_urn);
-    const request = storedRequest(
-      body,
-      body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize,
+    const request = this.deps.nodes.stamp(
+      storedRequest(body, body.transport === 'grpc' ? grpcBatchSize(settings.batchSize) : settings.batchSize),
+      body.credential_override != null,
     );
     const id = randomUUID();
     const factory = sources.for(dataset.platform);
@@ -120,6 +123,11 @@ export class RetrievalService {
     return this.#view(principal, row, inline);
   }
 
+  /** The node to redirect an SSE stream to: the live node holding the job's credential override, if not this one. */
+  streamRedirect(principal: Principal, id: string): string | null {
+    return this.deps.nodes.streamNode(this.#owned(principal, id).request as unknown as StoredRequest)?.url ?? null;
+  }
+
   status(principal: Principal, id: string): JobView {
     return this.#view(principal, this.#owned(principal, id));
   }
@@ -135,6 +143,7 @@ export class RetrievalService {
       this.deps.store.update(id, { status: 'CANCELED', updatedAt: this.deps.now().toISOString() });
     }
     await this.deps.shared.cancel(id);
+    this.deps.nodes.publishCancel(id);
     return this.status(principal, id);
   }
 
@@ -246,6 +255,9 @@ export class RetrievalService {
     if (job.status === 'CANCELED') throw RetrievalErrors.make.retrieval_job_canceled({ job_id: job.id });
     const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
+    const elsewhere = this.deps.nodes.streamNode(request);
+    if (elsewhere?.url === null) throw RetrievalErrors.make.retrieval_override_lost({ job_id: job.id });
+    if (elsewhere) throw RetrievalErrors.make.retrieval_stream_on_other_node({ job_id: job.id });
     const factory = this.deps.sources.for(dataset.platform);
     const source = await factory.create(
       sourceInput(factory, dataset, request, await this.deps.shared.override(job.id), `meshgate-retrieval:${job.id}`),
@@ -308,7 +320,10 @@ export class RetrievalService {
   #grpcBlock(row: JobRow): GrpcBlock {
     const protocol: StreamProtocol = (row.request as unknown as StoredRequest).grpc_protocol ?? 'platform.retrieval.v1';
     const { token, expiresAt } = this.deps.tokens.issue(row.id, row.ownerId, protocol);
-    const { host } = new URL(this.deps.origin());
+    // A job bound to the node holding its credential override is streamed there.
+    const { host } = new URL(
+      this.deps.nodes.streamNode(row.request as unknown as StoredRequest)?.url ?? this.deps.origin(),
+    );
     const expires_at = expiresAt.toISOString();
     if (protocol === 'arrow-flight') {
       // Flight locations are URIs of the gRPC transport (Flight.proto `Location`): grpc+tls is gRPC over TLS.

@@ -1,8 +1,9 @@
 /**
  * What the processes of one gateway must agree on about retrieval runs, so a
  * stream may land on any worker: the stream tokens' key (a token one worker
- * handed out verifies on another), spent single-use tokens (an Arrow Flight
- * ticket is spent once in the whole gateway, not once per worker), the
+ * handed out verifies on another; on a cluster of nodes, on another node too:
+ * cluster.ts), spent single-use tokens (an Arrow Flight ticket is spent once
+ * in the whole gateway, not once per worker), the
  * in-memory credential overrides (never persisted), and cancel (it reaches
  * the job's streams in every process). The primary holds them; a worker
  * asks it over the owner link. One process holds them itself.
@@ -31,18 +32,29 @@ const OVERRIDE = ownerCall<string, string | null>('retrieval.override');
 const CANCEL = ownerCall<string, void>('retrieval.cancel');
 const CANCELED = ownerNotice<string>('retrieval.canceled');
 
-export async function sharedRuns(place: ProcessPlace, runs: ActiveRuns, now: () => Date): Promise<SharedRuns> {
+/**
+ * `held`: what the process holding the runs uses — the token key (kept with the keys: cluster.ts) and, on a
+ * cluster of nodes, the shared database's spend instead of this process's memory.
+ */
+export async function sharedRuns(
+  place: ProcessPlace,
+  runs: ActiveRuns,
+  now: () => Date,
+  held: { tokenKey: () => Buffer; spend: ((nonce: string, expiry: number) => boolean) | null },
+): Promise<SharedRuns> {
   if (place.role === 'worker') return ownedRuns(place, runs);
-  const shared = heldRuns(runs, now);
+  const ledger = heldLedger(now, held.tokenKey());
+  const spend = held.spend;
+  const shared = heldRuns(runs, spend === null ? ledger : { ...ledger, spend: async (n, e) => spend(n, e) });
   if (place.role === 'primary') answerRunCalls(place, shared, runs);
   return shared;
 }
 
-/** A fresh key and the spent nonces, held in this process (one gateway start's). */
-export function heldLedger(now: () => Date): TokenLedger {
+/** The key and the spent nonces, held in this process. */
+export function heldLedger(now: () => Date, tokenKey: Buffer = randomBytes(32)): TokenLedger {
   const spent = new Map<string, number>();
   return {
-    tokenKey: randomBytes(32),
+    tokenKey,
     async spend(nonce, expiry) {
       const at = now().getTime() / 1000;
       for (const [seen, until] of spent) if (until <= at) spent.delete(seen);
@@ -54,9 +66,9 @@ export function heldLedger(now: () => Date): TokenLedger {
 }
 
 /** Held in this process: the whole gateway when it is one process, or the primary. */
-function heldRuns(runs: ActiveRuns, now: () => Date): SharedRuns {
+function heldRuns(runs: ActiveRuns, ledger: TokenLedger): SharedRuns {
   return {
-    ...heldLedger(now),
+    ...ledger,
     async rememberOverride(jobId, value) {
       runs.rememberOverride(jobId, value);
     },

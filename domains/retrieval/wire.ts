@@ -45,6 +45,8 @@ export interface StoredRequest {
   format_hint: string | null;
   /** Absent on jobs stored before Arrow Flight: those were platform.retrieval.v1 jobs. */
   grpc_protocol?: StreamProtocol;
+  /** The cluster node whose memory holds the job's credential override (cluster.ts); absent without one. */
+  override_node?: string;
 }
 
 export interface DatasetBlock {

@@ -1,8 +1,9 @@
 /**
  * A cluster's identity on PostgreSQL: the files that make a gateway who it is — the platform CA and the server
- * certificate (tls/), the token signing keys, the federation PSK key, the issuer and the catalog's KEKs (keys/, and
- * the KEK folder when it lies elsewhere) — kept in the shared database so every node is the same gateway to its
- * users and peers: any node verifies any node's tokens, serves any peer's signed mesh request, opens any secret.
+ * certificate (tls/), the token signing keys, the federation PSK key and the catalog's KEKs (keys/, and the KEK
+ * folder when it lies elsewhere) and the token issuer — kept in the shared database so every node is the same
+ * gateway to its users and peers: any node verifies any node's tokens, serves any peer's signed mesh request, opens
+ * any secret.
  *
  * Each file is sealed with AES-256-GCM under the node key (the path as associated data, so a sealed file cannot be
  * moved to another path), a key each node reads from its own file or environment and the database never holds: the
@@ -22,13 +23,10 @@ const IDENTITY_LOCK = 'meshgate.identity';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-/** A folder of identity files, named in the database by `name` (its paths are `name/…`). */
-export interface IdentityRoot {
-  readonly name: string;
-  readonly dir: string;
-  /** Only these files directly in `dir` (a folder that also holds what is no identity, like the data dir). */
-  readonly only?: readonly string[];
-}
+/** A folder of identity files, named in the database by `name` (its paths are `name/…`), or one file (`name`). */
+export type IdentityRoot =
+  | { readonly name: string; readonly dir: string }
+  | { readonly name: string; readonly file: string };
 
 export class NodeKeyMismatch extends Error {}
 
@@ -109,11 +107,11 @@ export class ClusterIdentity {
 
   /** Every regular file under the roots, by its database path. */
   #localFiles(): { path: string; content: Buffer }[] {
-    return this.roots.flatMap(({ name, dir, only }) => {
+    return this.roots.flatMap((root) => {
+      if ('file' in root) return existsSync(root.file) ? [{ path: root.name, content: readFileSync(root.file) }] : [];
+      const { name, dir } = root;
       if (!existsSync(dir)) return [];
-      return (
-        only?.filter((entry) => existsSync(join(dir, entry))) ?? (readdirSync(dir, { recursive: true }) as string[])
-      )
+      return (readdirSync(dir, { recursive: true }) as string[])
         .filter((entry) => !entry.endsWith('.tmp') && lstatSync(join(dir, entry)).isFile())
         .map((entry) => ({ path: [name, ...entry.split(sep)].join('/'), content: readFileSync(join(dir, entry)) }));
     });
@@ -123,7 +121,8 @@ export class ClusterIdentity {
   #fileOf(path: string): string | null {
     const [name, ...rest] = path.split('/');
     const root = this.roots.find((r) => r.name === name);
-    if (!root || rest.length === 0 || (root.only && !root.only.includes(rest.join('/')))) return null;
+    if (root && 'file' in root) return rest.length === 0 ? root.file : null;
+    if (!root || rest.length === 0) return null;
     const file = join(root.dir, ...rest);
     // A path is data from the database: it must stay inside its root.
     if (relative(root.dir, file).startsWith('..')) throw new Error(`cluster identity: ${path} leaves its folder`);

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { authSettings } from './auth-schema.ts';
+import { databaseSetting, nodeKeyFileSetting, nodeKeySetting, nodesSettings } from './cluster-schema.ts';
 import { jobsSettings } from './jobs-schema.ts';
 import { limitsSettings } from './limits-schema.ts';
 import { meshSettings } from './mesh-schema.ts';
@@ -19,30 +20,9 @@ const upstream = z
 
 export const configSchema = z.strictObject({
   dataDir: z.string().min(1).default('data/var').describe('Folder for the SQLite database, keys and TLS material.'),
-  database: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// URL')
-    .nullable()
-    .default(null)
-    .describe(
-      'PostgreSQL shared by every node of a cluster (libpq URL; TLS and the password as libpq takes them); ' +
-        'null = SQLite in the data dir.',
-    ),
-  nodeKeyFile: z
-    .string()
-    .min(1)
-    .nullable()
-    .default(null)
-    .describe(
-      'On PostgreSQL: the file of the 32-byte key sealing the cluster identity in the database; the same on every ' +
-        'node, never in the database.',
-    ),
-  nodeKey: z
-    .string()
-    .regex(/^[A-Za-z0-9+/]{43}=$/, '32 bytes in base64')
-    .nullable()
-    .default(null)
-    .describe('The node key itself, base64 (PLATFORM_NODE_KEY), instead of nodeKeyFile.'),
+  database: databaseSetting,
+  nodeKeyFile: nodeKeyFileSetting,
+  nodeKey: nodeKeySetting,
   httpsPort: port.default(8443).describe('HTTPS (HTTP/2 + HTTP/1.1) listener port; 0 picks a free port.'),
   httpPort: port.nullable().default(null).describe('Optional plain-HTTP listener for local development; null = none.'),
   bind: z.string().min(1).default('127.0.0.1').describe('Address both listeners bind.'),
@@ -323,6 +303,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   mesh: meshSettings,
   jobs: jobsSettings,
+  nodes: nodesSettings,
 });
 
 export type Config = z.infer<typeof configSchema>;

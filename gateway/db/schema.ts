@@ -41,3 +41,12 @@ export const clusterFiles = sqliteTable('cluster_files', {
   digest: text('digest').notNull(),
   updatedAt: text('updated_at').notNull(),
 });
+
+/** The nodes of a PostgreSQL cluster and when each last said it was alive (gateway/cluster/nodes.ts). */
+export const clusterNodes = sqliteTable('cluster_nodes', {
+  nodeId: text('node_id').primaryKey(),
+  /** How the other nodes reach this one (`nodes.url`). */
+  url: text('url').notNull(),
+  /** Epoch milliseconds of the last heartbeat. */
+  heartbeatAt: integer('heartbeat_at').notNull(),
+});

@@ -42,6 +42,12 @@ export const GatewayErrors = defineErrors('gateway', {
       'The disk holding the database is full (RFC 4918 §11.5); nothing was ' +
       'written. The same request succeeds once space is freed.',
   },
+  cluster_node_unreachable: {
+    status: 502,
+    doc:
+      'The request needs the cluster node that holds the work (a local job runs on one node), and that node did ' +
+      'not answer. It is retried on the next request; a node silent past `nodes.deadAfterMs` has its jobs ended.',
+  },
   internal_error: {
     status: 500,
     doc: 'An unexpected failure; the body carries only the request id, the log has the cause.',

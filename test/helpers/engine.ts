@@ -8,9 +8,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
+import type { ConfigInput } from '../../gateway/config/schema.ts';
 import type { DatabaseEngine, SqlConnection } from '../../gateway/db/connection.ts';
 import { type OpenedDatabase, openConfiguredDatabase, openDatabase } from '../../gateway/db/open.ts';
-import type { After } from './gateway.ts';
+import { type After, startTestGateway, type TestGateway } from './gateway.ts';
 import { type PostgresPeer, startPostgres } from './peers/postgres.ts';
 
 export const TEST_ENGINE: DatabaseEngine = process.env.MESHGATE_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
@@ -107,4 +108,18 @@ export async function openTwoConnections(t: After): Promise<[SqlConnection, SqlC
     rmSync(dir, { recursive: true, force: true });
   });
   return pair;
+}
+
+/**
+ * Two nodes of one cluster in this process: test gateways with their own data dirs on one fresh PostgreSQL database
+ * and one node key, with fast heartbeats (a node silent for 1.5 s is dead).
+ */
+export async function startTwoNodes(t: After, overrides: ConfigInput = {}): Promise<[TestGateway, TestGateway]> {
+  const shared: ConfigInput = {
+    database: await freshPostgresDatabase(),
+    nodeKeyFile: testNodeKeyFile(),
+    nodes: { heartbeatMs: 100, deadAfterMs: 1500 },
+    ...overrides,
+  };
+  return [await startTestGateway(t, shared), await startTestGateway(t, shared)];
 }

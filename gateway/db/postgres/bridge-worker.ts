@@ -21,7 +21,32 @@ pg.types.setTypeParser(NUMERIC, (text) => Number(text));
 
 const { url, port, flag, ssl } = workerData as BridgeStart & { port: MessagePort };
 const signal = new Int32Array(flag);
-const client = new pg.Client({ connectionString: url, ssl, application_name: 'meshgate' });
+/**
+ * The connection; replaced by a new one on the next request after it broke (the server restarted, a failover), so a
+ * node recovers when PostgreSQL does. A transaction open when it broke is gone with it: its caller got the error.
+ */
+let client = connect();
+let broken = false;
+
+function connect(): pg.Client {
+  const fresh = new pg.Client({ connectionString: url, ssl, application_name: 'meshgate' });
+  fresh.on('error', () => {
+    broken = true;
+  });
+  fresh.on('end', () => {
+    broken = true;
+  });
+  return fresh;
+}
+
+async function usable(): Promise<pg.Client> {
+  if (broken) {
+    broken = false;
+    client = connect();
+    await client.connect();
+  }
+  return client;
+}
 
 function answer(message: BridgeAnswer): void {
   port.postMessage(message);
@@ -36,10 +61,11 @@ function params(values: unknown[]): unknown[] {
 
 async function run(request: BridgeRequest): Promise<BridgeAnswer> {
   if (request.kind === 'end') {
+    client.removeAllListeners('end');
     await client.end();
     return { id: request.id, rows: [], rowCount: 0, bytea: [] };
   }
-  const result = await client.query({
+  const result = await (await usable()).query({
     text: request.sql,
     values: params(request.params),
     rowMode: request.arrays ? 'array' : undefined,

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
 import { editManifest, entryOf, meshgate } from '../../../helpers/backup.ts';
+import { freshPostgresDatabase, testNodeKeyFile } from '../../../helpers/engine.ts';
 import { startTestGateway } from '../../../helpers/gateway.ts';
 
 test('backup and restore refusals: forged or damaged backups, occupied data dirs, bad targets', async (t) => {
@@ -170,4 +171,18 @@ test('backup and restore refusals: forged or damaged backups, occupied data dirs
     'the KEK folder is kept',
   );
   assert.equal((await meshgate(['restore', good, 'extra', '--data-dir', occupied])).code, 2);
+});
+
+test('on PostgreSQL, backup and restore point to the database’s own tools and touch nothing', async (t) => {
+  const database = await freshPostgresDatabase();
+  const node = await startTestGateway(t, { database, nodeKeyFile: testNodeKeyFile() });
+  const target = join(tmpdir(), `meshgate-pg-backup-${process.pid}`);
+  const args = ['--data-dir', node.dataDir, '--database', database];
+  for (const command of ['backup', 'restore']) {
+    const result = await meshgate([command, target, ...args, '--node-key-file', testNodeKeyFile()]);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /keeps its state in PostgreSQL: back it up with pg_dump/);
+    assert.ok(!result.stderr.includes(decodeURIComponent(new URL(database).password)), 'no password echoed');
+    assert.equal(existsSync(target), false, `${command} wrote nothing`);
+  }
 });

@@ -1,6 +1,6 @@
 /**
- * The cluster identity's data dir root names only the token issuer: a node takes the cluster's `issuer` from the
- * database, and no other path of the data dir is published or written, even one sealed under the right node key.
+ * Of the data dir's own files the cluster identity holds only the token issuer: a node takes the cluster's `issuer`
+ * from the database, and no other path of the data dir is published or written, even one sealed under the right key.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -21,12 +21,12 @@ test('only the issuer file of the data dir travels with the identity', async (t)
   const issuer = 'urn:meshgate:cluster:6f1c1e52-8d0e-4a8e-9d55-0f1f6c1c2a10\n';
   writeFileSync(join(founder, 'issuer'), issuer);
   writeFileSync(join(founder, 'meshgate.pid'), '4242\n');
-  const dataRoot = (dir: string) => ({ name: 'data', dir, only: ['issuer'] });
+  const dataRoot = (dir: string) => ({ name: 'issuer', file: join(dir, 'issuer') });
   new ClusterIdentity(sql, key, [dataRoot(founder)]).publish();
   const paths = sql.prepare('SELECT path FROM cluster_files ORDER BY path').all() as { path: string }[];
   assert.deepEqual(
     paths.map((row) => row.path),
-    ['data/issuer'],
+    ['issuer'],
     'the pid file is not published',
   );
   // A row for another data dir path, sealed under the right key (as a node without the filter would publish it).

@@ -77,6 +77,8 @@ test('a flag sets the same key as its variable', () => {
     'cluster-name': { flag: ['east'], env: 'east' },
     'log-level': { flag: ['debug'], env: 'debug' },
     workers: { flag: ['3'], env: '3' },
+    database: { flag: ['postgres://db.example/meshgate'], env: 'postgres://db.example/meshgate' },
+    'node-key-file': { flag: ['/etc/meshgate/node.key'], env: '/etc/meshgate/node.key' },
   };
   for (const setting of SERVE_SETTINGS.filter((s) => s.flag && s.env[0] && s.env[0] in ENV_NAMES)) {
     const sample = samples[setting.flag as string];

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { test } from 'node:test';
 import * as pgSchema from '../../../../data/schema.pg.ts';
 import * as schema from '../../../../data/schema.ts';
+import { openConfiguredDatabase } from '../../../../gateway/db/open.ts';
 import { PgQueryError, toPositional } from '../../../../gateway/db/postgres/sync-connection.ts';
 import { openTestDatabase } from '../../../helpers/engine.ts';
 
@@ -82,3 +83,31 @@ test('every table of the SQLite schema has its PostgreSQL mirror', () => {
   const tables = Object.entries(schema).filter(([, value]) => value instanceof SQLiteTable);
   assert.deepEqual(Object.keys(pgSchema).sort(), tables.map(([name]) => name).sort());
 });
+
+test('a connection the server ended is replaced on the next call: the node recovers with PostgreSQL', async (t) => {
+  const { sql, url } = await openTestDatabase(t, 'postgres');
+  const [other] = await openTwoOn(t, url as string);
+  other
+    .prepare(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'meshgate' " +
+        'AND pid <> pg_backend_pid() AND datname = current_database()',
+    )
+    .all();
+  const attempts: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    try {
+      attempts.push(String(sql.prepare('SELECT 1 AS one').pluck().get()));
+      break;
+    } catch (error) {
+      attempts.push((error as Error).message);
+    }
+  }
+  assert.equal(attempts.at(-1), '1', `recovered: ${attempts.join(' | ')}`);
+  assert.ok(attempts.length <= 2, 'at most the call racing the disconnect fails');
+});
+
+async function openTwoOn(t: Parameters<typeof openTestDatabase>[0], url: string) {
+  const { sql } = await openConfiguredDatabase({ dataDir: '', database: url });
+  t.after(() => sql.close());
+  return [sql] as const;
+}

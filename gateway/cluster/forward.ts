@@ -1,0 +1,61 @@
+/**
+ * Asking the node that holds a piece of work: the request is sent on to that node's URL as the caller sent it
+ * (method, path, query, body, and the caller's own bearer token, which every node of a cluster verifies), over TLS
+ * verified against the cluster CA for the cluster's first hostname, and its answer returned unchanged. The hop is
+ * marked, so the receiving node answers itself and a request never travels twice.
+ */
+import { Agent, request } from 'undici';
+import { GatewayErrors } from '../errors/gateway-errors.ts';
+import type { Reply, RequestContext } from '../http/context.ts';
+
+/** Set on a request one node forwards to another; a node seeing it never forwards the request again. */
+export const NODE_HOP_HEADER = 'x-meshgate-node-hop';
+/** The answer's headers a forwarded reply keeps. */
+const KEPT_HEADERS = ['retry-after'];
+
+export interface NodeForwarder {
+  /** True when this request already came from another node. */
+  forwarded(ctx: RequestContext): boolean;
+  forward(ctx: RequestContext, nodeUrl: string, body?: Buffer): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+export function createNodeForwarder(options: { caPem: () => string; servername: string; self: string }): NodeForwarder {
+  let agent: Agent | null = null;
+  const dispatcher = () => {
+    agent ??= new Agent({
+      connect: { ca: options.caPem(), servername: options.servername },
+      headersTimeout: 15_000,
+      bodyTimeout: 30_000,
+    });
+    return agent;
+  };
+  return {
+    forwarded: (ctx) => ctx.req.headers[NODE_HOP_HEADER] !== undefined,
+    async forward(ctx, nodeUrl, body) {
+      const url = new URL(ctx.rawPath, nodeUrl);
+      url.search = ctx.query.toString();
+      const headers: Record<string, string> = { [NODE_HOP_HEADER]: options.self };
+      for (const name of ['authorization', 'accept', 'content-type', 'traceparent']) {
+        const value = ctx.req.headers[name];
+        if (typeof value === 'string') headers[name] = value;
+      }
+      try {
+        const answer = await request(url, { method: ctx.req.method as 'GET', headers, body, dispatcher: dispatcher() });
+        const text = await answer.body.text();
+        const type = String(answer.headers['content-type'] ?? '');
+        const kept = Object.fromEntries(
+          KEPT_HEADERS.flatMap((name) =>
+            typeof answer.headers[name] === 'string' ? [[name, answer.headers[name]]] : [],
+          ),
+        ) as Record<string, string>;
+        return { status: answer.statusCode, body: type.includes('json') ? JSON.parse(text) : text, headers: kept };
+      } catch (error) {
+        throw GatewayErrors.make.cluster_node_unreachable({}, error);
+      }
+    },
+    async close() {
+      await agent?.close();
+    },
+  };
+}
