@@ -25,10 +25,15 @@ after(async () => {
 
 let cluster: Promise<PostgresPeer> | null = null;
 
-/** A new, empty database on the process's PostgreSQL cluster (started on first use). */
-export async function freshPostgresDatabase(): Promise<string> {
+/** The process's PostgreSQL cluster, started on first use (its binaries: pg_dump, ...). */
+export function testPostgres(): Promise<PostgresPeer> {
   cluster ??= startPostgres(processLifetime, { settings: { max_connections: '300' } });
-  const peer = await cluster;
+  return cluster;
+}
+
+/** A new, empty database on the process's PostgreSQL cluster. */
+export async function freshPostgresDatabase(): Promise<string> {
+  const peer = await testPostgres();
   const name = `meshgate_${randomBytes(6).toString('hex')}`;
   await peer.psql(`CREATE DATABASE ${name}`);
   return peer.url.replace(/\/postgres$/, `/${name}`);

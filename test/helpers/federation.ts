@@ -8,6 +8,9 @@ import assert from 'node:assert/strict';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
 import { type After, startTestGateway, type TestGateway, type TestGatewayOptions } from './gateway.ts';
 
+/** What the pairing helpers need of a gateway: a test gateway, or a cluster reached through its load balancer. */
+export type GatewayClient = Pick<TestGateway, 'port' | 'overrides' | 'request' | 'adminToken'>;
+
 export const SHARED_ISSUER = 'https://idp.test/realms/federation';
 
 export async function startPeer(
@@ -23,7 +26,7 @@ export async function startPeer(
   );
 }
 
-export function routeTo(gw: TestGateway, hostname = gw.overrides.hostnames?.[0] as string) {
+export function routeTo(gw: GatewayClient, hostname = gw.overrides.hostnames?.[0] as string) {
   return { ip: `127.0.0.1:${gw.port}`, hostname, primary: true };
 }
 
@@ -32,7 +35,7 @@ export function newPsk(): string {
   return `psk-${crypto.randomUUID()}`;
 }
 
-export async function createRecord(gw: TestGateway, body: Record<string, unknown>) {
+export async function createRecord(gw: GatewayClient, body: Record<string, unknown>) {
   const res = await gw.request('POST', '/api/cluster/federations', {
     token: await gw.adminToken(),
     json: { shared_issuer_url: SHARED_ISSUER, ...body },
@@ -42,7 +45,7 @@ export async function createRecord(gw: TestGateway, body: Record<string, unknown
 }
 
 /** Steps 2–4 of the spec's pairing procedure; returns both record ids and the pair answer. */
-export async function pairGateways(initiator: TestGateway, receiver: TestGateway, psk = newPsk()) {
+export async function pairGateways(initiator: GatewayClient, receiver: GatewayClient, psk = newPsk()) {
   const r = await createRecord(receiver, {
     remote_cluster_name: 'initiator-label',
     role: 'receiver',
@@ -61,13 +64,13 @@ export async function pairGateways(initiator: TestGateway, receiver: TestGateway
   return { initiatorId: i.id as string, receiverId: r.id as string, psk, paired: paired.json };
 }
 
-export async function getRecord(gw: TestGateway, id: string) {
+export async function getRecord(gw: GatewayClient, id: string) {
   const res = await gw.request('GET', `/api/cluster/federations/${id}`, { token: await gw.adminToken() });
   assert.equal(res.status, 200, res.text);
   return res.json;
 }
 
-export async function post(gw: TestGateway, path: string, json?: unknown, token?: string) {
+export async function post(gw: GatewayClient, path: string, json?: unknown, token?: string) {
   return gw.request('POST', `/api/cluster/federations${path}`, {
     token: token ?? (await gw.adminToken()),
     ...(json === undefined ? {} : { json }),

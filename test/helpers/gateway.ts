@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { Agent, request as undiciRequest } from 'undici';
+import { Agent, type Dispatcher, request as undiciRequest } from 'undici';
 import { type Gateway, startGateway } from '../../app/server.ts';
 import { loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
@@ -136,38 +136,12 @@ export class TestGateway {
     await this.start();
   }
 
-  async request(method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
-    const headers: Record<string, string> = { ...options.headers };
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
-    let body: string | Buffer | undefined = options.body;
-    if (options.json !== undefined) {
-      headers['content-type'] ??= 'application/json';
-      body = JSON.stringify(options.json);
-    }
-    if (options.form) {
-      headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(options.form).toString();
-    }
-    const res = await undiciRequest(`${this.gateway.httpsUrl}${path}`, {
-      method: method as 'GET',
-      headers,
-      body,
-      dispatcher: this.agent,
-    });
-    const text = await res.body.text();
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.statusCode, headers: res.headers, text, json };
+  request(method: string, path: string, options: RequestOptions = {}): Promise<TestResponse> {
+    return requestAt(this.agent, this.gateway.httpsUrl, method, path, options);
   }
 
-  async login(username: string, password: string): Promise<string> {
-    const res = await this.request('POST', '/api/auth/token', { form: { username, password, grant_type: 'password' } });
-    if (res.status !== 200) throw new Error(`login ${username} failed: ${res.status} ${res.text}`);
-    return res.json.access_token as string;
+  login(username: string, password: string): Promise<string> {
+    return passwordLogin(this, username, password);
   }
 
   async adminToken(): Promise<string> {
@@ -217,4 +191,45 @@ export async function startTestGateway(
     }
   });
   return gw.start();
+}
+
+/** One request to `base` + `path` over `dispatcher`: the answer's text, and its JSON when it parses. */
+export async function requestAt(
+  dispatcher: Dispatcher,
+  base: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<TestResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  let body: string | Buffer | undefined = options.body;
+  if (options.json !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = JSON.stringify(options.json);
+  }
+  if (options.form) {
+    headers['content-type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(options.form).toString();
+  }
+  const res = await undiciRequest(`${base}${path}`, { method: method as 'GET', headers, body, dispatcher });
+  const text = await res.body.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.statusCode, headers: res.headers, text, json };
+}
+
+/** A password grant at the gateway `gw` answers for; the access token. */
+export async function passwordLogin(
+  gw: Pick<TestGateway, 'request'>,
+  username: string,
+  password: string,
+): Promise<string> {
+  const res = await gw.request('POST', '/api/auth/token', { form: { username, password, grant_type: 'password' } });
+  if (res.status !== 200) throw new Error(`login ${username} failed: ${res.status} ${res.text}`);
+  return res.json.access_token as string;
 }

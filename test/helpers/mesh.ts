@@ -11,13 +11,13 @@ import { pskKey } from '../../gateway/mesh/canonical.ts';
 import type { MeshFeature } from '../../gateway/mesh/directory.ts';
 import { MESH } from '../../gateway/mesh/headers.ts';
 import { signHeaders } from '../../gateway/mesh/sign.ts';
-import { getRecord, newPsk, post, routeTo, startPeer } from './federation.ts';
+import { type GatewayClient, getRecord, newPsk, post, routeTo, startPeer } from './federation.ts';
 import type { After, TestGateway } from './gateway.ts';
 import { type OidcPeer, type Persona, startOidcProvider } from './peers/oidc.ts';
 
-export interface MeshPair {
-  source: TestGateway;
-  receiver: TestGateway;
+export interface MeshPair<Source extends GatewayClient = TestGateway, Receiver extends GatewayClient = TestGateway> {
+  source: Source;
+  receiver: Receiver;
   /** The initiator's record id on the source (the selector automation uses). */
   sourceFedId: string;
   receiverFedId: string;
@@ -28,12 +28,12 @@ export interface MeshPair {
 }
 
 /** Pairs `source` (initiator) with `receiver`, in shared_idp when `oidc` is given, else peer_kc. */
-export async function pairForMesh(
-  source: TestGateway,
-  receiver: TestGateway,
+export async function pairForMesh<Source extends GatewayClient, Receiver extends GatewayClient>(
+  source: Source,
+  receiver: Receiver,
   oidc: OidcPeer | null,
   label = 'receiver-label',
-): Promise<MeshPair> {
+): Promise<MeshPair<Source, Receiver>> {
   const psk = newPsk();
   const shared = oidc ? { shared_issuer_url: oidc.issuer, shared_ca_pem: oidc.caPem } : { shared_issuer_url: null };
   const r = await create(receiver, {
@@ -64,14 +64,33 @@ export async function pairForMesh(
   };
 }
 
-async function create(gw: TestGateway, body: Record<string, unknown>) {
+/** The same pairing seen from the receiver: it becomes the source of the reverse direction. */
+export function reversed<Source extends GatewayClient, Receiver extends GatewayClient>(
+  pair: MeshPair<Source, Receiver>,
+): MeshPair<Receiver, Source> {
+  return {
+    ...pair,
+    source: pair.receiver,
+    receiver: pair.source,
+    sourceFedId: pair.receiverFedId,
+    receiverFedId: pair.sourceFedId,
+    sourceClusterId: pair.receiverClusterId,
+    receiverClusterId: pair.sourceClusterId,
+  };
+}
+
+async function create(gw: GatewayClient, body: Record<string, unknown>) {
   const res = await gw.request('POST', '/api/cluster/federations', { token: await gw.adminToken(), json: body });
   assert.equal(res.status, 200, res.text);
   return res.json;
 }
 
 /** Adds `<sub>@<source cluster>` to the receiver's allowlist with a tuple recipe; returns the external id. */
-export async function allow(pair: MeshPair, sub: string, initialTuples: unknown[] = []): Promise<string> {
+export async function allow(
+  pair: MeshPair<GatewayClient, GatewayClient>,
+  sub: string,
+  initialTuples: unknown[] = [],
+): Promise<string> {
   const externalId = `${sub}@${pair.sourceClusterId}`;
   const res = await post(pair.receiver, `/${pair.receiverFedId}/users`, {
     external_id: externalId,
@@ -124,7 +143,12 @@ export interface EnvelopeInput {
 }
 
 /** A request signed exactly as a source meshgate signs it (same canonical form, same hardening). */
-export function craft(pair: MeshPair, method: string, path: string, input: EnvelopeInput): CraftedRequest {
+export function craft(
+  pair: MeshPair<GatewayClient, GatewayClient>,
+  method: string,
+  path: string,
+  input: EnvelopeInput,
+): CraftedRequest {
   const headers: Record<string, string> = {
     [MESH.sourceClusterId]: pair.sourceClusterId,
     [MESH.userId]: input.userId,

@@ -31,19 +31,18 @@ export async function serveWorkers(
   workers: number | 'auto',
   extraEnv: Record<string, string> = {},
 ): Promise<Served> {
-  const args = [
-    'serve',
-    '--data-dir',
-    dataDir,
-    '--https-port',
-    '0',
-    '--workers',
-    String(workers),
-    '--log-level',
-    'info',
-  ];
-  const env = { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD, ...extraEnv };
-  const child = spawn(BIN, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = ['--https-port', '0', '--workers', String(workers), '--log-level', 'info'];
+  return serve(dataDir, args, { PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD, ...extraEnv });
+}
+
+/** `bin/meshgate serve --data-dir <dataDir> ...args`; resolves once it listens and has printed its origin. */
+export async function serve(
+  dataDir: string,
+  args: readonly string[],
+  extraEnv: Record<string, string>,
+): Promise<Served> {
+  const env = { ...process.env, ...extraEnv };
+  const child = spawn(BIN, ['serve', '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const waiters = new Set<() => void>();
@@ -179,10 +178,10 @@ export interface LoadResult {
   errors: string[];
 }
 
-/** One GET /api/ping, counted into `result`: 200 is ok, anything else (or a throw) failed. */
-async function pingOnce(client: Client, result: LoadResult): Promise<void> {
+/** One GET of `path`, counted into `result`: 200 is ok, anything else (or a throw) failed. */
+async function getOnce(client: Client, path: string, headers: Record<string, string>, result: LoadResult) {
   try {
-    const res = await client.request({ method: 'GET', path: '/api/ping' });
+    const res = await client.request({ method: 'GET', path, headers });
     await res.body.dump();
     if (res.statusCode === 200) result.ok += 1;
     else {
@@ -197,15 +196,25 @@ async function pingOnce(client: Client, result: LoadResult): Promise<void> {
   }
 }
 
+export interface LoadOptions {
+  connections: number;
+  streams: number;
+  http1?: number;
+  maxRequests: number;
+  maxMs: number;
+  /** What each request GETs (default /api/ping), with this bearer token when given. */
+  path?: string;
+  token?: string;
+}
+
 /**
- * A steady load: `connections` HTTP/2 connections, each with `streams` request loops on GET /api/ping, and
+ * A steady load: `connections` HTTP/2 connections, each with `streams` request loops on GET `path`, and
  * `http1` HTTP/1.1 keep-alive connections with one loop each, until stop() or a bound (`maxRequests`, `maxMs`) is
  * reached. A request that throws or answers other than 200 fails.
  */
-export function steadyLoad(
-  served: Served,
-  options: { connections: number; streams: number; http1?: number; maxRequests: number; maxMs: number },
-) {
+export function steadyLoad(served: Pick<Served, 'base' | 'ca'>, options: LoadOptions) {
+  const path = options.path ?? '/api/ping';
+  const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
   const result: LoadResult = { ok: 0, failed: 0, resets: 0, errors: [] };
   let running = true;
   const deadline = Date.now() + options.maxMs;
@@ -215,17 +224,23 @@ export function steadyLoad(
   const clients = [...h2, ...h1];
   const loop = async (client: Client) => {
     while (running && Date.now() < deadline && result.ok + result.failed < options.maxRequests) {
-      await pingOnce(client, result);
+      await getOnce(client, path, headers, result);
     }
   };
   const loops = [...h2.flatMap((c) => Array.from({ length: options.streams }, () => loop(c))), ...h1.map(loop)];
+  let stopped: Promise<LoadResult> | null = null;
+  const stop = async () => {
+    running = false;
+    await Promise.all(loops);
+    await Promise.all(clients.map((c) => c.close()));
+    return result;
+  };
   return {
     result,
-    async stop(): Promise<LoadResult> {
-      running = false;
-      await Promise.all(loops);
-      await Promise.all(clients.map((c) => c.close()));
-      return result;
+    /** Ends the loops and closes the connections; a second call waits for the first. */
+    stop(): Promise<LoadResult> {
+      stopped ??= stop();
+      return stopped;
     },
   };
 }

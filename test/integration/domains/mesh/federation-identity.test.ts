@@ -12,23 +12,10 @@ import { test } from 'node:test';
 import { Agent, request } from 'undici';
 import { post, startPeer } from '../../../helpers/federation.ts';
 import type { After, TestGateway } from '../../../helpers/gateway.ts';
-import { allow, craft, type MeshPair, pairForMesh } from '../../../helpers/mesh.ts';
+import { allow, craft, type MeshPair, pairForMesh, reversed } from '../../../helpers/mesh.ts';
 
 const ME = '/api/auth/users/me';
 const untrusted = { federation: { peerTimeoutMs: 3000, allowUntrustedFederation: true } };
-
-/** The same pairing seen from the receiver: it becomes the source of the reverse direction. */
-function reversed(pair: MeshPair): MeshPair {
-  return {
-    ...pair,
-    source: pair.receiver,
-    receiver: pair.source,
-    sourceFedId: pair.receiverFedId,
-    receiverFedId: pair.sourceFedId,
-    sourceClusterId: pair.receiverClusterId,
-    receiverClusterId: pair.sourceClusterId,
-  };
-}
 
 /** `count` coexisting pairings a → b (fresh PSK each, as the SDK mints one per pair). */
 async function pairings(t: After, count: number, options: { hostnames?: string[] } = {}) {

@@ -1,0 +1,38 @@
+/**
+ * Of the data dir's own files the cluster identity holds only the token issuer: a node takes the cluster's `issuer`
+ * from the database, and no other path of the data dir is published or written, even one sealed under the right key.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ClusterIdentity } from '../../../../gateway/cluster/identity.ts';
+import { openTestDatabase } from '../../../helpers/engine.ts';
+
+test('only the issuer file of the data dir travels with the identity', async (t) => {
+  const { sql } = await openTestDatabase(t, 'postgres');
+  const key = randomBytes(32);
+  const [founder, joiner] = [1, 2].map(() => mkdtempSync(join(tmpdir(), 'meshgate-identity-'))) as [string, string];
+  t.after(() => {
+    for (const dir of [founder, joiner]) rmSync(dir, { recursive: true, force: true });
+  });
+  const issuer = 'urn:meshgate:cluster:6f1c1e52-8d0e-4a8e-9d55-0f1f6c1c2a10\n';
+  writeFileSync(join(founder, 'issuer'), issuer);
+  writeFileSync(join(founder, 'meshgate.pid'), '4242\n');
+  const dataRoot = (dir: string) => ({ name: 'issuer', file: join(dir, 'issuer') });
+  new ClusterIdentity(sql, key, [dataRoot(founder)]).publish();
+  const paths = sql.prepare('SELECT path FROM cluster_files ORDER BY path').all() as { path: string }[];
+  assert.deepEqual(
+    paths.map((row) => row.path),
+    ['issuer'],
+    'the pid file is not published',
+  );
+  // A row for another data dir path, sealed under the right key (as a node without the filter would publish it).
+  writeFileSync(join(founder, 'config.json'), '{"logLevel":"silent"}');
+  new ClusterIdentity(sql, key, [{ name: 'data', dir: founder }]).publish();
+  assert.equal(new ClusterIdentity(sql, key, [dataRoot(joiner)]).pull(), 1, 'one file written');
+  assert.equal(readFileSync(join(joiner, 'issuer'), 'utf8'), issuer);
+  assert.equal(existsSync(join(joiner, 'config.json')), false, 'a path outside the named files is never written');
+});
