@@ -17,6 +17,9 @@ import type { BridgeAnswer, BridgeRequest } from './bridge-protocol.ts';
 
 /** How long one call may block before the connection is declared gone (statement_timeout should fire first). */
 const ANSWER_WITHIN_MS = 60_000;
+/** Rows per FETCH of iterate()'s cursor. */
+const CURSOR_BATCH = 5000;
+let cursors = 0;
 const CONFLICT_TARGET = /\bon conflict \([^)]*\)/gi;
 const QUALIFIED = /"[^"]+"\.("[^"]+")/g;
 /** The transaction kinds drizzle asks better-sqlite3 for by name. */
@@ -198,14 +201,36 @@ export class PgStatement {
     return this.#pluck ? rows.map((row) => (row as unknown[])[0]) : rows;
   }
 
+  /**
+   * Rows in batches through a cursor (https://www.postgresql.org/docs/current/sql-declare.html), so a large table
+   * (the tuple index at start) is never held whole twice; inside the caller's transaction when there is one.
+   */
   *iterate(...params: unknown[]): IterableIterator<unknown> {
-    yield* this.all(...params);
+    const own = !this.connection.inTransaction;
+    const cursor = `meshgate_cursor_${++cursors}`;
+    if (own) this.connection.exec('BEGIN');
+    try {
+      this.connection.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${this.source}`, this.#values(params), false);
+      for (;;) {
+        const { rows } = this.connection.query(`FETCH ${CURSOR_BATCH} FROM ${cursor}`, [], this.#arrays || this.#pluck);
+        for (const row of rows) yield this.#pluck ? (row as unknown[])[0] : row;
+        if (rows.length < CURSOR_BATCH) break;
+      }
+      this.connection.query(`CLOSE ${cursor}`, [], false);
+    } finally {
+      // After a failed FETCH the transaction is aborted, and COMMIT ends it as a rollback.
+      if (own) this.connection.exec('COMMIT');
+    }
   }
 
   #query(params: unknown[]): Result {
-    // better-sqlite3 takes the values spread or as one array.
+    return this.connection.query(this.source, this.#values(params), this.#arrays || this.#pluck);
+  }
+
+  /** better-sqlite3 takes the values spread or as one array. */
+  #values(params: unknown[]): unknown[] {
     const values = params.length === 1 && Array.isArray(params[0]) ? params[0] : params;
-    return this.connection.query(this.source, values.map(toDriverValue), this.#arrays || this.#pluck);
+    return values.map(toDriverValue);
   }
 }
 

@@ -78,6 +78,22 @@ test('transactions commit, roll back on a throw, and nest as savepoints', async 
   assert.deepEqual(keys(), ['outer']);
 });
 
+test('iterate() reads a large result in cursor batches, alone or inside a transaction', async (t) => {
+  const { sql } = await openTestDatabase(t, 'postgres');
+  sql.exec("INSERT INTO changes (topic, key, at) SELECT 't', g::text, 0 FROM generate_series(1, 12001) AS g");
+  const keys = sql.prepare('SELECT key FROM changes ORDER BY seq').pluck();
+  let count = 0;
+  let ordered = true;
+  for (const key of keys.iterate()) ordered &&= key === String(++count);
+  assert.equal(count, 12001, 'every row, across three batches');
+  assert.ok(ordered, 'in order');
+  assert.equal(sql.inTransaction, false, 'its own transaction ended');
+  const inside = sql.transaction(() => [...sql.prepare('SELECT count(*) FROM changes').pluck().iterate()])();
+  assert.deepEqual(inside, [12001]);
+  assert.throws(() => [...sql.prepare('SELECT 1 / (seq - seq) FROM changes').iterate()], PgQueryError);
+  assert.equal(sql.prepare('SELECT 1').pluck().get(), 1, 'a failed iterate leaves the connection usable');
+});
+
 test('every table of the SQLite schema has its PostgreSQL mirror', () => {
   const { SQLiteTable } = createRequire(import.meta.url)('drizzle-orm/sqlite-core');
   const tables = Object.entries(schema).filter(([, value]) => value instanceof SQLiteTable);
