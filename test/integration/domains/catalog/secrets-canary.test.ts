@@ -1,15 +1,20 @@
 /**
  * Canary test: secret values written through the API must never
- * come back in a response body, a log line, or the raw database files
- * (SQLite main file, WAL, shared memory) — in clear, base64 or hex.
+ * come back in a response body, a log line, or what the database stores
+ * (SQLite main file, WAL, shared memory; a dump of PostgreSQL) — in clear, base64 or hex.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { revealCurrent, secretsAccess } from '../../../helpers/catalog.ts';
+import { testPostgres } from '../../../helpers/engine.ts';
 import { startTestGateway, type TestResponse } from '../../../helpers/gateway.ts';
+
+const execFileAsync = promisify(execFile);
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -37,7 +42,7 @@ test('canary secret values appear in no response, no log line and no database fi
     `LONGCANARY-${randomUUID()}-${'x'.repeat(60_000)}`,
   ];
   const markers = canaries.map((c) => c.slice(0, 48));
-  // Control: metadata is stored in clear, so the file scan must find this one.
+  // Metadata is stored in clear (the scan below finds a secret's name as its control).
   const description = `DESCRIPTION-${randomUUID()}`;
   const responses: TestResponse[] = [];
   const call = async (method: string, path: string, options: Parameters<typeof gw.request>[2] = {}) => {
@@ -194,17 +199,35 @@ test('canary secret values appear in no response, no log line and no database fi
   for (const res of responses) scan(`response ${res.status} ${res.text.slice(0, 60)}`, Buffer.from(res.text));
   assert.ok(gw.logs.length > responses.length, 'trace logging captured every request');
   scan('gateway logs', Buffer.from(gw.logs.join('\n')));
-  const dbFiles = () => filesUnder(gw.dataDir);
+  // What the database holds: the files of SQLite (its WAL too), or a plain pg_dump of the PostgreSQL database.
+  const stored = async (): Promise<[string, Buffer][]> => {
+    const database = gw.gateway.deps.config.database;
+    if (database === null) return filesUnder(gw.dataDir).map((file) => [file, readFileSync(file)]);
+    const { binDir, password } = await testPostgres();
+    const dump = await execFileAsync(join(binDir, 'pg_dump'), ['--data-only', '--dbname', database], {
+      env: { ...process.env, PGPASSWORD: password },
+      maxBuffer: 256 << 20,
+      encoding: 'buffer',
+    });
+    return [
+      ['pg_dump', dump.stdout],
+      ...filesUnder(gw.dataDir).map((file): [string, Buffer] => [file, readFileSync(file)]),
+    ];
+  };
+  const before = await stored();
+  if (gw.gateway.deps.config.database === null) {
+    assert.ok(
+      before.some(([file]) => file.endsWith('meshgate.db-wal')),
+      'the WAL is there to scan',
+    );
+  }
+  for (const [file, bytes] of before) scan(file, bytes);
+  // A dump holds live rows only; SQLite's files keep deleted ones too, so the control is a secret still there.
   assert.ok(
-    dbFiles().some((f) => f.endsWith('meshgate.db-wal')),
-    'the WAL is there to scan',
-  );
-  for (const file of dbFiles()) scan(file, readFileSync(file));
-  assert.ok(
-    dbFiles().some((f) => readFileSync(f).includes(description)),
+    before.some(([, bytes]) => bytes.includes('admin-canary')),
     'control: the scan reads the stored rows',
   );
   await gw.restart();
   assert.equal(revealCurrent(gw, 'urn:li:dataHubSecret:admin-canary'), c2, 'decrypts after a restart');
-  for (const file of dbFiles()) scan(`${file} after restart`, readFileSync(file));
+  for (const [file, bytes] of await stored()) scan(`${file} after restart`, bytes);
 });

@@ -348,6 +348,9 @@ test(
         ['hmac', true],
       ],
     );
+    // A new CA: on PostgreSQL the cluster's copy in the database goes too, or the next start would restore it.
+    if (b.gateway.deps.config.database !== null)
+      b.gateway.deps.sql.prepare("DELETE FROM cluster_files WHERE path LIKE 'tls/%'").run();
     await b.stop();
     rmSync(join(b.dataDir, 'tls'), { recursive: true, force: true });
     await b.start();
