@@ -22,6 +22,7 @@ import {
   realpathSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
@@ -193,7 +194,8 @@ export function readNodeKey(source: { file: string | null; base64: string | null
         '(--node-key-file, PLATFORM_NODE_KEY_FILE) to a file of 32 random bytes, the same on every node',
     );
   }
-  const stat = lstatSync(source.file);
+  // The file's own mode, through a link: a mounted secret (Kubernetes) is a link to the key file.
+  const stat = statSync(source.file);
   if ((stat.mode & 0o077) !== 0)
     throw new Error(`${source.file}: the node key file must be readable by its owner only`);
   const raw = readFileSync(source.file);

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import {
+  chmodSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -17,7 +18,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ClusterIdentity } from '../../../../gateway/cluster/identity.ts';
+import { ClusterIdentity, readNodeKey } from '../../../../gateway/cluster/identity.ts';
 import { openTestDatabase } from '../../../helpers/engine.ts';
 
 test('only the issuer file of the data dir travels with the identity', async (t) => {
@@ -75,4 +76,15 @@ test('a pull writes no file through a link planted in the data dir', async (t) =
   assert.throws(() => tls(second).pull(), /leaves its folder/);
   assert.equal(existsSync(join(outside, 'peer.pem')), false, 'nothing written through the linked folder');
   assert.equal(existsSync(join(second, 'tls', 'ca.pem')), false, 'nor any other file of the pull');
+});
+
+test('the node key file is read through a link (as a mounted secret is) and refused when others may read it', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-node-key-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const key = randomBytes(32);
+  writeFileSync(join(dir, 'key'), key.toString('base64'), { mode: 0o600 });
+  symlinkSync(join(dir, 'key'), join(dir, 'linked'));
+  assert.ok(readNodeKey({ file: join(dir, 'linked'), base64: null }).equals(key));
+  chmodSync(join(dir, 'key'), 0o644);
+  assert.throws(() => readNodeKey({ file: join(dir, 'linked'), base64: null }), /readable by its owner only/);
 });
