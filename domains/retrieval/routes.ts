@@ -3,6 +3,7 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { onNode } from '../../gateway/cluster/forward.ts';
 import { parseQuery, readJson, uuidParam } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
@@ -121,9 +122,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
         // A job bound to another node (its credential override lives there): the client follows the redirect.
         const node = service.streamRedirect(principalOf(ctx), id(ctx));
         if (node !== null) {
-          const location = new URL(ctx.rawPath, node);
-          location.search = ctx.query.toString();
-          return { status: 307, headers: { location: location.href } };
+          return { status: 307, headers: { location: onNode(node, ctx).href } };
         }
         // Denials are thrown before the first byte, so they stay small JSON bodies.
         const stream = await service.stream(principalOf(ctx), id(ctx), ctx.span);

@@ -33,8 +33,7 @@ export function createNodeForwarder(options: { caPem: () => string; servername: 
   return {
     forwarded: (ctx) => ctx.req.headers[NODE_HOP_HEADER] !== undefined,
     async forward(ctx, nodeUrl, body) {
-      const url = new URL(ctx.rawPath, nodeUrl);
-      url.search = ctx.query.toString();
+      const url = onNode(nodeUrl, ctx);
       const headers: Record<string, string> = { [NODE_HOP_HEADER]: options.self };
       for (const name of ['authorization', 'accept', 'content-type', 'traceparent']) {
         const value = ctx.req.headers[name];
@@ -58,4 +57,15 @@ export function createNodeForwarder(options: { caPem: () => string; servername: 
       await agent?.close();
     },
   };
+}
+
+/**
+ * The request's path and query on a node's origin. The path is set, not resolved against the origin: a path the
+ * client wrote as `//host/…` would otherwise name another host.
+ */
+export function onNode(nodeUrl: string, ctx: RequestContext): URL {
+  const url = new URL(nodeUrl);
+  url.pathname = ctx.rawPath;
+  url.search = ctx.query.toString();
+  return url;
 }

@@ -13,8 +13,19 @@
  * (`meshgate rotate-kek`) is published the same way and every node writes it on hearing of it (the change feed).
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { SqlConnection } from '../db/connection.ts';
 
 /** The feed topic of identity changes (the cluster_files trigger, data/migrations-pg). */
@@ -65,20 +76,23 @@ export class ClusterIdentity {
 
   /** Writes every file the database holds over this node's copy; returns how many differed. */
   pull(): number {
-    let written = 0;
     const rows = this.sql.prepare('SELECT path, sealed FROM cluster_files').all() as { path: string; sealed: Buffer }[];
-    for (const { path, sealed } of rows) {
+    // Every row is checked and opened before the first write: a refused one leaves this node's files as they were.
+    const changed = rows.flatMap(({ path, sealed }) => {
       const file = this.#fileOf(path);
-      if (file === null) continue;
+      if (file === null) return [];
       const content = this.#open(path, sealed);
-      if (existsSync(file) && readFileSync(file).equals(content)) continue;
+      return existsSync(file) && readFileSync(file).equals(content) ? [] : [{ file, content }];
+    });
+    for (const { file, content } of changed) {
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       const staging = `${file}.${process.pid}.tmp`;
-      writeFileSync(staging, content, { mode: 0o600 });
+      // Created anew (O_EXCL): a link planted at the staging name is removed, never written through.
+      rmSync(staging, { force: true });
+      writeFileSync(staging, content, { mode: 0o600, flag: 'wx' });
       renameSync(staging, file);
-      written++;
     }
-    return written;
+    return changed.length;
   }
 
   /** Makes the database hold exactly this node's files (added, changed and removed ones), in one transaction. */
@@ -124,8 +138,10 @@ export class ClusterIdentity {
     if (root && 'file' in root) return rest.length === 0 ? root.file : null;
     if (!root || rest.length === 0) return null;
     const file = join(root.dir, ...rest);
-    // A path is data from the database: it must stay inside its root.
-    if (relative(root.dir, file).startsWith('..')) throw new Error(`cluster identity: ${path} leaves its folder`);
+    // A path is data from the database: it must stay inside its root, also where a folder on the way is a link.
+    if (outside(root.dir, file) || outside(realDir(root.dir), realDir(dirname(file)))) {
+      throw new Error(`cluster identity: ${path} leaves its folder`);
+    }
     return file;
   }
 
@@ -157,6 +173,18 @@ export class ClusterIdentity {
   }
 }
 
+function outside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel.startsWith('..') || isAbsolute(rel);
+}
+
+/** The real path of a folder's nearest existing ancestor, links resolved (the rest is created as plain folders). */
+function realDir(dir: string): string {
+  let existing = dir;
+  while (!existsSync(existing) && dirname(existing) !== existing) existing = dirname(existing);
+  return join(realpathSync(existing), relative(existing, dir));
+}
+
 /** The node key from its file (32 bytes, base64 or raw) or PLATFORM_NODE_KEY's base64; never logged. */
 export function readNodeKey(source: { file: string | null; base64: string | null }): Buffer {
   if (source.base64 !== null) return Buffer.from(source.base64, 'base64');
@@ -166,7 +194,8 @@ export function readNodeKey(source: { file: string | null; base64: string | null
         '(--node-key-file, PLATFORM_NODE_KEY_FILE) to a file of 32 random bytes, the same on every node',
     );
   }
-  const stat = lstatSync(source.file);
+  // The file's own mode, through a link: a mounted secret (Kubernetes) is a link to the key file.
+  const stat = statSync(source.file);
   if ((stat.mode & 0o077) !== 0)
     throw new Error(`${source.file}: the node key file must be readable by its owner only`);
   const raw = readFileSync(source.file);

@@ -79,7 +79,8 @@ export class SharedClusterNodes implements ClusterNodes {
   }
 
   liveUrl(nodeId: string): string | null {
-    return (this.#url.get(nodeId, this.now() - this.settings.deadAfterMs) as string | undefined) ?? null;
+    const url = this.#url.get(nodeId, this.now() - this.settings.deadAfterMs) as string | undefined;
+    return url === undefined ? null : httpsOrigin(url);
   }
 
   deadNodes(): string[] {
@@ -106,4 +107,14 @@ export class SharedClusterNodes implements ClusterNodes {
       // The feed logs an unreachable database once; a missed beat needs no line of its own.
     }
   }
+}
+
+/**
+ * The origin of a node URL read from the database, when it is https (as `nodes.url` must be); null otherwise. A
+ * request sent on to a node carries its caller's token and is verified against the cluster CA only over TLS: a row
+ * someone rewrote to plain HTTP must not receive that token.
+ */
+function httpsOrigin(url: string): string | null {
+  const parsed = URL.parse(url);
+  return parsed?.protocol === 'https:' ? parsed.origin : null;
 }

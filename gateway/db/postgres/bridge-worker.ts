@@ -27,19 +27,37 @@ const signal = new Int32Array(flag);
  */
 let client = connect();
 let broken = false;
+/**
+ * The connection broke inside a transaction, which PostgreSQL rolled back with it. Until the caller ends that
+ * transaction (its ROLLBACK), every statement fails: run on a new connection it would commit on its own, and the
+ * transaction's caller would see half of its writes land.
+ */
+let lostTransaction = false;
+/** The caller's end of a transaction (a savepoint's rollback is still inside it). */
+const ROLLBACK = /^\s*ROLLBACK(?!\s+TO)\b/i;
 
 function connect(): pg.Client {
   const fresh = new pg.Client({ connectionString: url, ssl, application_name: 'meshgate' });
-  fresh.on('error', () => {
+  const lost = () => {
+    if (fresh !== client || broken) return;
     broken = true;
-  });
-  fresh.on('end', () => {
-    broken = true;
-  });
+    // The status of the last ReadyForQuery: T (in a transaction) or E (in a failed one).
+    lostTransaction = ['T', 'E'].includes(fresh.getTransactionStatus() ?? '');
+  };
+  fresh.on('error', lost);
+  fresh.on('end', lost);
   return fresh;
 }
 
-async function usable(): Promise<pg.Client> {
+async function usable(sql: string): Promise<pg.Client> {
+  if (lostTransaction) {
+    if (!ROLLBACK.test(sql)) {
+      throw Object.assign(new Error('the connection to PostgreSQL was lost inside a transaction; it was rolled back'), {
+        code: '08006',
+      });
+    }
+    lostTransaction = false;
+  }
   if (broken) {
     broken = false;
     client = connect();
@@ -65,7 +83,7 @@ async function run(request: BridgeRequest): Promise<BridgeAnswer> {
     await client.end();
     return { id: request.id, rows: [], rowCount: 0, bytea: [] };
   }
-  const result = await (await usable()).query({
+  const result = await (await usable(request.sql)).query({
     text: request.sql,
     values: params(request.params),
     rowMode: request.arrays ? 'array' : undefined,

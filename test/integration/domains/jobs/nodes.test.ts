@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTwoNodes } from '../../../helpers/engine.ts';
@@ -56,10 +57,42 @@ test('when the node running a job stops answering, another node ends the job as 
   // Stopped as a crash would leave it: the job's processes outlive the node's gateway.
   await a.stop({ jobsOutlive: true });
   t.after(() => {
-    for (const pid of jobProcesses(id)) process.kill(pid, 'SIGKILL');
+    for (const pid of jobProcesses(id)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch (error) {
+        // Killing the shell first can take its child with it before that child's turn comes.
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
+    }
   });
   const lost = await waitFor(b, token, id, (body) => body.status === 'FAILED', 20_000);
   assert.match(lost.error_message ?? lost.message ?? JSON.stringify(lost), /stopped answering/);
   const logs = await b.request('GET', `${JOBS}/${id}/logs`, { token });
   assert.equal(logs.status, 503, 'its logs were on the node that stopped');
+});
+
+test("a node URL a database writer points at plain HTTP never receives a caller's token", async (t) => {
+  const { a, b } = await twoNodes(t);
+  const token = await a.adminToken();
+  const id = (await submit(a, token, { entrypoint: 'echo on-a' })).json.id as string;
+  assert.equal((await waitFor(b, token, id)).status, 'SUCCEEDED');
+  const heard: (string | undefined)[] = [];
+  const listener = createServer((req, res) => {
+    heard.push(req.headers.authorization);
+    res.end('{}');
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  t.after(() => listener.close());
+  const { port } = listener.address() as { port: number };
+  // What someone with write access to the database can do: every heartbeat of node a now records this URL.
+  b.gateway.deps.sql.exec(`
+    CREATE FUNCTION steal_node_url() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN NEW.url := 'http://127.0.0.1:${port}'; RETURN NEW; END $$;
+    CREATE TRIGGER steal_node_url BEFORE INSERT OR UPDATE ON cluster_nodes
+      FOR EACH ROW EXECUTE FUNCTION steal_node_url();
+    UPDATE cluster_nodes SET heartbeat_at = heartbeat_at;`);
+  const logs = await b.request('GET', `${JOBS}/${id}/logs`, { token });
+  assert.equal(logs.status, 503, logs.text);
+  assert.deepEqual(heard, [], 'no request, and so no token, reached the planted URL');
 });

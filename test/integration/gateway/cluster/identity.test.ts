@@ -4,11 +4,21 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ClusterIdentity } from '../../../../gateway/cluster/identity.ts';
+import { ClusterIdentity, readNodeKey } from '../../../../gateway/cluster/identity.ts';
 import { openTestDatabase } from '../../../helpers/engine.ts';
 
 test('only the issuer file of the data dir travels with the identity', async (t) => {
@@ -35,4 +45,46 @@ test('only the issuer file of the data dir travels with the identity', async (t)
   assert.equal(new ClusterIdentity(sql, key, [dataRoot(joiner)]).pull(), 1, 'one file written');
   assert.equal(readFileSync(join(joiner, 'issuer'), 'utf8'), issuer);
   assert.equal(existsSync(join(joiner, 'config.json')), false, 'a path outside the named files is never written');
+});
+
+test('a pull writes no file through a link planted in the data dir', async (t) => {
+  const { sql } = await openTestDatabase(t, 'postgres');
+  const key = randomBytes(32);
+  const dirs = [1, 2, 3, 4].map(() => mkdtempSync(join(tmpdir(), 'meshgate-identity-')));
+  t.after(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  const [founder, joiner, second, outside] = dirs as [string, string, string, string];
+  const tls = (dir: string) => new ClusterIdentity(sql, key, [{ name: 'tls', dir: join(dir, 'tls') }]);
+  mkdirSync(join(founder, 'tls', 'peers'), { recursive: true });
+  writeFileSync(join(founder, 'tls', 'ca.pem'), 'cluster CA\n');
+  writeFileSync(join(founder, 'tls', 'peers', 'peer.pem'), 'peer\n');
+  tls(founder).publish();
+  writeFileSync(join(outside, 'victim'), 'untouched\n');
+
+  // A link at the name the file is staged under: replaced, not written through.
+  mkdirSync(join(joiner, 'tls'));
+  symlinkSync(join(outside, 'victim'), join(joiner, 'tls', `ca.pem.${process.pid}.tmp`));
+  assert.equal(tls(joiner).pull(), 2);
+  assert.equal(readFileSync(join(outside, 'victim'), 'utf8'), 'untouched\n');
+  assert.equal(readFileSync(join(joiner, 'tls', 'ca.pem'), 'utf8'), 'cluster CA\n');
+  assert.equal(lstatSync(join(joiner, 'tls', 'ca.pem')).mode & 0o777, 0o600);
+
+  // A folder of the identity planted as a link out of the data dir: the pull refuses, and writes nothing at all.
+  mkdirSync(join(second, 'tls'));
+  symlinkSync(outside, join(second, 'tls', 'peers'));
+  assert.throws(() => tls(second).pull(), /leaves its folder/);
+  assert.equal(existsSync(join(outside, 'peer.pem')), false, 'nothing written through the linked folder');
+  assert.equal(existsSync(join(second, 'tls', 'ca.pem')), false, 'nor any other file of the pull');
+});
+
+test('the node key file is read through a link (as a mounted secret is) and refused when others may read it', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-node-key-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const key = randomBytes(32);
+  writeFileSync(join(dir, 'key'), key.toString('base64'), { mode: 0o600 });
+  symlinkSync(join(dir, 'key'), join(dir, 'linked'));
+  assert.ok(readNodeKey({ file: join(dir, 'linked'), base64: null }).equals(key));
+  chmodSync(join(dir, 'key'), 0o644);
+  assert.throws(() => readNodeKey({ file: join(dir, 'linked'), base64: null }), /readable by its owner only/);
 });

@@ -122,6 +122,27 @@ test('a connection the server ended is replaced on the next call: the node recov
   assert.ok(attempts.length <= 2, 'at most the call racing the disconnect fails');
 });
 
+test('a connection lost inside a transaction fails the rest of it: no statement commits on a new one', async (t) => {
+  const { sql, url } = await openTestDatabase(t, 'postgres');
+  const [other] = await openTwoOn(t, url as string);
+  const put = sql.prepare('INSERT INTO changes (topic, key, at) VALUES (?, ?, 0)');
+  const alive = other.prepare('SELECT count(*) FROM pg_stat_activity WHERE pid = ?').pluck();
+  assert.throws(
+    sql.transaction(() => {
+      put.run('t', 'before');
+      const pid = sql.prepare('SELECT pg_backend_pid()').pluck().get();
+      other.prepare('SELECT pg_terminate_backend(?)').get(pid);
+      while (alive.get(pid) !== 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+      // The worker hears the closed socket on its own thread while this one waits (a bounded, short pause).
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30);
+      put.run('t', 'after');
+    }),
+    (error: PgQueryError) => error instanceof PgQueryError,
+  );
+  assert.equal(sql.inTransaction, false);
+  assert.deepEqual(sql.prepare('SELECT key FROM changes').pluck().all(), [], 'nothing of the transaction committed');
+});
+
 async function openTwoOn(t: Parameters<typeof openTestDatabase>[0], url: string) {
   const { sql } = await openConfiguredDatabase({ dataDir: '', database: url });
   t.after(() => sql.close());
