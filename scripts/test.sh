@@ -45,7 +45,12 @@ bash scripts/peers/install-all.sh
 bash scripts/peers/ray.sh install
 echo "== gen:check"; npm run --silent gen:check
 echo "== typecheck"; npx --no-install tsc --noEmit -p .
-echo "== lint"; npx --no-install biome check --diagnostic-level=error . && npx --no-install tsx scripts/check-size.ts && npx --no-install tsx scripts/check-imports.ts && npx --no-install tsx scripts/check-citations.ts
+# One command per line: under `set -e` a failure inside an `a && b` list does not stop the script.
+echo "== lint"
+npx --no-install biome check --diagnostic-level=error .
+npx --no-install tsx scripts/check-size.ts
+npx --no-install tsx scripts/check-imports.ts
+npx --no-install tsx scripts/check-citations.ts
 # The single executable, which test/integration/scripts/sea.test.ts runs outside the checkout
 # (and the bundle bin/meshgate runs).
 echo "== build"; bash scripts/build.sh

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { revealCurrent, secretsAccess } from '../../../helpers/catalog.ts';
 import { testPostgres } from '../../../helpers/engine.ts';
-import { startTestGateway, type TestResponse } from '../../../helpers/gateway.ts';
+import { startTestGateway, type TestGateway, type TestResponse } from '../../../helpers/gateway.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -21,6 +21,36 @@ function filesUnder(dir: string): string[] {
     const path = join(dir, name);
     return statSync(path).isDirectory() ? filesUnder(path) : [path];
   });
+}
+
+/** What the database holds: the files of SQLite (its WAL too), or a plain pg_dump of the PostgreSQL database. */
+async function stored(gw: TestGateway): Promise<[string, Buffer][]> {
+  const files = filesUnder(gw.dataDir).map((file): [string, Buffer] => [file, readFileSync(file)]);
+  const database = gw.gateway.deps.config.database;
+  if (database === null) return files;
+  const { binDir, password } = await testPostgres();
+  const dump = await execFileAsync(join(binDir, 'pg_dump'), ['--data-only', '--dbname', database], {
+    env: { ...process.env, PGPASSWORD: password },
+    maxBuffer: 256 << 20,
+    encoding: 'buffer',
+  });
+  return [['pg_dump', dump.stdout], ...files];
+}
+
+/** Scans what the database holds for the canaries, before and after a restart (which must still decrypt). */
+async function scanStorage(gw: TestGateway, scan: (where: string, haystack: Buffer) => void, c2: string) {
+  const before = await stored(gw);
+  const onSqlite = gw.gateway.deps.config.database === null;
+  assert.ok(!onSqlite || before.some(([file]) => file.endsWith('meshgate.db-wal')), 'the WAL is there to scan');
+  for (const [file, bytes] of before) scan(file, bytes);
+  // A dump holds live rows only; SQLite's files keep deleted ones too, so the control is a secret still there.
+  assert.ok(
+    before.some(([, bytes]) => bytes.includes('admin-canary')),
+    'control: the scan reads the stored rows',
+  );
+  await gw.restart();
+  assert.equal(revealCurrent(gw, 'urn:li:dataHubSecret:admin-canary'), c2, 'decrypts after a restart');
+  for (const [file, bytes] of await stored(gw)) scan(`${file} after restart`, bytes);
 }
 
 function encodings(canary: string): Buffer[] {
@@ -199,35 +229,5 @@ test('canary secret values appear in no response, no log line and no database fi
   for (const res of responses) scan(`response ${res.status} ${res.text.slice(0, 60)}`, Buffer.from(res.text));
   assert.ok(gw.logs.length > responses.length, 'trace logging captured every request');
   scan('gateway logs', Buffer.from(gw.logs.join('\n')));
-  // What the database holds: the files of SQLite (its WAL too), or a plain pg_dump of the PostgreSQL database.
-  const stored = async (): Promise<[string, Buffer][]> => {
-    const database = gw.gateway.deps.config.database;
-    if (database === null) return filesUnder(gw.dataDir).map((file) => [file, readFileSync(file)]);
-    const { binDir, password } = await testPostgres();
-    const dump = await execFileAsync(join(binDir, 'pg_dump'), ['--data-only', '--dbname', database], {
-      env: { ...process.env, PGPASSWORD: password },
-      maxBuffer: 256 << 20,
-      encoding: 'buffer',
-    });
-    return [
-      ['pg_dump', dump.stdout],
-      ...filesUnder(gw.dataDir).map((file): [string, Buffer] => [file, readFileSync(file)]),
-    ];
-  };
-  const before = await stored();
-  if (gw.gateway.deps.config.database === null) {
-    assert.ok(
-      before.some(([file]) => file.endsWith('meshgate.db-wal')),
-      'the WAL is there to scan',
-    );
-  }
-  for (const [file, bytes] of before) scan(file, bytes);
-  // A dump holds live rows only; SQLite's files keep deleted ones too, so the control is a secret still there.
-  assert.ok(
-    before.some(([, bytes]) => bytes.includes('admin-canary')),
-    'control: the scan reads the stored rows',
-  );
-  await gw.restart();
-  assert.equal(revealCurrent(gw, 'urn:li:dataHubSecret:admin-canary'), c2, 'decrypts after a restart');
-  for (const [file, bytes] of await stored()) scan(`${file} after restart`, bytes);
+  await scanStorage(gw, scan, c2);
 });
