@@ -94,16 +94,17 @@ export class PgSyncConnection {
     fn: (...args: A) => R,
   ): ((...args: A) => R) & Record<Behaviour, (...args: A) => R> {
     const run = (...args: A): R => {
+      // The outer call's BEGIN and COMMIT move the depth themselves (query()); a nested call counts its savepoint.
       const savepoint = this.#depth > 0 ? `meshgate_sp_${this.#depth}` : null;
       this.exec(savepoint ? `SAVEPOINT ${savepoint}` : 'BEGIN');
-      this.#depth++;
+      if (savepoint) this.#depth++;
       try {
         const result = fn(...args);
-        this.#depth--;
+        if (savepoint) this.#depth--;
         this.exec(savepoint ? `RELEASE SAVEPOINT ${savepoint}` : 'COMMIT');
         return result;
       } catch (error) {
-        this.#depth--;
+        if (savepoint) this.#depth--;
         this.exec(savepoint ? `ROLLBACK TO SAVEPOINT ${savepoint}` : 'ROLLBACK');
         throw error;
       }
