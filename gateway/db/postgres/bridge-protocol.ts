@@ -14,6 +14,8 @@ export type BridgeRequest =
       readonly id: number;
       readonly sql: string;
       readonly params: unknown[];
+      /** The statement fails after this long (the connection is then replaced: the server may still be busy). */
+      readonly timeoutMs: number;
       readonly arrays: boolean;
     }
   | { readonly kind: 'end'; readonly id: number };

@@ -11,6 +11,10 @@ import { type MessagePort, workerData } from 'node:worker_threads';
 import pg from 'pg';
 import type { BridgeAnswer, BridgeRequest, BridgeStart } from './bridge-protocol.ts';
 
+/** A connection attempt's bound (the caller blocks meanwhile; each statement brings its own). */
+const CONNECT_WITHIN_MS = 5_000;
+/** node-postgres's error for a statement past its query_timeout. */
+const QUERY_TIMEOUT = 'Query read timeout';
 const BYTEA = 17;
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -25,6 +29,8 @@ const signal = new Int32Array(flag);
  * The connection; replaced by a new one on the next request after it broke (the server restarted, a failover), so a
  * node recovers when PostgreSQL does. A transaction open when it broke is gone with it: its caller got the error.
  */
+/** Gives up the current connection after a statement timed out (its answer may still come, to nobody). */
+let timedOut = () => {};
 let client = connect();
 let broken = false;
 /**
@@ -37,7 +43,14 @@ let lostTransaction = false;
 const ROLLBACK = /^\s*ROLLBACK(?!\s+TO)\b/i;
 
 function connect(): pg.Client {
-  const fresh = new pg.Client({ connectionString: url, ssl, application_name: 'meshgate' });
+  const fresh = new pg.Client({
+    connectionString: url,
+    ssl,
+    application_name: 'meshgate',
+    // The caller's thread waits for each answer: a database that stops answering must fail the call, not hang it.
+    connectionTimeoutMillis: CONNECT_WITHIN_MS,
+    keepAlive: true,
+  });
   const lost = () => {
     if (fresh !== client || broken) return;
     broken = true;
@@ -46,6 +59,10 @@ function connect(): pg.Client {
   };
   fresh.on('error', lost);
   fresh.on('end', lost);
+  timedOut = () => {
+    lost();
+    void fresh.end().catch(() => undefined);
+  };
   return fresh;
 }
 
@@ -83,11 +100,18 @@ async function run(request: BridgeRequest): Promise<BridgeAnswer> {
     await client.end();
     return { id: request.id, rows: [], rowCount: 0, bytea: [] };
   }
-  const result = await (await usable(request.sql)).query({
-    text: request.sql,
-    values: params(request.params),
-    rowMode: request.arrays ? 'array' : undefined,
-  } as pg.QueryConfig);
+  const result = await (await usable(request.sql))
+    .query({
+      text: request.sql,
+      values: params(request.params),
+      rowMode: request.arrays ? 'array' : undefined,
+      query_timeout: request.timeoutMs,
+    } as pg.QueryConfig)
+    .catch((error: Error) => {
+      if (error.message !== QUERY_TIMEOUT) throw error;
+      timedOut();
+      throw Object.assign(error, { code: '57014' }); // query_canceled
+    });
   // A multi-statement text (exec) answers one result per statement: the last one is the caller's.
   const last = Array.isArray(result) ? (result.at(-1) as pg.QueryResult) : result;
   const bytea = (last.fields ?? []).flatMap((field, at) =>

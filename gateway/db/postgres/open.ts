@@ -19,7 +19,9 @@ export async function openPostgres(url: string, migrationsFolder: string): Promi
   try {
     connection.prepare('SELECT pg_advisory_lock(hashtext(?))').get(MIGRATION_LOCK);
     try {
-      migrate(drizzle(connection as unknown as Database.Database), { migrationsFolder });
+      connection.withLongStatements(() =>
+        migrate(drizzle(connection as unknown as Database.Database), { migrationsFolder }),
+      );
     } finally {
       connection.prepare('SELECT pg_advisory_unlock(hashtext(?))').get(MIGRATION_LOCK);
     }

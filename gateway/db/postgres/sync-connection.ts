@@ -15,8 +15,14 @@ import type { ConnectionOptions } from 'node:tls';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import type { BridgeAnswer, BridgeRequest } from './bridge-protocol.ts';
 
-/** How long one call may block before the connection is declared gone (statement_timeout should fire first). */
-const ANSWER_WITHIN_MS = 60_000;
+/**
+ * How long one statement may take (the worker then fails it and replaces the connection); the caller's thread waits
+ * that plus a margin for connecting, so a database that stops answering fails calls instead of freezing the node.
+ */
+const STATEMENT_WITHIN_MS = 15_000;
+/** Migrations may rebuild tables and indexes: their statements get longer. */
+const LONG_STATEMENT_WITHIN_MS = 600_000;
+const MARGIN_MS = 10_000;
 /** Rows per FETCH of iterate()'s cursor. */
 const CURSOR_BATCH = 5000;
 let cursors = 0;
@@ -48,11 +54,20 @@ export class PgSyncConnection {
   readonly #flag: Int32Array;
   readonly #positional = new Map<string, string>();
   #nextId = 1;
+  readonly #statementBoundMs: number;
+  #statementWithinMs: number;
   #depth = 0;
   #open = true;
 
   /** Starts the worker and waits for its connection; throws what PostgreSQL answered (bad password, no database). */
-  constructor(bridgeSource: string, url: string, ssl: ConnectionOptions | undefined) {
+  constructor(
+    bridgeSource: string,
+    url: string,
+    ssl: ConnectionOptions | undefined,
+    statementWithinMs = STATEMENT_WITHIN_MS,
+  ) {
+    this.#statementBoundMs = statementWithinMs;
+    this.#statementWithinMs = statementWithinMs;
     const flag = new SharedArrayBuffer(4);
     const { port1, port2 } = new MessageChannel();
     this.#flag = new Int32Array(flag);
@@ -129,29 +144,40 @@ export class PgSyncConnection {
 
   query(sql: string, params: unknown[], arrays: boolean): Result {
     if (!this.#open) throw new TypeError('The database connection is not open');
-    const result = this.#call({ kind: 'query', id: this.#nextId++, sql, params, arrays });
+    const timeoutMs = this.#statementWithinMs;
+    const result = this.#call({ kind: 'query', id: this.#nextId++, sql, params, arrays, timeoutMs }, timeoutMs);
     const control = TRANSACTION_CONTROL.exec(sql)?.[1]?.toUpperCase();
     if (control === 'BEGIN' || control === 'START') this.#depth = Math.max(this.#depth, 1);
     else if (control) this.#depth = 0;
     return result;
   }
 
-  #call(request: BridgeRequest): Result {
+  /** Runs `fn` with the long statement bound (the migrations). */
+  withLongStatements<T>(fn: () => T): T {
+    this.#statementWithinMs = LONG_STATEMENT_WITHIN_MS;
+    try {
+      return fn();
+    } finally {
+      this.#statementWithinMs = this.#statementBoundMs;
+    }
+  }
+
+  #call(request: BridgeRequest, timeoutMs = STATEMENT_WITHIN_MS): Result {
     Atomics.store(this.#flag, 0, 0);
     this.#port.postMessage(request);
-    return this.#await(request.id);
+    return this.#await(request.id, timeoutMs + MARGIN_MS);
   }
 
   /** Blocks until the worker answers request `id`; answers to calls that timed out earlier are dropped. */
-  #await(id: number): Result {
-    const deadline = Date.now() + ANSWER_WITHIN_MS;
+  #await(id: number, withinMs = STATEMENT_WITHIN_MS + MARGIN_MS): Result {
+    const deadline = Date.now() + withinMs;
     for (;;) {
       const message = receiveMessageOnPort(this.#port)?.message as BridgeAnswer | undefined;
       if (message?.id === id) return settle(message);
       if (message) continue;
       const left = deadline - Date.now();
       if (left <= 0 || Atomics.wait(this.#flag, 0, 0, left) === 'timed-out') {
-        throw new PgQueryError(`PostgreSQL did not answer within ${ANSWER_WITHIN_MS / 1000} s`, '57014');
+        throw new PgQueryError(`PostgreSQL did not answer within ${withinMs / 1000} s`, '57014');
       }
       Atomics.store(this.#flag, 0, 0);
     }

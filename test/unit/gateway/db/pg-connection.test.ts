@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import * as pgSchema from '../../../../data/schema.pg.ts';
 import * as schema from '../../../../data/schema.ts';
 import { openConfiguredDatabase } from '../../../../gateway/db/open.ts';
-import { PgQueryError, toPositional } from '../../../../gateway/db/postgres/sync-connection.ts';
+import { pgBridgeSource } from '../../../../gateway/db/postgres/bridge-source.ts';
+import { PgQueryError, PgSyncConnection, toPositional } from '../../../../gateway/db/postgres/sync-connection.ts';
 import { openTestDatabase } from '../../../helpers/engine.ts';
 
 test('placeholders become $n outside strings, identifiers and comments', () => {
@@ -92,6 +93,17 @@ test('iterate() reads a large result in cursor batches, alone or inside a transa
   assert.deepEqual(inside, [12001]);
   assert.throws(() => [...sql.prepare('SELECT 1 / (seq - seq) FROM changes').iterate()], PgQueryError);
   assert.equal(sql.prepare('SELECT 1').pluck().get(), 1, 'a failed iterate leaves the connection usable');
+});
+
+test('a statement past its bound fails with 57014 and the next one runs on a fresh connection', async (t) => {
+  const { url } = await openTestDatabase(t, 'postgres');
+  const sql = new PgSyncConnection(await pgBridgeSource(), url as string, undefined, 300);
+  t.after(() => sql.close());
+  assert.throws(
+    () => sql.prepare('SELECT pg_sleep(5)').get(),
+    (error: PgQueryError) => error.code === '57014',
+  );
+  assert.equal(sql.prepare('SELECT 2').pluck().get(), 2, 'the node is not left waiting behind the slow statement');
 });
 
 test('every table of the SQLite schema has its PostgreSQL mirror', () => {
