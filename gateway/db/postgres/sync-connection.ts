@@ -108,24 +108,41 @@ export class PgSyncConnection {
   transaction<A extends unknown[], R>(
     fn: (...args: A) => R,
   ): ((...args: A) => R) & Record<Behaviour, (...args: A) => R> {
-    const run = (...args: A): R => {
-      // The outer call's BEGIN and COMMIT move the depth themselves (query()); a nested call counts its savepoint.
-      const savepoint = this.#depth > 0 ? `meshgate_sp_${this.#depth}` : null;
-      this.exec(savepoint ? `SAVEPOINT ${savepoint}` : 'BEGIN');
-      if (savepoint) this.#depth++;
-      try {
-        const result = fn(...args);
-        if (savepoint) this.#depth--;
-        this.exec(savepoint ? `RELEASE SAVEPOINT ${savepoint}` : 'COMMIT');
-        return result;
-      } catch (error) {
-        if (savepoint) this.#depth--;
-        this.exec(savepoint ? `ROLLBACK TO SAVEPOINT ${savepoint}` : 'ROLLBACK');
-        throw error;
-      }
-    };
+    const run = (...args: A): R =>
+      this.#depth > 0
+        ? this.#inSavepoint(`meshgate_sp_${this.#depth}`, () => fn(...args))
+        : this.#inTransaction(() => fn(...args));
     // drizzle calls the behaviour by name (deferred/immediate/exclusive); PostgreSQL takes row locks as it writes.
     return Object.assign(run, { deferred: run, immediate: run, exclusive: run });
+  }
+
+  /** The outer call: its BEGIN and COMMIT (or ROLLBACK) move the depth themselves (query()). */
+  #inTransaction<R>(fn: () => R): R {
+    this.exec('BEGIN');
+    try {
+      const result = fn();
+      this.exec('COMMIT');
+      return result;
+    } catch (error) {
+      this.exec('ROLLBACK');
+      throw error;
+    }
+  }
+
+  /** A nested call: a savepoint, counted in the depth while it is open. */
+  #inSavepoint<R>(name: string, fn: () => R): R {
+    this.exec(`SAVEPOINT ${name}`);
+    this.#depth++;
+    try {
+      const result = fn();
+      this.#depth--;
+      this.exec(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (error) {
+      this.#depth--;
+      this.exec(`ROLLBACK TO SAVEPOINT ${name}`);
+      throw error;
+    }
   }
 
   pragma(): never {
