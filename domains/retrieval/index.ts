@@ -4,6 +4,8 @@
  * dataset gate binding API. Uses AUTHZ through the catalog's DATASETS and
  * the catalog's SECRETS for connector credentials.
  */
+
+import { createNodeForwarder } from '../../gateway/cluster/forward.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { DATASETS, SECRETS } from '../catalog/index.ts';
 import { RECORD_GATE_CATALOG } from '../gates/index.ts';
@@ -65,17 +67,26 @@ export const retrievalModule: HandlerModule = {
       origin: () => deps.runtime.origin(),
     });
     deps.services.provide(RECORD_GATE_CATALOG, recordGateCatalog);
+    const nodeForwarder = createNodeForwarder({
+      caPem: () => deps.runtime.caPem(),
+      servername: deps.config.hostnames[0] as string,
+      self: deps.nodes.self ?? '',
+    });
     const routes = retrievalRoutes({
       service,
       gates: new GateBindings(datasets),
       maxBody: deps.config.limits.maxBodyBytes,
       heartbeatMs: settings.heartbeatMs,
       logger: deps.logger,
+      nodes: nodeForwarder,
     });
     return {
       routes,
       rpc: retrievalRpc(service),
-      close: () => service.close(),
+      async close() {
+        await nodeForwarder.close();
+        await service.close();
+      },
     };
   },
 };

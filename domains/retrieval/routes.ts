@@ -3,7 +3,7 @@
  */
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { onNode } from '../../gateway/cluster/forward.ts';
+import { type NodeForwarder, onNode } from '../../gateway/cluster/forward.ts';
 import { parseQuery, readJson, uuidParam } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
@@ -55,9 +55,11 @@ export interface RouteDeps {
   readonly maxBody: number;
   readonly heartbeatMs: number;
   readonly logger: Logger;
+  /** Streams of a job bound to another cluster node are fetched from there. */
+  readonly nodes: NodeForwarder;
 }
 
-export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }: RouteDeps): RouteDef[] {
+export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger, nodes }: RouteDeps): RouteDef[] {
   // A UUID path parameter; anything else is a 422, as on the jobs routes.
   const id = (ctx: RequestContext) => uuidParam(ctx.params, 'id');
   const urn = (ctx: RequestContext) => ctx.params.urn as string;
@@ -121,9 +123,12 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger }
       async handle(ctx) {
         // A job bound to another node (its credential override lives there): the client follows the redirect.
         const node = service.streamRedirect(principalOf(ctx), id(ctx));
-        if (node !== null) {
-          return { status: 307, headers: { location: onNode(node, ctx).href } };
+        if (node !== null && ctx.bearer !== null && !nodes.forwarded(ctx)) {
+          await nodes.stream(ctx, node);
+          return undefined;
         }
+        // A caller without a token to send on (a session cookie) is sent to the node itself.
+        if (node !== null) return { status: 307, headers: { location: onNode(node, ctx).href } };
         // Denials are thrown before the first byte, so they stay small JSON bodies.
         const stream = await service.stream(principalOf(ctx), id(ctx), ctx.span);
         await streamSse(ctx.res, stream, heartbeatMs, logger);

@@ -4,6 +4,8 @@
  * verified against the cluster CA for the cluster's first hostname, and its answer returned unchanged. The hop is
  * marked, so the receiving node answers itself and a request never travels twice.
  */
+import type { ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream/promises';
 import { Agent, request } from 'undici';
 import { GatewayErrors } from '../errors/gateway-errors.ts';
 import type { Reply, RequestContext } from '../http/context.ts';
@@ -12,11 +14,18 @@ import type { Reply, RequestContext } from '../http/context.ts';
 export const NODE_HOP_HEADER = 'x-meshgate-node-hop';
 /** The answer's headers a forwarded reply keeps. */
 const KEPT_HEADERS = ['retry-after'];
+/** The headers a streamed answer keeps. */
+const STREAM_HEADERS = ['content-type', 'cache-control', 'retry-after', 'x-accel-buffering'];
 
 export interface NodeForwarder {
   /** True when this request already came from another node. */
   forwarded(ctx: RequestContext): boolean;
   forward(ctx: RequestContext, nodeUrl: string, body?: Buffer): Promise<Reply>;
+  /**
+   * A GET whose answer is a stream (server-sent events), piped to the caller as the node sends it; ends when
+   * either side closes. The caller's response is written here.
+   */
+  stream(ctx: RequestContext, nodeUrl: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -34,11 +43,7 @@ export function createNodeForwarder(options: { caPem: () => string; servername: 
     forwarded: (ctx) => ctx.req.headers[NODE_HOP_HEADER] !== undefined,
     async forward(ctx, nodeUrl, body) {
       const url = onNode(nodeUrl, ctx);
-      const headers: Record<string, string> = { [NODE_HOP_HEADER]: options.self };
-      for (const name of ['authorization', 'accept', 'content-type', 'traceparent']) {
-        const value = ctx.req.headers[name];
-        if (typeof value === 'string') headers[name] = value;
-      }
+      const headers = hopHeaders(ctx, options.self);
       try {
         const answer = await request(url, { method: ctx.req.method as 'GET', headers, body, dispatcher: dispatcher() });
         const text = await answer.body.text();
@@ -53,10 +58,48 @@ export function createNodeForwarder(options: { caPem: () => string; servername: 
         throw GatewayErrors.make.cluster_node_unreachable({}, error);
       }
     },
+    async stream(ctx, nodeUrl) {
+      const upstream = new AbortController();
+      const abort = () => upstream.abort();
+      ctx.res.once('close', abort);
+      try {
+        const answer = await request(onNode(nodeUrl, ctx), {
+          headers: hopHeaders(ctx, options.self),
+          dispatcher: dispatcher(),
+          signal: upstream.signal,
+          // An event stream is quiet between events and heartbeats: the caller's close ends it, not a timer.
+          bodyTimeout: 0,
+        }).catch((error: unknown) => {
+          throw GatewayErrors.make.cluster_node_unreachable({}, error);
+        });
+        const kept = Object.fromEntries(
+          STREAM_HEADERS.flatMap((name) =>
+            typeof answer.headers[name] === 'string' ? [[name, answer.headers[name]]] : [],
+          ),
+        );
+        // Http2ServerResponse has the same writeHead shape; the union's overloads just do not unify.
+        const res = ctx.res as ServerResponse;
+        res.writeHead(answer.statusCode, kept);
+        // Either side closing ends the pipe; nothing is left to report to a caller whose stream has begun.
+        await pipeline(answer.body, res).catch(() => undefined);
+      } finally {
+        ctx.res.off('close', abort);
+      }
+    },
     async close() {
       await agent?.close();
     },
   };
+}
+
+/** The headers a forwarded request carries: the caller's credentials and content negotiation, and the hop mark. */
+function hopHeaders(ctx: RequestContext, self: string): Record<string, string> {
+  const headers: Record<string, string> = { [NODE_HOP_HEADER]: self };
+  for (const name of ['authorization', 'accept', 'content-type', 'traceparent']) {
+    const value = ctx.req.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return headers;
 }
 
 /**
