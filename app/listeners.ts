@@ -90,6 +90,7 @@ type Tracked = Socket & {
 type TrackedResponse = {
   headersSent: boolean;
   setHeader(name: string, value: string): unknown;
+  getHeader(name: string): unknown;
   once(e: 'close', f: () => void): unknown;
 };
 
@@ -131,8 +132,11 @@ export function trackSockets(server: HttpServer | Http2SecureServer, sockets = n
     if (draining.has(server)) res.setHeader('connection', 'close');
     res.once('close', () => {
       responses.delete(res);
-      // A keep-alive connection that went idle while closing: ended now, after its last answer was written.
-      if (draining.has(server) && responses.size === 0) socket.end();
+      // A connection that went idle while closing is ended after an answer that said `Connection: close`. An answer
+      // whose headers left before the close began said keep-alive: the client may be sending its next request on
+      // this connection right now (RFC 9112 §9.6), so that one is answered (with `Connection: close`) or the
+      // connection ends once idle for IDLE_LINGER_MS (lingerThenEnd).
+      if (draining.has(server) && responses.size === 0 && res.getHeader('connection') === 'close') socket.end();
     });
   });
   return sockets;

@@ -29,8 +29,8 @@ const signal = new Int32Array(flag);
  * The connection; replaced by a new one on the next request after it broke (the server restarted, a failover), so a
  * node recovers when PostgreSQL does. A transaction open when it broke is gone with it: its caller got the error.
  */
-/** Gives up the current connection after a statement timed out (its answer may still come, to nobody). */
-let timedOut = () => {};
+/** Gives up the current connection: a statement timed out (its answer may still come, to nobody), or it broke. */
+let abandon = () => {};
 let client = connect();
 let broken = false;
 /**
@@ -59,7 +59,7 @@ function connect(): pg.Client {
   };
   fresh.on('error', lost);
   fresh.on('end', lost);
-  timedOut = () => {
+  abandon = () => {
     lost();
     void fresh.end().catch(() => undefined);
   };
@@ -107,10 +107,15 @@ async function run(request: BridgeRequest): Promise<BridgeAnswer> {
       rowMode: request.arrays ? 'array' : undefined,
       query_timeout: request.timeoutMs,
     } as pg.QueryConfig)
-    .catch((error: Error) => {
-      if (error.message !== QUERY_TIMEOUT) throw error;
-      timedOut();
-      throw Object.assign(error, { code: '57014' }); // query_canceled
+    .catch((error: Error & { severity?: string }) => {
+      if (error.message === QUERY_TIMEOUT) {
+        abandon();
+        throw Object.assign(error, { code: '57014' }); // query_canceled
+      }
+      // The connection itself failed (the server ended the session: FATAL; or the socket broke: no severity at
+      // all): the next call starts a new one at once, whether or not the client's own 'error' event came first.
+      if (error.severity === undefined || error.severity === 'FATAL') abandon();
+      throw error;
     });
   // A multi-statement text (exec) answers one result per statement: the last one is the caller's.
   const last = Array.isArray(result) ? (result.at(-1) as pg.QueryResult) : result;
