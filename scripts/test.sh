@@ -55,17 +55,20 @@ npx --no-install tsx scripts/check-citations.ts
 # (and the bundle bin/meshgate runs).
 echo "== build"; bash scripts/build.sh
 echo "== tests (temp dir $run_dir, deleted at exit)"
+# node's runner, with the watchdog that fails a test file whose process outlives its tests (a child or socket a failed
+# cleanup left open), and `timeout` as the last bound on each phase, well inside CI's.
+tests=(node --import tsx --import ./test/helpers/file-watchdog.ts --test --test-concurrency=2 --test-timeout=300000)
 # Every test, in test/{unit,integration}/<layer>/<area>/ beside the harness's own (docs/test-peers.md), or only the
 # globs given.
 if [ $# -gt 0 ]; then
-  node --import tsx --test --test-concurrency=2 --test-timeout=300000 "$@"
+  timeout --kill-after=30 45m "${tests[@]}" "$@"
   exit
 fi
-node --import tsx --test --test-concurrency=2 --test-timeout=300000 'test/**/*.test.ts'
+timeout --kill-after=30 45m "${tests[@]}" 'test/**/*.test.ts'
 # The domain suites again with every test gateway (and the CLI beside it) on PostgreSQL, one fresh database each
 # (test/helpers/engine.ts): the contract every store keeps on both engines.
 echo "== tests on PostgreSQL"
-MESHGATE_TEST_DATABASE=postgres node --import tsx --test --test-concurrency=2 --test-timeout=300000 \
+MESHGATE_TEST_DATABASE=postgres timeout --kill-after=30 25m "${tests[@]}" \
   'test/integration/domains/{auth,authz,catalog,federation,gates,mesh,routing,serving}/*.test.ts' \
   'test/integration/domains/jobs/{api,gate}.test.ts' 'test/integration/domains/retrieval/{fs,gates}.test.ts' \
   'test/integration/gateway/db/change-feed.test.ts' 'test/unit/domains/**/*.test.ts'

@@ -129,14 +129,16 @@ export async function startCluster(t: After, count: number): Promise<Cluster> {
   const settings = { database: await freshPostgresDatabase(), nodeKeyFile: testNodeKeyFile() };
   const start = async (index: number) => {
     const dataDir = mkdtempSync(join(tmpdir(), `meshgate-node${index}-`));
-    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const served = await serveNode(dataDir, settings, 0);
-    const node = new ClusterNode(`n${index}`, dataDir, settings, served, Number(new URL(served.base).port));
-    // Whatever the node's process is when the test ends (a restart makes a new one), it is ended.
+    let node: ClusterNode | undefined;
+    // Whatever the node's process is when the test ends (a restart makes a new one), it is ended before its data dir
+    // is removed, in one hook: node skips a test's later after hooks once one throws.
     t.after(async () => {
-      await node.served.stop('SIGKILL');
-      await node.endpoint.close();
+      await node?.served.stop('SIGKILL');
+      await node?.endpoint.close();
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 3 });
     });
+    const served = await serveNode(dataDir, settings, 0);
+    node = new ClusterNode(`n${index}`, dataDir, settings, served, Number(new URL(served.base).port));
     return node;
   };
   const first = await start(1);

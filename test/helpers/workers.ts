@@ -10,6 +10,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
+import { alive } from './jobs.ts';
+import { waitFor } from './wait.ts';
 
 export const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
 export const ADMIN_PASSWORD = 'workers-test-admin-pw';
@@ -24,6 +26,8 @@ export interface Served {
   waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
   /** Sends the signal; resolves with the exit code once stdout has closed. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** SIGKILLs the primary and every process under it (workers, job supervisors); resolves once all have ended. */
+  killTree(): Promise<void>;
 }
 
 export async function serveWorkers(
@@ -97,7 +101,36 @@ export async function serve(
         child.once('close', (code) => resolve(code));
         child.kill(signal);
       }),
+    killTree: async () => {
+      const pids = [...descendants(child.pid as number), child.pid as number];
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // ended meanwhile
+        }
+      }
+      await waitFor(() => child.exitCode !== null || child.signalCode !== null, { what: 'the primary to end' });
+      await waitFor(() => !pids.some(alive), { what: `processes ${pids.join(', ')} to end` });
+    },
   };
+}
+
+/** Every live process below `root`, children before their parents' siblings (from /proc's parent pids). */
+function descendants(root: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parentOf.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  const below = (pid: number): number[] =>
+    [...parentOf].filter(([, parent]) => parent === pid).flatMap(([child]) => [...below(child), child]);
+  return below(root);
 }
 
 /** Live processes whose parent is `parent` and that run meshgate (job processes are the primary's children too). */

@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, type StdioOptions, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -25,19 +26,36 @@ interface Install {
   home: string;
   cache: string;
   exe: string;
+  /** Every gateway served from this install, killed when the test ends. */
+  served: ChildProcess[];
   env: Record<string, string>;
 }
 
-function install(t: { after(fn: () => void): void }): Install {
+/**
+ * The executable copied into a fresh home. When the test ends, every gateway served from it is killed and waited for,
+ * then the home removed, in one hook (node skips a test's later after hooks once one throws, and a removal racing a
+ * live gateway's writes can throw).
+ */
+function install(t: { after(fn: () => unknown): void }): Install {
   execFileSync('bash', [join(ROOT, 'scripts', 'build.sh')], { stdio: ['ignore', 'ignore', 'inherit'] });
   const home = mkdtempSync(join(tmpdir(), 'meshgate-sea-'));
-  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const served: ChildProcess[] = [];
+  t.after(async () => {
+    for (const child of served) if (child.exitCode === null && child.signalCode === null) await killed(child);
+    rmSync(home, { recursive: true, force: true, maxRetries: 3 });
+  });
   const dir = join(home, 'opt');
   mkdirSync(dir);
   const exe = join(dir, 'meshgate');
   copyFileSync(join(ROOT, 'dist', 'meshgate'), exe); // with its mode: executable
   const cache = join(home, 'cache');
-  return { dir, home, cache, exe, env: { PATH: '/usr/bin:/bin', HOME: home, XDG_CACHE_HOME: cache } };
+  return { dir, home, cache, exe, served, env: { PATH: '/usr/bin:/bin', HOME: home, XDG_CACHE_HOME: cache } };
+}
+
+function killed(child: ChildProcess): Promise<unknown> {
+  const closed = once(child, 'close');
+  child.kill('SIGKILL');
+  return closed;
 }
 
 function run(at: Install, args: string[]): { code: number | null; stdout: string; stderr: string } {
@@ -58,6 +76,7 @@ function serve(at: Install) {
     env: at.env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  at.served.push(child);
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => {
@@ -94,7 +113,6 @@ test('meshgate --version names the version, the commit and the Node.js inside', 
 test('the executable alone, outside the checkout: serve, meshgate smoke against it, SIGTERM', async (t) => {
   const at = install(t);
   const gateway = serve(at);
-  t.after(() => gateway.child.kill('SIGKILL'));
   const origin = await gateway.ready;
   assert.match(gateway.output(), /meshgate bootstrap admin: username=admin password=\S+/, 'first start');
 
@@ -124,7 +142,6 @@ test('the executable alone, outside the checkout: serve, meshgate smoke against 
 test('shipped files changed in the cache are written again from the executable before they are loaded', async (t) => {
   const at = install(t);
   const first = serve(at);
-  t.after(() => first.child.kill('SIGKILL'));
   await first.ready;
   assert.equal(await stopped(first.child), 0);
   const [folder] = readdirSync(join(at.cache, 'meshgate'));
@@ -136,7 +153,6 @@ test('shipped files changed in the cache are written again from the executable b
     return { file, original };
   });
   const gateway = serve(at);
-  t.after(() => gateway.child.kill('SIGKILL'));
   await gateway.ready;
   for (const { file, original } of planted) assert.ok(readFileSync(file).equals(original), file);
   assert.equal(await stopped(gateway.child), 0);

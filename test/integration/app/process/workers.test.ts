@@ -28,6 +28,7 @@ import {
   adminToken,
   BIN,
   connection,
+  type Served,
   servedBy,
   serveWorkers,
   steadyLoad,
@@ -37,17 +38,24 @@ import {
 
 const run = promisify(execFile);
 
-function dataDir(t: { after(fn: () => void): void }): string {
+/**
+ * A temp dir for one test, and `serve --workers` on it (or on a folder inside). When the test ends every process
+ * started is killed and waited for, then the dir is removed, in one after hook: node runs a test's after hooks in the
+ * order they were added and skips the rest once one throws, and a removal racing a live worker's writes can throw.
+ */
+function scratch(t: { after(fn: () => unknown): void }) {
   const dir = mkdtempSync(join(tmpdir(), 'meshgate-workers-'));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** `serve --workers` on `dir`, killed when the test ends (whatever it left running). */
-async function started(t: { after(fn: () => unknown): void }, ...args: Parameters<typeof serveWorkers>) {
-  const served = await serveWorkers(...args);
-  t.after(() => served.stop('SIGKILL'));
-  return served;
+  const started: Served[] = [];
+  t.after(async () => {
+    for (const served of started) await served.killTree();
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  });
+  const serve = async (workers: number, env: Record<string, string> = {}, dataDir = dir) => {
+    const served = await serveWorkers(dataDir, workers, env);
+    started.push(served);
+    return served;
+  };
+  return { dir, serve };
 }
 
 async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
@@ -61,8 +69,8 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000): Pr
 test(
   'two workers share the port and serve; the pid file is 0600 and refuses a second primary; ' + 'SIGTERM stops all',
   async (t) => {
-    const dir = dataDir(t);
-    const served = await started(t, dir, 2);
+    const { dir, serve } = scratch(t);
+    const served = await serve(2);
     const primary = served.child.pid as number;
     const workers = workerPids(primary);
     assert.equal(workers.length, 2, 'two workers');
@@ -95,7 +103,7 @@ test(
 test(
   'a worker killed with SIGKILL under load is replaced; ' + 'the failed requests are few and the gateway serves again',
   async (t) => {
-    const served = await started(t, dataDir(t), 2);
+    const served = await scratch(t).serve(2);
     const primary = served.child.pid as number;
     const [victim] = workerPids(primary);
     const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 60_000 });
@@ -120,8 +128,8 @@ test(
 test(
   'a reload under a steady HTTP/2 and HTTP/1.1 load replaces every worker; ' + 'no request fails, no stream resets',
   async (t) => {
-    const dir = dataDir(t);
-    const served = await started(t, dir, 2);
+    const { dir, serve } = scratch(t);
+    const served = await serve(2);
     const primary = served.child.pid as number;
     const before = workerPids(primary);
     const load = steadyLoad(served, { connections: 4, streams: 4, http1: 4, maxRequests: 200_000, maxMs: 90_000 });
@@ -144,7 +152,7 @@ test(
 );
 
 test('meshgate reload without a running primary says so and fails', async (t) => {
-  const dir = dataDir(t);
+  const { dir } = scratch(t);
   await assert.rejects(run(BIN, ['reload', '--data-dir', dir]), (error: { code: number; stderr: string }) => {
     assert.equal(error.code, 1);
     assert.match(error.stderr, /no running primary found/);
@@ -153,7 +161,7 @@ test('meshgate reload without a running primary says so and fails', async (t) =>
 });
 
 test('a job submitted through one worker is cancelled and read through another; run waits on any worker', async (t) => {
-  const served = await started(t, dataDir(t), 2);
+  const served = await scratch(t).serve(2);
   const token = await adminToken(served);
   const first = connection(served);
   t.after(() => first.close());
@@ -187,9 +195,9 @@ test('a job submitted through one worker is cancelled and read through another; 
 });
 
 test('a retrieval stream token handed out by one worker is honoured by every worker', async (t) => {
-  const dir = dataDir(t);
+  const { dir, serve } = scratch(t);
   const files = writeAllFormats(dir, 'rows', sampleRows(40));
-  const served = await started(t, join(dir, 'data'), 2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir });
+  const served = await serve(2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir }, join(dir, 'data'));
   const token = await adminToken(served);
   const conn = connection(served);
   t.after(() => conn.close());
@@ -228,7 +236,7 @@ test(
   'a legacy port asked for on a worker is opened by the primary; ' + 'its refusal crosses back with its reason',
   async (t) => {
     const model = await startModelServer(t);
-    const served = await started(t, dataDir(t), 2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
+    const served = await scratch(t).serve(2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
     const token = await adminToken(served);
     const conn = connection(served);
     t.after(() => conn.close());
@@ -288,13 +296,13 @@ function freePort(): Promise<number> {
 }
 
 test("a retrieval cancel taken by one worker ends the job's stream on another", async (t) => {
-  const dir = dataDir(t);
+  const { dir, serve } = scratch(t);
   const path = join(dir, 'big.jsonl');
   writeFileSync(
     path,
     Array.from({ length: 200_000 }, (_, i) => JSON.stringify({ id: `r${i}`, note: `row ${i}` })).join('\n'),
   );
-  const served = await started(t, join(dir, 'data'), 2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir });
+  const served = await serve(2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir }, join(dir, 'data'));
   const token = await adminToken(served);
   // node:http2 keeps HTTP/2 flow control: a stream this test stops reading stops the sender, so the job is still
   // streaming when the cancel arrives.
@@ -344,11 +352,7 @@ test("a retrieval cancel taken by one worker ends the job's stream on another", 
 });
 
 /** A connection served by a worker other than `worker` (each known by a ping's access line). */
-async function connectionOnAnotherWorker(
-  served: Awaited<ReturnType<typeof serveWorkers>>,
-  worker: number,
-  t: { after(fn: () => unknown): void },
-) {
+async function connectionOnAnotherWorker(served: Served, worker: number, t: { after(fn: () => unknown): void }) {
   for (let i = 0; i < 24; i++) {
     const conn = connection(served);
     t.after(() => conn.close());
