@@ -32,7 +32,7 @@ import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
-import { type AdminListener, startAdminListener } from './admin.ts';
+import { type AdminListener, shareWorkerMetrics, startAdminListener } from './admin.ts';
 import { apiDocumentInstance } from './api-document.ts';
 import { joinClusterIdentity } from './cluster-identity.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
@@ -281,7 +281,7 @@ function bindForRole(ingress: IngressBase, place: ProcessPlace): Promise<BoundLi
 
 /**
  * One process binds the admin port: the primary under workers (its jobs and ports are the once-only state), a
- * single process otherwise. A worker's own registry is not scraped.
+ * single process otherwise. A worker answers the primary's scrapes instead.
  */
 function startAdminForRole(
   config: Readonly<Config>,
@@ -289,8 +289,11 @@ function startAdminForRole(
   metrics: GatewayMetrics,
   logger: Logger,
 ): Promise<AdminListener | null> {
-  if (place.role === 'worker') return Promise.resolve(null);
-  return startAdminListener(config, metrics, logger);
+  if (place.role === 'worker') {
+    shareWorkerMetrics(config, place, metrics);
+    return Promise.resolve(null);
+  }
+  return startAdminListener(config, place, metrics, logger);
 }
 
 /** The domains' instances and the API document of their routes, served beside them. */

@@ -14,6 +14,7 @@ export function observeFederations(metrics: MetricsRegistry, records: Federation
     name: 'federation_peer_state',
     help: 'Each federation record, 1 under its current state (WAITING, PAIRING, PAIRED, DISCONNECTED).',
     labels: ['peer', 'remote_cluster', 'state'],
+    across: 'first',
     collect(gauge) {
       gauge.reset();
       for (const record of records.byStatus(LIVE))

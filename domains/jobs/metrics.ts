@@ -7,6 +7,7 @@ export function observeJobs(metrics: MetricsRegistry, store: JobStore): void {
     name: 'jobs',
     help: 'Job records by state (PENDING, RUNNING, SUCCEEDED, FAILED, STOPPED, ...) and runtime.',
     labels: ['state', 'runtime'],
+    across: 'first',
     collect(gauge) {
       gauge.reset();
       for (const { status, runtime, count } of store.countByState()) gauge.labels(status, runtime).set(count);

@@ -24,6 +24,11 @@ export interface HistogramSpec<L extends string> extends MetricSpec<L> {
 export interface GaugeSpec<L extends string> extends MetricSpec<L> {
   /** Called at each scrape to set the gauge from the live state (a store count, a pool's stats). */
   readonly collect?: (gauge: Gauge<L>) => void | Promise<void>;
+  /**
+   * How a scrape under workers combines the processes' values: `sum` (the default) for what each process holds
+   * (connections, requests in flight), `first` for state read from the shared database, the same in every process.
+   */
+  readonly across?: 'sum' | 'first';
 }
 
 export interface CounterSpec<L extends string> extends MetricSpec<L> {
@@ -93,7 +98,12 @@ export function createMetrics(): GatewayMetrics {
     gauge: <L extends string>(spec: GaugeSpec<L>) =>
       declare<Gauge<L>>(
         spec,
-        (name) => new Gauge<string>({ ...base(name, spec), ...scrape(spec.collect as GaugeSpec<string>['collect']) }),
+        (name) =>
+          new Gauge<string>({
+            ...base(name, spec),
+            aggregator: spec.across ?? 'sum',
+            ...scrape(spec.collect as GaugeSpec<string>['collect']),
+          }),
       ) as Gauge<L>,
   };
 }

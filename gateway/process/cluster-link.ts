@@ -12,21 +12,27 @@ import {
   type OwnerNotice,
   type OwnerSide,
   restoreError,
+  type WorkerQuery,
   type WorkerSide,
 } from './link.ts';
 
 type Handler = (request: unknown) => Promise<unknown> | unknown;
+type Reply = Extract<LinkMessage, { link: 'reply' }>;
+/** Settles what a worker owes for one message: its reply, or nothing (an ack, its exit, the wait ran out). */
+type Settle = (reply?: Reply) => void;
 
-/** How long a notice waits for a worker's acknowledgement. */
+/** How long a notice waits for a worker's acknowledgement, and a query for its reply. */
 const ACK_WAIT_MS = 2000;
 
-/** The primary's end: answers every attached worker's calls; notices go to all workers still connected. */
+/**
+ * The primary's end: answers every attached worker's calls; notices and queries go to all workers still connected.
+ */
 export class PrimaryLink implements OwnerSide {
   readonly role = 'primary';
   readonly #handlers = new Map<string, Handler>();
-  /** Each attached worker with its notices waiting for an acknowledgement (by notice id). */
-  readonly #workers = new Map<Worker, Map<number, () => void>>();
-  #nextNotice = 1;
+  /** Each attached worker with what it still owes: acknowledgements of notices, replies to queries (by id). */
+  readonly #workers = new Map<Worker, Map<number, Settle>>();
+  #nextId = 1;
 
   answer<Req, Res>(call: OwnerCall<Req, Res>, handler: (request: Req) => Promise<Res> | Res): void {
     if (this.#handlers.has(call.name)) throw new Error(`owner call '${call.name}' is answered twice`);
@@ -34,38 +40,47 @@ export class PrimaryLink implements OwnerSide {
   }
 
   notify<T>(notice: OwnerNotice<T>, payload: T): Promise<void> {
-    const id = this.#nextNotice++;
-    const message: LinkMessage = { link: 'notice', id, name: notice.name, payload };
-    const sent = [...this.#workers].filter(([worker]) => worker.isConnected());
-    const acked = sent.map(([, acks]) => this.#acked(acks, id));
-    for (const [worker] of sent) worker.send(message);
-    return Promise.all(acked).then(() => {});
+    return this.#sendAll({ link: 'notice', id: this.#nextId++, name: notice.name, payload }).then(() => {});
+  }
+
+  async gather<Res>(query: WorkerQuery<Res>): Promise<Res[]> {
+    const replies = await this.#sendAll({ link: 'query', id: this.#nextId++, name: query.name });
+    return replies.flatMap((reply) => (reply?.ok ? [reply.value as Res] : []));
   }
 
   attach(worker: Worker): void {
-    const acks = new Map<number, () => void>();
-    this.#workers.set(worker, acks);
+    const owed = new Map<number, Settle>();
+    this.#workers.set(worker, owed);
     worker.once('exit', () => {
       this.#workers.delete(worker);
-      for (const done of [...acks.values()]) done();
+      for (const settle of [...owed.values()]) settle();
     });
     worker.on('message', (message: unknown) => {
       if (!isLinkMessage(message)) return;
       if (message.link === 'call') void this.#answer(worker, message);
-      if (message.link === 'ack') acks.get(message.id)?.();
+      if (message.link === 'ack') owed.get(message.id)?.();
+      if (message.link === 'reply') owed.get(message.id)?.(message);
     });
   }
 
-  /** Resolves when the worker acknowledges notice `id`, exits, or ACK_WAIT_MS passes (a stuck worker holds no one). */
-  #acked(acks: Map<number, () => void>, id: number): Promise<void> {
+  /** Sends to every connected worker; resolves with what each owed for it, once all have settled. */
+  #sendAll(message: Extract<LinkMessage, { link: 'notice' | 'query' }>): Promise<(Reply | undefined)[]> {
+    const sent = [...this.#workers].filter(([worker]) => worker.isConnected());
+    const settled = sent.map(([, owed]) => this.#owedBy(owed, message.id));
+    for (const [worker] of sent) worker.send(message);
+    return Promise.all(settled);
+  }
+
+  /** Resolves when the worker settles message `id`, exits, or ACK_WAIT_MS passes (a stuck worker holds no one). */
+  #owedBy(owed: Map<number, Settle>, id: number): Promise<Reply | undefined> {
     return new Promise((resolve) => {
-      const done = () => {
+      const settle: Settle = (reply) => {
         clearTimeout(timer);
-        acks.delete(id);
-        resolve();
+        owed.delete(id);
+        resolve(reply);
       };
-      const timer = setTimeout(done, ACK_WAIT_MS);
-      acks.set(id, done);
+      const timer = setTimeout(settle, ACK_WAIT_MS);
+      owed.set(id, settle);
     });
   }
 
@@ -93,6 +108,7 @@ export class WorkerLink implements WorkerSide {
   readonly role = 'worker';
   readonly #pending = new Map<number, Pending>();
   readonly #listeners = new Map<string, Set<(payload: unknown) => void>>();
+  readonly #replies = new Map<string, () => Promise<unknown> | unknown>();
   #nextId = 1;
 
   constructor(private readonly channel: NodeJS.Process = process) {
@@ -124,7 +140,30 @@ export class WorkerLink implements WorkerSide {
     return () => set.delete(untyped);
   }
 
+  reply<Res>(query: WorkerQuery<Res>, answer: () => Promise<Res> | Res): void {
+    if (this.#replies.has(query.name)) throw new Error(`worker query '${query.name}' is answered twice`);
+    this.#replies.set(query.name, answer);
+  }
+
+  /** A query without an answerer, or whose answer failed, is replied to as not ok: the primary leaves it out. */
+  async #replyTo(query: Extract<LinkMessage, { link: 'query' }>): Promise<void> {
+    let reply: LinkMessage;
+    try {
+      const answer = this.#replies.get(query.name);
+      reply = answer
+        ? { link: 'reply', id: query.id, ok: true, value: await answer() }
+        : { link: 'reply', id: query.id, ok: false };
+    } catch {
+      reply = { link: 'reply', id: query.id, ok: false };
+    }
+    if (this.channel.connected) this.channel.send?.(reply);
+  }
+
   #receive(message: LinkMessage): void {
+    if (message.link === 'query') {
+      void this.#replyTo(message);
+      return;
+    }
     if (message.link === 'notice') {
       for (const listener of this.#listeners.get(message.name) ?? []) listener(message.payload);
       const ack: LinkMessage = { link: 'ack', id: message.id };

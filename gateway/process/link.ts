@@ -1,8 +1,9 @@
 /**
  * The local channel between the processes of one gateway: a worker asks the
  * primary to do what only the primary may do (start, stop or purge a local
- * job; open a legacy port), and the primary tells every worker what changed
- * in what it owns (a job's state). Calls and notices are typed keys, like
+ * job; open a legacy port), the primary tells every worker what changed in
+ * what it owns (a job's state), and the primary gathers what each worker
+ * alone knows (its metrics). Calls, notices and queries are typed keys, like
  * the service keys, so a domain declares what it asks for and answers once.
  *
  * The transport is node:cluster's IPC pipe (a socketpair the primary made at
@@ -28,11 +29,21 @@ export interface OwnerNotice<T> {
   readonly __payload?: T;
 }
 
+/** A question the primary asks every worker; each answers from its own state. */
+export interface WorkerQuery<Res> {
+  readonly name: string;
+  readonly __res?: Res;
+}
+
 export function ownerCall<Req, Res>(name: string): OwnerCall<Req, Res> {
   return { name };
 }
 
 export function ownerNotice<T>(name: string): OwnerNotice<T> {
+  return { name };
+}
+
+export function workerQuery<Res>(name: string): WorkerQuery<Res> {
   return { name };
 }
 
@@ -45,6 +56,8 @@ export interface OwnerSide {
    * pass), so a caller that awaits it knows the workers have acted (a cancel has reached their streams).
    */
   notify<T>(notice: OwnerNotice<T>, payload: T): Promise<void>;
+  /** Asks every connected worker; resolves with the answers that came in time (a stuck worker's is left out). */
+  gather<Res>(query: WorkerQuery<Res>): Promise<Res[]>;
 }
 
 /** A worker's side: it asks the primary and hears its notices. */
@@ -53,6 +66,8 @@ export interface WorkerSide {
   ask<Req, Res>(call: OwnerCall<Req, Res>, request: Req): Promise<Res>;
   /** Returns an unsubscribe. */
   listen<T>(notice: OwnerNotice<T>, listener: (payload: T) => void): () => void;
+  /** Answers the primary's query; one answerer per query. */
+  reply<Res>(query: WorkerQuery<Res>, answer: () => Promise<Res> | Res): void;
 }
 
 /**
@@ -69,7 +84,9 @@ export type LinkMessage =
   | { readonly link: 'answer'; readonly id: number; readonly ok: true; readonly value: unknown }
   | { readonly link: 'answer'; readonly id: number; readonly ok: false; readonly error: CarriedError }
   | { readonly link: 'notice'; readonly id: number; readonly name: string; readonly payload: unknown }
-  | { readonly link: 'ack'; readonly id: number };
+  | { readonly link: 'ack'; readonly id: number }
+  | { readonly link: 'query'; readonly id: number; readonly name: string }
+  | { readonly link: 'reply'; readonly id: number; readonly ok: boolean; readonly value?: unknown };
 
 /** An error as it crosses: an ApiError keeps its reason and fields; anything else only its message (no stack). */
 export interface CarriedError {

@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
@@ -131,6 +132,16 @@ function descendants(root: number): number[] {
   const below = (pid: number): number[] =>
     [...parentOf].filter(([, parent]) => parent === pid).flatMap(([child]) => [...below(child), child]);
   return below(root);
+}
+
+/** A loopback port free a moment ago, for a listener the gateway binds itself (a legacy or admin port). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 /** Live processes whose parent is `parent` and that run meshgate (job processes are the primary's children too). */

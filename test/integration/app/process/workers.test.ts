@@ -11,7 +11,6 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect as connectHttp2 } from 'node:http2';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -28,6 +27,7 @@ import {
   adminToken,
   BIN,
   connection,
+  freePort,
   type Served,
   servedBy,
   serveWorkers,
@@ -284,15 +284,6 @@ function listenersOf(pid: number): number[] {
       .filter((cols) => cols[3] === '0A' && inodes.has(cols[9] ?? ''))
       .map((cols) => Number.parseInt(cols[1]?.split(':')[1] ?? '', 16)),
   );
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 test("a retrieval cancel taken by one worker ends the job's stream on another", async (t) => {
