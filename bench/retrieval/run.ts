@@ -14,8 +14,16 @@
  * table. Never run by the test suite.
  *
  *   npx tsx bench/retrieval/run.ts [smallRows=1000000] [largeRows=10000000]
+ *
+ * Environment: BENCH_MESHGATE, the launcher to start (default this checkout's
+ * bin/meshgate; another checkout's gives a before/after pair on one box);
+ * BENCH_GATEWAY_NODE_OPTIONS, Node flags for the gateway alone (e.g.
+ * `--cpu-prof --cpu-prof-dir=…`, written when it exits); BENCH_CLIENTS, a
+ * comma-separated subset of the gRPC clients (flight, grpcio, connect,
+ * connect-8m) to leave the others out.
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,15 +47,25 @@ async function startGateway(): Promise<{ url: string; ca: string; pid: number; c
   const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   // As shipped: the launcher's Node flags and malloc settings apply (bench/README.md, proxy).
+  const nodeOptions = process.env.BENCH_GATEWAY_NODE_OPTIONS;
   const child = spawn(
-    join(ROOT, 'bin', 'meshgate'),
+    process.env.BENCH_MESHGATE ?? join(ROOT, 'bin', 'meshgate'),
     ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
     {
-      env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
+      env: {
+        ...process.env,
+        PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD,
+        ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
-  cleanups.push(() => child.kill('SIGTERM'));
+  // Waited for (bounded): a profile the gateway writes as it exits is complete when the bench ends.
+  cleanups.push(() => {
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    return Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+  });
   for await (const line of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
     const match = /meshgate listening (https:\/\/\S+)/.exec(line);
     if (match) {
@@ -186,16 +204,19 @@ async function main(): Promise<void> {
   const py = await startGrpcioClient(after, gw.ca);
   const flight = await startFlightClient(after, gw.ca);
   type GrpcJob = { job_id: string; grpc: { token: string; endpoint: string; endpoints: { location: string }[] } };
-  const grpcClients: [string, 'arrow-flight' | 'platform.retrieval.v1', (job: GrpcJob) => Promise<number>][] = [
-    ['Arrow Flight, pyarrow', 'arrow-flight', async (job) => (await flight.get(flightGet(job, false))).rows],
+  const allClients: [string, 'arrow-flight' | 'platform.retrieval.v1', (job: GrpcJob) => Promise<number>, string][] = [
+    ['Arrow Flight, pyarrow', 'arrow-flight', async (job) => (await flight.get(flightGet(job, false))).rows, 'flight'],
     [
       'Python grpcio',
       'platform.retrieval.v1',
       async ({ job_id, grpc }) => (await py.stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
+      'grpcio',
     ],
-    ['Node Connect', 'platform.retrieval.v1', connectClient()],
-    ['Node Connect, 8 MiB windows', 'platform.retrieval.v1', connectClient(8 << 20)],
+    ['Node Connect', 'platform.retrieval.v1', connectClient(), 'connect'],
+    ['Node Connect, 8 MiB windows', 'platform.retrieval.v1', connectClient(8 << 20), 'connect-8m'],
   ];
+  const only = process.env.BENCH_CLIENTS?.split(',');
+  const grpcClients = allClients.filter(([, , , key]) => !only || only.includes(key));
   const grpc = async (urn: string, [, grpc_protocol, stream]: (typeof grpcClients)[number]) =>
     stream(await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc', grpc_protocol }));
   /** Wall time, and the gateway's CPU seconds per million rows, of one stream. */
