@@ -70,6 +70,12 @@ async function single<T>(messages: AsyncIterable<T>): Promise<T> {
   return first.value;
 }
 
+/** The status a failure ends the call with: its own, or INTERNAL without its details (as Connect's handlers do). */
+const statusOf = (error: unknown): ConnectError =>
+  error instanceof ConnectError
+    ? error
+    : new ConnectError('internal error', Code.Internal, undefined, undefined, error);
+
 /**
  * Replaces Connect's handler for `method` in `handlers` (a router's, before
  * the adapter reads them) by one that streams the implementation's frames
@@ -123,12 +129,7 @@ export function serveFrames<I extends DescMessage, O extends DescMessage>(
         }
       } catch (error) {
         context.abort(error);
-        setTrailerStatus(
-          context.responseTrailer,
-          error instanceof ConnectError
-            ? error
-            : new ConnectError('internal error', Code.Internal, undefined, undefined, error),
-        );
+        setTrailerStatus(context.responseTrailer, statusOf(error));
       } finally {
         context.abort();
       }
