@@ -1,6 +1,8 @@
 /**
  * Arrow Flight transport: `arrow.flight.protocol.FlightService/DoGet`,
- * served by Connect-RPC on the TLS listener beside platform.retrieval.v1.
+ * in the Connect router on the TLS listener beside platform.retrieval.v1,
+ * its FlightData messages written by hand (arrow/flight-data.ts) and sent
+ * as they are (grpc-frames.ts).
  * The ticket is the JSON `{"job_id", "token"}` the platform SDK sends; the
  * token is single-use (tokens.ts). The stream is Arrow IPC (Flight.proto
  * `FlightData`): the schema, then record batches, then one metadata-only
