@@ -1,10 +1,15 @@
 /**
  * The gateway's hand-written FlightData gRPC messages read back with
  * protobuf-es (the generated Flight.proto code) and apache-arrow: the check
- * that they are the messages Connect would have encoded.
+ * that they are the messages Connect would have encoded; and that
+ * encoding itself (the peer of bench/retrieval/flight-encode.ts).
  */
 import assert from 'node:assert/strict';
-import { fromBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { encodeEnvelope } from '@connectrpc/connect/protocol';
+import { type Data, Message, makeData, RecordBatch, type Schema, Struct } from 'apache-arrow';
+import { RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
+import { VectorAssembler } from 'apache-arrow/visitor/vectorassembler';
 import { type FlightData, FlightDataSchema } from '../../proto/gen/arrow/flight/protocol/Flight_pb.ts';
 
 /** One gRPC message: flag 0 (not compressed), its length, then a FlightData. */
@@ -26,4 +31,21 @@ export function ipcStreamOf(messages: readonly Pick<FlightData, 'dataHeader' | '
     parts.push(prefix, Buffer.concat([dataHeader, Buffer.alloc(padded - dataHeader.length)]), Buffer.from(dataBody));
   }
   return Buffer.concat(parts);
+}
+
+/** The record batch as apache-arrow assembled it into a zeroed body, encoded by protobuf-es in Connect's envelope. */
+export function connectEncodedBatch(schema: Schema, columns: readonly Data[], length: number): Uint8Array {
+  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length, children: [...columns] }));
+  const { byteLength, nodes, bufferRegions, buffers, variadicBufferCounts } = VectorAssembler.assemble(batch);
+  const body = Buffer.alloc(byteLength);
+  buffers.forEach((buffer, i) => {
+    body.set(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength), bufferRegions[i]?.offset);
+  });
+  const header = Message.encode(
+    Message.from(new RecordBatchHeader(length, nodes, bufferRegions, null, variadicBufferCounts), byteLength),
+  );
+  return encodeEnvelope(
+    0,
+    toBinary(FlightDataSchema, create(FlightDataSchema, { dataHeader: header, dataBody: body })),
+  );
 }

@@ -12,15 +12,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { encodeEnvelope } from '@connectrpc/connect/protocol';
-import { type Data, Message, makeData, RecordBatch, Schema, Struct, tableFromIPC } from 'apache-arrow';
-import { RecordBatch as RecordBatchHeader } from 'apache-arrow/ipc/metadata/message';
-import { VectorAssembler } from 'apache-arrow/visitor/vectorassembler';
+import { Message, Schema, tableFromIPC } from 'apache-arrow';
 import { metadataFrame, withAppMetadata } from '../../../../../domains/retrieval/arrow/flight-data.ts';
 import { batchMessage, schemaMessage } from '../../../../../domains/retrieval/arrow/ipc.ts';
 import { arrowField, type NamedType } from '../../../../../domains/retrieval/arrow/types.ts';
 import { columnWriter } from '../../../../../domains/retrieval/arrow/writers.ts';
 import { FlightDataSchema } from '../../../../../proto/gen/arrow/flight/protocol/Flight_pb.ts';
-import { flightDataOf, ipcStreamOf } from '../../../../helpers/flight-frames.ts';
+import { connectEncodedBatch, flightDataOf, ipcStreamOf } from '../../../../helpers/flight-frames.ts';
 
 const COLUMNS: readonly NamedType[] = [
   { name: 'i8', type: { kind: 'int', bits: 8 } },
@@ -69,23 +67,6 @@ function row(i: number, withNulls: boolean): unknown[] {
   ];
 }
 
-/** The record batch as apache-arrow assembled it into a zeroed body, encoded by protobuf-es in Connect's envelope. */
-function connectEncoded(schema: Schema, columns: readonly Data[], length: number): Uint8Array {
-  const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length, children: [...columns] }));
-  const { byteLength, nodes, bufferRegions, buffers, variadicBufferCounts } = VectorAssembler.assemble(batch);
-  const body = Buffer.alloc(byteLength);
-  buffers.forEach((buffer, i) => {
-    body.set(new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength), bufferRegions[i]?.offset);
-  });
-  const header = Message.encode(
-    Message.from(new RecordBatchHeader(length, nodes, bufferRegions, null, variadicBufferCounts), byteLength),
-  );
-  return encodeEnvelope(
-    0,
-    toBinary(FlightDataSchema, create(FlightDataSchema, { dataHeader: header, dataBody: body })),
-  );
-}
-
 test('every column type, with and without nulls, in reused buffers: the bytes Connect encoded, the rows pushed', () => {
   const schema = new Schema(COLUMNS.map(arrowField));
   const writers = COLUMNS.map((c) => columnWriter(c.type));
@@ -113,7 +94,7 @@ test('every column type, with and without nulls, in reused buffers: the bytes Co
     const columns = writers.map((w) => w.finish());
     const message = batchMessage(schema, columns, length);
     assert.equal(message.rowCount, length);
-    assert.deepEqual(message.frame, Buffer.from(connectEncoded(schema, columns, length)), `${length} rows`);
+    assert.deepEqual(message.frame, Buffer.from(connectEncodedBatch(schema, columns, length)), `${length} rows`);
     frames.push(message.frame);
   }
   const table = tableFromIPC(ipcStreamOf(frames.map(flightDataOf)));
