@@ -14,122 +14,40 @@
  * table. Never run by the test suite.
  *
  *   npx tsx bench/retrieval/run.ts [smallRows=1000000] [largeRows=10000000]
+ *
+ * Environment: BENCH_MESHGATE, the launcher to start (default this checkout's
+ * bin/meshgate; another checkout's gives a before/after pair on one box);
+ * BENCH_GATEWAY_NODE_OPTIONS, Node flags for the gateway alone (e.g.
+ * `--cpu-prof --cpu-prof-dir=…`, written when it exits); BENCH_CLIENTS, a
+ * comma-separated subset of the gRPC clients (flight, grpcio, connect,
+ * connect-8m) to leave the others out.
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport, type GrpcTransportOptions, Http2SessionManager } from '@connectrpc/connect-node';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
 import { startGrpcioClient } from '../../test/helpers/grpcio.ts';
 import { type PostgresPeer, startPostgres } from '../../test/helpers/peers/postgres.ts';
+import { type Cleanups, cpuSeconds, fillTable, rssMb, startBenchGateway, timed } from './gateway.ts';
 
 const execFileAsync = promisify(execFile);
 const [smallRows = 1_000_000, largeRows = 10_000_000] = process.argv.slice(2).map(Number);
-const PASSWORD = 'bench-admin-password';
-const ROOT = join(import.meta.dirname, '..', '..');
-const cleanups: (() => unknown)[] = [];
-
-async function startGateway(): Promise<{ url: string; ca: string; pid: number; child: ChildProcess }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-bench-'));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  // As shipped: the launcher's Node flags and malloc settings apply (bench/README.md, proxy).
-  const child = spawn(
-    join(ROOT, 'bin', 'meshgate'),
-    ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn'],
-    {
-      env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  cleanups.push(() => child.kill('SIGTERM'));
-  for await (const line of createInterface({ input: child.stdout as NodeJS.ReadableStream })) {
-    const match = /meshgate listening (https:\/\/\S+)/.exec(line);
-    if (match) {
-      const port = new URL(match[1] as string).port;
-      return {
-        url: `https://localhost:${port}`,
-        ca: readFileSync(join(dataDir, 'tls', 'ca.pem'), 'utf8'),
-        pid: child.pid as number,
-        child,
-      };
-    }
-  }
-  throw new Error('gateway did not start');
-}
-
-function rssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/);
-  return Number(line?.[1] ?? 0) / 1024;
-}
-
-const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-
-/** User + system CPU seconds the process has used (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: number }> {
-  const start = process.hrtime.bigint();
-  const value = await fn();
-  return { value, seconds: Number(process.hrtime.bigint() - start) / 1e9 };
-}
+const cleanups: Cleanups = [];
 
 async function main(): Promise<void> {
   const pg: PostgresPeer = await startPostgres(
     { after: (fn) => cleanups.push(fn) },
     { settings: { shared_buffers: '256MB' } },
   );
-  const fill = (table: string, n: number) =>
-    pg
-      .psql(
-        `CREATE TABLE ${table} (id int, region text, amount int, note text);
-      INSERT INTO ${table} SELECT i, (ARRAY['north','south','east'])[i % 3 + 1], (i * 37) % ` +
-          `1000, 'row-' || i FROM generate_series(1, ${n}) i;`,
-      )
-      .then(() => pg.psql(`VACUUM ANALYZE ${table}`));
-  await fill('small', smallRows);
-  await fill('large', largeRows);
-  const gw = await startGateway();
-  const agent = new Agent({ connect: { ca: gw.ca } });
-  const api = async (method: string, path: string, token: string | null, body?: unknown) => {
-    const headers: Record<string, string> = token
-      ? { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-      : {};
-    const res = await request(`${gw.url}${path}`, {
-      method: method as 'POST',
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      dispatcher: agent,
-    });
-    return res.body.json() as Promise<any>;
-  };
-  const login = await request(`${gw.url}/api/auth/token`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: `username=admin&password=${PASSWORD}`,
-    dispatcher: agent,
-  });
-  const token = ((await login.body.json()) as { access_token: string }).access_token;
-  const secret = await api('POST', '/api/catalog/secrets/', token, {
-    name: 'bench-pg',
-    value: JSON.stringify({ user: pg.user, password: pg.password }),
-  });
-  const urnOf = async (table: string) =>
-    api('POST', '/api/catalog/datasets/', token, {
-      name: table,
-      platform: 'postgres',
-      properties: { host: pg.host, port: pg.port, database: pg.database, secret_urn: secret },
-    });
-  const urns = { small: await urnOf('small'), large: await urnOf('large') };
+  await fillTable(pg, 'small', smallRows);
+  await fillTable(pg, 'large', largeRows);
+  const gw = await startBenchGateway(cleanups, pg, process.env.BENCH_MESHGATE, process.env.BENCH_GATEWAY_NODE_OPTIONS);
+  const { agent, token } = gw;
+  const urns = { small: await gw.dataset('small'), large: await gw.dataset('large') };
 
   /**
    * psql's COPY to /dev/null: the plain table (the reference), or the rows as row_to_json renders them (the gateway's
@@ -147,7 +65,7 @@ async function main(): Promise<void> {
     );
   };
   const sse = async (urn: string) => {
-    const job = await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'sse' });
+    const job = await gw.api('POST', '/api/retrieval/jobs', { dataset_urn: urn, transport: 'sse' });
     const res = await request(`${gw.url}/api/retrieval/jobs/${job.job_id}/stream`, {
       headers: { authorization: `Bearer ${token}` },
       dispatcher: agent,
@@ -186,18 +104,21 @@ async function main(): Promise<void> {
   const py = await startGrpcioClient(after, gw.ca);
   const flight = await startFlightClient(after, gw.ca);
   type GrpcJob = { job_id: string; grpc: { token: string; endpoint: string; endpoints: { location: string }[] } };
-  const grpcClients: [string, 'arrow-flight' | 'platform.retrieval.v1', (job: GrpcJob) => Promise<number>][] = [
-    ['Arrow Flight, pyarrow', 'arrow-flight', async (job) => (await flight.get(flightGet(job, false))).rows],
+  const allClients: [string, 'arrow-flight' | 'platform.retrieval.v1', (job: GrpcJob) => Promise<number>, string][] = [
+    ['Arrow Flight, pyarrow', 'arrow-flight', async (job) => (await flight.get(flightGet(job, false))).rows, 'flight'],
     [
       'Python grpcio',
       'platform.retrieval.v1',
       async ({ job_id, grpc }) => (await py.stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
+      'grpcio',
     ],
-    ['Node Connect', 'platform.retrieval.v1', connectClient()],
-    ['Node Connect, 8 MiB windows', 'platform.retrieval.v1', connectClient(8 << 20)],
+    ['Node Connect', 'platform.retrieval.v1', connectClient(), 'connect'],
+    ['Node Connect, 8 MiB windows', 'platform.retrieval.v1', connectClient(8 << 20), 'connect-8m'],
   ];
+  const only = process.env.BENCH_CLIENTS?.split(',');
+  const grpcClients = allClients.filter(([, , , key]) => !only || only.includes(key));
   const grpc = async (urn: string, [, grpc_protocol, stream]: (typeof grpcClients)[number]) =>
-    stream(await api('POST', '/api/retrieval/jobs', token, { dataset_urn: urn, transport: 'grpc', grpc_protocol }));
+    stream(await gw.api('POST', '/api/retrieval/jobs', { dataset_urn: urn, transport: 'grpc', grpc_protocol }));
   /** Wall time, and the gateway's CPU seconds per million rows, of one stream. */
   const measured = async (n: number, fn: () => Promise<number>) => {
     const cpu = cpuSeconds(gw.pid);
@@ -239,7 +160,7 @@ async function main(): Promise<void> {
   const inlineRuns = 20;
   const inline = await timed(async () => {
     for (let i = 0; i < inlineRuns; i++)
-      await api('POST', '/api/retrieval/jobs', token, {
+      await gw.api('POST', '/api/retrieval/jobs', {
         dataset_urn: urns.small,
         transport: 'inline',
         limit_rows: 10_000,
@@ -256,7 +177,6 @@ async function main(): Promise<void> {
       `(growth ${(rss.peak - rss.base).toFixed(0)} MB)`,
   );
   process.stdout.write(`${results.join('\n')}\n`);
-  await agent.close();
 }
 
 try {

@@ -169,7 +169,7 @@ export class RetrievalService {
     const by = { transport: 'flight', parent: NO_SPAN } as const;
     return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [
       m.rowCount,
-      m.header.length + m.body.length,
+      m.frame.length,
     ]);
   }
 

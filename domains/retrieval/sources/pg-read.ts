@@ -11,11 +11,11 @@
  * server is pg-tls.ts's.
  */
 import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
 import { RetrievalErrors } from '../errors.ts';
 import { lazyModule } from './lazy.ts';
 import type { PgCredentials, PgTarget } from './pg-connection.ts';
 import { type CopyColumn, CopyJsonConverter, type CopyRowReader, copyBatches, copyKind } from './pg-copy.ts';
+import { CopyOutStream } from './pg-copy-out.ts';
 import { lockedColumns, type PgColumn, relationName } from './pg-schema.ts';
 import type { PgTls } from './pg-tls.ts';
 import { checkColumns } from './scan.ts';
@@ -175,8 +175,8 @@ function abandon(client: pg.Client, target: PgTarget, running: boolean): void {
  * Rows as JSON arrays from `COPY (SELECT …) TO STDOUT` in one read-only
  * transaction, which also reads the columns the COPY text is converted by
  * (with the relation locked, so they cannot change before it). The socket
- * is read only as fast as batches are taken (pg-copy-streams pauses it when
- * its buffer is full).
+ * is read only as fast as batches are taken (pg-copy-out.ts stops reading it
+ * when its buffer is full).
  */
 async function* copyRows<T, C>(
   client: pg.Client,
@@ -195,7 +195,7 @@ async function* copyRows<T, C>(
   const select = selectStatement(target, checkColumns(table, request), table, convert);
   const reader = converter(select.columns);
   if (first) yield first(reader);
-  const copy = client.query(copyTo(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
+  const copy = client.query(new CopyOutStream(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
   yield* copyBatches(copy, reader, request.signal);
 }
 

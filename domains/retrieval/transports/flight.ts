@@ -1,6 +1,8 @@
 /**
  * Arrow Flight transport: `arrow.flight.protocol.FlightService/DoGet`,
- * served by Connect-RPC on the TLS listener beside platform.retrieval.v1.
+ * in the Connect router on the TLS listener beside platform.retrieval.v1,
+ * its FlightData messages written by hand (arrow/flight-data.ts) and sent
+ * as they are (grpc-frames.ts).
  * The ticket is the JSON `{"job_id", "token"}` the platform SDK sends; the
  * token is single-use (tokens.ts). The stream is Arrow IPC (Flight.proto
  * `FlightData`): the schema, then record batches, then one metadata-only
@@ -9,18 +11,15 @@
  * `app_metadata`. Other Flight methods answer UNIMPLEMENTED (Connect's
  * default for a method left out).
  */
-import { create } from '@bufbuild/protobuf';
 import type { ConnectRouter } from '@connectrpc/connect';
 import { z } from 'zod';
-import {
-  type FlightData,
-  FlightDataSchema,
-  FlightService,
-} from '../../../proto/gen/arrow/flight/protocol/Flight_pb.ts';
+import { FlightService } from '../../../proto/gen/arrow/flight/protocol/Flight_pb.ts';
+import { metadataFrame, withAppMetadata } from '../arrow/flight-data.ts';
 import type { IpcMessage } from '../arrow/ipc.ts';
 import { RetrievalErrors } from '../errors.ts';
 import type { JobStream, RetrievalService } from '../service.ts';
 import { drained, openForRpc, UNCOMPRESSED } from './grpc.ts';
+import { serveFrames } from './grpc-frames.ts';
 import { footer } from './inline.ts';
 
 const ticketJson = z.object({ job_id: z.string().min(1).max(256), token: z.string().min(1).max(4096) });
@@ -41,39 +40,31 @@ export function parseTicket(ticket: Uint8Array): { jobId: string; token: string 
 
 const json = (value: unknown) => Buffer.from(JSON.stringify(value));
 
-function flightData(message: IpcMessage, stream: JobStream<IpcMessage>): FlightData {
-  const audit = stream.summary.gateAudit
-    ? json({ gate_audit: stream.summary.gateAudit, filtered: stream.summary.filtered })
-    : new Uint8Array(0);
-  return create(FlightDataSchema, {
-    dataHeader: message.header,
-    dataBody: message.body,
-    appMetadata: message.rowCount > 0 ? audit : new Uint8Array(0),
-  });
+/** A batch's frame with the gate audit so far as its app_metadata (none when no gate is bound). */
+function batchFrame(message: IpcMessage, stream: JobStream<IpcMessage>): Buffer {
+  const { gateAudit, filtered } = stream.summary;
+  if (!gateAudit || message.rowCount === 0) return message.frame;
+  return withAppMetadata(message.frame, json({ gate_audit: gateAudit, filtered }));
 }
 
-function footerData(stream: JobStream<IpcMessage>): FlightData {
+function footerFrame(stream: JobStream<IpcMessage>): Buffer {
   const { rows, chunks, filtered } = stream.summary;
-  return create(FlightDataSchema, { appMetadata: json({ ...footer(stream.summary), filtered, rows, chunks }) });
+  return metadataFrame(json({ ...footer(stream.summary), filtered, rows, chunks }));
 }
 
-async function* flightMessages(stream: JobStream<IpcMessage>): AsyncGenerator<FlightData> {
-  for await (const message of stream.chunks) yield flightData(message, stream);
-  yield footerData(stream);
+async function* flightFrames(stream: JobStream<IpcMessage>): AsyncGenerator<Buffer> {
+  for await (const message of stream.chunks) yield batchFrame(message, stream);
+  yield footerFrame(stream);
 }
 
 export function registerFlightRpc(router: ConnectRouter, service: RetrievalService): void {
-  router.service(
-    FlightService,
-    {
-      async *doGet(request, context) {
-        const stream = await openForRpc(() => {
-          const { jobId, token } = parseTicket(request.ticket);
-          return service.flightStream(jobId, token);
-        });
-        yield* drained(stream, context, flightMessages(stream));
-      },
-    },
-    UNCOMPRESSED,
-  );
+  // Every method Connect's (UNIMPLEMENTED); then DoGet's gRPC handler replaced by one sending the frames as built.
+  router.service(FlightService, {}, UNCOMPRESSED);
+  serveFrames(router.handlers, FlightService.method.doGet, async function* doGet(request, context) {
+    const stream = await openForRpc(() => {
+      const { jobId, token } = parseTicket(request.ticket);
+      return service.flightStream(jobId, token);
+    });
+    yield* drained(stream, context, flightFrames(stream));
+  });
 }

@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { tableFromIPC } from 'apache-arrow';
-import type { IpcMessage } from '../../../../../domains/retrieval/arrow/ipc.ts';
 import { arrowCopyColumn, CopyArrowConverter } from '../../../../../domains/retrieval/sources/pg-arrow.ts';
 import { MAX_ROW_BYTES } from '../../../../../domains/retrieval/sources/pg-copy.ts';
+import { flightDataOf, ipcStreamOf } from '../../../../helpers/flight-frames.ts';
 
 const TABLE = [
   ['i4', 'integer'],
@@ -77,26 +77,13 @@ const EXPECTED = [
   },
 ];
 
-/** The Arrow IPC stream format around the converter's messages (Arrow columnar format, "IPC Streaming Format"). */
-function ipcStream(messages: readonly IpcMessage[]): Uint8Array {
-  const parts: Buffer[] = [];
-  for (const { header, body } of messages) {
-    const padded = (header.length + 7) & ~7;
-    const prefix = Buffer.alloc(8);
-    prefix.writeInt32LE(-1, 0);
-    prefix.writeInt32LE(padded, 4);
-    parts.push(prefix, Buffer.concat([header, Buffer.alloc(padded - header.length)]), Buffer.from(body));
-  }
-  return Buffer.concat(parts);
-}
-
 function convert(chunks: readonly Buffer[], batchSize: number): { rows: Record<string, unknown>[]; batches: number } {
   const converter = new CopyArrowConverter(TABLE.map(arrowCopyColumn), batchSize);
   const messages = [converter.schemaMessage()];
   for (const chunk of chunks) messages.push(...converter.push(chunk));
   const last = converter.end();
   if (last) messages.push(last);
-  const table = tableFromIPC(ipcStream(messages));
+  const table = tableFromIPC(ipcStreamOf(messages.map((m) => flightDataOf(m.frame))));
   return { rows: table.toArray().map((row) => row.toJSON()), batches: table.batches.length };
 }
 
