@@ -1,7 +1,7 @@
 /**
  * The Postgres source (platform `postgres`): the dataset's target, TLS and
  * credentials are checked when the source is made, the reads themselves
- * (pg-read.ts: COPY, its conversion, pg and pg-copy-streams) load on the
+ * (pg-read.ts: COPY, its conversion, pg and the COPY OUT reader) load on the
  * first read, so a gateway that never reads PostgreSQL never loads them.
  */
 import { lazyModule } from './lazy.ts';

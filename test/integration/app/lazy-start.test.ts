@@ -25,7 +25,6 @@ const NOT_AT_START = [
   'hive-driver',
   '@slack/web-api',
   'pg',
-  'pg-copy-streams',
   'hyparquet',
   'csv-parse',
   'apache-arrow',
