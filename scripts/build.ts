@@ -15,7 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -51,6 +51,30 @@ const drizzleRequires: Plugin = {
       if (contents === source) throw new Error(`${path}: no load('…') call left to bundle`);
       return { contents, loader: 'ts' };
     });
+  },
+};
+
+/**
+ * Node.js's built-in modules taken with require(), not import. Importing one from an ES module makes Node build
+ * its ES module facade, which reads every export once — lazy ones included: `node:http`'s loads Node's internal
+ * undici, `node:crypto`'s the Web Crypto API — tens of milliseconds and megabytes of heap at every start for code
+ * the gateway never runs (bench/README.md, startup). esbuild's wrapper for a CommonJS module reads an export only
+ * when the code does.
+ */
+const BUILTIN_NAMESPACE = 'node-builtin';
+const builtinsRequired: Plugin = {
+  name: 'builtins-required',
+  setup(builder) {
+    const builtin = new RegExp(`^(node:.*|${builtinModules.map((name) => name.replaceAll('/', '\\/')).join('|')})$`);
+    builder.onResolve({ filter: builtin }, ({ path, kind }) =>
+      kind === 'import-statement' || kind === 'dynamic-import'
+        ? { path, namespace: BUILTIN_NAMESPACE }
+        : { path, external: true },
+    );
+    builder.onLoad({ filter: /.*/, namespace: BUILTIN_NAMESPACE }, ({ path }) => ({
+      contents: `module.exports = require(${JSON.stringify(path)});`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -105,7 +129,7 @@ async function bundle(): Promise<void> {
     outdir: DIST,
     chunkNames: 'meshgate-[hash]',
     outExtension: { '.js': '.mjs' },
-    plugins: [drizzleRequires],
+    plugins: [drizzleRequires, builtinsRequired],
     // Only the console's client build imports esbuild, and the bundle carries that client prebuilt.
     external: ['esbuild'],
     // The Kafka client's compression and CRC helpers read their WebAssembly from a file beside their module, which a

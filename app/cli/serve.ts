@@ -62,6 +62,15 @@ function stopSignals(): { signal: Promise<NodeJS.Signals>; cancel(): void } {
  * and bin/meshgate keep (+40 MB and +150 ms of parsing at every start).
  */
 function releaseStartupMemory(): void {
+  // Not at once: a full collection takes tens of milliseconds, and the first requests (a supervisor's health check,
+  // the clients that waited for the ready line) would wait behind it.
+  setTimeout(collectOnce, RELEASE_AFTER_MS).unref();
+}
+
+/** Long enough for the requests queued behind start to be answered first; well before a gateway is called idle. */
+const RELEASE_AFTER_MS = 500;
+
+function collectOnce(): void {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as NodeJS.GCFunction;
   setFlagsFromString('--no-expose-gc');
