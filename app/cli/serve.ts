@@ -80,10 +80,13 @@ function collectOnce(): void {
 export const serveCommand: CliCommand = {
   name: 'serve',
   summary: 'start the gateway',
-  usage: `meshgate serve ${flagSynopsis}
+  // Rendered when asked for (--help, a usage error), not at every start: it parses the configuration's defaults.
+  get usage() {
+    return `meshgate serve ${flagSynopsis}
 
 settings (a flag wins over its environment variable, which wins over the --config file):
-${renderHelp()}`,
+${renderHelp()}`;
+  },
   async run(args, env) {
     if (args.length > 0) {
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);
