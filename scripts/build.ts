@@ -15,7 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -53,6 +53,41 @@ const drizzleRequires: Plugin = {
     });
   },
 };
+
+/**
+ * Node.js's built-in modules taken with require(), not import. Importing one from an ES module makes Node build
+ * its ES module facade, which reads every export once — lazy ones included: `node:http`'s loads Node's internal
+ * undici, `node:crypto`'s the Web Crypto API — tens of milliseconds and megabytes of heap at every start for code
+ * the gateway never runs (bench/README.md, startup). esbuild's wrapper for a CommonJS module reads an export only
+ * when the code does.
+ */
+const BUILTIN_NAMESPACE = 'node-builtin';
+const builtinsRequired: Plugin = {
+  name: 'builtins-required',
+  setup(builder) {
+    const builtin = new RegExp(`^(node:.*|${builtinModules.map((name) => name.replaceAll('/', '\\/')).join('|')})$`);
+    builder.onResolve({ filter: builtin }, ({ path, kind }) =>
+      kind === 'import-statement' || kind === 'dynamic-import'
+        ? { path, namespace: BUILTIN_NAMESPACE }
+        : { path, external: true },
+    );
+    builder.onLoad({ filter: /.*/, namespace: BUILTIN_NAMESPACE }, ({ path }) => ({
+      contents: `module.exports = require(${JSON.stringify(path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
+/**
+ * The module's text with every character beyond ASCII written as its \\u escape (per UTF-16 unit). V8 keeps a
+ * module's source for as long as the module lives (lazy compilation, Function.prototype.toString), and Node.js
+ * decodes a file that is not all ASCII into two bytes a character: one name in a licence comment (esbuild prints code
+ * in ASCII but keeps comments as they are) doubled the entry's 1.2 MB in every gateway's heap. In a string, a
+ * template, a regular expression or a name the escape means the same character; in a comment it is only text.
+ */
+function asciiOnly(text: string): string {
+  return text.replaceAll(/[^\0-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
 
 /** HEAD's commit, `-dirty` when tracked files differ from it; `unknown` outside a git checkout. */
 function commit(): string {
@@ -105,7 +140,7 @@ async function bundle(): Promise<void> {
     outdir: DIST,
     chunkNames: 'meshgate-[hash]',
     outExtension: { '.js': '.mjs' },
-    plugins: [drizzleRequires],
+    plugins: [drizzleRequires, builtinsRequired],
     // Only the console's client build imports esbuild, and the bundle carries that client prebuilt.
     external: ['esbuild'],
     // The Kafka client's compression and CRC helpers read their WebAssembly from a file beside their module, which a
@@ -128,7 +163,8 @@ async function bundle(): Promise<void> {
   if (!names.has(BUNDLE_ENTRY)) throw new Error('esbuild wrote no bundle entry');
   // The chunks first, the entry that imports them last: a concurrent bin/meshgate starts the old bundle or the new.
   const outputs = [...result.outputFiles].sort((a, b) => Number(a.path === ENTRY) - Number(b.path === ENTRY));
-  for (const output of outputs) writeAtomically(output.path, (staging) => writeFileSync(staging, output.contents));
+  for (const output of outputs)
+    writeAtomically(output.path, (staging) => writeFileSync(staging, asciiOnly(output.text)));
   for (const name of readdirSync(DIST)) if (CHUNK.test(name) && !names.has(name)) rmSync(join(DIST, name));
   // The commit bin/meshgate compares with HEAD to know the bundle is current.
   writeFileSync(join(DIST, 'meshgate.commit'), `${stamped.replace(/-dirty$/, '')}\n`);
@@ -211,7 +247,10 @@ async function singleExecutable(): Promise<void> {
       // The main script is a few KiB; the bundle it imports has Node's compile cache (app/cli/sea-main.ts).
       useCodeCache: false,
       // bin/meshgate's memory default for a long-running gateway (bench/README.md); NODE_OPTIONS still adds to it.
-      execArgv: ['--max-semi-space-size=16'],
+      // The young generation starts at that size too: start allocates ~30 MB of short-lived objects, which in V8's
+      // 1 MiB first semi-space took six scavenges (~30 ms of CPU); the one collection after start
+      // (app/cli/serve.ts) gives the pages back. Node.js takes this flag only on its command line, not NODE_OPTIONS.
+      execArgv: ['--max-semi-space-size=16', '--min-semi-space-size=16'],
       assets: assets(staging),
     };
     const configFile = join(staging, 'sea-config.json');

@@ -62,6 +62,15 @@ function stopSignals(): { signal: Promise<NodeJS.Signals>; cancel(): void } {
  * and bin/meshgate keep (+40 MB and +150 ms of parsing at every start).
  */
 function releaseStartupMemory(): void {
+  // Not at once: a full collection takes tens of milliseconds, and the first requests (a supervisor's health check,
+  // the clients that waited for the ready line) would wait behind it.
+  setTimeout(collectOnce, RELEASE_AFTER_MS).unref();
+}
+
+/** Long enough for the requests queued behind start to be answered first; well before a gateway is called idle. */
+const RELEASE_AFTER_MS = 500;
+
+function collectOnce(): void {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as NodeJS.GCFunction;
   setFlagsFromString('--no-expose-gc');
@@ -71,10 +80,13 @@ function releaseStartupMemory(): void {
 export const serveCommand: CliCommand = {
   name: 'serve',
   summary: 'start the gateway',
-  usage: `meshgate serve ${flagSynopsis}
+  // Rendered when asked for (--help, a usage error), not at every start: it parses the configuration's defaults.
+  get usage() {
+    return `meshgate serve ${flagSynopsis}
 
 settings (a flag wins over its environment variable, which wins over the --config file):
-${renderHelp()}`,
+${renderHelp()}`;
+  },
   async run(args, env) {
     if (args.length > 0) {
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);

@@ -224,7 +224,13 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
 ];
 
-const DEFAULTS: Config = configSchema.parse({});
+let defaults: Config | null = null;
+
+/** The configuration's defaults, parsed on first use: help and the settings doc show them, a start does not. */
+function configDefaults(): Config {
+  defaults ??= configSchema.parse({});
+  return defaults;
+}
 
 /** A default as an operator would type it (literal), or what leaving the variable unset means (not literal). */
 interface ShownDefault {
@@ -236,7 +242,8 @@ interface ShownDefault {
 function settingDefaults(setting: ServeSetting): ShownDefault[] {
   const shown = setting.env.map((name): ShownDefault => {
     const spec = ENV_NAMES[name];
-    const value = spec?.path.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], DEFAULTS) ?? null;
+    const value =
+      spec?.path.reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], configDefaults()) ?? null;
     const unset = value === null || (Array.isArray(value) && value.length === 0);
     if (unset) return { text: setting.unset ?? 'none', literal: false };
     return { text: Array.isArray(value) ? value.join(',') : String(value), literal: true };

@@ -13,18 +13,28 @@
  * with its anonymous (heap, stacks) and file-backed (the executable's pages)
  * parts.
  *
- * The executable is measured as a host runs it, read from disk: its pages are
- * dropped from the page cache first (dd's `iflag=nocache`). A file just
- * written in one piece (postject does) sits in the page cache in large
- * folios, which the kernel maps whole on a fault: ~13 MB more resident than
- * the same file read back from disk or copied.
+ * The targets take turns (one start of each, then the next round), so a
+ * change in the shared host's load falls on all of them alike.
+ * BENCH_BASELINE=<another build's dist/meshgate> adds that executable as a
+ * target beside this one: how a change moved the figures, in one run.
  *
- *   scripts/build.sh && npx tsx bench/startup/run.ts   # BENCH_REPS=5; JSON also in .bench-out/startup.json
+ * The executable's file-backed pages depend on the page cache, not on the
+ * bench: a start maps not only the pages it touches but the cached pages
+ * around each one (the kernel's fault-around, whole large folios), so the
+ * same executable reads ~5 MB less when its start reads it from disk (no
+ * neighbours cached yet) than on every later start, and ~30 MB more after
+ * the file was read whole (`cat`, a backup: readahead caches it in large
+ * folios). How stdout and stderr are attached does not change it. The
+ * executables are dropped from the page cache (dd's `iflag=nocache`) before
+ * their first start, which is not counted: the counted starts are warm, as
+ * every start of a gateway but the first after a boot.
+ *
+ *   scripts/build.sh && npx tsx bench/startup/run.ts   # BENCH_REPS=5 BENCH_BASELINE=; JSON in .bench-out/startup.json
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 
@@ -71,16 +81,8 @@ const TARGETS: Target[] = [
     path: '/api/ping',
     command: (port, state) => ({ file: join(ROOT, 'bin', 'meshgate'), args: serveArgs(port, state), env: {} }),
   },
-  {
-    name: 'dist/meshgate (executable)',
-    path: '/api/ping',
-    fromDisk: join(ROOT, 'dist', 'meshgate'),
-    command: (port, state) => ({
-      file: join(ROOT, 'dist', 'meshgate'),
-      args: serveArgs(port, state),
-      env: { XDG_CACHE_HOME: join(state, 'cache') },
-    }),
-  },
+  executableTarget('dist/meshgate (executable)', join(ROOT, 'dist', 'meshgate')),
+  ...(process.env.BENCH_BASELINE ? [executableTarget('baseline', process.env.BENCH_BASELINE)] : []),
   {
     name: 'caddy (peer)',
     path: '/',
@@ -91,6 +93,16 @@ const TARGETS: Target[] = [
     }),
   },
 ];
+
+/** A single executable, read from disk before its first start; its cache folder in its own state dir. */
+function executableTarget(name: string, file: string): Target {
+  return {
+    name,
+    path: '/api/ping',
+    fromDisk: file,
+    command: (port, state) => ({ file, args: serveArgs(port, state), env: { XDG_CACHE_HOME: join(state, 'cache') } }),
+  };
+}
 
 /** Caddy serving a static 200 over TLS with meshgate's server certificate, admin endpoint off. */
 function caddyConfig(port: number, state: string): string {
@@ -223,6 +235,7 @@ async function main(): Promise<void> {
       return null;
     }
   };
+  const prepared = [];
   for (const target of TARGETS) {
     const state = join(work, target.name.replace(/[^a-z].*$/, ''));
     mkdirSync(state, { recursive: true });
@@ -230,8 +243,11 @@ async function main(): Promise<void> {
     const ca = target.name.startsWith('caddy') ? pem(sharedTls) : pem(join(state, 'data'));
     if (target.fromDisk) execFileSync('dd', [`if=${target.fromDisk}`, 'iflag=nocache', 'count=0', 'status=none']);
     await start(target, state, ca); // cold: not counted
-    const runs = [];
-    for (let i = 0; i < REPS; i++) runs.push(await start(target, state, ca));
+    prepared.push({ target, state, ca, runs: [] as Start[] });
+  }
+  for (let i = 0; i < REPS; i++)
+    for (const each of prepared) each.runs.push(await start(each.target, each.state, each.ca));
+  for (const { target, runs } of prepared) {
     const result = {
       readyMs: median(runs.map((r) => r.readyMs)),
       cpuMs: median(runs.map((r) => r.cpuMs)),
@@ -246,6 +262,11 @@ async function main(): Promise<void> {
     const rest = `CPU ${result.cpuMs.toFixed(0)} ms, idle RSS ${result.rssMb.toFixed(1)} MB (${parts})`;
     console.log(`${target.name.padEnd(28)} ${serving}, ${rest}`);
   }
+  console.log(
+    `load average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  );
   const sizes = {
     'tsx (before): node + node_modules + sources': sizeMb(NODE, ...SOURCES.map((d) => join(ROOT, d))),
     'dist/meshgate': statSync(join(ROOT, 'dist', 'meshgate')).size / 1e6,
@@ -259,7 +280,8 @@ async function main(): Promise<void> {
     console.log(`executable / caddy: start ${ratio((r) => r.readyMs)}×, idle RSS ${ratio((r) => r.rssMb)}×`);
   }
   mkdirSync(join(ROOT, '.bench-out'), { recursive: true });
-  writeFileSync(join(ROOT, '.bench-out', 'startup.json'), JSON.stringify({ reps: REPS, results, sizes }, null, 2));
+  const report = { reps: REPS, load: loadavg(), results, sizes };
+  writeFileSync(join(ROOT, '.bench-out', 'startup.json'), JSON.stringify(report, null, 2));
 }
 
 main()

@@ -116,11 +116,13 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
     if (exposed.length > 0)
       throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
   }
-  const sandboxProblem = sandbox.probe();
+  const sandboxProblem = sandbox.probe().then((problem) => {
+    if (problem !== null)
+      logger.error({ reason: problem }, 'the job sandbox is unavailable: local jobs are refused (503)');
+    return problem;
+  });
   if (!sandbox.isolated)
     logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
-  if (sandboxProblem !== null)
-    logger.error({ reason: sandboxProblem }, 'the job sandbox is unavailable: local jobs are refused (503)');
   const local = new LocalJobRuntime({
     jobsDir: join(config.dataDir, 'jobs'),
     maxConcurrent: jobs.local.maxConcurrent,

@@ -36,8 +36,8 @@ export interface LocalRuntimeOptions {
   /** The clean base environment every job starts from (PATH, LANG; HOME is the job's work dir). */
   baseEnv: Record<string, string>;
   sandbox: JobSandbox;
-  /** Why no sandbox can be made here (probed at start), or null; jobs are refused while it is set. */
-  sandboxProblem: string | null;
+  /** Why no sandbox can be made here (probed from start on), or null; jobs are refused when it is set. */
+  sandboxProblem: Promise<string | null>;
   tickMs?: number;
 }
 
@@ -78,10 +78,16 @@ export class LocalJobRuntime implements JobRuntime {
   /** After close nothing new starts: queued jobs stay PENDING and are queued again at the next start. */
   #closed = false;
   readonly #ticker: NodeJS.Timeout;
+  /** The sandbox probe's answer; until it comes (undefined), queued jobs wait. */
+  #sandboxProblem: string | null | undefined;
 
   constructor(private readonly options: LocalRuntimeOptions) {
     this.#ticker = setInterval(() => this.#tick(), options.tickMs ?? 500);
     this.#ticker.unref();
+    void options.sandboxProblem.then((problem) => {
+      this.#sandboxProblem = problem;
+      this.#pump();
+    });
   }
 
   idFor(jobId: string): string {
@@ -89,7 +95,7 @@ export class LocalJobRuntime implements JobRuntime {
   }
 
   async submit(spec: RuntimeJobSpec): Promise<void> {
-    if (this.options.sandboxProblem !== null) throw JobsErrors.make.job_sandbox_unavailable();
+    if ((await this.options.sandboxProblem) !== null) throw JobsErrors.make.job_sandbox_unavailable();
     const id = this.idFor(spec.jobId);
     this.#entries.set(id, newEntry(spec.jobId, spec));
     this.#queue.push(id);
@@ -198,6 +204,7 @@ export class LocalJobRuntime implements JobRuntime {
   }
 
   #startQueued(): void {
+    if (this.#sandboxProblem === undefined) return; // the probe's answer pumps again
     while (!this.#closed && this.#running < this.options.maxConcurrent && this.#queue.length > 0) {
       const id = this.#queue.shift() as string;
       const entry = this.#entries.get(id);
@@ -211,7 +218,7 @@ export class LocalJobRuntime implements JobRuntime {
   #start(id: string, entry: Entry, spec: RuntimeJobSpec): void {
     const paths = this.#paths(id);
     try {
-      if (this.options.sandboxProblem !== null) throw new Error('the job sandbox is unavailable');
+      if (this.#sandboxProblem !== null) throw new Error('the job sandbox is unavailable');
       if (spec.packages.length > 0 && !this.options.wheelDir)
         throw new Error('no wheel directory is configured for python_packages');
       prepareJobDir(paths, spec.packages, this.options.sandbox.jobUid);

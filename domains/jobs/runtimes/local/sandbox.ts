@@ -13,7 +13,7 @@
  *   [root only] setpriv --reuid <uid> … (drops to the job uid inside the sandbox)
  *   /bin/sh -c <step>
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
@@ -152,19 +152,22 @@ export class JobSandbox {
     return [...limits, ...args, ...drop, '--no-new-privs', '--'];
   }
 
-  /** Whether a sandbox can be made here: runs `true` in one. The reason when not, for the start log. */
-  probe(): string | null {
-    if (!this.isolated) return null;
+  /**
+   * Whether a sandbox can be made here: runs `true` in one. The reason when not, for the start log. Not awaited by
+   * start: the child takes tens of milliseconds that serving need not wait for; a job waits for the answer.
+   */
+  probe(): Promise<string | null> {
+    if (!this.isolated) return Promise.resolve(null);
     const [command, ...args] = [...this.launcher({ writable: [], readOnly: [], chdir: null }), '/bin/true'];
-    const result = spawnSync(command as string, args, {
-      encoding: 'utf8',
-      timeout: 10_000,
-      env: { PATH: '/usr/bin:/bin' },
+    const options = { encoding: 'utf8', timeout: 10_000, env: { PATH: '/usr/bin:/bin' } } as const;
+    return new Promise((resolve) => {
+      execFile(command as string, args, options, (error, _stdout, stderr) => {
+        if (!error) resolve(null);
+        // A child that could not start has a string code (ENOENT); one that ran, its exit status or the signal.
+        else if (typeof error.code === 'string') resolve(`${command}: ${error.message}`);
+        else resolve(`${this.options.bwrapPath} exited ${error.code ?? error.signal}: ${stderr.trim()}`);
+      });
     });
-    if (result.error) return `${command}: ${result.error.message}`;
-    if (result.status !== 0)
-      return `${this.options.bwrapPath} exited ${result.status ?? result.signal}: ${result.stderr.trim()}`;
-    return null;
   }
 
   #limits(): string[] {
