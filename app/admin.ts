@@ -5,41 +5,27 @@
  * admin endpoint are kept apart. It serves `GET /metrics` in the Prometheus
  * text format and nothing else. With `admin.metricsToken` set, a scrape must
  * present it as a bearer token (Prometheus `authorization` in scrape_config).
- *
- * Under workers the primary binds it and a scrape gathers every worker's
- * registry beside its own, combined as prom-client's cluster aggregation
- * does (https://github.com/siimon/prom-client#usage-with-nodejss-cluster-module):
- * counters and histograms summed, each gauge as it declares (per-process
- * state summed, database-read state taken once, default process metrics as
- * prom-client declares them).
+ * Under workers the primary binds it and a scrape combines every worker's
+ * metrics with its own (worker-metrics.ts).
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { AggregatorRegistry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../gateway/config/schema.ts';
 import type { ApiError } from '../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../gateway/errors/gateway-errors.ts';
 import { urlOf } from '../gateway/http/origin.ts';
 import type { GatewayMetrics } from '../gateway/observability/metrics.ts';
-import { type ProcessPlace, workerQuery } from '../gateway/process/link.ts';
+import type { ProcessPlace } from '../gateway/process/link.ts';
 import { listen } from './listeners.ts';
+import { WorkersMetrics } from './worker-metrics.ts';
 
-/** The primary's question to each worker at a scrape: its registry, as prom-client's JSON. */
-const WORKER_METRICS = workerQuery<MetricObjectWithValues<MetricValue<string>>[]>('admin.metrics');
-
-/** A worker of a gateway with an admin listener answers the primary's scrapes, its process metrics included. */
-export function shareWorkerMetrics(config: Readonly<Config>, place: ProcessPlace, metrics: GatewayMetrics): void {
-  if (place.role !== 'worker' || config.admin.port === null) return;
-  collectDefaultMetrics({ register: metrics.registry });
-  place.reply(WORKER_METRICS, () => metrics.registry.getMetricsAsJSON());
-}
-
-/** This process's registry; on a primary, combined with every worker's (a worker that does not answer is left out). */
-async function scrape(metrics: GatewayMetrics, place: ProcessPlace): Promise<string> {
-  if (place.role !== 'primary') return metrics.registry.metrics();
-  const own = await metrics.registry.getMetricsAsJSON();
-  return AggregatorRegistry.aggregate([own, ...(await place.gather(WORKER_METRICS))]).metrics();
+/** This process's registry, or on a primary every process's combined. */
+function scrapeFor(metrics: GatewayMetrics, place: ProcessPlace): () => Promise<string> {
+  if (place.role !== 'primary') return () => metrics.registry.metrics();
+  const workers = new WorkersMetrics(place, metrics.registry);
+  return () => workers.render();
 }
 
 export interface AdminListener {
@@ -65,13 +51,13 @@ function presentsToken(req: IncomingMessage, expected: Buffer | null): boolean {
 
 async function sendMetrics(
   metrics: GatewayMetrics,
-  place: ProcessPlace,
+  scrape: () => Promise<string>,
   req: IncomingMessage,
   res: ServerResponse,
   logger: Logger,
 ): Promise<void> {
   try {
-    const text = await scrape(metrics, place);
+    const text = await scrape();
     res.writeHead(200, { 'content-type': metrics.registry.contentType, 'cache-control': 'no-store' });
     res.end(req.method === 'HEAD' ? undefined : text);
   } catch (error) {
@@ -82,13 +68,14 @@ async function sendMetrics(
 
 function handler(metrics: GatewayMetrics, place: ProcessPlace, token: string | null, logger: Logger) {
   const expected = token === null ? null : digest(token);
+  const scrape = scrapeFor(metrics, place);
   return async (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics') return refuse(res, GatewayErrors.make.route_not_found());
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return refuse(res, GatewayErrors.make.method_not_allowed({ allowed: ['GET', 'HEAD'] }));
     if (!presentsToken(req, expected)) return refuse(res, GatewayErrors.make.not_authenticated());
-    return sendMetrics(metrics, place, req, res, logger);
+    return sendMetrics(metrics, scrape, req, res, logger);
   };
 }
 

@@ -32,7 +32,7 @@ import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
-import { type AdminListener, shareWorkerMetrics, startAdminListener } from './admin.ts';
+import { type AdminListener, startAdminListener } from './admin.ts';
 import { apiDocumentInstance } from './api-document.ts';
 import { joinClusterIdentity } from './cluster-identity.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
@@ -47,6 +47,7 @@ import {
   listen,
   plainListening,
 } from './listeners.ts';
+import { shareWorkerMetrics } from './worker-metrics.ts';
 
 export interface GatewayOptions {
   logDestination?: DestinationStream;
@@ -103,11 +104,11 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     logs.close();
     throw error;
   });
-  const metrics = createMetrics();
+  const place = options.process ?? SINGLE_PROCESS;
+  const metrics = createMetrics({ databaseGauges: place.role !== 'worker' });
   const tracing = await createTracing(config);
   const observer = createRequestObserver(metrics, tracing);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
-  const place = options.process ?? SINGLE_PROCESS;
   const bound = await bindForRole(ingress, place).catch((error: unknown) => {
     lock.release();
     logs.close();

@@ -58,8 +58,11 @@ export interface GatewayMetrics extends MetricsRegistry {
  * A registry whose declarations are idempotent by name: two modules (the
  * mesh verify stage and the egress signer) share one counter by declaring
  * the same spec, where prom-client alone would refuse the second.
+ * `databaseGauges: false` (a worker) leaves the gauges read from the shared
+ * database (`across: 'first'`) out of this registry: the primary's scrape
+ * reads them once for every process.
  */
-export function createMetrics(): GatewayMetrics {
+export function createMetrics({ databaseGauges = true }: { databaseGauges?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
   const declared = new Map<string, unknown>();
   function declare<T>(spec: MetricSpec<string>, build: (name: string) => T): T {
@@ -101,6 +104,7 @@ export function createMetrics(): GatewayMetrics {
         (name) =>
           new Gauge<string>({
             ...base(name, spec),
+            ...(spec.across === 'first' && !databaseGauges && { registers: [] }),
             aggregator: spec.across ?? 'sum',
             ...scrape(spec.collect as GaugeSpec<string>['collect']),
           }),

@@ -12,6 +12,7 @@ import {
   type OwnerNotice,
   type OwnerSide,
   restoreError,
+  type WorkerAnswer,
   type WorkerQuery,
   type WorkerSide,
 } from './link.ts';
@@ -32,6 +33,7 @@ export class PrimaryLink implements OwnerSide {
   readonly #handlers = new Map<string, Handler>();
   /** Each attached worker with what it still owes: acknowledgements of notices, replies to queries (by id). */
   readonly #workers = new Map<Worker, Map<number, Settle>>();
+  readonly #exitListeners: ((worker: number) => void)[] = [];
   #nextId = 1;
 
   answer<Req, Res>(call: OwnerCall<Req, Res>, handler: (request: Req) => Promise<Res> | Res): void {
@@ -43,9 +45,13 @@ export class PrimaryLink implements OwnerSide {
     return this.#sendAll({ link: 'notice', id: this.#nextId++, name: notice.name, payload }).then(() => {});
   }
 
-  async gather<Res>(query: WorkerQuery<Res>): Promise<Res[]> {
+  async gather<Res>(query: WorkerQuery<Res>): Promise<WorkerAnswer<Res>[]> {
     const replies = await this.#sendAll({ link: 'query', id: this.#nextId++, name: query.name });
-    return replies.flatMap((reply) => (reply?.ok ? [reply.value as Res] : []));
+    return replies.flatMap(({ worker, reply }) => (reply?.ok ? [{ worker, value: reply.value as Res }] : []));
+  }
+
+  onWorkerExit(listener: (worker: number) => void): void {
+    this.#exitListeners.push(listener);
   }
 
   attach(worker: Worker): void {
@@ -54,6 +60,7 @@ export class PrimaryLink implements OwnerSide {
     worker.once('exit', () => {
       this.#workers.delete(worker);
       for (const settle of [...owed.values()]) settle();
+      for (const listener of this.#exitListeners) listener(worker.id);
     });
     worker.on('message', (message: unknown) => {
       if (!isLinkMessage(message)) return;
@@ -64,9 +71,13 @@ export class PrimaryLink implements OwnerSide {
   }
 
   /** Sends to every connected worker; resolves with what each owed for it, once all have settled. */
-  #sendAll(message: Extract<LinkMessage, { link: 'notice' | 'query' }>): Promise<(Reply | undefined)[]> {
+  #sendAll(
+    message: Extract<LinkMessage, { link: 'notice' | 'query' }>,
+  ): Promise<{ worker: number; reply: Reply | undefined }[]> {
     const sent = [...this.#workers].filter(([worker]) => worker.isConnected());
-    const settled = sent.map(([, owed]) => this.#owedBy(owed, message.id));
+    const settled = sent.map(([worker, owed]) =>
+      this.#owedBy(owed, message.id).then((reply) => ({ worker: worker.id, reply })),
+    );
     for (const [worker] of sent) worker.send(message);
     return Promise.all(settled);
   }

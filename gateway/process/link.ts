@@ -57,7 +57,15 @@ export interface OwnerSide {
    */
   notify<T>(notice: OwnerNotice<T>, payload: T): Promise<void>;
   /** Asks every connected worker; resolves with the answers that came in time (a stuck worker's is left out). */
-  gather<Res>(query: WorkerQuery<Res>): Promise<Res[]>;
+  gather<Res>(query: WorkerQuery<Res>): Promise<WorkerAnswer<Res>[]>;
+  /** Called with a worker's id once it has exited (crashed, or replaced at a reload). */
+  onWorkerExit(listener: (worker: number) => void): void;
+}
+
+/** A worker's answer to a query, with the worker's id (node:cluster's, never reused by one primary). */
+export interface WorkerAnswer<Res> {
+  readonly worker: number;
+  readonly value: Res;
 }
 
 /** A worker's side: it asks the primary and hears its notices. */

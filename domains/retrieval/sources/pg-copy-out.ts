@@ -6,8 +6,10 @@
  * length and the row. pg-copy-streams' `to()` parses each message through
  * a buffer list, slicing one Buffer per row and joining them again; here
  * the rows of a socket chunk are moved together over their headers and
- * pushed as one slice of it, so a row costs a few byte reads. Only a
- * message a chunk ends inside is joined with the next chunk's start.
+ * pushed as one slice of it, so a row costs a few byte reads. A row a chunk
+ * ends inside is passed on as its bytes arrive (a large value is never
+ * gathered, and each byte is moved once); only a message head or another
+ * message a chunk ends inside is kept, in pieces joined once it is whole.
  *
  * The connection is taken over as pg-copy-streams does (pg calls
  * `submit`): pg's data listener is set aside while the COPY runs; at
@@ -29,8 +31,11 @@ const HEADER = 5;
 export class CopyOutStream extends Readable {
   #connection: PgConnection | null = null;
   #pgData: ((chunk: Buffer) => void) | null = null;
-  /** The start of the message the last chunk ended inside. */
-  #held: Buffer | null = null;
+  /** Bytes of a row's CopyData that later chunks still bring (a row is passed on as it arrives). */
+  #rowLeft = 0;
+  /** The start of a message (its head, or a whole message other than a row) that a chunk ended inside. */
+  #pieces: Buffer[] = [];
+  #piecesLength = 0;
   #wanted = false;
   #reading = false;
   readonly #onReadable = () => this.#forward();
@@ -77,53 +82,101 @@ export class CopyOutStream extends Readable {
     this.#reading = false;
   }
 
-  /** Whether more is wanted (push's answer) after this chunk. */
+  /** Whether more is wanted (push's answer) after this chunk. Rows are moved to the chunk's start and pushed. */
   #parse(chunk: Buffer): boolean {
-    let start = 0;
-    const held = this.#held;
-    if (held !== null) {
-      const header = held.length >= HEADER ? held : Buffer.concat([held, chunk.subarray(0, HEADER - held.length)]);
-      const take = header.length < HEADER ? chunk.length + 1 : 1 + header.readUInt32BE(1) - held.length;
-      if (take > chunk.length) {
-        this.#held = Buffer.concat([held, chunk]);
-        return true;
+    let p = 0;
+    let out = 0;
+    if (this.#rowLeft > 0) {
+      // The rest of a row: already where it is pushed from.
+      p = out = Math.min(this.#rowLeft, chunk.length);
+      this.#rowLeft -= p;
+    } else if (this.#piecesLength > 0) {
+      const head = this.#completeHead(chunk);
+      if (head === null) return true;
+      p = head.used;
+      if (head.message !== null) {
+        if (!PASSED_OVER.has(head.message[0] as number)) return this.#end(chunk, 0, head.message, chunk.subarray(p));
+      } else {
+        out = this.#rowBytes(chunk, p, 0, head.rowLength);
+        p += out;
       }
-      this.#held = null;
-      const message = Buffer.concat([held, chunk.subarray(0, take)]);
-      const wanted = this.#messages(message, 0);
-      if (this.#connection === null) return wanted;
-      start = take;
     }
-    return this.#messages(chunk, start);
-  }
-
-  /** The whole messages of chunk[start…): rows pushed as one slice, the rest held; false when no more is wanted. */
-  #messages(chunk: Buffer, start: number): boolean {
-    let p = start;
-    let out = start;
-    let ended: (() => void) | null = null;
-    while (p + HEADER <= chunk.length) {
-      const code = chunk[p] as number;
-      const end = p + 1 + chunk.readUInt32BE(p + 1);
-      if (end > chunk.length) break;
-      if (code === COPY_DATA) {
-        chunk.copyWithin(out, p + HEADER, end);
-        out += end - p - HEADER;
-      } else if (!PASSED_OVER.has(code)) {
-        // CopyDone ends the rows; an ErrorResponse (or anything unexpected) is pg's to read, as is what follows.
-        const rest = chunk.subarray(code === COPY_DONE ? end : p);
-        ended = () => this.#giveBack(rest, code !== ERROR_RESPONSE);
+    while (p < chunk.length) {
+      if (p + HEADER > chunk.length) {
+        this.#hold(chunk.subarray(p));
         break;
       }
-      p = end;
+      const code = chunk[p] as number;
+      const end = p + 1 + chunk.readUInt32BE(p + 1);
+      if (code === COPY_DATA) {
+        const moved = this.#rowBytes(chunk, p + HEADER, out, end - p - HEADER);
+        out += moved;
+        p += HEADER + moved;
+      } else if (end > chunk.length) {
+        this.#hold(chunk.subarray(p));
+        break;
+      } else if (PASSED_OVER.has(code)) {
+        p = end;
+      } else {
+        return this.#end(chunk, out, chunk.subarray(p, end), chunk.subarray(end));
+      }
     }
-    const wanted = out > start ? this.push(chunk.subarray(start, out)) : true;
-    if (ended) {
-      ended();
-      return false;
+    return out > 0 ? this.push(chunk.subarray(0, out)) : true;
+  }
+
+  /** Moves a row's bytes found in chunk[from…] to chunk[to…]; what the chunk lacks is left for the next ones. */
+  #rowBytes(chunk: Buffer, from: number, to: number, rowLength: number): number {
+    const here = Math.min(rowLength, chunk.length - from);
+    if (from !== to) chunk.copyWithin(to, from, from + here);
+    this.#rowLeft = rowLength - here;
+    return here;
+  }
+
+  #hold(piece: Buffer): void {
+    this.#pieces.push(piece);
+    this.#piecesLength += piece.length;
+  }
+
+  /**
+   * Completes the held message head from the chunk's start: a row's head gives the row's length (its bytes follow),
+   * any other message is completed whole. Null when the chunk ends first (its bytes are held too).
+   */
+  #completeHead(chunk: Buffer): { used: number; rowLength: number; message: Buffer | null } | null {
+    let used = 0;
+    if (this.#piecesLength < HEADER) {
+      used = Math.min(HEADER - this.#piecesLength, chunk.length);
+      this.#hold(chunk.subarray(0, used));
+      if (this.#piecesLength < HEADER) return null;
     }
-    if (p < chunk.length) this.#held = chunk.subarray(p);
-    return wanted;
+    // The head whole in the first piece, joined once per message at most.
+    if ((this.#pieces[0] as Buffer).length < HEADER) this.#pieces = [Buffer.concat(this.#pieces, this.#piecesLength)];
+    const head = this.#pieces[0] as Buffer;
+    const length = 1 + head.readUInt32BE(1);
+    if (head[0] === COPY_DATA) {
+      // Only a row's head is ever held: its bytes are passed on as they come.
+      this.#pieces = [];
+      this.#piecesLength = 0;
+      return { used, rowLength: length - HEADER, message: null };
+    }
+    const missing = Math.min(length - this.#piecesLength, chunk.length - used);
+    this.#hold(chunk.subarray(used, used + missing));
+    used += missing;
+    if (this.#piecesLength < length) return null;
+    const message = Buffer.concat(this.#pieces, this.#piecesLength);
+    this.#pieces = [];
+    this.#piecesLength = 0;
+    return { used, rowLength: 0, message };
+  }
+
+  /**
+   * CopyDone ends the rows; an ErrorResponse (or anything unexpected) is pg's to read, with all that follows it. The
+   * rows moved to the chunk's start (`out` bytes) go first.
+   */
+  #end(chunk: Buffer, out: number, message: Buffer, after: Buffer): false {
+    if (out > 0) this.push(chunk.subarray(0, out));
+    const code = message[0] as number;
+    this.#giveBack(code === COPY_DONE ? after : Buffer.concat([message, after]), code !== ERROR_RESPONSE);
+    return false;
   }
 
   /** Hands the connection back to pg with the bytes it has still to read; the rows end unless the server failed. */

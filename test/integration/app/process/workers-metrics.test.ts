@@ -1,17 +1,21 @@
 /**
  * `/metrics` under `serve --workers 2`: the primary binds the admin listener, and a scrape combines every worker's
  * registry with its own. Requests served by either worker are all counted, process metrics cover every process,
- * and state read from the shared database (jobs by state) is counted once, not once per process.
+ * state read from the shared database (jobs by state) is counted once, not once per process, and a reload that
+ * replaces every worker does not make a counter fall (Prometheus would read a reset).
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { request } from 'undici';
 import { parsePrometheus, type Sample, total } from '../../../helpers/peers/prometheus.ts';
 import {
   adminToken,
+  BIN,
   connection,
   freePort,
   type Served,
@@ -19,6 +23,8 @@ import {
   serveWorkers,
   workerPids,
 } from '../../../helpers/workers.ts';
+
+const run = promisify(execFile);
 
 async function scrape(adminUrl: string): Promise<Sample[]> {
   const res = await request(`${adminUrl}/metrics`);
@@ -76,4 +82,19 @@ test('a scrape of the primary sums what each worker served and counts database s
   assert.ok(scraped > Math.max(...resident) * 1.5 && Math.abs(scraped - sum) < sum * 0.25, `${scraped} vs ${resident}`);
   assert.ok(total(after, 'process_cpu_seconds_total', {}) > 0);
   assert.ok(after.some((sample) => sample.name === 'nodejs_eventloop_lag_seconds'));
+
+  await run(BIN, ['reload', '--data-dir', dir]);
+  await served.waitForLine(/^meshgate reloaded \(2 workers replaced\)$/);
+  assert.ok(
+    workerPids(served.child.pid as number).every((pid) => !pids.includes(pid)),
+    'every worker was replaced',
+  );
+  const reloaded = await scrape(started.admin);
+  assert.equal(
+    total(reloaded, 'meshgate_http_request_duration_seconds_count', ping) - before,
+    pings,
+    'the replaced workers still count what they served',
+  );
+  assert.ok(total(reloaded, 'process_cpu_seconds_total', {}) >= total(after, 'process_cpu_seconds_total', {}));
+  assert.equal(total(reloaded, 'meshgate_jobs', { state: 'SUCCEEDED', runtime: 'local' }), 1);
 });
