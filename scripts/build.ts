@@ -211,7 +211,7 @@ async function singleExecutable(): Promise<void> {
       // The main script is a few KiB; the bundle it imports has Node's compile cache (app/cli/sea-main.ts).
       useCodeCache: false,
       // bin/meshgate's memory default for a long-running gateway (bench/README.md); NODE_OPTIONS still adds to it.
-      execArgv: ['--max-semi-space-size=16'],
+      execArgv: ['--max-semi-space-size=4'],
       assets: assets(staging),
     };
     const configFile = join(staging, 'sea-config.json');
