@@ -248,9 +248,9 @@ async function singleExecutable(): Promise<void> {
       useCodeCache: false,
       // bin/meshgate's memory default for a long-running gateway (bench/README.md); NODE_OPTIONS still adds to it.
       // The young generation starts at that size too: start allocates ~30 MB of short-lived objects, which in V8's
-      // 1 MiB first semi-space took six scavenges (~30 ms of CPU); the one collection after start
-      // (app/cli/serve.ts) gives the pages back. Node.js takes this flag only on its command line, not NODE_OPTIONS.
-      execArgv: ['--max-semi-space-size=16', '--min-semi-space-size=16'],
+      // 1 MiB first semi-space took six scavenges; the one collection after start (app/cli/serve.ts) gives the pages
+      // back. Node.js takes this flag only on its command line, not NODE_OPTIONS.
+      execArgv: ['--max-semi-space-size=4', '--min-semi-space-size=4'],
       assets: assets(staging),
     };
     const configFile = join(staging, 'sea-config.json');

@@ -55,7 +55,7 @@ function stopSignals(): { signal: Promise<NodeJS.Signals>; cancel(): void } {
 
 /**
  * Start allocates far more than the idle gateway keeps (every module's setup, migrations, TLS material), and V8
- * keeps the young generation it grew to for that — up to the launchers' 16 MiB semi-space — committed while idle.
+ * keeps the young generation it grew to for that — up to the launchers' 4 MiB semi-space — committed while idle.
  * One full collection that reduces the footprint, once, gives that back (about 20 MB resident; bench/README.md,
  * startup); under load the young generation grows again as it needs. V8's gc() is exposed for this one call only:
  * as a launch flag (--expose-gc) it would change V8's flag hash, which rejects Node's compile cache the executable

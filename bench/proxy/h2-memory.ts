@@ -23,7 +23,7 @@ const children: ChildProcess[] = [];
 /** Started like bin/meshgate starts the gateway: same young-generation cap and malloc settings. */
 function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
   const proc = fork(join(import.meta.dirname, file), args, {
-    execArgv: ['--max-semi-space-size=16', '--import', 'tsx'],
+    execArgv: ['--max-semi-space-size=4', '--import', 'tsx'],
     env: { ...process.env, MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

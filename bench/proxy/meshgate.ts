@@ -45,12 +45,16 @@ async function call(url: string, init: RequestInit): Promise<Record<string, stri
   return (await response.json()) as Record<string, string>;
 }
 
-/** `extra`: more `serve` flags, e.g. `['--workers', '2']`; `env`: more settings (PLATFORM_WORKER_LISTEN). */
+/**
+ * `extra`: more `serve` flags, e.g. `['--workers', '2']`; `env`: more settings (PLATFORM_WORKER_LISTEN);
+ * `checkout`: whose `bin/meshgate` runs (another build in the same run, e.g. main's beside a change).
+ */
 export async function startMeshgate(
   upstream: string,
   httpPort: number,
   extra: string[] = [],
   env: Record<string, string> = {},
+  checkout = repo,
 ): Promise<Meshgate> {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-meshgate-'));
   const logFile = join(dataDir, 'stdout.log');
@@ -67,7 +71,7 @@ export async function startMeshgate(
     '127.0.0.1',
     ...extra,
   ];
-  const proc = spawn(join(repo, 'bin', 'meshgate'), args, {
+  const proc = spawn(join(checkout, 'bin', 'meshgate'), args, {
     env: { ...process.env, PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: PASSWORD, ...env },
     stdio: ['ignore', out, out],
   });

@@ -10,6 +10,8 @@
  * nginx's master and workers); wrk's own CPU is reported too, since it shares
  * the two cores. RSS per worker is the largest worker's after its runs.
  *   npx tsx bench/proxy/workers.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
+ * BENCH_TARGETS=meshgate-1,nginx-auto runs only the targets named; BENCH_BASELINE=<another checkout, built> adds
+ * base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate, to the rotation (a change against main's build).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -101,10 +103,10 @@ async function meshgate(
   upstream: string,
   workers: number,
   listen: 'reuseport' | 'shared' = 'reuseport',
+  checkout?: string,
 ): Promise<Target> {
-  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)], {
-    PLATFORM_WORKER_LISTEN: listen,
-  });
+  const flags = ['--workers', String(workers)];
+  const gateway = await startMeshgate(upstream, await freePort(), flags, { PLATFORM_WORKER_LISTEN: listen }, checkout);
   stops.push(gateway.stop);
   const pids = () => (workers === 1 ? [gateway.pid] : childrenOf(gateway.pid));
   return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids };
@@ -118,15 +120,23 @@ async function nginx(upstreamPort: number, workers: number | 'auto'): Promise<Ta
 async function main(): Promise<void> {
   const upstream = await child<{ port: number }>('upstream.ts', []);
   const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
-  const targets: Record<string, Target> = {
-    'meshgate-1': await meshgate(upstreamUrl, 1),
-    'meshgate-2': await meshgate(upstreamUrl, 2),
-    'meshgate-2-shared': await meshgate(upstreamUrl, 2, 'shared'),
-    'nginx-1': await nginx(upstream.hello.port, 1),
-    'nginx-auto': await nginx(upstream.hello.port, 'auto'),
-    caddy: await startCaddy(upstream.hello.port),
-    haproxy: await startHaproxy(upstream.hello.port),
+  const baseline = process.env.BENCH_BASELINE;
+  const starts: Record<string, () => Promise<Target>> = {
+    'meshgate-1': () => meshgate(upstreamUrl, 1),
+    'meshgate-2': () => meshgate(upstreamUrl, 2),
+    'meshgate-2-shared': () => meshgate(upstreamUrl, 2, 'shared'),
+    ...(baseline && {
+      'base-meshgate-1': () => meshgate(upstreamUrl, 1, 'reuseport', baseline),
+      'base-meshgate-2': () => meshgate(upstreamUrl, 2, 'reuseport', baseline),
+    }),
+    'nginx-1': () => nginx(upstream.hello.port, 1),
+    'nginx-auto': () => nginx(upstream.hello.port, 'auto'),
+    caddy: () => startCaddy(upstream.hello.port),
+    haproxy: () => startHaproxy(upstream.hello.port),
   };
+  const only = process.env.BENCH_TARGETS?.split(',');
+  const targets: Record<string, Target> = {};
+  for (const [name, start] of Object.entries(starts)) if (!only || only.includes(name)) targets[name] = await start();
   const names = Object.keys(targets);
   const runs: Record<string, WrkResult[]> = Object.fromEntries(names.map((n) => [n, []]));
   const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
@@ -175,6 +185,10 @@ async function main(): Promise<void> {
       ),
       two_workers_vs_one_by_rep: (runs['meshgate-2'] ?? []).map((r, i) =>
         round(r.rps / (runs['meshgate-1']?.[i]?.rps ?? Number.NaN), 2),
+      ),
+      // This build against the baseline's (BENCH_BASELINE), per rep: CPU per request of one process and of two.
+      cpu_vs_baseline_by_rep: ['1', '2'].map((n) =>
+        (cpu[`meshgate-${n}`] ?? []).map((c, i) => round(c / (cpu[`base-meshgate-${n}`]?.[i] ?? Number.NaN), 2)),
       ),
     },
   };

@@ -57,7 +57,7 @@ interface Target {
 const LAUNCHER_ENV = {
   MALLOC_ARENA_MAX: '1',
   MALLOC_TRIM_THRESHOLD_: '131072',
-  NODE_OPTIONS: '--max-semi-space-size=16',
+  NODE_OPTIONS: '--max-semi-space-size=4',
 };
 
 function serveArgs(port: number, state: string): string[] {

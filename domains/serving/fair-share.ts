@@ -33,18 +33,27 @@ class KeyedSlots<K> {
 
   constructor(private readonly limit: number) {}
 
-  /** A slot for `key`; null when the client closed `res` while it waited. */
-  async acquire(key: K, res: NodeResponse): Promise<Release | null> {
+  /**
+   * A slot for `key`: at once when one is free (most requests; no promise, no microtask turn), else a promise of one,
+   * null when the client closed `res` while it waited.
+   */
+  acquire(key: K, res: NodeResponse): Release | Promise<Release | null> {
     let share = this.#shares.get(key);
     if (!share) {
       share = { active: 0, waiting: [] };
       this.#shares.set(key, share);
     }
     // A freed slot is handed straight to the next waiter, so a newcomer cannot slip in between.
-    if (share.active < this.limit) share.active += 1;
-    else if (!(await wait(share, res))) return null;
-    let released = false;
+    if (share.active < this.limit) {
+      share.active += 1;
+      return this.#releaser(key, share);
+    }
     const held = share;
+    return wait(share, res).then((admitted) => (admitted ? this.#releaser(key, held) : null));
+  }
+
+  #releaser(key: K, held: Share): Release {
+    let released = false;
     return () => {
       if (released) return;
       released = true;
@@ -87,8 +96,11 @@ export class ClientShares {
     readonly perAddress: number,
   ) {}
 
-  /** A slot for this request's connection and address to `upstream`; null when the client left while it waited. */
-  async acquire(req: NodeRequest, res: NodeResponse, upstream: object): Promise<Release | null> {
+  /**
+   * A slot for this request's connection and address to `upstream`: at once when both are free, else a promise of
+   * one; null when the client left while it waited.
+   */
+  acquire(req: NodeRequest, res: NodeResponse, upstream: object): Release | null | Promise<Release | null> {
     const connection = req.httpVersionMajor === 2 ? (req as Http2ServerRequest).stream.session : req.socket;
     if (!connection) return null; // the session is already gone
     let connectionSlots = this.#byConnection.get(connection);
@@ -101,17 +113,28 @@ export class ClientShares {
       addressSlots = new KeyedSlots(this.perAddress);
       this.#byAddress.set(upstream, addressSlots);
     }
+    const address = clientKey(req.socket?.remoteAddress);
     // The connection's slot first: a request waiting for its address holds only what its own connection could use.
-    const ofConnection = await connectionSlots.acquire(upstream, res);
-    if (!ofConnection) return null;
-    const ofAddress = await addressSlots.acquire(clientKey(req.socket?.remoteAddress), res);
-    if (!ofAddress) {
+    const ofConnection = connectionSlots.acquire(upstream, res);
+    if (typeof ofConnection === 'function') return withAddress(ofConnection, addressSlots.acquire(address, res));
+    return ofConnection.then((slot) => (slot ? withAddress(slot, addressSlots.acquire(address, res)) : null));
+  }
+}
+
+/** Both slots as one release; the connection's is given back when the address slot never came. */
+function withAddress(
+  ofConnection: Release,
+  ofAddress: Release | Promise<Release | null>,
+): Release | Promise<Release | null> {
+  const both = (slot: Release | null): Release | null => {
+    if (!slot) {
       ofConnection();
       return null;
     }
     return () => {
-      ofAddress();
+      slot();
       ofConnection();
     };
-  }
+  };
+  return typeof ofAddress === 'function' ? (both(ofAddress) as Release) : ofAddress.then(both);
 }

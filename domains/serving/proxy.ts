@@ -148,7 +148,8 @@ export async function forward(
   origin: URL,
   principal: Principal | null,
 ): Promise<undefined> {
-  const release = await target.shares.acquire(ctx.req, ctx.res, target.pool);
+  const share = target.shares.acquire(ctx.req, ctx.res, target.pool);
+  const release = typeof share === 'function' ? share : await share;
   if (!release) return undefined; // the client left while waiting for its share
   target.requests.total++;
   target.inFlight.inc();

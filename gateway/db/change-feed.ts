@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import type { SqlConnection, SqlStatement } from './connection.ts';
+import { WalIndexWatch } from './wal-index.ts';
 
 export interface ChangeFeed {
   /** Inside the caller's write transaction: appends (seq, topic, key) to `changes`. */
@@ -184,16 +185,20 @@ export abstract class TailingChangeFeed implements ChangeFeed {
  * SQLite: every poll reads `PRAGMA data_version` (changed by another connection's commit) and `total_changes()`
  * (this connection's own writes) and reads rows only when either moved. SQLite serialises writers, so seq order is
  * commit order, and AUTOINCREMENT never reuses nor skips a committed number: the oldest row above lastSeq + 1 means
- * rows were trimmed unread.
+ * rows were trimmed unread. In front of those counters, the WAL-index header (wal-index.ts) answers "nothing
+ * committed" without a read transaction, which is what most polls (one per authenticated request) find.
  */
 export class SqliteChangeFeed extends TailingChangeFeed {
+  /** Null without a `-shm` file to read, and once closed (its descriptor number may then name another file). */
+  #walIndex: WalIndexWatch | null;
   readonly #moved: SqlStatement;
   readonly #oldest: SqlStatement;
   #seenVersion = -1;
   #seenTotal = -1;
   #timer: NodeJS.Timeout | null = null;
 
-  constructor(sqlite: SqlConnection, settings: ChangeFeedSettings, logger: Logger) {
+  /** `sqlite.name`: better-sqlite3's file name of the database, whose `-shm` file the WAL-index watch reads. */
+  constructor(sqlite: SqlConnection & { readonly name?: string }, settings: ChangeFeedSettings, logger: Logger) {
     super(
       {
         after: sqlite.prepare('SELECT seq, topic, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?'),
@@ -209,6 +214,7 @@ export class SqliteChangeFeed extends TailingChangeFeed {
       'SELECT (SELECT data_version FROM pragma_data_version()) AS version, total_changes() AS total',
     );
     this.#oldest = sqlite.prepare('SELECT min(seq) FROM changes').pluck();
+    this.#walIndex = sqlite.name ? WalIndexWatch.open(sqlite.name) : null;
   }
 
   start(): void {
@@ -221,9 +227,13 @@ export class SqliteChangeFeed extends TailingChangeFeed {
   close(): void {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
+    this.#walIndex?.close();
+    this.#walIndex = null;
   }
 
   protected moved(): boolean {
+    // Read before the counters, so a commit landing between the two is seen by them now or by the header next time.
+    if (this.#walIndex?.unchanged()) return false;
     const { version, total } = this.#moved.get() as { version: number; total: number };
     if (version === this.#seenVersion && total === this.#seenTotal) return false;
     this.#seenVersion = version;
@@ -237,6 +247,7 @@ export class SqliteChangeFeed extends TailingChangeFeed {
   }
 
   protected readOnNextPoll(): void {
+    this.#walIndex?.forget();
     this.#seenTotal = -1;
   }
 }
