@@ -33,7 +33,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
 const ENTRY = join(DIST, BUNDLE_ENTRY);
 /** The bundle's chunks: named by their content, beside the entry (code shipped.ts runs finds the checkout from it). */
-const CHUNK = /^meshgate-[A-Z0-9]+\.mjs$/;
+/** What the bundle step writes: its parts, and the licence texts of the packages inside them. */
+const SHIPPED = /^meshgate(-[A-Z0-9]+)?\.mjs(\.LEGAL\.txt)?$/;
 const SEA_MAIN = join(DIST, 'sea-main.cjs');
 const EXECUTABLE = join(DIST, 'meshgate');
 const load = createRequire(import.meta.url);
@@ -79,14 +80,18 @@ const builtinsRequired: Plugin = {
 };
 
 /**
- * The module's text with every character beyond ASCII written as its \\u escape (per UTF-16 unit). V8 keeps a
- * module's source for as long as the module lives (lazy compilation, Function.prototype.toString), and Node.js
- * decodes a file that is not all ASCII into two bytes a character: one name in a licence comment (esbuild prints code
- * in ASCII but keeps comments as they are) doubled the entry's 1.2 MB in every gateway's heap. In a string, a
- * template, a regular expression or a name the escape means the same character; in a comment it is only text.
+ * The bundle is ASCII, or the build fails. V8 keeps a module's source for as long as the module lives (lazy
+ * compilation, Function.prototype.toString), and Node.js decodes a file that is not all ASCII into two bytes a
+ * character: one name in a licence comment doubled the entry's 1.2 MB in every gateway's heap. esbuild prints code
+ * in ASCII (`charset: 'ascii'`, its default) except inside regular expressions and raw template text, where an escape
+ * would change the meaning; licence comments go to files of their own (`legalComments: 'external'`). So a character
+ * beyond ASCII left in the code is one only its author can rewrite: named here instead of escaped behind their back.
  */
-function asciiOnly(text: string): string {
-  return text.replaceAll(/[^\0-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+function assertAscii(name: string, text: string): void {
+  const at = text.search(/[^\0-\x7f]/);
+  if (at < 0) return;
+  const around = text.slice(Math.max(0, at - 60), at + 60);
+  throw new Error(`${name}: a character beyond ASCII at offset ${at} (a regular expression or String.raw?): ${around}`);
 }
 
 /** HEAD's commit, `-dirty` when tracked files differ from it; `unknown` outside a git checkout. */
@@ -140,6 +145,8 @@ async function bundle(): Promise<void> {
     outdir: DIST,
     chunkNames: 'meshgate-[hash]',
     outExtension: { '.js': '.mjs' },
+    // The packages' licence texts, one file beside each part that carries them (shipped with it), not in its code.
+    legalComments: 'external',
     plugins: [drizzleRequires, builtinsRequired],
     // Only the console's client build imports esbuild, and the bundle carries that client prebuilt.
     external: ['esbuild'],
@@ -163,9 +170,11 @@ async function bundle(): Promise<void> {
   if (!names.has(BUNDLE_ENTRY)) throw new Error('esbuild wrote no bundle entry');
   // The chunks first, the entry that imports them last: a concurrent bin/meshgate starts the old bundle or the new.
   const outputs = [...result.outputFiles].sort((a, b) => Number(a.path === ENTRY) - Number(b.path === ENTRY));
-  for (const output of outputs)
-    writeAtomically(output.path, (staging) => writeFileSync(staging, asciiOnly(output.text)));
-  for (const name of readdirSync(DIST)) if (CHUNK.test(name) && !names.has(name)) rmSync(join(DIST, name));
+  for (const output of outputs) {
+    if (output.path.endsWith('.mjs')) assertAscii(output.path, output.text);
+    writeAtomically(output.path, (staging) => writeFileSync(staging, output.contents));
+  }
+  for (const name of readdirSync(DIST)) if (SHIPPED.test(name) && !names.has(name)) rmSync(join(DIST, name));
   // The commit bin/meshgate compares with HEAD to know the bundle is current.
   writeFileSync(join(DIST, 'meshgate.commit'), `${stamped.replace(/-dirty$/, '')}\n`);
 }
@@ -204,7 +213,7 @@ function migrationAssets(folder: string): Record<string, string> {
 
 /** Every asset by its name inside the executable, and the manifest naming them with their content hash. */
 function assets(stagingDir: string): Record<string, string> {
-  const bundleFiles = readdirSync(DIST).filter((name) => name === BUNDLE_ENTRY || CHUNK.test(name));
+  const bundleFiles = readdirSync(DIST).filter((name) => SHIPPED.test(name));
   const files: Record<string, string> = {
     ...Object.fromEntries(bundleFiles.map((name) => [`${BUNDLE_ASSETS}${name}`, join(DIST, name)])),
     [SQLITE_ADDON_ASSET]: sqliteAddonFile(),

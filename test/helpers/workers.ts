@@ -6,12 +6,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
 import { alive } from './jobs.ts';
+import { descendants } from './processes.ts';
 import { waitFor } from './wait.ts';
 
 export const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
@@ -103,7 +105,7 @@ export async function serve(
         child.kill(signal);
       }),
     killTree: async () => {
-      const pids = [...descendants(child.pid as number), child.pid as number];
+      const pids = [...descendants(child.pid as number).map((p) => p.pid), child.pid as number];
       for (const pid of pids) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -117,21 +119,24 @@ export async function serve(
   };
 }
 
-/** Every live process below `root`, children before their parents' siblings (from /proc's parent pids). */
-function descendants(root: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parentOf.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // ended meanwhile
-    }
-  }
-  const below = (pid: number): number[] =>
-    [...parentOf].filter(([, parent]) => parent === pid).flatMap(([child]) => [...below(child), child]);
-  return below(root);
+/**
+ * A temp dir for one test, and `serve --workers` on it (or on a folder inside). When the test ends every process
+ * started is killed and waited for, then the dir is removed, in one after hook: node runs a test's after hooks in the
+ * order they were added and skips the rest once one throws, and a removal racing a live worker's writes can throw.
+ */
+export function workersScratch(t: { after(fn: () => unknown): void }, prefix = 'meshgate-workers-') {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  const started: Served[] = [];
+  t.after(async () => {
+    for (const served of started) await served.killTree();
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  });
+  const serve = async (workers: number, env: Record<string, string> = {}, dataDir = dir) => {
+    const served = await serveWorkers(dataDir, workers, env);
+    started.push(served);
+    return served;
+  };
+  return { dir, serve };
 }
 
 /** A loopback port free a moment ago, for a listener the gateway binds itself (a legacy or admin port). */

@@ -84,23 +84,9 @@ export class CopyOutStream extends Readable {
 
   /** Whether more is wanted (push's answer) after this chunk. Rows are moved to the chunk's start and pushed. */
   #parse(chunk: Buffer): boolean {
-    let p = 0;
-    let out = 0;
-    if (this.#rowLeft > 0) {
-      // The rest of a row: already where it is pushed from.
-      p = out = Math.min(this.#rowLeft, chunk.length);
-      this.#rowLeft -= p;
-    } else if (this.#piecesLength > 0) {
-      const head = this.#completeHead(chunk);
-      if (head === null) return true;
-      p = head.used;
-      if (head.message !== null) {
-        if (!PASSED_OVER.has(head.message[0] as number)) return this.#end(chunk, 0, head.message, chunk.subarray(p));
-      } else {
-        out = this.#rowBytes(chunk, p, 0, head.rowLength);
-        p += out;
-      }
-    }
+    const resumed = this.#resume(chunk);
+    if (typeof resumed === 'boolean') return resumed;
+    let { p, out } = resumed;
     while (p < chunk.length) {
       if (p + HEADER > chunk.length) {
         this.#hold(chunk.subarray(p));
@@ -122,6 +108,25 @@ export class CopyOutStream extends Readable {
       }
     }
     return out > 0 ? this.push(chunk.subarray(0, out)) : true;
+  }
+
+  /** Where this chunk's own messages begin, after what earlier chunks began; a boolean when the chunk is used up. */
+  #resume(chunk: Buffer): { p: number; out: number } | boolean {
+    if (this.#rowLeft > 0) {
+      // The rest of a row: already where it is pushed from.
+      const p = Math.min(this.#rowLeft, chunk.length);
+      this.#rowLeft -= p;
+      return { p, out: p };
+    }
+    if (this.#piecesLength === 0) return { p: 0, out: 0 };
+    const head = this.#completeHead(chunk);
+    if (head === null) return true;
+    if (head.message === null) {
+      const out = this.#rowBytes(chunk, head.used, 0, head.rowLength);
+      return { p: head.used + out, out };
+    }
+    if (PASSED_OVER.has(head.message[0] as number)) return { p: head.used, out: 0 };
+    return this.#end(chunk, 0, head.message, chunk.subarray(head.used));
   }
 
   /** Moves a row's bytes found in chunk[from…] to chunk[to…]; what the chunk lacks is left for the next ones. */

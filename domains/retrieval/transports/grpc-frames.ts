@@ -48,6 +48,8 @@ import { compressionBrotli, compressionGzip } from '@connectrpc/connect-node';
 /** A request message is a Ticket or the like: anything near this is not one. */
 const READ_MAX_BYTES = 64 * 1024;
 const LIMITS = { readMaxBytes: READ_MAX_BYTES, writeMaxBytes: 0xffffffff };
+/** The longest grpc-timeout kept: a Node.js timer's limit (~24.8 days; a longer one fires at once); past it, none. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 /** What Connect's node adapter accepts on a request (connectNodeAdapter's default). */
 const ACCEPT_COMPRESSION = [compressionGzip, compressionBrotli];
 
@@ -92,7 +94,8 @@ export function serveFrames<I extends DescMessage, O extends DescMessage>(
   const input = createMethodSerializationLookup(method, undefined, undefined, LIMITS).getI(true);
 
   async function handleFrames(req: UniversalServerRequest) {
-    const timeout = parseTimeout(req.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
+    const asked = parseTimeout(req.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
+    const timeout = (asked.timeoutMs ?? 0) > MAX_TIMEOUT_MS ? {} : asked;
     const context = createHandlerContext({
       service: method.parent,
       method,

@@ -1,6 +1,7 @@
 /**
- * The file watchdog (test/helpers/file-watchdog.ts), fed a test file that passes but leaves a child process with
- * open pipes: the runner must end that file as failed, naming and killing the child, instead of waiting for ever.
+ * The file watchdog (test/helpers/file-watchdog.ts), fed a test file that passes but leaves a child process (and its
+ * own child) with open pipes: the runner must end that file as failed, naming and killing both, instead of waiting
+ * for ever.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -22,7 +23,7 @@ const alive = (pid: number) => {
   }
 };
 
-test('a file that passes but leaves a child running fails after the grace, naming and killing the child', async () => {
+test('a file that passes but leaves processes running fails after the grace, naming and killing them all', async () => {
   const args = ['--import', 'tsx', '--import', watchdog, '--test', '--test-reporter=tap', fixture];
   // Without this file's own runner context, or the inner node would take itself for one of its files.
   const { NODE_TEST_CONTEXT: _, ...outer } = process.env;
@@ -33,8 +34,11 @@ test('a file that passes but leaves a child running fails after the grace, namin
   );
   const output = failed.stdout + failed.stderr;
   assert.equal(failed.code, 1, output);
-  assert.match(output, /ok 1 - passes, and leaves a child behind/);
-  const pid = Number(/left child (\d+)/.exec(output)?.[1]);
-  assert.match(output, new RegExp(`file watchdog: .*child processes \\(killed\\): .*\\b${pid} \\(sleep\\)`));
-  await waitFor(() => !alive(pid), { what: 'the left child to be killed' });
+  assert.match(output, /ok 1 - passes, and leaves a child and a grandchild behind/);
+  const pid = Number(/left grandchild (\d+)/.exec(output)?.[1]);
+  assert.match(
+    output,
+    new RegExp(`file watchdog: .*processes below it \\(killed\\): .*\\b${pid} \\(sleep\\).*\\(sh\\)`),
+  );
+  await waitFor(() => !alive(pid), { what: 'the left grandchild to be killed' });
 });

@@ -181,6 +181,8 @@ export class LocalJobRuntime implements JobRuntime {
       if (entry.stopRequested && entry.pid !== null && !isTerminal(entry.status)) signalGroup(entry.pid, 'SIGKILL');
     }
     this.#listeners.clear();
+    // The sandbox probe's child (a bwrap run of `true`, bounded at 10 s) ends before the runtime says it has closed.
+    await this.options.sandboxProblem;
   }
 
   #paths(runtimeJobId: string): JobPaths {

@@ -6,9 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { request } from 'undici';
@@ -18,10 +16,9 @@ import {
   BIN,
   connection,
   freePort,
-  type Served,
   servedBy,
-  serveWorkers,
   workerPids,
+  workersScratch,
 } from '../../../helpers/workers.ts';
 
 const run = promisify(execFile);
@@ -33,14 +30,8 @@ async function scrape(adminUrl: string): Promise<Sample[]> {
 }
 
 test('a scrape of the primary sums what each worker served and counts database state once', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-metrics-'));
-  let served: Served | undefined;
-  // Every process ended before the dir goes, in one hook: node skips a test's later after hooks once one throws.
-  t.after(async () => {
-    await served?.killTree();
-    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-  });
-  served = await serveWorkers(dir, 2, { PLATFORM_ADMIN_PORT: String(await freePort()) });
+  const { dir, serve } = workersScratch(t, 'meshgate-metrics-');
+  const served = await serve(2, { PLATFORM_ADMIN_PORT: String(await freePort()) });
   const started = JSON.parse(await served.waitForLine(/"msg":"primary started/)) as { admin: string };
   const ping = { service: 'api', route: '/ping', status_class: '2xx' };
   const before = total(await scrape(started.admin), 'meshgate_http_request_duration_seconds_count', ping);

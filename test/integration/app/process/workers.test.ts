@@ -9,9 +9,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { connect as connectHttp2 } from 'node:http2';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -30,33 +29,13 @@ import {
   freePort,
   type Served,
   servedBy,
-  serveWorkers,
   steadyLoad,
   untilServed,
   workerPids,
+  workersScratch,
 } from '../../../helpers/workers.ts';
 
 const run = promisify(execFile);
-
-/**
- * A temp dir for one test, and `serve --workers` on it (or on a folder inside). When the test ends every process
- * started is killed and waited for, then the dir is removed, in one after hook: node runs a test's after hooks in the
- * order they were added and skips the rest once one throws, and a removal racing a live worker's writes can throw.
- */
-function scratch(t: { after(fn: () => unknown): void }) {
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-workers-'));
-  const started: Served[] = [];
-  t.after(async () => {
-    for (const served of started) await served.killTree();
-    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-  });
-  const serve = async (workers: number, env: Record<string, string> = {}, dataDir = dir) => {
-    const served = await serveWorkers(dataDir, workers, env);
-    started.push(served);
-    return served;
-  };
-  return { dir, serve };
-}
 
 async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -69,7 +48,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000): Pr
 test(
   'two workers share the port and serve; the pid file is 0600 and refuses a second primary; ' + 'SIGTERM stops all',
   async (t) => {
-    const { dir, serve } = scratch(t);
+    const { dir, serve } = workersScratch(t);
     const served = await serve(2);
     const primary = served.child.pid as number;
     const workers = workerPids(primary);
@@ -103,7 +82,7 @@ test(
 test(
   'a worker killed with SIGKILL under load is replaced; ' + 'the failed requests are few and the gateway serves again',
   async (t) => {
-    const served = await scratch(t).serve(2);
+    const served = await workersScratch(t).serve(2);
     const primary = served.child.pid as number;
     const [victim] = workerPids(primary);
     const load = steadyLoad(served, { connections: 4, streams: 4, maxRequests: 200_000, maxMs: 60_000 });
@@ -128,7 +107,7 @@ test(
 test(
   'a reload under a steady HTTP/2 and HTTP/1.1 load replaces every worker; ' + 'no request fails, no stream resets',
   async (t) => {
-    const { dir, serve } = scratch(t);
+    const { dir, serve } = workersScratch(t);
     const served = await serve(2);
     const primary = served.child.pid as number;
     const before = workerPids(primary);
@@ -152,7 +131,7 @@ test(
 );
 
 test('meshgate reload without a running primary says so and fails', async (t) => {
-  const { dir } = scratch(t);
+  const { dir } = workersScratch(t);
   await assert.rejects(run(BIN, ['reload', '--data-dir', dir]), (error: { code: number; stderr: string }) => {
     assert.equal(error.code, 1);
     assert.match(error.stderr, /no running primary found/);
@@ -161,7 +140,7 @@ test('meshgate reload without a running primary says so and fails', async (t) =>
 });
 
 test('a job submitted through one worker is cancelled and read through another; run waits on any worker', async (t) => {
-  const served = await scratch(t).serve(2);
+  const served = await workersScratch(t).serve(2);
   const token = await adminToken(served);
   const first = connection(served);
   t.after(() => first.close());
@@ -195,7 +174,7 @@ test('a job submitted through one worker is cancelled and read through another; 
 });
 
 test('a retrieval stream token handed out by one worker is honoured by every worker', async (t) => {
-  const { dir, serve } = scratch(t);
+  const { dir, serve } = workersScratch(t);
   const files = writeAllFormats(dir, 'rows', sampleRows(40));
   const served = await serve(2, { PLATFORM_RETRIEVAL_FS_ROOTS: dir }, join(dir, 'data'));
   const token = await adminToken(served);
@@ -236,7 +215,7 @@ test(
   'a legacy port asked for on a worker is opened by the primary; ' + 'its refusal crosses back with its reason',
   async (t) => {
     const model = await startModelServer(t);
-    const served = await scratch(t).serve(2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
+    const served = await workersScratch(t).serve(2, { PLATFORM_SERVING_LEGACY_PORTS: 'true' });
     const token = await adminToken(served);
     const conn = connection(served);
     t.after(() => conn.close());
@@ -287,7 +266,7 @@ function listenersOf(pid: number): number[] {
 }
 
 test("a retrieval cancel taken by one worker ends the job's stream on another", async (t) => {
-  const { dir, serve } = scratch(t);
+  const { dir, serve } = workersScratch(t);
   const path = join(dir, 'big.jsonl');
   writeFileSync(
     path,

@@ -5,23 +5,15 @@
  * healthy and a dead one unhealthy with its reason.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { DEAD_UPSTREAM, startAppServer } from '../../../helpers/upstreams.ts';
-import { adminToken, connection, type Served, servedBy, serveWorkers } from '../../../helpers/workers.ts';
+import { adminToken, connection, servedBy, workersScratch } from '../../../helpers/workers.ts';
 
 test('with two workers, each reads the primary-probed health and the requests both workers proxied', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'meshgate-health-'));
-  let served: Served | undefined;
-  // Every process ended before the dir goes, in one hook: node skips a test's later after hooks once one throws.
-  t.after(async () => {
-    await served?.killTree();
-    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-  });
+  const { dir, serve } = workersScratch(t, 'meshgate-health-');
   const app = await startAppServer(t);
-  served = await serveWorkers(join(dir, 'data'), 2, { PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS: '200' });
+  const served = await serve(2, { PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS: '200' }, join(dir, 'data'));
   const token = await adminToken(served);
   const admin = connection(served);
   t.after(() => admin.close());
