@@ -129,7 +129,7 @@ export class WideWriter extends Writer {
 
   push(value: unknown): void {
     const n = value === null || value === undefined ? null : this.convert(value);
-    const at = this.#room();
+    const at = this.#room(n === null);
     if (n !== null)
       for (let w = 0; w < this.#width; w++) this.#words[at + w] = Number(BigInt.asIntN(32, n >> BigInt(32 * w)));
     this.valid.push(n !== null);
@@ -137,7 +137,7 @@ export class WideWriter extends Writer {
 
   /** A value known to be a safe integer (|n| < 2^53), or null. */
   pushSafe(n: number | null): void {
-    const at = this.#room();
+    const at = this.#room(n === null);
     if (n !== null) {
       const high = Math.floor(n / 4294967296);
       this.#words[at] = n - high * 4294967296;
@@ -147,11 +147,11 @@ export class WideWriter extends Writer {
     this.valid.push(n !== null);
   }
 
-  /** Where the next value's words go, zeroed. */
-  #room(): number {
+  /** Where the next value's words go, zeroed for a null (a value writes every word). */
+  #room(isNull: boolean): number {
     const at = this.valid.length * this.#width;
-    this.#words = grown(this.#words, at + this.#width);
-    this.#words.fill(0, at, at + this.#width);
+    if (at + this.#width > this.#words.length) this.#words = grown(this.#words, at + this.#width);
+    if (isNull) this.#words.fill(0, at, at + this.#width);
     return at;
   }
 
