@@ -31,7 +31,10 @@ function grown<T extends Numbers | Uint8Array>(array: T, needed: number): T {
 /**
  * A bitmap appended bit by bit: the validity of a column, or a boolean
  * column's values. Its bytes are kept from batch to batch (the batch is
- * copied into its IPC body before the next value comes, ipc.ts).
+ * copied into its IPC body before the next value comes, ipc.ts). Until the
+ * first unset bit only the length is counted (a column without a null costs
+ * an increment a value); the run of set bits is written out when one is
+ * unset or the bitmap is taken.
  */
 export class Bits {
   #bytes = new Uint8Array(64);
@@ -39,6 +42,12 @@ export class Bits {
   unset = 0;
 
   push(bit: boolean): void {
+    if (bit && this.unset === 0) this.length++;
+    else this.#pushWritten(bit);
+  }
+
+  #pushWritten(bit: boolean): void {
+    if (this.unset === 0) this.#writeSetRun();
     const at = this.length >> 3;
     if (at >= this.#bytes.length) this.#bytes = grown(this.#bytes, at + 1);
     if ((this.length & 7) === 0) this.#bytes[at] = 0;
@@ -47,7 +56,16 @@ export class Bits {
     this.length++;
   }
 
+  /** The first `length` bits, all set, as push would have written them: whole bytes 0xff, the last one's top bits 0. */
+  #writeSetRun(): void {
+    const whole = this.length >> 3;
+    this.#bytes = grown(this.#bytes, whole + 1);
+    this.#bytes.fill(0xff, 0, whole);
+    if ((this.length & 7) !== 0) this.#bytes[whole] = (1 << (this.length & 7)) - 1;
+  }
+
   take(): Uint8Array {
+    if (this.unset === 0) this.#writeSetRun();
     const out = this.#bytes.subarray(0, (this.length + 7) >> 3);
     this.length = 0;
     this.unset = 0;
@@ -129,7 +147,7 @@ export class WideWriter extends Writer {
 
   push(value: unknown): void {
     const n = value === null || value === undefined ? null : this.convert(value);
-    const at = this.#room();
+    const at = this.#room(n === null);
     if (n !== null)
       for (let w = 0; w < this.#width; w++) this.#words[at + w] = Number(BigInt.asIntN(32, n >> BigInt(32 * w)));
     this.valid.push(n !== null);
@@ -137,7 +155,7 @@ export class WideWriter extends Writer {
 
   /** A value known to be a safe integer (|n| < 2^53), or null. */
   pushSafe(n: number | null): void {
-    const at = this.#room();
+    const at = this.#room(n === null);
     if (n !== null) {
       const high = Math.floor(n / 4294967296);
       this.#words[at] = n - high * 4294967296;
@@ -147,11 +165,11 @@ export class WideWriter extends Writer {
     this.valid.push(n !== null);
   }
 
-  /** Where the next value's words go, zeroed. */
-  #room(): number {
+  /** Where the next value's words go, zeroed for a null (a value writes every word). */
+  #room(isNull: boolean): number {
     const at = this.valid.length * this.#width;
-    this.#words = grown(this.#words, at + this.#width);
-    this.#words.fill(0, at, at + this.#width);
+    if (at + this.#width > this.#words.length) this.#words = grown(this.#words, at + this.#width);
+    if (isNull) this.#words.fill(0, at, at + this.#width);
     return at;
   }
 

@@ -35,27 +35,54 @@ export function arrowCopyColumn(column: PgColumn): ArrowCopyColumn {
   return { name: column.name, type: type ?? UTF8, json: type === null || PG_JSON_RENDERED.has(column.type) };
 }
 
+const TAB = 0x09;
+const NEWLINE = 0x0a;
+const MINUS = 0x2d;
+const DIGIT_0 = 0x30;
 const BACKSLASH = 0x5c;
 const QUOTE = 0x22;
 /** COPY's escapes (PostgreSQL manual, COPY "Text Format"): the byte each `\x` stands for. */
 const UNESCAPED: Readonly<Record<number, number>> = { 98: 0x08, 102: 0x0c, 110: 0x0a, 114: 0x0d, 116: 0x09, 118: 0x0b };
 
 /**
+ * Text up to this many bytes is copied in the same pass that finds its end;
+ * a longer value is scanned first, then copied with one native call.
+ */
+const SHORT_TEXT = 64;
+
+/**
  * The text field at p appended to a bytes column as one value: copied as it
  * is, or unescaped when it holds a backslash. Returns the field's end.
  */
 function appendText(writer: BytesWriter, src: Buffer, p: number): number {
+  const out = writer.reserve(SHORT_TEXT);
+  let o = writer.end;
+  const stop = p + SHORT_TEXT;
+  for (let k = p; k < stop; k++) {
+    const c = src[k] as number;
+    if (c === TAB || c === NEWLINE) {
+      writer.end = o;
+      writer.close(true);
+      return k;
+    }
+    if (c === BACKSLASH) break;
+    out[o++] = c;
+  }
+  return appendScanned(writer, src, p);
+}
+
+/** appendText for a long or escaped value: its end and whether it holds a backslash found first. */
+function appendScanned(writer: BytesWriter, src: Buffer, p: number): number {
   let end = p;
   let escaped = false;
   for (let c = src[end]; c !== TAB && c !== NEWLINE; c = src[++end]) if (c === BACKSLASH) escaped = true;
   if (end - p > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
   const out = writer.reserve(end - p);
-  let o = writer.end;
-  if (!escaped) {
-    if (end - p > 64) out.set(src.subarray(p, end), o);
-    else for (let k = p; k < end; k++) out[o++] = src[k] as number;
+  if (escaped) writer.end = unescapeInto(out, writer.end, src, p, end);
+  else {
+    out.set(src.subarray(p, end), writer.end);
     writer.end = writer.end + end - p;
-  } else writer.end = unescapeInto(out, o, src, p, end);
+  }
   writer.close(true);
   return end;
 }
@@ -157,10 +184,6 @@ function readKind(column: ArrowCopyColumn): number {
   return kinds[type.kind] ?? SLOW;
 }
 
-const TAB = 0x09;
-const NEWLINE = 0x0a;
-const MINUS = 0x2d;
-const DIGIT_0 = 0x30;
 /** Past this many digits an int8 may not be a safe integer: it takes the BigInt conversion. */
 const SAFE_DIGITS = 15;
 
@@ -169,6 +192,40 @@ function fieldStop(src: Buffer, p: number): number {
   let c = src[p];
   while (c !== TAB && c !== NEWLINE) c = src[++p];
   return p;
+}
+
+/**
+ * An integer field appended to its column, its digits summed in the pass
+ * that finds its end. An int8 too long to be a safe integer, or not all
+ * digits, is read again (the BigInt conversion, or the NaN integer() gives).
+ */
+function appendInteger(writer: ColumnWriter, src: Buffer, p: number, wide: boolean): number {
+  const negative = src[p] === MINUS;
+  let k = negative ? p + 1 : p;
+  let n = 0;
+  for (let d = (src[k] as number) - DIGIT_0; d >= 0 && d <= 9; d = (src[++k] as number) - DIGIT_0) n = n * 10 + d;
+  if (!wide) (writer as NumberWriter).pushRaw(negative ? -n : n);
+  else if (k - p <= SAFE_DIGITS && (src[k] === TAB || src[k] === NEWLINE))
+    (writer as WideWriter).pushSafe(negative ? -n : n);
+  else {
+    const end = fieldStop(src, k);
+    if (end - p <= SAFE_DIGITS) (writer as WideWriter).pushSafe(integer(src, p, end));
+    else writer.push(src.toString('latin1', p, end));
+    return end;
+  }
+  return k;
+}
+
+/** A float, date or timestamp parsed from the field's bytes, or any value through the writer's own conversion. */
+function parsed(src: Buffer, p: number, writer: ColumnWriter, kind: number): number {
+  const end = fieldStop(src, p);
+  const at = kind === TIMESTAMP ? micros(src, p, end) : Number.NaN;
+  if (kind === FLOAT) (writer as NumberWriter).pushRaw(Number(src.toString('latin1', p, end)));
+  else if (kind === DAY && src[p + 4] === MINUS && end - p === 10)
+    (writer as NumberWriter).pushRaw(Math.floor(micros(src, p, end) / 86_400_000_000));
+  else if (Number.isSafeInteger(at)) (writer as WideWriter).pushSafe(at);
+  else writer.push(unescaped(src, p, end));
+  return end;
 }
 
 /**
@@ -194,11 +251,14 @@ export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
   }
 
   protected rows(src: Buffer, from: number, to: number, done: IpcMessage[]): void {
-    const last = this.#kinds.length - 1;
+    // Held in locals: the loop runs once a field, and a private field's load is not free.
+    const writers = this.#writers;
+    const kinds = this.#kinds;
+    const last = kinds.length - 1;
     for (let p = from; p < to; ) {
       const start = p;
       for (let f = 0; f <= last; f++) {
-        const end = this.#field(src, p, f);
+        const end = this.#field(src, p, writers[f] as ColumnWriter, kinds[f] as number);
         if (src[end] !== (f === last ? NEWLINE : TAB))
           throw new Error('COPY row does not have the fields the SELECT names');
         p = end + 1;
@@ -208,28 +268,16 @@ export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
     }
   }
 
-  /** Appends field f starting at p to its column; returns where the field ends (its tab or newline). */
-  #field(src: Buffer, p: number, f: number): number {
-    const writer = this.#writers[f] as ColumnWriter;
+  /** Appends the field starting at p to its column; returns where the field ends (its tab or newline). */
+  #field(src: Buffer, p: number, writer: ColumnWriter, kind: number): number {
     if (src[p] === BACKSLASH && src[p + 1] === 0x4e && (src[p + 2] === TAB || src[p + 2] === NEWLINE)) {
       writer.push(null);
       return p + 2;
     }
-    switch (this.#kinds[f]) {
-      case INT: {
-        const negative = src[p] === MINUS;
-        let k = negative ? p + 1 : p;
-        let n = 0;
-        for (let d = (src[k] as number) - DIGIT_0; d >= 0 && d <= 9; d = (src[++k] as number) - DIGIT_0) n = n * 10 + d;
-        (writer as NumberWriter).pushRaw(negative ? -n : n);
-        return k;
-      }
-      case INT64: {
-        const end = fieldStop(src, p);
-        if (end - p <= SAFE_DIGITS) (writer as WideWriter).pushSafe(integer(src, p, end));
-        else writer.push(src.toString('latin1', p, end));
-        return end;
-      }
+    switch (kind) {
+      case INT:
+      case INT64:
+        return appendInteger(writer, src, p, kind === INT64);
       case TEXT:
         return appendText(writer as BytesWriter, src, p);
       case JSON_TEXT: {
@@ -242,22 +290,8 @@ export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
         writer.push(src[p] === 0x74);
         return fieldStop(src, p);
       default:
-        return this.#parsed(src, p, f);
+        return parsed(src, p, writer, kind);
     }
-  }
-
-  /** A float, date or timestamp parsed from the field's bytes, or any value through the writer's own conversion. */
-  #parsed(src: Buffer, p: number, f: number): number {
-    const writer = this.#writers[f] as ColumnWriter;
-    const end = fieldStop(src, p);
-    const kind = this.#kinds[f];
-    if (kind === FLOAT) (writer as NumberWriter).pushRaw(Number(src.toString('latin1', p, end)));
-    else if (kind === DAY && src[p + 4] === MINUS && end - p === 10)
-      (writer as NumberWriter).pushRaw(Math.floor(micros(src, p, end) / 86_400_000_000));
-    else if (kind === TIMESTAMP && Number.isSafeInteger(micros(src, p, end)))
-      (writer as WideWriter).pushSafe(micros(src, p, end));
-    else writer.push(unescaped(src, p, end));
-    return end;
   }
 
   protected last(): IpcMessage | null {

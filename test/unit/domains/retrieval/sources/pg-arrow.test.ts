@@ -4,7 +4,8 @@
  * (ints, int8 past 2^53, floats, booleans, text with COPY escapes, dates,
  * timestamps, json text) and NULL, rows split across chunks at every byte,
  * batches intact after the converter reused its buffers for the next one,
- * and malformed or oversized rows refused.
+ * the edges of the one-pass text and integer scans and of a validity bitmap's
+ * leading run of set bits, and malformed or oversized rows refused.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -13,7 +14,11 @@ import { arrowCopyColumn, CopyArrowConverter } from '../../../../../domains/retr
 import { MAX_ROW_BYTES } from '../../../../../domains/retrieval/sources/pg-copy.ts';
 import { flightDataOf, ipcStreamOf } from '../../../../helpers/flight-frames.ts';
 
-const TABLE = [
+/** Columns of the given names and information_schema types. */
+const columns = (named: string[][]) =>
+  named.map(([name, type]) => ({ name: name as string, type: type as string, domain: false }));
+
+const TABLE = columns([
   ['i4', 'integer'],
   ['i2', 'smallint'],
   ['i8', 'bigint'],
@@ -24,7 +29,7 @@ const TABLE = [
   ['ts', 'timestamp with time zone'],
   ['j', 'json'],
   ['e', 'USER-DEFINED'],
-].map(([name, type]) => ({ name: name as string, type: type as string, domain: false }));
+]);
 
 const COPY = [
   '1\t-7\t9007199254740993\t1.5\tt\tplain\t2024-02-29\t2024-01-02 03:04:05.123456+00\t{"a":1}\t"happy"',
@@ -77,8 +82,12 @@ const EXPECTED = [
   },
 ];
 
-function convert(chunks: readonly Buffer[], batchSize: number): { rows: Record<string, unknown>[]; batches: number } {
-  const converter = new CopyArrowConverter(TABLE.map(arrowCopyColumn), batchSize);
+function convert(
+  chunks: readonly Buffer[],
+  batchSize: number,
+  selected = TABLE,
+): { rows: Record<string, unknown>[]; batches: number } {
+  const converter = new CopyArrowConverter(selected.map(arrowCopyColumn), batchSize);
   const messages = [converter.schemaMessage()];
   for (const chunk of chunks) messages.push(...converter.push(chunk));
   const last = converter.end();
@@ -108,4 +117,49 @@ test('a row with too few or too many fields, or past the row limit, fails the re
     () => convert([Buffer.from(long)], 10),
     (error: { reason?: string }) => error.reason === 'row_too_large',
   );
+});
+
+/** COPY text of a text value: backslash, tab and newline escaped as PostgreSQL writes them. */
+const copyText = (text: string) => text.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n');
+
+test('text, int8 and validity at the edges of the one-pass scans, whole and split at every byte', () => {
+  const table = columns([
+    ['t', 'text'],
+    ['i8', 'bigint'],
+    ['b', 'boolean'],
+  ]);
+  // Text around the length copied while its end is found (64 bytes), escapes first, last and past it, a literal
+  // `\N`, multi-byte UTF-8 across that length; int8 at the safe-integer digit count and the type's limits.
+  const texts = [
+    '',
+    'a',
+    'x'.repeat(63),
+    'x'.repeat(64),
+    'x'.repeat(65),
+    `${'x'.repeat(64)}\\`,
+    `\\${'x'.repeat(70)}`,
+    'tab\tend',
+    'line\n',
+    '\\N',
+    'N',
+    `${'é'.repeat(31)}ü€😀`,
+    null,
+  ];
+  const int8s = ['0', '-0', '7', '-1', '999999999999999', '-999999999999999', '1000000000000000', '-1000000000000000'];
+  int8s.push('9223372036854775807', '-9223372036854775808', '\\N');
+  const rows = Array.from({ length: 40 }, (_, i) => ({
+    t: texts[i % texts.length] ?? null,
+    i8: int8s[i % int8s.length] as string,
+    // A first null or false only after a full byte of set bits, then some mixed.
+    b: i < 11 ? true : i === 11 ? null : i % 3 === 0,
+  }));
+  const copy = rows
+    .map((r) => `${r.t === null ? '\\N' : copyText(r.t)}\t${r.i8}\t${r.b === null ? '\\N' : r.b ? 't' : 'f'}\n`)
+    .join('');
+  const expected = rows.map((r) => ({ t: r.t, i8: r.i8 === '\\N' ? null : BigInt(r.i8), b: r.b }));
+  const read = (chunks: Buffer[], batchSize: number) => convert(chunks, batchSize, table).rows;
+  const bytes = Buffer.from(copy);
+  for (const batchSize of [1, 9, 40]) assert.deepEqual(read([bytes], batchSize), expected, `batches of ${batchSize}`);
+  for (let cut = 1; cut < bytes.length; cut += 1)
+    assert.deepEqual(read([bytes.subarray(0, cut), bytes.subarray(cut)], 16), expected, `cut at ${cut}`);
 });
