@@ -8,7 +8,7 @@
  * Node's async_hooks (https://nodejs.org/api/async_hooks.html) report a handle's `destroy` once libuv has closed it.
  */
 import { AsyncLocalStorage, createHook } from 'node:async_hooks';
-import { readdirSync, readFileSync } from 'node:fs';
+import { processes } from './processes.ts';
 import { waitFor } from './wait.ts';
 
 /** Handles that stay open (or keep the loop alive) until closed; requests (FSREQ, WRITEWRAP...) end by themselves. */
@@ -156,24 +156,7 @@ function callbackName(fn: unknown): string {
 function strayGroupMembers(scope: ResourceScope): string[] {
   const groups = new Set(scope.children.map((handle) => handle.pid).filter((pid) => typeof pid === 'number'));
   if (groups.size === 0) return [];
-  const strays: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readStat(entry);
-    if (!stat) continue;
-    // proc(5): "pid (comm) state ppid pgrp ..."; comm may hold spaces and parentheses, so split after the last ')'.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (groups.has(Number(pgrp)) && state !== 'Z') {
-      strays.push(`process ${entry} ${stat.slice(stat.indexOf('('), stat.lastIndexOf(')') + 1)} in group ${pgrp}`);
-    }
-  }
-  return strays;
-}
-
-function readStat(pid: string): string {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return ''; // exited between readdir and read
-  }
+  return processes()
+    .filter((p) => groups.has(p.group) && !p.zombie)
+    .map((p) => `process ${p.pid} ${p.name} in group ${p.group}`);
 }

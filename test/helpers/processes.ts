@@ -1,22 +1,27 @@
-/** The process tree below a pid, read from /proc (stat: `pid (name) state ppid ...`; the name may hold spaces). */
+/**
+ * Live processes read from /proc: proc(5) stat is "pid (comm) state ppid pgrp ..."; comm may hold spaces and
+ * parentheses, so the fields are split after the last ')'.
+ */
 import { readdirSync, readFileSync } from 'node:fs';
 
-interface ProcessEntry {
+export interface ProcessEntry {
   readonly pid: number;
   readonly name: string;
   readonly parent: number;
+  readonly group: number;
   readonly zombie: boolean;
 }
 
-function processes(): ProcessEntry[] {
+/** Every process visible now (one that ends meanwhile is left out). */
+export function processes(): ProcessEntry[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
     .flatMap((entry) => {
       try {
         const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const [state, parent, group] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         const name = stat.slice(stat.indexOf('('), stat.lastIndexOf(')') + 1);
-        return [{ pid: Number(entry), name, parent: Number(parent), zombie: state === 'Z' }];
+        return [{ pid: Number(entry), name, parent: Number(parent), group: Number(group), zombie: state === 'Z' }];
       } catch {
         return []; // ended meanwhile
       }

@@ -6,14 +6,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
 import { alive } from './jobs.ts';
-import { descendants } from './processes.ts';
+import { descendants, processes } from './processes.ts';
 import { waitFor } from './wait.ts';
 
 export const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
@@ -154,17 +154,17 @@ export function workerPids(parent: number): number[] {
   // A worker runs the primary's own script (the bundle from bin/meshgate, or app/cli/main.ts under tsx).
   const script = primaryScript(parent);
   if (script === undefined) return [];
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .flatMap((name) => {
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-        if (Number(stat[1]) !== parent || stat[0] === 'Z') return [];
-        return readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').includes(script) ? [Number(name)] : [];
-      } catch {
-        return []; // gone meanwhile
-      }
-    });
+  return processes()
+    .filter((p) => p.parent === parent && !p.zombie && commandLine(p.pid).includes(script))
+    .map((p) => p.pid);
+}
+
+function commandLine(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return []; // gone meanwhile
+  }
 }
 
 function primaryScript(pid: number): string | undefined {

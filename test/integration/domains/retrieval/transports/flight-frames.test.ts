@@ -122,7 +122,7 @@ test('the replaced handler refuses what Connect would: oversized, repeated or un
   // Past 64 KiB the request is not read at all (the token is untouched: it still works afterwards).
   const oversized = await refused(() => messagesOf(grpc.doGet({ ticket: Buffer.alloc(70_000, 0x61) })));
   assert.equal(oversized?.code, Code.ResourceExhausted, String(oversized));
-  // JSON and the Connect protocol are Connect's own handler's: DoGet is not implemented there.
+  // JSON and the Connect protocol reach Connect's own handler, which answers UNIMPLEMENTED for DoGet.
   for (const transport of [
     createGrpcTransport({ baseUrl: gw.url, nodeOptions, useBinaryFormat: false }),
     createConnectTransport({ baseUrl: gw.url, nodeOptions, httpVersion: '2' }),
