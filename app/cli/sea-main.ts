@@ -24,7 +24,7 @@ const mallocEnv = withMallocDefaults(process.env);
 if (mallocEnv) {
   try {
     // An executable's argv[1] repeats argv[0] (https://nodejs.org/api/single-executable-applications.html).
-    process.execve(process.execPath, [process.argv0, ...process.argv.slice(2)], mallocEnv);
+    process.execve?.(process.execPath, [process.argv0, ...process.argv.slice(2)], mallocEnv);
   } catch {
     // Not started again (the file replaced or gone since this start): the settings are worth memory, not function.
   }

@@ -11,7 +11,7 @@ test('the defaults are added to an environment without them, the rest of it kept
   });
 });
 
-test("a value the environment sets is kept, the one it lacks added; nothing to add is null (no second start)", () => {
+test('a value the environment sets is kept, the one it lacks added; nothing to add is null (no second start)', () => {
   assert.deepEqual(withMallocDefaults({ MALLOC_ARENA_MAX: '4' }), {
     MALLOC_ARENA_MAX: '4',
     MALLOC_TRIM_THRESHOLD_: '131072',
