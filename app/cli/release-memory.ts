@@ -6,10 +6,12 @@
  * One full collection that reduces the footprint, once, gives that back (about 20 MB resident; bench/README.md,
  * startup); under load the young generation grows again as it needs.
  *
- * That collection also drops the bytecode of what only start ran (reading the configuration, the migrations, each
- * domain's setup: ~2 MB). V8 flushes a function's bytecode once it has gone unrun through `--bytecode-old-age`
- * major collections (6 by default, src/flags/flag-definitions.h); an idle gateway runs none, so it is 1 for this
- * collection and back to its launch value after. A flushed function is compiled again if it ever runs.
+ * That collection also drops the code of what only start ran (reading the configuration, the migrations, each
+ * domain's setup): its bytecode (~2 MB), which V8 flushes once a function has gone unrun through
+ * `--bytecode-old-age` major collections (6 by default, src/flags/flag-definitions.h) and an idle gateway runs
+ * none, and its baseline (Sparkplug) code (~1.4 MB), which V8 keeps unless `--flush-baseline-code`; and it
+ * compacts the old generation (~0.5 MB of fragments). So for this collection the age is 1 and both are on, and each
+ * flag is back to its launch value after. A flushed function is compiled again if it ever runs.
  *
  * V8's gc() is exposed for this one call only, and each flag is set back at once: V8's flag hash, which Node's
  * compile cache checks, is of the current values (as a launch flag, --expose-gc would have the executable and
@@ -20,7 +22,17 @@ import { runInNewContext } from 'node:vm';
 
 /** Long enough for the requests queued behind start to be answered first; well before a gateway is called idle. */
 const RELEASE_AFTER_MS = 500;
-const V8_BYTECODE_OLD_AGE = 6;
+
+/** V8's flags for the one collection, by name, each with V8's default (its value when not given at launch). */
+const COLLECTION_FLAGS = [
+  { name: 'bytecode-old-age', collect: '--bytecode-old-age=1', v8Default: '--bytecode-old-age=6' },
+  { name: 'flush-baseline-code', collect: '--flush-baseline-code', v8Default: '--no-flush-baseline-code' },
+  {
+    name: 'compact-on-every-full-gc',
+    collect: '--compact-on-every-full-gc',
+    v8Default: '--no-compact-on-every-full-gc',
+  },
+] as const;
 
 export function releaseStartupMemory(): void {
   // Not at once: a full collection takes tens of milliseconds, and the first requests (a supervisor's health check,
@@ -33,22 +45,28 @@ export function collectOnce(): void {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as NodeJS.GCFunction;
   setFlagsFromString('--no-expose-gc');
-  setFlagsFromString('--bytecode-old-age=1');
+  for (const flag of COLLECTION_FLAGS) setFlagsFromString(flag.collect);
   try {
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
   } finally {
-    setFlagsFromString(`--bytecode-old-age=${launchBytecodeOldAge()}`);
+    for (const flag of COLLECTION_FLAGS) setFlagsFromString(launchFlag(flag.name, flag.v8Default));
   }
 }
 
-/** The value given at launch, on the command line or in NODE_OPTIONS (V8 takes the last; `_` may spell `-`). */
-export function launchBytecodeOldAge(
+/**
+ * The flag as given at launch, on the command line or in NODE_OPTIONS (V8 takes the last; `_` may spell `-`), else
+ * V8's default.
+ */
+export function launchFlag(
+  name: string,
+  v8Default: string,
   execArgv: readonly string[] = process.execArgv,
   nodeOptions = process.env.NODE_OPTIONS ?? '',
-): number {
-  const given = [...nodeOptions.split(/\s+/), ...execArgv].flatMap((arg) => {
-    const value = /^--bytecode[-_]old[-_]age=(\d+)$/.exec(arg)?.[1];
-    return value ? [Number(value)] : [];
+): string {
+  const spelled = (arg: string) => arg.replaceAll('_', '-');
+  const given = [...nodeOptions.split(/\s+/), ...execArgv].map(spelled).filter((arg) => {
+    const flag = arg.split('=')[0] ?? '';
+    return flag === `--${name}` || flag === `--no-${name}`;
   });
-  return given.at(-1) ?? V8_BYTECODE_OLD_AGE;
+  return given.at(-1) ?? v8Default;
 }

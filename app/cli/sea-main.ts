@@ -9,26 +9,11 @@
  * V8's code for the modules and the functions a start compiled
  * (https://nodejs.org/api/module.html#module-compile-cache), so a warm start
  * parses nothing.
- *
- * First, unless its environment already has them, it starts itself again with glibc's malloc settings
- * (app/cli/malloc-defaults.ts): the same process (execve keeps the pid, the open descriptors and the arguments),
- * one more start of Node.js, about 20 ms.
  */
 import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BUNDLE_ASSETS, BUNDLE_ENTRY, placeAssets } from '../../gateway/shipped-assets.ts';
-import { withMallocDefaults } from './malloc-defaults.ts';
-
-const mallocEnv = withMallocDefaults(process.env);
-if (mallocEnv) {
-  try {
-    // An executable's argv[1] repeats argv[0] (https://nodejs.org/api/single-executable-applications.html).
-    process.execve?.(process.execPath, [process.argv0, ...process.argv.slice(2)], mallocEnv);
-  } catch {
-    // Not started again (the file replaced or gone since this start): the settings are worth memory, not function.
-  }
-}
 
 function start(): Promise<unknown> {
   const folder = placeAssets((name) => name.startsWith(BUNDLE_ASSETS));

@@ -22,6 +22,19 @@ const READY_TIMEOUT_MS = 60_000;
 /** Beyond the drain grace, how long a draining worker may take to exit before it is killed. */
 const EXIT_MARGIN_MS = 2000;
 
+/**
+ * glibc's malloc settings for each worker, unless the environment sets them: one arena, trimmed above 128 KiB, as
+ * bin/meshgate exports them. glibc reads them only from the environment at a process's start, so the single
+ * executable, which cannot set them for itself, still gives them to the workers it forks, which hold the load
+ * (bench/README.md, proxy: RSS per worker).
+ */
+export function workerMallocEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  return {
+    MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '1',
+    MALLOC_TRIM_THRESHOLD_: env.MALLOC_TRIM_THRESHOLD_ ?? '131072',
+  };
+}
+
 /** The wait before a slot's next worker: 100 ms after the first failure, doubling per consecutive one, 10 s at most. */
 export function restartDelay(failures: number): number {
   return Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** failures);
@@ -97,7 +110,7 @@ export class Supervisor {
 
   /** Forks a worker into the slot and waits until it serves. */
   async #fill(slot: Slot): Promise<WorkerReady> {
-    const worker = cluster.fork();
+    const worker = cluster.fork(workerMallocEnv(process.env));
     this.link.attach(worker);
     const ready = await this.#ready(worker);
     if (this.#stopping) {

@@ -1,11 +1,11 @@
 /**
- * The collection after start: it drops the bytecode of functions that ran once (what only start runs) and leaves
- * V8's flags as they were launched, which Node's compile cache checks (its tag covers the flag hash).
+ * The collection after start: it drops the code of functions that ran once (what only start runs) and leaves V8's
+ * flags as they were launched, which Node's compile cache checks (its tag covers the flag hash).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { cachedDataVersionTag, getHeapSpaceStatistics } from 'node:v8';
-import { collectOnce, launchBytecodeOldAge } from '../../../../app/cli/release-memory.ts';
+import { collectOnce, launchFlag } from '../../../../app/cli/release-memory.ts';
 
 /** Where V8 keeps bytecode (its trusted space, outside the sandbox), in bytes used. */
 function bytecodeSpaceUsed(): number {
@@ -33,8 +33,22 @@ test('bytecode that ran once is flushed, and the compile cache tag is unchanged'
   assert.equal(kept[0]?.(7), kept[0]?.(7), 'a flushed function still runs: it is compiled again');
 });
 
-test("the launch value of --bytecode-old-age: V8's 6 unless given, the command line after NODE_OPTIONS", () => {
-  assert.equal(launchBytecodeOldAge([], ''), 6);
-  assert.equal(launchBytecodeOldAge(['--max-semi-space-size=4'], '--bytecode_old_age=3'), 3);
-  assert.equal(launchBytecodeOldAge(['--bytecode-old-age=2'], '--bytecode-old-age=9'), 2);
+test("a flag's launch spelling: V8's default unless given, the command line after NODE_OPTIONS", () => {
+  assert.equal(launchFlag('bytecode-old-age', '--bytecode-old-age=6', [], ''), '--bytecode-old-age=6');
+  assert.equal(
+    launchFlag('bytecode-old-age', '--bytecode-old-age=6', ['--max-semi-space-size=4'], '--bytecode_old_age=3'),
+    '--bytecode-old-age=3',
+  );
+  assert.equal(
+    launchFlag('bytecode-old-age', '--bytecode-old-age=6', ['--bytecode-old-age=2'], '--bytecode-old-age=9'),
+    '--bytecode-old-age=2',
+  );
+  assert.equal(
+    launchFlag('flush-baseline-code', '--no-flush-baseline-code', [], '--flush-baseline-code'),
+    '--flush-baseline-code',
+  );
+  assert.equal(
+    launchFlag('flush-baseline-code', '--no-flush-baseline-code', ['--flush-bytecode'], ''),
+    '--no-flush-baseline-code',
+  );
 });
