@@ -161,6 +161,8 @@ async function main(): Promise<void> {
     const read = () => ({ postgres: treeCpuSeconds(postmaster), ...mapValues(others, (f) => f()) });
     const before = read();
     const run = await timed(fn);
+    // psql's backend ends after psql does, and its CPU reaches the postmaster's cutime once it is reaped.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     const after = read();
     const perM = mapValues(after, (v, k) => ((v - (before[k as keyof typeof before] ?? 0)) * 1e6) / n);
     return { seconds: run.seconds, perM };
