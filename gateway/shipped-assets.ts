@@ -5,7 +5,7 @@
  * shipped.ts, which also serves a checkout, so the executable's main
  * script (app/cli/sea-main.ts) carries only this.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
@@ -95,17 +95,20 @@ function sha256Of(file: string): string | null {
 
 /**
  * The shipped file in the folder: kept when its contents have the manifest's hash (so the executable's own copy is
- * not paged in), else written beside and renamed into place, so a concurrent start or an interrupted one never
- * leaves a partial file to be loaded.
+ * not paged in), else written beside, under a name no other start uses (processes in separate containers sharing
+ * the folder may have the same pid), and renamed into place, so a concurrent start or an interrupted one never
+ * leaves a partial file to be loaded. The archive's bytes are checked against the manifest before they are written.
  */
 function writeOnce(folder: string, name: string, shipped: ShippedFile): void {
   const file = join(folder, name);
   if (sha256Of(file) === shipped.sha256) return;
+  const bytes = new Uint8Array(sea.getRawAsset(ASSET_ARCHIVE), shipped.offset, shipped.size);
+  if (createHash('sha256').update(bytes).digest('hex') !== shipped.sha256)
+    throw new Error(`the executable's copy of ${name} does not match its manifest: the executable is damaged`);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const staging = `${file}.${process.pid}.tmp`;
+  const staging = `${file}.${randomBytes(8).toString('hex')}.tmp`;
   try {
-    const bytes = new Uint8Array(sea.getRawAsset(ASSET_ARCHIVE), shipped.offset, shipped.size);
-    writeFileSync(staging, bytes, { mode: 0o600, flag: 'w' });
+    writeFileSync(staging, bytes, { mode: 0o600, flag: 'wx' });
     renameSync(staging, file);
   } finally {
     rmSync(staging, { force: true });

@@ -18,10 +18,10 @@ import { UsageError } from '../../gateway/cli/usage.ts';
 import type { CliCommand } from '../../gateway/module.ts';
 import { DRAIN_GRACE_MS } from '../process/messages.ts';
 import { runPrimary, workerCount } from '../process/primary.ts';
+import { releaseStartupMemory } from '../process/release-memory.ts';
 import { runWorker } from '../process/worker.ts';
 import { startGateway } from '../server.ts';
 import { configFlagOptions } from './flags.ts';
-import { releaseStartupMemory } from './release-memory.ts';
 import { renderHelp, SERVE_SETTINGS } from './settings.ts';
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;

@@ -16,15 +16,9 @@ export const STREAM_MB = 512;
 /** Every process a benchmark started, stopped when it ends. */
 export const children: ChildProcess[] = [];
 
-export function child<T>(
-  file: string,
-  args: string[],
-  execArgv: string[] = [],
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<{ proc: ChildProcess; hello: T }> {
+export function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
   const proc = fork(join(here, file), args, {
-    execArgv: ['--import', 'tsx', ...execArgv],
-    env,
+    execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   children.push(proc);

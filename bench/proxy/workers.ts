@@ -14,7 +14,7 @@
  * BENCH_TARGETS=meshgate-1,nginx-auto runs only the targets named; BENCH_BASELINE=<another checkout, built> adds
  * base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate, to the rotation (a change against main's build).
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,17 +113,21 @@ async function meshgate(
   return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids };
 }
 
-/** bench/proxy/node-floor.ts with the launcher's memory settings (bin/meshgate): what Node.js alone costs. */
+/** bench/proxy/node-floor.ts, run by Node.js itself with the launcher's memory settings: what Node.js alone costs. */
 async function nodeFloor(upstream: string, processes: number): Promise<Target> {
   const port = await freePort();
   const env = { ...process.env, MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072' };
-  const floor = await child(
-    'node-floor.ts',
-    [upstream, String(port), String(processes)],
-    ['--max-semi-space-size=4'],
+  const proc = fork(join(import.meta.dirname, 'node-floor.ts'), [upstream, String(port), String(processes)], {
+    execArgv: ['--max-semi-space-size=4', '--disable-warning=ExperimentalWarning'],
     env,
-  );
-  const pid = floor.proc.pid as number;
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  children.push(proc);
+  await new Promise((resolve, reject) => {
+    proc.once('message', resolve);
+    proc.once('exit', (code) => reject(new Error(`node-floor.ts exited with ${code}`)));
+  });
+  const pid = proc.pid as number;
   return { url: `http://127.0.0.1:${port}`, pid, workers: () => (processes === 1 ? [pid] : childrenOf(pid)) };
 }
 

@@ -134,21 +134,20 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
-/** User + system CPU seconds of a process, of its waited-for children (cutime, cstime) and of its live descendants. */
+/**
+ * User + system CPU seconds of a process, of its waited-for children (cutime, cstime) and of its live descendants; 0
+ * for a process gone. Its children are listed before its own times are read, so a child reaped in between is
+ * counted once, in the cutime read after.
+ */
 export function treeCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const own = fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0) / CLOCK_TICKS;
-  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-  return own + children.reduce((sum, child) => sum + (alive(Number(child)) ? treeCpuSeconds(Number(child)) : 0), 0);
-}
-
-function alive(pid: number): boolean {
   try {
-    readFileSync(`/proc/${pid}/stat`);
-    return true;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const own = fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0) / CLOCK_TICKS;
+    return own + children.reduce((sum, child) => sum + treeCpuSeconds(Number(child)), 0);
   } catch {
-    return false;
+    return 0;
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * What start leaves behind, given back once the gateway serves.
+ * What start leaves behind, given back once a gateway process serves (one process, each worker, the primary).
  *
  * Start allocates far more than the idle gateway keeps (every module's setup, migrations, TLS material), and V8
  * keeps the young generation it grew to for that — up to the launchers' 4 MiB semi-space — committed while idle.
@@ -13,9 +13,10 @@
  * compacts the old generation (~0.5 MB of fragments). So for this collection the age is 1 and both are on, and each
  * flag is back to its launch value after. A flushed function is compiled again if it ever runs.
  *
- * V8's gc() is exposed for this one call only, and each flag is set back at once: V8's flag hash, which Node's
- * compile cache checks, is of the current values (as a launch flag, --expose-gc would have the executable and
- * bin/meshgate parse every module again at every start: +40 MB, +150 ms).
+ * V8's gc() is exposed for this one call only, and each flag is set back to its launch spelling after: V8's flag
+ * hash, which Node's compile cache checks, is of the current values (changed for good, it would have every later
+ * start parse its modules again: +40 MB, +150 ms). Nothing here is needed for the gateway to work: a failure is
+ * ignored (this runs from a timer, where a throw would end the process).
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -25,6 +26,7 @@ const RELEASE_AFTER_MS = 500;
 
 /** V8's flags for the one collection, by name, each with V8's default (its value when not given at launch). */
 const COLLECTION_FLAGS = [
+  { name: 'expose-gc', collect: '--expose-gc', v8Default: '--no-expose-gc' },
   { name: 'bytecode-old-age', collect: '--bytecode-old-age=1', v8Default: '--bytecode-old-age=6' },
   { name: 'flush-baseline-code', collect: '--flush-baseline-code', v8Default: '--no-flush-baseline-code' },
   {
@@ -42,20 +44,20 @@ export function releaseStartupMemory(): void {
 
 /** The one collection (exported for its test). */
 export function collectOnce(): void {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as NodeJS.GCFunction;
-  setFlagsFromString('--no-expose-gc');
-  for (const flag of COLLECTION_FLAGS) setFlagsFromString(flag.collect);
   try {
+    for (const flag of COLLECTION_FLAGS) setFlagsFromString(flag.collect);
+    const gc = runInNewContext('gc') as NodeJS.GCFunction;
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  } catch {
+    // Memory not given back this time; the gateway serves the same.
   } finally {
     for (const flag of COLLECTION_FLAGS) setFlagsFromString(launchFlag(flag.name, flag.v8Default));
   }
 }
 
 /**
- * The flag as given at launch, on the command line or in NODE_OPTIONS (V8 takes the last; `_` may spell `-`), else
- * V8's default.
+ * The flag as given at launch, on the command line or in NODE_OPTIONS (V8 takes the last), else V8's default. V8
+ * reads `-` or `--` before a name, `_` for `-` within it, and `--no-name` or `--noname` for false.
  */
 export function launchFlag(
   name: string,
@@ -63,10 +65,9 @@ export function launchFlag(
   execArgv: readonly string[] = process.execArgv,
   nodeOptions = process.env.NODE_OPTIONS ?? '',
 ): string {
-  const spelled = (arg: string) => arg.replaceAll('_', '-');
-  const given = [...nodeOptions.split(/\s+/), ...execArgv].map(spelled).filter((arg) => {
-    const flag = arg.split('=')[0] ?? '';
-    return flag === `--${name}` || flag === `--no-${name}`;
+  const given = [...nodeOptions.split(/\s+/), ...execArgv].filter((arg) => {
+    const bare = /^--?([^=]+)/.exec(arg)?.[1]?.replaceAll('_', '-');
+    return bare === name || bare === `no-${name}` || bare === `no${name}`;
   });
   return given.at(-1) ?? v8Default;
 }
