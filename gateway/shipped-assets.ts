@@ -5,30 +5,40 @@
  * shipped.ts, which also serves a checkout, so the executable's main
  * script (app/cli/sea-main.ts) carries only this.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import * as sea from 'node:sea';
 import { BUILD_INFO } from './build-info.ts';
 
-/** The executable's asset listing its other assets and their content hash (scripts/build.ts writes it). */
+/** The executable's asset listing the shipped files, their places in ASSET_ARCHIVE and their content hash. */
 export const ASSET_MANIFEST = 'manifest.json';
-/** The asset holding the SQLite addon. */
+/** The executable's asset holding every shipped file, one after another (scripts/build.ts says why one). */
+export const ASSET_ARCHIVE = 'files.bin';
+/** The shipped file holding the SQLite addon. */
 export const SQLITE_ADDON_ASSET = 'better_sqlite3.node';
 /** The folder of the bundle's assets: its entry (BUNDLE_ENTRY) and the chunks it imports. */
 export const BUNDLE_ASSETS = 'bundle/';
 export const BUNDLE_ENTRY = 'meshgate.mjs';
 
+export interface ShippedFile {
+  /** Its contents' SHA-256 (hex). */
+  readonly sha256: string;
+  /** Where its bytes are in ASSET_ARCHIVE. */
+  readonly offset: number;
+  readonly size: number;
+}
+
 export interface AssetManifest {
   /** Of all the files: names the cache folder. */
   readonly hash: string;
-  /** Each file's SHA-256 (hex) by its asset name. */
-  readonly files: Readonly<Record<string, string>>;
+  /** Each file by its name in the cache folder. */
+  readonly files: Readonly<Record<string, ShippedFile>>;
 }
 
 /**
- * The executable's assets whose name passes `which`, in place and checked in the private cache folder; the folder.
+ * The shipped files whose name passes `which`, in place and checked in the private cache folder; the folder.
  * The executable's main script (app/cli/sea-main.ts) places the bundle's, the bundle the others.
  */
 export function placeAssets(which: (name: string) => boolean): string {
@@ -36,7 +46,7 @@ export function placeAssets(which: (name: string) => boolean): string {
   const folder = join(cacheHome(), 'meshgate', `${BUILD_INFO.version}-${manifest.hash}`);
   privateFolder(dirname(folder));
   privateFolder(folder);
-  for (const [name, sha256] of Object.entries(manifest.files)) if (which(name)) writeOnce(folder, name, sha256);
+  for (const [name, file] of Object.entries(manifest.files)) if (which(name)) writeOnce(folder, name, file);
   return folder;
 }
 
@@ -84,17 +94,21 @@ function sha256Of(file: string): string | null {
 }
 
 /**
- * The asset as a file in the folder: kept when its contents have the asset's hash (checked against the manifest, so
- * the executable's own copy is not paged in), else written beside and renamed into place, so a concurrent start or
- * an interrupted one never leaves a partial file to be loaded.
+ * The shipped file in the folder: kept when its contents have the manifest's hash (so the executable's own copy is
+ * not paged in), else written beside, under a name no other start uses (processes in separate containers sharing
+ * the folder may have the same pid), and renamed into place, so a concurrent start or an interrupted one never
+ * leaves a partial file to be loaded. The archive's bytes are checked against the manifest before they are written.
  */
-function writeOnce(folder: string, name: string, sha256: string): void {
+function writeOnce(folder: string, name: string, shipped: ShippedFile): void {
   const file = join(folder, name);
-  if (sha256Of(file) === sha256) return;
+  if (sha256Of(file) === shipped.sha256) return;
+  const bytes = new Uint8Array(sea.getRawAsset(ASSET_ARCHIVE), shipped.offset, shipped.size);
+  if (createHash('sha256').update(bytes).digest('hex') !== shipped.sha256)
+    throw new Error(`the executable's copy of ${name} does not match its manifest: the executable is damaged`);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const staging = `${file}.${process.pid}.tmp`;
+  const staging = `${file}.${randomBytes(8).toString('hex')}.tmp`;
   try {
-    writeFileSync(staging, new Uint8Array(sea.getRawAsset(name)), { mode: 0o600, flag: 'w' });
+    writeFileSync(staging, bytes, { mode: 0o600, flag: 'wx' });
     renameSync(staging, file);
   } finally {
     rmSync(staging, { force: true });

@@ -14,12 +14,11 @@
  */
 import cluster from 'node:cluster';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import type { CliCommand } from '../../gateway/module.ts';
 import { DRAIN_GRACE_MS } from '../process/messages.ts';
 import { runPrimary, workerCount } from '../process/primary.ts';
+import { releaseStartupMemory } from '../process/release-memory.ts';
 import { runWorker } from '../process/worker.ts';
 import { startGateway } from '../server.ts';
 import { configFlagOptions } from './flags.ts';
@@ -51,30 +50,6 @@ function stopSignals(): { signal: Promise<NodeJS.Signals>; cancel(): void } {
   });
   for (const name of STOP_SIGNALS) process.on(name, stop);
   return { signal, cancel };
-}
-
-/**
- * Start allocates far more than the idle gateway keeps (every module's setup, migrations, TLS material), and V8
- * keeps the young generation it grew to for that — up to the launchers' 4 MiB semi-space — committed while idle.
- * One full collection that reduces the footprint, once, gives that back (about 20 MB resident; bench/README.md,
- * startup); under load the young generation grows again as it needs. V8's gc() is exposed for this one call only:
- * as a launch flag (--expose-gc) it would change V8's flag hash, which rejects Node's compile cache the executable
- * and bin/meshgate keep (+40 MB and +150 ms of parsing at every start).
- */
-function releaseStartupMemory(): void {
-  // Not at once: a full collection takes tens of milliseconds, and the first requests (a supervisor's health check,
-  // the clients that waited for the ready line) would wait behind it.
-  setTimeout(collectOnce, RELEASE_AFTER_MS).unref();
-}
-
-/** Long enough for the requests queued behind start to be answered first; well before a gateway is called idle. */
-const RELEASE_AFTER_MS = 500;
-
-function collectOnce(): void {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as NodeJS.GCFunction;
-  setFlagsFromString('--no-expose-gc');
-  gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
 
 export const serveCommand: CliCommand = {

@@ -17,6 +17,7 @@ import { PrimaryLink } from '../../gateway/process/cluster-link.ts';
 import { startGateway } from '../server.ts';
 import { DRAIN_GRACE_MS } from './messages.ts';
 import { claimPidFile, releasePidFile } from './pid-file.ts';
+import { releaseStartupMemory } from './release-memory.ts';
 import { Supervisor, type WorkerReady } from './supervisor.ts';
 
 export interface PrimaryIo {
@@ -73,6 +74,7 @@ async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
   io.out(`meshgate listening ${ready.httpsUrl}`);
   if (ready.httpUrl) io.out(`meshgate listening ${ready.httpUrl}`);
   io.out(`meshgate origin ${ready.origin}  (${workerCount(resolved)} workers, primary pid ${process.pid})`);
+  releaseStartupMemory();
   return { gateway, supervisor, resolved };
 }
 

@@ -7,6 +7,7 @@
 import { WorkerLink } from '../../gateway/process/cluster-link.ts';
 import { type Gateway, startGateway } from '../server.ts';
 import { DRAIN_GRACE_MS, isSupervision, type ToPrimary, type ToWorker } from './messages.ts';
+import { releaseStartupMemory } from './release-memory.ts';
 
 /** How long a worker whose primary is gone gives its in-flight requests. */
 const ORPHAN_GRACE_MS = 1000;
@@ -49,6 +50,7 @@ export async function runWorker(): Promise<number> {
     process.once('disconnect', () => void stop(ORPHAN_GRACE_MS, 'primary gone'));
   });
   send({ supervise: 'ready', httpsUrl: gateway.httpsUrl, httpUrl: gateway.httpUrl, origin: gateway.origin });
+  releaseStartupMemory();
   await stopped;
   return 0;
 }

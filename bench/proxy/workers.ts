@@ -8,12 +8,13 @@
  * Each target runs in rotating order per rep; medians reported. CPU per
  * request counts every process of a target (meshgate's primary and workers,
  * nginx's master and workers); wrk's own CPU is reported too, since it shares
- * the two cores. RSS per worker is the largest worker's after its runs.
+ * the two cores. RSS per worker is the largest worker's after its runs. node-floor-1 and -2 are the least proxy Node.js
+ * can be (node-floor.ts), as one process and two: the floor any gateway written on Node.js stands on.
  *   npx tsx bench/proxy/workers.ts   (env: BENCH_SECONDS=5 BENCH_REPS=3 BENCH_CONNECTIONS=32)
  * BENCH_TARGETS=meshgate-1,nginx-auto runs only the targets named; BENCH_BASELINE=<another checkout, built> adds
  * base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate, to the rotation (a change against main's build).
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,6 +113,24 @@ async function meshgate(
   return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids };
 }
 
+/** bench/proxy/node-floor.ts, run by Node.js itself with the launcher's memory settings: what Node.js alone costs. */
+async function nodeFloor(upstream: string, processes: number): Promise<Target> {
+  const port = await freePort();
+  const env = { ...process.env, MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072' };
+  const proc = fork(join(import.meta.dirname, 'node-floor.ts'), [upstream, String(port), String(processes)], {
+    execArgv: ['--max-semi-space-size=4', '--disable-warning=ExperimentalWarning'],
+    env,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  children.push(proc);
+  await new Promise((resolve, reject) => {
+    proc.once('message', resolve);
+    proc.once('exit', (code) => reject(new Error(`node-floor.ts exited with ${code}`)));
+  });
+  const pid = proc.pid as number;
+  return { url: `http://127.0.0.1:${port}`, pid, workers: () => (processes === 1 ? [pid] : childrenOf(pid)) };
+}
+
 async function nginx(upstreamPort: number, workers: number | 'auto'): Promise<Target> {
   const started = await startNginx(upstreamPort, workers);
   return { url: `${started.url}`, pid: started.pid, workers: () => childrenOf(started.pid) };
@@ -129,6 +148,8 @@ async function main(): Promise<void> {
       'base-meshgate-1': () => meshgate(upstreamUrl, 1, 'reuseport', baseline),
       'base-meshgate-2': () => meshgate(upstreamUrl, 2, 'reuseport', baseline),
     }),
+    'node-floor-1': () => nodeFloor(upstreamUrl, 1),
+    'node-floor-2': () => nodeFloor(upstreamUrl, 2),
     'nginx-1': () => nginx(upstream.hello.port, 1),
     'nginx-auto': () => nginx(upstream.hello.port, 'auto'),
     caddy: () => startCaddy(upstream.hello.port),
@@ -179,6 +200,9 @@ async function main(): Promise<void> {
       two_workers_vs_one_rps: round(rps('meshgate-2') / rps('meshgate-1'), 2),
       two_workers_vs_nginx_auto_p99: round(m('meshgate-2', 'p99') / m('nginx-auto', 'p99'), 2),
       shared_vs_reuseport_rps: round(rps('meshgate-2-shared') / rps('meshgate-2'), 2),
+      // Node.js alone (node-floor.ts): the same figures for the least proxy Node.js can be.
+      floor_two_vs_nginx_auto_rps: round(rps('node-floor-2') / rps('nginx-auto'), 2),
+      floor_two_vs_nginx_auto_p99: round(m('node-floor-2', 'p99') / m('nginx-auto', 'p99'), 2),
       // Each rep runs the targets back to back, so a rep's own ratio shares its moment's load.
       two_workers_vs_nginx_auto_by_rep: (runs['meshgate-2'] ?? []).map((r, i) =>
         round(r.rps / (runs['nginx-auto']?.[i]?.rps ?? Number.NaN), 2),

@@ -32,11 +32,28 @@ import { RetrievalService } from '../../proto/gen/platform/retrieval/v1/retrieva
 import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
 import { startGrpcioClient } from '../../test/helpers/grpcio.ts';
 import { type PostgresPeer, startPostgres } from '../../test/helpers/peers/postgres.ts';
-import { type Cleanups, cpuSeconds, fillTable, rssMb, startBenchGateway, timed } from './gateway.ts';
+import {
+  type Cleanups,
+  cpuSeconds,
+  fillTable,
+  pidMatching,
+  rssMb,
+  startBenchGateway,
+  timed,
+  treeCpuSeconds,
+  waitedChildrenCpuSeconds,
+} from './gateway.ts';
 
 const execFileAsync = promisify(execFile);
 const [smallRows = 1_000_000, largeRows = 10_000_000] = process.argv.slice(2).map(Number);
 const cleanups: Cleanups = [];
+
+function mapValues<T extends Record<string, unknown>, R>(
+  object: T,
+  fn: (value: T[keyof T], key: string) => R,
+): Record<string, R> {
+  return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, fn(v as T[keyof T], k)]));
+}
 
 async function main(): Promise<void> {
   const pg: PostgresPeer = await startPostgres(
@@ -134,11 +151,29 @@ async function main(): Promise<void> {
     `|---|---|---|---|---|${grpcClients.map(() => '---|').join('')}---|`,
   ];
   let rss = { base: 0, peak: 0 };
+  let copyRate = 0;
+  /**
+   * CPU seconds per million rows of each party to a stream (PostgreSQL: the postmaster's tree, backends included),
+   * beside what the box's cores give at COPY's rate: how far a stream can go on this box before it runs out of cores.
+   */
+  const postmaster = pidMatching(new RegExp(`postgres .*-p ${pg.port}\\b`));
+  const budget: string[] = [];
+  const parties = async (n: number, fn: () => Promise<unknown>, others: Record<string, () => number>) => {
+    const read = () => ({ postgres: treeCpuSeconds(postmaster), ...mapValues(others, (f) => f()) });
+    const before = read();
+    const run = await timed(fn);
+    // psql's backend ends after psql does, and its CPU reaches the postmaster's cutime once it is reaped.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const after = read();
+    const perM = mapValues(after, (v, k) => ((v - (before[k as keyof typeof before] ?? 0)) * 1e6) / n);
+    return { seconds: run.seconds, perM };
+  };
   for (const [name, n] of [
     ['small', smallRows],
     ['large', largeRows],
   ] as const) {
     const c = await timed(() => copy(name));
+    if (name === 'small') copyRate = n / c.seconds;
     const j = await timed(() => copy(name, true));
     const watch = name === 'large';
     const base = rssMb(gw.pid);
@@ -155,6 +190,31 @@ async function main(): Promise<void> {
     results.push(
       `| ${name} | ${n} | ${rate(c)} | ${ratio(j)} | ${streams.map(ratio).join(' | ')} | ` +
         `${streams.map((x) => x.cpuPerM.toFixed(2)).join(' / ')} |`,
+    );
+  }
+  // After every stream above, so the gateway is warm: the small table again, each party's CPU read around it.
+  {
+    const [name, n] = ['small', smallRows] as const;
+    const cores = (await import('node:os')).availableParallelism();
+    const psql = await parties(n, () => copy(name), { psql: waitedChildrenCpuSeconds });
+    const flightRun = allClients[0] as (typeof allClients)[number];
+    const flightParties = await parties(n, () => grpc(urns[name], flightRun), {
+      gateway: () => cpuSeconds(gw.pid),
+      pyarrow: () => cpuSeconds(flight.pid),
+    });
+    const line = (label: string, x: { seconds: number; perM: Record<string, number> }) => {
+      const sum = Object.values(x.perM).reduce((a, b) => a + b, 0);
+      const parts = Object.entries(x.perM).map(([k, v]) => `${k} ${v.toFixed(2)}`);
+      return `| ${label} | ${Math.round(n / x.seconds)} | ${parts.join(' + ')} = ${sum.toFixed(2)} |`;
+    };
+    budget.push(
+      '',
+      `CPU-s per M rows by party (${name} table; ${cores} cores give ` +
+        `${((cores * 1e6) / copyRate).toFixed(2)} CPU-s per M rows at COPY's rate):`,
+      '| stream | rows/s | CPU-s per M rows |',
+      '|---|---|---|',
+      line('psql COPY', psql),
+      line('Arrow Flight, pyarrow', flightParties),
     );
   }
   const inlineRuns = 20;
@@ -176,7 +236,7 @@ async function main(): Promise<void> {
       `peak ${rss.peak.toFixed(0)} MB ` +
       `(growth ${(rss.peak - rss.base).toFixed(0)} MB)`,
   );
-  process.stdout.write(`${results.join('\n')}\n`);
+  process.stdout.write(`${[...results, ...budget].join('\n')}\n`);
 }
 
 try {

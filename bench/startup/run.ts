@@ -82,6 +82,7 @@ const TARGETS: Target[] = [
     command: (port, state) => ({ file: join(ROOT, 'bin', 'meshgate'), args: serveArgs(port, state), env: {} }),
   },
   executableTarget('dist/meshgate (executable)', join(ROOT, 'dist', 'meshgate')),
+  executableTarget('dist/meshgate as the unit runs it', join(ROOT, 'dist', 'meshgate'), unitEnvironment()),
   ...(process.env.BENCH_BASELINE ? [executableTarget('baseline', process.env.BENCH_BASELINE)] : []),
   {
     name: 'caddy (peer)',
@@ -95,13 +96,26 @@ const TARGETS: Target[] = [
 ];
 
 /** A single executable, read from disk before its first start; its cache folder in its own state dir. */
-function executableTarget(name: string, file: string): Target {
+function executableTarget(name: string, file: string, env: Record<string, string> = {}): Target {
   return {
     name,
     path: '/api/ping',
     fromDisk: file,
-    command: (port, state) => ({ file, args: serveArgs(port, state), env: { XDG_CACHE_HOME: join(state, 'cache') } }),
+    command: (port, state) => ({
+      file,
+      args: serveArgs(port, state),
+      env: { ...env, XDG_CACHE_HOME: join(state, 'cache') },
+    }),
   };
+}
+
+/** The MALLOC_* settings packaging/meshgate.service gives the gateway (its `Environment=` lines). */
+function unitEnvironment(): Record<string, string> {
+  const unit = readFileSync(join(ROOT, 'packaging', 'meshgate.service'), 'utf8');
+  const assignments = [...unit.matchAll(/^Environment=(.*)$/gm)].flatMap((line) => (line[1] ?? '').split(/\s+/));
+  return Object.fromEntries(
+    assignments.filter((a) => a.startsWith('MALLOC_')).map((a) => a.split('=') as [string, string]),
+  );
 }
 
 /** Caddy serving a static 200 over TLS with meshgate's server certificate, admin endpoint off. */

@@ -36,10 +36,10 @@ export interface FlightResult {
 export async function startFlightClient(
   t: After,
   caPem: string,
-): Promise<{ get(request: FlightGet): Promise<FlightResult> }> {
+): Promise<{ get(request: FlightGet): Promise<FlightResult>; pid: number }> {
   const python = await peerScript('sdk');
   const client = startLineClient<FlightGet, FlightResult>(t, python, 'flight_client.py', caPem, (ca) => [ca]);
-  return { get: (request) => client.call(request) };
+  return { get: (request) => client.call(request), pid: client.pid };
 }
 
 /** The DoGet of a job's `grpc` block, as the SDK builds it. */

@@ -15,6 +15,8 @@ import type { After } from './gateway.ts';
 
 export interface LineClient<Q, A> {
   call(request: Q): Promise<A>;
+  /** The client's process (a benchmark reads its CPU time). */
+  readonly pid: number;
 }
 
 /** Spawns `python script ...args(caFile)` with the gateway's CA written to a temporary file. */
@@ -41,6 +43,7 @@ export function startLineClient<Q, A>(
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   let queue: Promise<unknown> = Promise.resolve();
   return {
+    pid: child.pid as number,
     call(request) {
       const answer = queue.then(async () => {
         child.stdin.write(`${JSON.stringify(request)}\n`);

@@ -1,0 +1,73 @@
+/**
+ * What start leaves behind, given back once a gateway process serves (one process, each worker, the primary).
+ *
+ * Start allocates far more than the idle gateway keeps (every module's setup, migrations, TLS material), and V8
+ * keeps the young generation it grew to for that — up to the launchers' 4 MiB semi-space — committed while idle.
+ * One full collection that reduces the footprint, once, gives that back (about 20 MB resident; bench/README.md,
+ * startup); under load the young generation grows again as it needs.
+ *
+ * That collection also drops the code of what only start ran (reading the configuration, the migrations, each
+ * domain's setup): its bytecode (~2 MB), which V8 flushes once a function has gone unrun through
+ * `--bytecode-old-age` major collections (6 by default, src/flags/flag-definitions.h) and an idle gateway runs
+ * none, and its baseline (Sparkplug) code (~1.4 MB), which V8 keeps unless `--flush-baseline-code`; and it
+ * compacts the old generation (~0.5 MB of fragments). So for this collection the age is 1 and both are on, and each
+ * flag is back to its launch value after. A flushed function is compiled again if it ever runs.
+ *
+ * V8's gc() is exposed for this one call only, and each flag is set back to its launch spelling after: V8's flag
+ * hash, which Node's compile cache checks, is of the current values (changed for good, it would have every later
+ * start parse its modules again: +40 MB, +150 ms). Nothing here is needed for the gateway to work: a failure is
+ * ignored (this runs from a timer, where a throw would end the process).
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** Long enough for the requests queued behind start to be answered first; well before a gateway is called idle. */
+const RELEASE_AFTER_MS = 500;
+
+/** V8's flags for the one collection, by name, each with V8's default (its value when not given at launch). */
+const COLLECTION_FLAGS = [
+  { name: 'expose-gc', collect: '--expose-gc', v8Default: '--no-expose-gc' },
+  { name: 'bytecode-old-age', collect: '--bytecode-old-age=1', v8Default: '--bytecode-old-age=6' },
+  { name: 'flush-baseline-code', collect: '--flush-baseline-code', v8Default: '--no-flush-baseline-code' },
+  {
+    name: 'compact-on-every-full-gc',
+    collect: '--compact-on-every-full-gc',
+    v8Default: '--no-compact-on-every-full-gc',
+  },
+] as const;
+
+export function releaseStartupMemory(): void {
+  // Not at once: a full collection takes tens of milliseconds, and the first requests (a supervisor's health check,
+  // the clients that waited for the ready line) would wait behind it.
+  setTimeout(collectOnce, RELEASE_AFTER_MS).unref();
+}
+
+/** The one collection (exported for its test). */
+export function collectOnce(): void {
+  try {
+    for (const flag of COLLECTION_FLAGS) setFlagsFromString(flag.collect);
+    const gc = runInNewContext('gc') as NodeJS.GCFunction;
+    gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  } catch {
+    // Memory not given back this time; the gateway serves the same.
+  } finally {
+    for (const flag of COLLECTION_FLAGS) setFlagsFromString(launchFlag(flag.name, flag.v8Default));
+  }
+}
+
+/**
+ * The flag as given at launch, on the command line or in NODE_OPTIONS (V8 takes the last), else V8's default. V8
+ * reads `-` or `--` before a name, `_` for `-` within it, and `--no-name` or `--noname` for false.
+ */
+export function launchFlag(
+  name: string,
+  v8Default: string,
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions = process.env.NODE_OPTIONS ?? '',
+): string {
+  const given = [...nodeOptions.split(/\s+/), ...execArgv].filter((arg) => {
+    const bare = /^--?([^=]+)/.exec(arg)?.[1]?.replaceAll('_', '-');
+    return bare === name || bare === `no-${name}` || bare === `no${name}`;
+  });
+  return given.at(-1) ?? v8Default;
+}
