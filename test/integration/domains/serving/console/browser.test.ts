@@ -5,9 +5,12 @@
  * gateways from their cards and watch both read PAIRED, read each
  * deployment's probed health and request count, open a deployed app, follow
  * a job's log, change routing and read the smoke results, and a non-admin who
- * is offered no admin page. Screenshots of each page land in docs/console/.
+ * is offered no admin page. Each page is screenshot; with MESHGATE_UPDATE_SCREENSHOTS=1 the shots replace
+ * docs/console/'s, otherwise they go to a temporary folder, so a test run leaves the checkout as it was.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Page } from 'playwright-core';
@@ -17,7 +20,12 @@ import { ADMIN_PASSWORD, startTestGateway } from '../../../../helpers/gateway.ts
 import { MARKER, submit, waitFor } from '../../../../helpers/jobs.ts';
 import { DEAD_UPSTREAM, deploy, startAppServer } from '../../../../helpers/upstreams.ts';
 
-const SHOTS = join(import.meta.dirname, '../../../../../docs/console');
+const SHOTS =
+  process.env.MESHGATE_UPDATE_SCREENSHOTS === '1'
+    ? join(import.meta.dirname, '../../../../../docs/console')
+    : mkdtempSync(join(tmpdir(), 'meshgate-console-shots-'));
+if (process.env.MESHGATE_UPDATE_SCREENSHOTS !== '1')
+  process.once('exit', () => rmSync(SHOTS, { recursive: true, force: true }));
 
 async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
