@@ -228,11 +228,12 @@ function assets(stagingDir: string): Record<string, string> {
     ...migrationAssets('migrations-pg'),
   };
   const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
-  const contents = Object.values(files).map((file) => readFileSync(file));
+  const contents: Buffer[] = [];
   let offset = 0;
-  const entries = Object.keys(files).map((name, i) => {
-    const bytes = contents[i] as Buffer;
+  const entries = Object.entries(files).map(([name, file]) => {
+    const bytes = readFileSync(file);
     const entry: ShippedFile = { sha256: sha256(bytes), offset, size: bytes.length };
+    contents.push(bytes);
     offset += bytes.length;
     return [name, entry] as const;
   });

@@ -16,9 +16,18 @@ export const STREAM_MB = 512;
 /** Every process a benchmark started, stopped when it ends. */
 export const children: ChildProcess[] = [];
 
-export function child<T>(file: string, args: string[]): Promise<{ proc: ChildProcess; hello: T }> {
+/**
+ * Forks a bench script and waits for its first message. By default under tsx; `execArgv` replaces that (a script
+ * Node.js runs itself, by its type stripping), `env` the inherited environment.
+ */
+export function child<T>(
+  file: string,
+  args: string[],
+  options: { execArgv?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ proc: ChildProcess; hello: T }> {
   const proc = fork(join(here, file), args, {
-    execArgv: ['--import', 'tsx'],
+    execArgv: options.execArgv ?? ['--import', 'tsx'],
+    env: options.env ?? process.env,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   children.push(proc);

@@ -14,7 +14,7 @@
  * BENCH_TARGETS=meshgate-1,nginx-auto runs only the targets named; BENCH_BASELINE=<another checkout, built> adds
  * base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate, to the rotation (a change against main's build).
  */
-import { fork, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,15 +117,9 @@ async function meshgate(
 async function nodeFloor(upstream: string, processes: number): Promise<Target> {
   const port = await freePort();
   const env = { ...process.env, MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072' };
-  const proc = fork(join(import.meta.dirname, 'node-floor.ts'), [upstream, String(port), String(processes)], {
+  const { proc } = await child('node-floor.ts', [upstream, String(port), String(processes)], {
     execArgv: ['--max-semi-space-size=4', '--disable-warning=ExperimentalWarning'],
     env,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  children.push(proc);
-  await new Promise((resolve, reject) => {
-    proc.once('message', resolve);
-    proc.once('exit', (code) => reject(new Error(`node-floor.ts exited with ${code}`)));
   });
   const pid = proc.pid as number;
   return { url: `http://127.0.0.1:${port}`, pid, workers: () => (processes === 1 ? [pid] : childrenOf(pid)) };

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -127,49 +127,40 @@ export function rssMb(pid: number): number {
 
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
-/** User + system CPU seconds the process has used (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
-export function cpuSeconds(pid: number): number {
+/** A process's CPU seconds from /proc/<pid>/stat (fields 14–17, counted after the command name): its own user and
+ * system time, and that of its children it has waited for. */
+function cpuTimes(pid: number | 'self'): { own: number; waited: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  const [utime, stime, cutime, cstime] = stat
+    .slice(stat.lastIndexOf(')') + 2)
+    .split(' ')
+    .slice(11, 15)
+    .map(Number);
+  return { own: ((utime ?? 0) + (stime ?? 0)) / CLOCK_TICKS, waited: ((cutime ?? 0) + (cstime ?? 0)) / CLOCK_TICKS };
+}
+
+/** User + system CPU seconds the process has used. */
+export function cpuSeconds(pid: number): number {
+  return cpuTimes(pid).own;
 }
 
 /**
- * User + system CPU seconds of a process, of its waited-for children (cutime, cstime) and of its live descendants; 0
- * for a process gone. Its children are listed before its own times are read, so a child reaped in between is
- * counted once, in the cutime read after.
+ * CPU seconds of a process, of its waited-for children and of its live descendants; 0 for a process gone. Its
+ * children are listed before its own times are read, so a child reaped in between is counted once, in the cutime.
  */
 export function treeCpuSeconds(pid: number): number {
   try {
     const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const own = fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0) / CLOCK_TICKS;
-    return own + children.reduce((sum, child) => sum + treeCpuSeconds(Number(child)), 0);
+    const { own, waited } = cpuTimes(pid);
+    return own + waited + children.reduce((sum, child) => sum + treeCpuSeconds(Number(child)), 0);
   } catch {
     return 0;
   }
 }
 
-/** CPU seconds of this process's children it has waited for (cutime + cstime): a psql run by execFile. */
+/** CPU seconds of this process's children it has waited for: a psql run by execFile. */
 export function waitedChildrenCpuSeconds(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS;
-}
-
-/** The oldest process whose command line matches (e.g. a server by its port argument). */
-export function pidMatching(pattern: RegExp): number {
-  const pids = readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .sort((a, b) => a - b);
-  for (const pid of pids) {
-    try {
-      if (pattern.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1').replaceAll('\0', ' '))) return pid;
-    } catch {}
-  }
-  throw new Error(`no process matches ${pattern}`);
+  return cpuTimes('self').waited;
 }
 
 export async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; seconds: number }> {

@@ -36,7 +36,6 @@ import {
   type Cleanups,
   cpuSeconds,
   fillTable,
-  pidMatching,
   rssMb,
   startBenchGateway,
   timed,
@@ -156,10 +155,9 @@ async function main(): Promise<void> {
    * CPU seconds per million rows of each party to a stream (PostgreSQL: the postmaster's tree, backends included),
    * beside what the box's cores give at COPY's rate: how far a stream can go on this box before it runs out of cores.
    */
-  const postmaster = pidMatching(new RegExp(`postgres .*-p ${pg.port}\\b`));
   const budget: string[] = [];
   const parties = async (n: number, fn: () => Promise<unknown>, others: Record<string, () => number>) => {
-    const read = () => ({ postgres: treeCpuSeconds(postmaster), ...mapValues(others, (f) => f()) });
+    const read = () => ({ postgres: treeCpuSeconds(pg.pid), ...mapValues(others, (f) => f()) });
     const before = read();
     const run = await timed(fn);
     // psql's backend ends after psql does, and its CPU reaches the postmaster's cutime once it is reaped.

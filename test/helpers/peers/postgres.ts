@@ -28,6 +28,8 @@ export interface PostgresPeer {
   url: string;
   /** Folder of the server's binaries (psql, pg_dump ...), e.g. for a COPY reference in benchmarks. */
   binDir: string;
+  /** The postmaster's pid (a benchmark reads the CPU of its process tree). */
+  pid: number;
   /** Runs SQL through the real psql client; returns its unaligned, tuples-only output, trimmed. */
   psql(sql: string): Promise<string>;
   /** Fast shutdown now (e.g. "the source goes away mid-stream"); t.after also calls it. */
@@ -93,6 +95,7 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
     max_connections: '50',
     ...options.settings,
   };
+  let postmaster = 0;
   const port = await withPortRetry(async () => {
     const candidate = randomPort();
     const args = [
@@ -102,7 +105,7 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
       String(candidate),
       ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
     ];
-    workspace.adopt(
+    const server = workspace.adopt(
       await spawnPeer('postgres', join(binDir, 'postgres'), args, {
         uid: owner?.uid,
         gid: owner?.gid,
@@ -111,6 +114,7 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
         timeoutMs: 20_000,
       }),
     );
+    postmaster = server.child.pid as number;
     return candidate;
   });
   const host = '127.0.0.1';
@@ -145,7 +149,7 @@ export async function startPostgres(t: After, options: PostgresOptions = {}): Pr
       throw new Error(`psql failed: ${e.stderr || e.message}`);
     }
   };
-  return { host, port, user, password, database, url, binDir, psql, stop };
+  return { host, port, user, password, database, url, binDir, pid: postmaster, psql, stop };
 }
 
 /** Server settings for TLS; PostgreSQL refuses a key file others may read, or one owned by another user but root. */

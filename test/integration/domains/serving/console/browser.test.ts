@@ -20,12 +20,11 @@ import { ADMIN_PASSWORD, startTestGateway } from '../../../../helpers/gateway.ts
 import { MARKER, submit, waitFor } from '../../../../helpers/jobs.ts';
 import { DEAD_UPSTREAM, deploy, startAppServer } from '../../../../helpers/upstreams.ts';
 
-const SHOTS =
-  process.env.MESHGATE_UPDATE_SCREENSHOTS === '1'
-    ? join(import.meta.dirname, '../../../../../docs/console')
-    : mkdtempSync(join(tmpdir(), 'meshgate-console-shots-'));
-if (process.env.MESHGATE_UPDATE_SCREENSHOTS !== '1')
-  process.once('exit', () => rmSync(SHOTS, { recursive: true, force: true }));
+const UPDATE_DOCS = process.env.MESHGATE_UPDATE_SCREENSHOTS === '1';
+const SHOTS = UPDATE_DOCS
+  ? join(import.meta.dirname, '../../../../../docs/console')
+  : mkdtempSync(join(tmpdir(), 'meshgate-console-shots-'));
+if (!UPDATE_DOCS) process.once('exit', () => rmSync(SHOTS, { recursive: true, force: true }));
 
 async function shoot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
