@@ -34,8 +34,11 @@ export function isNativeAdmin(principal: Pick<Principal, 'source' | 'roles'> | n
 
 /** How a bearer credential becomes a Principal; provided by the auth domain, used by the authenticate stage. */
 export interface Authenticator {
-  /** Resolves a bearer credential; throws not_authenticated (401) when it is not valid. */
-  authenticate(bearer: string): Promise<Principal>;
+  /**
+   * Resolves a bearer credential; throws (or rejects with) not_authenticated (401) when it is not valid. A credential
+   * already verified may be answered synchronously.
+   */
+  authenticate(bearer: string): Principal | Promise<Principal>;
 }
 
 export const AUTHENTICATOR = createServiceKey<Authenticator>('authenticator');

@@ -159,7 +159,9 @@ export function operatorMount(
       gate(principal);
       const { prefix, below } = split(ctx);
       const stillAllowed = async () => {
-        const again = await deps.auth.principal(ctx).catch(() => null);
+        const again = await Promise.resolve()
+          .then(() => deps.auth.principal(ctx))
+          .catch(() => null);
         if (again?.userId !== principal.userId) return false;
         gate(again);
         return true;

@@ -33,6 +33,8 @@ export interface ProxyTarget extends PathMap {
   inFlight: { inc(): void; dec(): void };
   /** This deployment's request count (traffic.ts): one increment per request. */
   requests: RequestCell;
+  /** The proxy span's attributes, the same for every request to this target. */
+  spanAttributes: { 'meshgate.deployment': string };
 }
 
 /** Lazily created keep-alive pools, one per upstream origin, closed with the domain. */
@@ -97,6 +99,7 @@ export function buildTarget(pools: UpstreamPools, spec: TargetSpec): ProxyTarget
     observed: pools.observed,
     inFlight: pools.observed.inFlight.labels(spec.label),
     requests: pools.observed.requests.cell(spec.label),
+    spanAttributes: { 'meshgate.deployment': spec.label },
   };
 }
 
@@ -140,8 +143,11 @@ function hasBody(req: NodeRequest, headers: IncomingHttpHeaders): boolean {
   return length !== undefined && length !== '0';
 }
 
-/** Streams the request to the target and the answer back within the client connection's fair share of the pool. */
-export async function forward(
+/**
+ * Streams the request to the target and the answer back within the client connection's fair share of the pool.
+ * Not an async function: a request admitted at once (most) costs one promise, the stream's own.
+ */
+export function forward(
   ctx: RequestContext,
   target: ProxyTarget,
   rest: string,
@@ -149,26 +155,48 @@ export async function forward(
   principal: Principal | null,
 ): Promise<undefined> {
   const share = target.shares.acquire(ctx.req, ctx.res, target.pool);
-  const release = typeof share === 'function' ? share : await share;
-  if (!release) return undefined; // the client left while waiting for its share
+  if (typeof share === 'function') return forwardWithin(share, ctx, target, rest, origin, principal);
+  // Null: the client left while waiting for its share.
+  return Promise.resolve(share).then((release) =>
+    release ? forwardWithin(release, ctx, target, rest, origin, principal) : undefined,
+  );
+}
+
+function forwardWithin(
+  release: () => void,
+  ctx: RequestContext,
+  target: ProxyTarget,
+  rest: string,
+  origin: URL,
+  principal: Principal | null,
+): Promise<undefined> {
   target.requests.total++;
   target.inFlight.inc();
-  try {
-    const attributes = { 'meshgate.deployment': target.label };
-    return await target.observed.tracing.inSpan(
-      'proxy',
-      ctx.span,
-      (span) => stream(ctx, target, rest, origin, principal, span),
-      SpanKind.CLIENT,
-      attributes,
-    );
-  } finally {
+  let released = false;
+  const settled = () => {
+    if (released) return;
+    released = true;
     target.inFlight.dec();
     release();
+  };
+  try {
+    return target.observed.tracing.inSpan(
+      'proxy',
+      ctx.span,
+      (span) => stream(ctx, target, rest, origin, principal, span, settled),
+      SpanKind.CLIENT,
+      target.spanAttributes,
+    );
+  } catch (error) {
+    settled();
+    throw error;
   }
 }
 
-/** Streams the request to the target and the answer back; resolves when done, rejects only before the head. */
+/**
+ * Streams the request to the target and the answer back; resolves when done, rejects only before the head.
+ * `settled` runs once, as the promise settles: the share and the in-flight count are given back.
+ */
 function stream(
   ctx: RequestContext,
   target: ProxyTarget,
@@ -176,24 +204,30 @@ function stream(
   origin: URL,
   principal: Principal | null,
   span: Span,
+  settled: () => void,
 ): Promise<undefined> {
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
   // The upstream continues this hop's trace: its parent is the proxy span, never what the client sent.
   Object.assign(headers, target.observed.tracing.headersFor(span));
   return new Promise((resolve, reject) => {
-    const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject);
+    const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject, settled);
     ctx.res.once('close', () => handler.clientClosed());
-    target.pool.dispatch(
-      {
-        path: upstreamPath(target, rest, ctx.query),
-        method: ctx.method as Dispatcher.HttpMethod,
-        headers,
-        body: hasBody(ctx.req, ctx.req.headers) ? ctx.req : null,
-        headersTimeout: target.timeoutMs,
-        bodyTimeout: target.timeoutMs,
-      },
-      handler,
-    );
+    try {
+      target.pool.dispatch(
+        {
+          path: upstreamPath(target, rest, ctx.query),
+          method: ctx.method as Dispatcher.HttpMethod,
+          headers,
+          body: hasBody(ctx.req, ctx.req.headers) ? ctx.req : null,
+          headersTimeout: target.timeoutMs,
+          bodyTimeout: target.timeoutMs,
+        },
+        handler,
+      );
+    } catch (error) {
+      settled();
+      reject(error);
+    }
   });
 }
 
@@ -208,6 +242,7 @@ class ResponsePump implements Dispatcher.DispatchHandler {
     private readonly target: ProxyTarget,
     private readonly resolve: (value: undefined) => void,
     private readonly reject: (error: ApiError) => void,
+    private readonly settled: () => void,
   ) {}
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -235,6 +270,7 @@ class ResponsePump implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     this.#done = true;
     this.res.end();
+    this.settled();
     this.resolve(undefined);
   }
 
@@ -244,10 +280,12 @@ class ResponsePump implements Dispatcher.DispatchHandler {
     if (this.res.headersSent) {
       this.target.observed.errors.labels(this.target.label, 'stream_aborted').inc();
       this.res.destroy();
+      this.settled();
       this.resolve(undefined);
     } else {
       const refusal = upstreamError(error, this.target.label);
       this.target.observed.errors.labels(this.target.label, refusal.reason).inc();
+      this.settled();
       this.reject(refusal);
     }
   }
@@ -257,6 +295,7 @@ class ResponsePump implements Dispatcher.DispatchHandler {
     if (this.#done) return;
     this.#done = true;
     this.#controller?.abort(new Error('client closed'));
+    this.settled();
     this.resolve(undefined);
   }
 }

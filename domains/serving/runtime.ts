@@ -6,8 +6,9 @@
  */
 import type { Duplex } from 'node:stream';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
+import type { Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
+import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { DeploymentKind, DeploymentService } from './service.ts';
@@ -15,6 +16,14 @@ import { KIND_SERVICE } from './service.ts';
 import type { RuntimeAuth } from './session.ts';
 import type { DeploymentRow } from './store.ts';
 import { type OpenSockets, proxyUpgrade } from './websocket.ts';
+
+/** A caller admitted to a deployment: who, which row, the path below its prefix and where it goes. */
+interface Admitted {
+  row: DeploymentRow;
+  principal: Principal | null;
+  below: string;
+  target: ProxyTarget;
+}
 
 export interface RuntimeDeps {
   deployments: DeploymentService;
@@ -71,9 +80,8 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
    * whether or not the id exists (the API answers them 401 too); signed-in
    * ones get the API's 404. Null: ask the caller to sign in.
    */
-  async function admit(ctx: RequestContext | UpgradeContext) {
+  function admitAs(ctx: RequestContext | UpgradeContext, principal: Principal | null): Admitted | null {
     const { id, below } = splitId(ctx.rest);
-    const principal = await deps.auth.principal(ctx);
     const row = id ? deps.deployments.resolveFor(principal, kind, id) : null;
     if (!row) {
       if (principal) throw ServingErrors.make.deployment_not_found({ id });
@@ -82,16 +90,24 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     const prefix = ctx.rawPath.slice(0, ctx.rawPath.length - below.length);
     return { row, principal, below, target: targetFor(row, prefix) };
   }
+  /** Synchronous when the caller is already known (a cached bearer): the proxy's path then awaits nothing. */
+  function admit(ctx: RequestContext | UpgradeContext): Admitted | null | Promise<Admitted | null> {
+    const principal = deps.auth.principal(ctx);
+    return principal instanceof Promise ? principal.then((p) => admitAs(ctx, p)) : admitAs(ctx, principal);
+  }
+  function answer(ctx: RequestContext, admitted: Admitted | null): Promise<Reply | undefined> | Reply {
+    if (!admitted) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath) } : ctx);
+    const { principal, below, target } = admitted;
+    if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
+    return forward(ctx, target, below, origin(), principal);
+  }
 
   return {
     service: KIND_SERVICE[kind],
     auth: 'optional',
-    async handle(ctx) {
-      const admitted = await admit(ctx);
-      if (!admitted) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath) } : ctx);
-      const { principal, below, target } = admitted;
-      if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
-      return forward(ctx, target, below, origin(), principal);
+    handle(ctx) {
+      const admitted = admit(ctx);
+      return admitted instanceof Promise ? admitted.then((a) => answer(ctx, a)) : answer(ctx, admitted);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
       const admitted = await admit(ctx);
@@ -101,7 +117,9 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
       // The same caller and deployment decision, re-run on the open socket: the request's credential must still
       // authenticate, and the deployment (re-read) must still be visible to it and take websockets.
       const stillAllowed = async () => {
-        const again = await admit(ctx).catch(() => null);
+        const again = await Promise.resolve()
+          .then(() => admit(ctx))
+          .catch(() => null);
         return again !== null && again.principal?.userId === principal?.userId && again.row.websocket;
       };
       await proxyUpgrade(ctx, socket, head, target, below, origin(), principal, {

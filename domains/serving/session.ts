@@ -31,12 +31,15 @@ export class RuntimeAuth {
   ) {}
 
   /** The verified bearer principal, else the session cookie's; a stale cookie counts as none. */
-  async principal(caller: Caller): Promise<Principal | null> {
+  principal(caller: Caller): Principal | null | Promise<Principal | null> {
     if (caller.principal) return caller.principal;
     const bearer = bearerOf(caller as Parameters<typeof bearerOf>[0]);
     if (bearer) return this.authenticator.authenticate(bearer);
     const cookie = sessionCookieValue(caller.req.headers.cookie);
-    if (!cookie) return null;
+    return cookie ? this.#cookiePrincipal(cookie) : null;
+  }
+
+  async #cookiePrincipal(cookie: string): Promise<Principal | null> {
     try {
       return await this.authenticator.authenticate(cookie);
     } catch (error) {

@@ -10,6 +10,8 @@ import { isIPv6 } from 'node:net';
 /** The key of a remote address: IPv4 as is (IPv4-mapped IPv6 unwrapped), IPv6 by its /64. */
 export function clientKey(address: string | undefined): string {
   if (!address) return 'unknown';
+  // An address without a colon is IPv4 (most clients): no IPv6 parse on the request path.
+  if (!address.includes(':')) return address;
   if (address.startsWith('::ffff:') && address.includes('.')) return address.slice(7);
   if (!isIPv6(address)) return address;
   const [head = '', tail] = address.split('::') as [string, string | undefined];

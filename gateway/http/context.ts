@@ -68,11 +68,34 @@ export function principalOf(ctx: RequestContext): Principal {
   return ctx.principal;
 }
 
+/**
+ * The query of a request that has none, shared by all of them (most requests; no parse, no allocation). Read-only:
+ * the mutators throw, so no handler can change what another request sees.
+ */
+class EmptyQuery extends URLSearchParams {
+  override append(): never {
+    throw new TypeError('the request query is read-only');
+  }
+  override delete(): never {
+    throw new TypeError('the request query is read-only');
+  }
+  override set(): never {
+    throw new TypeError('the request query is read-only');
+  }
+  override sort(): never {
+    throw new TypeError('the request query is read-only');
+  }
+}
+export const NO_QUERY: URLSearchParams = new EmptyQuery();
+
 /** The request target (RFC 9112 §3.2, origin-form) split at the first `?` into the raw path and the query. */
 export function splitTarget(url: string | undefined): { rawPath: string; query: URLSearchParams } {
   const target = url ?? '/';
   const q = target.indexOf('?');
-  return q === -1
-    ? { rawPath: target, query: new URLSearchParams() }
-    : { rawPath: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) };
+  return q === -1 ? { rawPath: target, query: NO_QUERY } : { rawPath: target.slice(0, q), query: queryOf(target, q) };
+}
+
+/** The query of `target`, whose `?` is at `q`: an empty one (`/path?`) is the shared NO_QUERY too. */
+export function queryOf(target: string, q: number): URLSearchParams {
+  return q === -1 || q === target.length - 1 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
 }

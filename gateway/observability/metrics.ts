@@ -8,7 +8,8 @@
  * from ids, paths or user input: each distinct value is a new time series
  * kept for the life of the process.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { BoundHistogram } from './histogram.ts';
 
 export interface MetricSpec<L extends string> {
   /** Without the `meshgate_` prefix. */
@@ -38,7 +39,7 @@ export interface CounterSpec<L extends string> extends MetricSpec<L> {
 
 export interface MetricsRegistry {
   counter<L extends string>(spec: CounterSpec<L>): Counter<L>;
-  histogram<L extends string>(spec: HistogramSpec<L>): Histogram<L>;
+  histogram<L extends string>(spec: HistogramSpec<L>): BoundHistogram<L>;
   gauge<L extends string>(spec: GaugeSpec<L>): Gauge<L>;
 }
 
@@ -97,7 +98,11 @@ export function createMetrics({ databaseGauges = true }: { databaseGauges?: bool
         (name) =>
           new Counter<string>({ ...base(name, spec), ...scrape(spec.collect as CounterSpec<string>['collect']) }),
       ) as Counter<L>,
-    histogram: (spec) => declare(spec, (name) => new Histogram({ ...base(name, spec), buckets: [...spec.buckets] })),
+    histogram: <L extends string>(spec: HistogramSpec<L>) =>
+      declare<BoundHistogram<L>>(
+        spec,
+        (name) => new BoundHistogram(name, spec.help, spec.labels, spec.buckets, [registry]),
+      ),
     gauge: <L extends string>(spec: GaugeSpec<L>) =>
       declare<Gauge<L>>(
         spec,

@@ -7,8 +7,8 @@
  * `unmatched` before a route is known, so neither ids nor paths reach a
  * label.
  */
-import type { Histogram } from 'prom-client';
 import type { RequestContext } from '../http/context.ts';
+import type { HistogramSeries } from './histogram.ts';
 import { DURATION_BUCKETS, type MetricsRegistry, statusClass } from './metrics.ts';
 import type { Tracing } from './tracing.ts';
 
@@ -28,8 +28,28 @@ export const REQUEST_DURATION = {
 
 export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing): RequestObserver {
   const duration = metrics.histogram(REQUEST_DURATION);
-  // prom-client hashes the label set on every observe; one child per series, looked up by a short key, costs less.
-  const series = new Map<string, Histogram.Internal<string>>();
+  // Series found by route, then service (strings the routing tables hold, whose hashes V8 keeps), then status class:
+  // no key is built per request.
+  const byRoute = new Map<string, Map<string, HistogramSeries[]>>();
+  const seriesOf = (route: string, service: string, status: number): HistogramSeries => {
+    let byService = byRoute.get(route);
+    if (!byService) {
+      byService = new Map();
+      byRoute.set(route, byService);
+    }
+    let byClass = byService.get(service);
+    if (!byClass) {
+      byClass = [];
+      byService.set(service, byClass);
+    }
+    const at = status >= 100 && status < 600 ? Math.floor(status / 100) : 0;
+    let series = byClass[at];
+    if (!series) {
+      series = duration.labels(service, route, statusClass(status));
+      byClass[at] = series;
+    }
+    return series;
+  };
   return {
     begin(ctx) {
       ctx.span = tracing.serverSpan(ctx.method, ctx.req.headers);
@@ -38,14 +58,7 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
       const service = ctx.service ?? 'none';
       const route = ctx.route?.def.path ?? 'unmatched';
       const status = ctx.res.statusCode;
-      const statusLabel = statusClass(status);
-      const key = `${service} ${route} ${statusLabel}`;
-      let child = series.get(key);
-      if (!child) {
-        child = duration.labels(service, route, statusLabel);
-        series.set(key, child);
-      }
-      child.observe(Number(process.hrtime.bigint() - ctx.startedAt) / 1e9);
+      seriesOf(route, service, status).observe(Number(process.hrtime.bigint() - ctx.startedAt) / 1e9);
       if (!tracing.recording) return;
       const span = ctx.span;
       span.updateName(`${ctx.method} ${route}`);

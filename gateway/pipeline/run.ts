@@ -1,19 +1,22 @@
 /** Runs the prelude stages, then the matched route's compiled stages; one catch for all. */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type NodeRequest, type NodeResponse, type RequestContext, splitTarget } from '../http/context.ts';
+import { type NodeRequest, type NodeResponse, queryOf, type RequestContext } from '../http/context.ts';
 import { sendError } from '../http/respond.ts';
 import { NO_SPAN } from '../observability/tracing.ts';
 import type { Stage, StageResult } from './stage.ts';
 
 /** A fresh context: the request line split into path and query, nothing resolved yet. */
 function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger): RequestContext {
+  const target = req.url ?? '/';
+  const q = target.indexOf('?');
   return {
     requestId: randomUUID(),
     req,
     res,
     method: (req.method ?? 'GET').toUpperCase(),
-    ...splitTarget(req.url),
+    rawPath: q === -1 ? target : target.slice(0, q),
+    query: queryOf(target, q),
     startedAt: process.hrtime.bigint(),
     logger,
     hasEncodedSlash: false,

@@ -13,7 +13,7 @@ import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import { fromOwnOrigin, sessionCookieValue } from '../../http/session-cookie.ts';
 import type { AuthMode } from '../../module.ts';
-import type { Authenticator } from '../../principal.ts';
+import type { Authenticator, Principal } from '../../principal.ts';
 import type { Stage, StageResult } from '../stage.ts';
 
 export function bearerOf(ctx: RequestContext): string | null {
@@ -50,9 +50,19 @@ export function createAuthenticateStage(
   authenticator: Authenticator,
   { failures, sessionOrigin }: AuthenticateOptions = {},
 ): Stage {
+  const refused = (error: unknown): never => {
+    failures?.labels(error instanceof ApiError ? error.reason : 'error').inc();
+    throw error;
+  };
+  const admit = (ctx: RequestContext, principal: Principal, bearer: string): StageResult => {
+    ctx.principal = principal;
+    ctx.bearer = bearer;
+    return 'continue';
+  };
   return {
     name: 'authenticate',
-    async run(ctx: RequestContext): Promise<StageResult> {
+    // Synchronous when the credential is answered from the verified-token cache (most requests).
+    run(ctx: RequestContext): StageResult | Promise<StageResult> {
       // meshVerify already admitted a signed mesh request as its brokered principal.
       if (ctx.meshPeer) return 'continue';
       const bearer = bearerOf(ctx) ?? (sessionOrigin ? sessionOf(ctx, mode, sessionOrigin) : null);
@@ -61,14 +71,14 @@ export function createAuthenticateStage(
         failures?.labels('credential_missing').inc();
         throw GatewayErrors.make.not_authenticated();
       }
+      let principal: Principal | Promise<Principal>;
       try {
-        ctx.principal = await authenticator.authenticate(bearer);
+        principal = authenticator.authenticate(bearer);
       } catch (error) {
-        failures?.labels(error instanceof ApiError ? error.reason : 'error').inc();
-        throw error;
+        return refused(error);
       }
-      ctx.bearer = bearer;
-      return 'continue';
+      if (principal instanceof Promise) return principal.then((p) => admit(ctx, p, bearer), refused);
+      return admit(ctx, principal, bearer);
     },
   };
 }

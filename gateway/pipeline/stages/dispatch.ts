@@ -1,16 +1,20 @@
 /** dispatch: call the handler; a returned Reply is written, undefined means the handler streamed its own. */
-import type { RequestContext } from '../../http/context.ts';
+import type { Reply, RequestContext } from '../../http/context.ts';
 import { sendReply } from '../../http/respond.ts';
 import type { RouteDef } from '../../module.ts';
 import type { Stage, StageResult } from '../stage.ts';
 
 export function createDispatchStage(handle: RouteDef['handle']): Stage {
+  const written = (ctx: RequestContext, reply: Reply | undefined): StageResult => {
+    if (reply) sendReply(ctx.res, reply);
+    return 'done';
+  };
   return {
     name: 'dispatch',
-    async run(ctx: RequestContext): Promise<StageResult> {
-      const reply = await handle(ctx);
-      if (reply) sendReply(ctx.res, reply);
-      return 'done';
+    // A handler that answers synchronously costs no promise; one that returns a promise is awaited by the runner.
+    run(ctx: RequestContext): StageResult | Promise<StageResult> {
+      const reply = handle(ctx);
+      return reply instanceof Promise ? reply.then((r) => written(ctx, r)) : written(ctx, reply);
     },
   };
 }
