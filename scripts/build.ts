@@ -275,8 +275,9 @@ async function singleExecutable(): Promise<void> {
       // bin/meshgate's memory default for a long-running gateway (bench/README.md); NODE_OPTIONS still adds to it.
       // The young generation starts at that size too: start allocates ~30 MB of short-lived objects, which in V8's
       // 1 MiB first semi-space took six scavenges; the one collection after start (app/cli/serve.ts) gives the pages
-      // back. Node.js takes this flag only on its command line, not NODE_OPTIONS.
-      execArgv: ['--max-semi-space-size=4', '--min-semi-space-size=4'],
+      // back. Node.js takes this flag only on its command line, not NODE_OPTIONS. `--expose-gc`: that collection runs
+      // in the gateway's own context (app/process/release-memory.ts).
+      execArgv: ['--max-semi-space-size=4', '--min-semi-space-size=4', '--expose-gc'],
       assets: assets(staging),
     };
     const configFile = join(staging, 'sea-config.json');

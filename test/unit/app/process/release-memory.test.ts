@@ -8,11 +8,20 @@ import { cachedDataVersionTag, getHeapCodeStatistics, setFlagsFromString } from 
 import { runInNewContext } from 'node:vm';
 import { collectOnce, launchFlag } from '../../../../app/process/release-memory.ts';
 
+/**
+ * gc() as the launchers' `--expose-gc` gives it; this test's own process is started without the flag, so it reaches
+ * gc() through a context of its own (which the gateway must not do: it costs every later request CPU).
+ */
+function exposedGc(): NodeJS.GCFunction {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as NodeJS.GCFunction;
+  setFlagsFromString('--no-expose-gc');
+  return gc;
+}
+
 /** An ordinary full collection, to tell apart what only collectOnce's flags free. */
 function plainCollection(): void {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as NodeJS.GCFunction)({ type: 'major', execution: 'sync' });
-  setFlagsFromString('--no-expose-gc');
+  exposedGc()({ type: 'major', execution: 'sync' });
 }
 
 test('bytecode that ran once is flushed though still reachable, and the compile cache tag is unchanged', () => {
@@ -29,11 +38,46 @@ test('bytecode that ran once is flushed though still reachable, and the compile 
   // An ordinary collection first: it frees the garbage compiling left, and keeps the bytecode (age 1 of 6).
   plainCollection();
   const before = getHeapCodeStatistics().bytecode_and_metadata_size;
-  collectOnce();
+  collectOnce(exposedGc());
   const after = getHeapCodeStatistics().bytecode_and_metadata_size;
   assert.ok(after < before / 2, `bytecode and metadata ${before} → ${after} bytes`);
   assert.equal(cachedDataVersionTag(), tag);
   assert.equal(kept[0]?.(7), kept[0]?.(7), 'a flushed function still runs: it is compiled again');
+});
+
+test('under load (major collections close together) one ordinary collection follows, once; idle, none', async () => {
+  const real = exposedGc();
+  const calls: unknown[] = [];
+  const gc = ((options?: unknown) => {
+    calls.push(options);
+    return real(options as Parameters<NodeJS.GCFunction>[0] & { execution: 'sync' });
+  }) as NodeJS.GCFunction;
+  const settled = () => new Promise((resolve) => setTimeout(resolve, 100));
+  // The watch an earlier test's collectOnce started ends here, so only this test's is left to count.
+  real({ type: 'major', execution: 'sync' });
+  real({ type: 'major', execution: 'sync' });
+  await settled();
+  collectOnce(gc);
+  assert.deepEqual(calls, [{ type: 'major', execution: 'sync', flavor: 'last-resort' }]);
+  // One major collection alone is what an idle process may run: nothing follows.
+  real({ type: 'major', execution: 'sync' });
+  await settled();
+  assert.equal(calls.length, 1);
+  // A second one within seconds: under load. The ordinary collection runs once, and the watch ends.
+  real({ type: 'major', execution: 'sync' });
+  await settled();
+  assert.deepEqual(calls.slice(1), [{ type: 'major', execution: 'sync' }]);
+  real({ type: 'major', execution: 'sync' });
+  real({ type: 'major', execution: 'sync' });
+  await settled();
+  assert.equal(calls.length, 2);
+});
+
+test('without gc() in its own context (launched without --expose-gc) the process collects nothing', () => {
+  assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined');
+  const tag = cachedDataVersionTag();
+  collectOnce();
+  assert.equal(cachedDataVersionTag(), tag);
 });
 
 test("a flag's launch spelling: V8's default unless given, the command line after NODE_OPTIONS", () => {
