@@ -71,7 +71,7 @@ export function collectOnce(gc = (globalThis as { gc?: NodeJS.GCFunction }).gc):
   regrowUnderLoad(gc);
 }
 
-/** Once two major collections come within UNDER_LOAD_MS of each other, one ordinary collection; then it stops watching. */
+/** Once two major collections come within UNDER_LOAD_MS of each other, one ordinary collection; then no watch. */
 function regrowUnderLoad(gc: NodeJS.GCFunction): void {
   let lastMajor = Number.NEGATIVE_INFINITY;
   const observer = new PerformanceObserver((list) => {
