@@ -91,7 +91,7 @@ type TrackedResponse = {
   headersSent: boolean;
   setHeader(name: string, value: string): unknown;
   getHeader(name: string): unknown;
-  once(e: 'close', f: () => void): unknown;
+  on(e: 'close', f: () => void): unknown;
 };
 
 /** Listeners that are closing: their HTTP/1.1 answers say `Connection: close` (RFC 9112 §9.6). */
@@ -130,7 +130,8 @@ export function trackSockets(server: HttpServer | Http2SecureServer, sockets = n
     socket._meshgateResponses = responses;
     responses.add(res);
     if (draining.has(server)) res.setHeader('connection', 'close');
-    res.once('close', () => {
+    // `on`: a response closes once (no once wrapper to allocate and remove per request).
+    res.on('close', () => {
       responses.delete(res);
       // A connection that went idle while closing is ended after an answer that said `Connection: close`. An answer
       // whose headers left before the close began said keep-alive: the client may be sending its next request on

@@ -38,29 +38,41 @@ class KeyedSlots<K> {
    * null when the client closed `res` while it waited.
    */
   acquire(key: K, res: NodeResponse): Release | Promise<Release | null> {
+    const taken = this.take(key);
+    if (taken) return this.releaser(key, taken);
+    const held = this.#shares.get(key) as Share;
+    return wait(held, res).then((admitted) => (admitted ? this.releaser(key, held) : null));
+  }
+
+  /**
+   * The slot of `key` if one is free now, else null. A freed slot is handed straight to the next waiter (give), so
+   * a newcomer cannot slip in ahead of one.
+   */
+  take(key: K): Share | null {
     let share = this.#shares.get(key);
     if (!share) {
       share = { active: 0, waiting: [] };
       this.#shares.set(key, share);
     }
-    // A freed slot is handed straight to the next waiter, so a newcomer cannot slip in between.
-    if (share.active < this.limit) {
-      share.active += 1;
-      return this.#releaser(key, share);
-    }
-    const held = share;
-    return wait(share, res).then((admitted) => (admitted ? this.#releaser(key, held) : null));
+    if (share.active >= this.limit) return null;
+    share.active += 1;
+    return share;
   }
 
-  #releaser(key: K, held: Share): Release {
+  /** Gives back a slot of `key`: to the next waiter if there is one. Once per slot taken or admitted. */
+  give(key: K, held: Share): void {
+    const next = held.waiting.shift();
+    if (next) return next();
+    held.active -= 1;
+    if (held.active === 0) this.#shares.delete(key);
+  }
+
+  releaser(key: K, held: Share): Release {
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const next = held.waiting.shift();
-      if (next) return next();
-      held.active -= 1;
-      if (held.active === 0) this.#shares.delete(key);
+      this.give(key, held);
     };
   }
 }
@@ -103,22 +115,37 @@ export class ClientShares {
   acquire(req: NodeRequest, res: NodeResponse, upstream: object): Release | null | Promise<Release | null> {
     const connection = req.httpVersionMajor === 2 ? (req as Http2ServerRequest).stream.session : req.socket;
     if (!connection) return null; // the session is already gone
-    let connectionSlots = this.#byConnection.get(connection);
-    if (!connectionSlots) {
-      connectionSlots = new KeyedSlots(this.perConnection);
-      this.#byConnection.set(connection, connectionSlots);
-    }
-    let addressSlots = this.#byAddress.get(upstream);
-    if (!addressSlots) {
-      addressSlots = new KeyedSlots(this.perAddress);
-      this.#byAddress.set(upstream, addressSlots);
-    }
+    const connectionSlots = slotsOf(this.#byConnection, connection, this.perConnection);
+    const addressSlots = slotsOf(this.#byAddress, upstream, this.perAddress);
     const address = clientKey(req.socket?.remoteAddress);
+    // Most requests find both slots free: one release for both, no promise.
+    const viaConnection = connectionSlots.take(upstream);
+    const viaAddress = viaConnection && addressSlots.take(address);
+    if (viaConnection && viaAddress) {
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        addressSlots.give(address, viaAddress);
+        connectionSlots.give(upstream, viaConnection);
+      };
+    }
     // The connection's slot first: a request waiting for its address holds only what its own connection could use.
-    const ofConnection = connectionSlots.acquire(upstream, res);
+    const ofConnection = viaConnection
+      ? connectionSlots.releaser(upstream, viaConnection)
+      : connectionSlots.acquire(upstream, res);
     if (typeof ofConnection === 'function') return withAddress(ofConnection, addressSlots.acquire(address, res));
     return ofConnection.then((slot) => (slot ? withAddress(slot, addressSlots.acquire(address, res)) : null));
   }
+}
+
+function slotsOf<K>(byOwner: WeakMap<object, KeyedSlots<K>>, owner: object, limit: number): KeyedSlots<K> {
+  let slots = byOwner.get(owner);
+  if (!slots) {
+    slots = new KeyedSlots(limit);
+    byOwner.set(owner, slots);
+  }
+  return slots;
 }
 
 /** Both slots as one release; the connection's is given back when the address slot never came. */

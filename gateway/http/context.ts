@@ -21,7 +21,8 @@ export interface RequestContext {
   /** Path exactly as received (still percent-encoded), without the query. */
   readonly rawPath: string;
   readonly query: URLSearchParams;
-  readonly startedAt: bigint;
+  /** `performance.now()` at arrival: milliseconds, sub-millisecond precise, no allocation (a bigint is one). */
+  readonly startedAt: number;
   readonly logger: Logger;
   /** Set by canonicalPath: the path holds %2F, allowed only on URN routes. */
   hasEncodedSlash: boolean;

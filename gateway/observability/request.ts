@@ -58,7 +58,7 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
       const service = ctx.service ?? 'none';
       const route = ctx.route?.def.path ?? 'unmatched';
       const status = ctx.res.statusCode;
-      seriesOf(route, service, status).observe(Number(process.hrtime.bigint() - ctx.startedAt) / 1e9);
+      seriesOf(route, service, status).observe((performance.now() - ctx.startedAt) / 1e3);
       if (!tracing.recording) return;
       const span = ctx.span;
       span.updateName(`${ctx.method} ${route}`);

@@ -17,7 +17,7 @@ function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger): Request
     method: (req.method ?? 'GET').toUpperCase(),
     rawPath: q === -1 ? target : target.slice(0, q),
     query: queryOf(target, q),
-    startedAt: process.hrtime.bigint(),
+    startedAt: performance.now(),
     logger,
     hasEncodedSlash: false,
     route: null,

@@ -23,7 +23,7 @@ function optional(name: string, value: string | null | undefined): string {
 }
 
 function accessLine(ctx: RequestContext, bindings: string): string {
-  const ms = Number(process.hrtime.bigint() - ctx.startedAt) / 1e6;
+  const ms = performance.now() - ctx.startedAt;
   const principal = ctx.principal;
   return (
     `{"level":${INFO},"time":${Date.now()},"svc":"meshgate",${bindings}"req_id":${JSON.stringify(ctx.requestId)},` +
@@ -49,11 +49,12 @@ export function createAccessLogStage(
     run(ctx: RequestContext) {
       if (observer) {
         observer.begin(ctx);
-        ctx.res.once('close', () => {
+        // `on`, not `once`: a response closes once, and a once wrapper is one more allocation and removal a request.
+        ctx.res.on('close', () => {
           observer.end(ctx);
           if (sink.enabled) sink.write(accessLine(ctx, fixed));
         });
-      } else if (sink.enabled) ctx.res.once('close', () => sink.write(accessLine(ctx, fixed)));
+      } else if (sink.enabled) ctx.res.on('close', () => sink.write(accessLine(ctx, fixed)));
       return 'continue';
     },
   };

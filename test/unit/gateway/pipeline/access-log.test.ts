@@ -12,7 +12,7 @@ function fakeContext(fields: Partial<RequestContext>, finished: boolean) {
     requestId: 'r-12345678',
     method: 'GET',
     rawPath: '/a',
-    startedAt: process.hrtime.bigint(),
+    startedAt: performance.now(),
     service: null,
     principal: null,
     span: NO_SPAN,
