@@ -46,18 +46,38 @@ function runStages(stages: readonly Stage[], ctx: RequestContext, from: number):
   return 'continue';
 }
 
-/** `onArrival` runs synchronously before any stage, while no body byte has been read yet (mesh body digest). */
+/** The matched route's stages, after the prelude let the request through; an error thrown or rejected is answered. */
+function runRoute(ctx: RequestContext): void {
+  try {
+    const routed = runStages(ctx.route?.stages ?? [], ctx, 0);
+    if (typeof routed !== 'string') routed.catch((error: unknown) => sendError(ctx, error));
+  } catch (error) {
+    sendError(ctx, error);
+  }
+}
+
+/**
+ * `onArrival` runs synchronously before any stage, while no body byte has been read yet (mesh body digest). Not an
+ * async function: a request every stage answers synchronously (most) costs no promise here.
+ */
 export function createPipeline(prelude: readonly Stage[], logger: Logger, onArrival?: (req: NodeRequest) => void) {
-  return async function handle(req: NodeRequest, res: NodeResponse): Promise<void> {
+  return function handle(req: NodeRequest, res: NodeResponse): void {
     onArrival?.(req);
     const ctx = contextOf(req, res, logger);
+    let preluded: StageResult | Promise<StageResult>;
     try {
-      const preluded = runStages(prelude, ctx, 0);
-      if ((typeof preluded === 'string' ? preluded : await preluded) === 'done') return;
-      const routed = runStages(ctx.route?.stages ?? [], ctx, 0);
-      if (typeof routed !== 'string') await routed;
+      preluded = runStages(prelude, ctx, 0);
     } catch (error) {
       sendError(ctx, error);
+      return;
     }
+    if (typeof preluded === 'string') {
+      if (preluded !== 'done') runRoute(ctx);
+      return;
+    }
+    preluded.then(
+      (result) => (result === 'done' ? undefined : runRoute(ctx)),
+      (error: unknown) => sendError(ctx, error),
+    );
   };
 }
