@@ -17,7 +17,7 @@ import type { ChangeFeed } from './db/change-feed.ts';
 import type { DatabaseEngine, SqlConnection } from './db/connection.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
-import type { Reply, RequestContext } from './http/context.ts';
+import type { Reply, RequestContext, RequestQuery } from './http/context.ts';
 import type { AccessSink } from './log.ts';
 import type { MetricsRegistry } from './observability/metrics.ts';
 import type { Tracing } from './observability/tracing.ts';
@@ -91,7 +91,7 @@ export interface UpgradeContext {
   readonly req: IncomingMessage;
   readonly method: string;
   readonly rawPath: string;
-  readonly query: URLSearchParams;
+  readonly query: RequestQuery;
   readonly service: string;
   /** Path below the service prefix (raw). */
   readonly rest: string;

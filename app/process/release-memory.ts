@@ -57,8 +57,10 @@ const UNDER_LOAD_MS = 10_000;
  * The one collection, by the gc() `--expose-gc` gives the process's context, then the watch that sizes the heap for
  * load again (exported for its test).
  */
-export function collectOnce(gc = (globalThis as { gc?: NodeJS.GCFunction }).gc): void {
-  if (typeof gc !== 'function') return;
+export function collectOnce(
+  gc: NodeJS.GCFunction | null = (globalThis as { gc?: NodeJS.GCFunction }).gc ?? null,
+): void {
+  if (gc === null) return;
   try {
     for (const flag of COLLECTION_FLAGS) setFlagsFromString(flag.collect);
     gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });

@@ -11,7 +11,7 @@ import type { Http2ServerRequest } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { type Dispatcher, Pool } from 'undici';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
-import type { NodeRequest, Reply, RequestContext } from '../../gateway/http/context.ts';
+import type { NodeRequest, Reply, RequestContext, RequestQuery } from '../../gateway/http/context.ts';
 import { type Span, SpanKind } from '../../gateway/observability/tracing.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
@@ -104,7 +104,7 @@ export function buildTarget(pools: UpstreamPools, spec: TargetSpec): ProxyTarget
 }
 
 /** The path (with query) the upstream sees for `rest` below the public prefix. */
-export function upstreamPath(target: PathMap, rest: string, query: URLSearchParams | string): string {
+export function upstreamPath(target: PathMap, rest: string, query: RequestQuery | string): string {
   const path = target.stripPrefix ? `${target.basePath}${rest || '/'}` : `${target.basePath}${target.prefix}${rest}`;
   const q = String(query);
   return q ? `${path}?${q}` : path;
@@ -179,8 +179,10 @@ function forwardWithin(
     target.inFlight.dec();
     release();
   };
+  const tracing = target.observed.tracing;
+  let streamed: Promise<undefined>;
   try {
-    return target.observed.tracing.inSpan(
+    streamed = tracing.inSpan(
       'proxy',
       ctx.span,
       (span) => stream(ctx, target, rest, origin, principal, span, settled),
@@ -191,6 +193,14 @@ function forwardWithin(
     settled();
     throw error;
   }
+  // Recording spans, inSpan is an async function: what fails before the stream begins (the span itself) is a
+  // rejection, not a throw, and must give the share back too.
+  return tracing.recording
+    ? streamed.catch((error: unknown) => {
+        settled();
+        throw error;
+      })
+    : streamed;
 }
 
 /**
@@ -206,14 +216,15 @@ function stream(
   span: Span,
   settled: () => void,
 ): Promise<undefined> {
-  const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
-  // The upstream continues this hop's trace: its parent is the proxy span, never what the client sent.
-  Object.assign(headers, target.observed.tracing.headersFor(span));
   return new Promise((resolve, reject) => {
-    const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject, settled);
-    // `on`: a response closes once (no once wrapper to allocate and remove per request).
-    ctx.res.on('close', () => handler.clientClosed());
+    // Everything inside the try: whatever throws before the request is under way gives the share back.
     try {
+      const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
+      // The upstream continues this hop's trace: its parent is the proxy span, never what the client sent.
+      Object.assign(headers, target.observed.tracing.headersFor(span));
+      const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject, settled);
+      // `on`: a response closes once (no once wrapper to allocate and remove per request).
+      ctx.res.on('close', () => handler.clientClosed());
       target.pool.dispatch(
         {
           path: upstreamPath(target, rest, ctx.query),

@@ -7,7 +7,7 @@
  */
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
-import type { NodeRequest, Reply } from '../../gateway/http/context.ts';
+import type { NodeRequest, Reply, RequestQuery } from '../../gateway/http/context.ts';
 import { SESSION_COOKIE, sessionCookieValue } from '../../gateway/http/session-cookie.ts';
 import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
 import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
@@ -17,7 +17,7 @@ interface Caller {
   readonly req: NodeRequest;
   readonly method: string;
   readonly rawPath: string;
-  readonly query: URLSearchParams;
+  readonly query: RequestQuery;
   readonly principal?: Principal | null;
 }
 

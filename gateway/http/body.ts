@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { ApiError, type ValidationProblem } from '../errors/api-error.ts';
 import { GatewayErrors } from '../errors/gateway-errors.ts';
-import type { NodeRequest } from './context.ts';
+import type { NodeRequest, RequestQuery } from './context.ts';
 
 export async function readBody(req: NodeRequest, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
@@ -72,6 +72,6 @@ export async function readForm<S extends z.ZodType>(
   return validate(schema, Object.fromEntries(new URLSearchParams(raw.toString('utf8'))), 'body');
 }
 
-export function parseQuery<S extends z.ZodType>(query: URLSearchParams, schema: S): z.infer<S> {
+export function parseQuery<S extends z.ZodType>(query: RequestQuery, schema: S): z.infer<S> {
   return validate(schema, Object.fromEntries(query), 'query');
 }

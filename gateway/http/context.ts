@@ -20,7 +20,7 @@ export interface RequestContext {
   readonly method: string;
   /** Path exactly as received (still percent-encoded), without the query. */
   readonly rawPath: string;
-  readonly query: URLSearchParams;
+  readonly query: RequestQuery;
   /** `performance.now()` at arrival: milliseconds, sub-millisecond precise, no allocation (a bigint is one). */
   readonly startedAt: number;
   readonly logger: Logger;
@@ -69,6 +69,9 @@ export function principalOf(ctx: RequestContext): Principal {
   return ctx.principal;
 }
 
+/** A request's query, read-only: one instance may be shared by many requests (NO_QUERY), so none may change it. */
+export type RequestQuery = Omit<URLSearchParams, 'append' | 'delete' | 'set' | 'sort'>;
+
 /**
  * The query of a request that has none, shared by all of them (most requests; no parse, no allocation). Read-only:
  * the mutators throw, so no handler can change what another request sees.
@@ -87,16 +90,16 @@ class EmptyQuery extends URLSearchParams {
     throw new TypeError('the request query is read-only');
   }
 }
-export const NO_QUERY: URLSearchParams = new EmptyQuery();
+export const NO_QUERY: RequestQuery = new EmptyQuery();
 
 /** The request target (RFC 9112 §3.2, origin-form) split at the first `?` into the raw path and the query. */
-export function splitTarget(url: string | undefined): { rawPath: string; query: URLSearchParams } {
+export function splitTarget(url: string | undefined): { rawPath: string; query: RequestQuery } {
   const target = url ?? '/';
   const q = target.indexOf('?');
   return q === -1 ? { rawPath: target, query: NO_QUERY } : { rawPath: target.slice(0, q), query: queryOf(target, q) };
 }
 
 /** The query of `target`, whose `?` is at `q`: an empty one (`/path?`) is the shared NO_QUERY too. */
-export function queryOf(target: string, q: number): URLSearchParams {
+export function queryOf(target: string, q: number): RequestQuery {
   return q === -1 || q === target.length - 1 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
 }

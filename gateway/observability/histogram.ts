@@ -32,6 +32,12 @@ class Series implements HistogramSeries {
     this.counts = new Array<number>(bounds.length + 1).fill(0);
   }
 
+  clear(): void {
+    this.counts.fill(0);
+    this.sum = 0;
+    this.count = 0;
+  }
+
   observe(value: number): void {
     if (!Number.isFinite(value)) throw new TypeError(`Value is not a valid number: ${value}`);
     const bounds = this.bounds;
@@ -56,7 +62,8 @@ export class BoundHistogram<L extends string> {
     buckets: readonly number[],
     registers: readonly Registry[],
   ) {
-    this.#bounds = [...buckets].sort((a, b) => a - b);
+    if ((labelNames as readonly string[]).includes('le')) throw new Error(`${name}: 'le' is reserved for buckets`);
+    this.#bounds = [...new Set(buckets)].sort((a, b) => a - b);
     // prom-client's Registry takes any object with name, get() and reset(); its own metrics are registered this way.
     for (const registry of registers)
       registry.registerMetric(this as unknown as Parameters<Registry['registerMetric']>[0]);
@@ -82,6 +89,8 @@ export class BoundHistogram<L extends string> {
     const values: Sample[] = [];
     const bucket = `${this.name}_bucket`;
     for (const series of this.#series.values()) {
+      // As prom-client: a series bound but never observed (or observed only before a reset) is not exported.
+      if (series.count === 0) continue;
       let cumulative = 0;
       this.#bounds.forEach((le, i) => {
         cumulative += series.counts[i] as number;
@@ -94,7 +103,8 @@ export class BoundHistogram<L extends string> {
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 
+  /** Zeroes every series in place: callers keep the series they bound, and what they observe next counts. */
   reset(): void {
-    this.#series.clear();
+    for (const series of this.#series.values()) series.clear();
   }
 }

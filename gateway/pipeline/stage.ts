@@ -7,6 +7,14 @@ import type { RequestContext } from '../http/context.ts';
 
 export type StageResult = 'continue' | 'done';
 
+/**
+ * Whether a value a stage got from a domain (a principal, a handler's reply) is still to come. Any thenable, as
+ * `await` would take it, not only a native promise: a value with a `then` must never be used as the answer itself.
+ */
+export function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
+}
+
 export interface Stage {
   readonly name: StageName;
   run(ctx: RequestContext): Promise<StageResult> | StageResult;

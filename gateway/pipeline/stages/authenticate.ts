@@ -14,7 +14,7 @@ import type { RequestContext } from '../../http/context.ts';
 import { fromOwnOrigin, sessionCookieValue } from '../../http/session-cookie.ts';
 import type { AuthMode } from '../../module.ts';
 import type { Authenticator, Principal } from '../../principal.ts';
-import type { Stage, StageResult } from '../stage.ts';
+import { isThenable, type Stage, type StageResult } from '../stage.ts';
 
 export function bearerOf(ctx: RequestContext): string | null {
   const header = ctx.req.headers.authorization;
@@ -77,7 +77,7 @@ export function createAuthenticateStage(
       } catch (error) {
         return refused(error);
       }
-      if (principal instanceof Promise) return principal.then((p) => admit(ctx, p, bearer), refused);
+      if (isThenable(principal)) return Promise.resolve(principal).then((p) => admit(ctx, p, bearer), refused);
       return admit(ctx, principal, bearer);
     },
   };

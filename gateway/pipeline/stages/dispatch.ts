@@ -2,7 +2,7 @@
 import type { Reply, RequestContext } from '../../http/context.ts';
 import { sendReply } from '../../http/respond.ts';
 import type { RouteDef } from '../../module.ts';
-import type { Stage, StageResult } from '../stage.ts';
+import { isThenable, type Stage, type StageResult } from '../stage.ts';
 
 export function createDispatchStage(handle: RouteDef['handle']): Stage {
   const written = (ctx: RequestContext, reply: Reply | undefined): StageResult => {
@@ -14,7 +14,7 @@ export function createDispatchStage(handle: RouteDef['handle']): Stage {
     // A handler that answers synchronously costs no promise; one that returns a promise is awaited by the runner.
     run(ctx: RequestContext): StageResult | Promise<StageResult> {
       const reply = handle(ctx);
-      return reply instanceof Promise ? reply.then((r) => written(ctx, r)) : written(ctx, reply);
+      return isThenable(reply) ? Promise.resolve(reply).then((r) => written(ctx, r)) : written(ctx, reply);
     },
   };
 }

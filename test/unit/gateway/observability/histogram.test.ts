@@ -53,10 +53,23 @@ test("the workers' aggregation sums it as it sums prom-client's histograms", asy
 });
 
 test('a bound series is the same object for the same labels; bad input is refused as prom-client refuses it', () => {
-  const { bound, ours } = both();
+  const { bound } = both();
   assert.equal(bound.labels('api', '/api/ping'), bound.labels('api', '/api/ping'));
   assert.throws(() => bound.labels('api'), /expected 2 label values/);
   assert.throws(() => bound.labels('api', '/x').observe(Number.NaN), TypeError);
+  assert.throws(() => new BoundHistogram('x', 'help', ['le'], DURATION_BUCKETS, []), /'le' is reserved/);
+});
+
+test('a reset zeroes the series its callers hold: what they observe after it counts, from zero', async () => {
+  const { bound, ours } = both();
+  const held = bound.labels('api', '/api/ping');
+  bound.labels('never', 'observed');
   ours.resetMetrics();
-  return ours.metrics().then((text) => assert.doesNotMatch(text, /h_bucket/));
+  assert.doesNotMatch(await ours.metrics(), /h_bucket/);
+  held.observe(0.2);
+  held.observe(0.3);
+  const text = await ours.metrics();
+  assert.match(text, /^h_count\{service="api",route="\/api\/ping"\} 2$/m);
+  assert.match(text, /^h_sum\{service="api",route="\/api\/ping"\} 0\.5$/m);
+  assert.doesNotMatch(text, /never/);
 });
