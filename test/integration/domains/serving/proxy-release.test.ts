@@ -62,7 +62,8 @@ function open(client: ClientHttp2Session, path: string, token: string) {
 }
 
 for (const recording of [false, true]) {
-  test(`every way a proxied request ends gives its share and in-flight count back (spans ${recording ? 'recorded' : 'propagated'})`, async (t) => {
+  const spans = recording ? 'recorded' : 'propagated';
+  test(`every way a proxied request ends gives its share and in-flight count back (spans ${spans})`, async (t) => {
     const held: ServerResponse[] = [];
     let arrived = 0;
     const upstream = await listening(
