@@ -62,7 +62,10 @@ class KeyedSlots<K> {
   /** Gives back a slot of `key`: to the next waiter if there is one. Once per slot taken or admitted. */
   give(key: K, held: Share): void {
     const next = held.waiting.shift();
-    if (next) return next();
+    if (next) {
+      next();
+      return;
+    }
     held.active -= 1;
     if (held.active === 0) this.#shares.delete(key);
   }
