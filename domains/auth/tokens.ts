@@ -141,16 +141,27 @@ export function isJoseError(error: unknown): boolean {
   return error instanceof joseErrors.JOSEError;
 }
 
-/** Verified-token cache keyed by the token string, bounded, entries dropped at expiry. */
+/**
+ * Where a token is kept: its signature segment (what follows its last dot, RFC 7515 §7.1), so a lookup on every
+ * request hashes a few dozen characters rather than the whole token, which is a new string each time. The entry keeps
+ * the token, and only the whole token equal to it is a hit: a forged token reusing a valid signature misses.
+ */
+function keyOf(token: string): string {
+  const dot = token.lastIndexOf('.');
+  return dot === -1 ? token : token.slice(dot + 1);
+}
+
+/** Verified-token cache, a hit only for the whole token verified, bounded, entries dropped at expiry. */
 export class VerifiedTokenCache<V> {
-  readonly #entries = new Map<string, { value: V; expMs: number; jti: string }>();
+  readonly #entries = new Map<string, { token: string; value: V; expMs: number; jti: string }>();
   constructor(private readonly maxEntries = 10_000) {}
 
   get(token: string): V | undefined {
-    const hit = this.#entries.get(token);
-    if (!hit) return undefined;
+    const key = keyOf(token);
+    const hit = this.#entries.get(key);
+    if (!hit || hit.token !== token) return undefined;
     if (hit.expMs <= Date.now()) {
-      this.#entries.delete(token);
+      this.#entries.delete(key);
       return undefined;
     }
     return hit.value;
@@ -158,11 +169,11 @@ export class VerifiedTokenCache<V> {
 
   set(token: string, value: V, expSeconds: number, jti: string): void {
     if (this.#entries.size >= this.maxEntries) this.#entries.clear();
-    this.#entries.set(token, { value, expMs: expSeconds * 1000, jti });
+    this.#entries.set(keyOf(token), { token, value, expMs: expSeconds * 1000, jti });
   }
 
   dropJti(jti: string): void {
-    for (const [token, entry] of this.#entries) if (entry.jti === jti) this.#entries.delete(token);
+    for (const [key, entry] of this.#entries) if (entry.jti === jti) this.#entries.delete(key);
   }
 
   clear(): void {
