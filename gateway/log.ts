@@ -9,7 +9,7 @@
  * more than a tenth of a proxied request (bench/README.md, proxy).
  *
  * Without a given destination, lines go to stdout in blocks of at least
- * 4 KiB and at least once a second (nginx's `access_log … buffer= flush=`):
+ * 16 KiB and at least once a second (nginx's `access_log … buffer= flush=`):
  * one write per request cost about a tenth of a proxied request again.
  * Pending lines are written at `close()` and when the process exits.
  */
@@ -32,7 +32,8 @@ export const REDACT_PATHS = [
 /**
  * The access log is written to stdout in blocks of this size (and at least once a second, FLUSH_MS): each write is
  * one trip through libuv's thread pool, which in 4 KiB blocks (~16 lines) took 2.4 % of a proxied request's CPU and
- * in 16 KiB ones 1.2 % (bench/README.md, proxy). At most a block of lines is lost if the process is killed.
+ * in 16 KiB ones 1.2 % (bench/README.md, proxy). A process killed (SIGKILL) loses what it had not written yet: up to
+ * about a second of lines.
  */
 const BLOCK_BYTES = 16_384;
 const FLUSH_MS = 1000;
@@ -98,7 +99,7 @@ function loggersOn(
 
 /**
  * Access lines gathered into one string per block before they reach stdout's destination. sonic-boom measures the
- * UTF-8 length of the string it appends to on every write, so short lines written one by one into a 4 KiB block
+ * UTF-8 length of the string it appends to on every write, so short lines written one by one into a block
  * flatten and scan the block again each time (~2 % of a proxied request's CPU; bench/README.md, proxy). A line of
  * the gateway's own goes out after the access lines gathered before it, so the order of lines is kept.
  */

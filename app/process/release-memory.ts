@@ -3,7 +3,7 @@
  *
  * Start allocates far more than the idle gateway keeps (every module's setup, migrations, TLS material), and V8
  * keeps the young generation it grew to for that — up to the launchers' 4 MiB semi-space — committed while idle.
- * One full collection that reduces the footprint, once, gives that back (about 20 MB resident; bench/README.md,
+ * One full collection that reduces the footprint, once, gives that back (about 15 MB resident; bench/README.md,
  * startup); under load the young generation grows again as it needs.
  *
  * That collection also drops the code of what only start ran (reading the configuration, the migrations, each
@@ -76,10 +76,12 @@ export function collectOnce(
 /** Once two major collections come within UNDER_LOAD_MS of each other, one ordinary collection; then no watch. */
 function regrowUnderLoad(gc: NodeJS.GCFunction): void {
   let lastMajor = Number.NEGATIVE_INFINITY;
+  // Only what runs after the watch began: the collections the release itself ran are not load.
+  const since = performance.now();
   const observer = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       const { detail } = entry as { detail?: { kind?: number } };
-      if (detail?.kind !== constants.NODE_PERFORMANCE_GC_MAJOR) continue;
+      if (entry.startTime < since || detail?.kind !== constants.NODE_PERFORMANCE_GC_MAJOR) continue;
       if (entry.startTime - lastMajor >= UNDER_LOAD_MS) {
         lastMajor = entry.startTime;
         continue;

@@ -92,8 +92,7 @@ export class RealmVerifier {
    * `exp`; the realm is only worked out on a miss (it may need lookups).
    */
   async verify(token: string, scope: string, realmOf: () => RealmSpec | Promise<RealmSpec>): Promise<JWTPayload> {
-    const cacheKey = `${scope}\n${token}`;
-    const hit = this.#cache.get(cacheKey);
+    const hit = this.#cache.get(token, scope);
     if (hit) return hit;
     const realm = await realmOf();
     let payload: JWTPayload;
@@ -106,7 +105,7 @@ export class RealmVerifier {
     } catch (error) {
       throw new TokenFailed(describe(error));
     }
-    this.#cache.set(cacheKey, payload, Number(payload.exp), String(payload.jti ?? ''));
+    this.#cache.set(token, payload, Number(payload.exp), String(payload.jti ?? ''), scope);
     return payload;
   }
 

@@ -11,7 +11,7 @@ import type { Http2ServerRequest } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { type Dispatcher, Pool } from 'undici';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
-import type { NodeRequest, Reply, RequestContext, RequestQuery } from '../../gateway/http/context.ts';
+import type { NodeRequest, NodeResponse, Reply, RequestContext, RequestQuery } from '../../gateway/http/context.ts';
 import { type Span, SpanKind } from '../../gateway/observability/tracing.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
@@ -135,6 +135,11 @@ export function slashRedirect(ctx: Pick<RequestContext, 'rawPath' | 'query'>): R
   return { status: 308, headers: { location: `${ctx.rawPath}/${query}` } };
 }
 
+/** Whether the response closed already: HTTP/1.1's says so itself, HTTP/2's compatibility one by its stream. */
+function closedAlready(res: NodeResponse): boolean {
+  return 'stream' in res ? res.stream.destroyed : res.closed;
+}
+
 /** Has the request a body to stream? h2 says so with END_STREAM; h1 with a length or chunked coding. */
 function hasBody(req: NodeRequest, headers: IncomingHttpHeaders): boolean {
   if (req.httpVersionMajor === 2) return !(req as Http2ServerRequest).stream.endAfterHeaders;
@@ -225,6 +230,12 @@ function stream(
       const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject, settled);
       // `on`: a response closes once (no once wrapper to allocate and remove per request).
       ctx.res.on('close', () => handler.clientClosed());
+      // A client that left while the request waited (its credential verified, its share queued) sent its close
+      // already: none is coming, so the request ends here rather than hold an upstream connection it cannot answer.
+      if (closedAlready(ctx.res)) {
+        handler.clientClosed();
+        return;
+      }
       target.pool.dispatch(
         {
           path: upstreamPath(target, rest, ctx.query),

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
+import { isThenable } from '../../gateway/pipeline/stage.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
@@ -93,7 +94,7 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
   /** Synchronous when the caller is already known (a cached bearer): the proxy's path then awaits nothing. */
   function admit(ctx: RequestContext | UpgradeContext): Admitted | null | Promise<Admitted | null> {
     const principal = deps.auth.principal(ctx);
-    return principal instanceof Promise ? principal.then((p) => admitAs(ctx, p)) : admitAs(ctx, principal);
+    return isThenable(principal) ? Promise.resolve(principal).then((p) => admitAs(ctx, p)) : admitAs(ctx, principal);
   }
   function answer(ctx: RequestContext, admitted: Admitted | null): Promise<Reply | undefined> | Reply {
     if (!admitted) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath) } : ctx);
@@ -107,7 +108,7 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     auth: 'optional',
     handle(ctx) {
       const admitted = admit(ctx);
-      return admitted instanceof Promise ? admitted.then((a) => answer(ctx, a)) : answer(ctx, admitted);
+      return isThenable(admitted) ? Promise.resolve(admitted).then((a) => answer(ctx, a)) : answer(ctx, admitted);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
       const admitted = await admit(ctx);

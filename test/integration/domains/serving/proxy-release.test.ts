@@ -13,7 +13,7 @@ import { connect as connectTcp } from 'node:net';
 import { test } from 'node:test';
 import { connect as connectTls } from 'node:tls';
 import { request } from 'undici';
-import { type After, startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
+import { ADMIN_PASSWORD, type After, startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 import { parsePrometheus, total } from '../../../helpers/peers/prometheus.ts';
 import { deploy } from '../../../helpers/upstreams.ts';
 import { waitFor } from '../../../helpers/wait.ts';
@@ -139,3 +139,37 @@ for (const recording of [false, true]) {
     assert.equal(await inFlight(), 0);
   });
 }
+
+test('a client gone while its credential was being verified holds nothing once the request ends', async (t) => {
+  let arrived = 0;
+  const upstream = await listening(
+    t,
+    createServer((_req, res) => {
+      arrived++;
+      res.end('quick');
+    }),
+  );
+  const gw = await startTestGateway(t, {
+    admin: { port: 0, metricsToken: METRICS_TOKEN },
+    serving: { upstreamConnections: 4, perClientUpstreamRequests: 1, perClientAddressUpstreamRequests: 1 },
+  });
+  const app = await deploy(gw, { kind: 'app', name: 'gone', upstream });
+  const client = session(t, gw);
+  const path = `/runtime/apps/${app.id}/quick`;
+  for (let i = 0; i < 5; i++) {
+    // A token never presented before is verified (asynchronously) first; the stream is reset meanwhile.
+    const fresh = await gw.login('admin', ADMIN_PASSWORD);
+    const gone = open(client, path, fresh);
+    gone.stream.close();
+    await gone.done;
+  }
+  // Each of those ended without holding its share: the same connection (a share of one) is answered at once.
+  const token = await gw.adminToken();
+  for (let i = 0; i < 3; i++) assert.deepEqual(await open(client, path, token).done, { status: 200, body: 'quick' });
+  const res = await request(`${gw.gateway.adminUrl}/metrics`, {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
+  const metrics = await parsePrometheus(await res.body.text());
+  assert.equal(total(metrics, 'meshgate_upstream_requests_in_flight', { deployment: app.id }), 0);
+  assert.ok(arrived >= 3, `the upstream saw ${arrived} requests`);
+});

@@ -21,6 +21,16 @@ test('a cached token is a hit only as the whole token verified', () => {
   assert.equal(cache.get('opaque-credential'), 'bob');
 });
 
+test('a scoped entry is a hit only in its scope; scopes keep their entries apart', () => {
+  const cache = new VerifiedTokenCache<string>();
+  cache.set(token, 'as peer a', FUTURE, 'jti-1', 'peer a.example');
+  cache.set(token, 'as peer b', FUTURE, 'jti-1', 'peer b.example');
+  assert.equal(cache.get(token, 'peer a.example'), 'as peer a');
+  assert.equal(cache.get(token, 'peer b.example'), 'as peer b');
+  assert.equal(cache.get(token), undefined);
+  assert.equal(cache.get(token, 'peer c.example'), undefined);
+});
+
 test('entries end at their expiry and by their jti', () => {
   const cache = new VerifiedTokenCache<string>();
   cache.set(token, 'alice', Math.floor(Date.now() / 1000) - 1, 'jti-1');
