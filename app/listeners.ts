@@ -123,7 +123,9 @@ export function trackSockets(server: HttpServer | Http2SecureServer, sockets = n
   server.on('upgrade', (_req: unknown, socket: Tracked) => {
     socket._meshgateUpgraded = true;
   });
-  server.on('request', (req: { httpVersionMajor: number; socket: Tracked }, res: TrackedResponse) => {
+  // Ahead of the pipeline's own listener (the server's request handler): a request the pipeline answers synchronously
+  // has its head written inside that listener, and a draining listener's `Connection: close` must be on it by then.
+  server.prependListener('request', (req: { httpVersionMajor: number; socket: Tracked }, res: TrackedResponse) => {
     if (req.httpVersionMajor !== 1) return;
     const socket = req.socket;
     const responses = socket._meshgateResponses ?? new Set();
