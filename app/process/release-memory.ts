@@ -16,10 +16,12 @@
  * The collection is V8's gc() in the process's own context: the launchers start Node.js with `--expose-gc`
  * (bin/meshgate, and the executable's own arguments, scripts/build.ts). Without it nothing is collected: the one other
  * way to reach gc() after start, a second V8 context with the flag set, leaves every later request ~10 % more CPU
- * (bench/README.md, proxy), for as long as the process lives. Each flag is set back to its launch spelling after: V8's
- * flag hash, which Node's compile cache checks, is of the current values (changed for good, it would have every later
- * start parse its modules again: +40 MB, +150 ms). Nothing here is needed for the gateway to work: a failure is
- * ignored (this runs from a timer, where a throw would end the process).
+ * (bench/README.md, proxy), for as long as the process lives. The flag has a price at start: it changes V8's flag
+ * hash, so Node.js compiles its own modules without their embedded code cache (~30 ms more to serve; bench/README.md,
+ * startup), paid once where the other is paid on every request. Each flag the collection sets is set back to its
+ * launch spelling after: V8's flag hash, which Node's compile cache checks, is of the current values (changed for
+ * good, it would have every later start parse its modules again: +40 MB, +150 ms). Nothing here is needed for the
+ * gateway to work: a failure is ignored (this runs from a timer, where a throw would end the process).
  *
  * A collection that reduces the footprint also leaves V8 growing the old generation as for a process that should stay
  * small: under load it then runs a major collection every second or so where it otherwise runs one in tens of
