@@ -293,8 +293,7 @@ class ResponsePump implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     this.#done = true;
     this.res.end();
-    this.settled();
-    this.resolve(undefined);
+    this.#settle();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -303,13 +302,11 @@ class ResponsePump implements Dispatcher.DispatchHandler {
     if (this.res.headersSent) {
       this.target.observed.errors.labels(this.target.label, 'stream_aborted').inc();
       this.res.destroy();
-      this.settled();
-      this.resolve(undefined);
+      this.#settle();
     } else {
       const refusal = upstreamError(error, this.target.label);
       this.target.observed.errors.labels(this.target.label, refusal.reason).inc();
-      this.settled();
-      this.reject(refusal);
+      this.#settle(refusal);
     }
   }
 
@@ -318,8 +315,14 @@ class ResponsePump implements Dispatcher.DispatchHandler {
     if (this.#done) return;
     this.#done = true;
     this.#controller?.abort(new Error('client closed'));
+    this.#settle();
+  }
+
+  /** Every end goes through here: the share and the in-flight count first, then the stream's promise. */
+  #settle(refusal?: ApiError): void {
     this.settled();
-    this.resolve(undefined);
+    if (refusal) this.reject(refusal);
+    else this.resolve(undefined);
   }
 }
 
