@@ -24,9 +24,12 @@ export interface ChangeFeed {
   onReset(topic: string, reload: () => void): void;
   /**
    * Delivers at once whatever committed since the last poll: for a security decision (is this user still enabled?)
-   * that must see a disable by the CLI on the very next request rather than within the polling bound.
+   * that must see a disable by the CLI on the very next request rather than within the polling bound. With
+   * `maxAgeMs`, a poll that began less than that long ago stands for this one: every change committed more than
+   * `maxAgeMs` before the call is still delivered, and a process serving thousands of requests a second reads the
+   * database once per window instead of once per request.
    */
-  catchUp(): void;
+  catchUp(maxAgeMs?: number): void;
   /** Begins tailing: polls every `pollIntervalMs`, reading new rows only when the database moved. */
   start(): void;
   close(): void;
@@ -72,6 +75,8 @@ export abstract class TailingChangeFeed implements ChangeFeed {
   readonly #resets = new Map<string, (() => void)[]>();
   protected lastSeq: number;
   #failing = false;
+  /** When the last poll began, if it left nothing undelivered (performance.now()): where catchUp(maxAgeMs) looks. */
+  #caughtUpAt = Number.NEGATIVE_INFINITY;
   /** Polls that found the database unchanged and read nothing, and polls that read rows: tests and bench count them. */
   readonly stats = { idlePolls: 0, reads: 0, resets: 0 };
 
@@ -108,7 +113,8 @@ export abstract class TailingChangeFeed implements ChangeFeed {
     listOf(this.#resets, topic).push(reload);
   }
 
-  catchUp(): void {
+  catchUp(maxAgeMs = 0): void {
+    if (maxAgeMs > 0 && performance.now() - this.#caughtUpAt < maxAgeMs) return;
     this.poll();
   }
 
@@ -128,13 +134,20 @@ export abstract class TailingChangeFeed implements ChangeFeed {
 
   /** One tailing step; start() runs it on its interval. Exposed so a test can step the feed deterministically. */
   poll(): void {
+    // Taken before the database is read: a change committed after this instant is one this poll may have missed.
+    const startedAt = performance.now();
+    // Until this poll is known to have left nothing undelivered (it may throw, or stop between batches), no earlier
+    // one stands for a catchUp.
+    this.#caughtUpAt = Number.NEGATIVE_INFINITY;
     if (!this.moved()) {
       this.stats.idlePolls++;
+      this.#caughtUpAt = startedAt;
       return;
     }
     this.stats.reads++;
     if (this.missedTrimmed()) this.#reset();
-    else if (!this.#deliverNew()) this.readOnNextPoll();
+    else if (this.#deliverNew()) this.#caughtUpAt = startedAt;
+    else this.readOnNextPoll();
     this.#trim();
   }
 

@@ -187,6 +187,35 @@ for (const engine of ENGINES) {
   });
 }
 
+// On SQLite a look at the feed is a read of the database; on PostgreSQL it is a flag the notification set.
+test('sqlite: catchUp(maxAgeMs) stands on a poll that recent, never on one that left rows behind', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite');
+  const users = collect(b.feed, 'users');
+  b.feed.poll();
+  a.feed.publish('users', 'u1');
+  b.feed.catchUp(60_000);
+  assert.deepEqual(users, [], 'the poll just before stands for this one');
+  b.feed.catchUp();
+  assert.deepEqual(users, ['u1'], 'without a window, catchUp always reads');
+  a.feed.publish('users', 'u2');
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  b.feed.catchUp(5);
+  assert.deepEqual(users, ['u1', 'u2'], 'the window passed: it reads');
+
+  // More rows than one poll delivers (20 batches of 1000): that poll is not a catch-up to stand on.
+  const bulk = collect(b.feed, 'bulk');
+  a.sql
+    .prepare(
+      'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20001) ' +
+        "INSERT INTO changes (topic, key, at) SELECT 'bulk', CAST(i AS TEXT), unixepoch() FROM n",
+    )
+    .run();
+  b.feed.poll();
+  assert.equal(bulk.length, 20_000);
+  b.feed.catchUp(60_000);
+  assert.equal(bulk.length, 20_001, 'the rows the last poll left are read');
+});
+
 test('sqlite: start() tails on its interval; close() stops it', async (t) => {
   const { a, b } = await twoProcesses(t, 'sqlite', { pollIntervalMs: 5, retainRows: 10_000, retainSeconds: 300 });
   const { promise, resolve } = Promise.withResolvers<string>();
