@@ -36,8 +36,8 @@ export class UserDirectory {
   /**
    * Rows by id, read on every authenticated request. Every write below clears it, and so does a
    * change by another process or the `meshgate user` CLI, delivered by the change feed (`invalidate`);
-   * byId catches the feed up first, so a disable committed more than USER_FRESHNESS_MS before a request is
-   * refused by it (in practice the very next request: a `meshgate user disable` alone takes longer than that).
+   * byId catches the feed up first, so every request handled more than USER_FRESHNESS_MS after a disable committed
+   * is refused: the window a request may slip through is that millisecond, not the feed's polling bound.
    */
   readonly #byId = new Map<string, UserRow>();
 

@@ -24,10 +24,10 @@ export interface ChangeFeed {
   onReset(topic: string, reload: () => void): void;
   /**
    * Delivers at once whatever committed since the last poll: for a security decision (is this user still enabled?)
-   * that must see a disable by the CLI on the very next request rather than within the polling bound. With
-   * `maxAgeMs`, a poll that began less than that long ago stands for this one: every change committed more than
-   * `maxAgeMs` before the call is still delivered, and a process serving thousands of requests a second reads the
-   * database once per window instead of once per request.
+   * that must see a disable by the CLI on the next request rather than within the polling bound. With `maxAgeMs`, a
+   * poll that began less than that long ago and left nothing undelivered stands for this one: it delivered what had
+   * committed (on PostgreSQL: been notified) when it began, so only a change of the last `maxAgeMs` may wait, and a
+   * process serving thousands of requests a second reads the database once per window instead of once per request.
    */
   catchUp(maxAgeMs?: number): void;
   /** Begins tailing: polls every `pollIntervalMs`, reading new rows only when the database moved. */
@@ -136,19 +136,27 @@ export abstract class TailingChangeFeed implements ChangeFeed {
   poll(): void {
     // Taken before the database is read: a change committed after this instant is one this poll may have missed.
     const startedAt = performance.now();
-    // Until this poll is known to have left nothing undelivered (it may throw, or stop between batches), no earlier
-    // one stands for a catchUp.
-    this.#caughtUpAt = Number.NEGATIVE_INFINITY;
-    if (!this.moved()) {
-      this.stats.idlePolls++;
-      this.#caughtUpAt = startedAt;
-      return;
+    let caughtUp = false;
+    try {
+      if (!this.moved()) {
+        this.stats.idlePolls++;
+        caughtUp = true;
+        return;
+      }
+      this.stats.reads++;
+      if (this.missedTrimmed()) this.#reset();
+      else if (this.#deliverNew()) caughtUp = true;
+      else this.readOnNextPoll();
+      this.#trim();
+    } catch (error) {
+      // moved() took the sign that rows wait: the next poll reads them whether or not anything commits meanwhile.
+      this.readOnNextPoll();
+      throw error;
+    } finally {
+      // Last, so this poll's verdict stands over that of a poll a subscriber ran inside it: only a poll that left
+      // nothing undelivered may stand for a later catchUp(maxAgeMs).
+      this.#caughtUpAt = caughtUp ? startedAt : Number.NEGATIVE_INFINITY;
     }
-    this.stats.reads++;
-    if (this.missedTrimmed()) this.#reset();
-    else if (this.#deliverNew()) this.#caughtUpAt = startedAt;
-    else this.readOnNextPoll();
-    this.#trim();
   }
 
   /** More rows wait than one poll delivers: the next poll must read even if the database did not move again. */

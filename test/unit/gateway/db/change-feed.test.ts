@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import pino from 'pino';
 import {
   type ChangeFeedSettings,
+  type FeedStatements,
   SqliteChangeFeed,
   type TailingChangeFeed,
 } from '../../../../gateway/db/change-feed.ts';
@@ -81,6 +82,16 @@ async function twoProcesses(t: { after(fn: () => unknown): void }, engine: Datab
   const a = await open();
   const b = await open();
   return { a, b };
+}
+
+/** `count` changes of topic 'bulk' (keys '1'…), in one statement. */
+function insertBulk(sql: SqlConnection, count: number): void {
+  sql
+    .prepare(
+      'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) ' +
+        "INSERT INTO changes (topic, key, at) SELECT 'bulk', CAST(i AS TEXT), unixepoch() FROM n",
+    )
+    .run(count);
 }
 
 function collect(feed: TailingChangeFeed, topic: string): string[] {
@@ -204,16 +215,50 @@ test('sqlite: catchUp(maxAgeMs) stands on a poll that recent, never on one that 
 
   // More rows than one poll delivers (20 batches of 1000): that poll is not a catch-up to stand on.
   const bulk = collect(b.feed, 'bulk');
-  a.sql
-    .prepare(
-      'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20001) ' +
-        "INSERT INTO changes (topic, key, at) SELECT 'bulk', CAST(i AS TEXT), unixepoch() FROM n",
-    )
-    .run();
+  insertBulk(a.sql, 20_001);
   b.feed.poll();
   assert.equal(bulk.length, 20_000);
   b.feed.catchUp(60_000);
   assert.equal(bulk.length, 20_001, 'the rows the last poll left are read');
+});
+
+test('sqlite: a poll that leaves rows behind stands for no catchUp, even one a subscriber ran in it', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite');
+  b.feed.poll();
+  let inner = false;
+  // A subscriber that looks the feed up itself (as a user lookup would) near the end of the poll's last batch.
+  b.feed.subscribe('bulk', (key) => {
+    if (key === '19999' && !inner) {
+      inner = true;
+      b.feed.catchUp(1);
+    }
+  });
+  insertBulk(a.sql, 20_000);
+  a.feed.publish('users', 'disabled');
+  const users = collect(b.feed, 'users');
+  b.feed.poll();
+  assert.ok(inner);
+  assert.deepEqual(users, [], 'one poll delivers 20 batches; the disable is the 20 001st row');
+  b.feed.catchUp(60_000);
+  assert.deepEqual(users, ['disabled']);
+});
+
+test('sqlite: a poll that failed after seeing the database move has the next look read', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite');
+  b.feed.poll();
+  const users = collect(b.feed, 'users');
+  a.feed.publish('users', 'u1');
+  // The feed's statements are its own; the test makes one read fail once, as a busy or full database would.
+  const after = (b.feed as unknown as { statements: FeedStatements }).statements.after;
+  const all = after.all.bind(after);
+  let failures = 1;
+  after.all = (...params: unknown[]) => {
+    if (failures-- > 0) throw new Error('SQLITE_BUSY');
+    return all(...params);
+  };
+  assert.throws(() => b.feed.poll(), /SQLITE_BUSY/);
+  b.feed.catchUp(60_000);
+  assert.deepEqual(users, ['u1'], 'read again, though nothing committed since');
 });
 
 test('sqlite: start() tails on its interval; close() stops it', async (t) => {
