@@ -37,7 +37,8 @@ export class UserDirectory {
    * Rows by id, read on every authenticated request. Every write below clears it, and so does a
    * change by another process or the `meshgate user` CLI, delivered by the change feed (`invalidate`);
    * byId catches the feed up first, so every request handled more than USER_FRESHNESS_MS after a disable committed
-   * is refused: the window a request may slip through is that millisecond, not the feed's polling bound.
+   * is refused (behind a burst larger than one look delivers, or on PostgreSQL before the notification arrived, a
+   * little later: docs/operating.md): the window is that millisecond, not the feed's polling bound.
    */
   readonly #byId = new Map<string, UserRow>();
 

@@ -23,11 +23,12 @@ export interface ChangeFeed {
   /** Called when this process fell behind the trim point: reload everything of that topic. */
   onReset(topic: string, reload: () => void): void;
   /**
-   * Delivers at once whatever committed since the last poll: for a security decision (is this user still enabled?)
-   * that must see a disable by the CLI on the next request rather than within the polling bound. With `maxAgeMs`, a
-   * poll that began less than that long ago and left nothing undelivered stands for this one: it delivered what had
-   * committed (on PostgreSQL: been notified) when it began, so only a change of the last `maxAgeMs` may wait, and a
-   * process serving thousands of requests a second reads the database once per window instead of once per request.
+   * One poll now, not on the interval (up to 20 batches of what committed since the last; on PostgreSQL, what was
+   * notified): for a security decision (is this user still enabled?) that must see a disable by the CLI on the next
+   * request rather than within the polling bound. With `maxAgeMs`, a poll that began less than that long ago and
+   * left nothing undelivered stands for this one: it delivered what had committed (on PostgreSQL: been notified) when
+   * it began, so only a change of the last `maxAgeMs` may wait, and a process serving thousands of requests a second
+   * reads the database once per window instead of once per request.
    */
   catchUp(maxAgeMs?: number): void;
   /** Begins tailing: polls every `pollIntervalMs`, reading new rows only when the database moved. */
@@ -149,7 +150,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
       else this.readOnNextPoll();
       this.#trim();
     } catch (error) {
-      // moved() took the sign that rows wait: the next poll reads them whether or not anything commits meanwhile.
+      // moved() may have taken the sign that rows wait: the next poll reads whether or not anything commits meanwhile.
       this.readOnNextPoll();
       throw error;
     } finally {
