@@ -78,6 +78,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
   #failing = false;
   /** When the last poll began, if it left nothing undelivered (performance.now()): where catchUp(maxAgeMs) looks. */
   #caughtUpAt = Number.NEGATIVE_INFINITY;
+  #polling = false;
   /** Polls that found the database unchanged and read nothing, and polls that read rows: tests and bench count them. */
   readonly stats = { idlePolls: 0, reads: 0, resets: 0 };
 
@@ -135,9 +136,13 @@ export abstract class TailingChangeFeed implements ChangeFeed {
 
   /** One tailing step; start() runs it on its interval. Exposed so a test can step the feed deterministically. */
   poll(): void {
+    // A subscriber that looks the feed up while this poll delivers (a user lookup, say) is inside it: a poll of its
+    // own would read the rows this one is walking and deliver them twice.
+    if (this.#polling) return;
     // Taken before the database is read: a change committed after this instant is one this poll may have missed.
     const startedAt = performance.now();
     let caughtUp = false;
+    this.#polling = true;
     try {
       if (!this.moved()) {
         this.stats.idlePolls++;
@@ -154,8 +159,8 @@ export abstract class TailingChangeFeed implements ChangeFeed {
       this.readOnNextPoll();
       throw error;
     } finally {
-      // Last, so this poll's verdict stands over that of a poll a subscriber ran inside it: only a poll that left
-      // nothing undelivered may stand for a later catchUp(maxAgeMs).
+      this.#polling = false;
+      // Only a poll that left nothing undelivered may stand for a later catchUp(maxAgeMs).
       this.#caughtUpAt = caughtUp ? startedAt : Number.NEGATIVE_INFINITY;
     }
   }

@@ -222,22 +222,23 @@ test('sqlite: catchUp(maxAgeMs) stands on a poll that recent, never on one that 
   assert.equal(bulk.length, 20_001, 'the rows the last poll left are read');
 });
 
-test('sqlite: a poll that leaves rows behind stands for no catchUp, even one a subscriber ran in it', async (t) => {
+test('sqlite: a look a subscriber takes inside a poll neither delivers twice nor stands for the next', async (t) => {
   const { a, b } = await twoProcesses(t, 'sqlite');
   b.feed.poll();
-  let inner = false;
-  // A subscriber that looks the feed up itself (as a user lookup would) near the end of the poll's last batch.
+  const bulk: string[] = [];
+  // A subscriber that looks the feed up itself (as a user lookup would), once near the start of the poll's batches
+  // (after another commit, so a look of its own would read) and once near the end.
   b.feed.subscribe('bulk', (key) => {
-    if (key === '19999' && !inner) {
-      inner = true;
-      b.feed.catchUp(1);
-    }
+    bulk.push(key);
+    if (key === '10') a.feed.publish('other', 'x');
+    if (key === '10' || key === '19999') b.feed.catchUp(1);
   });
   insertBulk(a.sql, 20_000);
   a.feed.publish('users', 'disabled');
   const users = collect(b.feed, 'users');
   b.feed.poll();
-  assert.ok(inner);
+  assert.equal(bulk.length, 20_000, 'each change once');
+  assert.equal(new Set(bulk).size, 20_000);
   assert.deepEqual(users, [], 'one poll delivers 20 batches; the disable is the 20 001st row');
   b.feed.catchUp(60_000);
   assert.deepEqual(users, ['disabled']);
