@@ -67,7 +67,7 @@ async function runUserAction(
   const [action, username] = positionals;
   if (action === 'list' && !username) return listUsers(users, env);
   if ((action === 'disable' || action === 'enable') && username) {
-    // A running gateway refuses the user on any request handled 1 ms after this commits (users.ts: the change feed).
+    // A running gateway sees this commit on its next request (users.ts: data_version).
     users.setDisabled(username, action === 'disable');
     env.out(`${action}d user ${username}`);
     return 0;

