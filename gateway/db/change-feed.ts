@@ -23,9 +23,9 @@ export interface ChangeFeed {
   /** Called when this process fell behind the trim point: reload everything of that topic. */
   onReset(topic: string, reload: () => void): void;
   /**
-   * One poll now, not on the interval (up to 20 batches of what committed since the last; on PostgreSQL, of what was
-   * notified): for a security decision (is this user still enabled?) that must see a disable by the CLI on the very
-   * next request rather than within the polling bound.
+   * One poll now, not on the interval (up to 20 batches of what committed since the last; on PostgreSQL, once a
+   * notification arrived): for a security decision (is this user still enabled?) that must see a disable by the CLI
+   * on the very next request rather than within the polling bound.
    */
   catchUp(): void;
   /** Begins tailing: polls every `pollIntervalMs`, reading new rows only when the database moved. */
@@ -134,6 +134,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
     // own would read the rows this one is walking and deliver them twice.
     if (this.#polling) return;
     this.#polling = true;
+    let read = false;
     try {
       if (!this.moved()) {
         this.stats.idlePolls++;
@@ -142,10 +143,12 @@ export abstract class TailingChangeFeed implements ChangeFeed {
       this.stats.reads++;
       if (this.missedTrimmed()) this.#reset();
       else if (!this.#deliverNew()) this.readOnNextPoll();
+      read = true;
       this.#trim();
     } catch (error) {
-      // moved() may have taken the sign that rows wait: the next poll reads whether or not anything commits meanwhile.
-      this.readOnNextPoll();
+      // moved() took the sign that rows wait and they were not read: the next poll reads whether or not anything
+      // commits meanwhile. A failed trim (a DELETE, waiting on the write lock) asks for no such read.
+      if (!read) this.readOnNextPoll();
       throw error;
     } finally {
       this.#polling = false;

@@ -198,26 +198,35 @@ for (const engine of ENGINES) {
   });
 }
 
-test('sqlite: a look a subscriber takes in a poll delivers nothing twice; what a poll left is read next', async (t) => {
+test('sqlite: a look a subscriber takes inside a poll delivers nothing twice', async (t) => {
   const { a, b } = await twoProcesses(t, 'sqlite');
   b.feed.poll();
   const bulk: string[] = [];
-  // A subscriber that looks the feed up itself (as a user lookup would), once near the start of the poll's batches
-  // (after another commit, so a look of its own would read) and once near the end.
+  // A subscriber that looks the feed up itself (as a user lookup would) after another commit, so a look of its own
+  // would read: the rows the poll is walking would come again.
   b.feed.subscribe('bulk', (key) => {
     bulk.push(key);
-    if (key === '10') a.feed.publish('other', 'x');
-    if (key === '10' || key === '19999') b.feed.catchUp();
+    if (key === '10') {
+      a.feed.publish('other', 'x');
+      b.feed.catchUp();
+    }
   });
+  insertBulk(a.sql, 3000);
+  b.feed.poll();
+  assert.equal(bulk.length, 3000, 'each change once');
+  assert.equal(new Set(bulk).size, 3000);
+});
+
+test('sqlite: what a poll left (over 20 batches) is read by the next look, though nothing committed', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite');
+  b.feed.poll();
   insertBulk(a.sql, 20_000);
   a.feed.publish('users', 'disabled');
   const users = collect(b.feed, 'users');
   b.feed.poll();
-  assert.equal(bulk.length, 20_000, 'each change once');
-  assert.equal(new Set(bulk).size, 20_000);
   assert.deepEqual(users, [], 'one poll delivers 20 batches; the disable is the 20 001st row');
   b.feed.catchUp();
-  assert.deepEqual(users, ['disabled'], 'the next look reads on, though nothing committed since');
+  assert.deepEqual(users, ['disabled']);
 });
 
 test('sqlite: a poll that failed after seeing the database move has the next look read', async (t) => {
@@ -225,18 +234,35 @@ test('sqlite: a poll that failed after seeing the database move has the next loo
   b.feed.poll();
   const users = collect(b.feed, 'users');
   a.feed.publish('users', 'u1');
-  // The feed's statements are its own; the test makes one read fail once, as a busy or full database would.
-  const after = (b.feed as unknown as { statements: FeedStatements }).statements.after;
-  const all = after.all.bind(after);
-  let failures = 1;
-  after.all = (...params: unknown[]) => {
-    if (failures-- > 0) throw new Error('SQLITE_BUSY');
-    return all(...params);
-  };
+  failOnce(b.feed, 'after', 'all');
   assert.throws(() => b.feed.poll(), /SQLITE_BUSY/);
   b.feed.catchUp();
   assert.deepEqual(users, ['u1'], 'read again, though nothing committed since');
 });
+
+test('sqlite: a poll whose trim failed after delivering has the next look read nothing again', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite', { pollIntervalMs: 20, retainRows: 0, retainSeconds: 300 });
+  b.feed.poll();
+  const users = collect(b.feed, 'users');
+  a.feed.publish('users', 'u1');
+  failOnce(b.feed, 'trim', 'run');
+  assert.throws(() => b.feed.poll(), /SQLITE_BUSY/);
+  assert.deepEqual(users, ['u1'], 'delivered before the trim');
+  const { reads } = b.feed.stats;
+  b.feed.catchUp();
+  assert.equal(b.feed.stats.reads, reads, 'no read, and no trim waiting on the write lock again');
+});
+
+/** The feed's own statement `name` throws once from `method`, as a busy or full database would. */
+function failOnce(feed: TailingChangeFeed, name: 'after' | 'trim', method: 'all' | 'run'): void {
+  const statement = (feed as unknown as { statements: FeedStatements }).statements[name];
+  const original = statement[method].bind(statement);
+  let failures = 1;
+  statement[method] = (...params: unknown[]) => {
+    if (failures-- > 0) throw new Error('SQLITE_BUSY');
+    return original(...params) as never;
+  };
+}
 
 test('sqlite: start() tails on its interval; close() stops it', async (t) => {
   const { a, b } = await twoProcesses(t, 'sqlite', { pollIntervalMs: 5, retainRows: 10_000, retainSeconds: 300 });
