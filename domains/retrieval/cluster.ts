@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ClusterNodes } from '../../gateway/cluster/nodes.ts';
+import { type ClusterNodes, NODE_CLOCK_SKEW_SECONDS } from '../../gateway/cluster/nodes.ts';
 import type { ChangeFeed } from '../../gateway/db/change-feed.ts';
 import type { SqlConnection } from '../../gateway/db/connection.ts';
 import type { ActiveRuns } from './runs.ts';
@@ -46,7 +46,8 @@ export function spendInDatabase(sql: SqlConnection, now: () => Date): (nonce: st
     const spent = insert.run(nonce, expiry).changes === 1;
     if (spent && ++sincePrune >= PRUNE_EVERY) {
       sincePrune = 0;
-      prune.run(Math.floor(now().getTime() / 1000));
+      // Kept past expiry by the nodes' allowed clock skew: a node whose clock is behind still takes the ticket.
+      prune.run(Math.floor(now().getTime() / 1000) - NODE_CLOCK_SKEW_SECONDS);
     }
     return spent;
   };

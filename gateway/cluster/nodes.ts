@@ -10,6 +10,14 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SqlConnection } from '../db/connection.ts';
 
+/**
+ * How far the clocks of the nodes (and processes) sharing one database may disagree. What one writes with its own
+ * clock for all to read — a spent nonce's expiry — is kept this much longer than that clock says, so a node whose
+ * clock runs behind still finds it while it would accept the nonce again. Nodes are expected to keep time by NTP
+ * (docs/operating.md); a skew beyond this reopens replays within it.
+ */
+export const NODE_CLOCK_SKEW_SECONDS = 300;
+
 export interface ClusterNodes {
   /** This node's id; null when the gateway is the only node. */
   readonly self: string | null;

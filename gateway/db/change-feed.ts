@@ -13,6 +13,7 @@
  */
 import type { Logger } from 'pino';
 import type { SqlConnection, SqlStatement } from './connection.ts';
+import { FailedDeliveries } from './failed-deliveries.ts';
 import { WalIndexWatch } from './wal-index.ts';
 
 export interface ChangeFeed {
@@ -74,6 +75,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
   protected lastSeq: number;
   #failing = false;
   #polling = false;
+  readonly #failed: FailedDeliveries;
   /** Polls that found the database unchanged and read nothing, and polls that read rows: tests and bench count them. */
   readonly stats = { idlePolls: 0, reads: 0, resets: 0 };
 
@@ -84,6 +86,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
   ) {
     // Taken before any domain loads its state: a change committed while they load is delivered again, never lost.
     this.lastSeq = this.#newest();
+    this.#failed = new FailedDeliveries(logger, (topic) => this.#resets.get(topic) ?? []);
   }
 
   /** The seq of the last change this process has taken in. */
@@ -136,6 +139,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
     this.#polling = true;
     let read = false;
     try {
+      this.#failed.retry();
       if (!this.moved()) {
         this.stats.idlePolls++;
         return;
@@ -164,7 +168,8 @@ export abstract class TailingChangeFeed implements ChangeFeed {
       const rows = this.statements.after.all(this.lastSeq, BATCH) as ChangeRow[];
       for (const row of rows) {
         this.lastSeq = row.seq;
-        for (const onChange of this.#subscribers.get(row.topic) ?? []) this.#guard(row.topic, () => onChange(row.key));
+        const subscribers = this.#subscribers.get(row.topic) ?? [];
+        for (const onChange of subscribers) this.#failed.deliver(row.topic, onChange, row.key);
       }
       if (rows.length < BATCH) return true;
     }
@@ -175,7 +180,7 @@ export abstract class TailingChangeFeed implements ChangeFeed {
     this.stats.resets++;
     this.logger.warn({ lastSeq: this.lastSeq }, 'change feed: fell behind the trim point, reloading every topic');
     this.lastSeq = this.#newest();
-    for (const [topic, reloads] of this.#resets) for (const reload of reloads) this.#guard(topic, reload);
+    for (const [topic, reloads] of this.#resets) for (const reload of reloads) this.#failed.reload(topic, reload);
   }
 
   /** Each process trims after reading: deleting rows already trimmed by another is a no-op. */
@@ -186,15 +191,6 @@ export abstract class TailingChangeFeed implements ChangeFeed {
 
   #newest(): number {
     return this.statements.newest.get() as number;
-  }
-
-  /** A failing subscriber must not stop the others nor the feed: it is logged with its topic. */
-  #guard(topic: string, run: () => void): void {
-    try {
-      run();
-    } catch (error) {
-      this.logger.error({ err: error, topic }, 'change feed subscriber failed');
-    }
   }
 }
 

@@ -6,6 +6,7 @@
  * process could interleave with. Beyond the per-peer bound the oldest
  * entries go first; the window itself still refuses anything older.
  */
+import { NODE_CLOCK_SKEW_SECONDS } from '../cluster/nodes.ts';
 import type { SqlConnection } from '../db/connection.ts';
 
 /** Accepts between prunes: expired rows are dropped in bulk, not on every request. */
@@ -35,12 +36,17 @@ export class ReplayCache {
     );
   }
 
-  /** False when the nonce was already accepted from this peer, by any process, and has not expired. */
+  /**
+   * False when the nonce was already accepted from this peer, by any process, and has not expired. Expired by every
+   * node's clock, that is: a row goes NODE_CLOCK_SKEW_SECONDS after its expiry by this one's, so a node whose clock
+   * is behind (and would still take the signature as fresh) still finds the nonce spent.
+   */
   accept(peerId: string, nonce: string, expiresAt: number, nowSeconds: number): boolean {
-    const accepted = this.#accept.run(peerId, nonce, expiresAt, nowSeconds).changes === 1;
+    const expiredBefore = nowSeconds - NODE_CLOCK_SKEW_SECONDS;
+    const accepted = this.#accept.run(peerId, nonce, expiresAt, expiredBefore).changes === 1;
     if (accepted && ++this.#sincePrune >= Math.min(PRUNE_EVERY, this.maxPerPeer)) {
       this.#sincePrune = 0;
-      this.#prune.run(nowSeconds);
+      this.#prune.run(expiredBefore);
       const excess = (this.#peerCount.get(peerId) as number) - this.maxPerPeer;
       if (excess > 0) this.#trimPeer.run(peerId, peerId, excess);
     }

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { extendRoute } from '../../../../domains/mesh/egress.ts';
 import { resolveSelector } from '../../../../domains/mesh/selector.ts';
+import { NODE_CLOCK_SKEW_SECONDS } from '../../../../gateway/cluster/nodes.ts';
 import { ApiError } from '../../../../gateway/errors/api-error.ts';
 import { readBody } from '../../../../gateway/http/body.ts';
 import { guardMeshBody } from '../../../../gateway/mesh/body-guard.ts';
@@ -108,10 +109,11 @@ test('replay cache: once per peer within the window, bounded, shared by every co
   assert.equal(cache.accept('p', 'n1', 100, 10), true);
   assert.equal(cache.accept('p', 'n1', 100, 11), false);
   assert.equal(cache.accept('q', 'n1', 100, 11), true, 'per peer');
+  assert.equal(cache.accept('p', 'n1', 100, 100 + NODE_CLOCK_SKEW_SECONDS), false, 'expired here, not on every clock');
   assert.equal(
-    cache.accept('p', 'n1', 100, 101),
+    cache.accept('p', 'n1', 100, 101 + NODE_CLOCK_SKEW_SECONDS),
     true,
-    'expired entries may come again (the window refuses them anyway)',
+    'expired by every allowed clock: it may come again (the window refuses it anyway)',
   );
   for (const n of ['a', 'b', 'c', 'd']) cache.accept('p', n, 200, 20);
   assert.equal(cache.accept('p', 'd', 200, 21), false);
@@ -122,6 +124,22 @@ test('replay cache: once per peer within the window, bounded, shared by every co
   const rows = first.prepare("SELECT count(*) FROM mesh_replay WHERE peer_id = 'p'").pluck().get() as number;
   // Trimmed every `bound` accepts: at most the bound plus the accepts since the last trim.
   assert.ok(rows <= 6, `the per-peer bound holds (${rows} rows)`);
+});
+
+test('replay cache: a clock running ahead neither takes again nor prunes a nonce others would', async (t) => {
+  const [ahead, behind] = await openTwoConnections(t);
+  const fast = new ReplayCache(ahead, 10_000);
+  const slow = new ReplayCache(behind, 10_000);
+  const skew = NODE_CLOCK_SKEW_SECONDS - 10;
+  assert.equal(slow.accept('p', 'spent', 1000, 900), true);
+  // The process ahead sees the nonce expired; enough of its accepts to run its prune of expired rows.
+  assert.equal(fast.accept('p', 'spent', 1000 + skew, 1000 + skew), false);
+  for (let i = 0; i < 300; i++) fast.accept('p', `other-${i}`, 2000, 1000 + skew);
+  assert.equal(
+    slow.accept('p', 'spent', 1000, 990),
+    false,
+    'still spent for the process whose clock takes it as fresh',
+  );
 });
 
 test('the body guard refuses a body that differs from the signed digest while it is read', async (t) => {

@@ -184,6 +184,46 @@ for (const engine of ENGINES) {
     assert.equal(b.feed.stats.resets, 1);
   });
 
+  test(`${engine}: a subscriber that failed is handed the change again at the next poll`, async (t) => {
+    const { a, b } = await twoProcesses(t, engine);
+    const seen: string[] = [];
+    let down = true;
+    // A cache whose re-read failed once (a dropped connection, a busy database): the row is already behind the feed.
+    b.feed.subscribe('authz_tuples', (key) => {
+      if (down) throw new Error('connection lost');
+      seen.push(key);
+    });
+    a.feed.publish('authz_tuples', 'deleted-grant');
+    await b.settled();
+    b.feed.poll();
+    assert.deepEqual(seen, []);
+    down = false;
+    b.feed.poll();
+    assert.deepEqual(seen, ['deleted-grant'], 'though nothing committed since');
+  });
+
+  test(`${engine}: a reload that failed after falling behind the trim point is run again`, async (t) => {
+    const { a, b } = await twoProcesses(t, engine, { pollIntervalMs: 20, retainRows: 10, retainSeconds: 0 });
+    let reloads = 0;
+    let down = true;
+    b.feed.onReset('tuples', () => {
+      if (down) throw new Error('connection lost');
+      reloads++;
+    });
+    a.sql.transaction(() => {
+      for (let i = 0; i < 30; i++) a.feed.publish('tuples', `k${i}`);
+    })();
+    await a.settled();
+    a.feed.poll();
+    await b.settled();
+    b.feed.poll();
+    assert.equal(b.feed.stats.resets, 1);
+    assert.equal(reloads, 0);
+    down = false;
+    b.feed.poll();
+    assert.equal(reloads, 1);
+  });
+
   test(`${engine}: a failing subscriber neither stops the others nor the feed`, async (t) => {
     const { a, b } = await twoProcesses(t, engine);
     b.feed.subscribe('deployments', () => {
