@@ -48,22 +48,24 @@ export class IdentityResolver {
   /** A shared-realm token, verified against the issuer's JWKS over TLS trusting `caPem` (system CAs when null). */
   async verifySharedToken(token: string, issuer: string, caPem: string | null): Promise<JWTPayload> {
     const dispatcher = this.verifier.dispatcherFor(caPem);
+    // The CA is part of the realm: a token verified, or a JWKS location discovered, through another CA is not reused.
+    const realm = `${issuer} ${this.verifier.trustTag(caPem)}`;
     return guarded(() =>
-      this.verifier.verify(token, `shared ${issuer}`, async () => ({
+      this.verifier.verify(token, `shared ${realm}`, async () => ({
         issuer: issuer.replace(/\/+$/, ''),
-        jwksUrl: await this.#jwksUrl(issuer, dispatcher),
+        jwksUrl: await this.#jwksUrl(realm, issuer, dispatcher),
         dispatcher,
       })),
     );
   }
 
-  #jwksUrl(issuer: string, dispatcher: Parameters<typeof sharedJwksUrl>[1]): Promise<string> {
-    let url = this.#jwksUrls.get(issuer);
+  #jwksUrl(realm: string, issuer: string, dispatcher: Parameters<typeof sharedJwksUrl>[1]): Promise<string> {
+    let url = this.#jwksUrls.get(realm);
     if (!url) {
       url = sharedJwksUrl(issuer, dispatcher);
       // A failed lookup is retried on the next request, not remembered.
-      url.catch(() => this.#jwksUrls.delete(issuer));
-      this.#jwksUrls.set(issuer, url);
+      url.catch(() => this.#jwksUrls.delete(realm));
+      this.#jwksUrls.set(realm, url);
     }
     return url;
   }

@@ -59,30 +59,49 @@ function describe(error: unknown): TokenFailure {
 }
 
 export class RealmVerifier {
-  readonly #keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
+  /**
+   * Key sets by how they are fetched and where: a realm whose CA changes (a record's shared_ca_pem replaced after a
+   * compromise) gets another dispatcher, so its keys are fetched again through the new trust, never the old.
+   */
+  readonly #keySets = new Map<Dispatcher, Map<string, ReturnType<typeof createRemoteJWKSet>>>();
   readonly #cache = new VerifiedTokenCache<JWTPayload>();
-  readonly #agents = new Map<string, Agent>();
+  readonly #trusts = new Map<string, { agent: Agent; tag: string }>();
 
   /** An agent trusting exactly `caPem` (or the system CAs when null), reused per CA. */
   dispatcherFor(caPem: string | null): Dispatcher {
+    return this.#trust(caPem).agent;
+  }
+
+  /** A short name for that trust, the same for the same CA: what a cache scope carries so another CA misses it. */
+  trustTag(caPem: string | null): string {
+    return this.#trust(caPem).tag;
+  }
+
+  #trust(caPem: string | null): { agent: Agent; tag: string } {
     const key = caPem ?? '';
-    let agent = this.#agents.get(key);
-    if (!agent) {
-      agent = new Agent({ connect: caPem ? { ca: caPem } : {}, headersTimeout: 10_000, bodyTimeout: 10_000 });
-      this.#agents.set(key, agent);
+    let trust = this.#trusts.get(key);
+    if (!trust) {
+      const agent = new Agent({ connect: caPem ? { ca: caPem } : {}, headersTimeout: 10_000, bodyTimeout: 10_000 });
+      trust = { agent, tag: `ca${this.#trusts.size}` };
+      this.#trusts.set(key, trust);
     }
-    return agent;
+    return trust;
   }
 
   #keySet(realm: RealmSpec) {
-    let set = this.#keySets.get(realm.jwksUrl);
+    let sets = this.#keySets.get(realm.dispatcher);
+    if (!sets) {
+      sets = new Map();
+      this.#keySets.set(realm.dispatcher, sets);
+    }
+    let set = sets.get(realm.jwksUrl);
     if (!set) {
       set = createRemoteJWKSet(new URL(realm.jwksUrl), {
         timeoutDuration: 10_000,
         [customFetch]: (url, options) =>
           fetch(url, { ...(options as object), dispatcher: realm.dispatcher }) as unknown as Promise<Response>,
       });
-      this.#keySets.set(realm.jwksUrl, set);
+      sets.set(realm.jwksUrl, set);
     }
     return set;
   }
@@ -110,9 +129,9 @@ export class RealmVerifier {
   }
 
   async close(): Promise<void> {
-    const agents = [...this.#agents.values()];
-    this.#agents.clear();
-    await Promise.all(agents.map((a) => a.close().catch(() => {})));
+    const trusts = [...this.#trusts.values()];
+    this.#trusts.clear();
+    await Promise.all(trusts.map((t) => t.agent.close().catch(() => {})));
   }
 }
 
