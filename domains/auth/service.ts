@@ -151,7 +151,12 @@ export class AuthService implements Authenticator {
   /** Synchronous for a cached token (most requests): no promise, no microtask turn on the proxy's path. */
   authenticate(bearer: string): Principal | Promise<Principal> {
     const cached = this.cache.get(bearer);
-    return cached ? this.#live(cached) : this.#verify(bearer).then((verified) => this.#live(verified));
+    if (!cached) return this.#verify(bearer).then((verified) => this.#live(verified));
+    const drops = this.cache.drops;
+    const principal = this.#live(cached);
+    // #live caught the change feed up; when that invalidated cached tokens (a PAT revoked, roles or attributes changed
+    // by another process), this one is looked up again rather than used as read before the catch-up.
+    return this.cache.drops === drops ? principal : this.authenticate(bearer);
   }
 
   /** Checked on every request, cached token or not: a disable (here or by the CLI) or a logout acts at once. */

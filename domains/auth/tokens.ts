@@ -156,7 +156,13 @@ function keyOf(token: string, scope: string | undefined): string {
 /** Verified-token cache, a hit only for the whole token verified, bounded, entries dropped at expiry. */
 export class VerifiedTokenCache<V> {
   readonly #entries = new Map<string, { token: string; value: V; expMs: number; jti: string }>();
+  #drops = 0;
   constructor(private readonly maxEntries = 10_000) {}
+
+  /** Counts the invalidations (dropJti, clear): a caller holding an entry across a step that may invalidate checks it. */
+  get drops(): number {
+    return this.#drops;
+  }
 
   get(token: string, scope?: string): V | undefined {
     const key = keyOf(token, scope);
@@ -175,10 +181,12 @@ export class VerifiedTokenCache<V> {
   }
 
   dropJti(jti: string): void {
+    this.#drops++;
     for (const [key, entry] of this.#entries) if (entry.jti === jti) this.#entries.delete(key);
   }
 
   clear(): void {
+    this.#drops++;
     this.#entries.clear();
   }
 }

@@ -62,6 +62,20 @@ test('a logout answered by one gateway ends the session in the other', async (t)
   assert.ok(polls <= WITHIN_BOUND, `${polls} polls`);
 });
 
+test('a PAT revoked through one gateway is refused by the other on the next request', async (t) => {
+  const { a, b } = await twoGateways(t);
+  const erin = await a.userToken('erin');
+  const created = await a.request('POST', '/api/auth/pats', { token: erin.token, json: { name: 'feed' } });
+  assert.equal(created.status, 200, created.text);
+  const pat = created.json.token as string;
+  assert.equal(await me(b, pat), 200, 'verified and cached by the other gateway');
+  const revoke = await a.request('DELETE', `/api/auth/pats/${created.json.pat.jti}`, { token: erin.token });
+  assert.equal(revoke.status, 200, revoke.text);
+  // On PostgreSQL a look reads once the commit's notification arrived (docs/operating.md), so that engine may wait.
+  if (TEST_ENGINE === 'sqlite') assert.equal(await me(b, pat), 401, 'the next request: the feed is caught up first');
+  else await pollsUntil(b, async () => (await me(b, pat)) === 401);
+});
+
 test('a user disabled by the CLI is refused by both running gateways; enabling restores', async (t) => {
   const { a, b } = await twoGateways(t);
   const dave = await a.userToken('dave');
