@@ -159,7 +159,7 @@ export class VerifiedTokenCache<V> {
   #drops = 0;
   constructor(private readonly maxEntries = 10_000) {}
 
-  /** Counts the invalidations (dropJti, clear): a caller holding an entry across a step that may invalidate checks it. */
+  /** Counts invalidations (dropJti, clear): a caller holding an entry across a step that may invalidate checks it. */
   get drops(): number {
     return this.#drops;
   }
