@@ -54,12 +54,12 @@ type Handle = (req: NodeRequest, res: NodeResponse) => void;
 /** The kernel's HTTPS server (HTTP/2 + HTTP/1.1) with its guards, its connections tracked. */
 export function httpsListening(base: IngressBase, handle: Handle): Listening & { server: Http2SecureServer } {
   const server = createHttpsListener(base.tls, base.config.limits, handle);
-  return { server, sockets: trackSockets(server) };
+  return { server, sockets: trackSockets(server), connections: trackConnections(server) };
 }
 
 export function plainListening(base: IngressBase, handle: Handle): Listening {
   const server = createPlainHttpListener(base.config.limits, handle);
-  return { server, sockets: trackSockets(server) };
+  return { server, sockets: trackSockets(server), connections: trackConnections(server) };
 }
 
 export function createListenerFactory(base: IngressBase): ListenerFactory {
@@ -107,7 +107,24 @@ const IDLE_LINGER_MS = 1000;
 /** A bound listener of either kind with its tracked connections. */
 export interface Listening {
   readonly server: HttpServer | Http2SecureServer;
+  /** Connections ready for HTTP (TLS ones once their handshake finished), marked with what runs on them. */
   readonly sockets: ReadonlySet<Socket>;
+  /** Every accepted TCP connection while it lasts, a TLS handshake still under way included. */
+  readonly connections: ReadonlySet<Socket>;
+}
+
+/**
+ * Every accepted connection: what a closing listener's grace ends. One still in its TLS handshake when the close
+ * began is in no other set, and could otherwise finish the handshake and serve a session for as long as its client
+ * kept it busy, holding the closing process (and so its port) open.
+ */
+function trackConnections(server: HttpServer | Http2SecureServer): Set<Socket> {
+  const connections = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
+  });
+  return connections;
 }
 
 /** The listener's connections: the HTTP/1.1 responses in flight on each, its HTTP/2 session, or its upgrade. */
@@ -191,8 +208,12 @@ export async function closeGracefully(listeners: readonly Listening[], graceMs: 
     else if (socket._meshgateSession) socket._meshgateSession.close();
     else lingerThenEnd(socket);
   }
+  // What is open when the grace ends, not what was open when it began: connections accepted or TLS handshakes
+  // finished meanwhile end too.
   const timer = setTimeout(() => {
-    for (const socket of sockets) socket.destroy();
+    for (const listening of listeners) {
+      for (const socket of [...listening.sockets, ...listening.connections]) socket.destroy();
+    }
   }, graceMs);
   await Promise.all(closing);
   clearTimeout(timer);

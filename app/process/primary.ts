@@ -11,6 +11,7 @@ import cluster from 'node:cluster';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { PrimaryLink } from '../../gateway/process/cluster-link.ts';
@@ -34,19 +35,31 @@ export function workerCount(config: Readonly<Config>): number {
 }
 
 export async function runPrimary(config: Readonly<Config>, io: PrimaryIo): Promise<NodeJS.Signals> {
-  // A hang-up before the workers serve would otherwise meet the default action (the primary killed).
-  const early = () => io.out('meshgate reload ignored: still starting');
-  process.on('SIGHUP', early);
-  const started = await startPrimary(config, io).finally(() => process.off('SIGHUP', early));
-  const { gateway, supervisor, resolved } = started;
-  const stopReloading = reloadOnHangup(supervisor, resolved, io, gateway.deps.logger);
-  const signal = await io.stopSignal;
-  stopReloading();
-  await supervisor.stop(DRAIN_GRACE_MS);
-  await gateway.close(DRAIN_GRACE_MS, signal);
-  releasePidFile(config.dataDir);
-  return signal;
+  // One handler for the process's life, acting on the current state: a hang-up before the workers serve would
+  // otherwise meet the default action (the primary killed), and one sent while handlers were swapped would be lost.
+  let onHangup = () => io.out('meshgate reload ignored: still starting');
+  const hangup = () => onHangup();
+  process.on('SIGHUP', hangup);
+  try {
+    const { gateway, supervisor, resolved } = await startPrimary(config, io);
+    onHangup = reloader(supervisor, resolved, io, gateway.deps.logger);
+    const signal = await io.stopSignal;
+    onHangup = () => io.out('meshgate reload ignored: stopping');
+    await supervisor.stop(DRAIN_GRACE_MS);
+    await gateway.close(DRAIN_GRACE_MS, signal);
+    releasePidFile(config.dataDir);
+    return signal;
+  } finally {
+    process.off('SIGHUP', hangup);
+  }
 }
+
+/**
+ * What the primary's own work runs on, or every worker must share with it: a reload that changes one is refused,
+ * whole (a restart applies it). Workers on another data dir or database would serve other users and keys than the
+ * primary's job runtime and legacy ports see.
+ */
+const RESTART_ONLY = ['dataDir', 'database', 'nodeKeyFile', 'nodeKey', 'workerListen', 'jobs'] as const;
 
 /** The primary's domains, then its workers; whatever fails leaves nothing running and no pid file. */
 async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
@@ -79,12 +92,14 @@ async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
 }
 
 /** SIGHUP: one reload at a time; a hang-up during a reload runs another after it, with the file read then. */
-function reloadOnHangup(supervisor: Supervisor, started: Readonly<Config>, io: PrimaryIo, logger: Logger) {
+function reloader(supervisor: Supervisor, started: Readonly<Config>, io: PrimaryIo, logger: Logger): () => void {
   let running: Promise<void> = Promise.resolve();
-  const reload = () => {
+  return () => {
     running = running.then(async () => {
       try {
         const next = await resolvePorts(io.reloadConfig(), started);
+        const changed = RESTART_ONLY.filter((key) => !isDeepStrictEqual(next[key], started[key]));
+        if (changed.length > 0) throw new Error(`${changed.join(', ')} changed: the primary's settings take a restart`);
         const replaced = await supervisor.reload(next);
         io.out(`meshgate reloaded (${replaced} workers replaced)`);
       } catch (error) {
@@ -94,8 +109,6 @@ function reloadOnHangup(supervisor: Supervisor, started: Readonly<Config>, io: P
       }
     });
   };
-  process.on('SIGHUP', reload);
-  return () => process.off('SIGHUP', reload);
 }
 
 /**

@@ -84,21 +84,41 @@ export class Supervisor {
     return (started[0] as PromiseFulfilledResult<WorkerReady>).value;
   }
 
-  /** Replaces every worker, one at a time, with one started on `config`. */
+  /**
+   * Replaces every worker, one at a time, with one started on `config`. When one cannot start, the reload is undone:
+   * the workers already replaced are replaced again on the configuration that served, which every later restart
+   * uses too.
+   */
   async reload(config: Readonly<Config>): Promise<number> {
+    const previous = this.#config;
     this.#config = config;
-    let replaced = 0;
-    for (const slot of this.#slots) {
-      if (this.#stopping) break;
-      // A slot waiting out a crash backoff is filled now, by the reload, not twice.
-      if (slot.restart) clearTimeout(slot.restart);
-      slot.restart = null;
-      const old = slot.worker;
-      await this.#fill(slot);
-      if (old) await this.#drain(old);
-      replaced += 1;
+    const replaced: Slot[] = [];
+    try {
+      for (const slot of this.#slots) {
+        if (this.#stopping) break;
+        await this.#replace(slot);
+        replaced.push(slot);
+      }
+    } catch (error) {
+      this.#config = previous;
+      for (const slot of replaced) {
+        if (this.#stopping) break;
+        await this.#replace(slot).catch((undo: unknown) =>
+          this.logger.error({ err: undo, slot: slot.index }, 'reload: a worker could not go back to the configuration'),
+        );
+      }
+      throw error;
     }
-    return replaced;
+    return replaced.length;
+  }
+
+  async #replace(slot: Slot): Promise<void> {
+    // A slot waiting out a crash backoff is filled now, by the reload, not twice.
+    if (slot.restart) clearTimeout(slot.restart);
+    slot.restart = null;
+    const old = slot.worker;
+    await this.#fill(slot);
+    if (old) await this.#drain(old);
   }
 
   /** Drains every worker at once and waits for them to exit. */

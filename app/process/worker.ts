@@ -2,15 +2,13 @@
  * A worker process: waits for its configuration from the primary, serves
  * the shared ports with every domain in the `worker` role (once-only work is
  * the primary's), reports ready, and drains when told to. It never outlives
- * its primary: when the IPC pipe closes it stops at once.
+ * its primary: when the IPC pipe closes, node:cluster ends the worker at once (its own `disconnect` handler,
+ * lib/internal/cluster/child.js), cutting what is in flight — there is no primary left to replace it anyway.
  */
 import { WorkerLink } from '../../gateway/process/cluster-link.ts';
 import { type Gateway, startGateway } from '../server.ts';
 import { DRAIN_GRACE_MS, isSupervision, type ToPrimary, type ToWorker } from './messages.ts';
 import { releaseStartupMemory } from './release-memory.ts';
-
-/** How long a worker whose primary is gone gives its in-flight requests. */
-const ORPHAN_GRACE_MS = 1000;
 
 /** Resolves with the exit code when the worker has stopped; the caller closes the IPC pipe, which keeps it alive. */
 export async function runWorker(): Promise<number> {
@@ -47,7 +45,6 @@ export async function runWorker(): Promise<number> {
       if (isSupervision<ToWorker>(message) && message.supervise === 'drain') void stop(message.graceMs, 'drained');
     });
     process.once('SIGTERM', () => void stop(DRAIN_GRACE_MS, 'SIGTERM'));
-    process.once('disconnect', () => void stop(ORPHAN_GRACE_MS, 'primary gone'));
   });
   send({ supervise: 'ready', httpsUrl: gateway.httpsUrl, httpUrl: gateway.httpUrl, origin: gateway.origin });
   releaseStartupMemory();
