@@ -57,9 +57,27 @@ export async function runPrimary(config: Readonly<Config>, io: PrimaryIo): Promi
 /**
  * What the primary's own work runs on, or every worker must share with it: a reload that changes one is refused,
  * whole (a restart applies it). Workers on another data dir or database would serve other users and keys than the
- * primary's job runtime and legacy ports see.
+ * primary's job runtime and legacy ports see. The jobs settings a worker reads per request reload as the rest do.
  */
-const RESTART_ONLY = ['dataDir', 'database', 'nodeKeyFile', 'nodeKey', 'workerListen', 'jobs'] as const;
+const RESTART_ONLY: readonly (readonly string[])[] = [
+  ['dataDir'],
+  ['database'],
+  ['nodeKeyFile'],
+  ['nodeKey'],
+  ['workerListen'],
+  ['jobs', 'runtime'],
+  ['jobs', 'local'],
+  ['jobs', 'ray'],
+  ['jobs', 'logRetentionSeconds'],
+  ['jobs', 'pythonPackages', 'wheelDir'],
+];
+
+/** The restart-only settings `next` changes against `started`, by their dotted names. */
+function restartOnlyChanges(next: Readonly<Config>, started: Readonly<Config>): string[] {
+  const at = (config: Readonly<Config>, path: readonly string[]) =>
+    path.reduce<unknown>((value, key) => (value as Record<string, unknown> | undefined)?.[key], config);
+  return RESTART_ONLY.filter((path) => !isDeepStrictEqual(at(next, path), at(started, path))).map((p) => p.join('.'));
+}
 
 /** The primary's domains, then its workers; whatever fails leaves nothing running and no pid file. */
 async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
@@ -98,7 +116,7 @@ function reloader(supervisor: Supervisor, started: Readonly<Config>, io: Primary
     running = running.then(async () => {
       try {
         const next = await resolvePorts(io.reloadConfig(), started);
-        const changed = RESTART_ONLY.filter((key) => !isDeepStrictEqual(next[key], started[key]));
+        const changed = restartOnlyChanges(next, started);
         if (changed.length > 0) throw new Error(`${changed.join(', ')} changed: the primary's settings take a restart`);
         const replaced = await supervisor.reload(next);
         io.out(`meshgate reloaded (${replaced} workers replaced)`);

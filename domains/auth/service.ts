@@ -154,9 +154,11 @@ export class AuthService implements Authenticator {
     if (!cached) return this.#verify(bearer).then((verified) => this.#live(verified));
     const drops = this.cache.drops;
     const principal = this.#live(cached);
-    // #live caught the change feed up; when that invalidated cached tokens (a PAT revoked, roles or attributes changed
-    // by another process), this one is looked up again rather than used as read before the catch-up.
-    return this.cache.drops === drops ? principal : this.authenticate(bearer);
+    if (this.cache.drops === drops) return principal;
+    // #live caught the change feed up, and that invalidated cached tokens (a PAT revoked, roles or attributes changed
+    // by another process): this one is looked up once more rather than used as read before the catch-up.
+    const again = this.cache.get(bearer);
+    return again ? this.#live(again) : this.#verify(bearer).then((verified) => this.#live(verified));
   }
 
   /** Checked on every request, cached token or not: a disable (here or by the CLI) or a logout acts at once. */

@@ -49,11 +49,13 @@ export class IdentityResolver {
   async verifySharedToken(token: string, issuer: string, caPem: string | null): Promise<JWTPayload> {
     const dispatcher = this.verifier.dispatcherFor(caPem);
     // The CA is part of the realm: a token verified, or a JWKS location discovered, through another CA is not reused.
-    const realm = `${issuer} ${this.verifier.trustTag(caPem)}`;
+    // The issuer comes from the unverified token: spelled with trailing slashes it is still one realm, one entry.
+    const bare = issuer.replace(/\/+$/, '');
+    const realm = `${bare} ${this.verifier.trustTag(caPem)}`;
     return guarded(() =>
       this.verifier.verify(token, `shared ${realm}`, async () => ({
-        issuer: issuer.replace(/\/+$/, ''),
-        jwksUrl: await this.#jwksUrl(realm, issuer, dispatcher),
+        issuer: bare,
+        jwksUrl: await this.#jwksUrl(realm, bare, dispatcher),
         dispatcher,
       })),
     );

@@ -63,9 +63,10 @@ export class RealmVerifier {
    * Key sets by how they are fetched and where: a realm whose CA changes (a record's shared_ca_pem replaced after a
    * compromise) gets another dispatcher, so its keys are fetched again through the new trust, never the old.
    */
-  readonly #keySets = new Map<Dispatcher, Map<string, ReturnType<typeof createRemoteJWKSet>>>();
+  readonly #keySets = new WeakMap<Dispatcher, Map<string, ReturnType<typeof createRemoteJWKSet>>>();
   readonly #cache = new VerifiedTokenCache<JWTPayload>();
   readonly #trusts = new Map<string, { agent: Agent; tag: string }>();
+  #trustsMade = 0;
 
   /** An agent trusting exactly `caPem` (or the system CAs when null), reused per CA. */
   dispatcherFor(caPem: string | null): Dispatcher {
@@ -82,7 +83,7 @@ export class RealmVerifier {
     let trust = this.#trusts.get(key);
     if (!trust) {
       const agent = new Agent({ connect: caPem ? { ca: caPem } : {}, headersTimeout: 10_000, bodyTimeout: 10_000 });
-      trust = { agent, tag: `ca${this.#trusts.size}` };
+      trust = { agent, tag: `ca${this.#trustsMade++}` };
       this.#trusts.set(key, trust);
     }
     return trust;

@@ -46,7 +46,8 @@ export function spendInDatabase(sql: SqlConnection, now: () => Date): (nonce: st
     const spent = insert.run(nonce, expiry).changes === 1;
     if (spent && ++sincePrune >= PRUNE_EVERY) {
       sincePrune = 0;
-      // Kept past expiry by the nodes' allowed clock skew: a node whose clock is behind still takes the ticket.
+      // Kept past expiry by the nodes' allowed clock skew: a node whose clock is behind, and would still take the
+      // ticket as unexpired, finds it spent.
       prune.run(Math.floor(now().getTime() / 1000) - NODE_CLOCK_SKEW_SECONDS);
     }
     return spent;

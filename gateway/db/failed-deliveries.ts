@@ -4,29 +4,40 @@
  * or a busy database) would otherwise keep its stale state until a restart: a deleted tuple still granting, an
  * ended session still admitted. Every subscriber and reload is an invalidation or a re-read of the current rows, so
  * running one again, or after a later change of the same key, is safe.
+ *
+ * Retries back off: a database that cannot answer makes each attempt wait out its timeout (seconds, the event loop
+ * blocked), and the feed is polled on every authenticated request. So one round runs at most every RETRY_MIN_MS,
+ * doubling to RETRY_MAX_MS while rounds fail, and a round stops at its first failure.
  */
 import type { Logger } from 'pino';
 
 /**
- * Keys kept per subscriber. Beyond it, a topic that can reload all its state does so instead (one reload covers
- * every key); an event topic (a stop, a cancel) drops its oldest, logged.
+ * Keys kept per subscriber and topic. Beyond it, a topic that can reload all its state does so instead (one reload
+ * covers every key); an event topic (a stop, a cancel) drops its oldest, logged.
  */
 const MAX_KEPT = 1000;
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 10_000;
 
 interface Kept {
   readonly topic: string;
+  readonly onChange: (key: string) => void;
   /** In the order they failed (a Set keeps insertion order); a key failing again moves to the end. */
   readonly keys: Set<string>;
 }
 
 export class FailedDeliveries {
-  readonly #deliveries = new Map<(key: string) => void, Kept>();
+  /** Few: one per subscriber and topic that failed; found by a scan. */
+  readonly #deliveries: Kept[] = [];
   readonly #reloads = new Map<() => void, string>();
+  #nextRoundAt = 0;
+  #backoffMs = RETRY_MIN_MS;
 
   constructor(
     private readonly logger: Logger,
     /** The topic's full reloads (the feed's onReset), if it has any. */
     private readonly reloadsOf: (topic: string) => readonly (() => void)[],
+    private readonly nowMs: () => number = () => performance.now(),
   ) {}
 
   /** Hands `key` to `onChange`; if it throws, the delivery is logged and kept. */
@@ -34,7 +45,7 @@ export class FailedDeliveries {
     try {
       onChange(key);
     } catch (error) {
-      this.logger.error({ err: error, topic }, 'change feed subscriber failed; it is tried again at every poll');
+      this.logger.error({ err: error, topic }, 'change feed subscriber failed; it will be tried again');
       this.#keep(topic, onChange, key);
     }
   }
@@ -44,51 +55,65 @@ export class FailedDeliveries {
     try {
       reload();
     } catch (error) {
-      this.logger.error({ err: error, topic }, 'change feed reload failed; it is tried again at every poll');
+      this.logger.error({ err: error, topic }, 'change feed reload failed; it will be tried again');
       this.#reloads.set(reload, topic);
     }
   }
 
   /**
-   * Every kept reload and delivery again, oldest first; a subscriber still failing keeps the rest of its keys for
-   * the next poll. Not logged again while they fail: once when they fail first, once when they went through.
+   * One round of the kept reloads and deliveries, oldest first, when its backoff allows. The first failure ends the
+   * round (its key moves to the end, so one key that always fails holds back no other); not logged again while
+   * they fail, once when they went through.
    */
   retry(): void {
-    for (const [reload, topic] of this.#reloads) {
-      if (!this.#ran(() => reload())) continue;
-      this.#reloads.delete(reload);
-      this.logger.warn({ topic }, 'change feed: a failed reload went through');
-    }
-    for (const [onChange, kept] of this.#deliveries) {
-      for (const key of kept.keys) {
-        if (!this.#ran(() => onChange(key))) break;
-        kept.keys.delete(key);
-      }
-      if (kept.keys.size > 0) continue;
-      this.#deliveries.delete(onChange);
-      this.logger.warn({ topic: kept.topic }, 'change feed: failed deliveries went through');
-    }
+    if (this.pending === 0 || this.nowMs() < this.#nextRoundAt) return;
+    const completed = this.#retryReloads() && this.#retryDeliveries();
+    this.#backoffMs = completed ? RETRY_MIN_MS : Math.min(this.#backoffMs * 2, RETRY_MAX_MS);
+    this.#nextRoundAt = completed ? 0 : this.nowMs() + this.#backoffMs;
   }
 
   /** Anything still waiting to go through (tests and stats). */
   get pending(): number {
     let keys = this.#reloads.size;
-    for (const kept of this.#deliveries.values()) keys += kept.keys.size;
+    for (const kept of this.#deliveries) keys += kept.keys.size;
     return keys;
   }
 
+  #retryReloads(): boolean {
+    for (const [reload, topic] of this.#reloads) {
+      if (!this.#ran(() => reload())) return false;
+      this.#reloads.delete(reload);
+      this.logger.warn({ topic }, 'change feed: a failed reload went through');
+    }
+    return true;
+  }
+
+  #retryDeliveries(): boolean {
+    for (const kept of [...this.#deliveries]) {
+      for (const key of kept.keys) {
+        kept.keys.delete(key);
+        if (this.#ran(() => kept.onChange(key))) continue;
+        kept.keys.add(key);
+        return false;
+      }
+      this.#deliveries.splice(this.#deliveries.indexOf(kept), 1);
+      this.logger.warn({ topic: kept.topic }, 'change feed: failed deliveries went through');
+    }
+    return true;
+  }
+
   #keep(topic: string, onChange: (key: string) => void, key: string): void {
-    let kept = this.#deliveries.get(onChange);
+    let kept = this.#deliveries.find((k) => k.topic === topic && k.onChange === onChange);
     if (!kept) {
-      kept = { topic, keys: new Set() };
-      this.#deliveries.set(onChange, kept);
+      kept = { topic, onChange, keys: new Set() };
+      this.#deliveries.push(kept);
     }
     kept.keys.delete(key);
     kept.keys.add(key);
     if (kept.keys.size <= MAX_KEPT) return;
     const reloads = this.reloadsOf(topic);
     if (reloads.length > 0) {
-      this.#deliveries.delete(onChange);
+      this.#deliveries.splice(this.#deliveries.indexOf(kept), 1);
       for (const reload of reloads) this.#reloads.set(reload, topic);
       return;
     }

@@ -81,9 +81,12 @@ test('with every lookup cached, disconnect on either side and delete apply to th
   assert.equal((await post(receiver, `/${pair.receiverFedId}/disconnect?force=true`)).status, 200);
   await expectRefusal(source, path, token, 403, 'federation_not_active');
 
-  // The source disconnects too: its PAIRED list no longer holds the peer.
+  // The source disconnects too: its PAIRED list no longer holds the peer, nor the CA its shared realm's keys were
+  // fetched through, so the caller's token is verified again, through the trust left (the system's), and refused;
+  // a native caller finds no target.
   assert.equal((await post(source, `/${pair.sourceFedId}/disconnect?force=true`)).status, 200);
-  await expectRefusal(source, path, token, 404, 'mesh_target_not_found');
+  assert.equal((await source.request('GET', path, { token })).status, 401);
+  await expectRefusal(source, path, await source.adminToken(), 404, 'mesh_target_not_found');
 
   // Deleted on the receiver: a request signed with the old PSK finds no record to verify against.
   const signed = craft(pair, 'GET', '/api/auth/users/me', { userId: sub, peerToken: token });
