@@ -49,6 +49,10 @@ export interface WorkerReady {
 interface Slot {
   readonly index: number;
   worker: Worker | null;
+  /** The configuration the slot's worker was started on. */
+  config: Readonly<Config> | null;
+  /** A worker being started into the slot: one at a time, so none is started beside another and left running. */
+  filling: Promise<unknown> | null;
   failures: number;
   readyAt: number;
   restart: NodeJS.Timeout | null;
@@ -73,7 +77,7 @@ export class Supervisor {
   async start(count: number): Promise<WorkerReady> {
     const started = await Promise.allSettled(
       Array.from({ length: count }, async (_, index) => {
-        const slot: Slot = { index, worker: null, failures: 0, readyAt: 0, restart: null };
+        const slot: Slot = { index, worker: null, config: null, filling: null, failures: 0, readyAt: 0, restart: null };
         this.#slots.push(slot);
         return this.#fill(slot);
       }),
@@ -86,36 +90,39 @@ export class Supervisor {
 
   /**
    * Replaces every worker, one at a time, with one started on `config`. When one cannot start, the reload is undone:
-   * the workers already replaced are replaced again on the configuration that served, which every later restart
-   * uses too.
+   * every worker started on it (by the reload, or restarted meanwhile) is replaced again on the configuration that
+   * served, which every later restart uses too.
    */
   async reload(config: Readonly<Config>): Promise<number> {
     const previous = this.#config;
     this.#config = config;
-    const replaced: Slot[] = [];
+    let replaced = 0;
     try {
       for (const slot of this.#slots) {
         if (this.#stopping) break;
         await this.#replace(slot);
-        replaced.push(slot);
+        replaced += 1;
       }
     } catch (error) {
       this.#config = previous;
-      for (const slot of replaced) {
+      for (const slot of this.#slots) {
         if (this.#stopping) break;
+        await slot.filling?.catch(() => {});
+        if (slot.config === previous || slot.worker === null) continue;
         await this.#replace(slot).catch((undo: unknown) =>
           this.logger.error({ err: undo, slot: slot.index }, 'reload: a worker could not go back to the configuration'),
         );
       }
       throw error;
     }
-    return replaced.length;
+    return replaced;
   }
 
   async #replace(slot: Slot): Promise<void> {
     // A slot waiting out a crash backoff is filled now, by the reload, not twice.
     if (slot.restart) clearTimeout(slot.restart);
     slot.restart = null;
+    await slot.filling?.catch(() => {});
     const old = slot.worker;
     await this.#fill(slot);
     if (old) await this.#drain(old);
@@ -128,24 +135,36 @@ export class Supervisor {
     await Promise.all(this.#slots.flatMap((slot) => (slot.worker ? [this.#drain(slot.worker, graceMs)] : [])));
   }
 
-  /** Forks a worker into the slot and waits until it serves. */
-  async #fill(slot: Slot): Promise<WorkerReady> {
+  /** Forks a worker into the slot and waits until it serves; `filling` while it starts. */
+  #fill(slot: Slot): Promise<WorkerReady> {
+    const filling = this.#start(slot);
+    slot.filling = filling;
+    const done = () => {
+      if (slot.filling === filling) slot.filling = null;
+    };
+    filling.then(done, done);
+    return filling;
+  }
+
+  async #start(slot: Slot): Promise<WorkerReady> {
+    const config = this.#config;
     const worker = cluster.fork(workerMallocEnv(process.env));
     this.link.attach(worker);
-    const ready = await this.#ready(worker);
+    const ready = await this.#ready(worker, config);
     if (this.#stopping) {
       // Stop came while it was starting: it leaves with the others rather than outlive the primary.
       await this.#drain(worker);
       return ready;
     }
     slot.worker = worker;
+    slot.config = config;
     slot.readyAt = Date.now();
     worker.once('exit', (code, signal) => this.#exited(slot, worker, code, signal));
     this.logger.info({ worker: worker.process.pid, slot: slot.index }, 'worker serving');
     return ready;
   }
 
-  #ready(worker: Worker): Promise<WorkerReady> {
+  #ready(worker: Worker, config: Readonly<Config>): Promise<WorkerReady> {
     return new Promise((resolve, reject) => {
       const fail = (why: string) => {
         cleanup();
@@ -171,7 +190,7 @@ export class Supervisor {
       };
       worker.on('message', onMessage);
       worker.once('exit', onExit);
-      worker.once('online', () => this.#send(worker, { supervise: 'start', config: this.#config }));
+      worker.once('online', () => this.#send(worker, { supervise: 'start', config }));
     });
   }
 
@@ -202,7 +221,8 @@ export class Supervisor {
     slot.failures += 1;
     slot.restart = setTimeout(() => {
       slot.restart = null;
-      if (this.#stopping) return;
+      // Filled meanwhile (a reload): nothing to restart.
+      if (this.#stopping || slot.worker !== null || slot.filling !== null) return;
       this.#fill(slot).catch((error: unknown) => {
         // A replacement that fails to start is one more failure: the next try waits longer.
         this.logger.error(
