@@ -106,8 +106,9 @@ export class Supervisor {
     } catch (error) {
       this.#config = previous;
       for (const slot of this.#slots) {
-        if (this.#stopping) break;
         await slot.filling?.catch(() => {});
+        if (this.#stopping) break;
+        // An empty slot's restart (scheduled when its start failed) uses the configuration restored above.
         if (slot.config === previous || slot.worker === null) continue;
         await this.#replace(slot).catch((undo: unknown) =>
           this.logger.error({ err: undo, slot: slot.index }, 'reload: a worker could not go back to the configuration'),
@@ -119,10 +120,12 @@ export class Supervisor {
   }
 
   async #replace(slot: Slot): Promise<void> {
-    // A slot waiting out a crash backoff is filled now, by the reload, not twice.
+    await slot.filling?.catch(() => {});
+    if (this.#stopping) return;
+    // A slot waiting out a crash backoff (one that may have begun while the start above failed) is filled now, by
+    // the reload, not twice.
     if (slot.restart) clearTimeout(slot.restart);
     slot.restart = null;
-    await slot.filling?.catch(() => {});
     const old = slot.worker;
     await this.#fill(slot);
     if (old) await this.#drain(old);
@@ -132,17 +135,28 @@ export class Supervisor {
   async stop(graceMs = DRAIN_GRACE_MS): Promise<void> {
     this.#stopping = true;
     for (const slot of this.#slots) if (slot.restart) clearTimeout(slot.restart);
-    await Promise.all(this.#slots.flatMap((slot) => (slot.worker ? [this.#drain(slot.worker, graceMs)] : [])));
+    // A worker still starting drains itself once it is up (#start): waited for too, so none outlives the stop.
+    const starting = this.#slots.map((slot) => slot.filling?.catch(() => {}));
+    await Promise.all([
+      ...this.#slots.flatMap((slot) => (slot.worker ? [this.#drain(slot.worker, graceMs)] : [])),
+      ...starting,
+    ]);
   }
 
   /** Forks a worker into the slot and waits until it serves; `filling` while it starts. */
   #fill(slot: Slot): Promise<WorkerReady> {
     const filling = this.#start(slot);
     slot.filling = filling;
-    const done = () => {
-      if (slot.filling === filling) slot.filling = null;
-    };
-    filling.then(done, done);
+    filling.then(
+      () => {
+        if (slot.filling === filling) slot.filling = null;
+      },
+      () => {
+        if (slot.filling === filling) slot.filling = null;
+        // Nothing else fills an empty slot: a start that failed is tried again after the slot's backoff.
+        if (!this.#stopping && slot.worker === null && slot.restart === null) this.#restartLater(slot);
+      },
+    );
     return filling;
   }
 
@@ -223,13 +237,12 @@ export class Supervisor {
       slot.restart = null;
       // Filled meanwhile (a reload): nothing to restart.
       if (this.#stopping || slot.worker !== null || slot.filling !== null) return;
+      // A replacement that fails to start is one more failure: #fill schedules the next try, which waits longer.
       this.#fill(slot).catch((error: unknown) => {
-        // A replacement that fails to start is one more failure: the next try waits longer.
         this.logger.error(
           { err: error, slot: slot.index, failures: slot.failures },
           'worker replacement failed to start',
         );
-        this.#restartLater(slot);
       });
     }, delay);
   }

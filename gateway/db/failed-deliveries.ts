@@ -32,6 +32,7 @@ export class FailedDeliveries {
   readonly #reloads = new Map<() => void, string>();
   #nextRoundAt = 0;
   #backoffMs = RETRY_MIN_MS;
+  #rounds = 0;
 
   constructor(
     private readonly logger: Logger,
@@ -56,6 +57,7 @@ export class FailedDeliveries {
       reload();
     } catch (error) {
       this.logger.error({ err: error, topic }, 'change feed reload failed; it will be tried again');
+      this.#firstFailure();
       this.#reloads.set(reload, topic);
     }
   }
@@ -67,7 +69,12 @@ export class FailedDeliveries {
    */
   retry(): void {
     if (this.pending === 0 || this.nowMs() < this.#nextRoundAt) return;
-    const completed = this.#retryReloads() && this.#retryDeliveries();
+    // Reloads and deliveries take turns going first, so a reload that always fails holds back no delivery.
+    this.#rounds += 1;
+    const completed =
+      this.#rounds % 2 === 0
+        ? this.#retryReloads() && this.#retryDeliveries()
+        : this.#retryDeliveries() && this.#retryReloads();
     this.#backoffMs = completed ? RETRY_MIN_MS : Math.min(this.#backoffMs * 2, RETRY_MAX_MS);
     this.#nextRoundAt = completed ? 0 : this.nowMs() + this.#backoffMs;
   }
@@ -81,8 +88,12 @@ export class FailedDeliveries {
 
   #retryReloads(): boolean {
     for (const [reload, topic] of this.#reloads) {
-      if (!this.#ran(() => reload())) return false;
       this.#reloads.delete(reload);
+      if (!this.#ran(() => reload())) {
+        // To the back: a reload that always fails holds back no other.
+        this.#reloads.set(reload, topic);
+        return false;
+      }
       this.logger.warn({ topic }, 'change feed: a failed reload went through');
     }
     return true;
@@ -93,7 +104,11 @@ export class FailedDeliveries {
       for (const key of kept.keys) {
         kept.keys.delete(key);
         if (this.#ran(() => kept.onChange(key))) continue;
+        // The key to the back of its subscriber's, the subscriber to the back of all: one that always fails holds
+        // back no other.
         kept.keys.add(key);
+        this.#deliveries.splice(this.#deliveries.indexOf(kept), 1);
+        this.#deliveries.push(kept);
         return false;
       }
       this.#deliveries.splice(this.#deliveries.indexOf(kept), 1);
@@ -103,6 +118,7 @@ export class FailedDeliveries {
   }
 
   #keep(topic: string, onChange: (key: string) => void, key: string): void {
+    this.#firstFailure();
     let kept = this.#deliveries.find((k) => k.topic === topic && k.onChange === onChange);
     if (!kept) {
       kept = { topic, onChange, keys: new Set() };
@@ -120,6 +136,13 @@ export class FailedDeliveries {
     const [oldest] = kept.keys as Iterable<string>;
     kept.keys.delete(oldest as string);
     this.logger.error({ topic, key: oldest }, 'change feed: too many failed deliveries kept; the oldest is dropped');
+  }
+
+  /** The first thing kept waits RETRY_MIN_MS too: the next poll may be the very next request. */
+  #firstFailure(): void {
+    if (this.pending > 0) return;
+    this.#backoffMs = RETRY_MIN_MS;
+    this.#nextRoundAt = this.nowMs() + RETRY_MIN_MS;
   }
 
   #ran(run: () => void): boolean {
