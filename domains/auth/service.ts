@@ -151,14 +151,18 @@ export class AuthService implements Authenticator {
   /** Synchronous for a cached token (most requests): no promise, no microtask turn on the proxy's path. */
   authenticate(bearer: string): Principal | Promise<Principal> {
     const cached = this.cache.get(bearer);
-    if (!cached) return this.#verify(bearer).then((verified) => this.#live(verified));
+    if (!cached) return this.#verifiedLive(bearer);
     const drops = this.cache.drops;
     const principal = this.#live(cached);
     if (this.cache.drops === drops) return principal;
     // #live caught the change feed up, and that invalidated cached tokens (a PAT revoked, roles or attributes changed
     // by another process): this one is looked up once more rather than used as read before the catch-up.
     const again = this.cache.get(bearer);
-    return again ? this.#live(again) : this.#verify(bearer).then((verified) => this.#live(verified));
+    return again ? this.#live(again) : this.#verifiedLive(bearer);
+  }
+
+  #verifiedLive(bearer: string): Promise<Principal> {
+    return this.#verify(bearer).then((verified) => this.#live(verified));
   }
 
   /** Checked on every request, cached token or not: a disable (here or by the CLI) or a logout acts at once. */
