@@ -173,21 +173,24 @@ export function listen(
   reusePort = false,
 ): Promise<number> {
   return new Promise((resolve, reject) => {
-    const onError = (error: NodeJS.ErrnoException) => {
-      const why =
-        error.code === 'EADDRINUSE'
-          ? 'the address is already in use'
-          : error.code === 'EACCES'
-            ? 'permission denied'
-            : error.message;
-      reject(new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error }));
-    };
+    const onError = (error: NodeJS.ErrnoException) => reject(cannotListen(host, port, error));
     server.once('error', onError);
     server.listen({ port, host, ...(reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       server.off('error', onError);
       resolve((server.address() as AddressInfo).port);
     });
   });
+}
+
+/** A failed bind as one clear line for the operator, not a raw errno. */
+export function cannotListen(host: string, port: number, error: NodeJS.ErrnoException): Error {
+  const why =
+    error.code === 'EADDRINUSE'
+      ? 'the address is already in use'
+      : error.code === 'EACCES'
+        ? 'permission denied'
+        : error.message;
+  return new Error(`cannot listen on ${authorityOf(host, port)}: ${why}`, { cause: error });
 }
 
 /**

@@ -14,3 +14,8 @@ export const BUILD_INFO = {
   commit: typeof MESHGATE_COMMIT === 'string' ? MESHGATE_COMMIT : 'source',
   node: process.versions.node,
 } as const;
+
+/** The line `meshgate --version` prints. */
+export function versionLine(): string {
+  return `meshgate ${BUILD_INFO.version} (commit ${BUILD_INFO.commit}, Node.js ${BUILD_INFO.node})`;
+}

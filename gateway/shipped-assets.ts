@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, lstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import * as sea from 'node:sea';
 import { BUILD_INFO } from './build-info.ts';
@@ -43,21 +43,34 @@ export interface AssetManifest {
  */
 export function placeAssets(which: (name: string) => boolean): string {
   const manifest = JSON.parse(sea.getAsset(ASSET_MANIFEST, 'utf8')) as AssetManifest;
-  const folder = join(cacheHome(), 'meshgate', `${BUILD_INFO.version}-${manifest.hash}`);
-  privateFolder(dirname(folder));
+  const folder = join(cacheFolder(), `${BUILD_INFO.version}-${manifest.hash}`);
   privateFolder(folder);
   for (const [name, file] of Object.entries(manifest.files)) if (which(name)) writeOnce(folder, name, file);
   return folder;
 }
 
-/** $XDG_CACHE_HOME when absolute (a relative one is to be ignored: XDG Base Directory spec), else ~/.cache. */
-function cacheHome(): string {
+/**
+ * The first of: systemd's $CACHE_DIRECTORY (the unit's CacheDirectory=, systemd.exec(5); the first of a
+ * colon-separated list), $XDG_CACHE_HOME/meshgate when absolute (a relative one is to be ignored: XDG Base Directory
+ * spec), ~/.cache/meshgate. When none of them can be made (a service user whose home is not writable, a read-only
+ * home), a folder of this user's in the temp dir: `--version` or `restore` must not fail for want of a cache.
+ */
+function cacheFolder(): string {
+  const systemd = process.env.CACHE_DIRECTORY?.split(':')[0];
+  if (systemd && isAbsolute(systemd)) return privateFolder(systemd);
   const xdg = process.env.XDG_CACHE_HOME;
-  return xdg && isAbsolute(xdg) ? xdg : join(homedir(), '.cache');
+  const home = xdg && isAbsolute(xdg) ? join(xdg, 'meshgate') : join(homedir(), '.cache', 'meshgate');
+  try {
+    return privateFolder(home);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EROFS' && code !== 'EPERM' && code !== 'ENOENT') throw error;
+    return privateFolder(join(tmpdir(), `meshgate-cache-${process.getuid?.() ?? 'user'}`));
+  }
 }
 
 /** Creates the folder (0700) or accepts it only if it is a real folder of this user that no one else may write. */
-function privateFolder(path: string): void {
+function privateFolder(path: string): string {
   mkdirSync(path, { recursive: true, mode: 0o700 });
   const stat = lstatSync(path);
   const uid = process.getuid?.();
@@ -65,9 +78,10 @@ function privateFolder(path: string): void {
     const mode = (stat.mode & 0o777).toString(8);
     throw new Error(
       `the cache folder ${path} is not this user's alone (owner uid ${stat.uid}, mode ${mode}): ` +
-        'make it so, or point XDG_CACHE_HOME at a folder of your own',
+        'make it so, or point CACHE_DIRECTORY or XDG_CACHE_HOME at a folder of your own',
     );
   }
+  return path;
 }
 
 /**

@@ -3,8 +3,9 @@
  * subcommand comes from a domain (HandlerModule.commands) and boots the
  * domains it needs through the composition root (app/domains.ts).
  */
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import { BUILD_INFO } from '../../gateway/build-info.ts';
+import { versionLine } from '../../gateway/build-info.ts';
 import { isUsageError, USAGE_EXIT_CODE } from '../../gateway/cli/usage.ts';
 import { ConfigError, loadConfig } from '../../gateway/config/load.ts';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
@@ -13,7 +14,7 @@ import { bootDomains, DOMAIN_COMMANDS } from '../domains.ts';
 import { backupCommand, restoreCommand } from './backup.ts';
 import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts';
 import { reloadCommand } from './reload.ts';
-import { serveCommand } from './serve.ts';
+import { serveAsWorker, serveCommand } from './serve.ts';
 
 const COMMANDS: readonly CliCommand[] = [
   serveCommand,
@@ -37,9 +38,13 @@ async function readStdin(): Promise<string> {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // A worker of a primary runs as a worker whatever its arguments say. node:cluster forks the primary's script
+  // with the primary's Node options and arguments; a single executable takes all of those as its own arguments
+  // (https://nodejs.org/api/single-executable-applications.html), so the worker's argv is not a command line.
+  if (cluster.isWorker) return serveAsWorker();
   const [name, ...rest] = argv;
   if (name === '--version' || name === 'version') {
-    process.stdout.write(`meshgate ${BUILD_INFO.version} (commit ${BUILD_INFO.commit}, Node.js ${BUILD_INFO.node})\n`);
+    process.stdout.write(`${versionLine()}\n`);
     return 0;
   }
   if (!name || name === '--help' || name === 'help') {

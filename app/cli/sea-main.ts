@@ -13,9 +13,16 @@
 import { enableCompileCache } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { versionLine } from '../../gateway/build-info.ts';
 import { BUNDLE_ASSETS, BUNDLE_ENTRY, placeAssets } from '../../gateway/shipped-assets.ts';
 
 function start(): Promise<unknown> {
+  // Answered before any file is placed: asking an installed executable its version writes nothing.
+  const command = process.argv[2];
+  if (command === '--version' || command === 'version') {
+    process.stdout.write(`${versionLine()}\n`);
+    return Promise.resolve();
+  }
   const folder = placeAssets((name) => name.startsWith(BUNDLE_ASSETS));
   enableCompileCache(join(folder, 'compile-cache'));
   return import(pathToFileURL(join(folder, BUNDLE_ASSETS, BUNDLE_ENTRY)).href);

@@ -12,7 +12,6 @@
  * (app/process/primary.ts), and SIGHUP reloads them one at a time; a
  * worker is this same command forked by node:cluster (app/process/worker.ts).
  */
-import cluster from 'node:cluster';
 import { join } from 'node:path';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import type { CliCommand } from '../../gateway/module.ts';
@@ -25,6 +24,14 @@ import { configFlagOptions } from './flags.ts';
 import { renderHelp, SERVE_SETTINGS } from './settings.ts';
 
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
+/** A worker of a primary (node:cluster forks this same command): it takes its configuration from the primary. */
+export async function serveAsWorker(): Promise<number> {
+  const code = await runWorker();
+  // Closing the pipe lets the process end once its last log lines are written (an exit now could cut them).
+  process.disconnect?.();
+  return code;
+}
 
 /** `[--data-dir DIR] ... [--hostname NAME]...`: the config flags, a repeatable one marked so. */
 const flagSynopsis = SERVE_SETTINGS.flatMap((s) => {
@@ -65,13 +72,6 @@ ${renderHelp()}`;
   async run(args, env) {
     if (args.length > 0) {
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);
-    }
-    // A worker of a primary (node:cluster forks this same command): it takes its configuration from the primary.
-    if (cluster.isWorker) {
-      const code = await runWorker();
-      // Closing the pipe lets the process end once its last log lines are written (an exit now could cut them).
-      process.disconnect?.();
-      return code;
     }
     // Listening for the stop signals before start, not after the ready lines: a supervisor that signals as soon as
     // it reads them would otherwise meet the default action (killed, no graceful close).

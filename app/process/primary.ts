@@ -11,14 +11,17 @@ import cluster from 'node:cluster';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { isSea } from 'node:sea';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { PrimaryLink } from '../../gateway/process/cluster-link.ts';
+import { cannotListen } from '../listeners.ts';
 import { startGateway } from '../server.ts';
 import { DRAIN_GRACE_MS } from './messages.ts';
 import { claimPidFile, releasePidFile } from './pid-file.ts';
 import { releaseStartupMemory } from './release-memory.ts';
+import { type ReloadOutcome, writeReloadStatus } from './reload-status.ts';
 import { Supervisor, type WorkerReady } from './supervisor.ts';
 
 export interface PrimaryIo {
@@ -37,14 +40,15 @@ export function workerCount(config: Readonly<Config>): number {
 export async function runPrimary(config: Readonly<Config>, io: PrimaryIo): Promise<NodeJS.Signals> {
   // One handler for the process's life, acting on the current state: a hang-up before the workers serve would
   // otherwise meet the default action (the primary killed), and one sent while handlers were swapped would be lost.
-  let onHangup = () => io.out('meshgate reload ignored: still starting');
+  const ignored = (why: string) => () => report(config.dataDir, io, 'ignored', why, Date.now());
+  let onHangup = ignored('still starting');
   const hangup = () => onHangup();
   process.on('SIGHUP', hangup);
   try {
     const { gateway, supervisor, resolved } = await startPrimary(config, io);
     onHangup = reloader(supervisor, resolved, io, gateway.deps.logger);
     const signal = await io.stopSignal;
-    onHangup = () => io.out('meshgate reload ignored: stopping');
+    onHangup = ignored('stopping');
     await supervisor.stop(DRAIN_GRACE_MS);
     await gateway.close(DRAIN_GRACE_MS, signal);
     releasePidFile(config.dataDir);
@@ -85,8 +89,9 @@ async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
   const resolved = await resolvePorts(config, null);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   claimPidFile(config.dataDir);
-  // Structured clone across the pipe: Dates and Buffers in owner calls arrive as they left.
-  cluster.setupPrimary({ serialization: 'advanced' });
+  // Structured clone across the pipe: Dates and Buffers in owner calls arrive as they left. A single executable
+  // gives each worker its own built-in Node options, and would take the primary's as arguments: none are passed.
+  cluster.setupPrimary({ serialization: 'advanced', ...(isSea() ? { execArgv: [] } : {}) });
   const link = new PrimaryLink();
   const gateway = await startGateway(resolved, { process: link, announce: io.out }).catch((error: unknown) => {
     releasePidFile(config.dataDir);
@@ -114,40 +119,49 @@ function reloader(supervisor: Supervisor, started: Readonly<Config>, io: Primary
   let running: Promise<void> = Promise.resolve();
   return () => {
     running = running.then(async () => {
+      const begunAt = Date.now();
       try {
         const next = await resolvePorts(io.reloadConfig(), started);
         const changed = restartOnlyChanges(next, started);
         if (changed.length > 0) throw new Error(`${changed.join(', ')} changed: the primary's settings take a restart`);
         const replaced = await supervisor.reload(next);
-        io.out(`meshgate reloaded (${replaced} workers replaced)`);
+        report(started.dataDir, io, 'reloaded', `${replaced} workers replaced`, begunAt);
       } catch (error) {
         // The workers that were serving keep serving: a bad file or a worker that cannot start changes nothing.
         logger.error({ err: error }, 'reload failed; the running workers keep serving');
-        io.out(`meshgate reload failed: ${error instanceof Error ? error.message : String(error)}`);
+        report(started.dataDir, io, 'failed', error instanceof Error ? error.message : String(error), begunAt);
       }
     });
   };
 }
 
+/** A reload's outcome, printed (`meshgate reloaded (…)`, `meshgate reload failed: …`) and kept for `meshgate reload`. */
+function report(dataDir: string, io: PrimaryIo, outcome: ReloadOutcome, detail: string, begunAt: number): void {
+  io.out(outcome === 'reloaded' ? `meshgate reloaded (${detail})` : `meshgate reload ${outcome}: ${detail}`);
+  writeReloadStatus(dataDir, { outcome, detail, begunAt });
+}
+
 /**
  * Port 0 becomes a free port, picked once: at start by binding it briefly, at a reload the one picked at start
- * (the running workers hold it).
+ * (the running workers hold it). At start a given port is bound briefly too, so one that is taken stops start before
+ * any user exists, as a single process's start does (the workers bind later, after the primary's first-start setup).
  */
 async function resolvePorts(config: Readonly<Config>, started: Readonly<Config> | null): Promise<Readonly<Config>> {
   const pick = async (port: number, before: number | null | undefined) =>
-    port !== 0 ? port : (before ?? (await freePort(config.bind)));
+    started === null || (port === 0 && before == null) ? await bindable(port, config.bind) : port || (before as number);
   const httpsPort = await pick(config.httpsPort, started?.httpsPort);
   const httpPort = config.httpPort === null ? null : await pick(config.httpPort, started?.httpPort);
   return { ...config, httpsPort, httpPort };
 }
 
-function freePort(host: string): Promise<number> {
+/** The port, once bound and released (0: the free port the kernel picked). */
+function bindable(port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(cannotListen(host, port, error)));
+    probe.listen(port, host, () => {
+      const bound = (probe.address() as { port: number }).port;
+      probe.close(() => resolve(bound));
     });
   });
 }

@@ -1,12 +1,9 @@
-/** Backup/restore test helpers: the real `bin/meshgate backup|restore` processes and manifest surgery. */
+/** Backup/restore test helpers: the real `meshgate backup|restore` processes and manifest surgery. */
 
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
+import { execMeshgate } from './artifact.ts';
 
 export interface CliResult {
   code: number | null;
@@ -14,19 +11,14 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `meshgate <args>` with only PATH and HOME from this process, plus `env`. */
-export function meshgate(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const childEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env };
-  return new Promise((resolve) => {
-    execFile(BIN, args, { env: childEnv, timeout: 120_000 }, (error, stdout, stderr) => {
-      const code = error
-        ? typeof (error as { code?: unknown }).code === 'number'
-          ? (error as { code: number }).code
-          : null
-        : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Runs `meshgate <args>` (test/helpers/artifact.ts) with `env` added; its exit code and output. */
+export async function meshgate(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  try {
+    return { code: 0, ...(await execMeshgate(args, env)) };
+  } catch (error) {
+    const { code, stdout, stderr } = error as { code?: unknown; stdout: string; stderr: string };
+    return { code: typeof code === 'number' ? code : null, stdout, stderr };
+  }
 }
 
 /** Every regular file under `dir`, relative, with its mode. */

@@ -1,5 +1,5 @@
 /**
- * A multi-process gateway under test: the real `bin/meshgate serve --workers N`
+ * A multi-process gateway under test: the real `meshgate serve --workers N` (test/helpers/artifact.ts)
  * with its printed lines, its worker pids, access lines (which name the
  * worker that served each request id), and a bounded steady load over
  * HTTP/2 that counts what failed.
@@ -10,13 +10,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from 'undici';
+import { meshgateLaunch } from './artifact.ts';
 import { alive } from './jobs.ts';
 import { descendants, processes } from './processes.ts';
 import { waitFor } from './wait.ts';
 
-export const BIN = fileURLToPath(new URL('../../bin/meshgate', import.meta.url));
 export const ADMIN_PASSWORD = 'workers-test-admin-pw';
 
 export interface Served {
@@ -42,14 +41,17 @@ export async function serveWorkers(
   return serve(dataDir, args, { PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: ADMIN_PASSWORD, ...extraEnv });
 }
 
-/** `bin/meshgate serve --data-dir <dataDir> ...args`; resolves once it listens and has printed its origin. */
+/**
+ * `meshgate serve --data-dir <dataDir> ...args` on the tests' target (test/helpers/artifact.ts); resolves once it
+ * listens and has printed its origin.
+ */
 export async function serve(
   dataDir: string,
   args: readonly string[],
   extraEnv: Record<string, string>,
 ): Promise<Served> {
-  const env = { ...process.env, ...extraEnv };
-  const child = spawn(BIN, ['serve', '--data-dir', dataDir, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const launch = meshgateLaunch(['serve', '--data-dir', dataDir, ...args], extraEnv);
+  const child = spawn(launch.file, launch.args, { env: launch.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const waiters = new Set<() => void>();
@@ -151,7 +153,7 @@ export function freePort(): Promise<number> {
 
 /** Live processes whose parent is `parent` and that run meshgate (job processes are the primary's children too). */
 export function workerPids(parent: number): number[] {
-  // A worker runs the primary's own script (the bundle from bin/meshgate, or app/cli/main.ts under tsx).
+  // A worker runs the primary's own script: the executable, the bundle from bin/meshgate, or app/cli/main.ts.
   const script = primaryScript(parent);
   if (script === undefined) return [];
   return processes()
@@ -171,7 +173,7 @@ function primaryScript(pid: number): string | undefined {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
       .split('\0')
-      .find((arg) => /meshgate\.mjs$|main\.ts$/.test(arg));
+      .find((arg) => /meshgate\.mjs$|main\.ts$|\/meshgate$/.test(arg));
   } catch {
     return undefined; // the primary has ended
   }

@@ -1,6 +1,6 @@
 /**
- * The operator interface as scripts use it: the real `bin/meshgate` process,
- * its printed lines, its exit codes, and the README's first command.
+ * The operator interface as scripts use it: the real `meshgate` process (test/helpers/artifact.ts: the executable
+ * as the unit starts it, unless MESHGATE_TEST_TARGET says otherwise), its printed lines and its exit codes.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-
-const BIN = fileURLToPath(new URL('../../../../bin/meshgate', import.meta.url));
+import { meshgateLaunch } from '../../../helpers/artifact.ts';
 
 function run(
   args: string[],
@@ -20,7 +19,8 @@ function run(
   stdin?: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(BIN, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const launch = meshgateLaunch(args, env);
+    const child = spawn(launch.file, launch.args, { env: launch.env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {
@@ -35,10 +35,11 @@ function run(
 }
 
 function serve(dataDir: string, extra: string[] = [], env: Record<string, string> = {}) {
-  const child = spawn(BIN, ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn', ...extra], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const launch = meshgateLaunch(
+    ['serve', '--data-dir', dataDir, '--https-port', '0', '--log-level', 'warn', ...extra],
+    env,
+  );
+  const child = spawn(launch.file, launch.args, { env: launch.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const ready = new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (d) => {

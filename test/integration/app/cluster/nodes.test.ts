@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
+import { execMeshgate } from '../../../helpers/artifact.ts';
 import {
   CLUSTER_HOSTNAME,
   type Cluster,
@@ -25,7 +26,7 @@ import { freshPostgresDatabase, testNodeKeyFile, testPostgres } from '../../../h
 import { startPeer } from '../../../helpers/federation.ts';
 import type { After } from '../../../helpers/gateway.ts';
 import { allow, craft, pairForMesh, reversed } from '../../../helpers/mesh.ts';
-import { ADMIN_PASSWORD, BIN, steadyLoad, untilServed } from '../../../helpers/workers.ts';
+import { ADMIN_PASSWORD, steadyLoad, untilServed } from '../../../helpers/workers.ts';
 
 const run = promisify(execFile);
 const ME = '/api/auth/users/me';
@@ -233,9 +234,9 @@ test('a node with the wrong node key refuses to start and changes nothing in the
     );
   const before = await dump();
   assert.match(before, /COPY public\.cluster_files/, 'the founder published the identity');
-  const env = { ...process.env, PLATFORM_DATABASE_URL: database, PLATFORM_NODE_KEY_FILE: wrongKeyFile };
+  const env = { PLATFORM_DATABASE_URL: database, PLATFORM_NODE_KEY_FILE: wrongKeyFile };
   const args = ['serve', '--data-dir', join(wrongDir, 'data'), '--https-port', '0', '--hostname', CLUSTER_HOSTNAME];
-  await assert.rejects(run(BIN, args, { env }), (error: { code: number; stderr: string; stdout: string }) => {
+  await assert.rejects(execMeshgate(args, env), (error: { code: number; stderr: string; stdout: string }) => {
     assert.equal(error.code, 1);
     assert.match(error.stderr, /this node key does not open the cluster identity in the database/);
     assert.doesNotMatch(error.stdout, /meshgate listening/);

@@ -1,12 +1,13 @@
 /**
  * A reload that cannot apply changes nothing, then or later: one changing a setting the primary's own work runs on
- * is refused whole, and one whose workers cannot start leaves every later restart on the configuration that served.
+ * is refused whole (and `meshgate reload` exits 1 saying so), and one whose workers cannot start leaves every later restart on the configuration that served.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Agent, request } from 'undici';
+import { execMeshgate } from '../../../helpers/artifact.ts';
 import { waitFor } from '../../../helpers/wait.ts';
 import { ADMIN_PASSWORD, serve, workerPids, workersScratch } from '../../../helpers/workers.ts';
 
@@ -21,7 +22,15 @@ test('a reload of a restart-only setting is refused; after a failed one a crashe
   const before = workerPids(primary);
 
   writeFileSync(file, JSON.stringify({ bind: '127.0.0.1', workerListen: 'shared' }));
-  process.kill(primary, 'SIGHUP');
+  // `meshgate reload` waits for the outcome and fails, saying why, when the reload is refused.
+  await assert.rejects(
+    execMeshgate(['reload', '--data-dir', join(dir, 'data')]),
+    (error: { code: number; stderr: string }) => {
+      assert.equal(error.code, 1);
+      assert.match(error.stderr, /^meshgate reload failed: workerListen changed: .*take a restart/m);
+      return true;
+    },
+  );
   const refused = await served.waitForLine(/^meshgate reload failed: workerListen changed/);
   assert.match(refused, /take a restart/);
   assert.deepEqual(workerPids(primary), before, 'no worker was replaced');

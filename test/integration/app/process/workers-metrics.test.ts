@@ -5,23 +5,12 @@
  * replaces every worker does not make a counter fall (Prometheus would read a reset).
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { request } from 'undici';
+import { execMeshgate } from '../../../helpers/artifact.ts';
 import { parsePrometheus, type Sample, total } from '../../../helpers/peers/prometheus.ts';
-import {
-  adminToken,
-  BIN,
-  connection,
-  freePort,
-  servedBy,
-  workerPids,
-  workersScratch,
-} from '../../../helpers/workers.ts';
-
-const run = promisify(execFile);
+import { adminToken, connection, freePort, servedBy, workerPids, workersScratch } from '../../../helpers/workers.ts';
 
 async function scrape(adminUrl: string): Promise<Sample[]> {
   const res = await request(`${adminUrl}/metrics`);
@@ -74,7 +63,7 @@ test('a scrape of the primary sums what each worker served and counts database s
   assert.ok(total(after, 'process_cpu_seconds_total', {}) > 0);
   assert.ok(after.some((sample) => sample.name === 'nodejs_eventloop_lag_seconds'));
 
-  await run(BIN, ['reload', '--data-dir', dir]);
+  await execMeshgate(['reload', '--data-dir', dir]);
   await served.waitForLine(/^meshgate reloaded \(2 workers replaced\)$/);
   assert.ok(
     workerPids(served.child.pid as number).every((pid) => !pids.includes(pid)),

@@ -6,25 +6,23 @@
  * SIGTERM stops every process.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { connect as connectHttp2 } from 'node:http2';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { Agent, request } from 'undici';
 import { RetrievalService } from '../../../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
+import { execMeshgate } from '../../../helpers/artifact.ts';
 import { alive, jobProcesses, MARKER } from '../../../helpers/jobs.ts';
 import { V1 } from '../../../helpers/retrieval.ts';
 import { sampleRows, writeAllFormats } from '../../../helpers/retrieval-fixtures.ts';
 import { startModelServer } from '../../../helpers/upstreams.ts';
 import {
   adminToken,
-  BIN,
   connection,
   freePort,
   type Served,
@@ -34,8 +32,6 @@ import {
   workerPids,
   workersScratch,
 } from '../../../helpers/workers.ts';
-
-const run = promisify(execFile);
 
 async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -65,7 +61,7 @@ test(
     }
     assert.deepEqual([...seen].sort(), [...workers].sort(), 'each worker served a connection');
     await assert.rejects(
-      run(BIN, ['serve', '--data-dir', dir, '--https-port', '0', '--workers', '2']),
+      execMeshgate(['serve', '--data-dir', dir, '--https-port', '0', '--workers', '2']),
       (error: { code: number; stderr: string }) => {
         assert.equal(error.code, 1);
         assert.match(error.stderr, new RegExp(`another meshgate primary \\(pid ${primary}\\) serves`));
@@ -113,8 +109,9 @@ test(
     const before = workerPids(primary);
     const load = steadyLoad(served, { connections: 4, streams: 4, http1: 4, maxRequests: 200_000, maxMs: 90_000 });
     await untilServed(load.result, 200);
-    const { stdout } = await run(BIN, ['reload', '--data-dir', dir]);
+    const { stdout } = await execMeshgate(['reload', '--data-dir', dir]);
     assert.match(stdout, new RegExp(`signalled the primary \\(pid ${primary}\\)`));
+    assert.match(stdout, /^meshgate reloaded \(2 workers replaced\)$/m, 'the command waited for the outcome');
     await served.waitForLine(/^meshgate reloaded \(2 workers replaced\)$/);
     await untilServed(load.result, 200);
     const result = await load.stop();
@@ -132,7 +129,7 @@ test(
 
 test('meshgate reload without a running primary says so and fails', async (t) => {
   const { dir } = workersScratch(t);
-  await assert.rejects(run(BIN, ['reload', '--data-dir', dir]), (error: { code: number; stderr: string }) => {
+  await assert.rejects(execMeshgate(['reload', '--data-dir', dir]), (error: { code: number; stderr: string }) => {
     assert.equal(error.code, 1);
     assert.match(error.stderr, /no running primary found/);
     return true;
