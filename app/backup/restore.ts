@@ -16,7 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { type KekFileStatus, kekDirOf } from '../../domains/catalog/index.ts';
 import type { Config } from '../../gateway/config/schema.ts';
 import { holdRestoreLock, SERVE_LOCK_FILE } from '../../gateway/db/serve-lock.ts';
-import { DATABASE_FILE } from '../../gateway/db/storage.ts';
+import { DATABASE_FILE, makePrivateDir } from '../../gateway/db/storage.ts';
 import {
   hashFile,
   isInside,
@@ -46,7 +46,7 @@ export function restoreBackup(config: Readonly<Config>, source: string, options:
   if (isInside(from, dataDir) || isInside(dataDir, from)) {
     throw new Error(`the backup ${from} and the data dir ${dataDir} overlap`);
   }
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makePrivateDir(dataDir);
   const lock = holdRestoreLock(dataDir);
   try {
     const manifest = verifiedManifest(from, dataDir, kekDir);

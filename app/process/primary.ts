@@ -8,13 +8,13 @@
  * or SIGINT drains them all and stops.
  */
 import cluster from 'node:cluster';
-import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { isSea } from 'node:sea';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
+import { makePrivateDir } from '../../gateway/db/storage.ts';
 import { PrimaryLink } from '../../gateway/process/cluster-link.ts';
 import { cannotListen } from '../listeners.ts';
 import { startGateway } from '../server.ts';
@@ -87,7 +87,7 @@ function restartOnlyChanges(next: Readonly<Config>, started: Readonly<Config>): 
 async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
   // Every worker must bind the same ports, and the primary's origin must name them: port 0 is resolved once here.
   const resolved = await resolvePorts(config, null);
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  makePrivateDir(config.dataDir);
   claimPidFile(config.dataDir);
   // Structured clone across the pipe: Dates and Buffers in owner calls arrive as they left. A single executable
   // gives each worker its own built-in Node options, and would take the primary's as arguments: none are passed.

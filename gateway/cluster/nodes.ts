@@ -6,9 +6,10 @@
  * restarted gateway does for jobs it cannot re-attach. A SQLite gateway is a cluster of one: `self` is null.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SqlConnection } from '../db/connection.ts';
+import { makePrivateDir } from '../db/storage.ts';
 
 /**
  * How far the clocks of the nodes (and processes) sharing one database may disagree. What one writes with its own
@@ -55,7 +56,7 @@ export function nodeIdOf(dataDir: string): string {
   try {
     return readFileSync(file, 'utf8').trim();
   } catch {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    makePrivateDir(dataDir);
     const id = randomUUID();
     writeFileSync(file, `${id}\n`, { mode: 0o600, flag: 'wx' });
     return id;

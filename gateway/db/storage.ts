@@ -12,7 +12,7 @@
  * "UNPROTECTED PRIVATE KEY FILE") — rotating it is the operator's call.
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 
 const PRIVATE_DIR = 0o700;
@@ -38,7 +38,7 @@ const TLS_DIR = 'tls';
  * elsewhere. Throws, naming every file, when a secret key file is readable by others.
  */
 export function secureDataDir(dataDir: string, logger: Logger, extraKeyDirs: readonly string[] = []): void {
-  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
+  makePrivateDir(dataDir);
   tighten(dataDir, PRIVATE_DIR, logger);
   for (const name of DATABASE_FILES) tighten(join(dataDir, name), PRIVATE_FILE, logger);
   walk(join(dataDir, TLS_DIR), logger, (file) => tighten(file, PRIVATE_FILE, logger));
@@ -55,6 +55,26 @@ export function secureDataDir(dataDir: string, logger: Logger, extraKeyDirs: rea
         'It may have been read: rotate it, or chmod 600 it if it was never exposed.',
     );
   }
+}
+
+/**
+ * Creates the folder and the missing ones above it (0700), one level at a time from the nearest that exists. Node's
+ * recursive mkdirSync never returns on a path the kernel answers ENOENT for though its parent exists (under /proc or
+ * /sys), spinning on one core past SIGTERM; one level at a time, such a path is one clear error.
+ */
+export function makePrivateDir(path: string): void {
+  const missing: string[] = [];
+  for (let at = resolve(path); !existsSync(at); at = dirname(at)) missing.unshift(at);
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir, { mode: PRIVATE_DIR });
+    } catch (error) {
+      const { code } = error as NodeJS.ErrnoException;
+      if (code === 'EEXIST') continue; // made meanwhile by another process
+      throw new Error(`cannot create the folder ${dir}: ${code ?? (error as Error).message}`, { cause: error });
+    }
+  }
+  if (!statSync(path).isDirectory()) throw new Error(`${path} is not a folder`);
 }
 
 /** Tightens every folder of the tree and hands each regular file to `onFile`. */

@@ -143,6 +143,23 @@ test('a bad configuration stops start with every problem listed, exit 2', async 
   assert.ok(!/at .*\.ts:\d+/.test(res.stderr), 'no stack trace');
 });
 
+test('a data dir the kernel refuses (under /proc) stops start with one line, with or without workers', async () => {
+  for (const workers of ['1', '2']) {
+    const res = await run([
+      'serve',
+      '--data-dir',
+      '/proc/meshgate-test/data',
+      '--https-port',
+      '0',
+      '--workers',
+      workers,
+    ]);
+    assert.equal(res.code, 1, res.stderr);
+    assert.match(res.stderr, /^meshgate: cannot create the folder \/proc\/meshgate-test: ENOENT$/m);
+    assert.doesNotMatch(res.stdout, /password/i);
+  }
+});
+
 test('a port in use stops start before the admin exists, no password printed; the next start prints it', async (t) => {
   const holder = createServer();
   await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
