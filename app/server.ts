@@ -106,7 +106,7 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
   });
   const place = options.process ?? SINGLE_PROCESS;
   const metrics = createMetrics({ databaseGauges: place.role !== 'worker' });
-  const tracing = await createTracing(config);
+  const tracing = await createTracing(config, { metrics, logger: logs.logger });
   const observer = createRequestObserver(metrics, tracing);
   const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
   const bound = await bindForRole(ingress, place).catch((error: unknown) => {

@@ -63,6 +63,12 @@ const drizzleRequires: Plugin = {
  * undici, `node:crypto`'s the Web Crypto API — tens of milliseconds and megabytes of heap at every start for code
  * the gateway never runs (bench/README.md, startup). esbuild's wrapper for a CommonJS module reads an export only
  * when the code does.
+ *
+ * Static imports only. A dynamic `import('http')` stays Node's own: esbuild gives an import() of a CommonJS module
+ * split into a chunk of its own a namespace holding `default` alone (that chunk is `export default require_x()`), so
+ * `const { Agent } = await import('http')` — the OpenTelemetry exporter's agent and request factories, the AWS SDK's
+ * AsyncLocalStorage — would find undefined. An import() runs on first use, never at start, so the facade it builds
+ * costs nothing at start; test/integration/gateway/observability/tracing-shipped.test.ts exports through it.
  */
 const BUILTIN_NAMESPACE = 'node-builtin';
 const builtinsRequired: Plugin = {
@@ -70,9 +76,7 @@ const builtinsRequired: Plugin = {
   setup(builder) {
     const builtin = new RegExp(`^(node:.*|${builtinModules.map((name) => name.replaceAll('/', '\\/')).join('|')})$`);
     builder.onResolve({ filter: builtin }, ({ path, kind }) =>
-      kind === 'import-statement' || kind === 'dynamic-import'
-        ? { path, namespace: BUILTIN_NAMESPACE }
-        : { path, external: true },
+      kind === 'import-statement' ? { path, namespace: BUILTIN_NAMESPACE } : { path, external: true },
     );
     builder.onLoad({ filter: /.*/, namespace: BUILTIN_NAMESPACE }, ({ path }) => ({
       contents: `module.exports = require(${JSON.stringify(path)});`,

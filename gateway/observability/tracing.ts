@@ -6,7 +6,8 @@
  *
  * Spans are recorded only when an OTLP/HTTP endpoint is configured; they go
  * out in batches as OTLP JSON (the exporter's default encoding), by
- * tracing-export.ts, which is loaded only then. Without an
+ * tracing-export.ts, which is loaded only then; a failed export is counted
+ * (`meshgate_trace_export_failures_total`) and logged. Without an
  * endpoint each request still gets a fresh span id, so the traceparent it
  * passes on is valid and names this hop, but nothing is built or kept per
  * span beyond the ids (the proxy's per-request budget, bench/README.md).
@@ -26,7 +27,9 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
+import type { MetricsRegistry } from './metrics.ts';
 
 export { type Span, SpanKind };
 
@@ -78,12 +81,18 @@ export function headersFor(span: Span): Record<string, string> {
   return traceState ? { traceparent, tracestate: traceState.serialize() } : { traceparent };
 }
 
+/** Where the exporting tracer counts and reports the exports that failed. */
+export interface TracingDeps {
+  readonly metrics: MetricsRegistry;
+  readonly logger: Logger;
+}
+
 /** The exporting tracer (tracing-export.ts) and its OpenTelemetry SDK load only when an endpoint is configured. */
-export async function createTracing(config: Readonly<Config>): Promise<Tracing> {
+export async function createTracing(config: Readonly<Config>, deps: TracingDeps): Promise<Tracing> {
   const endpoint = config.tracing.otlpEndpoint;
   if (endpoint === null) return idsOnlyTracing();
   const { recordingTracing } = await import('./tracing-export.ts');
-  return recordingTracing(config, endpoint);
+  return recordingTracing(config, endpoint, deps);
 }
 
 /**

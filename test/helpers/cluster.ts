@@ -19,20 +19,25 @@ import { ADMIN_PASSWORD, type Served, serve } from './workers.ts';
 export const CLUSTER_HOSTNAME = 'nodes.test';
 export const BACKEND = 'nodes';
 
-/** An HTTPS address of the cluster (a node's, or HAProxy's): requests verify the cluster CA for CLUSTER_HOSTNAME. */
+/**
+ * An HTTPS address of the cluster (a node's, or HAProxy's): requests verify the cluster CA for its hostname
+ * (CLUSTER_HOSTNAME, or the one a single gateway process was started with).
+ */
 export class ClusterEndpoint implements GatewayClient {
-  readonly overrides = { hostnames: [CLUSTER_HOSTNAME] };
+  readonly overrides: { hostnames: string[] };
   #agent: Agent;
   #adminToken: string | null = null;
 
   constructor(
     readonly port: number,
     readonly ca: string,
+    readonly hostname = CLUSTER_HOSTNAME,
   ) {
-    this.#agent = new Agent({ connect: { ca, servername: CLUSTER_HOSTNAME } });
+    this.overrides = { hostnames: [hostname] };
+    this.#agent = new Agent({ connect: { ca, servername: hostname } });
   }
 
-  /** https://localhost:<port>: the loopback name is on the cluster certificate too (the load clients use it). */
+  /** https://localhost:<port>: the loopback name is on the gateway's certificate too (the load clients use it). */
   get base(): string {
     return `https://localhost:${this.port}`;
   }
@@ -53,7 +58,7 @@ export class ClusterEndpoint implements GatewayClient {
   /** Drops the pooled connections (a node's process ended, or a test wants fresh connections). */
   async reconnect(): Promise<void> {
     await this.#agent.close();
-    this.#agent = new Agent({ connect: { ca: this.ca, servername: CLUSTER_HOSTNAME } });
+    this.#agent = new Agent({ connect: { ca: this.ca, servername: this.hostname } });
   }
 
   close(): Promise<void> {

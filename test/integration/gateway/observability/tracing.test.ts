@@ -1,87 +1,20 @@
 /**
- * Tracing across the mesh: two federated gateways export OTLP/HTTP JSON to
- * a local receiver (a real HTTP server decoding what the OpenTelemetry
- * exporter sends). One mesh request, sent with the caller's traceparent,
- * yields one trace: the source's request span, its mesh hop, and the
- * receiver's request span as the hop's child — the signature still valid
- * (the receiver answers 200 as the brokered user). The signature outcomes
- * are counted by peer on both sides.
+ * Tracing across the mesh: two federated gateways export OTLP/HTTP to a
+ * receiver that decodes every request with the OpenTelemetry protocol's
+ * definitions (test/helpers/peers/otlp.ts). One mesh request, sent with the
+ * caller's traceparent, yields one trace: the source's request span, its mesh
+ * hop, and the receiver's request span as the hop's child — the signature
+ * still valid (the receiver answers 200 as the brokered user). The signature
+ * outcomes are counted by peer on both sides. (tracing-shipped.test.ts runs
+ * the same through gateway processes.)
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { startPeer } from '../../../helpers/federation.ts';
-import type { After } from '../../../helpers/gateway.ts';
 import { allow, craft, pairForMesh } from '../../../helpers/mesh.ts';
+import { startOtlpReceiver } from '../../../helpers/peers/otlp.ts';
 import { parsePrometheus, total } from '../../../helpers/peers/prometheus.ts';
-
-interface ReceivedSpan {
-  cluster: string;
-  name: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  kind: number;
-}
-
-/** The part of an OTLP/HTTP JSON export request the test reads. */
-interface OtlpExport {
-  resourceSpans?: {
-    resource?: { attributes?: { key: string; value: { stringValue?: string } }[] };
-    scopeSpans?: { spans?: (Omit<ReceivedSpan, 'cluster' | 'parentSpanId'> & { parentSpanId?: string })[] }[];
-  }[];
-}
-
-/** Every span of one OTLP/HTTP JSON export request, with its resource's cluster name. */
-function spansOf(body: OtlpExport): ReceivedSpan[] {
-  const spans: ReceivedSpan[] = [];
-  for (const resourceSpans of body.resourceSpans ?? []) {
-    const attributes = resourceSpans.resource?.attributes ?? [];
-    const cluster = attributes.find((a) => a.key === 'meshgate.cluster')?.value.stringValue ?? '';
-    for (const scope of resourceSpans.scopeSpans ?? []) {
-      for (const span of scope.spans ?? []) spans.push({ cluster, ...span, parentSpanId: span.parentSpanId ?? '' });
-    }
-  }
-  return spans;
-}
-
-/** An OTLP/HTTP traces endpoint: every span of every JSON export request, with its resource's cluster name. */
-async function startOtlpReceiver(t: After) {
-  const spans: ReceivedSpan[] = [];
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    assert.equal(req.url, '/v1/traces');
-    assert.match(String(req.headers['content-type']), /^application\/json/);
-    spans.push(...spansOf(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.after(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`, spans };
-}
-
-/** Waits (bounded) until `found` sees what it needs among the received spans. */
-async function until<T>(
-  spans: readonly ReceivedSpan[],
-  found: (spans: readonly ReceivedSpan[]) => T | undefined,
-): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const result = found(spans);
-    if (result !== undefined) return result;
-    if (Date.now() > deadline)
-      throw new Error(`spans never arrived: ${JSON.stringify(spans.map((s) => [s.cluster, s.name]))}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 test('one mesh request is one trace across both gateways, the peer continuing from the hop', async (t) => {
   const otlp = await startOtlpReceiver(t);
@@ -105,18 +38,21 @@ test('one mesh request is one trace across both gateways, the peer continuing fr
   });
   assert.equal(me.status, 200, me.text);
 
-  const trace = await until(otlp.spans, (spans) => {
+  const trace = await otlp.until((spans) => {
     const inTrace = spans.filter((s) => s.traceId === traceId);
-    const hop = inTrace.find((s) => s.cluster === 'trace-a' && s.name === 'mesh.hop');
-    const served = inTrace.find((s) => s.cluster === 'trace-b' && s.name === 'GET /auth/users/me');
-    const entry = inTrace.find((s) => s.cluster === 'trace-a' && s.name === 'GET /mesh/:selector/*remote');
+    const from = (cluster: string, name: string) =>
+      inTrace.find((s) => s.resource['meshgate.cluster'] === cluster && s.name === name);
+    const hop = from('trace-a', 'mesh.hop');
+    const served = from('trace-b', 'GET /auth/users/me');
+    const entry = from('trace-a', 'GET /mesh/:selector/*remote');
     return hop && served && entry ? { hop, served, entry } : undefined;
   });
   assert.equal(trace.entry.parentSpanId, callerSpan, "the source continues the caller's trace");
   assert.equal(trace.hop.parentSpanId, trace.entry.spanId, 'the hop is a child of the request');
   assert.equal(trace.served.parentSpanId, trace.hop.spanId, 'the peer continues from the hop');
-  assert.equal(trace.entry.kind, 2, 'SERVER');
-  assert.equal(trace.hop.kind, 3, 'CLIENT');
+  assert.equal(trace.entry.kind, 'SPAN_KIND_SERVER');
+  assert.equal(trace.hop.kind, 'SPAN_KIND_CLIENT');
+  assert.deepEqual(otlp.rejected, [], 'every export request decoded');
 });
 
 test('mesh signatures are counted by direction, peer record and outcome', async (t) => {
