@@ -3,12 +3,13 @@
 # the PostgreSQL server (Debian), moto in a cached virtualenv (PyPI), and the
 # Kafka and HiveServer2 jars (Maven Central), grpcio (PyPI) for the gRPC
 # interoperability tests, the public Python SDK (PyPI) for the client-
-# compatibility tests, Schemathesis (PyPI) for the API fuzzing test, all cached under ~/.cache/meshgate.
+# compatibility tests, Schemathesis (PyPI) for the API fuzzing test and
+# openapi-spec-validator (PyPI) for the API document test, all cached under ~/.cache/meshgate.
 # Idempotent: a second run costs well under a second. The tests start the
 # peers themselves through test/helpers/peers/*.ts.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-for peer in postgres s3 kafka hive grpcio sdk prometheus schemathesis; do
+for peer in postgres s3 kafka hive grpcio sdk prometheus schemathesis openapi-validator; do
   start=$SECONDS
   path="$(bash "$here/$peer.sh")"
   echo "test peer $peer: $path ($((SECONDS - start)) s)"
