@@ -47,7 +47,7 @@ export function decodeCursor(cursor: string | undefined): string | null {
   return Buffer.from(cursor, 'base64url').toString('utf8');
 }
 
-/** The `Container` answer; the view is typed by it. `datasets` is one page of member URNs, the next after the cursor. */
+/** The `Container` answer; the view is typed by it. `datasets` is one page of member URNs, after the cursor. */
 export const containerAnswer = z.object({
   name: z.string(),
   platform: z.string().nullable(),
