@@ -299,7 +299,12 @@ function startAdminForRole(
 
 /** The domains' instances and the API document of their routes, served beside them. */
 function withApiDocument(domains: Domains, registry: ReadonlyMap<string, RegistryEntry>): Domains {
-  const document = apiDocumentInstance(domains.instances, registry, domains.deps.services.get(ROUTING_SOURCE));
+  const document = apiDocumentInstance(
+    domains.instances,
+    registry,
+    domains.deps.services.get(ROUTING_SOURCE),
+    domains.deps.process,
+  );
   return { ...domains, instances: [...domains.instances, document] };
 }
 

@@ -10,13 +10,14 @@ import { z } from 'zod';
 import { parseQuery, readJson, validate } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
 import {
   ATTRIBUTE_AUTHORITIES,
   ATTRIBUTE_NAME,
   ATTRIBUTE_NAME_RULE,
   ATTRIBUTE_TYPES,
   type AttributeVocabulary,
+  attributeAnswer,
+  attributeRetiredAnswer,
 } from './attributes.ts';
 
 const declareBody = z.object({
@@ -48,7 +49,7 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
       doc: {
         summary: 'The declared attribute vocabulary',
         query: listQuery,
-        answers: { 200: z.object({ attributes: jsonObjects, schema_version: z.string() }) },
+        answers: { 200: z.object({ attributes: z.array(attributeAnswer), schema_version: z.string() }) },
       },
       handle(ctx) {
         const q = parseQuery(ctx.query, listQuery);
@@ -63,7 +64,7 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
       doc: {
         summary: 'One declared attribute',
         params: nameParams,
-        answers: { 200: jsonObject },
+        answers: { 200: attributeAnswer },
         errors: ['attribute_not_found'],
       },
       handle: (ctx) => ({ status: 200, body: vocabulary.get(nameOf(ctx)) }),
@@ -76,7 +77,7 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
         summary: 'Declare an attribute (201), or confirm an identical declaration (200)',
         params: nameParams,
         body: declareBody,
-        answers: { 200: jsonObject, 201: jsonObject },
+        answers: { 200: attributeAnswer, 201: attributeAnswer },
         errors: ['attribute_name_reserved', 'attribute_shape_conflict'],
       },
       async handle(ctx) {
@@ -94,7 +95,7 @@ export function attributeRoutes(vocabulary: AttributeVocabulary, maxBody: number
         summary: 'Deprecate an attribute; with `force` set, withdraw it',
         params: nameParams,
         query: deleteQuery,
-        answers: { 200: jsonObject },
+        answers: { 200: attributeRetiredAnswer },
         errors: ['attribute_not_found', 'attribute_in_use'],
       },
       handle(ctx) {

@@ -13,6 +13,7 @@
  * - tokens: a `sensitive` or `withdrawn` attribute is stored on subjects but
  *   never issued as a claim, so never reaches X-User-Attributes or a gate.
  */
+import { z } from 'zod';
 import { AuthErrors } from './errors.ts';
 import type { AttributeSchemaRow, AuthStore } from './store.ts';
 import { isStandardClaim } from './tokens.ts';
@@ -31,8 +32,30 @@ export interface AttributeShape {
   schema_version: string;
 }
 
-/** The wire shape of the SDK's `AttributeSchema`. */
-export function attributeView(row: AttributeSchemaRow) {
+/** The wire shape of the SDK's `AttributeSchema`; the view is typed by it. */
+export const attributeAnswer = z.object({
+  name: z.string(),
+  type: z.enum(ATTRIBUTE_TYPES),
+  state: z.enum(['declared', 'deprecated', 'withdrawn']),
+  authority: z.enum(ATTRIBUTE_AUTHORITIES),
+  sensitive: z.boolean(),
+  schema_version: z.string(),
+  declared_at: z.string(),
+  deprecated_at: z.string().nullable(),
+  withdrawn_at: z.string().nullable(),
+  declared_by: z.string().nullable(),
+});
+
+/** What a DELETE did: deprecated, or withdrawn (`forced` when subjects still held a value). */
+export const attributeRetiredAnswer = z.object({
+  name: z.string(),
+  state: z.enum(['deprecated', 'withdrawn']),
+  subjects_holding_value: z.number().int(),
+  forced: z.boolean().optional(),
+});
+type AttributeRetired = z.output<typeof attributeRetiredAnswer>;
+
+export function attributeView(row: AttributeSchemaRow): z.output<typeof attributeAnswer> {
   return {
     name: row.name,
     type: row.type,
@@ -109,7 +132,7 @@ export class AttributeVocabulary {
   }
 
   /** DELETE without `force`: nothing new takes the name; held values and their claims stay. */
-  deprecate(name: string) {
+  deprecate(name: string): AttributeRetired {
     const row = this.#find(name);
     if (row.state === 'declared')
       this.store.putAttributeSchema({ ...row, state: 'deprecated', deprecatedAt: this.now().toISOString() });
@@ -121,7 +144,7 @@ export class AttributeVocabulary {
    * DELETE with `force`: the name leaves tokens (held values stay stored); refused while subjects hold a value unless
    * forced.
    */
-  withdraw(name: string, force: boolean) {
+  withdraw(name: string, force: boolean): AttributeRetired & { forced: boolean } {
     const row = this.#find(name);
     const holding = this.#holders(name);
     if (holding > 0 && !force) throw AuthErrors.make.attribute_in_use({ name, subjects_holding_value: holding });

@@ -5,6 +5,7 @@ import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { AuthErrors } from './errors.ts';
+import { logoutAnswer, patConfigAnswer, patCreatedAnswer, patListAnswer } from './response-wire.ts';
 import type { AuthService } from './service.ts';
 import type { TokenSigner } from './tokens.ts';
 import { type UserDirectory, userView } from './users.ts';
@@ -105,7 +106,7 @@ export function authRoutes(
       path: '/auth/logout',
       auth: 'user',
       nativeOnly: true,
-      doc: { summary: "End the caller's session: its refresh family is revoked", answers: { 200: jsonObject } },
+      doc: { summary: "End the caller's session: its refresh family is revoked", answers: { 200: logoutAnswer } },
       handle: (ctx) => ({ status: 200, body: service.logout(principalOf(ctx)) }),
     },
     {
@@ -133,7 +134,7 @@ export function authRoutes(
         summary: 'Create a personal access token (fields in the query, or a JSON body); the token is shown once',
         query: patInput,
         body: patInput.optional(),
-        answers: { 200: jsonObject },
+        answers: { 200: patCreatedAnswer },
         errors: ['pat_ttl_out_of_range', 'pat_scope_invalid'],
       },
       async handle(ctx) {
@@ -154,7 +155,7 @@ export function authRoutes(
       nativeOnly: true,
       doc: {
         summary: "The caller's personal access tokens (never the secrets)",
-        answers: { 200: z.object({ pats: z.array(jsonObject) }) },
+        answers: { 200: patListAnswer },
       },
       handle: (ctx) => ({ status: 200, body: service.listPats(principalOf(ctx)) }),
     },
@@ -175,7 +176,7 @@ export function authRoutes(
       method: 'GET',
       path: '/auth/pat-config',
       auth: 'user',
-      doc: { summary: 'Limits of personal access tokens (TTL bounds, scopes)', answers: { 200: jsonObject } },
+      doc: { summary: 'Limits of personal access tokens (TTL bounds, scopes)', answers: { 200: patConfigAnswer } },
       handle: () => ({ status: 200, body: service.patConfig() }),
     },
     {

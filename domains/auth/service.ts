@@ -6,6 +6,7 @@
  * rotated token presented again revokes the whole family and its access tokens.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { Authenticator } from '../../gateway/principal.ts';
@@ -13,6 +14,7 @@ import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
 import type { AttributeVocabulary } from './attributes.ts';
 import { AuthErrors } from './errors.ts';
 import { verifyPassword } from './password.ts';
+import type { logoutAnswer, patAnswer, patConfigAnswer, patCreatedAnswer, patListAnswer } from './response-wire.ts';
 import type { SessionRevocations } from './revocations.ts';
 import type { AuthStore, PatRow } from './store.ts';
 import type { LoginThrottle } from './throttle.ts';
@@ -95,7 +97,7 @@ export class AuthService implements Authenticator {
   }
 
   /** Ends every session of the user (refresh tokens and the access tokens they issued); PATs stay. */
-  logout(principal: Principal) {
+  logout(principal: Principal): z.output<typeof logoutAnswer> {
     this.parts.revocations.endUser(principal.userId);
     return {
       message: 'Logged out',
@@ -254,7 +256,7 @@ export class AuthService implements Authenticator {
       scope?: string | undefined;
       aud?: string | undefined;
     },
-  ) {
+  ): Promise<z.output<typeof patCreatedAnswer>> {
     const ttl = input.ttl_seconds ?? this.settings.patDefaultTtlSeconds;
     if (ttl < 60 || ttl > this.settings.patMaxTtlSeconds) {
       throw AuthErrors.make.pat_ttl_out_of_range({ min_seconds: 60, max_seconds: this.settings.patMaxTtlSeconds });
@@ -290,7 +292,7 @@ export class AuthService implements Authenticator {
     return { token, pat: patView(row) };
   }
 
-  listPats(principal: Principal) {
+  listPats(principal: Principal): z.output<typeof patListAnswer> {
     return { pats: this.store.listPats(principal.userId).map(patView) };
   }
 
@@ -302,7 +304,7 @@ export class AuthService implements Authenticator {
     return { revoked: true, jti };
   }
 
-  patConfig() {
+  patConfig(): z.output<typeof patConfigAnswer> {
     return {
       scope_hierarchy: [...PAT_SCOPES],
       scope_labels: {
@@ -321,7 +323,7 @@ export class AuthService implements Authenticator {
   }
 }
 
-function patView(row: PatRow) {
+function patView(row: PatRow): z.output<typeof patAnswer> {
   return {
     id: row.jti,
     jti: row.jti,

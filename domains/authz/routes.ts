@@ -8,10 +8,9 @@ import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { AuthzErrors } from './errors.ts';
 import { listQuery, objectDeleteBody, tenantOf, tupleBody, tupleDeleteBody } from './request-wire.ts';
-import { flatRow } from './response-wire.ts';
+import { flatRow, flatRowAnswer } from './response-wire.ts';
 import { type AuthzService, validateRelation } from './service.ts';
 import type { SubjectsService } from './subjects.ts';
 
@@ -49,7 +48,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
   const listDoc = {
     summary: 'The tuples the caller may see, filtered',
     query: listQuery,
-    answers: { 200: z.array(jsonObject) },
+    answers: { 200: z.array(flatRowAnswer) },
   };
   return [
     {

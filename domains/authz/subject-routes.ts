@@ -6,9 +6,8 @@ import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
 import { fromGrant, grantBody, resourceGrantBody, subjectBody, tenantOf } from './request-wire.ts';
-import { grantView, resourceGrantView } from './response-wire.ts';
+import { grantAnswer, grantView, resourceGrantAnswer, resourceGrantView, subjectAnswer } from './response-wire.ts';
 import type { AuthzService } from './service.ts';
 import type { SubjectsService } from './subjects.ts';
 
@@ -41,7 +40,7 @@ export function subjectRoutes(subjects: SubjectsService, maxBody: number): Route
       doc: {
         summary: "Create (201) or update (200) a subject's attributes",
         body: subjectBody,
-        answers: { 200: jsonObject, 201: jsonObject },
+        answers: { 200: subjectAnswer, 201: subjectAnswer },
         errors: [
           'subject_name_invalid',
           'subject_is_brokered',
@@ -63,7 +62,7 @@ export function subjectRoutes(subjects: SubjectsService, maxBody: number): Route
       path: '/authz/subjects/:subject',
       doc: {
         summary: 'A subject with its attributes and grants',
-        answers: { 200: jsonObject },
+        answers: { 200: subjectAnswer },
         errors: ['subject_not_found'],
       },
       handle: (ctx) => ({ status: 200, body: subjects.get(subjectParam(ctx)) }),
@@ -88,7 +87,7 @@ export function subjectRoutes(subjects: SubjectsService, maxBody: number): Route
       ...admin,
       method: 'GET',
       path: '/authz/subjects/:subject/grants',
-      doc: { summary: "A subject's grants", answers: { 200: jsonObjects }, errors: ['subject_not_found'] },
+      doc: { summary: "A subject's grants", answers: { 200: z.array(grantAnswer) }, errors: ['subject_not_found'] },
       handle: (ctx) => ({ status: 200, body: subjects.grants(subjectParam(ctx)).map(grantView) }),
     },
     {
@@ -98,7 +97,7 @@ export function subjectRoutes(subjects: SubjectsService, maxBody: number): Route
       doc: {
         summary: 'Grant a subject a relation on an object',
         body: grantBody,
-        answers: { 201: jsonObject },
+        answers: { 201: grantAnswer },
         errors: GRANT_REASONS,
       },
       async handle(ctx) {
@@ -127,7 +126,7 @@ export function resourceRoutes(authz: AuthzService, maxBody: number): RouteDef[]
       doc: {
         summary: "The grants on one object (administrators and the object's managers)",
         query: resourceQuery,
-        answers: { 200: jsonObjects },
+        answers: { 200: z.array(resourceGrantAnswer) },
         errors: ['tenant_mismatch', 'rebac_denied', 'namespace_unsupported', 'object_id_invalid'],
       },
       handle(ctx) {

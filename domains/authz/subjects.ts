@@ -6,10 +6,11 @@
  * to native administrators.
  */
 
+import type { z } from 'zod';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
 import type { UserDirectory } from '../auth/index.ts';
 import { AuthzErrors } from './errors.ts';
-import { grantView } from './response-wire.ts';
+import { grantView, type subjectAnswer } from './response-wire.ts';
 import type { AuthzService, ObjectRef, TupleInput } from './service.ts';
 import type { TupleRow } from './store.ts';
 
@@ -110,7 +111,7 @@ export class SubjectsService {
     };
   }
 
-  view(user: UserRow) {
+  view(user: UserRow): z.output<typeof subjectAnswer> {
     return {
       id: user.id,
       username: user.username,

@@ -5,13 +5,20 @@
  * `v2/{urn}/datasets[/{dataset_urn}]`, `{encoded_urn}/datasets[/{encoded_dataset_urn}]` and the
  * `by-urn/datasets` query form.
  */
+import { z } from 'zod';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf, type Reply, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
-import { jsonObject, jsonObjects, messageAnswer, perMethod } from '../../gateway/openapi/route-docs.ts';
+import { messageAnswer, perMethod } from '../../gateway/openapi/route-docs.ts';
 import type { ContainerService } from './containers-service.ts';
-import { containerCreateBody, containerPatchBody, membershipBody, pageQuery } from './containers-wire.ts';
+import {
+  containerAnswer,
+  containerCreateBody,
+  containerPatchBody,
+  membershipBody,
+  pageQuery,
+} from './containers-wire.ts';
 import {
   created,
   noContent,
@@ -31,14 +38,14 @@ const CREATE_REASONS = ['container_exists', 'container_parent_invalid', 'contain
 const GET_DOC = {
   summary: 'A container with a page of its member datasets (members the caller may not read are left out)',
   query: pageQuery,
-  answers: { 200: jsonObject },
+  answers: { 200: containerAnswer },
   errors: ['container_not_found'],
 };
 const CHANGE_DOCS: Record<'PATCH' | 'DELETE', RouteDoc> = {
   PATCH: {
     summary: 'Change a container',
     body: containerPatchBody,
-    answers: { 200: jsonObject },
+    answers: { 200: containerAnswer },
     errors: ['container_not_found', 'container_parent_invalid'],
   },
   DELETE: {
@@ -108,7 +115,7 @@ export function containerRoutes(service: ContainerService, maxBody: number): Rou
       doc: {
         summary: 'Every container, optionally filtered by `query`',
         query: textQuery('query').extend(pageQuery.shape),
-        answers: { 200: jsonObjects },
+        answers: { 200: z.array(containerAnswer) },
       },
       handle: (ctx) => ok(service.list(principalOf(ctx), textFromQuery(ctx, 'query'), page(ctx))),
     },

@@ -47,7 +47,28 @@ export function decodeCursor(cursor: string | undefined): string | null {
   return Buffer.from(cursor, 'base64url').toString('utf8');
 }
 
-export function containerView(row: ContainerRow, subContainers: string[], members: MemberPage) {
+/** The `Container` answer; the view is typed by it. `datasets` is one page of member URNs, after the cursor. */
+export const containerAnswer = z.object({
+  name: z.string(),
+  platform: z.string().nullable(),
+  description: z.string().nullable(),
+  tags: z.array(z.string()),
+  properties: z.record(z.string(), z.unknown()),
+  parent_urn: z.string().nullable(),
+  urn: z.string(),
+  workroom_id: z.null(),
+  sub_containers: z.array(z.string()),
+  datasets: z.array(z.string()),
+  datasets_next_cursor: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export function containerView(
+  row: ContainerRow,
+  subContainers: string[],
+  members: MemberPage,
+): z.output<typeof containerAnswer> {
   return {
     name: row.name,
     platform: row.platform,

@@ -4,13 +4,14 @@
  * forms — v2 path (raw path, URN raw or percent-encoded), `by-urn?urn=`,
  * and the legacy single-segment path (decoded once; `%2F` admitted).
  */
+import { z } from 'zod';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { readJson } from '../../gateway/http/body.ts';
 import { principalOf, type Reply, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
-import { jsonObject, jsonObjects, perMethod } from '../../gateway/openapi/route-docs.ts';
+import { perMethod } from '../../gateway/openapi/route-docs.ts';
 import type { DatasetService } from './datasets-service.ts';
-import { datasetCreateBody, datasetPatchBody, schemaBody } from './datasets-wire.ts';
+import { datasetAnswer, datasetCreateBody, datasetPatchBody, schemaBody, storedSchemaAnswer } from './datasets-wire.ts';
 import {
   created,
   noContent,
@@ -35,11 +36,11 @@ const WRITE_REASONS = [
 ];
 const CREATE_REASONS = ['dataset_exists', ...WRITE_REASONS];
 const ITEM_DOCS: Record<'GET' | 'PATCH' | 'DELETE', RouteDoc> = {
-  GET: { summary: 'A dataset', answers: { 200: jsonObject }, errors: ['catalog_dataset_not_found'] },
+  GET: { summary: 'A dataset', answers: { 200: datasetAnswer }, errors: ['catalog_dataset_not_found'] },
   PATCH: {
     summary: 'Change a dataset',
     body: datasetPatchBody,
-    answers: { 200: jsonObject },
+    answers: { 200: datasetAnswer },
     errors: ['catalog_dataset_not_found', ...WRITE_REASONS],
   },
   DELETE: {
@@ -51,19 +52,19 @@ const ITEM_DOCS: Record<'GET' | 'PATCH' | 'DELETE', RouteDoc> = {
 const SCHEMA_DOCS: Record<'GET' | 'PUT', RouteDoc> = {
   GET: {
     summary: "A dataset's schema",
-    answers: { 200: jsonObject },
+    answers: { 200: storedSchemaAnswer },
     errors: ['catalog_dataset_not_found', 'catalog_schema_not_set'],
   },
   PUT: {
     summary: "Replace a dataset's schema",
     body: schemaBody,
-    answers: { 200: jsonObject },
+    answers: { 200: storedSchemaAnswer },
     errors: ['catalog_schema_update_not_found', 'catalog_dataset_not_found', 'rebac_denied'],
   },
 };
 const V2_GET: RouteDoc = {
   summary: 'A dataset, or its schema when the path ends in `/schema`',
-  answers: { 200: jsonObject },
+  answers: { 200: z.union([datasetAnswer, storedSchemaAnswer]) },
   errors: ['catalog_dataset_not_found', 'catalog_schema_not_set'],
 };
 
@@ -112,7 +113,7 @@ export function datasetRoutes(service: DatasetService, maxBody: number): RouteDe
       doc: {
         summary: 'The datasets the caller may read, optionally filtered by `query`',
         query: textQuery('query'),
-        answers: { 200: jsonObjects },
+        answers: { 200: z.array(datasetAnswer) },
       },
       handle: (ctx) => ok(service.list(principalOf(ctx), textFromQuery(ctx, 'query'))),
     },

@@ -73,12 +73,14 @@ export const datasetPatchBody = z.object({
 });
 export type DatasetPatch = z.infer<typeof datasetPatchBody>;
 
-export interface StoredSchema {
-  name: string;
-  platform: string;
-  version: number | null;
-  fields: Record<string, unknown>[];
-}
+/** A dataset's schema as stored and answered: the body's fields, the name and platform defaulting to the dataset's. */
+export const storedSchemaAnswer = z.object({
+  name: z.string(),
+  platform: z.string(),
+  version: z.number().int().nullable(),
+  fields: z.array(z.looseObject({ name: z.string(), type: z.string(), description: z.string().nullish() })),
+});
+export type StoredSchema = z.output<typeof storedSchemaAnswer>;
 
 export function storedSchema(body: SchemaBody, row: Pick<DatasetRow, 'name' | 'platform'>): StoredSchema {
   return {
@@ -96,7 +98,33 @@ export function mirrorLocation(props: Record<string, unknown>): Record<string, u
   return props;
 }
 
-export function datasetView(row: DatasetRow) {
+const timestamp = z.string().describe('ISO 8601');
+
+/**
+ * The `Dataset` answer. The view below is typed by it, so a field the view adds, drops or changes fails the
+ * build rather than leaving the document behind; `properties` and `storage` are the caller's own free-form data.
+ */
+export const datasetAnswer = z.object({
+  name: z.string(),
+  platform: z.string(),
+  environment: z.string(),
+  description: z.string().nullable(),
+  tags: z.array(z.string()),
+  properties: z.record(z.string(), z.unknown()),
+  dataset_schema: z.union([storedSchemaAnswer, z.null()]),
+  container_urn: z.string().nullable(),
+  writable: z.boolean(),
+  storage: z.unknown(),
+  urn: z.string(),
+  workroom_id: z.null(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  storage_binding: z.null(),
+  content_revision: z.number().int(),
+});
+export type DatasetView = z.output<typeof datasetAnswer>;
+
+export function datasetView(row: DatasetRow): DatasetView {
   return {
     name: row.name,
     platform: row.platform,
@@ -104,7 +132,8 @@ export function datasetView(row: DatasetRow) {
     description: row.description,
     tags: row.tags,
     properties: row.properties,
-    dataset_schema: row.datasetSchema ?? null,
+    // The column holds what storedSchema() made (written only there), typed loosely by the table.
+    dataset_schema: (row.datasetSchema as StoredSchema | null) ?? null,
     container_urn: row.containerUrn,
     writable: row.writable,
     storage: row.storage ?? null,
@@ -116,4 +145,3 @@ export function datasetView(row: DatasetRow) {
     content_revision: row.contentRevision,
   };
 }
-export type DatasetView = ReturnType<typeof datasetView>;

@@ -9,7 +9,6 @@ import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
-import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
 import { catalogName } from './datasets-wire.ts';
 import {
   created,
@@ -23,7 +22,7 @@ import {
   urnFromQuery,
   urnQuery,
 } from './route-kit.ts';
-import type { SecretsService } from './secrets-service.ts';
+import { type SecretsService, secretAnswer } from './secrets-service.ts';
 
 const createBody = z.object({
   name: catalogName(256),
@@ -43,7 +42,7 @@ const CREATE_DOC: RouteDoc = {
 const LIST_DOC: RouteDoc = {
   summary: 'The secrets the caller owns (never their values)',
   query: textQuery('query'),
-  answers: { 200: jsonObjects },
+  answers: { 200: z.array(secretAnswer) },
 };
 
 export function secretRoutes(service: SecretsService, maxBody: number): RouteDef[] {
@@ -62,7 +61,7 @@ export function secretRoutes(service: SecretsService, maxBody: number): RouteDef
   };
   type Urn = (ctx: RequestContext) => string;
   const get = (urn: Urn, query?: RouteDoc['query']) => ({
-    doc: { summary: 'A secret (never its value)', query, answers: { 200: jsonObject }, errors: ['secret_not_found'] },
+    doc: { summary: 'A secret (never its value)', query, answers: { 200: secretAnswer }, errors: ['secret_not_found'] },
     handle: (ctx: RequestContext) => ok(service.get(principalOf(ctx), urn(ctx))),
   });
   const del = (urn: Urn, query?: RouteDoc['query']) => ({

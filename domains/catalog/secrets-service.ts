@@ -13,6 +13,7 @@
  * accessors play: a handle to one secret, not to whatever holds a path).
  */
 import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import { decryptSecret, encryptSecret } from './crypto.ts';
@@ -23,16 +24,18 @@ import { parseBoundSecretReference, secretUrn } from './urn.ts';
 
 const USER_PREFIX = 'urn:li:corpuser:';
 
-export interface SecretView {
-  urn: string;
-  name: string;
-  value: null;
-  owner: string;
-  description: string | null;
-  workroom_id: null;
-  created_at: string;
-  updated_at: string;
-}
+/** The `Secret` answer: its metadata, never its value (always null). The view is typed by it. */
+export const secretAnswer = z.object({
+  urn: z.string(),
+  name: z.string(),
+  value: z.null(),
+  owner: z.string(),
+  description: z.string().nullable(),
+  workroom_id: z.null(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type SecretView = z.output<typeof secretAnswer>;
 
 export interface SecretInput {
   name: string;

@@ -8,6 +8,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { type as osType } from 'node:os';
+import { z } from 'zod';
 import type { Config } from '../../gateway/config/schema.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import type { FederationDirectory } from '../federation/index.ts';
@@ -28,7 +29,21 @@ function gpuCount(): number {
   }
 }
 
-export function capabilities(sources: CapabilitySources, principal: Principal) {
+/** The SDK's `ClusterCapabilities`; the builder below is typed by it. */
+export const capabilitiesAnswer = z.object({
+  system_type: z.string(),
+  os: z.string(),
+  gpu_count: z.number().int(),
+  available_platforms: z.array(z.string()),
+  federation_count: z.number().int(),
+  active_deployments: z.number().int(),
+  ray_ready: z.boolean(),
+  local_node_id: z.string(),
+  cluster_id: z.string(),
+  cluster_name: z.string(),
+});
+
+export function capabilities(sources: CapabilitySources, principal: Principal): z.output<typeof capabilitiesAnswer> {
   const { federations } = sources;
   return {
     // The OS family only: a kernel release would tell any user which exploits apply.

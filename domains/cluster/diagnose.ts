@@ -5,18 +5,28 @@
  * report. `has_issues` is true when any issue is an error.
  */
 import { X509Certificate } from 'node:crypto';
+import { z } from 'zod';
 import type { RuntimeInfo } from '../../gateway/module.ts';
 import type { SigningKeyOverview } from '../auth/index.ts';
 
-export interface DiagnoseIssue {
-  id: string;
-  severity: 'error' | 'warning' | 'info';
-  summary: string;
-  detail: Record<string, unknown>;
-  fix_endpoint: string | null;
-  fix_payload: Record<string, unknown> | null;
-  auto_fixable: boolean;
-}
+const diagnoseIssue = z.object({
+  id: z.string(),
+  severity: z.enum(['error', 'warning', 'info']),
+  summary: z.string(),
+  detail: z.record(z.string(), z.unknown()),
+  fix_endpoint: z.string().nullable(),
+  fix_payload: z.record(z.string(), z.unknown()).nullable(),
+  auto_fixable: z.boolean(),
+});
+export type DiagnoseIssue = z.output<typeof diagnoseIssue>;
+
+/** The report: every issue a probe found; `has_issues` when any is an error. */
+export const diagnoseAnswer = z.object({
+  cluster_id: z.string(),
+  timestamp: z.string(),
+  issues: z.array(diagnoseIssue),
+  has_issues: z.boolean(),
+});
 
 export interface DiagnoseSources {
   clusterId: string;
@@ -96,7 +106,7 @@ const PROBES: Record<string, (sources: DiagnoseSources) => DiagnoseIssue[]> = {
   signing_keys: signingKeys,
 };
 
-export function diagnose(sources: DiagnoseSources) {
+export function diagnose(sources: DiagnoseSources): z.output<typeof diagnoseAnswer> {
   const issues = Object.entries(PROBES).flatMap(([probe, run]) => {
     try {
       return run(sources);

@@ -7,12 +7,11 @@
 
 import { principalOf } from '../../gateway/http/context.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
-import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { SIGNING_KEYS } from '../auth/index.ts';
 import { FEDERATIONS } from '../federation/index.ts';
 import { DEPLOYMENT_COUNT } from '../serving/index.ts';
-import { capabilities } from './capabilities.ts';
-import { diagnose } from './diagnose.ts';
+import { capabilities, capabilitiesAnswer } from './capabilities.ts';
+import { diagnose, diagnoseAnswer } from './diagnose.ts';
 
 export const clusterModule: HandlerModule = {
   name: 'cluster',
@@ -37,7 +36,7 @@ export const clusterModule: HandlerModule = {
           auth: 'user',
           doc: {
             summary: "This cluster's capabilities (runtimes, GPUs, federations) as the SDK reads them",
-            answers: { 200: jsonObject },
+            answers: { 200: capabilitiesAnswer },
           },
           handle: (ctx) => ({ status: 200, body: capabilities(capabilitySources, principalOf(ctx)) }),
         },
@@ -47,7 +46,7 @@ export const clusterModule: HandlerModule = {
           auth: 'admin',
           doc: {
             summary: 'Diagnostics of this cluster: identity, certificate expiry, signing keys',
-            answers: { 200: jsonObject },
+            answers: { 200: diagnoseAnswer },
           },
           handle: () => ({ status: 200, body: diagnose(diagnoseSources) }),
         },

@@ -1,10 +1,12 @@
 /** HTTP surface of the receiver's allowlist: native-realm admin; `external_id` arrives %-encoded (`@` → %40). */
+
+import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
 import type { AllowlistService } from './allowlist.ts';
 import { allowlistBody, cancelJobsQuery, restoreBody } from './requests.ts';
+import { entryAnswer } from './wire.ts';
 
 const BASE = '/cluster/federations/:id/users';
 const id = (ctx: RequestContext) => ctx.params.id as string;
@@ -22,7 +24,7 @@ export function allowlistRoutes(service: AllowlistService, maxBody: number): Rou
       doc: {
         summary: "Admit a remote user (by external id) to this receiver's allowlist",
         body: allowlistBody,
-        answers: { 201: jsonObject },
+        answers: { 201: entryAnswer },
         errors: [...FOUND, 'federation_user_exists', 'federation_state_conflict', ...GRANT_REASONS],
       },
       handle: async (ctx) => ({
@@ -34,7 +36,7 @@ export function allowlistRoutes(service: AllowlistService, maxBody: number): Rou
       method: 'GET',
       path: BASE,
       auth: 'admin',
-      doc: { summary: "The federation's allowlist", answers: { 200: jsonObjects }, errors: FOUND },
+      doc: { summary: "The federation's allowlist", answers: { 200: z.array(entryAnswer) }, errors: FOUND },
       handle: (ctx) => ({ status: 200, body: service.list(id(ctx)) }),
     },
     {
@@ -44,7 +46,7 @@ export function allowlistRoutes(service: AllowlistService, maxBody: number): Rou
       doc: {
         summary: "Revoke a remote user's admission (optionally cancelling their jobs in flight)",
         query: cancelJobsQuery,
-        answers: { 200: jsonObject },
+        answers: { 200: entryAnswer.extend({ cancelled_jobs: z.number().int() }) },
         errors: [...FOUND, 'federation_user_not_found'],
       },
       handle: async (ctx) => ({
@@ -59,7 +61,7 @@ export function allowlistRoutes(service: AllowlistService, maxBody: number): Rou
       doc: {
         summary: "Restore a revoked remote user's admission",
         body: restoreBody,
-        answers: { 200: jsonObject },
+        answers: { 200: entryAnswer },
         errors: [...FOUND, 'federation_user_not_found', 'federation_state_conflict', ...GRANT_REASONS],
       },
       async handle(ctx) {

@@ -7,21 +7,22 @@ import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
-import { jsonObject, jsonObjects } from '../../gateway/openapi/route-docs.ts';
+import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import type { FederationContext } from './context.ts';
 import { diagnose, preflight, resolveAddress } from './diagnose.ts';
 import { pair } from './pairing.ts';
 import { createBody, forceQuery, listQuery, preflightBody, resolveBody } from './requests.ts';
 import type { FederationService } from './service.ts';
+import { endedAnswer, pingAnswer, recordAnswer } from './wire.ts';
 
 const BASE = '/cluster/federations';
 const id = (ctx: RequestContext) => ctx.params.id as string;
 const ok = (body: unknown) => ({ status: 200, body });
 const updateBody = z.record(z.string(), z.unknown());
 const FOUND = ['federation_not_found'];
-const doc = (summary: string, extra: Omit<RouteDoc, 'summary' | 'answers'> = {}): RouteDoc => ({
+const doc = (summary: string, answer: z.ZodType, extra: Omit<RouteDoc, 'summary' | 'answers'> = {}): RouteDoc => ({
   summary,
-  answers: { 200: jsonObject },
+  answers: { 200: answer },
   ...extra,
 });
 /** A call to the peer: each failing layer has its reason. */
@@ -46,14 +47,14 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'GET',
       path: BASE,
       auth: 'admin',
-      doc: { summary: 'The federation records', query: listQuery, answers: { 200: jsonObjects } },
+      doc: { summary: 'The federation records', query: listQuery, answers: { 200: z.array(recordAnswer) } },
       handle: (ctx) => ok(service.list(parseQuery(ctx.query, listQuery))),
     },
     {
       method: 'POST',
       path: BASE,
       auth: 'admin',
-      doc: doc('Create a federation record (not yet paired)', {
+      doc: doc('Create a federation record (not yet paired)', recordAnswer, {
         body: createBody,
         errors: [
           'untrusted_federation_disabled',
@@ -68,21 +69,24 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'POST',
       path: `${BASE}/preflight`,
       auth: 'admin',
-      doc: doc('Check that remote addresses answer over TLS before pairing', { body: preflightBody }),
+      doc: doc('Check that remote addresses answer over TLS before pairing', jsonObject, { body: preflightBody }),
       handle: async (ctx) => ok(await preflight(fctx, (await readJson(ctx.req, maxBody, preflightBody)).remote_ips)),
     },
     {
       method: 'POST',
       path: `${BASE}/resolve-address`,
       auth: 'admin',
-      doc: doc('Resolve a peer address (DNS) as pairing would', { body: resolveBody, errors: ['dns_unresolvable'] }),
+      doc: doc('Resolve a peer address (DNS) as pairing would', jsonObject, {
+        body: resolveBody,
+        errors: ['dns_unresolvable'],
+      }),
       handle: async (ctx) => ok(await resolveAddress(fctx, (await readJson(ctx.req, maxBody, resolveBody)).address)),
     },
     {
       method: 'GET',
       path: `${BASE}/:id`,
       auth: 'admin',
-      doc: doc('A federation record', { errors: FOUND }),
+      doc: doc('A federation record', recordAnswer, { errors: FOUND }),
       handle: (ctx) => ok(service.get(id(ctx))),
     },
     {
@@ -90,7 +94,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'PUT',
       path: `${BASE}/:id`,
       auth: 'admin',
-      doc: doc('Change the updatable fields of a federation record', {
+      doc: doc('Change the updatable fields of a federation record', recordAnswer, {
         body: updateBody,
         errors: [...FOUND, 'federation_field_immutable', 'federation_state_conflict'],
       }),
@@ -100,7 +104,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'DELETE',
       path: `${BASE}/:id`,
       auth: 'admin',
-      doc: doc('Delete a federation record (a paired one is disconnected first)', {
+      doc: doc('Delete a federation record (a paired one is disconnected first)', endedAnswer, {
         errors: [...FOUND, ...PEER_CALL_REASONS, 'peer_disconnect_failed'],
       }),
       handle: async (ctx) => ok(await service.delete(id(ctx))),
@@ -109,7 +113,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'POST',
       path: `${BASE}/:id/pair`,
       auth: 'admin',
-      doc: doc('Pair with the remote cluster: exchange CAs and identities over the signed peer protocol', {
+      doc: doc('Pair with the remote cluster: exchange CAs and identities over the signed peer protocol', jsonObject, {
         errors: [
           ...FOUND,
           ...PEER_CALL_REASONS,
@@ -125,7 +129,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'POST',
       path: `${BASE}/:id/disconnect`,
       auth: 'admin',
-      doc: doc('Disconnect a paired federation (with `force`, even when the peer cannot be told)', {
+      doc: doc('Disconnect a paired federation (with `force`, even when the peer cannot be told)', endedAnswer, {
         query: forceQuery,
         errors: [...FOUND, ...PEER_CALL_REASONS, 'federation_state_conflict', 'peer_disconnect_failed'],
       }),
@@ -136,7 +140,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       path: `${BASE}/:id/ping`,
       auth: 'user',
       nativeOnly: true,
-      doc: doc('Ping a paired federation over the peer protocol', {
+      doc: doc('Ping a paired federation over the peer protocol', pingAnswer, {
         errors: [...FOUND, ...PEER_CALL_REASONS, 'federation_not_paired'],
       }),
       handle: async (ctx) => ok(await service.ping(id(ctx))),
@@ -145,7 +149,9 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'POST',
       path: `${BASE}/:id/diagnose`,
       auth: 'admin',
-      doc: doc('Diagnose the path to a federation layer by layer (DNS, TCP, TLS, signature, clock)', { errors: FOUND }),
+      doc: doc('Diagnose the path to a federation layer by layer (DNS, TCP, TLS, signature, clock)', jsonObject, {
+        errors: FOUND,
+      }),
       handle: async (ctx) => ok(await diagnose(fctx, id(ctx))),
     },
   ];

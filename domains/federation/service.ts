@@ -4,6 +4,7 @@
  * the answering side of peer calls peer-protocol.ts.
  */
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import type { ValidationProblem } from '../../gateway/errors/api-error.ts';
 import { validate, validationError } from '../../gateway/http/body.ts';
 import { SIGNATURE_MAX_AGE_SECONDS } from '../../gateway/mesh/canonical.ts';
@@ -15,7 +16,7 @@ import { callPeer } from './peer-client.ts';
 import { type CreateBody, updatableFields } from './requests.ts';
 import type { RemoteIp } from './schema.ts';
 import type { FederationRow, FederationStatus } from './store.ts';
-import { recordView } from './wire.ts';
+import { type endedAnswer, type pingAnswer, recordView } from './wire.ts';
 
 const UPDATABLE = new Set(['brokering_enabled', 'shared_ca_pem', 'require_peer_jwt', 'shared_jwks_url']);
 /** Fields a PUT must refuse to change. */
@@ -175,7 +176,7 @@ export class FederationService {
   }
 
   /** Default: the peer acknowledges first, or nothing changes (502). force=true: local only. */
-  async disconnect(id: string, force: boolean) {
+  async disconnect(id: string, force: boolean): Promise<z.output<typeof endedAnswer>> {
     const row = requireRecord(this.ctx, id);
     if (row.status === 'DELETED')
       throw FederationErrors.make.federation_state_conflict({ status: row.status, role: row.role });
@@ -203,7 +204,7 @@ export class FederationService {
   }
 
   /** Soft delete: best-effort peer notice, PSK destroyed, ReBAC grants on the record removed. */
-  async delete(id: string) {
+  async delete(id: string): Promise<z.output<typeof endedAnswer>> {
     const row = requireRecord(this.ctx, id);
     if (row.status === 'DELETED')
       return { federation_id: id, status: 'DELETED', peer_acknowledged: false, message: 'Federation deleted' };
@@ -227,7 +228,7 @@ export class FederationService {
   }
 
   /** The signed peer path end to end; transport failures are 502/504 with the layer reason. */
-  async ping(id: string) {
+  async ping(id: string): Promise<z.output<typeof pingAnswer>> {
     const row = requireRecord(this.ctx, id);
     const agent = row.status === 'PAIRED' ? this.ctx.agents.for(row) : null;
     const key = pskOf(this.ctx, row);

@@ -1,5 +1,6 @@
 /** Wire shapes of federation records and allowlist entries. The PSK never appears. */
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import type { RemoteIp } from './schema.ts';
 import type { AllowlistRow, FederationRow } from './store.ts';
 
@@ -8,7 +9,41 @@ export function caFingerprint(pem: string | null): string | null {
   return pem ? createHash('sha256').update(pem.replace(/\s+/g, '')).digest('hex') : null;
 }
 
-export function recordView(row: FederationRow) {
+const nullableText = z.string().nullable();
+
+/** A federation record as answered (the PSK never; the peer's CA as its fingerprint); the view is typed by it. */
+export const recordAnswer = z.object({
+  id: z.string(),
+  role: z.enum(['initiator', 'receiver']),
+  remote_cluster_name: z.string(),
+  remote_ips: z.array(z.object({ ip: z.string(), hostname: nullableText, primary: z.boolean() })),
+  callback_hostname: nullableText,
+  local_cluster_id: z.string(),
+  remote_cluster_id: nullableText,
+  remote_federation_id: nullableText,
+  status: z.enum(['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED', 'DELETED']),
+  last_activity: nullableText,
+  last_ping: nullableText,
+  created_at: z.string(),
+  created_by: nullableText,
+  updated_at: z.string(),
+  peer_kc_issuer_url: nullableText,
+  peer_kc_jwks_url: nullableText,
+  peer_broker_client_id: nullableText,
+  peer_broker_client_secret_urn: nullableText,
+  brokering_enabled: z.boolean(),
+  shared_issuer_url: nullableText,
+  shared_jwks_url: nullableText,
+  shared_ca_pem: nullableText,
+  require_peer_jwt: z.boolean().nullable(),
+  identity_mode: z.enum(['shared_idp', 'peer_kc']).nullable(),
+  trust_posture: z.enum(['receiver_controlled_shared', 'source_trusted']).nullable(),
+  grandfathered: z.boolean(),
+  mesh_features: z.array(z.string()),
+  peer_ca_fingerprint: nullableText.describe('SHA-256 of the peer CA PEM, whitespace stripped, hex'),
+});
+
+export function recordView(row: FederationRow): z.output<typeof recordAnswer> {
   return {
     id: row.id,
     role: row.role,
@@ -41,9 +76,37 @@ export function recordView(row: FederationRow) {
   };
 }
 
-export type FederationRecordView = ReturnType<typeof recordView>;
+export type FederationRecordView = z.output<typeof recordAnswer>;
 
-export function entryView(row: AllowlistRow) {
+/** A disconnect or delete: whether the peer was told (a delete tells it best effort). */
+export const endedAnswer = z.object({
+  federation_id: z.string(),
+  status: z.enum(['DISCONNECTED', 'DELETED']),
+  peer_acknowledged: z.boolean(),
+  message: z.string(),
+});
+
+/** A ping that came back: the signed peer path works end to end (any failure is a refusal with its layer). */
+export const pingAnswer = z.object({
+  federation_id: z.string(),
+  reachable: z.literal(true),
+  remote_cluster_id: nullableText,
+  last_ping: z.string(),
+});
+
+/** An allowlist entry: a remote user admitted through the federation, and the local user it maps to. */
+export const entryAnswer = z.object({
+  federation_id: z.string(),
+  external_id: z.string(),
+  initial_tuples: z.array(z.object({ subject: z.string(), relation: z.string(), object: z.string() })),
+  auto_provisioned: z.boolean(),
+  local_user_id: nullableText,
+  created_at: z.string(),
+  updated_at: z.string(),
+  disabled_at: nullableText,
+});
+
+export function entryView(row: AllowlistRow): z.output<typeof entryAnswer> {
   return {
     federation_id: row.federationId,
     external_id: row.externalId,

@@ -4,22 +4,22 @@
  * them — execution gates in jobs, per-record gates in retrieval — and each
  * provides its catalog under a key here, so this module never imports them.
  */
+import { z } from 'zod';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import { GateErrors } from './errors.ts';
 
-/** A gate's reflection payload (the SDK's `GateDiscovery`). */
-export interface GateDescription {
-  readonly name: string;
-  readonly kind: 'execution' | 'attribute';
-  /** `AttributeSpec`s: the caller attributes the gate reads. */
-  readonly required_attributes: readonly { key: string; header: string; required: boolean }[];
-  /** JSON Schema of the binding's `config`. */
-  readonly config_schema: Readonly<Record<string, unknown>>;
-  readonly classpath: string;
-  /** Where the class comes from: every gate here is built in. */
-  readonly location: 'builtin';
-}
+/** A gate's reflection payload (the SDK's `GateDiscovery`), as the API document states it. */
+export const gateDescriptionAnswer = z.object({
+  name: z.string(),
+  kind: z.enum(['execution', 'attribute']),
+  required_attributes: z.array(z.object({ key: z.string(), header: z.string(), required: z.boolean() })).readonly(),
+  config_schema: z.record(z.string(), z.unknown()).readonly().describe("JSON Schema of the binding's `config`"),
+  classpath: z.string(),
+  location: z.literal('builtin'),
+});
+
+export type GateDescription = z.output<typeof gateDescriptionAnswer>;
 
 export interface GateCatalog {
   /** By class path or one of its upstream aliases; undefined when this catalog has no such class. */

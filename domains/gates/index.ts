@@ -6,8 +6,13 @@
 import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
-import { jsonObject } from '../../gateway/openapi/route-docs.ts';
-import { EXECUTION_GATE_CATALOG, type GateDescription, RECORD_GATE_CATALOG, unshippedGate } from './catalog.ts';
+import {
+  EXECUTION_GATE_CATALOG,
+  type GateDescription,
+  gateDescriptionAnswer,
+  RECORD_GATE_CATALOG,
+  unshippedGate,
+} from './catalog.ts';
 import { GateErrors } from './errors.ts';
 
 export { EXECUTION_GATE_CATALOG, type GateCatalog, RECORD_GATE_CATALOG, unshippedGate } from './catalog.ts';
@@ -37,7 +42,7 @@ export const gatesModule: HandlerModule = {
           doc: {
             summary: 'Describe a shipped gate by its classpath: its kind and settings',
             body: discoverBody,
-            answers: { 200: jsonObject },
+            answers: { 200: gateDescriptionAnswer },
             errors: ['classpath_unimportable', 'classpath_not_allowed'],
           },
           async handle(ctx) {

@@ -6,6 +6,7 @@
  * sends and under the neutral `platform.` alias.
  */
 
+import { z } from 'zod';
 import type { Principal } from '../../gateway/principal.ts';
 import { type GateCatalog, GateErrors, unshippedGate } from '../gates/index.ts';
 import { JobsErrors } from './errors.ts';
@@ -62,12 +63,16 @@ export const executionGateCatalog: GateCatalog = {
 
 export const UNCONFIGURED = '(unconfigured)';
 
-export interface GateView {
-  type: string;
-  config: Record<string, unknown>;
-  gate_name: string;
-  kind: 'execution';
-}
+/** The binding: the gate's classpath (`type`), its configuration, and the built-in gate's name. */
+export const gateAnswer = z.object({
+  type: z.string(),
+  config: z.record(z.string(), z.unknown()),
+  gate_name: z.string(),
+  kind: z.literal('execution'),
+});
+export type GateView = z.output<typeof gateAnswer>;
+
+export const gateUnboundAnswer = z.object({ deleted: z.literal(true), previous_type: z.string() });
 
 export class ExecutionGateService {
   constructor(
@@ -105,7 +110,7 @@ export class ExecutionGateService {
     return this.view();
   }
 
-  unbind(): { deleted: true; previous_type: string } {
+  unbind(): z.output<typeof gateUnboundAnswer> {
     const row = this.store.get();
     if (!row) throw GateErrors.make.not_configured();
     this.store.clear();

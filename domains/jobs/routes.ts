@@ -9,9 +9,10 @@ import type { Span, Tracing } from '../../gateway/observability/tracing.ts';
 import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { type Caller, type MeshJobForwarder, type ShadowAction, targetOf } from './forward.ts';
-import type { ExecutionGateService } from './gate.ts';
+import { type ExecutionGateService, gateAnswer, gateUnboundAnswer } from './gate.ts';
 import { jobRequestSchema } from './request.ts';
 import type { JobsService } from './service.ts';
+import { logsAnswer, resultAnswer } from './wire.ts';
 
 const caller = (ctx: RequestContext, span = ctx.span): Caller => ({
   principal: principalOf(ctx),
@@ -151,7 +152,7 @@ export function jobRoutes(
       method: 'GET',
       path: '/cluster/jobs/:job_id/result',
       ...shim,
-      doc: jobDoc("A succeeded job's result", jsonObject, [
+      doc: jobDoc("A succeeded job's result", resultAnswer, [
         'job_not_succeeded',
         'job_result_missing',
         'job_logs_expired',
@@ -162,7 +163,7 @@ export function jobRoutes(
       method: 'GET',
       path: '/cluster/jobs/:job_id/logs',
       ...shim,
-      doc: jobDoc("A job's output so far", jsonObject, ['job_logs_expired', 'job_runtime_unavailable']),
+      doc: jobDoc("A job's output so far", logsAnswer, ['job_logs_expired', 'job_runtime_unavailable']),
       handle: perJob('logs', (p, id) => service.logs(p, id)),
     },
     {
@@ -183,7 +184,7 @@ export function gateRoutes(gate: ExecutionGateService, maxBody: number): RouteDe
       auth: 'user',
       doc: {
         summary: 'The execution gate bound to job submission',
-        answers: { 200: jsonObject },
+        answers: { 200: gateAnswer },
         errors: ['not_configured'],
       },
       handle: () => ({ status: 200, body: gate.view() }),
@@ -196,7 +197,7 @@ export function gateRoutes(gate: ExecutionGateService, maxBody: number): RouteDe
       doc: {
         summary: 'Bind an execution gate to job submission',
         body: gateBody,
-        answers: { 200: jsonObject },
+        answers: { 200: gateAnswer },
         errors: ['wrong_kind', 'gate_config_invalid', 'classpath_unimportable', 'classpath_not_allowed'],
       },
       async handle(ctx) {
@@ -209,7 +210,7 @@ export function gateRoutes(gate: ExecutionGateService, maxBody: number): RouteDe
       path: '/cluster/execution-gate',
       auth: 'admin',
       nativeOnly: true,
-      doc: { summary: 'Unbind the execution gate', answers: { 200: jsonObject }, errors: ['not_configured'] },
+      doc: { summary: 'Unbind the execution gate', answers: { 200: gateUnboundAnswer }, errors: ['not_configured'] },
       handle: () => ({ status: 200, body: gate.unbind() }),
     },
   ];

@@ -3,6 +3,7 @@
  * `id`/`job_id` and `runtime_job_id`/`ray_job_id` (both names, so old and new clients each find theirs),
  * the metadata key literally `metadata_`, and the augmented result marker.
  */
+import { z } from 'zod';
 import type { JobRow } from './store.ts';
 
 /** env_vars values may be credentials: the record shows the names only. */
@@ -45,7 +46,34 @@ export function submitView(row: JobRow) {
   return { ...ids(row), status: row.status, cluster_selector: row.clusterSelector, submitted_at: row.submittedAt };
 }
 
-export function runView(row: JobRow, result: unknown) {
+const idsAnswer = {
+  id: z.string(),
+  job_id: z.string(),
+  runtime_job_id: z.string().nullable(),
+  ray_job_id: z.string().nullable(),
+};
+
+/** A job's outcome: how it ended, and `result`, what it reported (any JSON the job printed as its marker). */
+export const runAnswer = z.object({
+  ...idsAnswer,
+  status: z.string(),
+  cluster_selector: z.string(),
+  result: z.unknown(),
+  error: z.string().nullable(),
+  error_type: z.string().nullable(),
+  error_message: z.string().nullable(),
+  duration_seconds: z.number().nullable(),
+  timed_out: z.boolean(),
+  audit_actor: z.string(),
+});
+
+/** GET /result: the outcome, with the keys of the job's own marker object beside its facts (see resultView). */
+export const resultAnswer = z.looseObject(runAnswer.shape);
+
+/** GET /logs: the job's output so far, up to the configured size. */
+export const logsAnswer = z.object({ job_id: z.string(), logs: z.string() });
+
+export function runView(row: JobRow, result: unknown): z.output<typeof runAnswer> {
   const from = row.startedAt ?? row.submittedAt;
   const duration = row.endedAt ? Math.max(0, Date.parse(row.endedAt) - Date.parse(from)) / 1000 : null;
   return {

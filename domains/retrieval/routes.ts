@@ -7,8 +7,7 @@ import { type NodeForwarder, onNode } from '../../gateway/cluster/forward.ts';
 import { parseQuery, readJson, uuidParam } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
-import { jsonObject } from '../../gateway/openapi/route-docs.ts';
-import type { GateBindings } from './gates/binding.ts';
+import { type GateBindings, gateBindingAnswer, gateUnboundAnswer } from './gates/binding.ts';
 import type { RetrievalService } from './service.ts';
 import { streamSse } from './transports/sse.ts';
 import { createBody, listQuery } from './wire.ts';
@@ -142,7 +141,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger, 
       doc: {
         summary: 'Bind a record gate to a dataset',
         body: gateBody,
-        answers: { 200: jsonObject },
+        answers: { 200: gateBindingAnswer },
         errors: [
           'dataset_not_found',
           'rebac_denied',
@@ -162,7 +161,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger, 
       method: 'GET',
       doc: {
         summary: 'The record gate bound to a dataset',
-        answers: { 200: jsonObject },
+        answers: { 200: gateBindingAnswer },
         errors: ['dataset_not_found', 'not_configured', 'rebac_denied'],
       },
       handle: (ctx) => ok(gates.get(principalOf(ctx), urn(ctx))),
@@ -173,7 +172,7 @@ export function retrievalRoutes({ service, gates, maxBody, heartbeatMs, logger, 
       nativeOnly: true,
       doc: {
         summary: "Unbind a dataset's record gate",
-        answers: { 200: jsonObject },
+        answers: { 200: gateUnboundAnswer },
         errors: ['dataset_not_found', 'not_configured', 'rebac_denied'],
       },
       handle: (ctx) => ok(gates.delete(principalOf(ctx), urn(ctx))),

@@ -4,8 +4,7 @@ import { z } from 'zod';
 import { readJson } from '../../gateway/http/body.ts';
 import type { RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { jsonObject } from '../../gateway/openapi/route-docs.ts';
-import type { RoutingService } from './service.ts';
+import { type RoutingService, routingAnswer } from './service.ts';
 
 const fields = {
   base_host: z.string().nullish(),
@@ -56,7 +55,7 @@ export function routingRoutes(
       auth: 'user',
       doc: {
         summary: 'The routing configuration: service prefixes and which services are on',
-        answers: { 200: jsonObject },
+        answers: { 200: routingAnswer },
       },
       handle: () => ({ status: 200, body: service.view() }),
     },
@@ -67,7 +66,7 @@ export function routingRoutes(
       doc: {
         summary: 'Change service prefixes or turn services on and off',
         body: patchBody,
-        answers: { 200: jsonObject },
+        answers: { 200: routingAnswer },
         errors: ['routing_config_invalid'],
       },
       handle: async (ctx) => ({ status: 200, body: service.patch(await readPatch(ctx)) }),

@@ -3,6 +3,7 @@
  * merge-patch key by key, validate as a whole, persist, then publish to the
  * gateway, which swaps its live table atomically.
  */
+import { z } from 'zod';
 import type { RoutingSnapshot, RoutingSource } from '../../gateway/routing/source.ts';
 import { RoutingErrors } from './errors.ts';
 import type { RoutingStore } from './store.ts';
@@ -13,6 +14,17 @@ export interface RoutingPatch {
   service_prefixes?: Record<string, string> | null | undefined;
   enabled_services?: Record<string, boolean> | null | undefined;
 }
+
+const routingFlat = z.object({
+  mode: z.literal('path'),
+  model_routing_method: z.literal('path'),
+  base_host: z.string(),
+  service_prefixes: z.record(z.string(), z.string()).describe('service → path prefix'),
+  enabled_services: z.record(z.string(), z.boolean()).describe('service → on'),
+  updated_at: z.string(),
+});
+/** The configuration as clients read it: flat, and the same again under `routing`. */
+export const routingAnswer = routingFlat.extend({ routing: routingFlat });
 
 export class RoutingService implements RoutingSource {
   readonly #listeners: ((snapshot: RoutingSnapshot) => void)[] = [];
@@ -52,7 +64,7 @@ export class RoutingService implements RoutingSource {
   }
 
   /** The flat object clients read, plus `model_routing_method` and a `routing` mirror (docs/wire.md). */
-  view() {
+  view(): z.output<typeof routingAnswer> {
     const { table, updatedAt } = this.#table();
     const flat = {
       mode: 'path' as const,

@@ -125,19 +125,41 @@ function security(def: RouteDef): JsonSchema[] {
   return def.auth === 'optional' ? [{}, ...credentials] : credentials;
 }
 
+/** `get` `/cluster/jobs/:job_id/status` → `getClusterJobsJobIdStatus`: the method, then the path in camel case. */
+export function operationIdOf(method: HttpMethod, path: string): string {
+  const camel = (_: string, c: string | undefined) => (c ?? '').toUpperCase();
+  return `${method.toLowerCase()}${templatePath(path).replace(/[^A-Za-z0-9]+(.)?/g, camel)}`;
+}
+
+/**
+ * The `METHOD path` keys of trailing-slash twins: a collection served both as `/x` and `/x/` (the interface names
+ * the bare path, the public client appends the slash as its FastAPI-era server expected) is one operation, not two.
+ * A client generator makes one method per operation, so a twin documented beside it would give every client a
+ * second method doing the same thing — and it would share the operationId the path yields, which OpenAPI 3.1's
+ * Operation Object forbids (unique among all operations). The bare path is documented; its description names the twin.
+ */
+export function slashTwins(routes: readonly RouteDef[]): ReadonlySet<string> {
+  const served = new Set(routes.flatMap((def) => methodsOf(def).map((method) => `${method} ${def.path}`)));
+  return new Set([...served].filter((key) => key.endsWith('/') && served.has(key.slice(0, -1))));
+}
+
+const methodsOf = (def: RouteDef): readonly HttpMethod[] =>
+  typeof def.method === 'string' ? [def.method] : def.method;
+
 function operation(
   def: RouteDef,
   method: HttpMethod,
   registry: DocumentSources['registry'],
   shared: SharedSchemas,
+  twin: string | undefined,
 ): JsonSchema {
   const tag = def.path.split('/')[1] || 'api';
   const parameters = [...pathParameters(def, shared), ...queryParameters(def.doc.query, shared)];
   const body = requestBody(def, shared);
-  const camel = (_: string, c: string | undefined) => (c ?? '').toUpperCase();
   return {
-    operationId: `${method.toLowerCase()}${templatePath(def.path).replace(/[^A-Za-z0-9]+(.)?/g, camel)}`,
+    operationId: operationIdOf(method, def.path),
     summary: def.doc.summary,
+    ...(twin ? { description: `Also answered, the same, at \`${twin}\`.` } : {}),
     tags: [tag],
     security: security(def),
     ...(parameters.length > 0 ? { parameters } : {}),
@@ -146,20 +168,36 @@ function operation(
   };
 }
 
-export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: DocumentSources): JsonSchema {
+/** The `paths` object: one operation per documented method, each with an operationId unique in the document. */
+function pathItems(
+  routes: readonly RouteDef[],
+  registry: DocumentSources['registry'],
+  shared: SharedSchemas,
+): Record<string, Record<string, JsonSchema>> {
   const paths: Record<string, Record<string, JsonSchema>> = {};
-  const shared: SharedSchemas = new Map();
-  for (const def of routes) {
-    const methods = typeof def.method === 'string' ? [def.method] : def.method;
-    const path = templatePath(def.path);
-    const item = paths[path] ?? {};
-    paths[path] = item;
-    for (const method of methods) {
-      const key = method.toLowerCase();
-      if (item[key]) throw new Error(`the API document has two ${method} ${def.path} operations`);
-      item[key] = operation(def, method, registry, shared);
-    }
+  const twins = slashTwins(routes);
+  const operationIds = new Set<string>();
+  const documented = routes
+    .flatMap((def) => methodsOf(def).map((method) => ({ def, method })))
+    .filter(({ def, method }) => !twins.has(`${method} ${def.path}`));
+  for (const { def, method } of documented) {
+    const item = paths[templatePath(def.path)] ?? {};
+    paths[templatePath(def.path)] = item;
+    const key = method.toLowerCase();
+    if (item[key]) throw new Error(`the API document has two ${method} ${def.path} operations`);
+    const twin = twins.has(`${method} ${def.path}/`) ? `${def.path}/` : undefined;
+    const op = operation(def, method, registry, shared, twin);
+    const id = op.operationId as string;
+    if (operationIds.has(id)) throw new Error(`the API document has two operations named ${id}`);
+    operationIds.add(id);
+    item[key] = op;
   }
+  return Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: DocumentSources): JsonSchema {
+  const shared: SharedSchemas = new Map();
+  const paths = pathItems(routes, registry, shared);
   return {
     openapi: '3.1.0',
     info: {
@@ -170,7 +208,7 @@ export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: D
         '`components.schemas.ErrorReason`. HEAD is answered wherever GET is.',
     },
     servers: [{ url: apiPrefix }],
-    paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
+    paths,
     components: {
       securitySchemes: {
         bearer: {

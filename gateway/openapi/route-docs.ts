@@ -1,7 +1,7 @@
 /**
- * Helpers for route documentation. Answer shapes for routes whose bodies are built by the service
- * rather than parsed from a zod schema: the document states they are JSON objects (or lists of
- * them) and the summary names what they hold, without restating every field.
+ * Helpers for route documentation. `jsonObject` says only "a JSON object": an answer's shape belongs
+ * in a zod schema beside the code that builds it (docs/api.md); the few answers still documented
+ * this way are listed, with their reasons, by the API document's validity test.
  */
 import { z } from 'zod';
 import type { HttpMethod, RouteDef, RouteDoc } from '../module.ts';

@@ -6,6 +6,7 @@
  * `classpath_not_allowed`); the config is validated against
  * the gate's schema. Unknown or invisible URN → `dataset_not_found`.
  */
+import { z } from 'zod';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
 import type { Principal } from '../../../gateway/principal.ts';
 import { GateErrors, unshippedGate } from '../../gates/index.ts';
@@ -14,13 +15,17 @@ import { RetrievalErrors } from '../errors.ts';
 import { gateBindingOf } from '../plan.ts';
 import { findGate } from './runner.ts';
 
-export interface GateView {
-  dataset_urn: string;
-  type: string;
-  config: Record<string, unknown>;
-  gate_name: string;
-  kind: 'attribute';
-}
+/** A dataset's record gate binding: the gate's classpath (`type`), its configuration, the shipped gate's name. */
+export const gateBindingAnswer = z.object({
+  dataset_urn: z.string(),
+  type: z.string(),
+  config: z.record(z.string(), z.unknown()),
+  gate_name: z.string(),
+  kind: z.literal('attribute'),
+});
+export type GateView = z.output<typeof gateBindingAnswer>;
+
+export const gateUnboundAnswer = z.object({ dataset_urn: z.string(), deleted: z.literal(true) });
 
 export class GateBindings {
   constructor(private readonly datasets: DatasetGateStore) {}
@@ -50,7 +55,7 @@ export class GateBindings {
     };
   }
 
-  delete(principal: Principal, urn: string): { dataset_urn: string; deleted: true } {
+  delete(principal: Principal, urn: string): z.output<typeof gateUnboundAnswer> {
     const dataset = this.#dataset(principal, urn);
     if (!gateBindingOf(dataset)) throw GateErrors.make.not_configured({ dataset_urn: urn });
     const { gate: _removed, ...rest } = dataset.properties;
