@@ -9,6 +9,8 @@ import type { Server as HttpServer } from 'node:http';
 import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
 import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
+import type { FoldedWarnings } from '../gateway/folded-warnings.ts';
+import { TrustedProxies } from '../gateway/http/client-address.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
 import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
 import { authorityOf } from '../gateway/http/origin.ts';
@@ -29,6 +31,8 @@ export interface IngressBase {
   readonly tls: ServerKeyPair;
   /** Every request's span and metrics, on every listener alike. */
   readonly observer: RequestObserver;
+  /** Failed requests' warnings, folded across every listener of the gateway. */
+  readonly warnings: FoldedWarnings;
 }
 
 type AccessFields = ListenerOptions['accessFields'];
@@ -38,14 +42,15 @@ export function ingressPrelude(
   base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>,
   accessFields?: AccessFields,
 ): Stage[] {
-  const accessLog = createAccessLogStage(base.accessLog, accessFields, base.observer ?? null);
+  const proxies = new TrustedProxies(base.config.auth.forwardAuth.trustedProxies);
+  const accessLog = createAccessLogStage(base.accessLog, accessFields, base.observer ?? null, proxies);
   return [createRequestIdStage(), accessLog, createLimitsStage(base.config.limits), createCanonicalPathStage()];
 }
 
 /** The one pipeline factory: the prelude, then the listener's stages; the mesh body guard sees every request first. */
 export function createIngressPipeline(base: IngressBase, options: ListenerOptions) {
   const stages = [...ingressPrelude(base, options.accessFields), ...options.stages];
-  return createPipeline(stages, options.logger, guardMeshBody);
+  return createPipeline(stages, options.logger, { onArrival: guardMeshBody, warnings: base.warnings });
 }
 
 /** What a listener calls per request: the ingress pipeline, or the queue that holds requests until it exists. */

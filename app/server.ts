@@ -13,6 +13,7 @@ import type { Config } from '../gateway/config/schema.ts';
 import { holdServeLock, type ServeLock } from '../gateway/db/serve-lock.ts';
 import { secureDataDir } from '../gateway/db/storage.ts';
 import { buildErrorRegistry, type RegistryEntry } from '../gateway/errors/registry.ts';
+import { FoldedWarnings } from '../gateway/folded-warnings.ts';
 import { deriveOrigin, urlOf } from '../gateway/http/origin.ts';
 import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
@@ -108,7 +109,7 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
   const metrics = createMetrics({ databaseGauges: place.role !== 'worker' });
   const tracing = await createTracing(config, { metrics, logger: logs.logger });
   const observer = createRequestObserver(metrics, tracing);
-  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer };
+  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer, warnings: new FoldedWarnings() };
   const bound = await bindForRole(ingress, place).catch((error: unknown) => {
     lock.release();
     logs.close();
@@ -184,6 +185,7 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     apiRoutes: served.instances.flatMap((i) => i.routes ?? []),
     async close(graceMs = 5000, reason = 'closed') {
       await closeGracefully(bound.listeners, graceMs);
+      ingress.warnings.close();
       await running.close();
       await admin?.close();
       // The spans of the last requests are exported before the process goes.

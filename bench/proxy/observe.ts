@@ -22,18 +22,31 @@ const REPS = Number(process.env.BENCH_REPS ?? 5);
 const route = { def: { path: '/' }, segments: [], stages: [] };
 
 function fakeContext(): RequestContext & { res: EventEmitter } {
-  const res = Object.assign(new EventEmitter(), { statusCode: 200, writableFinished: true });
-  const headers = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', host: 'localhost' };
+  const res = Object.assign(new EventEmitter(), {
+    statusCode: 200,
+    writableFinished: true,
+    getHeader: (name: string) => (name === 'content-length' ? 12 : undefined),
+  });
+  const headers = {
+    traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+    host: 'localhost',
+    'user-agent': 'wrk/4.2',
+  };
   return {
     requestId: 'r-12345678',
     method: 'GET',
     rawPath: '/runtime/models/x/hello',
-    startedAt: process.hrtime.bigint(),
+    startedAt: performance.now(),
     service: 'models',
     route,
     principal: null,
     span: NO_SPAN,
-    req: { headers },
+    deployment: 'd',
+    upstreamMs: 1.5,
+    requestBytes: -1,
+    responseBytes: -1,
+    failure: null,
+    req: { headers, socket: { remoteAddress: '127.0.0.1' } },
     res,
   } as unknown as RequestContext & { res: EventEmitter };
 }

@@ -17,9 +17,9 @@
  *   realip module with `real_ip_recursive on`).
  */
 import { createHash } from 'node:crypto';
-import { BlockList, isIPv6 } from 'node:net';
 import type { Config } from '../../gateway/config/schema.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
+import { TrustedProxies } from '../../gateway/http/client-address.ts';
 import { clientKey } from '../../gateway/http/client-key.ts';
 import type { Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { HttpMethod, RouteDef } from '../../gateway/module.ts';
@@ -55,20 +55,9 @@ export function identityHeaders(principal: Principal, requestId: string): Record
   return headers;
 }
 
-function trustedProxyList(entries: readonly string[]): BlockList {
-  const list = new BlockList();
-  for (const entry of entries) {
-    const [address = '', prefix] = entry.split('/');
-    const family = isIPv6(address) ? 'ipv6' : 'ipv4';
-    if (prefix === undefined) list.addAddress(address, family);
-    else list.addSubnet(address, Number(prefix), family);
-  }
-  return list;
-}
-
 export class ForwardAuth {
   readonly #failures: FailureBuckets;
-  readonly #trusted: BlockList;
+  readonly #proxies: TrustedProxies;
 
   constructor(
     private readonly authenticator: Authenticator,
@@ -80,23 +69,12 @@ export class ForwardAuth {
       settings.failureRefillSeconds * 1000,
       settings.trackedClients,
     );
-    this.#trusted = trustedProxyList(settings.trustedProxies);
-  }
-
-  #isTrusted(address: string): boolean {
-    const plain = address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
-    return this.#trusted.check(plain, isIPv6(plain) ? 'ipv6' : 'ipv4');
+    this.#proxies = new TrustedProxies(settings.trustedProxies);
   }
 
   /** The client the throttle counts: the socket peer, or what trusted proxies say it forwarded for. */
   clientOf(ctx: RequestContext): string {
-    let client = ctx.req.socket.remoteAddress ?? '';
-    const forwarded = String(ctx.req.headers['x-forwarded-for'] ?? '')
-      .split(',')
-      .map((hop) => hop.trim())
-      .filter(Boolean);
-    while (client && this.#isTrusted(client) && forwarded.length > 0) client = forwarded.pop() as string;
-    return clientKey(client);
+    return clientKey(this.#proxies.clientOf(ctx.req));
   }
 
   async validate(ctx: RequestContext): Promise<Reply> {

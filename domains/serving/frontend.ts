@@ -66,7 +66,7 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
     },
     'POST /login/session': (ctx) => {
       // The bearer proves the login; the cookie carries it for browser navigation to runtime URLs.
-      if (!ctx.principal || !ctx.bearer) throw GatewayErrors.make.not_authenticated();
+      if (!ctx.principal || !ctx.bearer) throw auth.refusal(ctx);
       const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
       return {
         status: 200,
@@ -154,8 +154,13 @@ export function operatorMount(
       return forward(ctx, targetFor(prefix), below, deps.auth.originUrl(), principal);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
-      const principal = await deps.auth.principal(ctx);
-      if (!principal) throw GatewayErrors.make.not_authenticated();
+      let principal: Principal | null;
+      try {
+        principal = await deps.auth.principal(ctx);
+      } catch (error) {
+        throw deps.auth.counted(error);
+      }
+      if (!principal) throw deps.auth.refusal(ctx);
       gate(principal);
       const { prefix, below } = split(ctx);
       const stillAllowed = async () => {

@@ -11,11 +11,13 @@
  * (https://kubernetes.io/docs/tasks/configure-pod-container/configure-liveness-readiness-startup-probes/);
  * without one, a TCP connect to the upstream's host and port. A failure is
  * classified like the proxy's own (`upstream_unreachable`, `upstream_timeout`,
- * ...); its detail is the error code, never an address.
+ * ...); its detail is the error code, never an address. The same table is
+ * `meshgate_upstream_healthy` at each scrape.
  */
 import { connect } from 'node:net';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
+import type { MetricsRegistry } from '../../gateway/observability/metrics.ts';
 import { upstreamError } from './proxy.ts';
 import type { DeploymentRow, DeploymentStore, HealthRow } from './store.ts';
 
@@ -68,6 +70,23 @@ async function httpProbe(url: string, timeoutMs: number, agent: Agent): Promise<
   return status >= 200 && status < 400
     ? HEALTHY
     : { healthy: false, reason: 'upstream_unhealthy_status', detail: `HTTP ${status}` };
+}
+
+/**
+ * 1 per deployment whose last probe found its upstream healthy, 0 per one found unhealthy; a deployment not probed
+ * yet has no series. Read from the table at each scrape (its rows go with their deployment), once for all processes.
+ */
+export function declareHealthGauge(metrics: MetricsRegistry, store: Pick<DeploymentStore, 'health'>): void {
+  metrics.gauge({
+    name: 'upstream_healthy',
+    help: "Whether the last probe of each deployment's upstream found it healthy (1) or not (0), by deployment.",
+    labels: ['deployment'],
+    across: 'first',
+    collect(gauge) {
+      gauge.reset();
+      for (const row of store.health()) gauge.labels(row.deploymentId).set(row.healthy ? 1 : 0);
+    },
+  });
 }
 
 export class HealthProber {

@@ -5,6 +5,7 @@
  * default), and the `deploy` / `smoke` commands.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
+import { AUTH_FAILURES } from '../../gateway/pipeline/stages/authenticate.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { ROUTING_SOURCE } from '../../gateway/routing/source.ts';
@@ -14,7 +15,7 @@ import { AUTHZ } from '../authz/index.ts';
 import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
 import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
-import { HealthProber } from './health.ts';
+import { declareHealthGauge, HealthProber } from './health.ts';
 import { LegacyListeners } from './legacy.ts';
 import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
 import { UpstreamPools } from './proxy.ts';
@@ -44,10 +45,12 @@ export const servingModule: HandlerModule = {
     const prefixes = () => routing.current().prefixes;
     const { serving } = deps.config;
     const store = createDeploymentStore(deps.db);
+    declareHealthGauge(deps.metrics, store);
     const auth = new RuntimeAuth(
       deps.services.get(AUTHENTICATOR),
       deps.runtime.origin,
       deps.config.auth.accessTokenTtlSeconds,
+      deps.metrics.counter(AUTH_FAILURES),
     );
     const pools = new UpstreamPools(
       serving.upstreamConnections,

@@ -227,7 +227,7 @@ function stream(
       const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
       // The upstream continues this hop's trace: its parent is the proxy span, never what the client sent.
       Object.assign(headers, target.observed.tracing.headersFor(span));
-      const handler = new ResponsePump(ctx.res as ServerResponse, target, resolve, reject, settled);
+      const handler = new ResponsePump(ctx, target, resolve, reject, settled);
       // `on`: a response closes once (no once wrapper to allocate and remove per request).
       ctx.res.on('close', () => handler.clientClosed());
       // A client that left while the request waited (its credential verified, its share queued) sent its close
@@ -254,19 +254,33 @@ function stream(
   });
 }
 
-/** Copies one upstream response into the client response, pausing the upstream when the client is slow. */
+/**
+ * Copies one upstream response into the client response, pausing the upstream when the client is slow. Counts, for
+ * the access line, the body bytes each way and how long the upstream took (dispatch until its answer ended or failed).
+ */
 class ResponsePump implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | null = null;
   #done = false;
   #paused = false;
+  readonly #dispatchedAt = performance.now();
+  private readonly res: ServerResponse;
 
   constructor(
-    private readonly res: ServerResponse,
+    private readonly ctx: RequestContext,
     private readonly target: ProxyTarget,
     private readonly resolve: (value: undefined) => void,
     private readonly reject: (error: ApiError) => void,
     private readonly settled: () => void,
-  ) {}
+  ) {
+    this.res = ctx.res as ServerResponse;
+    ctx.requestBytes = 0;
+    ctx.responseBytes = 0;
+  }
+
+  /** undici reports each request body chunk as written to the upstream. */
+  onBodySent(chunk: Buffer | string): void {
+    this.ctx.requestBytes += chunk.length;
+  }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
@@ -279,6 +293,7 @@ class ResponsePump implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.ctx.responseBytes += chunk.length;
     if (!this.res.write(chunk) && !this.#paused) {
       this.#paused = true;
       controller.pause();
@@ -320,6 +335,7 @@ class ResponsePump implements Dispatcher.DispatchHandler {
 
   /** Every end goes through here: the share and the in-flight count first, then the stream's promise. */
   #settle(refusal?: ApiError): void {
+    this.ctx.upstreamMs = performance.now() - this.#dispatchedAt;
     this.settled();
     if (refusal) this.reject(refusal);
     else this.resolve(undefined);

@@ -5,7 +5,6 @@
  * compatible base) when the deployment strips its prefix, the default.
  */
 import type { Duplex } from 'node:stream';
-import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { Reply, RequestContext } from '../../gateway/http/context.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
 import { isThenable } from '../../gateway/pipeline/stage.ts';
@@ -98,7 +97,9 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
   }
   function answer(ctx: RequestContext, admitted: Admitted | null): Promise<Reply | undefined> | Reply {
     if (!admitted) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath) } : ctx);
-    const { principal, below, target } = admitted;
+    const { row, principal, below, target } = admitted;
+    // A deployment that exists and this caller may reach: its id is a bounded label (access line, request metrics).
+    ctx.deployment = row.id;
     if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
     return forward(ctx, target, below, origin(), principal);
   }
@@ -111,8 +112,13 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
       return isThenable(admitted) ? Promise.resolve(admitted).then((a) => answer(ctx, a)) : answer(ctx, admitted);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
-      const admitted = await admit(ctx);
-      if (!admitted) throw GatewayErrors.make.not_authenticated();
+      let admitted: Admitted | null;
+      try {
+        admitted = await admit(ctx);
+      } catch (error) {
+        throw deps.auth.counted(error);
+      }
+      if (!admitted) throw deps.auth.refusal(ctx);
       const { row, principal, below, target } = admitted;
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
       // The same caller and deployment decision, re-run on the open socket: the request's credential must still

@@ -4,7 +4,14 @@
  * (set by /login/session). Redirects for browsers always name the
  * configured origin (PLATFORM_ORIGIN: logout and auth redirects return the user to the right origin), never a value
  * taken from the request's Host header.
+ *
+ * Every 401 it answers is counted in `meshgate_auth_failures_total` as the
+ * API's authenticate stage counts one: under the refused credential's reason
+ * (a stale session cookie's, or a bearer's on an upgrade, which no stage
+ * verified), else `credential_missing`. A refused bearer on a plain request
+ * was counted by that stage already.
  */
+import type { Counter } from 'prom-client';
 import { ApiError } from '../../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeRequest, Reply, RequestQuery } from '../../gateway/http/context.ts';
@@ -23,11 +30,14 @@ interface Caller {
 
 export class RuntimeAuth {
   #origin: { text: string; url: URL } | null = null;
+  /** Why a request's session cookie was refused, kept until its 401 is counted (only refused requests are here). */
+  readonly #refusedCookies = new WeakMap<NodeRequest, string>();
 
   constructor(
     private readonly authenticator: Authenticator,
     readonly origin: () => string,
     private readonly sessionTtlSeconds: number,
+    private readonly failures: Counter<'reason'>,
   ) {}
 
   /** The verified bearer principal, else the session cookie's; a stale cookie counts as none. */
@@ -36,16 +46,29 @@ export class RuntimeAuth {
     const bearer = bearerOf(caller as Parameters<typeof bearerOf>[0]);
     if (bearer) return this.authenticator.authenticate(bearer);
     const cookie = sessionCookieValue(caller.req.headers.cookie);
-    return cookie ? this.#cookiePrincipal(cookie) : null;
+    return cookie ? this.#cookiePrincipal(caller.req, cookie) : null;
   }
 
-  async #cookiePrincipal(cookie: string): Promise<Principal | null> {
+  async #cookiePrincipal(req: NodeRequest, cookie: string): Promise<Principal | null> {
     try {
       return await this.authenticator.authenticate(cookie);
     } catch (error) {
-      if (error instanceof ApiError) return null;
-      throw error;
+      if (!(error instanceof ApiError)) throw error;
+      this.#refusedCookies.set(req, error.reason);
+      return null;
     }
+  }
+
+  /** The 401 for a caller left without a principal, counted. */
+  refusal(caller: Pick<Caller, 'req'>): ApiError {
+    this.failures.labels(this.#refusedCookies.get(caller.req) ?? 'credential_missing').inc();
+    return GatewayErrors.make.not_authenticated();
+  }
+
+  /** `error`, counted when it is a refused credential (a 401): for callers whose bearer only this class verified. */
+  counted(error: unknown): unknown {
+    if (error instanceof ApiError && error.status === 401) this.failures.labels(error.reason).inc();
+    return error;
   }
 
   /** A protected resource without credentials: a navigating browser goes to the login page, anything else gets 401. */
@@ -58,7 +81,7 @@ export class RuntimeAuth {
         headers: { location: this.loginUrl(`${caller.rawPath}${query}`), 'cache-control': 'no-store' },
       };
     }
-    throw GatewayErrors.make.not_authenticated();
+    throw this.refusal(caller);
   }
 
   /**

@@ -47,10 +47,10 @@ export const authSettings = z
           .array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]))
           .default([])
           .describe(
-            'Addresses or CIDRs of the reverse proxies calling /api/auth/validate: ' +
-              'from them the client is read from X-Forwarded-For, for the failure ' +
-              'throttle only (never an identity). Empty: the socket peer is the ' +
-              'client.',
+            'Addresses or CIDRs of the reverse proxies in front of the gateway (those calling ' +
+              '/api/auth/validate among them): from them the client is read from X-Forwarded-For, for ' +
+              "the validate failure throttle and the access log's client, never an identity. Empty: the " +
+              'socket peer is the client.',
           ),
         failureBurst: z
           .number()

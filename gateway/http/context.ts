@@ -41,6 +41,15 @@ export interface RequestContext {
   span: Span;
   /** Set by meshVerify for a signed mesh request: where it came from (the principal is the brokered user). */
   meshPeer: MeshInbound | null;
+  /** The registered deployment (its id) the request was admitted to, set by the domain that resolved it. */
+  deployment: string | null;
+  /** Milliseconds the upstream took, dispatch until its answer ended or failed: -1 unless proxied. */
+  upstreamMs: number;
+  /** Body bytes relayed to the upstream, and back to the client: -1 where nothing counted them (not proxied). */
+  requestBytes: number;
+  responseBytes: number;
+  /** The stable reason of the ApiError the request was answered with (sendError), null for an answer. */
+  failure: string | null;
 }
 
 /** A verified inbound mesh hop. */

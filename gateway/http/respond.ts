@@ -2,6 +2,7 @@
 import type { ServerResponse } from 'node:http';
 import { ApiError } from '../errors/api-error.ts';
 import { GatewayErrors } from '../errors/gateway-errors.ts';
+import type { FoldedWarnings } from '../folded-warnings.ts';
 import type { NodeResponse, Reply, RequestContext } from './context.ts';
 
 export function sendReply(response: NodeResponse, reply: Reply): void {
@@ -20,14 +21,18 @@ export function sendReply(response: NodeResponse, reply: Reply): void {
   res.end(payload);
 }
 
-/** Turns any thrown value into a response; a full disk becomes 507, any other non-ApiError an opaque 500. */
-export function sendError(ctx: RequestContext, error: unknown): void {
+/**
+ * Turns any thrown value into a response; a full disk becomes 507, any other non-ApiError an opaque 500. A 5xx is
+ * warned about with the request's id, path and deployment, folded per reason and deployment (or route): a failing
+ * upstream fails every request sent to it, and its operator needs one line a window, not one a request.
+ */
+export function sendError(ctx: RequestContext, error: unknown, warnings: FoldedWarnings): void {
   const known =
     error instanceof ApiError ? error : isDiskFull(error) ? GatewayErrors.make.storage_full({}, error) : null;
-  if (known === null) ctx.logger.error({ err: error, req_id: ctx.requestId }, 'unhandled error');
-  else if (known.status >= 500)
-    ctx.logger.warn({ reason: known.reason, cause: describeCause(known.cause) }, 'request failed');
+  if (known === null) ctx.logger.error({ err: error, req_id: ctx.requestId, path: ctx.rawPath }, 'unhandled error');
+  else if (known.status >= 500) warnFailed(ctx, known, warnings);
   const apiError = known ?? GatewayErrors.make.internal_error();
+  ctx.failure = apiError.reason;
   if (ctx.res.headersSent) {
     // Mid-stream failure: the status is gone, so the only honest signal is an aborted body.
     ctx.res.destroy();
@@ -38,6 +43,19 @@ export function sendError(ctx: RequestContext, error: unknown): void {
   // 429 and 503 refusals that know when to come back say so in the header too (RFC 9110 §10.2.3).
   if (typeof apiError.extra.retry_after === 'number') headers['retry-after'] = String(apiError.extra.retry_after);
   sendReply(ctx.res, { status: apiError.status, body: apiError.body(ctx.requestId), headers });
+}
+
+function warnFailed(ctx: RequestContext, error: ApiError, warnings: FoldedWarnings): void {
+  const subject = ctx.deployment ?? ctx.route?.def.path ?? ctx.service ?? '';
+  const fields = {
+    req_id: ctx.requestId,
+    reason: error.reason,
+    deployment: ctx.deployment ?? undefined,
+    service: ctx.service ?? undefined,
+    path: ctx.rawPath,
+    cause: describeCause(error.cause),
+  };
+  warnings.warn(ctx.logger, `${error.reason} ${subject}`, fields, 'request failed');
 }
 
 function describeCause(cause: unknown): string | undefined {

@@ -9,6 +9,7 @@
  * kept for the life of the process.
  */
 import { Counter, Gauge, Registry } from 'prom-client';
+import { BUILD_INFO } from '../build-info.ts';
 import { BoundHistogram } from './histogram.ts';
 
 export interface MetricSpec<L extends string> {
@@ -90,6 +91,17 @@ export function createMetrics({ databaseGauges = true }: { databaseGauges?: bool
           },
         }
       : {};
+  // `meshgate_build_info{version,commit} 1` (the Prometheus info-metric convention): which build answers, in every
+  // process; combined under workers by `max`, so the scrape reads 1 however many processes report it.
+  new Gauge({
+    name: `${METRIC_PREFIX}build_info`,
+    help: 'The version and commit of the running build (always 1).',
+    labelNames: ['version', 'commit'],
+    registers: [registry],
+    aggregator: 'max',
+  })
+    .labels(BUILD_INFO.version, BUILD_INFO.commit)
+    .set(1);
   return {
     registry,
     counter: <L extends string>(spec: CounterSpec<L>) =>

@@ -2,10 +2,13 @@
  * What every request records, begun by the accessLog stage and ended when
  * the response closes: its span (continuing the caller's trace) and its
  * duration in `meshgate_http_request_duration_seconds` by service, route
- * template and status class. The route label is the matched pattern
- * (`/cluster/jobs/:job_id/status`), `/` for a service mount or an RPC, and
- * `unmatched` before a route is known, so neither ids nor paths reach a
- * label.
+ * template, status class and deployment. The route label is the matched
+ * pattern (`/cluster/jobs/:job_id/status`), `/` for a service mount or an
+ * RPC, and `unmatched` before a route is known; the deployment label is the
+ * id of the registered deployment a runtime request was admitted to
+ * (RequestContext.deployment), empty otherwise — an id in a path that names
+ * no deployment never becomes one. So neither paths nor a client's ids reach
+ * a label.
  */
 import type { RequestContext } from '../http/context.ts';
 import type { HistogramSeries } from './histogram.ts';
@@ -20,22 +23,31 @@ export interface RequestObserver {
 export const REQUEST_DURATION = {
   name: 'http_request_duration_seconds',
   help:
-    'Requests by service, route template and status class: time from ' +
-    'arrival until the response closed (_count is the rate).',
-  labels: ['service', 'route', 'status_class'],
+    'Requests by service, route template, status class and deployment (the runtime deployment a request reached, ' +
+    'else empty): time from arrival until the response closed (_count is the rate).',
+  labels: ['service', 'route', 'status_class', 'deployment'],
   buckets: DURATION_BUCKETS,
 } as const;
 
 export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing): RequestObserver {
   const duration = metrics.histogram(REQUEST_DURATION);
-  // Series found by route, then service (strings the routing tables hold, whose hashes V8 keeps), then status class:
-  // no key is built per request.
+  // Series found by route, then service (strings the routing tables hold, whose hashes V8 keeps), then status class;
+  // a deployment's requests by its id (the deployment row's string) first: no key is built per request.
   const byRoute = new Map<string, Map<string, HistogramSeries[]>>();
-  const seriesOf = (route: string, service: string, status: number): HistogramSeries => {
-    let byService = byRoute.get(route);
+  const byDeployment = new Map<string, Map<string, Map<string, HistogramSeries[]>>>();
+  const seriesOf = (route: string, service: string, status: number, deployment: string | null): HistogramSeries => {
+    let routes = byRoute;
+    if (deployment !== null) {
+      routes = byDeployment.get(deployment) as Map<string, Map<string, HistogramSeries[]>>;
+      if (!routes) {
+        routes = new Map();
+        byDeployment.set(deployment, routes);
+      }
+    }
+    let byService = routes.get(route);
     if (!byService) {
       byService = new Map();
-      byRoute.set(route, byService);
+      routes.set(route, byService);
     }
     let byClass = byService.get(service);
     if (!byClass) {
@@ -45,7 +57,7 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
     const at = status >= 100 && status < 600 ? Math.floor(status / 100) : 0;
     let series = byClass[at];
     if (!series) {
-      series = duration.labels(service, route, statusClass(status));
+      series = duration.labels(service, route, statusClass(status), deployment ?? '');
       byClass[at] = series;
     }
     return series;
@@ -58,7 +70,7 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
       const service = ctx.service ?? 'none';
       const route = ctx.route?.def.path ?? 'unmatched';
       const status = ctx.res.statusCode;
-      seriesOf(route, service, status).observe((performance.now() - ctx.startedAt) / 1e3);
+      seriesOf(route, service, status, ctx.deployment).observe((performance.now() - ctx.startedAt) / 1e3);
       if (!tracing.recording) return;
       const span = ctx.span;
       span.updateName(`${ctx.method} ${route}`);

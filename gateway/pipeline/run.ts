@@ -1,6 +1,7 @@
 /** Runs the prelude stages, then the matched route's compiled stages; one catch for all. */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { FoldedWarnings } from '../folded-warnings.ts';
 import { type NodeRequest, type NodeResponse, queryOf, type RequestContext } from '../http/context.ts';
 import { sendError } from '../http/respond.ts';
 import { NO_SPAN } from '../observability/tracing.ts';
@@ -28,6 +29,11 @@ function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger): Request
     bearer: null,
     meshPeer: null,
     span: NO_SPAN,
+    deployment: null,
+    upstreamMs: -1,
+    requestBytes: -1,
+    responseBytes: -1,
+    failure: null,
   };
 }
 
@@ -47,20 +53,28 @@ function runStages(stages: readonly Stage[], ctx: RequestContext, from: number):
 }
 
 /** The matched route's stages, after the prelude let the request through; an error thrown or rejected is answered. */
-function runRoute(ctx: RequestContext): void {
+function runRoute(ctx: RequestContext, warnings: FoldedWarnings): void {
   try {
     const routed = runStages(ctx.route?.stages ?? [], ctx, 0);
-    if (typeof routed !== 'string') routed.catch((error: unknown) => sendError(ctx, error));
+    if (typeof routed !== 'string') routed.catch((error: unknown) => sendError(ctx, error, warnings));
   } catch (error) {
-    sendError(ctx, error);
+    sendError(ctx, error, warnings);
   }
 }
 
-/**
- * `onArrival` runs synchronously before any stage, while no body byte has been read yet (mesh body digest). Not an
- * async function: a request every stage answers synchronously (most) costs no promise here.
- */
-export function createPipeline(prelude: readonly Stage[], logger: Logger, onArrival?: (req: NodeRequest) => void) {
+export interface PipelineOptions {
+  /** Runs synchronously before any stage, while no body byte has been read yet (mesh body digest). */
+  onArrival?: ((req: NodeRequest) => void) | undefined;
+  /** Where failed requests are warned about; one per gateway, so every listener folds into the same lines. */
+  warnings?: FoldedWarnings | undefined;
+}
+
+/** Not an async function: a request every stage answers synchronously (most) costs no promise here. */
+export function createPipeline(
+  prelude: readonly Stage[],
+  logger: Logger,
+  { onArrival, warnings = new FoldedWarnings() }: PipelineOptions = {},
+) {
   return function handle(req: NodeRequest, res: NodeResponse): void {
     onArrival?.(req);
     const ctx = contextOf(req, res, logger);
@@ -68,16 +82,16 @@ export function createPipeline(prelude: readonly Stage[], logger: Logger, onArri
     try {
       preluded = runStages(prelude, ctx, 0);
     } catch (error) {
-      sendError(ctx, error);
+      sendError(ctx, error, warnings);
       return;
     }
     if (typeof preluded === 'string') {
-      if (preluded !== 'done') runRoute(ctx);
+      if (preluded !== 'done') runRoute(ctx, warnings);
       return;
     }
     preluded.then(
-      (result) => (result === 'done' ? undefined : runRoute(ctx)),
-      (error: unknown) => sendError(ctx, error),
+      (result) => (result === 'done' ? undefined : runRoute(ctx, warnings)),
+      (error: unknown) => sendError(ctx, error, warnings),
     );
   };
 }

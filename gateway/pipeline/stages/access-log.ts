@@ -4,42 +4,88 @@
  * string is never logged: it can carry credentials
  * (`/api/auth/refresh?refresh_token=`). The line is built here rather than
  * by pino, without redaction (gateway/log.ts), so only the fixed fields
- * below may go into it — never headers, bodies or the query.
+ * below may go into it — never other headers, bodies or the query. The two
+ * values a client chooses freely, the path and the user agent, are written
+ * as JSON strings (quotes, backslashes, control characters and lone
+ * surrogates escaped), so neither can end the line or add a field.
  *
  * The same close event ends the request's span and records its metrics
- * (observability/request.ts): one listener per request for all three.
+ * (observability/request.ts): one listener per request for all three. The
+ * line is built first, while the span still records, so it can name the
+ * trace.
  */
 
-import type { RequestContext } from '../../http/context.ts';
+import { TrustedProxies } from '../../http/client-address.ts';
+import type { NodeRequest, NodeResponse, RequestContext } from '../../http/context.ts';
 import type { AccessSink } from '../../log.ts';
 import type { RequestObserver } from '../../observability/request.ts';
 import type { Stage } from '../stage.ts';
 
 const INFO = 30;
 
+/** Without trusted proxies the socket peer is the client. */
+const NO_PROXIES = new TrustedProxies([]);
+
+/** The longest user agent kept: real ones are well below it, and a line must not grow with a header's limit. */
+const USER_AGENT_MAX = 256;
+
 /** `"name":value,` for a string that may be absent (pino leaves out undefined fields). */
 function optional(name: string, value: string | null | undefined): string {
   return value == null ? '' : `"${name}":${JSON.stringify(value)},`;
 }
 
-function accessLine(ctx: RequestContext, bindings: string): string {
+/** `"name":n,` for a count that may be unknown (negative). */
+function count(name: string, value: number): string {
+  return value < 0 ? '' : `"${name}":${value},`;
+}
+
+/** A declared Content-Length as a number, -1 when absent or not a length (the HTTP parsers hold a body to it). */
+function declaredLength(value: unknown): number {
+  if (typeof value === 'number') return value;
+  if (typeof value !== 'string') return -1;
+  const length = Number(value);
+  return Number.isSafeInteger(length) && length >= 0 ? length : -1;
+}
+
+function userAgent(req: NodeRequest): string | undefined {
+  const agent = req.headers['user-agent'];
+  return agent !== undefined && agent.length > USER_AGENT_MAX ? agent.slice(0, USER_AGENT_MAX) : agent;
+}
+
+function requestBytes(ctx: RequestContext): number {
+  return ctx.requestBytes >= 0 ? ctx.requestBytes : declaredLength(ctx.req.headers['content-length']);
+}
+
+function responseBytes(ctx: RequestContext, res: NodeResponse): number {
+  return ctx.responseBytes >= 0 ? ctx.responseBytes : declaredLength(res.getHeader('content-length'));
+}
+
+function accessLine(ctx: RequestContext, bindings: string, client: string): string {
   const ms = performance.now() - ctx.startedAt;
-  const principal = ctx.principal;
+  const { principal, req, res } = ctx;
   return (
     `{"level":${INFO},"time":${Date.now()},"svc":"meshgate",${bindings}"req_id":${JSON.stringify(ctx.requestId)},` +
-    `"method":${JSON.stringify(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},"status":${ctx.res.statusCode},` +
-    `${optional('service', ctx.service)}${optional('user', principal?.userId)}` +
-    `${optional('source', principal?.source)}` +
+    `"method":${JSON.stringify(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},"status":${res.statusCode},` +
+    `${optional('service', ctx.service)}${optional('deployment', ctx.deployment)}` +
+    `${optional('user', principal?.userId)}${optional('source', principal?.source)}` +
+    `${optional('client', client || null)}` +
+    `${optional('ua', userAgent(req))}${count('req_bytes', requestBytes(ctx))}` +
+    `${count('res_bytes', responseBytes(ctx, res))}${count('upstream_ms', ctx.upstreamMs)}` +
+    `${optional('failure', ctx.failure)}` +
     `${ctx.span.isRecording() ? optional('trace_id', ctx.span.spanContext().traceId) : ''}` +
-    `"ms":${ms},"aborted":${!ctx.res.writableFinished},"msg":"request"}\n`
+    `"ms":${ms},"aborted":${!res.writableFinished},"msg":"request"}\n`
   );
 }
 
-/** `bindings`: extra fields for every line of this listener, e.g. `{ legacy_port: 8081 }`. */
+/**
+ * `bindings`: extra fields for every line of this listener, e.g. `{ legacy_port: 8081 }`. `proxies`: whose
+ * X-Forwarded-For names the client; without them the socket peer is the client.
+ */
 export function createAccessLogStage(
   sink: AccessSink,
   bindings: Readonly<Record<string, string | number>> = {},
   observer: RequestObserver | null = null,
+  proxies: TrustedProxies = NO_PROXIES,
 ): Stage {
   const fixed = Object.entries(bindings)
     .map(([name, value]) => `${JSON.stringify(name)}:${JSON.stringify(value)},`)
@@ -47,14 +93,17 @@ export function createAccessLogStage(
   return {
     name: 'accessLog',
     run(ctx: RequestContext) {
+      // Read on arrival: an HTTP/2 stream's socket is out of reach once the stream has closed.
+      const client = sink.enabled ? proxies.clientOf(ctx.req) : '';
       if (observer) {
         observer.begin(ctx);
         // `on`, not `once`: a response closes once, and a once wrapper is one more allocation and removal a request.
         ctx.res.on('close', () => {
+          // The line first: ending the span stops it recording, and the line names a recording span's trace.
+          if (sink.enabled) sink.write(accessLine(ctx, fixed, client));
           observer.end(ctx);
-          if (sink.enabled) sink.write(accessLine(ctx, fixed));
         });
-      } else if (sink.enabled) ctx.res.on('close', () => sink.write(accessLine(ctx, fixed)));
+      } else if (sink.enabled) ctx.res.on('close', () => sink.write(accessLine(ctx, fixed, client)));
       return 'continue';
     },
   };
