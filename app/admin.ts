@@ -12,6 +12,7 @@ import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics } from 'prom-client';
+import { metricsOpenOffLoopback } from '../gateway/config/load.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import type { ApiError } from '../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../gateway/errors/gateway-errors.ts';
@@ -95,6 +96,13 @@ export async function startAdminListener(
   );
   server.keepAliveTimeout = 5_000;
   const bound = await listen(server, port, bind);
+  // Allowed only by admin.allowUnauthenticatedMetrics (verifyConfig refuses it otherwise): said once, at start.
+  if (metricsOpenOffLoopback(config.admin)) {
+    logger.warn(
+      { bind, port: bound, setting: 'PLATFORM_ALLOW_UNAUTHENTICATED_METRICS' },
+      'the admin listener serves /metrics with no token on a non-loopback address',
+    );
+  }
   return {
     url: urlOf('http', bind, bound),
     close: () =>

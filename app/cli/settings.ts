@@ -158,7 +158,12 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   {
     env: ['PLATFORM_METRICS_TOKEN'],
-    meaning: 'bearer token `/metrics` requires (at least 16 characters)',
+    meaning: 'bearer token `/metrics` requires (at least 16 characters); required on a non-loopback admin bind',
+    doc: 'docs/observability.md',
+  },
+  {
+    env: ['PLATFORM_ALLOW_UNAUTHENTICATED_METRICS'],
+    meaning: 'serve `/metrics` with no token on a non-loopback admin bind anyway (a warning is logged at start)',
     doc: 'docs/observability.md',
   },
   {

@@ -1,5 +1,5 @@
 /**
- * Forward authentication: `/api/auth/validate` answers 200 with the caller's
+ * Forward authentication: `/api/auth/validate` (alias `/api/auth/forward/validate`) answers 200 with the caller's
  * identity in headers, or 401, so a reverse proxy can put this realm in front
  * of another application: nginx `auth_request`, Traefik `forwardAuth`, Envoy
  * `ext_authz` (HTTP service, which appends the original path to its
@@ -102,9 +102,10 @@ export class ForwardAuth {
       answers: { 200: null },
       errors: ['not_authenticated', 'validation_throttled'],
     };
-    return [
-      { method: ANY_METHOD, path: '/auth/validate', auth: 'none', doc, handle },
-      { method: ANY_METHOD, path: '/auth/validate/*rest', auth: 'none', doc, handle },
-    ];
+    // `/auth/forward/validate` is the public SDK's name for the same endpoint.
+    return ['/auth/validate', '/auth/forward/validate'].flatMap((path): RouteDef[] => [
+      { method: ANY_METHOD, path, auth: 'none', doc, handle },
+      { method: ANY_METHOD, path: `${path}/*rest`, auth: 'none', doc, handle },
+    ]);
   }
 }

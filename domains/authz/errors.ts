@@ -2,6 +2,14 @@
 import { defineErrors } from '../../gateway/errors/api-error.ts';
 
 export const AuthzErrors = defineErrors('authz', {
+  access_denied: {
+    status: 403,
+    stringDetail: 'access_denied',
+    fieldsBesideDetail: true,
+    doc:
+      'POST /auth/check decided deny: `{"detail": "access_denied", "allow": false, "decision_id", "reason"}` ' +
+      '(docs/wire.md); the check itself succeeded.',
+  },
   rebac_denied: {
     status: 403,
     doc:

@@ -111,7 +111,7 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
         summary: 'Decide whether a subject holds a relation on an object (others than the caller: managers only)',
         body: tupleBody,
         answers: { 200: checkAnswer },
-        errors: WRITE_REASONS,
+        errors: [...WRITE_REASONS, 'access_denied'],
       },
       async handle(ctx) {
         const body = await readJson(ctx.req, maxBody, tupleBody);
@@ -137,15 +137,15 @@ export function tupleRoutes(authz: AuthzService, subjects: SubjectsService, maxB
           },
           'authz decision',
         );
-        return {
-          status: 200,
-          body: {
-            allow: decision.allow,
-            decision_id: decisionId,
-            reason: decision.reason,
-            ...(decision.via ? { via: decision.via } : {}),
-          },
+        const answer = {
+          allow: decision.allow,
+          decision_id: decisionId,
+          reason: decision.reason,
+          ...(decision.via ? { via: decision.via } : {}),
         };
+        // A deny is 403 with the decision beside the detail: the platform SDK's check_access raises on it.
+        if (!decision.allow) throw AuthzErrors.make.access_denied(answer);
+        return { status: 200, body: answer };
       },
     },
     // Clients call the trailing-slash form; the bare form is served too rather than 405 (POST owns it).

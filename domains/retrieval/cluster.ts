@@ -18,7 +18,11 @@ export const RETRIEVAL_CANCEL_TOPIC = 'retrieval_cancel';
 /** Accepted spends between prunes of expired ones. */
 const PRUNE_EVERY = 256;
 
-/** The stream tokens' HMAC key: made at the first start, kept with the keys (so with the cluster identity). */
+/**
+ * The stream tokens' HMAC key: made at the first start, kept with the keys (so with the cluster identity, which
+ * every node of a cluster takes from the database). Not per start: the nodes of a cluster start at different times
+ * and must verify each other's tokens, so a restart does not retire tokens; they expire (grpcTokenTtlSeconds).
+ */
 export function streamTokenKey(dataDir: string): Buffer {
   const dir = join(dataDir, 'keys');
   const file = join(dir, 'stream-token.key');
@@ -35,7 +39,10 @@ export function streamTokenKey(dataDir: string): Buffer {
   return key;
 }
 
-/** Spends a nonce in the shared database: one insert decides, whichever node tries. */
+/**
+ * Spends a nonce in the database: one insert decides, whichever process or node tries, and the nonce outlives a
+ * restart, so a ticket spent before one is still spent after it (the key outlives it too: streamTokenKey).
+ */
 export function spendInDatabase(sql: SqlConnection, now: () => Date): (nonce: string, expiry: number) => boolean {
   const insert = sql.prepare(
     'INSERT INTO retrieval_spent_tokens (nonce, expires_at) VALUES (?, ?) ON CONFLICT DO NOTHING',

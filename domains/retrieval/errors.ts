@@ -26,6 +26,13 @@ export const RetrievalErrors = defineErrors('retrieval', {
     message: 'The retrieval job was canceled.',
     doc: 'The job was canceled; it cannot be streamed any more.',
   },
+  retrieval_reader_disabled: {
+    status: 401,
+    message: 'The user reading this stream was disabled or deleted; the stream ended.',
+    doc:
+      'The user reading the stream (for a gRPC or Arrow Flight stream, the user its token was issued to) was ' +
+      'disabled or deleted while it was open: the stream ends with this reason within the change feed bound.',
+  },
   inline_threshold_exceeded: {
     status: 422,
     message: 'The result is too large to return inline; ask for the sse, grpc or auto transport.',
@@ -143,10 +150,11 @@ export const RetrievalErrors = defineErrors('retrieval', {
   },
   grpc_token_invalid: {
     status: 401,
-    message: 'The gRPC stream token is missing, invalid, expired or already used.',
+    message: 'The gRPC stream token is missing, invalid, expired or already used, or its user is disabled.',
     doc:
       'The gRPC stream token is missing, malformed, expired, bound to ' +
-      'another job or to the other protocol, or (Arrow Flight) already used ' +
+      'another job or to the other protocol, (Arrow Flight) already used, or ' +
+      'issued to a user since disabled or deleted (`problem`: `user_disabled`) ' +
       "(gRPC code UNAUTHENTICATED: pyarrow's FlightUnauthenticatedError).",
   },
   flight_ticket_invalid: {

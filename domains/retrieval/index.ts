@@ -6,7 +6,9 @@
  */
 
 import { createNodeForwarder } from '../../gateway/cluster/forward.ts';
+import type { ChangeFeed } from '../../gateway/db/change-feed.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
+import { USER_DIRECTORY, type UserDirectory } from '../auth/index.ts';
 import { DATASETS, SECRETS } from '../catalog/index.ts';
 import { RECORD_GATE_CATALOG } from '../gates/index.ts';
 import { catalogDatasets } from './catalog-adapter.ts';
@@ -30,6 +32,22 @@ import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
 import { retrievalRpc } from './transports/rpc.ts';
 
+/** Enabled and not deleted; looked up afresh (UserDirectory catches the change feed up first). */
+function activeUsers(users: UserDirectory): (userId: string) => boolean {
+  return (userId) => users.byId(userId)?.disabled === false;
+}
+
+/**
+ * A user disabled or deleted, in any process or by the CLI, loses the streams they are reading in this one, as
+ * their tokens stop working: every process follows the users' change feed.
+ */
+function stopDisabledReaders(feed: ChangeFeed, runs: ActiveRuns, userActive: (userId: string) => boolean): void {
+  const stop = (gone: (readerId: string) => boolean) =>
+    runs.stopReaders(gone, RetrievalErrors.make.retrieval_reader_disabled());
+  feed.subscribe('users', (userId) => stop((readerId) => readerId === userId && !userActive(readerId)));
+  feed.onReset('users', () => stop((readerId) => !userActive(readerId)));
+}
+
 export const retrievalModule: HandlerModule = {
   name: 'retrieval',
   errors: RetrievalErrors,
@@ -48,10 +66,10 @@ export const retrievalModule: HandlerModule = {
     const runs = new ActiveRuns(store, deps.now);
     const nodes = new RetrievalNodes(deps.nodes, deps.feed);
     nodes.follow(runs);
-    const shared = await sharedRuns(deps.process, runs, deps.now, {
-      tokenKey: () => streamTokenKey(deps.config.dataDir),
-      spend: nodes.clustered ? spendInDatabase(deps.sql, deps.now) : null,
-    });
+    const userActive = activeUsers(deps.services.get(USER_DIRECTORY));
+    stopDisabledReaders(deps.feed, runs, userActive);
+    const shared = await sharedRuns(deps.process, runs, () => streamTokenKey(deps.config.dataDir));
+    const ledger = { tokenKey: shared.tokenKey, spend: spendInDatabase(deps.sql, deps.now) };
     const service = new RetrievalService({
       store,
       datasets,
@@ -59,7 +77,7 @@ export const retrievalModule: HandlerModule = {
       runs,
       shared,
       nodes,
-      tokens: new StreamTokens(settings.grpcTokenTtlSeconds, deps.now, shared),
+      tokens: new StreamTokens(settings.grpcTokenTtlSeconds, deps.now, ledger, userActive),
       settings,
       now: deps.now,
       logger: deps.logger,

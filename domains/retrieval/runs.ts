@@ -1,10 +1,13 @@
 /**
  * Live state of running streams: their abort controllers (cancel reaches
- * every stream of a job), their progress (kept in memory, written to the
+ * every stream of a job; disabling a user, every stream that user reads),
+ * their progress (kept in memory, written to the
  * job row at most once a second and at the end, so a 10M-row stream does
  * not turn into 10k synchronous database writes), and the in-memory
  * credential overrides (`credential_override`, never persisted).
  */
+import { ApiError } from '../../gateway/errors/api-error.ts';
+import { RetrievalErrors } from './errors.ts';
 import type { JobChanges, JobStore } from './store.ts';
 import type { Progress } from './wire.ts';
 
@@ -12,7 +15,8 @@ const FLUSH_MS = 1000;
 const OVERRIDE_TTL_MS = 6 * 3600 * 1000;
 
 interface Live {
-  controllers: Set<AbortController>;
+  /** Each open stream's controller, with the user reading it. */
+  controllers: Map<AbortController, string>;
   progress: Progress;
   flushedAt: number;
 }
@@ -26,15 +30,15 @@ export class ActiveRuns {
     private readonly now: () => Date,
   ) {}
 
-  /** Registers a stream of the job; the controller is aborted by cancel() or release(). */
-  begin(jobId: string): AbortController {
+  /** Registers a stream of the job read by `readerId`; aborted by cancel(), stopReaders() or end(). */
+  begin(jobId: string, readerId: string): AbortController {
     const controller = new AbortController();
     let live = this.#live.get(jobId);
     if (!live) {
-      live = { controllers: new Set(), progress: { rows: 0, bytes: 0, chunks: 0 }, flushedAt: 0 };
+      live = { controllers: new Map(), progress: { rows: 0, bytes: 0, chunks: 0 }, flushedAt: 0 };
       this.#live.set(jobId, live);
     }
-    live.controllers.add(controller);
+    live.controllers.set(controller, readerId);
     this.#write(jobId, { status: 'RUNNING', rows: 0, bytes: 0, chunks: 0, error: null });
     live.progress = { rows: 0, bytes: 0, chunks: 0 };
     return controller;
@@ -71,8 +75,14 @@ export class ActiveRuns {
   }
 
   cancel(jobId: string): void {
-    for (const controller of this.#live.get(jobId)?.controllers ?? []) controller.abort();
+    for (const controller of this.#live.get(jobId)?.controllers.keys() ?? []) controller.abort();
     this.#overrides.delete(jobId);
+  }
+
+  /** Ends every stream whose reader `gone` says may read no more (disabled or deleted), with `reason`. */
+  stopReaders(gone: (readerId: string) => boolean, reason: ApiError): void {
+    for (const live of this.#live.values())
+      for (const [controller, readerId] of live.controllers) if (gone(readerId)) controller.abort(reason);
   }
 
   progress(jobId: string): Progress | undefined {
@@ -91,10 +101,17 @@ export class ActiveRuns {
   }
 
   abortAll(): void {
-    for (const live of this.#live.values()) for (const controller of live.controllers) controller.abort();
+    for (const live of this.#live.values()) for (const controller of live.controllers.keys()) controller.abort();
   }
 
   #write(jobId: string, changes: JobChanges): void {
     this.store.update(jobId, { ...changes, updatedAt: this.now().toISOString() });
   }
+}
+
+/** Why a stream's read was aborted: the ApiError it was stopped with (stopReaders), else a cancel of its job. */
+export function abortReason(signal: AbortSignal, jobId: string): ApiError {
+  return signal.reason instanceof ApiError
+    ? signal.reason
+    : RetrievalErrors.make.retrieval_job_canceled({ job_id: jobId });
 }

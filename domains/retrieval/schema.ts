@@ -29,8 +29,8 @@ export const retrievalJobs = sqliteTable(
 );
 
 /**
- * Single-use stream tokens (Arrow Flight tickets) spent by any node of a cluster, each kept until it expires, so a
- * ticket is spent once in the whole cluster. Used on PostgreSQL; one node keeps them in its primary's memory.
+ * Single-use stream tokens (Arrow Flight tickets) spent by any process or node, each kept until it expires, so a
+ * ticket is spent once in the whole gateway or cluster, and across restarts.
  */
 export const retrievalSpentTokens = sqliteTable(
   'retrieval_spent_tokens',

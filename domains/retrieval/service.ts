@@ -165,7 +165,7 @@ export class RetrievalService {
   async flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
     // Loaded before the single-use token is spent: a library that fails to load leaves it for the next try.
     const { arrowMessages } = await arrowStream();
-    const row = this.#tokenJob(jobId, await this.deps.tokens.claim(token, jobId, 'arrow-flight'));
+    const row = this.#tokenJob(jobId, this.deps.tokens.claim(token, jobId, 'arrow-flight'));
     const by = { transport: 'flight', parent: NO_SPAN } as const;
     return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [
       m.rowCount,
@@ -268,7 +268,7 @@ export class RetrievalService {
       sourceInput(factory, dataset, request, await this.deps.shared.override(job.id), `meshgate-retrieval:${job.id}`),
     );
     const { runs } = this.deps;
-    const controller = runs.begin(job.id);
+    const controller = runs.begin(job.id, principal.userId);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
     const plan = readPlan({
       source,

@@ -6,12 +6,13 @@
  * An Arrow Flight token is single-use: the first DoGet that presents it
  * claims it, and any later one is refused (the SDK's contract: no replay of
  * a handshake). A token for another job or protocol, tampered, or expired is
- * refused. The key is per gateway start (one for all its processes): a
- * restart retires old tokens, and the job's status hands out a fresh one.
+ * refused, and so is one whose user has been disabled or deleted since,
+ * before a Flight token is spent. The key is kept with the cluster identity (cluster.ts), so a
+ * token stays good across a restart until it expires, and a spent Flight
+ * token stays spent: its nonce is kept in the database until then.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { RetrievalErrors } from './errors.ts';
-import type { SharedRuns } from './shared.ts';
 
 export type StreamProtocol = 'arrow-flight' | 'platform.retrieval.v1';
 
@@ -23,14 +24,20 @@ interface Claims {
   n: string;
 }
 
-/** The key and the spent single-use nonces, shared by every process of the gateway (shared.ts). */
-export type TokenLedger = Pick<SharedRuns, 'tokenKey' | 'spend'>;
+/** The key (shared.ts) and where single-use nonces are spent (the database every process shares: cluster.ts). */
+export interface TokenLedger {
+  readonly tokenKey: Buffer;
+  /** Spends a single-use token's nonce (kept until its expiry, in seconds); false when it was spent before. */
+  spend(nonce: string, expiry: number): boolean;
+}
 
 export class StreamTokens {
   constructor(
     private readonly ttlSeconds: number,
     private readonly now: () => Date,
     private readonly ledger: TokenLedger,
+    /** Whether a user is enabled and not deleted: a token is a credential of its user, refused as their others are. */
+    private readonly userActive: (userId: string) => boolean,
   ) {}
 
   issue(jobId: string, userId: string, protocol: StreamProtocol): { token: string; expiresAt: Date } {
@@ -52,9 +59,9 @@ export class StreamTokens {
   }
 
   /** verify() for a single-use token, which it spends: the same token is refused from then on, in every process. */
-  async claim(token: string, jobId: string, protocol: StreamProtocol): Promise<string> {
+  claim(token: string, jobId: string, protocol: StreamProtocol): string {
     const claims = this.#claims(token, jobId, protocol);
-    if (!(await this.ledger.spend(claims.n, claims.e)))
+    if (!this.ledger.spend(claims.n, claims.e))
       throw RetrievalErrors.make.grpc_token_invalid({ problem: 'already_used' });
     return claims.u;
   }
@@ -70,6 +77,7 @@ export class StreamTokens {
     if (claims.j !== jobId) throw invalid('other_job');
     if (claims.p !== protocol) throw invalid('other_protocol');
     if (claims.e * 1000 <= this.now().getTime()) throw invalid('expired');
+    if (!this.userActive(claims.u)) throw invalid('user_disabled');
     return claims;
   }
 

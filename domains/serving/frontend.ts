@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeResponse, Reply, RequestContext } from '../../gateway/http/context.ts';
-import { sessionCookieValue } from '../../gateway/http/session-cookie.ts';
+import { fromOwnOrigin, sessionCookieValue } from '../../gateway/http/session-cookie.ts';
 import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { SessionSignOut } from '../auth/index.ts';
@@ -75,9 +75,13 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
       };
     },
     // POST only: a link or image on another site must not sign anyone out (a GET is "safe", RFC 9110 §9.2.1).
-    // The SameSite=Lax cookie is not sent on a cross-site POST, so a forged form ends no session either.
+    // A cookie counts only from a page of the gateway's own origin, as on the API: SameSite=Lax keeps it off a
+    // cross-site POST, but not off one from a sibling subdomain, which is the same site.
     'POST /logout': async (ctx) => {
       const cookie = sessionCookieValue(ctx.req.headers.cookie);
+      if (cookie && !fromOwnOrigin(ctx.method, ctx.req.headers, auth.origin())) {
+        throw GatewayErrors.make.cross_origin_session();
+      }
       if (cookie) await deps.signOut.endSessionOf(cookie);
       // 303: the browser follows a form POST with a GET (RFC 9110 §15.4.4).
       const location = auth.absolute(auth.safeNext(ctx.query.get('next')));

@@ -4,6 +4,7 @@
  * Semantic checks the schema cannot express live in verifyConfig().
  */
 import { readFileSync } from 'node:fs';
+import { BlockList, isIPv6 } from 'node:net';
 import { hostOfUrl } from '../http/origin.ts';
 import { type Config, type ConfigInput, configSchema, ENV_NAMES } from './schema.ts';
 
@@ -69,6 +70,13 @@ export function verifyConfig(config: Config): string[] {
       );
     }
   }
+  if (metricsOpenOffLoopback(config.admin) && !config.admin.allowUnauthenticatedMetrics) {
+    problems.push(
+      `admin.metricsToken: the admin listener binds '${config.admin.bind}' (PLATFORM_ADMIN_BIND), which is not ` +
+        'loopback, so /metrics needs a token: set PLATFORM_METRICS_TOKEN, or ' +
+        'PLATFORM_ALLOW_UNAUTHENTICATED_METRICS=true to serve it to anyone who reaches that address',
+    );
+  }
   if (config.jobs.runtime === 'ray' && config.jobs.ray.dashboardUrl === null) {
     problems.push('jobs.ray.dashboardUrl: required when jobs.runtime is ray (PLATFORM_RAY_DASHBOARD_URL)');
   }
@@ -76,6 +84,26 @@ export function verifyConfig(config: Config): string[] {
     problems.push('jobs.pythonPackages.wheelDir: required when a package catalog is configured');
   }
   return problems;
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** `localhost`, 127.0.0.0/8 or ::1 (IPv4-mapped included, RFC 4291 §2.5.5.2); any other address or name is not. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  try {
+    return LOOPBACK.check(host, isIPv6(host) ? 'ipv6' : 'ipv4');
+  } catch {
+    // Not an address (a host name other than localhost): it may resolve to anything.
+    return false;
+  }
+}
+
+/** The admin listener is configured to serve /metrics with no token on an address other hosts may reach. */
+export function metricsOpenOffLoopback(admin: Config['admin']): boolean {
+  return admin.port !== null && admin.metricsToken === null && !isLoopbackHost(admin.bind);
 }
 
 function readConfigFile(path: string, problems: string[]): Tree {

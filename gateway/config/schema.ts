@@ -180,6 +180,13 @@ export const configSchema = z.strictObject({
         .describe(
           'Bearer token /metrics requires (Authorization: Bearer …); null = none, for a loopback-only listener.',
         ),
+      allowUnauthenticatedMetrics: z
+        .boolean()
+        .default(false)
+        .describe(
+          'Serve /metrics without a token on a non-loopback `bind` (a management network the operator guards); ' +
+            'off, such a configuration is refused at start.',
+        ),
     })
     .prefault({}),
   tracing: z
@@ -353,6 +360,7 @@ export const ENV_NAMES: Readonly<
   PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
   PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
   PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },
+  PLATFORM_ALLOW_UNAUTHENTICATED_METRICS: { path: ['admin', 'allowUnauthenticatedMetrics'], kind: 'boolean' },
   PLATFORM_OTLP_ENDPOINT: { path: ['tracing', 'otlpEndpoint'], kind: 'string' },
   PLATFORM_ACCESS_TOKEN_TTL_SECONDS: { path: ['auth', 'accessTokenTtlSeconds'], kind: 'number' },
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },

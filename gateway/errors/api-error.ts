@@ -2,7 +2,8 @@
  * The one error type of meshgate. A refusal carries an HTTP
  * status and a stable snake_case `reason`; the wire body is FastAPI-style:
  * `{"detail":{"reason":...,...extra}}`, or a string
- * `detail` for the few refusals public clients match as strings.
+ * `detail` for the few refusals public clients match as strings (with the
+ * fields beside it for those whose clients read both).
  */
 export type ErrorExtra = Record<string, unknown>;
 
@@ -12,6 +13,8 @@ export interface ErrorDef {
   doc: string;
   /** When set, the body is `{"detail": message}`: a plain string some clients match (docs/wire.md). */
   stringDetail?: string;
+  /** With stringDetail: the fields go beside it, `{"detail": message, ...extra}` (a decision's answer). */
+  fieldsBesideDetail?: boolean;
   /**
    * A sentence for people, sent as `detail.message` beside the reason: clients that show the raw body (the
    * platform SDK's retrieval exceptions print it whole when `detail` is not a string) then read as prose.
@@ -24,6 +27,8 @@ export class ApiError extends Error {
   readonly reason: string;
   readonly extra: ErrorExtra;
   readonly stringDetail: string | undefined;
+  /** With a string detail: whether `extra` is sent beside it. */
+  readonly fieldsBesideDetail: boolean;
   /** FastAPI 422 list, for request validation failures. */
   readonly problems: ValidationProblem[] | undefined;
 
@@ -31,7 +36,12 @@ export class ApiError extends Error {
     status: number,
     reason: string,
     extra: ErrorExtra = {},
-    options: { cause?: unknown; stringDetail?: string; problems?: ValidationProblem[] } = {},
+    options: {
+      cause?: unknown;
+      stringDetail?: string | undefined;
+      fieldsBesideDetail?: boolean | undefined;
+      problems?: ValidationProblem[];
+    } = {},
   ) {
     super(reason, { cause: options.cause });
     this.name = 'ApiError';
@@ -39,13 +49,15 @@ export class ApiError extends Error {
     this.reason = reason;
     this.extra = extra;
     this.stringDetail = options.stringDetail;
+    this.fieldsBesideDetail = options.fieldsBesideDetail ?? false;
     this.problems = options.problems;
   }
 
   /** The JSON body sent to the client. Never includes `cause` or a stack. */
   body(requestId: string): unknown {
     if (this.problems) return { detail: this.problems, request_id: requestId };
-    if (this.stringDetail !== undefined) return { detail: this.stringDetail };
+    if (this.stringDetail !== undefined)
+      return this.fieldsBesideDetail ? { detail: this.stringDetail, ...this.extra } : { detail: this.stringDetail };
     return { detail: { reason: this.reason, ...this.extra, request_id: requestId } };
   }
 }
@@ -77,7 +89,7 @@ export function defineErrors<R extends string>(domain: string, defs: Record<R, E
     make[reason] = (extra = {}, cause) =>
       new ApiError(def.status, reason, withMessage(extra), {
         cause,
-        ...(def.stringDetail ? { stringDetail: def.stringDetail } : {}),
+        ...(def.stringDetail ? { stringDetail: def.stringDetail, fieldsBesideDetail: def.fieldsBesideDetail } : {}),
       });
   }
   return Object.freeze({ domain, defs: Object.freeze(defs), make: Object.freeze(make) });

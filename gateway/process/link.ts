@@ -102,6 +102,7 @@ export interface CarriedError {
   readonly reason?: string;
   readonly extra?: ErrorExtra;
   readonly stringDetail?: string;
+  readonly fieldsBesideDetail?: boolean;
   readonly message: string;
 }
 
@@ -116,6 +117,7 @@ export function carryError(error: unknown): CarriedError {
       reason: error.reason,
       extra: error.extra,
       stringDetail: error.stringDetail,
+      fieldsBesideDetail: error.fieldsBesideDetail,
       message: error.message,
     };
   }
@@ -124,7 +126,10 @@ export function carryError(error: unknown): CarriedError {
 
 export function restoreError(carried: CarriedError): Error {
   if (carried.status !== undefined && carried.reason !== undefined) {
-    return new ApiError(carried.status, carried.reason, carried.extra, { stringDetail: carried.stringDetail });
+    return new ApiError(carried.status, carried.reason, carried.extra, {
+      stringDetail: carried.stringDetail,
+      fieldsBesideDetail: carried.fieldsBesideDetail,
+    });
   }
   return new Error(`the primary process failed: ${carried.message}`);
 }

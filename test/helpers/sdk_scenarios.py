@@ -237,7 +237,30 @@ def retrieval_errors(args: dict) -> dict:
     return out
 
 
+def authz_check(args: dict) -> dict:
+    """check_access for each tuple: an allow as the SDK returns it, a deny as what it raises (a 403 access_denied)."""
+    from kamiwaza_sdk.schemas.authz import CheckRequest
+
+    client = client_for(args)
+    out = {}
+    for label, tuple_ in args["checks"].items():
+        try:
+            answer = client.authz.check_access(CheckRequest(**tuple_))
+            out[label] = {"allow": answer.allow, "reason": answer.reason}
+        except Exception as error:  # what check_access raises for a deny
+            body = getattr(error, "response_data", None) or {}
+            out[label] = {
+                "raised": type(error).__name__,
+                "status": getattr(error, "status_code", None),
+                "detail": body.get("detail"),
+                "allow": body.get("allow"),
+                "reason": body.get("reason"),
+            }
+    return out
+
+
 LATER_SCENARIOS = {
+    "authz_check": authz_check,
     "cluster_calls": cluster_calls,
     "auth_calls": auth_calls,
     "jobs_calls": jobs_calls,

@@ -18,6 +18,7 @@ import {
 } from '../../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import { RetrievalErrors } from '../errors.ts';
 import type { ChunkMetadata } from '../pipeline.ts';
+import { abortReason } from '../runs.ts';
 import type { JobStream, RetrievalService } from '../service.ts';
 import { footer } from './inline.ts';
 
@@ -67,7 +68,8 @@ export async function openForRpc<T>(open: () => Promise<JobStream<T>>): Promise<
 /**
  * An RPC's messages over a job's stream, ending the job exactly once:
  * COMPLETED once the last message was taken, else FAILED with the error's
- * reason (a cancel of the job shows as retrieval_job_canceled), and the
+ * reason (a cancel of the job shows as retrieval_job_canceled, its reader
+ * disabled as retrieval_reader_disabled), and the
  * client's disconnect ends the read.
  */
 export async function* drained<T, M>(
@@ -81,10 +83,7 @@ export async function* drained<T, M>(
     yield* messages;
     stream.finish();
   } catch (thrown) {
-    const error =
-      stream.signal.aborted && !context.signal.aborted
-        ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id })
-        : thrown;
+    const error = stream.signal.aborted && !context.signal.aborted ? abortReason(stream.signal, stream.job.id) : thrown;
     if (!(error instanceof Error && error.name === 'ApiError'))
       context.values.get(RPC_CONTEXT)?.logger.error({ err: error }, 'retrieval rpc failed');
     stream.finish(error);

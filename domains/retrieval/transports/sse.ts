@@ -10,7 +10,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
 import type { NodeResponse } from '../../../gateway/http/context.ts';
-import { RetrievalErrors } from '../errors.ts';
+import { abortReason } from '../runs.ts';
 import type { JobStream } from '../service.ts';
 import { footer } from './inline.ts';
 
@@ -78,9 +78,7 @@ export async function streamSse(
     res.end(`event: complete\ndata: ${JSON.stringify({ event: 'complete', rows, chunks, metadata })}\n\n`);
     stream.finish();
   } catch (thrown) {
-    const error = stream.signal.aborted
-      ? RetrievalErrors.make.retrieval_job_canceled({ job_id: stream.job.id })
-      : thrown;
+    const error = stream.signal.aborted ? abortReason(stream.signal, stream.job.id) : thrown;
     if (!(error instanceof ApiError)) logger.error({ err: error, job_id: stream.job.id }, 'retrieval stream failed');
     stream.finish(error);
     if (!res.destroyed)

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { meshgateLaunch } from '../../../helpers/artifact.ts';
+import { runMeshgate } from '../../../helpers/cli.ts';
 
 function run(
   args: string[],
@@ -158,6 +159,21 @@ test('a data dir the kernel refuses (under /proc) stops start with one line, wit
     assert.match(res.stderr, /^meshgate: cannot create the folder \/proc\/meshgate-test: ENOENT$/m);
     assert.doesNotMatch(res.stdout, /password/i);
   }
+});
+
+test('an admin listener off loopback with no metrics token stops start, exit 2, naming the settings', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-cli-admin-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'config.json');
+  // Refused at config load, before anything is bound or written. A documentation address (RFC 5737), which no host
+  // here holds: a gateway that let the setting through could not listen there either, so nothing leaves loopback.
+  writeFileSync(file, JSON.stringify({ admin: { port: 0, bind: '192.0.2.1' } }));
+  const dataDir = join(dir, 'data');
+  const res = await runMeshgate(['serve', '--config', file, '--data-dir', dataDir, '--https-port', '0']);
+  assert.equal(res.code, 2, res.out);
+  for (const setting of ['PLATFORM_ADMIN_BIND', 'PLATFORM_METRICS_TOKEN', 'PLATFORM_ALLOW_UNAUTHENTICATED_METRICS'])
+    assert.match(res.out, new RegExp(setting));
+  assert.equal(existsSync(dataDir), false, 'nothing was set up');
 });
 
 test('a port in use stops start before the admin exists, no password printed; the next start prints it', async (t) => {

@@ -109,6 +109,27 @@ test(
   },
 );
 
+test("the SDK's alias /api/auth/forward/validate answers as /api/auth/validate, under the same throttle", async (t) => {
+  const gw = await startTestGateway(t, { auth: { forwardAuth: { failureBurst: 2, failureRefillSeconds: 600 } } });
+  const alice = await gw.userToken('alice');
+  const ALIAS = '/api/auth/forward/validate';
+  for (const path of [ALIAS, `${ALIAS}/app/orders?id=1`]) {
+    const res = await gw.request('GET', path, { token: alice.token, headers: { 'x-user-id': 'admin' } });
+    assert.equal(res.status, 200, `${path}: ${res.text}`);
+    assert.equal(res.headers['x-user-id'], alice.id);
+    assert.equal(res.headers['x-auth-token'], undefined);
+  }
+  const anonymous = await gw.request('POST', ALIAS, { headers: { 'x-user-id': 'admin' } });
+  assert.deepEqual([anonymous.status, anonymous.json], [401, { detail: 'Not authenticated' }]);
+  assert.equal(anonymous.headers['x-user-id'], undefined);
+  // Guesses on either path spend one budget: the alias is no way around the throttle.
+  const guess = (path: string) => gw.request('GET', path, { headers: { authorization: 'Bearer not-a-token' } });
+  assert.equal((await guess(ALIAS)).status, 401);
+  assert.equal((await guess(VALIDATE)).status, 401);
+  assert.equal((await guess(ALIAS)).status, 429);
+  assert.equal((await guess(VALIDATE)).status, 429);
+});
+
 /** A request to nginx over plain HTTP on loopback (the gateway side of nginx is TLS). */
 function viaNginx(
   url: string,

@@ -12,10 +12,15 @@ const ds = (id = URN) => ({ namespace: 'dataset', id });
 const user = (id: string) => ({ namespace: 'user', id });
 const tuple = (subject: string, relation: string, object = ds()) => ({ subject: user(subject), relation, object });
 
+/** A check's decision: an allow is 200, a deny 403 `{"detail": "access_denied", ...the decision}` (docs/wire.md). */
 async function check(gw: TestGateway, token: string, body: unknown) {
   const res = await gw.request('POST', '/api/auth/check', { token, json: body });
-  assert.equal(res.status, 200, res.text);
-  return res.json as { allow: boolean; decision_id: string; reason: string; via?: string };
+  const decision = res.json as { allow: boolean; decision_id: string; reason: string; via?: string; detail?: string };
+  if (decision.allow) assert.deepEqual([res.status, decision.detail], [200, undefined], res.text);
+  else assert.deepEqual([res.status, decision.detail, decision.allow], [403, 'access_denied', false], res.text);
+  assert.match(decision.decision_id, /^[0-9a-f-]{36}$/);
+  assert.equal(typeof decision.reason, 'string');
+  return decision;
 }
 
 test('an admin writes nested tuples (204), lists them flat, checks and deletes them', async (t) => {

@@ -207,6 +207,26 @@ test(
   },
 );
 
+test("the Python SDK's check_access returns an allow, and raises on a deny: 403 access_denied", async (t) => {
+  const dir = scratch(t);
+  const gw = await startTestGateway(t);
+  const admin = await gw.adminToken();
+  const bob = await gw.userToken('bob');
+  const dataset = { namespace: 'dataset', id: 'urn:li:dataset:(urn:li:dataPlatform:file,sales,PROD)' };
+  const tuple = (relation: string) => ({ subject: { namespace: 'user', id: bob.id }, relation, object: dataset });
+  const granted = await gw.request('POST', '/api/auth/tuples', { token: admin, json: tuple('viewer') });
+  assert.equal(granted.status, 204, granted.text);
+  const got = await sdk(gw, dir, 'authz_check', { checks: { viewer: tuple('viewer'), owner: tuple('owner') } });
+  assert.deepEqual(got.viewer, { allow: true, reason: 'direct_tuple' });
+  assert.deepEqual(got.owner, {
+    raised: 'APIError',
+    status: 403,
+    detail: 'access_denied',
+    allow: false,
+    reason: 'no_matching_tuple',
+  });
+});
+
 test(
   'the Python SDK run(recoverable=True) reports the marker, audit_actor, ' + 'a marker-less success and a failure',
   async (t) => {

@@ -159,7 +159,8 @@ test(
 );
 
 test(
-  'browser sign-out is POST only and ends the session of the cookie ' + 'token: its access and refresh tokens',
+  'browser sign-out is POST only from a page of the origin, and ends the session of the cookie ' +
+    'token: its access and refresh tokens',
   async (t) => {
     const gw = await startTestGateway(t);
     await gw.userToken('frank');
@@ -183,8 +184,21 @@ test(
     // A forged cross-site form carries no SameSite=Lax cookie: only the cookie-less request reaches us, ending nothing.
     assert.equal((await gw.request('POST', '/logout')).status, 303);
     assert.equal(await me(access), 200);
+    // One that carries it anyway (a sibling subdomain is the same site) must come from a page of the origin.
+    const forgeries: Record<string, string>[] = [
+      { cookie, origin: 'https://evil.example' },
+      { cookie, origin: 'null' },
+      { cookie, 'sec-fetch-site': 'same-origin' },
+      { cookie },
+    ];
+    for (const headers of forgeries) {
+      const forged = await gw.request('POST', '/logout', { headers });
+      assert.deepEqual([forged.status, forged.json.detail.reason], [403, 'cross_origin_session'], forged.text);
+      assert.equal(forged.headers['set-cookie'], undefined);
+    }
+    assert.equal(await me(access), 200, 'no forged sign-out ended the session');
 
-    const out = await gw.request('POST', '/logout?next=/runtime/apps/x/', { headers: { cookie } });
+    const out = await gw.request('POST', '/logout?next=/runtime/apps/x/', { headers: { cookie, origin: gw.url } });
     assert.equal(out.status, 303);
     assert.equal(out.headers.location, `${gw.url}/runtime/apps/x/`);
     assert.equal(await me(access), 401, "the cookie's access token is revoked");

@@ -113,3 +113,26 @@ test('workers: a count or auto, from a flag, the environment or the file; anythi
   }
   assert.throws(() => loadConfig({ env: { PLATFORM_WORKER_LISTEN: 'fork' } }), /workerListen/);
 });
+
+test('an admin listener off loopback needs a metrics token, unless serving it open is allowed by name', () => {
+  const problems = (env: Record<string, string>) => {
+    try {
+      loadConfig({ env: { PLATFORM_ADMIN_PORT: '9464', ...env } });
+      return [];
+    } catch (error) {
+      assert.ok(error instanceof ConfigError);
+      return error.problems;
+    }
+  };
+  for (const bind of ['0.0.0.0', '::', '10.1.2.3', 'fd00::1', 'metrics.internal', '::ffff:10.0.0.1']) {
+    const [problem, ...more] = problems({ PLATFORM_ADMIN_BIND: bind });
+    assert.equal(more.length, 0, bind);
+    assert.match(problem ?? '', /^admin\.metricsToken: .*PLATFORM_ADMIN_BIND.*PLATFORM_METRICS_TOKEN/, bind);
+    assert.match(problem ?? '', /PLATFORM_ALLOW_UNAUTHENTICATED_METRICS=true/, bind);
+    assert.deepEqual(problems({ PLATFORM_ADMIN_BIND: bind, PLATFORM_METRICS_TOKEN: 'a-token-of-16-chars+' }), []);
+    assert.deepEqual(problems({ PLATFORM_ADMIN_BIND: bind, PLATFORM_ALLOW_UNAUTHENTICATED_METRICS: 'true' }), []);
+    assert.deepEqual(problems({ PLATFORM_ADMIN_BIND: bind, PLATFORM_ADMIN_PORT: 'none' }), [], 'no listener');
+  }
+  for (const bind of ['127.0.0.1', '127.0.0.2', '::1', '::ffff:127.0.0.1', 'localhost'])
+    assert.deepEqual(problems({ PLATFORM_ADMIN_BIND: bind }), [], bind);
+});
