@@ -49,8 +49,8 @@ interface Mount {
   options: string[];
 }
 
-function mounts(): Mount[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
+function mounts(procSelf: string): Mount[] {
+  return readFileSync(join(procSelf, 'mountinfo'), 'utf8')
     .split('\n')
     .filter(Boolean)
     .map((line) => {
@@ -69,8 +69,8 @@ function mounts(): Mount[] {
 }
 
 /** This process's cgroup per hierarchy (proc(5), /proc/pid/cgroup): `0` is v2, else the v1 controller list. */
-function ownCgroups(): { hierarchy: string; controllers: string[]; path: string }[] {
-  return readFileSync('/proc/self/cgroup', 'utf8')
+function ownCgroups(procSelf: string): { hierarchy: string; controllers: string[]; path: string }[] {
+  return readFileSync(join(procSelf, 'cgroup'), 'utf8')
     .split('\n')
     .filter(Boolean)
     .map((line) => {
@@ -91,9 +91,9 @@ function words(file: string): string[] {
 }
 
 /** The v2 layout, or why not. Moves the gateway's processes into a leaf the first time (see the module comment). */
-function v2Layout(): Layout | string {
-  const own = ownCgroups().find((c) => c.hierarchy === '0');
-  const mount = mounts().find((m) => m.type === 'cgroup2');
+function v2Layout(procSelf: string): Layout | string {
+  const own = ownCgroups(procSelf).find((c) => c.hierarchy === '0');
+  const mount = mounts(procSelf).find((m) => m.type === 'cgroup2');
   if (!own || !mount) return 'no cgroup v2 hierarchy';
   const dir = hostPath(mount, own.path);
   if (dir === null || own.path === '/') return 'the gateway runs in the root cgroup v2 (nothing is delegated to it)';
@@ -123,9 +123,9 @@ function v2Layout(): Layout | string {
 }
 
 /** The v1 layout (the gateway's own cgroup in the memory and in the pids hierarchy), or why not. */
-function v1Layout(): Layout | string {
-  const all = mounts();
-  const own = ownCgroups();
+function v1Layout(procSelf: string): Layout | string {
+  const all = mounts(procSelf);
+  const own = ownCgroups(procSelf);
   const parent = (controller: string): string | null => {
     const mount = all.find((m) => m.type === 'cgroup' && m.options.includes(controller));
     const cgroup = own.find((c) => c.hierarchy !== '0' && c.controllers.includes(controller));
@@ -147,12 +147,15 @@ export class JobCgroups {
     this.problem = problem;
   }
 
-  /** Finds the layout and proves it by making (and removing) one cgroup with the caps. */
-  static detect(caps: CgroupCaps): JobCgroups {
+  /**
+   * Finds the layout and proves it by making (and removing) one cgroup with the caps. `procSelf` is where this
+   * process's mountinfo and cgroup files are read (a test points it at a cgroup tree of its own).
+   */
+  static detect(caps: CgroupCaps, procSelf = '/proc/self'): JobCgroups {
     const reasons: string[] = [];
     for (const find of [v2Layout, v1Layout]) {
       try {
-        const layout = find();
+        const layout = find(procSelf);
         if (typeof layout === 'string') {
           reasons.push(layout);
           continue;
