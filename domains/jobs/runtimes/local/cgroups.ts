@@ -90,6 +90,20 @@ function words(file: string): string[] {
   return readFileSync(file, 'utf8').trim().split(/\s+/).filter(Boolean);
 }
 
+/** Whether the process is this one or one it started (its workers), following parent pids (proc(5), stat). */
+function descendsFromGateway(pid: number): boolean {
+  for (let at = pid, hops = 0; at > 1 && hops < 64; hops++) {
+    if (at === process.pid) return true;
+    try {
+      const stat = readFileSync(`/proc/${at}/stat`, 'utf8');
+      at = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return true; // ended meanwhile: nothing left to take over
+    }
+  }
+  return false;
+}
+
 /** The v2 layout, or why not. Moves the gateway's processes into a leaf the first time (see the module comment). */
 function v2Layout(procSelf: string): Layout | string {
   const own = ownCgroups(procSelf).find((c) => c.hierarchy === '0');
@@ -108,9 +122,14 @@ function v2Layout(procSelf: string): Layout | string {
   if (missing.length > 0) return `its cgroup v2 ${own.path} lacks the ${missing.join(' and ')} controller`;
   const enabled = words(join(dir, 'cgroup.subtree_control'));
   if (CONTROLLERS.some((c) => !enabled.includes(c))) {
+    // Root may write any cgroup, delegated or not: only one that holds nothing but the gateway's own processes
+    // (the service's, under Delegate=yes) is taken over, never a login session's or a shared slice's.
+    const procs = words(join(dir, 'cgroup.procs'));
+    const foreign = procs.find((pid) => !descendsFromGateway(Number(pid)));
+    if (foreign !== undefined) return `its cgroup v2 ${own.path} holds other processes (${foreign}): not delegated`;
     const leaf = join(dir, 'gateway');
     mkdirSync(leaf, { recursive: true });
-    for (const pid of words(join(dir, 'cgroup.procs'))) {
+    for (const pid of procs) {
       try {
         writeFileSync(join(leaf, 'cgroup.procs'), pid);
       } catch {

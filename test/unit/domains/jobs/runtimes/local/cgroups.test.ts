@@ -63,12 +63,12 @@ test('cgroup v2 delegated to the service: the gateway moves into a leaf, enables
     {
       [`${service}/cgroup.controllers`]: 'cpu io memory pids\n',
       [`${service}/cgroup.subtree_control`]: '\n',
-      [`${service}/cgroup.procs`]: '4242\n',
+      [`${service}/cgroup.procs`]: `${process.pid}\n`,
     },
   );
   const cgroups = JobCgroups.detect(caps, host.proc);
   assert.deepEqual([cgroups.version, cgroups.problem], ['v2', null]);
-  assert.equal(host.read(`${service}/gateway/cgroup.procs`), '4242', 'its processes moved into the leaf');
+  assert.equal(host.read(`${service}/gateway/cgroup.procs`), String(process.pid), 'its processes moved into the leaf');
   assert.equal(host.read(`${service}/cgroup.subtree_control`), '+memory +pids');
   writeFileSync(join(host.root, `${service}/cgroup.subtree_control`), 'memory pids\n');
   const job = cgroups.create('job-a', caps);
@@ -92,6 +92,14 @@ test('cgroup v2 without delegation: the root cgroup, or no memory and pids contr
     'cg/user.slice/cgroup.controllers': 'cpu\n',
   });
   assert.match(JobCgroups.detect(caps, bare.proc).problem ?? '', /lacks the memory and pids controller/);
+  // A cgroup holding processes that are not the gateway's (a login session's shell: pid 1 here) is not taken over.
+  const shared = fakeHost(t, '0::/user.slice/session-1.scope\n', ['41 31 0:38 / {root}/cg rw - cgroup2 cgroup2 rw'], {
+    'cg/user.slice/session-1.scope/cgroup.controllers': 'memory pids\n',
+    'cg/user.slice/session-1.scope/cgroup.subtree_control': '\n',
+    'cg/user.slice/session-1.scope/cgroup.procs': `1\n${process.pid}\n`,
+  });
+  assert.match(JobCgroups.detect(caps, shared.proc).problem ?? '', /holds other processes \(1\): not delegated/);
+  assert.equal(existsSync(join(shared.root, 'cg/user.slice/session-1.scope/gateway')), false, 'nothing was moved');
   assert.throws(() => root.create('job', caps), /no cgroup can be made/);
 });
 
