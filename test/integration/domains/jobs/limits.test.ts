@@ -81,7 +81,8 @@ test('a memory bomb and a fork bomb in one job leave a job beside it and the gat
   const limits = { memoryBytes: 128 * MiB, processes: 48 };
   const gw = await startTestGateway(t, { jobs: { local: { stopGraceMs: 200, limits } } });
   const { token } = await executorToken(gw, 'mallory');
-  // 32 MiB more at a time, each page written, up to 1 GiB; then shells that fork until they cannot.
+  // 32 MiB more at a time, each page written, up to 1 GiB; then sleeps started until fork fails (the shell then
+  // exits), each holding its process slot; the job then waits without forking again.
   const memoryBomb = py(
     'held = []\n' +
       'while len(held) < 32:\n' +
@@ -89,10 +90,12 @@ test('a memory bomb and a fork bomb in one job leave a job beside it and the gat
       '    print("held", len(held) * 32, flush=True)',
   );
   const bomb = await submit(gw, token, {
-    entrypoint: `${memoryBomb}; echo memory-bomb-ended; bomb() { bomb | bomb & }; bomb; sleep 60`,
+    entrypoint:
+      `${memoryBomb}; echo memory-bomb-ended; (while :; do sleep 600 & done) 2>/dev/null; ` +
+      'echo fork-bomb-full; exec sleep 60',
   });
   t.after(() => killJob(bomb.json.id));
-  await waitFor(gw, token, bomb.json.id, () => log(gw, bomb.json.id).includes('memory-bomb-ended'));
+  await waitFor(gw, token, bomb.json.id, () => log(gw, bomb.json.id).includes('fork-bomb-full'));
   const record = (await gw.request('GET', `${JOBS}/${bomb.json.id}/status`, { token })).json;
   assert.equal(record.status, 'RUNNING');
   assert.ok(['v1', 'v2'].includes(record.limits.cgroup), JSON.stringify(record.limits));
