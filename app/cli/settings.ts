@@ -227,6 +227,11 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     meaning: 'local jobs run in a bubblewrap sandbox (`bwrap`); `none` turns it off and is unsafe',
     doc: 'docs/jobs.md',
   },
+  {
+    env: ['PLATFORM_JOBS_NETWORK'],
+    meaning: "sandboxed jobs share the host's network (`host`), or each has its own and reaches nothing (`none`)",
+    doc: 'docs/jobs.md',
+  },
 ];
 
 let defaults: Config | null = null;

@@ -36,7 +36,8 @@ export const JobsErrors = defineErrors('jobs', {
     status: 503,
     doc:
       'Local jobs are refused: the job sandbox (bubblewrap) could not be ' +
-      'made on this machine at start; the gateway log says why.',
+      'made on this machine at start, or no job cgroup could be made and ' +
+      '`jobs.local.limits.requireCgroup` is set; the gateway log says why.',
   },
   no_execution_gate_configured_for_mesh: {
     status: 403,

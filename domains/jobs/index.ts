@@ -22,6 +22,7 @@ import { observeJobs } from './metrics.ts';
 import { JobOwnership } from './ownership.ts';
 import { PackageCatalog } from './packages.ts';
 import { gateRoutes, jobRoutes } from './routes.ts';
+import { type CgroupCaps, JobCgroups } from './runtimes/local/cgroups.ts';
 import { LocalJobRuntime } from './runtimes/local/runtime.ts';
 import { exposedPaths, type GuardedPath, JobSandbox } from './runtimes/local/sandbox.ts';
 import { answerJobCalls, OwnedJobRuntime } from './runtimes/owned.ts';
@@ -106,9 +107,11 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
       wheelDir: jobs.pythonPackages.wheelDir,
     });
   }
+  const { memoryBytes, processes, requireCgroup, ...limits } = jobs.local.limits;
   const sandbox = new JobSandbox({
     ...jobs.local.sandbox,
-    limits: jobs.local.limits,
+    network: jobs.local.network,
+    limits,
     maxFileBytes: jobs.local.maxLogBytes + 1,
   });
   if (sandbox.isolated) {
@@ -116,10 +119,13 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
     if (exposed.length > 0)
       throw new Error(`the job sandbox would expose the gateway's secrets: ${exposed.join('; ')}`);
   }
+  const cgroups = jobCgroups({ memoryBytes, processes }, requireCgroup, logger);
   const sandboxProblem = sandbox.probe().then((problem) => {
-    if (problem !== null)
-      logger.error({ reason: problem }, 'the job sandbox is unavailable: local jobs are refused (503)');
-    return problem;
+    const { problem: noCgroup } = cgroups.cgroups;
+    const refused = problem ?? (requireCgroup && noCgroup !== null ? `no job cgroup: ${noCgroup}` : null);
+    if (refused !== null)
+      logger.error({ reason: refused }, 'the job sandbox is unavailable: local jobs are refused (503)');
+    return refused;
   });
   if (!sandbox.isolated)
     logger.warn('jobs.local.sandbox.mode is "none": local jobs run UNSANDBOXED and can read the gateway’s keys');
@@ -133,9 +139,31 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
     baseEnv: cleanBaseEnv(),
     sandbox,
     sandboxProblem,
+    ...cgroups,
   });
   if (place.role === 'primary') answerJobCalls(place, local);
   return local;
+}
+
+/**
+ * Per-job cgroups with their caps. Where none can be made jobs run without the two caps (logged once, here) or,
+ * with `requireCgroup`, are refused; a single job whose cgroup fails later is logged the first time only.
+ */
+function jobCgroups(caps: CgroupCaps, requireCgroup: boolean, logger: Logger) {
+  const cgroups = JobCgroups.detect(caps);
+  if (cgroups.version !== null) logger.info({ cgroup: cgroups.version, ...caps }, 'local jobs run in cgroups');
+  else if (!requireCgroup)
+    logger.warn(
+      { reason: cgroups.problem },
+      'no cgroup can be made for local jobs: they run without memory and process caps',
+    );
+  let failureLogged = false;
+  const cgroupFailed = (jobId: string, error: Error) => {
+    if (!failureLogged)
+      logger.warn({ job_id: jobId, err: error }, 'a job cgroup could not be made: it runs without caps');
+    failureLogged = true;
+  };
+  return { cgroups, caps, requireCgroup, cgroupFailed };
 }
 
 /** What no job may see: the data dir (keys, database, other jobs), the KEKs and the TLS key. */

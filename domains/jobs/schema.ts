@@ -16,6 +16,19 @@ export interface DelegatedAccess {
   models?: { deployment_id: string; operations: string[] }[];
 }
 
+/**
+ * The caps a local job runs under, as its record shows them: `cgroup` says which cgroup layout binds memory and
+ * processes (null: the job runs without those two caps).
+ */
+export interface JobLimits {
+  readonly cgroup: 'v1' | 'v2' | null;
+  readonly memoryBytes: number | null;
+  readonly processes: number | null;
+  /** Size of the private /tmp; null without a sandbox. */
+  readonly tmpBytes: number | null;
+  readonly network: 'host' | 'none';
+}
+
 export const JOB_STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'STOPPED'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
@@ -48,6 +61,8 @@ export const jobs = sqliteTable(
     metadata: text('metadata', { mode: 'json' }).$type<Record<string, string>>().notNull(),
     delegatedAccess: text('delegated_access', { mode: 'json' }).$type<DelegatedAccess>(),
     pythonPackages: text('python_packages', { mode: 'json' }).$type<ApprovedPackage[]>().notNull(),
+    /** The caps the local runtime set when the job started; null before, and for runtimes that set none (Ray). */
+    limits: text('limits', { mode: 'json' }).$type<JobLimits>(),
     timeoutSeconds: integer('timeout_seconds'),
     timedOut: integer('timed_out', { mode: 'boolean' }).notNull().default(false),
     errorType: text('error_type'),

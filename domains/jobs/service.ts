@@ -181,6 +181,7 @@ export class JobsService {
       metadata: input.metadata ?? {},
       delegatedAccess: input.delegated_access ?? null,
       pythonPackages: packages,
+      limits: null,
       timeoutSeconds: input.timeout_seconds ?? null,
       timedOut: false,
       errorType: null,

@@ -143,9 +143,12 @@ export class JobTracker {
 /** The record change a runtime snapshot implies, or null; status never moves backwards. */
 export function transition(row: JobRow, snap: RuntimeSnapshot, now: Date): JobPatch | null {
   const at = (d: Date | null | undefined) => (d ?? now).toISOString();
+  // The caps are set once, at the job's start; a snapshot that no longer knows them keeps the recorded ones.
+  const limits = snap.limits && row.limits === null ? { limits: snap.limits } : {};
   if (TERMINAL_STATUSES.has(snap.status)) {
     const ok = snap.status === 'SUCCEEDED';
     return {
+      ...limits,
       status: snap.status,
       startedAt: row.startedAt ?? (snap.startedAt ? snap.startedAt.toISOString() : null),
       endedAt: at(snap.endedAt),
@@ -154,7 +157,7 @@ export function transition(row: JobRow, snap: RuntimeSnapshot, now: Date): JobPa
     };
   }
   if (snap.status === 'RUNNING' && row.status === 'PENDING')
-    return { status: 'RUNNING', startedAt: at(snap.startedAt) };
+    return { ...limits, status: 'RUNNING', startedAt: at(snap.startedAt) };
   return null;
 }
 

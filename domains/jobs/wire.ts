@@ -29,6 +29,7 @@ export function recordView(row: JobRow) {
     runtime_env: redactedRuntimeEnv(row),
     python_packages: row.pythonPackages,
     delegated_access: row.delegatedAccess ?? null,
+    limits: limitsView(row),
     metadata_: row.metadata,
     timeout_seconds: row.timeoutSeconds,
     timed_out: row.timedOut,
@@ -39,6 +40,18 @@ export function recordView(row: JobRow) {
     ended_at: row.endedAt,
     created_at: row.createdAt,
     updated_at: row.updatedAt,
+  };
+}
+
+/** The caps of a local job (null before it starts and for Ray), in the record's snake_case. */
+function limitsView({ limits }: JobRow) {
+  if (!limits) return null;
+  return {
+    cgroup: limits.cgroup,
+    memory_bytes: limits.memoryBytes,
+    processes: limits.processes,
+    tmp_bytes: limits.tmpBytes,
+    network: limits.network,
   };
 }
 

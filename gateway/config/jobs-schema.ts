@@ -63,6 +63,13 @@ export const jobsSettings = z
           .min(1)
           .default('python3')
           .describe('Interpreter that creates per-job virtualenvs for python_packages.'),
+        network: z
+          .enum(['host', 'none'])
+          .default('host')
+          .describe(
+            "host: jobs share the host's network (they can call the gateway's API). " +
+              'none: each sandboxed job has a network namespace of its own and reaches nothing, the gateway included.',
+          ),
         sandbox: z
           .strictObject({
             mode: z
@@ -97,12 +104,24 @@ export const jobsSettings = z
               .min(64 * 1024 * 1024)
               .default(4 * 1024 * 1024 * 1024)
               .describe('RLIMIT_AS of each job process.'),
+            memoryBytes: z
+              .number()
+              .int()
+              .min(16 * 1024 * 1024)
+              .default(4 * 1024 * 1024 * 1024)
+              .describe(
+                "Memory of each job's cgroup (memory.max), its /tmp included; beyond it the kernel kills in it.",
+              ),
             processes: z
               .number()
               .int()
               .min(8)
               .default(256)
-              .describe('RLIMIT_NPROC: processes of the job uid (shared by running jobs).'),
+              .describe("Processes and threads of each job's cgroup (pids.max), its supervisor and bwrap included."),
+            requireCgroup: z
+              .boolean()
+              .default(false)
+              .describe('Refuse local jobs (503) when no cgroup can be made for them; false: run them without.'),
             openFiles: z.number().int().min(16).default(1024).describe('RLIMIT_NOFILE of each job process.'),
             cpuSeconds: z.number().int().min(1).default(3600).describe('RLIMIT_CPU: CPU seconds of each job process.'),
             tmpBytes: z

@@ -380,4 +380,5 @@ export const ENV_NAMES: Readonly<
   PLATFORM_JOBS_PACKAGE_CATALOG: { path: ['jobs', 'pythonPackages', 'catalogFile'], kind: 'string' },
   PLATFORM_JOBS_WHEEL_DIR: { path: ['jobs', 'pythonPackages', 'wheelDir'], kind: 'string' },
   PLATFORM_JOBS_SANDBOX: { path: ['jobs', 'local', 'sandbox', 'mode'], kind: 'string' },
+  PLATFORM_JOBS_NETWORK: { path: ['jobs', 'local', 'network'], kind: 'string' },
 };

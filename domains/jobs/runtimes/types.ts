@@ -4,7 +4,9 @@
  * owns the records; a runtime only runs, reports and forgets. One contract
  * suite (test/contract/job-runtime.contract.ts) runs against every runtime.
  */
-import type { ApprovedPackage, JobStatus } from '../schema.ts';
+import type { ApprovedPackage, JobLimits, JobStatus } from '../schema.ts';
+
+export type { JobLimits } from '../schema.ts';
 
 export interface RuntimeJobSpec {
   readonly jobId: string;
@@ -24,6 +26,8 @@ export interface RuntimeSnapshot {
   /** Stable snake_case cause for FAILED (entrypoint_failed, runtime_lost, ...). */
   readonly errorType?: string | null;
   readonly errorMessage?: string | null;
+  /** Known once the job started, for runtimes that set caps themselves (local). */
+  readonly limits?: JobLimits | null;
 }
 
 /** Random access to a job's combined stdout+stderr, so the marker scan can read from the end. */

@@ -22,7 +22,8 @@ import {
 import { join } from 'node:path';
 import { ENV_NAME } from '../../env.ts';
 import type { ApprovedPackage } from '../../schema.ts';
-import { type JobSandbox, shellQuote } from './sandbox.ts';
+import type { JobCgroup } from './cgroups.ts';
+import { FILTER_FD, type JobSandbox, shellQuote } from './sandbox.ts';
 
 /**
  * Waits for the background child in `$child`, also through signals that interrupt `wait` (the SIGTERM
@@ -75,6 +76,8 @@ export interface JobPaths {
   pid: string;
   requirements: string;
   venv: string;
+  /** The sandbox's user-namespace filter, read by bwrap on FILTER_FD at every step. */
+  filter: string;
 }
 
 export function jobPaths(jobsDir: string, jobId: string): JobPaths {
@@ -88,6 +91,7 @@ export function jobPaths(jobsDir: string, jobId: string): JobPaths {
     pid: join(dir, 'pid'),
     requirements: join(dir, 'requirements.txt'),
     venv: join(dir, 'venv'),
+    filter: join(dir, 'userns-filter.bpf'),
   };
 }
 
@@ -133,12 +137,16 @@ export interface SpawnOptions {
   python: string;
   wheelDir: string;
   sandbox: JobSandbox;
+  /** The job's own cgroup, which the supervisor joins before it starts anything; null to run without. */
+  cgroup: JobCgroup | null;
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
 }
 
 /** Synchronous (two small writes) so that jobs start in the order the queue releases them. */
-export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackage[], owner: number | null): void {
+export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackage[], sandbox: JobSandbox): void {
+  const owner = sandbox.jobUid;
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  if (sandbox.filter) writeFileSync(paths.filter, sandbox.filter, { mode: 0o600 });
   const writable = packages.length > 0 ? [paths.work, paths.venv] : [paths.work];
   for (const dir of writable) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -161,11 +169,17 @@ export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackag
  */
 function supervisorScript(options: SpawnOptions): string {
   const { paths, sandbox, packages } = options;
-  const command = (argv: readonly string[]) => argv.map(shellQuote).join(' ');
+  const filter = sandbox.isolated ? ` ${FILTER_FD}<${shellQuote(paths.filter)}` : '';
+  const command = (argv: readonly string[]) => `${argv.map(shellQuote).join(' ')}${filter}`;
   const lines = [
     `dir=${shellQuote(paths.dir)}`,
     `finish() { printf '%s %s\\n' "$1" "$2" > "$dir/exit.tmp" && ` +
       `/usr/bin/mv -f "$dir/exit.tmp" "$dir/exit"; exit "$2"; }`,
+    // First of all, so that every process of the job (bwrap, the install, the entrypoint) starts inside the cgroup.
+    ...(options.cgroup?.procs ?? []).map(
+      (procs) =>
+        `echo "$$" > ${shellQuote(procs)} || { echo "[meshgate] the job's cgroup refused it"; finish entrypoint 125; }`,
+    ),
   ];
   if (packages.length > 0) {
     const launch = sandbox.launcher({

@@ -6,14 +6,14 @@
  * stopped as FAILED log_limit_exceeded). One ticker watches log sizes and
  * jobs re-attached after a restart.
  */
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { JobsErrors } from '../../errors.ts';
-import type { JobStatus } from '../../schema.ts';
-import type { JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
+import type { JobLimits, JobRuntime, LogSource, RecoverableJob, RuntimeJobSpec, RuntimeSnapshot } from '../types.ts';
+import type { CgroupCaps, JobCgroup, JobCgroups } from './cgroups.ts';
+import { type Entry, finishedEntry, isTerminal, lost, newEntry, outcome, snapshot } from './entry.ts';
 import { jobIdOf, localRuntimeJobId, openJobLog } from './job-files.ts';
 import {
-  type ExitRecord,
   type JobPaths,
   jobPaths,
   livePid,
@@ -38,24 +38,13 @@ export interface LocalRuntimeOptions {
   sandbox: JobSandbox;
   /** Why no sandbox can be made here (probed from start on), or null; jobs are refused when it is set. */
   sandboxProblem: Promise<string | null>;
+  /** Where each job's cgroup is made, and its caps. */
+  cgroups: JobCgroups;
+  caps: CgroupCaps;
+  /** Refuse to start a job whose cgroup cannot be made (else it runs without, and cgroupFailed is told). */
+  requireCgroup: boolean;
+  cgroupFailed(jobId: string, error: Error): void;
   tickMs?: number;
-}
-
-interface Entry {
-  readonly jobId: string;
-  spec: RuntimeJobSpec | null;
-  status: JobStatus;
-  startedAt: Date | null;
-  endedAt: Date | null;
-  errorType: string | null;
-  errorMessage: string | null;
-  pid: number | null;
-  /** Re-attached after a restart: not our child, so the ticker polls for its end. */
-  adopted: boolean;
-  stopRequested: boolean;
-  killTimer: NodeJS.Timeout | null;
-  /** Counts against maxConcurrent: set from start (or re-attachment) until the job ends. */
-  holdsSlot: boolean;
 }
 
 /**
@@ -80,6 +69,8 @@ export class LocalJobRuntime implements JobRuntime {
   readonly #ticker: NodeJS.Timeout;
   /** The sandbox probe's answer; until it comes (undefined), queued jobs wait. */
   #sandboxProblem: string | null | undefined;
+  /** Jobs whose cgroup still held a dying process when they ended: removed by a later tick. */
+  readonly #cgroupsLeft = new Set<string>();
 
   constructor(private readonly options: LocalRuntimeOptions) {
     this.#ticker = setInterval(() => this.#tick(), options.tickMs ?? 500);
@@ -131,14 +122,19 @@ export class LocalJobRuntime implements JobRuntime {
     const entry = this.#entries.get(runtimeJobId);
     if (entry && !isTerminal(entry.status)) return;
     this.#entries.delete(runtimeJobId);
+    this.#releaseCgroup(jobIdOf(runtimeJobId));
     await rm(this.#paths(runtimeJobId).dir, { recursive: true, force: true });
   }
 
   async recover(jobs: readonly RecoverableJob[]): Promise<void> {
+    // Before any job starts here: the cgroups of this data dir's jobs that ended while no gateway could remove
+    // them. A running job's is busy and stays (rmdir fails while a process is in it).
+    for (const jobId of await readdir(this.options.jobsDir).catch(() => [])) this.options.cgroups.release(jobId);
     for (const job of jobs) {
       const paths = this.#paths(job.runtimeJobId);
       const exit = readExit(paths);
       const pid = exit ? null : livePid(paths);
+      if (exit || pid === null) this.#releaseCgroup(job.spec.jobId);
       if (exit) {
         this.#entries.set(job.runtimeJobId, finishedEntry(job.spec.jobId, exit));
       } else if (pid !== null) {
@@ -176,11 +172,22 @@ export class LocalJobRuntime implements JobRuntime {
     clearInterval(this.#ticker);
     for (const timer of this.#forgetTimers) clearTimeout(timer);
     this.#forgetTimers.clear();
+    const killed: Entry[] = [];
     for (const entry of this.#entries.values()) {
       if (entry.killTimer) clearTimeout(entry.killTimer);
-      if (entry.stopRequested && entry.pid !== null && !isTerminal(entry.status)) signalGroup(entry.pid, 'SIGKILL');
+      if (entry.stopRequested && entry.pid !== null && !isTerminal(entry.status)) {
+        signalGroup(entry.pid, 'SIGKILL');
+        killed.push(entry);
+      }
     }
     this.#listeners.clear();
+    // The jobs just killed, and those that just ended, may still have processes dying in their cgroups: each
+    // cgroup is removed once they are gone (for up to 2 s; one still busy then is left to the next start).
+    const busy = () => this.#cgroupsLeft.size > 0 || killed.some((entry) => !isTerminal(entry.status));
+    for (let wait = 0; wait < 40 && busy(); wait++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      for (const jobId of this.#cgroupsLeft) this.#releaseCgroup(jobId);
+    }
     // The sandbox probe's child (a bwrap run of `true`, bounded at 10 s) ends before the runtime says it has closed.
     await this.options.sandboxProblem;
   }
@@ -223,7 +230,9 @@ export class LocalJobRuntime implements JobRuntime {
       if (this.#sandboxProblem !== null) throw new Error('the job sandbox is unavailable');
       if (spec.packages.length > 0 && !this.options.wheelDir)
         throw new Error('no wheel directory is configured for python_packages');
-      prepareJobDir(paths, spec.packages, this.options.sandbox.jobUid);
+      prepareJobDir(paths, spec.packages, this.options.sandbox);
+      const cgroup = this.#cgroupOf(spec.jobId);
+      entry.limits = this.#limits(cgroup);
       entry.pid = spawnJob({
         paths,
         entrypoint: spec.entrypoint,
@@ -233,6 +242,7 @@ export class LocalJobRuntime implements JobRuntime {
         python: this.options.python,
         wheelDir: this.options.wheelDir ?? '',
         sandbox: this.options.sandbox,
+        cgroup,
         onExit: (code, signal) => this.#exited(id, entry, paths, code, signal),
       });
       entry.status = 'RUNNING';
@@ -264,9 +274,39 @@ export class LocalJobRuntime implements JobRuntime {
     if (entry.killTimer) clearTimeout(entry.killTimer);
     const ended = { endedAt: result.endedAt ?? new Date(), spec: null, killTimer: null, holdsSlot: false };
     Object.assign(entry, { errorType: null, errorMessage: null, ...result, ...ended });
+    this.#releaseCgroup(entry.jobId);
     if (!this.#closed) this.#forgetLater(id, entry);
     this.#emit(id);
     this.#pump();
+  }
+
+  /** The job's own cgroup, or null to run without (none can be made here, or this one failed and none is required). */
+  #cgroupOf(jobId: string): JobCgroup | null {
+    const { cgroups, caps, requireCgroup } = this.options;
+    if (cgroups.version === null) return null;
+    try {
+      return cgroups.create(jobId, caps);
+    } catch (error) {
+      if (requireCgroup) throw new Error(`the job's cgroup could not be made: ${(error as Error).message}`);
+      this.options.cgroupFailed(jobId, error as Error);
+      return null;
+    }
+  }
+
+  #limits(cgroup: JobCgroup | null): JobLimits {
+    const { isolated, options } = this.options.sandbox;
+    return {
+      cgroup: cgroup?.version ?? null,
+      memoryBytes: cgroup ? this.options.caps.memoryBytes : null,
+      processes: cgroup ? this.options.caps.processes : null,
+      tmpBytes: isolated ? options.limits.tmpBytes : null,
+      network: isolated ? options.network : 'host',
+    };
+  }
+
+  #releaseCgroup(jobId: string): void {
+    if (this.options.cgroups.release(jobId)) this.#cgroupsLeft.delete(jobId);
+    else this.#cgroupsLeft.add(jobId);
   }
 
   #forgetLater(id: string, entry: Entry): void {
@@ -287,6 +327,7 @@ export class LocalJobRuntime implements JobRuntime {
 
   /** Log caps for running jobs; the end of re-attached jobs, which are not our children. */
   #tick(): void {
+    for (const jobId of this.#cgroupsLeft) this.#releaseCgroup(jobId);
     for (const [id, entry] of this.#entries) {
       if (entry.status !== 'RUNNING' || entry.pid === null) continue;
       const paths = this.#paths(id);
@@ -320,75 +361,4 @@ function jobEnvironment(
   const env: Record<string, string> = { ...baseEnv, HOME: paths.work, ...spec.env };
   if (spec.packages.length === 0) return env;
   return { ...env, PATH: `${join(paths.venv, 'bin')}:${env.PATH ?? ''}`, VIRTUAL_ENV: paths.venv };
-}
-
-function newEntry(jobId: string, spec: RuntimeJobSpec | null): Entry {
-  const base = { startedAt: null, endedAt: null, errorType: null, errorMessage: null, pid: null };
-  return {
-    jobId,
-    spec,
-    status: 'PENDING',
-    ...base,
-    adopted: false,
-    stopRequested: false,
-    killTimer: null,
-    holdsSlot: false,
-  };
-}
-
-function finishedEntry(jobId: string, exit: ExitRecord): Entry {
-  return { ...newEntry(jobId, null), ...outcome(exit, null), endedAt: exit.at };
-}
-
-function lost(message: string): Pick<Entry, 'status' | 'errorType' | 'errorMessage'> {
-  return { status: 'FAILED', errorType: 'runtime_lost', errorMessage: message };
-}
-
-/** Maps how the job ended to a status; a job stopped on request is STOPPED whatever its exit. */
-function outcome(
-  exit: ExitRecord,
-  entry: Entry | null,
-  signal?: NodeJS.Signals | null,
-): Pick<Entry, 'status'> & Partial<Entry> {
-  if (entry?.errorType === 'log_limit_exceeded') {
-    return {
-      status: 'FAILED',
-      errorType: 'log_limit_exceeded',
-      errorMessage: 'the job wrote more output than the log size cap and was stopped',
-    };
-  }
-  if (entry?.stopRequested) return { status: 'STOPPED' };
-  if (exit.step === 'install') {
-    return {
-      status: 'FAILED',
-      errorType: 'python_package_install_failed',
-      errorMessage: 'installing the approved python packages failed (see the job logs)',
-    };
-  }
-  if (signal)
-    return {
-      status: 'FAILED',
-      errorType: 'entrypoint_failed',
-      errorMessage: `the job process was killed by ${signal}`,
-    };
-  if (exit.code === 0) return { status: 'SUCCEEDED' };
-  return {
-    status: 'FAILED',
-    errorType: 'entrypoint_failed',
-    errorMessage: `the entrypoint failed with exit code ${exit.code}`,
-  };
-}
-
-function snapshot(entry: Entry): RuntimeSnapshot {
-  return {
-    status: entry.status,
-    startedAt: entry.startedAt,
-    endedAt: entry.endedAt,
-    errorType: entry.errorType,
-    errorMessage: entry.errorMessage,
-  };
-}
-
-function isTerminal(status: JobStatus): boolean {
-  return status !== 'PENDING' && status !== 'RUNNING';
 }

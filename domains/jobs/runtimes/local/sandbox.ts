@@ -12,14 +12,17 @@
  *                   ties the sandbox to the supervisor, not to the gateway)
  *   [root only] setpriv --reuid <uid> … (drops to the job uid inside the sandbox)
  *   /bin/sh -c <step>
+ * Memory and process caps are per job, in its cgroup (cgroups.ts); the launcher reads the user-namespace filter
+ * (userns-filter.ts) on FILTER_FD, which the caller opens.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import type { Writable } from 'node:stream';
+import { usernsFilter } from './userns-filter.ts';
 
 export interface SandboxLimits {
   addressSpaceBytes: number;
-  processes: number;
   openFiles: number;
   cpuSeconds: number;
   tmpBytes: number;
@@ -30,6 +33,8 @@ export interface SandboxOptions {
   bwrapPath: string;
   uid: number;
   readOnlyPaths: readonly string[];
+  /** `none`: the job gets a network namespace of its own, with nothing but its own loopback. */
+  network: 'host' | 'none';
   limits: SandboxLimits;
   /** Largest file a job may write, its output log included (RLIMIT_FSIZE). */
   maxFileBytes: number;
@@ -107,7 +112,13 @@ function resolved(path: string): string {
 /** True when this process can switch uids, so jobs must run as the dedicated uid. */
 const runsAsRoot = () => process.geteuid?.() === 0;
 
+/** The descriptor bwrap reads the user-namespace filter from (`--add-seccomp-fd`); free in the supervisor. */
+export const FILTER_FD = 9;
+
 export class JobSandbox {
+  /** The seccomp program every sandbox loads; null on an architecture it is not written for (no sandbox then). */
+  readonly filter = usernsFilter();
+
   constructor(readonly options: SandboxOptions) {}
 
   get isolated(): boolean {
@@ -158,25 +169,36 @@ export class JobSandbox {
    */
   probe(): Promise<string | null> {
     if (!this.isolated) return Promise.resolve(null);
+    const filter = this.filter;
+    if (filter === null)
+      return Promise.resolve(`no user-namespace filter is written for the ${process.arch} architecture`);
     const [command, ...args] = [...this.launcher({ writable: [], readOnly: [], chdir: null }), '/bin/true'];
-    const options = { encoding: 'utf8', timeout: 10_000, env: { PATH: '/usr/bin:/bin' } } as const;
+    const stdio = Array.from({ length: FILTER_FD + 1 }, (_, fd) => (fd === 2 || fd === FILTER_FD ? 'pipe' : 'ignore'));
     return new Promise((resolve) => {
-      execFile(command as string, args, options, (error, _stdout, stderr) => {
-        if (!error) resolve(null);
-        // A child that could not start has a string code (ENOENT); one that ran, its exit status or the signal.
-        else if (typeof error.code === 'string') resolve(`${command}: ${error.message}`);
-        else resolve(`${this.options.bwrapPath} exited ${error.code ?? error.signal}: ${stderr.trim()}`);
+      const child = spawn(command as string, args, { stdio, timeout: 10_000, env: { PATH: '/usr/bin:/bin' } });
+      let stderr = '';
+      child.stdio[2]?.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString('utf8');
+      });
+      // bwrap may fail before it reads the filter: the pipe then breaks, and the exit status says why.
+      const filterPipe = (child.stdio as unknown as Array<Writable | null>)[FILTER_FD];
+      filterPipe?.on('error', () => {});
+      filterPipe?.end(filter);
+      // A child that could not start has a string code (ENOENT); one that ran, its exit status or the signal.
+      child.once('error', (error) => resolve(`${command}: ${error.message}`));
+      child.once('close', (code, signal) => {
+        if (code === 0) resolve(null);
+        else resolve(`${this.options.bwrapPath} exited ${code ?? signal}: ${stderr.trim()}`);
       });
     });
   }
 
   #limits(): string[] {
-    const { addressSpaceBytes, processes, openFiles, cpuSeconds } = this.options.limits;
+    const { addressSpaceBytes, openFiles, cpuSeconds } = this.options.limits;
     const fsize = this.options.maxFileBytes;
     return [
       '/usr/bin/prlimit',
       `--as=${addressSpaceBytes}`,
-      `--nproc=${processes}`,
       `--nofile=${openFiles}`,
       `--cpu=${cpuSeconds}`,
       `--fsize=${fsize}`,
@@ -192,7 +214,10 @@ export class JobSandbox {
       '--unshare-cgroup-try',
       '--new-session',
       '--die-with-parent',
+      '--add-seccomp-fd',
+      String(FILTER_FD),
     ];
+    if (this.options.network === 'none') args.push('--unshare-net');
     // Unprivileged bwrap needs a user namespace to mount; root does not, and must not map the job to uid 0.
     if (!runsAsRoot()) args.push('--unshare-user', '--disable-userns', '--cap-drop', 'ALL');
     for (const dir of SYSTEM_DIRS) args.push(...systemMount(dir));
@@ -201,7 +226,10 @@ export class JobSandbox {
     for (const dir of ancestors(present)) args.push('--perms', '0755', '--dir', dir);
     for (const file of present) args.push('--ro-bind', file, file);
     for (const path of this.options.readOnlyPaths) args.push('--ro-bind', path, path);
-    args.push('--proc', '/proc', '--dev', '/dev', '--size', String(this.options.limits.tmpBytes), '--tmpfs', '/tmp');
+    // /tmp is world-writable with the sticky bit, as on the host (FHS 3.0, 3.18): bwrap would make it root's 0755
+    // when it runs as root, and the job uid could then not write there at all.
+    const tmp = ['--perms', '1777', '--size', String(this.options.limits.tmpBytes), '--tmpfs', '/tmp'];
+    args.push('--proc', '/proc', '--dev', '/dev', ...tmp);
     return args;
   }
 }

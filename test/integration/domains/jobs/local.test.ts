@@ -59,7 +59,10 @@ test('each job has its own working dir and process group; cancel kills the whole
   const token = await gw.adminToken();
   const res = await submit(gw, token, { entrypoint: 'pwd; sleep 60 & echo $! > child.pid; wait' });
   const work = join(gw.dataDir, 'jobs', res.json.id, 'work');
-  await waitFor(gw, token, res.json.id, () => existsSync(join(work, 'child.pid')));
+  // The shell creates child.pid before it writes the pid: wait for the whole line.
+  const written = () =>
+    existsSync(join(work, 'child.pid')) && readFileSync(join(work, 'child.pid'), 'utf8').endsWith('\n');
+  await waitFor(gw, token, res.json.id, written);
   const child = hostPid(res.json.id, Number(readFileSync(join(work, 'child.pid'), 'utf8')));
   assert.ok(alive(child));
   await gw.request('POST', `${JOBS}/${res.json.id}/cancel`, { token });
