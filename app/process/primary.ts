@@ -135,7 +135,7 @@ function reloader(supervisor: Supervisor, started: Readonly<Config>, io: Primary
   };
 }
 
-/** A reload's outcome, printed (`meshgate reloaded (…)`, `meshgate reload failed: …`) and kept for `meshgate reload`. */
+/** A reload's outcome: printed (`meshgate reloaded (…)`, `meshgate reload failed: …`), kept for `meshgate reload`. */
 function report(dataDir: string, io: PrimaryIo, outcome: ReloadOutcome, detail: string, begunAt: number): void {
   io.out(outcome === 'reloaded' ? `meshgate reloaded (${detail})` : `meshgate reload ${outcome}: ${detail}`);
   writeReloadStatus(dataDir, { outcome, detail, begunAt });

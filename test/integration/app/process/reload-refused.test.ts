@@ -1,6 +1,7 @@
 /**
  * A reload that cannot apply changes nothing, then or later: one changing a setting the primary's own work runs on
- * is refused whole (and `meshgate reload` exits 1 saying so), and one whose workers cannot start leaves every later restart on the configuration that served.
+ * is refused whole (and `meshgate reload` exits 1 saying so), and one whose workers cannot start leaves every later
+ * restart on the configuration that served.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { pino } from 'pino';
 import { configSchema } from '../../../../gateway/config/schema.ts';
 import { TrustedProxies } from '../../../../gateway/http/client-address.ts';
 import type { RequestContext } from '../../../../gateway/http/context.ts';
@@ -163,6 +164,7 @@ test('a recording span puts its trace id on the line', async (t) => {
   const { port } = receiver.address() as AddressInfo;
   const tracing = await createTracing(
     configSchema.parse({ tracing: { otlpEndpoint: `http://127.0.0.1:${port}/v1/traces`, exportDelayMs: 60_000 } }),
+    { metrics: createMetrics({ databaseGauges: false }), logger: pino({ level: 'silent' }) },
   );
   t.after(async () => {
     await tracing.close();
