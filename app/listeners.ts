@@ -7,7 +7,7 @@
  */
 import type { Server as HttpServer } from 'node:http';
 import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
-import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, Server as NetServer, type Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
 import type { FoldedWarnings } from '../gateway/folded-warnings.ts';
 import { TrustedProxies } from '../gateway/http/client-address.ts';
@@ -183,6 +183,18 @@ export function listen(
     server.listen({ port, host, ...(reusePort ? { reusePort: true, exclusive: true } : {}) }, () => {
       server.off('error', onError);
       resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** The port, once bound and released (0: the free port the kernel picked); a failed bind as cannotListen says it. */
+export function probeBind(port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createNetServer();
+    probe.once('error', (error: NodeJS.ErrnoException) => reject(cannotListen(host, port, error)));
+    probe.listen(port, host, () => {
+      const bound = (probe.address() as AddressInfo).port;
+      probe.close(() => resolve(bound));
     });
   });
 }

@@ -15,9 +15,11 @@ import { backupCommand, restoreCommand } from './backup.ts';
 import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts';
 import { reloadCommand } from './reload.ts';
 import { serveAsWorker, serveCommand } from './serve.ts';
+import { validateCommand } from './validate.ts';
 
 const COMMANDS: readonly CliCommand[] = [
   serveCommand,
+  validateCommand,
   reloadCommand,
   backupCommand,
   restoreCommand,

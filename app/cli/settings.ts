@@ -90,7 +90,9 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     flag: 'config',
     value: 'FILE',
     env: [CONFIG_FILE_ENV],
-    meaning: 'JSON file with any of the settings in `gateway/config/schema.ts`',
+    meaning:
+      'JSON file of settings, each under its key (`serve --help` names it, e.g. `jobs.maxConcurrent` is ' +
+      '`{"jobs": {"maxConcurrent": 4}}`); `meshgate validate` checks it',
   },
   {
     env: ['PLATFORM_BOOTSTRAP_ADMIN_USERNAME', 'PLATFORM_BOOTSTRAP_ADMIN_PASSWORD'],
@@ -275,7 +277,9 @@ export function renderMarkdownRow(setting: ServeSetting): string {
 /** The settings part of `serve --help`: flag and variables, default, then the meaning indented. */
 export function renderHelp(): string {
   return SERVE_SETTINGS.map((setting) => {
-    const names = [...(setting.flag ? [`--${setting.flag}`] : []), ...setting.env].join(', ');
+    // Each variable's key in the --config file too: the file is how an installed executable's user sets the rest.
+    const keys = setting.env.flatMap((env) => (ENV_NAMES[env] ? [`"${ENV_NAMES[env].path.join('.')}"`] : []));
+    const names = [...(setting.flag ? [`--${setting.flag}`] : []), ...setting.env, ...keys].join(', ');
     const defaults = settingDefaults(setting).map((d) => d.text);
     const doc = setting.doc ? ` (${setting.doc})` : '';
     return `  ${names}  [default: ${defaults.join(', ')}]\n      ${setting.meaning.replaceAll('`', '')}${doc}`;

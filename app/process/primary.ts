@@ -8,7 +8,6 @@
  * or SIGINT drains them all and stops.
  */
 import cluster from 'node:cluster';
-import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { isSea } from 'node:sea';
 import { isDeepStrictEqual } from 'node:util';
@@ -16,7 +15,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { makePrivateDir } from '../../gateway/db/storage.ts';
 import { PrimaryLink } from '../../gateway/process/cluster-link.ts';
-import { cannotListen } from '../listeners.ts';
+import { probeBind } from '../listeners.ts';
 import { startGateway } from '../server.ts';
 import { DRAIN_GRACE_MS } from './messages.ts';
 import { claimPidFile, releasePidFile } from './pid-file.ts';
@@ -148,20 +147,10 @@ function report(dataDir: string, io: PrimaryIo, outcome: ReloadOutcome, detail: 
  */
 async function resolvePorts(config: Readonly<Config>, started: Readonly<Config> | null): Promise<Readonly<Config>> {
   const pick = async (port: number, before: number | null | undefined) =>
-    started === null || (port === 0 && before == null) ? await bindable(port, config.bind) : port || (before as number);
+    started === null || (port === 0 && before == null)
+      ? await probeBind(port, config.bind)
+      : port || (before as number);
   const httpsPort = await pick(config.httpsPort, started?.httpsPort);
   const httpPort = config.httpPort === null ? null : await pick(config.httpPort, started?.httpPort);
   return { ...config, httpsPort, httpPort };
-}
-
-/** The port, once bound and released (0: the free port the kernel picked). */
-function bindable(port: number, host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', (error: NodeJS.ErrnoException) => reject(cannotListen(host, port, error)));
-    probe.listen(port, host, () => {
-      const bound = (probe.address() as { port: number }).port;
-      probe.close(() => resolve(bound));
-    });
-  });
 }

@@ -8,6 +8,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readOperatorFiles } from './operator-files.ts';
 
 export const KEY_ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 export const DAY_MS = 86_400_000;
@@ -41,11 +42,9 @@ export async function ensureTlsMaterial(options: TlsOptions): Promise<TlsMateria
   mkdirSync(options.tlsDir, { recursive: true, mode: 0o700 });
   const ca = await ensureCa(options);
   if (options.operatorCertFile && options.operatorKeyFile) {
-    return {
-      caPem: ca.pem,
-      certPem: readFileSync(options.operatorCertFile, 'utf8'),
-      keyPem: readFileSync(options.operatorKeyFile, 'utf8'),
-    };
+    const files = { certFile: options.operatorCertFile, keyFile: options.operatorKeyFile };
+    const { certPem, keyPem } = readOperatorFiles(files, options.now);
+    return { caPem: ca.pem, certPem, keyPem };
   }
   const names = [...new Set(options.names)].sort();
   const certPath = join(options.tlsDir, 'server.pem');

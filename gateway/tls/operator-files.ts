@@ -1,0 +1,89 @@
+/**
+ * The operator's own certificate and key (tlsCertFile, tlsKeyFile), read and checked before they reach the TLS
+ * context, so a missing file, a file that is not PEM, a key of another certificate or an expired certificate is
+ * one line naming the setting, not a raw errno or an OpenSSL error from deep inside the listener. `serve` stops on
+ * the first such line; `meshgate validate` reports them with the rest.
+ */
+import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+export interface OperatorFiles {
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
+export interface OperatorMaterial {
+  readonly certPem: string;
+  readonly keyPem: string;
+  readonly certificate: X509Certificate;
+}
+
+const CERT_SETTING = 'tlsCertFile (PLATFORM_TLS_CERT_FILE)';
+const KEY_SETTING = 'tlsKeyFile (PLATFORM_TLS_KEY_FILE)';
+
+/** The errno of a failed read as an operator reads it. */
+function unreadable(file: string, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  const why =
+    code === 'ENOENT'
+      ? 'no such file'
+      : code === 'EACCES'
+        ? 'not readable by this user'
+        : code === 'EISDIR'
+          ? 'a folder, not a file'
+          : (code ?? 'cannot be read');
+  return `${file}: ${why}`;
+}
+
+function readText(setting: string, file: string, problems: string[]): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    problems.push(`${setting}: ${unreadable(file, error)}`);
+    return null;
+  }
+}
+
+/** Every problem with the pair (none: usable), and the material when it is. */
+export function checkOperatorFiles(
+  files: OperatorFiles,
+  now = new Date(),
+): { problems: string[]; material: OperatorMaterial | null } {
+  const problems: string[] = [];
+  const certPem = readText(CERT_SETTING, files.certFile, problems);
+  const keyPem = readText(KEY_SETTING, files.keyFile, problems);
+  let certificate: X509Certificate | null = null;
+  let key: KeyObject | null = null;
+  if (certPem !== null) {
+    try {
+      certificate = new X509Certificate(certPem);
+    } catch {
+      problems.push(`${CERT_SETTING}: ${files.certFile} holds no PEM certificate`);
+    }
+  }
+  if (keyPem !== null) {
+    try {
+      key = createPrivateKey(keyPem);
+    } catch {
+      // The reason stays out: OpenSSL's text may quote part of what it read, and this file is a secret.
+      problems.push(`${KEY_SETTING}: ${files.keyFile} holds no unencrypted PEM private key`);
+    }
+  }
+  if (certificate && key && !certificate.checkPrivateKey(key)) {
+    problems.push(`${KEY_SETTING}: ${files.keyFile} is not the key of the certificate in ${files.certFile}`);
+  }
+  if (certificate && new Date(certificate.validTo) <= now) {
+    problems.push(`${CERT_SETTING}: the certificate in ${files.certFile} expired on ${certificate.validTo}`);
+  }
+  if (problems.length > 0 || certPem === null || keyPem === null || certificate === null) {
+    return { problems, material: null };
+  }
+  return { problems, material: { certPem, keyPem, certificate } };
+}
+
+/** The material, or an error whose message lists every problem. */
+export function readOperatorFiles(files: OperatorFiles, now?: Date): OperatorMaterial {
+  const { problems, material } = checkOperatorFiles(files, now);
+  if (material === null) throw new Error(problems.join('; '));
+  return material;
+}
