@@ -103,6 +103,11 @@ export function meshgateLaunch(args: readonly string[], extraEnv: Record<string,
   if (TEST_TARGET === 'bundle') {
     return { file: join(ROOT, 'bin', 'meshgate'), args: [...args], env: { ...process.env, ...extraEnv } };
   }
+  return unitLaunch(args, extraEnv);
+}
+
+/** `meshgate <args>` on the executable as the unit starts it, whatever the target (tests of the install itself). */
+export function unitLaunch(args: readonly string[], extraEnv: Record<string, string> = {}): Launch {
   const { root, unit, env } = install();
   const [exe, ...execArgs] = unit.execStart.map((word, i) => (i === 0 ? rooted(root, word) : word));
   const words = args[0] === execArgs[0] ? [...execArgs, ...args.slice(1)] : [...args];
@@ -110,10 +115,9 @@ export function meshgateLaunch(args: readonly string[], extraEnv: Record<string,
   return { file: exe as string, args: words, env: { ...base, ...env, ...extraEnv } };
 }
 
-/** The executable's path in its install root (the executable target only). */
-export function installedExecutable(): string {
-  const { root, unit } = install();
-  return rooted(root, unit.execStart[0] as string);
+/** The unit's environment as the executable gets it: its Environment=, directories and home, inside the root. */
+export function unitEnvironment(): Readonly<Record<string, string>> {
+  return install().env;
 }
 
 export interface Ran {
