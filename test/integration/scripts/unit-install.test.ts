@@ -67,7 +67,7 @@ test('the unit keeps the unpacked files out of the data dir, so a restore as the
   assert.ok(!readdirSync(dataDir).includes('.cache'));
 });
 
-test('an unprivileged user with an unwritable home: --version writes nothing; other commands use the temp dir', async (t) => {
+test('a user with an unwritable home: --version writes nothing; other commands use the temp dir', async (t) => {
   // A folder the unprivileged user may enter and write, the executable copied in readable to it (the install root
   // is root's alone), and a home it cannot write.
   const scratch = mkdtempSync(join(tmpdir(), 'meshgate-unit-nobody-'));
