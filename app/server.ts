@@ -215,6 +215,7 @@ async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise
     clusterName: config.clusterName,
     operatorCertFile: config.tlsCertFile,
     operatorKeyFile: config.tlsKeyFile,
+    warn: (message) => logger.warn(message),
   }).catch((error: unknown) => {
     lock.release();
     throw error;

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import type { CliCommand } from '../../gateway/module.ts';
 import { pidFilePath, runningPrimary } from '../process/pid-file.ts';
-import { readReloadStatus } from '../process/reload-status.ts';
+import { monotonicMs, readReloadStatus } from '../process/reload-status.ts';
 
 /** Long enough for several workers, each given a minute to start (app/process/supervisor.ts), to be replaced. */
 const OUTCOME_TIMEOUT_MS = 300_000;
@@ -30,10 +30,10 @@ export const reloadCommand: CliCommand = {
       );
       return 1;
     }
-    const signalledAt = Date.now();
+    const signalledAt = monotonicMs();
     process.kill(pid, 'SIGHUP');
     env.out(`meshgate reload: signalled the primary (pid ${pid}); waiting for the outcome`);
-    for (const deadline = signalledAt + OUTCOME_TIMEOUT_MS; Date.now() < deadline; await sleep(POLL_MS)) {
+    for (const deadline = signalledAt + OUTCOME_TIMEOUT_MS; monotonicMs() < deadline; await sleep(POLL_MS)) {
       const status = readReloadStatus(dataDir);
       if (status !== null && status.begunAt >= signalledAt) {
         if (status.outcome === 'reloaded') {

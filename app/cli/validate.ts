@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, rmdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import type { Config } from '../../gateway/config/schema.ts';
+import { isServing } from '../../gateway/db/serve-lock.ts';
 import type { CliCommand } from '../../gateway/module.ts';
 import { checkOperatorFiles } from '../../gateway/tls/operator-files.ts';
 import { probeBind } from '../listeners.ts';
@@ -66,16 +67,19 @@ runs: it holds them). Exit 0 when valid; 2 with every problem, each naming its s
     const { config } = env;
     const problems = dataDirProblems(config.dataDir);
     if (config.tlsCertFile !== null && config.tlsKeyFile !== null) {
-      problems.push(...checkOperatorFiles({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile }).problems);
+      const checked = checkOperatorFiles({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile });
+      problems.push(...checked.problems, ...(checked.expired === null ? [] : [checked.expired]));
     }
-    const serving = existsSync(config.dataDir) ? runningPrimary(config.dataDir) : null;
-    if (serving === null) problems.push(...(await portProblems(config)));
+    // A primary names itself in its pid file; a single process holds the serve lock only.
+    const serving =
+      existsSync(config.dataDir) && (runningPrimary(config.dataDir) !== null || isServing(config.dataDir));
+    if (!serving) problems.push(...(await portProblems(config)));
     if (problems.length > 0) {
       env.err(`meshgate validate: ${problems.length === 1 ? 'one problem' : `${problems.length} problems`}`);
       for (const problem of problems) env.err(`  - ${problem}`);
       return 2;
     }
-    const ports = serving === null ? 'ports free' : `ports held by this data dir's gateway (pid ${serving})`;
+    const ports = serving ? "ports held by this data dir's running gateway" : 'ports free';
     env.out(`meshgate validate: the configuration is valid (data dir ${config.dataDir}, ${ports})`);
     return 0;
   },

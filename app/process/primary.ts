@@ -20,7 +20,7 @@ import { startGateway } from '../server.ts';
 import { DRAIN_GRACE_MS } from './messages.ts';
 import { claimPidFile, releasePidFile } from './pid-file.ts';
 import { releaseStartupMemory } from './release-memory.ts';
-import { type ReloadOutcome, writeReloadStatus } from './reload-status.ts';
+import { monotonicMs, type ReloadOutcome, writeReloadStatus } from './reload-status.ts';
 import { Supervisor, type WorkerReady } from './supervisor.ts';
 
 export interface PrimaryIo {
@@ -39,7 +39,7 @@ export function workerCount(config: Readonly<Config>): number {
 export async function runPrimary(config: Readonly<Config>, io: PrimaryIo): Promise<NodeJS.Signals> {
   // One handler for the process's life, acting on the current state: a hang-up before the workers serve would
   // otherwise meet the default action (the primary killed), and one sent while handlers were swapped would be lost.
-  const ignored = (why: string) => () => report(config.dataDir, io, 'ignored', why, Date.now());
+  const ignored = (why: string) => () => report(config.dataDir, io, 'ignored', why, monotonicMs());
   let onHangup = ignored('still starting');
   const hangup = () => onHangup();
   process.on('SIGHUP', hangup);
@@ -118,18 +118,19 @@ function reloader(supervisor: Supervisor, started: Readonly<Config>, io: Primary
   let running: Promise<void> = Promise.resolve();
   return () => {
     running = running.then(async () => {
-      const begunAt = Date.now();
+      const begunAt = monotonicMs();
+      let outcome: [ReloadOutcome, string];
       try {
         const next = await resolvePorts(io.reloadConfig(), started);
         const changed = restartOnlyChanges(next, started);
         if (changed.length > 0) throw new Error(`${changed.join(', ')} changed: the primary's settings take a restart`);
-        const replaced = await supervisor.reload(next);
-        report(started.dataDir, io, 'reloaded', `${replaced} workers replaced`, begunAt);
+        outcome = ['reloaded', `${await supervisor.reload(next)} workers replaced`];
       } catch (error) {
         // The workers that were serving keep serving: a bad file or a worker that cannot start changes nothing.
         logger.error({ err: error }, 'reload failed; the running workers keep serving');
-        report(started.dataDir, io, 'failed', error instanceof Error ? error.message : String(error), begunAt);
+        outcome = ['failed', error instanceof Error ? error.message : String(error)];
       }
+      report(started.dataDir, io, ...outcome, begunAt);
     });
   };
 }
@@ -137,7 +138,13 @@ function reloader(supervisor: Supervisor, started: Readonly<Config>, io: Primary
 /** A reload's outcome: printed (`meshgate reloaded (…)`, `meshgate reload failed: …`), kept for `meshgate reload`. */
 function report(dataDir: string, io: PrimaryIo, outcome: ReloadOutcome, detail: string, begunAt: number): void {
   io.out(outcome === 'reloaded' ? `meshgate reloaded (${detail})` : `meshgate reload ${outcome}: ${detail}`);
-  writeReloadStatus(dataDir, { outcome, detail, begunAt });
+  try {
+    writeReloadStatus(dataDir, { outcome, detail, begunAt });
+  } catch (error) {
+    // A full or read-only disk must not take the primary down with a reload's bookkeeping: the command waiting on
+    // it gives up after its timeout, and this says why.
+    io.out(`meshgate reload: its outcome could not be recorded for meshgate reload: ${(error as Error).message}`);
+  }
 }
 
 /**

@@ -15,10 +15,18 @@ export interface ReloadStatus {
   /** What was done, or why not: the line the primary also prints. */
   readonly detail: string;
   /**
-   * When the primary took the hang-up up (ms since the epoch): a reload that began after a signal was sent read
-   * the configuration as it was then, so its outcome answers that signal.
+   * When the primary took the hang-up up (monotonicMs()): a reload that began after a signal was sent read the
+   * configuration as it was then, so its outcome answers that signal.
    */
   readonly begunAt: number;
+}
+
+/**
+ * Milliseconds of CLOCK_MONOTONIC, which every process of a Linux host reads alike (clock_gettime(2)), unlike the
+ * wall clock, which a time sync may step back between the signal and the reload.
+ */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint() / 1_000_000n);
 }
 
 export function readReloadStatus(dataDir: string): ReloadStatus | null {

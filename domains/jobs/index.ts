@@ -107,7 +107,8 @@ function createRuntime(config: Readonly<Config>, logger: Logger, place: ProcessP
       wheelDir: jobs.pythonPackages.wheelDir,
     });
   }
-  const { memoryBytes, processes, requireCgroup, ...limits } = jobs.local.limits;
+  const { memoryBytes, requireCgroup, ...limits } = jobs.local.limits;
+  const { processes } = limits;
   const sandbox = new JobSandbox({
     ...jobs.local.sandbox,
     network: jobs.local.network,

@@ -117,7 +117,10 @@ export const jobsSettings = z
               .int()
               .min(8)
               .default(256)
-              .describe("Processes and threads of each job's cgroup (pids.max), its supervisor and bwrap included."),
+              .describe(
+                "Processes and threads of each job's cgroup (pids.max), its supervisor and bwrap included; " +
+                  'without a cgroup, the RLIMIT_NPROC of the job uid (shared by its jobs).',
+              ),
             requireCgroup: z
               .boolean()
               .default(false)

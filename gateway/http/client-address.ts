@@ -8,7 +8,7 @@
  * trusted proxy appended, so it is never reached; from an untrusted peer the
  * header is not read at all.
  */
-import { BlockList, isIPv6 } from 'node:net';
+import { BlockList, isIP, isIPv6 } from 'node:net';
 import type { NodeRequest } from './context.ts';
 
 export class TrustedProxies {
@@ -40,7 +40,10 @@ export class TrustedProxies {
     let client = peer;
     for (let at = forwarded.length - 1; at >= 0 && this.#trusted(client); at--) {
       const hop = (forwarded[at] as string).trim();
-      if (hop) client = hop;
+      // Only an address is a client: a hop that is not one (a name, garbage, a flood of bytes) ends the walk at the
+      // last address a trusted proxy vouched for, as nginx's realip module does.
+      if (isIP(hop) === 0) break;
+      client = hop;
     }
     return client;
   }

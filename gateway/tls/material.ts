@@ -25,6 +25,8 @@ export interface TlsOptions {
   clusterName: string;
   operatorCertFile?: string | null;
   operatorKeyFile?: string | null;
+  /** Told what is served though wrong (an expired operator certificate). */
+  warn?: (message: string) => void;
   now?: Date;
 }
 
@@ -43,7 +45,7 @@ export async function ensureTlsMaterial(options: TlsOptions): Promise<TlsMateria
   const ca = await ensureCa(options);
   if (options.operatorCertFile && options.operatorKeyFile) {
     const files = { certFile: options.operatorCertFile, keyFile: options.operatorKeyFile };
-    const { certPem, keyPem } = readOperatorFiles(files, options.now);
+    const { certPem, keyPem } = readOperatorFiles(files, options.warn ?? (() => {}), options.now);
     return { caPem: ca.pem, certPem, keyPem };
   }
   const names = [...new Set(options.names)].sort();

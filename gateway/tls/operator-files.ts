@@ -12,6 +12,14 @@ export interface OperatorFiles {
   readonly keyFile: string;
 }
 
+export interface CheckedFiles {
+  /** What keeps the pair from being served. */
+  readonly problems: string[];
+  /** Why the pair, served, fails every client's check though it loads: it has expired. */
+  readonly expired: string | null;
+  readonly material: OperatorMaterial | null;
+}
+
 export interface OperatorMaterial {
   readonly certPem: string;
   readonly keyPem: string;
@@ -45,10 +53,7 @@ function readText(setting: string, file: string, problems: string[]): string | n
 }
 
 /** Every problem with the pair (none: usable), and the material when it is. */
-export function checkOperatorFiles(
-  files: OperatorFiles,
-  now = new Date(),
-): { problems: string[]; material: OperatorMaterial | null } {
+export function checkOperatorFiles(files: OperatorFiles, now = new Date()): CheckedFiles {
   const problems: string[] = [];
   const certPem = readText(CERT_SETTING, files.certFile, problems);
   const keyPem = readText(KEY_SETTING, files.keyFile, problems);
@@ -72,18 +77,24 @@ export function checkOperatorFiles(
   if (certificate && key && !certificate.checkPrivateKey(key)) {
     problems.push(`${KEY_SETTING}: ${files.keyFile} is not the key of the certificate in ${files.certFile}`);
   }
-  if (certificate && new Date(certificate.validTo) <= now) {
-    problems.push(`${CERT_SETTING}: the certificate in ${files.certFile} expired on ${certificate.validTo}`);
-  }
+  const expired =
+    certificate && new Date(certificate.validTo) <= now
+      ? `${CERT_SETTING}: the certificate in ${files.certFile} expired on ${certificate.validTo}`
+      : null;
   if (problems.length > 0 || certPem === null || keyPem === null || certificate === null) {
-    return { problems, material: null };
+    return { problems, expired, material: null };
   }
-  return { problems, material: { certPem, keyPem, certificate } };
+  return { problems, expired, material: { certPem, keyPem, certificate } };
 }
 
-/** The material, or an error whose message lists every problem. */
-export function readOperatorFiles(files: OperatorFiles, now?: Date): OperatorMaterial {
-  const { problems, material } = checkOperatorFiles(files, now);
+/**
+ * The material, or an error whose message lists every problem. An expired certificate is served, and said through
+ * `warn`: refusing to start would also take down what needs no certificate check (the admin listener, clients that
+ * pin it), and a restart is when an operator is least able to fix it.
+ */
+export function readOperatorFiles(files: OperatorFiles, warn: (message: string) => void, now?: Date): OperatorMaterial {
+  const { problems, expired, material } = checkOperatorFiles(files, now);
   if (material === null) throw new Error(problems.join('; '));
+  if (expired !== null) warn(`${expired}: clients will refuse it; renew it`);
   return material;
 }

@@ -78,7 +78,8 @@ function install(): Installed {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(unit.environment)) env[name] = rooted(root, value);
   for (const [name, paths] of Object.entries({ ...unit.directories, HOME: unit.home })) {
-    const made = paths.split(':').map((path) => rooted(root, path));
+    // Every one inside the root, whatever its path: these are made and chmod-ed, which must never reach the host.
+    const made = paths.split(':').map((path) => join(root, path));
     for (const path of made) {
       mkdirSync(path, { recursive: true });
       chmodSync(path, 0o700);

@@ -92,8 +92,10 @@ function words(file: string): string[] {
 
 /** Whether the process is this one or one it started (its workers), following parent pids (proc(5), stat). */
 function descendsFromGateway(pid: number): boolean {
-  for (let at = pid, hops = 0; at > 1 && hops < 64; hops++) {
+  // This process checked before the end of the chain: a gateway that is pid 1 (a container's init) is its own.
+  for (let at = pid, hops = 0; hops < 64; hops++) {
     if (at === process.pid) return true;
+    if (at <= 1) return false;
     try {
       const stat = readFileSync(`/proc/${at}/stat`, 'utf8');
       at = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
@@ -206,6 +208,9 @@ export class JobCgroups {
         writeFileSync(join(memory, 'memory.max'), String(caps.memoryBytes));
         // Swap would let the job hold more than memory.max; absent when the kernel has no swap accounting.
         if (existsSync(join(memory, 'memory.swap.max'))) writeFileSync(join(memory, 'memory.swap.max'), '0');
+        // An OOM kill takes the whole job, not one process of it, leaving the rest half-working (cgroup-v2.rst,
+        // memory.oom.group).
+        if (existsSync(join(memory, 'memory.oom.group'))) writeFileSync(join(memory, 'memory.oom.group'), '1');
       } else {
         writeFileSync(join(memory, 'memory.limit_in_bytes'), String(caps.memoryBytes));
         // memory + swap together; must not be below memory.limit_in_bytes, so it is written after it.

@@ -168,6 +168,7 @@ export function prepareJobDir(paths: JobPaths, packages: readonly ApprovedPackag
  * entrypoint gets the whole grace before SIGKILL, and its status is kept.
  */
 function supervisorScript(options: SpawnOptions): string {
+  const inCgroup = options.cgroup != null;
   const { paths, sandbox, packages } = options;
   const filter = sandbox.isolated ? ` ${FILTER_FD}<${shellQuote(paths.filter)}` : '';
   const command = (argv: readonly string[]) => `${argv.map(shellQuote).join(' ')}${filter}`;
@@ -182,11 +183,14 @@ function supervisorScript(options: SpawnOptions): string {
     ),
   ];
   if (packages.length > 0) {
-    const launch = sandbox.launcher({
-      writable: [paths.work, paths.venv],
-      readOnly: [paths.requirements, options.wheelDir],
-      chdir: paths.work,
-    });
+    const launch = sandbox.launcher(
+      {
+        writable: [paths.work, paths.venv],
+        readOnly: [paths.requirements, options.wheelDir],
+        chdir: paths.work,
+      },
+      inCgroup,
+    );
     const args = [options.python, paths.venv, options.wheelDir, paths.requirements];
     lines.push(
       'echo "[meshgate] installing approved python packages"',
@@ -194,11 +198,14 @@ function supervisorScript(options: SpawnOptions): string {
     );
   }
   if (sandbox.isolated) {
-    const launch = sandbox.launcher({
-      writable: [paths.work],
-      readOnly: packages.length > 0 ? [paths.venv] : [],
-      chdir: paths.work,
-    });
+    const launch = sandbox.launcher(
+      {
+        writable: [paths.work],
+        readOnly: packages.length > 0 ? [paths.venv] : [],
+        chdir: paths.work,
+      },
+      inCgroup,
+    );
     // fd 3: the supervisor's own read-write end (a reader always exists, so a late stop never SIGPIPEs it);
     // fd 5: the read-only end, which becomes the sandbox's fd 3.
     lines.push(
@@ -209,7 +216,7 @@ function supervisorScript(options: SpawnOptions): string {
       'exec 5<&- 4<&-',
     );
   } else {
-    const launch = sandbox.launcher({ writable: [], readOnly: [], chdir: null });
+    const launch = sandbox.launcher({ writable: [], readOnly: [], chdir: null }, inCgroup);
     lines.push(
       'trap : TERM',
       `(cd ${shellQuote(paths.work)} && ` +

@@ -298,7 +298,8 @@ export class LocalJobRuntime implements JobRuntime {
     return {
       cgroup: cgroup?.version ?? null,
       memoryBytes: cgroup ? this.options.caps.memoryBytes : null,
-      processes: cgroup ? this.options.caps.processes : null,
+      // The cgroup's pids.max, or the RLIMIT_NPROC a job without one runs under (sandbox.ts).
+      processes: this.options.caps.processes,
       tmpBytes: isolated ? options.limits.tmpBytes : null,
       network: isolated ? options.network : 'host',
     };

@@ -26,6 +26,8 @@ export interface SandboxLimits {
   openFiles: number;
   cpuSeconds: number;
   tmpBytes: number;
+  /** The job's process cap: its cgroup's pids.max, or, for a job that runs without a cgroup, RLIMIT_NPROC. */
+  processes: number;
 }
 
 export interface SandboxOptions {
@@ -130,9 +132,13 @@ export class JobSandbox {
     return this.isolated && runsAsRoot() ? this.options.uid : null;
   }
 
-  /** argv of one job step up to (excluding) the command it runs. */
-  launcher(mounts: StepMounts): string[] {
-    const limits = this.#limits();
+  /**
+   * argv of one job step up to (excluding) the command it runs. `inCgroup`: the job runs in a cgroup of its own that
+   * caps its processes; without one the per-uid RLIMIT_NPROC is the only bound on a fork bomb, shared by the jobs of
+   * that uid but better than none.
+   */
+  launcher(mounts: StepMounts, inCgroup: boolean): string[] {
+    const limits = this.#limits(inCgroup);
     if (!this.isolated) return limits;
     const { bwrapPath, uid } = this.options;
     const args = ['/usr/bin/setsid', bwrapPath, ...this.#isolation()];
@@ -172,7 +178,7 @@ export class JobSandbox {
     const filter = this.filter;
     if (filter === null)
       return Promise.resolve(`no user-namespace filter is written for the ${process.arch} architecture`);
-    const [command, ...args] = [...this.launcher({ writable: [], readOnly: [], chdir: null }), '/bin/true'];
+    const [command, ...args] = [...this.launcher({ writable: [], readOnly: [], chdir: null }, true), '/bin/true'];
     const stdio = Array.from({ length: FILTER_FD + 1 }, (_, fd) => (fd === 2 || fd === FILTER_FD ? 'pipe' : 'ignore'));
     return new Promise((resolve) => {
       const child = spawn(command as string, args, { stdio, timeout: 10_000, env: { PATH: '/usr/bin:/bin' } });
@@ -193,8 +199,8 @@ export class JobSandbox {
     });
   }
 
-  #limits(): string[] {
-    const { addressSpaceBytes, openFiles, cpuSeconds } = this.options.limits;
+  #limits(inCgroup: boolean): string[] {
+    const { addressSpaceBytes, openFiles, cpuSeconds, processes } = this.options.limits;
     const fsize = this.options.maxFileBytes;
     return [
       '/usr/bin/prlimit',
@@ -202,6 +208,7 @@ export class JobSandbox {
       `--nofile=${openFiles}`,
       `--cpu=${cpuSeconds}`,
       `--fsize=${fsize}`,
+      ...(inCgroup ? [] : [`--nproc=${processes}`]),
       '--',
     ];
   }

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { execMeshgate, type Ran } from '../../../helpers/artifact.ts';
+import { serve } from '../../../helpers/workers.ts';
 
 type Failed = Ran & { code: number };
 
@@ -125,5 +126,20 @@ test('serve with a missing certificate file or a key of another certificate stop
     assert.match(refused.stderr, expected);
     assert.doesNotMatch(refused.stderr, /ENOENT: no such file or directory, open|error:[0-9A-F]{8}|\n\s+at /);
     assert.doesNotMatch(refused.stdout, /meshgate listening/);
+  }
+});
+
+test("the ports of this data dir's running gateway are not reported in use, with or without workers", async (t) => {
+  const dir = scratch(t);
+  for (const workers of ['1', '2']) {
+    const dataDir = join(dir, `data-${workers}`);
+    const served = await serve(dataDir, ['--https-port', '0', '--workers', workers], {});
+    t.after(() => served.killTree());
+    const port = new URL(served.base).port;
+    const ran = await execMeshgate(['validate', '--data-dir', dataDir, '--https-port', port]);
+    assert.match(ran.stdout, /the configuration is valid .*ports held by this data dir's running gateway/);
+    const other = await failing(execMeshgate(['validate', '--data-dir', join(dir, 'other'), '--https-port', port]));
+    assert.match(other.stderr, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+    assert.equal(await served.stop(), 0);
   }
 });

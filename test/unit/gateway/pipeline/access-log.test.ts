@@ -155,6 +155,14 @@ test('the client is the socket peer; X-Forwarded-For is read only from a trusted
     logged(fakeContext({}, true, { peer: '127.0.0.2', headers: { 'x-forwarded-for': '1.2.3.4' } })),
   );
   assert.equal(noProxies.client, '127.0.0.2', 'without trusted proxies the header is never read');
+  const garbage = (header: string) =>
+    one(
+      logged(fakeContext({}, true, { peer: '127.0.0.2', headers: { 'x-forwarded-for': header } }), {}, true, {
+        proxies,
+      }),
+    );
+  assert.equal(garbage(`${'x'.repeat(5000)}, 127.0.1.5`).client, '127.0.1.5', 'a hop that is no address ends the walk');
+  assert.equal(garbage('evil.example').client, '127.0.0.2', 'a name is never taken for the client');
 });
 
 test('a recording span puts its trace id on the line', async (t) => {
