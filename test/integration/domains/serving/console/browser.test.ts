@@ -5,20 +5,31 @@
  * gateways from their cards and watch both read PAIRED, read each
  * deployment's probed health and request count, open a deployed app, follow
  * a job's log, change routing and read the smoke results, and a non-admin who
- * is offered no admin page. Each page is screenshot; with MESHGATE_UPDATE_SCREENSHOTS=1 the shots replace
+ * is offered no admin page. The federation pair runs in process (startPeer's gateways); the console's own pages are
+ * tested against `meshgate serve`, the shipped executable, started as the systemd unit starts it. Each page is
+ * screenshot; with MESHGATE_UPDATE_SCREENSHOTS=1 the shots replace
  * docs/console/'s, otherwise they go to a temporary folder, so a test run leaves the checkout as it was.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { launchBrowser, signIn } from '../../../../helpers/browser.ts';
+import { execMeshgate } from '../../../../helpers/artifact.ts';
+import { browserTarget, launchBrowser, signIn } from '../../../../helpers/browser.ts';
 import { newPsk, routeTo, SHARED_ISSUER, startPeer } from '../../../../helpers/federation.ts';
-import { ADMIN_PASSWORD, startTestGateway } from '../../../../helpers/gateway.ts';
-import { MARKER, submit, waitFor } from '../../../../helpers/jobs.ts';
-import { DEAD_UPSTREAM, deploy, startAppServer } from '../../../../helpers/upstreams.ts';
+import { ADMIN_PASSWORD } from '../../../../helpers/gateway.ts';
+import { MARKER, TERMINAL } from '../../../../helpers/jobs.ts';
+import { DEAD_UPSTREAM, startAppServer } from '../../../../helpers/upstreams.ts';
+import { waitFor as waitUntil } from '../../../../helpers/wait.ts';
+import {
+  adminToken,
+  connection,
+  ADMIN_PASSWORD as SERVED_ADMIN_PASSWORD,
+  type Served,
+  serve,
+} from '../../../../helpers/workers.ts';
 
 const UPDATE_DOCS = process.env.MESHGATE_UPDATE_SCREENSHOTS === '1';
 const SHOTS = UPDATE_DOCS
@@ -98,21 +109,60 @@ test('records created in the form pair from the cards; both read PAIRED, diagnos
 const fieldId = (label: string) =>
   ({ 'Peer address': 'fed-address', 'Peer host name': 'fed-hostname', 'Pre-shared key': 'fed-preshared_key' })[label];
 
+/**
+ * `meshgate serve` as the unit starts it, the shipped artifact (test/helpers/artifact.ts), with an administrator and a
+ * viewer added by `meshgate user add` on its data dir first; killed and removed when the test ends.
+ */
+async function servedGateway(t: TestContext) {
+  const dir = mkdtempSync(join(tmpdir(), 'meshgate-console-'));
+  const started: Served[] = [];
+  t.after(async () => {
+    for (const served of started) await served.killTree();
+    rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  });
+  // Both users exist before the gateway starts, so every worker knows them from its first request.
+  const addUser = (username: string, password: string, admin: string[] = []) =>
+    execMeshgate(['user', 'add', username, ...admin, '--password-stdin', '--data-dir', dir], {}, { input: password });
+  await addUser('admin', SERVED_ADMIN_PASSWORD, ['--admin']);
+  await addUser('viewer', VIEWER_PASSWORD);
+  const served = await serve(dir, ['--https-port', '0'], { PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS: '100' });
+  started.push(served);
+  const api = connection(served);
+  t.after(() => api.close());
+  return { served, target: browserTarget(served, dir), token: await adminToken(served), call: api.call };
+}
+
+const VIEWER_PASSWORD = 'viewer-password';
+
 test('deployments, jobs with their log, routing with smoke results; a non-admin sees no admin page', async (t) => {
-  const gw = await startTestGateway(t, { serving: { healthIntervalMs: 100, healthTimeoutMs: 1000 } });
+  const gw = await servedGateway(t);
+  const deployApp = async (body: Record<string, unknown>) => {
+    const res = await gw.call('POST', '/api/serving/deployments', { token: gw.token, json: { kind: 'app', ...body } });
+    assert.equal(res.status, 201, res.text);
+    return res.json as { runtime_path: string };
+  };
   const app = await startAppServer(t);
-  const notes = await deploy(gw, { kind: 'app', name: 'notes', upstream: app.url, health_path: '/dashboard' });
-  await deploy(gw, { kind: 'app', name: 'gone', upstream: DEAD_UPSTREAM });
+  const notes = await deployApp({ name: 'notes', upstream: app.url, health_path: '/dashboard' });
+  await deployApp({ name: 'gone', upstream: DEAD_UPSTREAM });
   const REQUESTS = 5;
   for (let i = 0; i < REQUESTS; i++)
-    assert.equal((await gw.request('GET', `${notes.runtime_path}/`, { token: await gw.adminToken() })).status, 200);
-  const job = await submit(gw, await gw.adminToken(), {
-    entrypoint: `echo console-log-line; echo '${MARKER}{"ok":1}'`,
+    assert.equal((await gw.call('GET', `${notes.runtime_path}/dashboard`, { token: gw.token })).status, 200);
+  const job = await gw.call('POST', '/api/cluster/jobs/submit', {
+    token: gw.token,
+    json: { entrypoint: `echo console-log-line; echo '${MARKER}{"ok":1}'` },
   });
   assert.equal(job.status, 201, job.text);
-  await waitFor(gw, await gw.adminToken(), job.json.id);
-  const browser = await launchBrowser(t, [gw]);
-  const { page } = await signIn(browser, gw, 'admin', ADMIN_PASSWORD);
+  await waitUntil(
+    async () => {
+      const status = await gw.call('GET', `/api/cluster/jobs/${job.json.id}/status`, { token: gw.token });
+      return TERMINAL.has(status.json.status);
+    },
+    { timeoutMs: 60_000, what: `job ${job.json.id} to end` },
+  );
+  const routing = async () =>
+    (await gw.call('GET', '/api/config/routing', { token: gw.token })).json.service_prefixes.tools;
+  const browser = await launchBrowser(t, [gw.target]);
+  const { page } = await signIn(browser, gw.target, 'admin', SERVED_ADMIN_PASSWORD);
 
   // The page refreshes itself: the probe's verdicts and the request count arrive without a reload.
   const row = (name: string) => page.getByRole('table', { name: 'Deployments' }).getByRole('row', { name: name });
@@ -138,10 +188,7 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   await page.getByLabel('tools prefix').fill('tools-without-slash');
   await page.getByRole('button', { name: 'Validate and apply' }).click();
   await page.getByText('Not applied').waitFor();
-  assert.equal(
-    (await gw.request('GET', '/api/config/routing', { token: await gw.adminToken() })).json.service_prefixes.tools,
-    '/runtime/tools',
-  );
+  assert.equal(await routing(), '/runtime/tools');
   await page.getByLabel('tools prefix').fill('/runtime/toolbox');
   await page.getByRole('button', { name: 'Validate and apply' }).click();
   const smoke = page.getByRole('table', { name: 'Smoke checks' });
@@ -150,10 +197,7 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
     .getByRole('row', { name: /api_ping/ })
     .getByText('pass')
     .waitFor();
-  assert.equal(
-    (await gw.request('GET', '/api/config/routing', { token: await gw.adminToken() })).json.service_prefixes.tools,
-    '/runtime/toolbox',
-  );
+  assert.equal(await routing(), '/runtime/toolbox');
   await shoot(page, 'routing');
 
   for (const [link, name] of [
@@ -166,13 +210,12 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
     await shoot(page, name);
   }
 
-  await gw.userToken('viewer');
-  const viewer = (await signIn(browser, gw, 'viewer', 'viewer-password')).page;
+  const viewer = (await signIn(browser, gw.target, 'viewer', VIEWER_PASSWORD)).page;
   const nav = viewer.getByRole('navigation', { name: 'Console pages' });
   await nav.getByRole('link', { name: 'Deployments' }).waitFor();
   assert.equal(await nav.getByRole('link', { name: 'Federation' }).count(), 0);
   assert.equal(await nav.getByRole('link', { name: 'Users' }).count(), 0);
-  await viewer.goto(`${gw.url}/console/#/users`);
+  await viewer.goto(`${gw.target.url}/console/#/users`);
   await viewer.getByRole('heading', { name: 'Deployments', level: 2 }).waitFor();
   assert.equal(await viewer.getByRole('button', { name: 'Validate and apply' }).count(), 0);
 });
