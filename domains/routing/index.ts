@@ -7,6 +7,9 @@ import { routingRoutes } from './routes.ts';
 import { RoutingService } from './service.ts';
 import { createRoutingStore } from './store.ts';
 
+/** The prefix of each service when the routing configuration sets none (docs/wire.md). */
+export { DEFAULT_PREFIXES } from './validate.ts';
+
 export const routingModule: HandlerModule = {
   name: 'routing',
   errors: RoutingErrors,

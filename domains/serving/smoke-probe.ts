@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { Agent, buildConnector, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
 import { hostOfUrl } from '../../gateway/http/origin.ts';
+import { DEFAULT_PREFIXES } from '../routing/index.ts';
 
 export interface SmokeOptions {
   origin: string;
@@ -40,13 +41,6 @@ export function forgedHostAgent(origin: string, ca: string | undefined): Agent {
 
 /** The services whose prefix a check builds its paths on. */
 type PrefixedService = 'api' | 'models' | 'apps';
-
-/** The default prefixes (docs/wire.md, routing), assumed when the routing configuration cannot be read. */
-const DEFAULT_PREFIXES: Readonly<Record<PrefixedService, string>> = {
-  api: '/api',
-  models: '/runtime/models',
-  apps: '/runtime/apps',
-};
 
 /**
  * What smoke reads of GET /api/config/routing (docs/wire.md). A prefix is appended to the origin, so it must be a
@@ -102,7 +96,7 @@ export class Probe {
 
   /** A service's live prefix: the routing configuration's, else its default. */
   prefix(service: PrefixedService): string {
-    return this.routing?.service_prefixes[service] ?? DEFAULT_PREFIXES[service];
+    return this.routing?.service_prefixes[service] ?? (DEFAULT_PREFIXES[service] as string);
   }
 
   /** The named app's path under the live apps prefix; null without an app, or when routing turns apps off. */
@@ -160,7 +154,7 @@ export async function discover(probe: Probe): Promise<void> {
       return { failed: `GET ${path}: ${(error as Error).message}` };
     }
   };
-  const path = `${DEFAULT_PREFIXES.api}/config/routing`;
+  const path = `${DEFAULT_PREFIXES.api as string}/config/routing`;
   const routing = await read(path);
   const parsed = 'json' in routing ? routingView.safeParse(routing.json) : null;
   if (parsed?.success) probe.routing = parsed.data;
