@@ -114,10 +114,11 @@ test('an unreachable collector is logged at most once a minute, without its cred
     PLATFORM_OTLP_ENDPOINT: `http://otlp:${secret}@127.0.0.1:${closedPort}/v1/traces?token=${secret}`,
     PLATFORM_ADMIN_PORT: '0',
   });
-  const listening = JSON.parse(await served.waitForLine(/"msg":"listening"/));
+  // The process that holds the admin listener names it: the primary, under the unit's workers.
+  const admin = /"admin":"(http:[^"]+)"/.exec(await served.waitForLine(/"admin":"http:/))?.[1] as string;
   const scrape = async () =>
     total(
-      await parsePrometheus(await (await request(`${listening.admin}/metrics`)).body.text()),
+      await parsePrometheus(await (await request(`${admin}/metrics`)).body.text()),
       'meshgate_trace_export_failures_total',
       { reason: 'unreachable' },
     );
