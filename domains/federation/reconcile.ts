@@ -103,7 +103,7 @@ export class Reconciler {
 
   async #ping(id: string): Promise<void> {
     const record = this.ctx.cache.get(id);
-    if (!record || record.row.status !== 'PAIRED') return;
+    if (record?.row.status !== 'PAIRED') return;
     let outcome = 'ok';
     try {
       await pingPeer(this.ctx, record.row);
