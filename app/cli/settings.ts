@@ -186,6 +186,22 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     doc: 'docs/federation.md',
   },
   {
+    env: ['PLATFORM_FEDERATION_RECONCILE_INTERVAL_SECONDS'],
+    meaning: 'each PAIRED record is pinged once per interval (jittered); `0` never',
+    doc: 'docs/federation.md',
+  },
+  {
+    env: ['PLATFORM_FEDERATION_DELETED_RETENTION_DAYS'],
+    meaning: 'DELETED federation records are purged this many days after their deletion',
+    doc: 'docs/federation.md',
+  },
+  {
+    env: ['PLATFORM_FEDERATION_FILE'],
+    unset: 'none',
+    meaning: 'a declared federation set (`meshgate federation apply` format) applied at start',
+    doc: 'docs/federation.md',
+  },
+  {
     env: ['PLATFORM_TRUSTED_SHARED_ISSUERS'],
     meaning: 'issuer URLs (comma-separated) of shared realms whose tokens mesh ingress accepts',
     doc: 'docs/mesh.md',

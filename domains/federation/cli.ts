@@ -6,8 +6,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Agent, request } from 'undici';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
+import { APPLY_USAGE, runApply } from './cli-apply.ts';
+import { Gateway, StepFailed } from './cli-gateway.ts';
 
 const USAGE = `meshgate federation pair
     --initiator-url <https://host:port> --initiator-token-file <file> [--initiator-ca <pem file>]
@@ -36,47 +37,6 @@ const OPTIONS = {
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
-
-class StepFailed extends Error {}
-
-/** An admin session against one gateway's API. */
-class Gateway {
-  readonly #agent: Agent;
-  constructor(
-    readonly label: string,
-    private readonly url: string,
-    private readonly token: string,
-    ca: string | undefined,
-  ) {
-    this.#agent = new Agent(ca ? { connect: { ca } } : {});
-  }
-
-  async call(method: 'GET' | 'POST', path: string, json?: unknown): Promise<Record<string, any>> {
-    const res = await request(`${this.url.replace(/\/$/, '')}/api/cluster/federations${path}`, {
-      method,
-      dispatcher: this.#agent,
-      headers: {
-        authorization: `Bearer ${this.token}`,
-        ...(json === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: json === undefined ? null : JSON.stringify(json),
-    }).catch((error: Error) => {
-      throw new StepFailed(`${this.label}: ${method} ${path}: ${error.message}`);
-    });
-    const body = (await res.body.json().catch(() => ({}))) as Record<string, any>;
-    if (res.statusCode >= 300) {
-      const detail = body.detail;
-      const reason =
-        typeof detail === 'object' && detail && 'reason' in detail ? detail.reason : JSON.stringify(detail ?? body);
-      throw new StepFailed(`${this.label}: ${method} ${path}: ${res.statusCode} ${reason}`);
-    }
-    return body;
-  }
-
-  close() {
-    return this.#agent.close();
-  }
-}
 
 async function readSecrets(
   values: Values,
@@ -161,9 +121,10 @@ async function runPair(values: Values, env: CliEnv): Promise<void> {
 
 export const federationCommand: CliCommand = {
   name: 'federation',
-  summary: 'pair two gateways (preflight, create both records, pair, ping)',
-  usage: USAGE,
+  summary: 'pair two gateways, or apply a declared set of peers to one',
+  usage: `${USAGE}\n${APPLY_USAGE}`,
   async run(args, env) {
+    if (args[0] === 'apply') return runApply(args.slice(1), env);
     let parsed: { values: Values; positionals: string[] };
     try {
       parsed = parseArgs({ args, options: OPTIONS, allowPositionals: true });

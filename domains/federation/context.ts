@@ -11,8 +11,8 @@ import { createPeerAgent, type PeerAgent } from '../../gateway/mesh/peer-agent.t
 import type { ServiceRegistry } from '../../gateway/services.ts';
 import type { AuthzService } from '../authz/index.ts';
 import { FederationErrors } from './errors.ts';
-import type { ChangeCounter } from './memo.ts';
 import type { PskVault } from './psk-vault.ts';
+import type { RecordCache } from './record-cache.ts';
 import type { AllowlistStore, FederationRow, FederationStore, NonceStore } from './store.ts';
 import { caFingerprint, primaryRoute } from './wire.ts';
 
@@ -30,8 +30,8 @@ export interface FederationContext {
   readonly records: FederationStore;
   readonly allowlist: AllowlistStore;
   readonly nonces: NonceStore;
-  /** Bumped by every write to records and the allowlist; the mesh read cache keys on it. */
-  readonly changes: ChangeCounter;
+  /** The records in memory, refreshed per record on each write (record-cache.ts): what the mesh reads. */
+  readonly cache: RecordCache;
   readonly vault: PskVault;
   readonly local: LocalCluster;
   readonly policy: Readonly<Config['federation']>;
@@ -50,7 +50,7 @@ export function requireRecord(ctx: FederationContext, id: string): FederationRow
   return row;
 }
 
-export function pskOf(ctx: FederationContext, row: FederationRow): KeyObject | null {
+export function pskOf(ctx: Pick<FederationContext, 'vault'>, row: FederationRow): KeyObject | null {
   return row.pskEnc ? pskKey(ctx.vault.open(row.id, row.pskEnc)) : null;
 }
 
@@ -70,7 +70,7 @@ export class PeerAgents {
     const key = `${route.ip}|${route.hostname ?? ''}|${caFingerprint(row.remoteCaPem)}`;
     const cached = this.#agents.get(row.id);
     if (cached?.key === key) return cached.agent;
-    if (cached) void cached.agent.close().catch(() => {});
+    if (cached) this.release(row.id);
     const agent = createPeerAgent(route, { caPem: row.remoteCaPem }, this.options());
     this.#agents.set(row.id, { key, agent });
     return agent;
@@ -78,6 +78,19 @@ export class PeerAgents {
 
   options() {
     return { connectTimeoutMs: this.timeoutMs, headersTimeoutMs: this.timeoutMs, bodyTimeoutMs: this.timeoutMs };
+  }
+
+  /** Closes the record's pool, if it has one: its record left PAIRED (or its route or CA changed). */
+  release(id: string): void {
+    const cached = this.#agents.get(id);
+    if (!cached) return;
+    this.#agents.delete(id);
+    void cached.agent.close().catch(() => {});
+  }
+
+  /** Pools currently open, one per PAIRED record that has been called. */
+  get size(): number {
+    return this.#agents.size;
   }
 
   async closeAll(): Promise<void> {

@@ -9,25 +9,30 @@ import type { KeyObject } from 'node:crypto';
 import type { PeerAgent } from '../../gateway/mesh/peer-agent.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import type { TupleInput } from '../authz/index.ts';
-import { type FederationContext, pskOf } from './context.ts';
-import { memoize } from './memo.ts';
+import type { FederationContext } from './context.ts';
 import { renderRecipe } from './recipe.ts';
-import type { FederationRow } from './store.ts';
-import { entryView, type FederationRecordView, recordView } from './wire.ts';
+import type { AllowlistRow } from './store.ts';
+import { entryView, type FederationRecordView } from './wire.ts';
 
 export type AllowlistEntryView = ReturnType<typeof entryView>;
 
 export interface FederationDirectory {
   readonly localClusterId: string;
   readonly localClusterName: string;
-  /** PAIRED records (selectors consider only these). */
+  /**
+   * PAIRED records (selectors consider only these): the same frozen array until the PAIRED set or one of its records
+   * changes, so a caller may index it once per array.
+   */
   paired(): readonly FederationRecordView[];
   /**
    * Records pinned to a peer's cluster id (X-KZ-Mesh-Source-Cluster-Id), DELETED excluded; status tells PAIRED from not
    * active.
    */
   byRemoteClusterId(remoteClusterId: string): readonly FederationRecordView[];
-  /** One record by this cluster's id for it (X-KZ-Mesh-Federation-Id), DELETED excluded. */
+  /**
+   * One record by this cluster's id for it (X-KZ-Mesh-Federation-Id), DELETED excluded. Views are cached: their
+   * last_activity and last_ping may lag (the API reads the table).
+   */
   byId(federationId: string): FederationRecordView | undefined;
   /** The pairing PSK as a KeyObject (never serialized, never logged); null once deleted. */
   psk(federationId: string): KeyObject | null;
@@ -48,42 +53,51 @@ export const FEDERATIONS = createServiceKey<FederationDirectory>('federations');
 
 const trimSlash = (url: string) => url.replace(/\/+$/, '');
 
-export function createDirectory(ctx: FederationContext): FederationDirectory {
+/**
+ * Allowlist entries the mesh admitted, in memory until their row changes. Only entries that exist are kept: a
+ * lookup that misses (a user not on the list, refused anyway) reads the table, so keys a peer makes up cannot grow
+ * the map.
+ */
+export class AllowlistCache {
+  readonly #entries = new Map<string, AllowlistEntryView>();
+
+  constructor(private readonly load: (federationId: string, externalId: string) => AllowlistRow | undefined) {}
+
+  get(federationId: string, externalId: string): AllowlistEntryView | undefined {
+    const key = `${federationId}\n${externalId}`;
+    const cached = this.#entries.get(key);
+    if (cached) return cached;
+    const row = this.load(federationId, externalId);
+    if (!row) return undefined;
+    const entry = Object.freeze(entryView(row));
+    this.#entries.set(key, entry);
+    return entry;
+  }
+
+  forget(federationId: string, externalId: string): void {
+    this.#entries.delete(`${federationId}\n${externalId}`);
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}
+
+export function createDirectory(ctx: FederationContext, entries: AllowlistCache): FederationDirectory {
   const trusted = new Set(ctx.policy.trustedSharedIssuers.map(trimSlash));
-  // Reads on every mesh request, remembered until the next write (memo.ts).
-  const memo = <V>(load: (key: string) => V) => memoize(ctx.changes, load);
-  const views = (rows: FederationRow[]) => Object.freeze(rows.map((row) => Object.freeze(recordView(row))));
-  const paired = memo(() => views(ctx.records.byStatus(['PAIRED'])));
-  const bySource = memo((id) =>
-    views(ctx.records.byRemoteClusterId(id, ['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED'])),
-  );
-  const byId = memo((id) => {
-    const row = ctx.records.get(id);
-    return row && row.status !== 'DELETED' ? Object.freeze(recordView(row)) : undefined;
-  });
-  const psk = memo((id) => {
-    const row = ctx.records.get(id);
-    return row ? pskOf(ctx, row) : null;
-  });
-  const agent = memo((id) => {
-    const row = ctx.records.get(id);
-    return row?.status === 'PAIRED' ? ctx.agents.for(row) : null;
-  });
-  const entry = memo((key) => {
-    const [federationId, externalId] = key.split('\n') as [string, string];
-    const row = ctx.allowlist.get(federationId, externalId);
-    return row ? Object.freeze(entryView(row)) : undefined;
-  });
   return {
     localClusterId: ctx.local.id,
     localClusterName: ctx.local.name,
-    paired: () => paired(''),
-    byRemoteClusterId: (remoteClusterId) => bySource(remoteClusterId.toLowerCase()),
-    byId,
-    psk,
-    peerAgent: agent,
+    paired: () => ctx.cache.paired(),
+    byRemoteClusterId: (remoteClusterId) => ctx.cache.bySource(remoteClusterId.toLowerCase()).map((r) => r.view),
+    byId: (federationId) => ctx.cache.get(federationId)?.view,
+    psk: (federationId) => ctx.cache.key(federationId),
+    peerAgent(federationId) {
+      const record = ctx.cache.get(federationId);
+      return record?.row.status === 'PAIRED' ? ctx.agents.for(record.row) : null;
+    },
     isTrustedSharedIssuer: (issuer) => trusted.has(trimSlash(issuer)),
-    allowlistEntry: (federationId, externalId) => entry(`${federationId}\n${externalId}`),
+    allowlistEntry: (federationId, externalId) => entries.get(federationId, externalId),
     markProvisioned: (federationId, externalId, localUserId) =>
       entryView(
         ctx.allowlist.update(federationId, externalId, {

@@ -103,6 +103,12 @@ export const FederationErrors = defineErrors('federation', {
       'The peer refused the signed call for another reason (e.g. ' +
       'federation_not_active); `peer_status` and `peer_reason` say which.',
   },
+  peer_pairing_ended: {
+    status: 409,
+    doc:
+      'The peer answered, signed with the PSK, that its record of this pairing is no longer PAIRED (disconnected ' +
+      'on its side); this record is now DISCONNECTED too (status_reason peer_not_paired). Remedy: re-pair.',
+  },
   peer_response_invalid: {
     status: 502,
     doc: 'The peer answered a peer-protocol call with a body that is not the expected shape.',

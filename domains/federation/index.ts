@@ -9,21 +9,26 @@ import { AUTHZ } from '../authz/index.ts';
 import { AllowlistService } from './allowlist.ts';
 import { allowlistRoutes } from './allowlist-routes.ts';
 import { federationCommand } from './cli.ts';
-import { type FederationContext, PeerAgents } from './context.ts';
-import { createDirectory, FEDERATIONS } from './directory.ts';
+import { type FederationContext, PeerAgents, pskOf } from './context.ts';
+import { AllowlistCache, createDirectory, FEDERATIONS } from './directory.ts';
 import { FederationErrors } from './errors.ts';
-import { ChangeCounter } from './memo.ts';
 import { observeFederations } from './metrics.ts';
 import { peerRoutes } from './peer-routes.ts';
 import { PskVault } from './psk-vault.ts';
+import { Reconciler } from './reconcile.ts';
+import { RecordCache } from './record-cache.ts';
 import { federationRoutes } from './routes.ts';
 import { FederationService } from './service.ts';
-import { createAllowlistStore, createFederationStore, createNonceStore, loadClusterId } from './store.ts';
+import { createAllowlistStore, createFederationStore, createNonceStore, loadClusterIdentity } from './store.ts';
+import { startUpkeep, watchNameCollisions } from './upkeep.ts';
 
 export { BROKERED_JOB_CANCELLER, type BrokeredJobCanceller } from './allowlist.ts';
 export { type AllowlistEntryView, FEDERATIONS, type FederationDirectory } from './directory.ts';
 export { FederationErrors } from './errors.ts';
 export type { FederationRecordView } from './wire.ts';
+
+/** The schema's default `clusterName`: left on it, a cluster advertises the name chosen at its first start. */
+const DEFAULT_CLUSTER_NAME = 'meshgate';
 
 export const federationModule: HandlerModule = {
   name: 'federation',
@@ -31,24 +36,29 @@ export const federationModule: HandlerModule = {
   commands: [federationCommand],
   init(deps) {
     const agents = new PeerAgents(deps.config.federation.peerTimeoutMs);
-    const changes = new ChangeCounter();
-    const bump = () => changes.bump();
-    // Records and allowlists changed by another process or `meshgate federation` drop the memoised lookups too.
-    for (const topic of ['federations', 'federation_users']) {
-      deps.feed.subscribe(topic, bump);
-      deps.feed.onReset(topic, bump);
-    }
-    const records = createFederationStore(deps.db, bump);
-    observeFederations(deps.metrics, records);
+    const vault = PskVault.open(deps.config.dataDir);
+    const records = createFederationStore(deps.db, (id) => cache.refresh(id));
+    const cache = new RecordCache(records, (row) => pskOf({ vault }, row));
+    const entries = new AllowlistCache((federationId, externalId) => ctx.allowlist.get(federationId, externalId));
+    // Records and allowlists changed by another process or `meshgate federation` arrive by key on the feed.
+    deps.feed.subscribe('federations', (id) => cache.refresh(id));
+    deps.feed.onReset('federations', () => cache.reload());
+    deps.feed.subscribe('federation_users', (key) => {
+      const [federationId, externalId] = JSON.parse(key) as [string, string];
+      entries.forget(federationId, externalId);
+    });
+    deps.feed.onReset('federation_users', () => entries.clear());
+    const identity = loadClusterIdentity(deps.db, deps.now);
+    const named = deps.config.clusterName !== DEFAULT_CLUSTER_NAME;
     const ctx: FederationContext = {
       records,
-      allowlist: createAllowlistStore(deps.db, bump),
-      changes,
+      allowlist: createAllowlistStore(deps.db, (federationId, externalId) => entries.forget(federationId, externalId)),
+      cache,
       nonces: createNonceStore(deps.db),
-      vault: PskVault.open(deps.config.dataDir),
+      vault,
       local: {
-        id: loadClusterId(deps.db, deps.now),
-        name: deps.config.clusterName,
+        id: identity.clusterId,
+        name: named ? deps.config.clusterName : (identity.defaultName ?? DEFAULT_CLUSTER_NAME),
         caPem: deps.runtime.caPem,
         origin: deps.runtime.origin,
         bind: deps.config.bind,
@@ -62,15 +72,28 @@ export const federationModule: HandlerModule = {
       agents,
       now: deps.now,
     };
-    deps.services.provide(FEDERATIONS, createDirectory(ctx));
+    const outcomes = observeFederations(deps.metrics, cache, agents);
+    // A record that leaves PAIRED gives its peer pool back (a re-pair is a new record with a pool of its own).
+    cache.onChange((before, after) => {
+      if (before && after?.row.status !== 'PAIRED') agents.release(before.row.id);
+    });
+    watchNameCollisions(ctx);
+    const declared = { ctx, service: new FederationService(ctx), allowlist: new AllowlistService(ctx) };
+    const owner = deps.process.role !== 'worker' && deps.purpose === 'serve';
+    const intervalMs = deps.config.federation.reconcileIntervalSeconds * 1000;
+    const reconciler = owner && intervalMs > 0 ? new Reconciler(ctx, { intervalMs, outcomes }) : null;
+    if (reconciler) cache.onChange((before, after) => reconciler.track(before, after));
+    cache.reload();
+    const upkeep = owner ? startUpkeep(declared, deps.config.federation, ctx.local.name) : null;
+    deps.services.provide(FEDERATIONS, createDirectory(ctx, entries));
     const max = deps.config.limits.maxBodyBytes;
     return {
-      routes: [
-        ...federationRoutes(ctx, new FederationService(ctx), max),
-        ...allowlistRoutes(new AllowlistService(ctx), max),
-        ...peerRoutes(ctx),
-      ],
-      close: () => agents.closeAll(),
+      routes: [...federationRoutes(declared, max), ...allowlistRoutes(declared.allowlist, max), ...peerRoutes(ctx)],
+      close: () => {
+        reconciler?.close();
+        upkeep?.close();
+        return agents.closeAll();
+      },
     };
   },
 };

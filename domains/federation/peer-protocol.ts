@@ -83,6 +83,7 @@ function signedReply(
   call: SignedCall,
   key: KeyObject,
   body: Record<string, unknown>,
+  status = 200,
 ): PeerReply {
   const ts = unixSeconds(ctx.now());
   // sendReply serializes with JSON.stringify as well, so the signed bytes are the sent bytes.
@@ -90,12 +91,12 @@ function signedReply(
   const canonical = canonicalizeResponse({
     responderClusterId: ctx.local.id,
     requestSignature: call.signature,
-    status: 200,
+    status,
     ts,
     body: raw,
   });
   return {
-    status: 200,
+    status,
     body,
     headers: {
       [MESH_HEADERS.sourceClusterId]: ctx.local.id,
@@ -194,10 +195,17 @@ function pairedSigner(ctx: FederationContext, call: SignedCall): { row: Federati
   return match;
 }
 
-/** POST /remote/ping: proves the pairing end to end and answers this cluster's id. */
+/**
+ * POST /remote/ping: proves the pairing end to end and answers this cluster's id. A record that is no longer PAIRED
+ * answers 403 federation_not_active signed with its PSK: the caller may end its side on that proof (reconcile.ts),
+ * and only the holder of the PSK can give it.
+ */
 export function remotePing(ctx: FederationContext, call: SignedCall): PeerReply {
   const { row, key } = pairedSigner(ctx, call);
-  if (row.status !== 'PAIRED') throw MeshErrors.make.federation_not_active({ status: row.status });
+  if (row.status !== 'PAIRED') {
+    const refusal = MeshErrors.make.federation_not_active({ status: row.status });
+    return signedReply(ctx, call, key, { detail: { reason: refusal.reason, status: row.status } }, refusal.status);
+  }
   ctx.records.update(row.id, { lastActivity: ctx.now().toISOString() });
   return signedReply(ctx, call, key, { cluster_id: ctx.local.id, cluster_name: ctx.local.name, status: 'PAIRED' });
 }
@@ -209,7 +217,12 @@ export function remoteDisconnect(ctx: FederationContext, call: SignedCall): Peer
   if (body.cluster_id !== call.sourceClusterId.toLowerCase()) throw MeshErrors.make.invalid_signature();
   if (row.status === 'PAIRED') {
     const at = ctx.now().toISOString();
-    ctx.records.update(row.id, { status: 'DISCONNECTED', lastActivity: at, updatedAt: at });
+    ctx.records.update(row.id, {
+      status: 'DISCONNECTED',
+      statusReason: body.reason === 'deleted' ? 'peer_deleted' : 'peer_disconnect',
+      lastActivity: at,
+      updatedAt: at,
+    });
     ctx.logger.info({ federation_id: row.id, reason: body.reason ?? null }, 'federation disconnected by peer');
   }
   return signedReply(ctx, call, key, { acknowledged: true, cluster_id: ctx.local.id, federation_id: row.id });

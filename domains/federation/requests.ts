@@ -78,6 +78,8 @@ export const updatableFields = z.object({
 
 export const listQuery = z.object({
   status: z.enum(['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED', 'DELETED']).optional(),
+  /** Records whose name or id contains this text (case-insensitive). */
+  q: z.string().trim().min(1).max(128).optional(),
   skip: z.coerce.number().int().min(0).default(0),
   limit: z.coerce.number().int().min(1).max(1000).default(100),
 });

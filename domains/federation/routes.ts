@@ -8,12 +8,12 @@ import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf, type RequestContext } from '../../gateway/http/context.ts';
 import type { RouteDef, RouteDoc } from '../../gateway/module.ts';
 import { jsonObject } from '../../gateway/openapi/route-docs.ts';
-import type { FederationContext } from './context.ts';
+import { applyDeclared, type DeclaredDeps } from './declared.ts';
+import { declaredPeer } from './declared-file.ts';
 import { diagnose, preflight, resolveAddress } from './diagnose.ts';
 import { pair } from './pairing.ts';
 import { createBody, forceQuery, listQuery, preflightBody, resolveBody } from './requests.ts';
-import type { FederationService } from './service.ts';
-import { endedAnswer, pingAnswer, recordAnswer } from './wire.ts';
+import { endedAnswer, listedAnswer, pingAnswer, recordAnswer } from './wire.ts';
 
 const BASE = '/cluster/federations';
 const id = (ctx: RequestContext) => ctx.params.id as string;
@@ -41,13 +41,17 @@ const PEER_CALL_REASONS = [
   'peer_response_invalid',
 ];
 
-export function federationRoutes(fctx: FederationContext, service: FederationService, maxBody: number): RouteDef[] {
+const applyBody = z.strictObject({ dry_run: z.boolean().default(false), peers: z.array(declaredPeer).max(10_000) });
+const applyAnswer = z.object({ dry_run: z.boolean(), peers: z.array(jsonObject) });
+
+export function federationRoutes(declared: DeclaredDeps, maxBody: number): RouteDef[] {
+  const { ctx: fctx, service } = declared;
   return [
     {
       method: 'GET',
       path: BASE,
       auth: 'admin',
-      doc: { summary: 'The federation records', query: listQuery, answers: { 200: z.array(recordAnswer) } },
+      doc: { summary: 'The federation records', query: listQuery, answers: { 200: z.array(listedAnswer) } },
       handle: (ctx) => ok(service.list(parseQuery(ctx.query, listQuery))),
     },
     {
@@ -64,6 +68,21 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
         ],
       }),
       handle: async (ctx) => ok(service.create(principalOf(ctx), await readJson(ctx.req, maxBody, createBody))),
+    },
+    {
+      method: 'POST',
+      path: `${BASE}/apply`,
+      auth: 'admin',
+      doc: doc('Reconcile the declared set of peers (docs/federation.md "Declared federation")', applyAnswer, {
+        body: applyBody,
+      }),
+      handle: async (ctx) => {
+        const body = await readJson(ctx.req, maxBody, applyBody);
+        return ok({
+          dry_run: body.dry_run,
+          peers: await applyDeclared(declared, principalOf(ctx), body.peers, body.dry_run),
+        });
+      },
     },
     {
       method: 'POST',
@@ -86,7 +105,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       method: 'GET',
       path: `${BASE}/:id`,
       auth: 'admin',
-      doc: doc('A federation record', recordAnswer, { errors: FOUND }),
+      doc: doc('A federation record', listedAnswer, { errors: FOUND }),
       handle: (ctx) => ok(service.get(id(ctx))),
     },
     {
@@ -141,7 +160,7 @@ export function federationRoutes(fctx: FederationContext, service: FederationSer
       auth: 'user',
       nativeOnly: true,
       doc: doc('Ping a paired federation over the peer protocol', pingAnswer, {
-        errors: [...FOUND, ...PEER_CALL_REASONS, 'federation_not_paired'],
+        errors: [...FOUND, ...PEER_CALL_REASONS, 'federation_not_paired', 'peer_pairing_ended'],
       }),
       handle: async (ctx) => ok(await service.ping(id(ctx))),
     },

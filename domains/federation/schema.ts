@@ -21,6 +21,11 @@ export interface RecipeTuple {
 export const clusterIdentity = sqliteTable('cluster_identity', {
   id: integer('id').primaryKey(),
   clusterId: text('cluster_id').notNull(),
+  /**
+   * The name advertised when `clusterName` is left on its default, chosen with the id at first start
+   * (`meshgate-` and the id's first 12 hex digits); null on a cluster first started before names were derived.
+   */
+  defaultName: text('default_name'),
   createdAt: text('created_at').notNull(),
 });
 
@@ -37,6 +42,10 @@ export const federations = sqliteTable(
     /** The peer's own id for this pairing, from the signed handshake; mesh requests name the record by it. */
     remoteFederationId: text('remote_federation_id'),
     status: text('status', { enum: ['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED', 'DELETED'] }).notNull(),
+    /** Why the record left PAIRED (operator, peer, reconciliation); null while it never did. */
+    statusReason: text('status_reason'),
+    /** The peer's name in the declared set (`meshgate federation apply`) that manages this record; null = by hand. */
+    declaredAs: text('declared_as'),
     lastActivity: text('last_activity'),
     lastPing: text('last_ping'),
     createdAt: text('created_at').notNull(),

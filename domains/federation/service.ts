@@ -13,10 +13,11 @@ import { type FederationContext, pskOf, requireRecord } from './context.ts';
 import { FederationErrors } from './errors.ts';
 import { expectAccepted, expectPeerIdentity } from './pairing.ts';
 import { callPeer } from './peer-client.ts';
+import { pingPeer } from './reconcile.ts';
 import { type CreateBody, updatableFields } from './requests.ts';
 import type { RemoteIp } from './schema.ts';
 import type { FederationRow, FederationStatus } from './store.ts';
-import { type endedAnswer, type pingAnswer, recordView } from './wire.ts';
+import { type endedAnswer, type listedAnswer, type pingAnswer, recordView } from './wire.ts';
 
 const UPDATABLE = new Set(['brokering_enabled', 'shared_ca_pem', 'require_peer_jwt', 'shared_jwks_url']);
 /** Fields a PUT must refuse to change. */
@@ -30,6 +31,9 @@ const IMMUTABLE = new Set([
   'local_cluster_id',
   'remote_cluster_id',
   'status',
+  'status_reason',
+  'declared_as',
+  'name_collision',
   'last_activity',
   'last_ping',
   'created_at',
@@ -59,7 +63,8 @@ const LOCAL_KC = [
 export class FederationService {
   constructor(private readonly ctx: FederationContext) {}
 
-  create(principal: Principal, body: CreateBody) {
+  /** `declaredAs`: the peer name of the declared set that creates it (declared.ts), else null. */
+  create(principal: Principal, body: CreateBody, declaredAs: string | null = null) {
     const identity = this.identityOf(body);
     const problems = createProblems(body);
     if (problems.length > 0) throw validationError(problems);
@@ -83,6 +88,8 @@ export class FederationService {
       remoteClusterId: null,
       remoteFederationId: null,
       status: body.role === 'receiver' ? 'WAITING' : 'PAIRING',
+      statusReason: null,
+      declaredAs,
       lastActivity: null,
       lastPing: null,
       createdAt: at,
@@ -143,12 +150,17 @@ export class FederationService {
     return { identityMode: mode, trustPosture: 'source_trusted', requirePeerJwt: body.require_peer_jwt ?? true };
   }
 
-  list(filter: { status?: FederationStatus | undefined; skip: number; limit: number }) {
-    return this.ctx.records.list(filter).map(recordView);
+  list(filter: { status?: FederationStatus | undefined; q?: string | undefined; skip: number; limit: number }) {
+    return this.ctx.records.list(filter).map((row) => this.listed(row));
   }
 
   get(id: string) {
-    return recordView(requireRecord(this.ctx, id));
+    return this.listed(requireRecord(this.ctx, id));
+  }
+
+  private listed(row: FederationRow): z.output<typeof listedAnswer> {
+    const colliding = row.status === 'PAIRED' ? this.ctx.cache.collidingWith(row.remoteClusterName) : [];
+    return { ...recordView(row), name_collision: colliding.some((r) => r.row.id === row.id) };
   }
 
   /** Only brokering_enabled, shared_ca_pem and require_peer_jwt change; any other change refuses the whole PUT. */
@@ -194,7 +206,12 @@ export class FederationService {
       }
     }
     const at = this.ctx.now().toISOString();
-    this.ctx.records.update(id, { status: 'DISCONNECTED', updatedAt: at, lastActivity: at });
+    this.ctx.records.update(id, {
+      status: 'DISCONNECTED',
+      statusReason: force && row.status === 'PAIRED' ? 'operator_forced' : 'operator_disconnect',
+      updatedAt: at,
+      lastActivity: at,
+    });
     return {
       federation_id: id,
       status: 'DISCONNECTED',
@@ -222,7 +239,13 @@ export class FederationService {
       );
     }
     const at = this.ctx.now().toISOString();
-    this.ctx.records.update(id, { status: 'DELETED', pskEnc: null, updatedAt: at, lastActivity: at });
+    this.ctx.records.update(id, {
+      status: 'DELETED',
+      statusReason: 'deleted',
+      pskEnc: null,
+      updatedAt: at,
+      lastActivity: at,
+    });
     this.ctx.authz.deleteObject({ namespace: 'federation', id });
     return { federation_id: id, status: 'DELETED', peer_acknowledged: acknowledged, message: 'Federation deleted' };
   }
@@ -230,21 +253,7 @@ export class FederationService {
   /** The signed peer path end to end; transport failures are 502/504 with the layer reason. */
   async ping(id: string): Promise<z.output<typeof pingAnswer>> {
     const row = requireRecord(this.ctx, id);
-    const agent = row.status === 'PAIRED' ? this.ctx.agents.for(row) : null;
-    const key = pskOf(this.ctx, row);
-    if (!agent || !key) throw FederationErrors.make.federation_not_paired({ status: row.status });
-    const answer = await callPeer(
-      agent,
-      '/api/cluster/remote/ping',
-      { federation_id: row.id },
-      key,
-      this.ctx.local.id,
-      this.ctx.now(),
-    );
-    expectAccepted(this.ctx, answer, SIGNATURE_MAX_AGE_SECONDS);
-    expectPeerIdentity(this.ctx, row, answer);
-    const at = this.ctx.now().toISOString();
-    this.ctx.records.update(id, { lastPing: at, lastActivity: at });
+    const at = await pingPeer(this.ctx, row);
     return { federation_id: id, reachable: true, remote_cluster_id: row.remoteClusterId, last_ping: at };
   }
 

@@ -1,6 +1,6 @@
 /** Drizzle queries of the federation domain behind narrow interfaces. */
 import { randomUUID } from 'node:crypto';
-import { and, asc, eq, inArray, lt } from '../../gateway/db/drizzle.ts';
+import { and, asc, eq, inArray, isNotNull, lt, or, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { clusterIdentity, federations, federationUsers, peerNonces } from './schema.ts';
 
@@ -11,10 +11,19 @@ export type AllowlistRow = typeof federationUsers.$inferSelect;
 export interface FederationStore {
   insert(row: FederationRow): void;
   get(id: string): FederationRow | undefined;
-  list(filter: { status?: FederationStatus | undefined; skip: number; limit: number }): FederationRow[];
+  list(filter: {
+    status?: FederationStatus | undefined;
+    q?: string | undefined;
+    skip: number;
+    limit: number;
+  }): FederationRow[];
   byStatus(statuses: readonly FederationStatus[]): FederationRow[];
   byRemoteClusterId(remoteClusterId: string, statuses: readonly FederationStatus[]): FederationRow[];
   update(id: string, patch: Partial<Omit<FederationRow, 'id'>>): FederationRow;
+  /** Records a declared set manages (declared_as set), DELETED included. */
+  declared(): FederationRow[];
+  /** Removes DELETED records (and their allowlists) last updated before `before`; answers how many went. */
+  purgeDeleted(before: string): number;
 }
 
 export interface AllowlistStore {
@@ -33,19 +42,31 @@ export interface NonceStore {
   acceptOnce(signature: string, expiresAt: number, nowSeconds: number): boolean;
 }
 
-/** `onWrite` runs after every insert and update (the mesh read cache, memo.ts). */
-export function createFederationStore(db: Db, onWrite: () => void): FederationStore {
+/** Name or id containing `text`, case-insensitive on both engines (LIKE with its wildcards escaped). */
+function containing(text: string) {
+  const pattern = `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return or(
+    sql`lower(${federations.remoteClusterName}) LIKE ${pattern} ESCAPE '\\'`,
+    sql`${federations.id} LIKE ${pattern} ESCAPE '\\'`,
+  );
+}
+
+/** Columns no cache reads: a write of only these is not a change (record-cache.ts). */
+const ACTIVITY = new Set(['lastActivity', 'lastPing']);
+
+/** `onWrite(id)` runs after every insert and update but those of activity alone (the mesh read cache). */
+export function createFederationStore(db: Db, onWrite: (id: string) => void): FederationStore {
   return {
     insert(row) {
       db.insert(federations).values(row).run();
-      onWrite();
+      onWrite(row.id);
     },
     get: (id) => db.select().from(federations).where(eq(federations.id, id)).get(),
-    list: ({ status, skip, limit }) =>
+    list: ({ status, q, skip, limit }) =>
       db
         .select()
         .from(federations)
-        .where(status ? eq(federations.status, status) : undefined)
+        .where(and(status ? eq(federations.status, status) : undefined, q ? containing(q) : undefined))
         .orderBy(asc(federations.createdAt), asc(federations.id))
         .limit(limit)
         .offset(skip)
@@ -64,20 +85,35 @@ export function createFederationStore(db: Db, onWrite: () => void): FederationSt
         .all(),
     update(id, patch) {
       const row = db.update(federations).set(patch).where(eq(federations.id, id)).returning().get();
-      onWrite();
+      if (Object.keys(patch).some((k) => !ACTIVITY.has(k))) onWrite(id);
       if (!row) throw new Error(`federation ${id} vanished during update`);
       return row;
+    },
+    declared: () => db.select().from(federations).where(isNotNull(federations.declaredAs)).all(),
+    purgeDeleted(before) {
+      const gone = and(eq(federations.status, 'DELETED'), lt(federations.updatedAt, before));
+      return db.transaction(() => {
+        const ids = db.select({ id: federations.id }).from(federations).where(gone).all();
+        if (ids.length === 0) return 0;
+        const list = ids.map((r) => r.id);
+        db.delete(federationUsers).where(inArray(federationUsers.federationId, list)).run();
+        db.delete(federations).where(inArray(federations.id, list)).run();
+        return list.length;
+      });
     },
   };
 }
 
-export function createAllowlistStore(db: Db, onWrite: () => void): AllowlistStore {
+export function createAllowlistStore(
+  db: Db,
+  onWrite: (federationId: string, externalId: string) => void,
+): AllowlistStore {
   const key = (federationId: string, externalId: string) =>
     and(eq(federationUsers.federationId, federationId), eq(federationUsers.externalId, externalId));
   return {
     insert(row) {
       db.insert(federationUsers).values(row).run();
-      onWrite();
+      onWrite(row.federationId, row.externalId);
     },
     get: (federationId, externalId) => db.select().from(federationUsers).where(key(federationId, externalId)).get(),
     list: (federationId) =>
@@ -89,7 +125,7 @@ export function createAllowlistStore(db: Db, onWrite: () => void): AllowlistStor
         .all(),
     update(federationId, externalId, patch) {
       const row = db.update(federationUsers).set(patch).where(key(federationId, externalId)).returning().get();
-      onWrite();
+      onWrite(federationId, externalId);
       if (!row) throw new Error(`allowlist entry ${externalId} vanished during update`);
       return row;
     },
@@ -106,11 +142,20 @@ export function createNonceStore(db: Db): NonceStore {
   };
 }
 
-/** This cluster's UUID: minted once, stable across restarts (peers pin it as remote_cluster_id). */
-export function loadClusterId(db: Db, now: () => Date): string {
-  const row = db.select().from(clusterIdentity).where(eq(clusterIdentity.id, 1)).get();
-  if (row) return row.clusterId;
+/**
+ * This cluster's UUID (minted once, stable across restarts: peers pin it as remote_cluster_id) and the name it
+ * advertises when left on the default, chosen with it: null for a cluster first started before names were derived.
+ */
+export function loadClusterIdentity(db: Db, now: () => Date): { clusterId: string; defaultName: string | null } {
+  const read = () => db.select().from(clusterIdentity).where(eq(clusterIdentity.id, 1)).get();
+  const row = read();
+  if (row) return row;
   const clusterId = randomUUID();
-  db.insert(clusterIdentity).values({ id: 1, clusterId, createdAt: now().toISOString() }).onConflictDoNothing().run();
-  return (db.select().from(clusterIdentity).where(eq(clusterIdentity.id, 1)).get() as { clusterId: string }).clusterId;
+  // 48 bits of the id: at a fleet of 1,000 clusters, two sharing a name is about a one-in-half-a-billion chance.
+  const defaultName = `meshgate-${clusterId.replaceAll('-', '').slice(0, 12)}`;
+  db.insert(clusterIdentity)
+    .values({ id: 1, clusterId, defaultName, createdAt: now().toISOString() })
+    .onConflictDoNothing()
+    .run();
+  return read() as { clusterId: string; defaultName: string | null };
 }

@@ -22,6 +22,11 @@ export const recordAnswer = z.object({
   remote_cluster_id: nullableText,
   remote_federation_id: nullableText,
   status: z.enum(['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED', 'DELETED']),
+  status_reason: nullableText.describe(
+    'why the record left PAIRED: operator_disconnect, operator_forced, peer_disconnect, peer_deleted, ' +
+      'peer_not_paired (a reconciliation ping: the peer no longer holds the pairing), deleted',
+  ),
+  declared_as: nullableText.describe('the peer name in the declared set that manages this record; null = by hand'),
   last_activity: nullableText,
   last_ping: nullableText,
   created_at: z.string(),
@@ -54,6 +59,8 @@ export function recordView(row: FederationRow): z.output<typeof recordAnswer> {
     remote_cluster_id: row.remoteClusterId,
     remote_federation_id: row.remoteFederationId,
     status: row.status,
+    status_reason: row.statusReason,
+    declared_as: row.declaredAs,
     last_activity: row.lastActivity,
     last_ping: row.lastPing,
     created_at: row.createdAt,
@@ -77,6 +84,13 @@ export function recordView(row: FederationRow): z.output<typeof recordAnswer> {
 }
 
 export type FederationRecordView = z.output<typeof recordAnswer>;
+
+/** A record as the list and get answer it: also whether another PAIRED record carries the same name. */
+export const listedAnswer = recordAnswer.extend({
+  name_collision: z
+    .boolean()
+    .describe('PAIRED, and another PAIRED record has the same remote_cluster_name: select it by id, not by name'),
+});
 
 /** A disconnect or delete: whether the peer was told (a delete tells it best effort). */
 export const endedAnswer = z.object({

@@ -125,7 +125,8 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
     apiMs: deps.config.mesh.proxyReadTimeoutSeconds * 1000,
     runtimeMs: deps.config.mesh.runtimeReadTimeoutSeconds * 1000,
   };
-  const dispatchers = new Map<string, { agent: Dispatcher; dispatcher: Dispatcher }>();
+  // Keyed by the peer's pool: a pool the federation domain released (its record left PAIRED) takes its signer along.
+  const dispatchers = new WeakMap<Dispatcher, Dispatcher>();
   const signatures = deps.metrics.counter(MESH_SIGNATURES);
 
   /** One signing dispatcher per peer, rebuilt when the federation hands out a new agent (new CA or route). */
@@ -136,13 +137,13 @@ export function createMeshEgress(deps: EgressDeps): MeshEgress {
       signatures.labels('sign', peer.id, 'peer_not_reachable_unpaired').inc();
       throw MeshErrors.make.mesh_proxy_bad_gateway({ layer: 'tls', cause: 'peer_not_reachable_unpaired' });
     }
-    let cached = dispatchers.get(peer.id);
-    if (cached?.agent !== peerAgent.agent) {
+    let dispatcher = dispatchers.get(peerAgent.agent);
+    if (!dispatcher) {
       const sign = { key, features: new Set(peer.features), nowSeconds: () => unixSeconds(deps.now()) };
-      cached = { agent: peerAgent.agent, dispatcher: composeMeshDispatcher(peerAgent.agent, sign, deadlines) };
-      dispatchers.set(peer.id, cached);
+      dispatcher = composeMeshDispatcher(peerAgent.agent, sign, deadlines);
+      dispatchers.set(peerAgent.agent, dispatcher);
     }
-    return { origin: peerAgent.origin, dispatcher: cached.dispatcher };
+    return { origin: peerAgent.origin, dispatcher };
   }
 
   /** Hardened peers sign the body digest: a streamed body is read first (bounded), then sent with its length. */

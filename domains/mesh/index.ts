@@ -4,7 +4,13 @@
  * gateway's egress route and meshVerify stage use, provides the egress
  * core (MESH_EGRESS) to other domains, and mounts egress.
  */
-import { MESH_DIRECTORY, type MeshDirectory, type MeshFeature, type MeshPeer } from '../../gateway/mesh/directory.ts';
+import {
+  MESH_DIRECTORY,
+  type MeshDirectory,
+  type MeshFeature,
+  type MeshPeer,
+  type PairedPeers,
+} from '../../gateway/mesh/directory.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { USER_DIRECTORY } from '../auth/index.ts';
@@ -15,12 +21,25 @@ import { createMeshEgress, createMeshEgressRoute, MESH_EGRESS } from './egress.t
 import { createEgressAuthenticator } from './egress-auth.ts';
 import { IdentityResolver } from './identity.ts';
 import { RealmVerifier } from './jwks.ts';
+import { indexPeers } from './selector.ts';
 
 export { MESH_EGRESS, type MeshAnswer, type MeshEgress } from './egress.ts';
 
 type PeerRecord = MeshPeer & { readonly record: FederationRecordView };
 
+/** One peer object per record view (views are replaced, never changed, when their record is). */
+const peers = new WeakMap<FederationRecordView, PeerRecord>();
+
 function toPeer(record: FederationRecordView): PeerRecord {
+  let peer = peers.get(record);
+  if (!peer) {
+    peer = peerOf(record);
+    peers.set(record, peer);
+  }
+  return peer;
+}
+
+function peerOf(record: FederationRecordView): PeerRecord {
   return {
     id: record.id,
     remoteClusterId: record.remote_cluster_id ?? '',
@@ -51,10 +70,17 @@ export const meshModule: HandlerModule = {
     const identity = new IdentityResolver(federations, verifier);
     const admission = new Admission(federations, deps.services.get(USER_DIRECTORY), deps.services.get(AUTHZ));
     const touch = activityToucher(federations, deps.now);
+    // The selector index follows the PAIRED array, which the federation domain replaces only when that set changes.
+    let indexed: { records: readonly FederationRecordView[]; peers: PairedPeers } | null = null;
+    const paired = () => {
+      const records = federations.paired();
+      if (indexed?.records !== records) indexed = { records, peers: indexPeers(records.map(toPeer)) };
+      return indexed.peers;
+    };
     const directory: MeshDirectory = {
       localClusterId: () => federations.localClusterId,
       localClusterName: () => federations.localClusterName,
-      paired: () => federations.paired().map(toPeer),
+      paired,
       bySourceCluster: (clusterId) => federations.byRemoteClusterId(clusterId).map(toPeer),
       byFederationId(federationId) {
         const record = federations.byId(federationId);

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { authSettings } from './auth-schema.ts';
 import { databaseSetting, nodeKeyFileSetting, nodeKeySetting, nodesSettings } from './cluster-schema.ts';
+import { federationSettings } from './federation-schema.ts';
 import { jobsSettings } from './jobs-schema.ts';
 import { limitsSettings } from './limits-schema.ts';
 import { meshSettings } from './mesh-schema.ts';
@@ -222,31 +223,7 @@ export const configSchema = z.strictObject({
         ),
     })
     .prefault({}),
-  federation: z
-    .strictObject({
-      allowUntrustedFederation: z
-        .boolean()
-        .default(false)
-        .describe(
-          'PLATFORM_ALLOW_UNTRUSTED_FEDERATION: allow new `peer_kc` ' +
-            '(source-trusted) federations; off refuses them with ' +
-            'untrusted_federation_disabled.',
-        ),
-      trustedSharedIssuers: csv
-        .default([])
-        .describe(
-          'PLATFORM_TRUSTED_SHARED_ISSUERS: issuer URLs of shared realms whose ' +
-            'tokens mesh ingress accepts (shared_idp); empty trusts none.',
-        ),
-      peerTimeoutMs: z
-        .number()
-        .int()
-        .min(100)
-        .max(120_000)
-        .default(15_000)
-        .describe('Connect and answer timeout of peer-protocol calls and diagnose probes.'),
-    })
-    .prefault({}),
+  federation: federationSettings,
   retrieval: z
     .strictObject({
       inlineThresholdBytes: z
@@ -366,6 +343,12 @@ export const ENV_NAMES: Readonly<
   PLATFORM_SECRETS_KEK_DIR: { path: ['secrets', 'kekDir'], kind: 'string' },
   PLATFORM_ALLOW_UNTRUSTED_FEDERATION: { path: ['federation', 'allowUntrustedFederation'], kind: 'boolean' },
   PLATFORM_TRUSTED_SHARED_ISSUERS: { path: ['federation', 'trustedSharedIssuers'], kind: 'csv' },
+  PLATFORM_FEDERATION_RECONCILE_INTERVAL_SECONDS: {
+    path: ['federation', 'reconcileIntervalSeconds'],
+    kind: 'number',
+  },
+  PLATFORM_FEDERATION_DELETED_RETENTION_DAYS: { path: ['federation', 'deletedRetentionDays'], kind: 'number' },
+  PLATFORM_FEDERATION_FILE: { path: ['federation', 'declaredFile'], kind: 'string' },
   PLATFORM_RETRIEVAL_FS_ROOTS: { path: ['retrieval', 'fsRoots'], kind: 'csv' },
   PLATFORM_RETRIEVAL_INLINE_THRESHOLD_BYTES: { path: ['retrieval', 'inlineThresholdBytes'], kind: 'number' },
   PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: { path: ['mesh', 'proxyReadTimeoutSeconds'], kind: 'number' },

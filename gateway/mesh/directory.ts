@@ -25,6 +25,17 @@ export interface MeshPeer {
   readonly features: readonly MeshFeature[];
 }
 
+/** The PAIRED peers, indexed: each selector tier is a map read, whatever the number of peers. */
+export interface PairedPeers {
+  /** By record id (lowercase). */
+  byId(id: string): MeshPeer | undefined;
+  /** By the peer's cluster id (lowercase). */
+  byClusterId(clusterId: string): readonly MeshPeer[];
+  byName(name: string): readonly MeshPeer[];
+  /** Peers whose name starts with `prefix`: at most `limit` of them (a selector needs to know one from several). */
+  byNamePrefix(prefix: string, limit: number): readonly MeshPeer[];
+}
+
 /** The signed claims of an inbound mesh request, handed to admission once the envelope verified. */
 export interface MeshEnvelope {
   readonly sourceClusterId: string;
@@ -38,8 +49,8 @@ export interface MeshEnvelope {
 export interface MeshDirectory {
   localClusterId(): string;
   localClusterName(): string;
-  /** PAIRED records, for selector resolution. */
-  paired(): readonly MeshPeer[];
+  /** PAIRED records, for selector resolution: indexed once per change of the PAIRED set, not per request. */
+  paired(): PairedPeers;
   /** Every record pinned to a peer's cluster id, DELETED excluded: the candidates when a request names no record. */
   bySourceCluster(clusterId: string): readonly MeshPeer[];
   /** The record a signed X-KZ-Mesh-Federation-Id names (this cluster's own id for it), DELETED excluded. */

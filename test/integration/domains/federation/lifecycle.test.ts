@@ -192,7 +192,7 @@ test(
 
 test(
   'disconnect asks the peer first: peer down → 502 ' +
-    'peer_disconnect_failed and nothing changes; force disconnects locally',
+    'peer_disconnect_failed and nothing changes; force disconnects locally, and the peer follows at its next ping',
   async (t) => {
     const a = await startPeer(t, 'fed-a');
     const b = await startPeer(t, 'fed-b');
@@ -220,10 +220,13 @@ test(
       'PAIRED',
       'the receiver never heard of the forced disconnect',
     );
+    // The next contact ends it on this side too: the peer's refusal is signed with the PSK.
     const ping = await post(b, `/${receiverId}/ping`);
-    assert.equal(ping.status, 502, ping.text);
-    assert.equal(ping.json.detail.reason, 'peer_refused');
-    assert.equal(ping.json.detail.peer_reason, 'federation_not_active');
+    assert.equal(ping.status, 409, ping.text);
+    assert.equal(ping.json.detail.reason, 'peer_pairing_ended');
+    const ended = await getRecord(b, receiverId);
+    assert.deepEqual([ended.status, ended.status_reason], ['DISCONNECTED', 'peer_not_paired']);
+    assert.equal((await getRecord(a, initiatorId)).status_reason, 'operator_forced');
   },
 );
 

@@ -17,7 +17,10 @@ import { createAuthorizeStage } from '../../../../gateway/pipeline/stages/author
 import type { Principal } from '../../../../gateway/principal.ts';
 
 const routes = [
-  ...federationRoutes({} as FederationContext, {} as FederationService, 1024),
+  ...federationRoutes(
+    { ctx: {} as FederationContext, service: {} as FederationService, allowlist: {} as AllowlistService },
+    1024,
+  ),
   ...allowlistRoutes({} as AllowlistService, 1024),
 ];
 

@@ -5,7 +5,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { extendRoute } from '../../../../domains/mesh/egress.ts';
-import { resolveSelector } from '../../../../domains/mesh/selector.ts';
+import { indexPeers, resolveSelector } from '../../../../domains/mesh/selector.ts';
 import { NODE_CLOCK_SKEW_SECONDS } from '../../../../gateway/cluster/nodes.ts';
 import { ApiError } from '../../../../gateway/errors/api-error.ts';
 import { readBody } from '../../../../gateway/http/body.ts';
@@ -46,7 +46,7 @@ test('selector precedence and outcomes', async (t) => {
   for (const row of rows) {
     await t.test(row.selector, () => {
       try {
-        assert.equal(resolveSelector(row.selector, PEERS, LOCAL).remoteClusterName, row.expect);
+        assert.equal(resolveSelector(row.selector, indexPeers(PEERS), LOCAL).remoteClusterName, row.expect);
       } catch (error) {
         assert.ok(error instanceof ApiError);
         assert.equal(error.reason, row.expect);

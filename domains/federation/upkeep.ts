@@ -1,0 +1,89 @@
+/**
+ * What the owning process (the only one, or the primary under workers) does for federation on its own: purge
+ * DELETED records once their retention passed, apply the declared set of the configuration at start (again, with
+ * backoff, while a peer is still pending), and report names two PAIRED records share when that appears.
+ */
+import type { Config } from '../../gateway/config/schema.ts';
+import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
+import type { FederationContext } from './context.ts';
+import { applyDeclared, type DeclaredDeps } from './declared.ts';
+import { readDeclaredFile } from './declared-file.ts';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+/** Retries of a declared set with a peer still pending: 2 s, doubling, at most every 5 minutes. */
+const FIRST_RETRY_MS = 2000;
+const MAX_RETRY_MS = 300_000;
+
+/** The declared set of the configuration is applied as the gateway itself, a native administrator. */
+const CONFIGURATION: Principal = {
+  userId: 'configuration',
+  username: 'federation.declaredFile',
+  email: null,
+  roles: ['admin'],
+  attributes: {},
+  tenantId: DEFAULT_TENANT,
+  source: 'local',
+  authMethod: 'pat',
+};
+
+/** Warns once when a name comes to be carried by more than one PAIRED record (selectors by it are ambiguous). */
+export function watchNameCollisions(ctx: FederationContext): void {
+  ctx.cache.onChange((before, after) => {
+    if (after?.row.status !== 'PAIRED') return;
+    const name = after.row.remoteClusterName;
+    if (before?.row.status === 'PAIRED' && before.row.remoteClusterName === name) return;
+    const colliding = ctx.cache.collidingWith(name);
+    if (colliding.length < 2) return;
+    ctx.logger.warn(
+      { remote_cluster_name: name, federation_ids: colliding.map((r) => r.row.id) },
+      'PAIRED federation records share a name: a mesh selector by that name is ambiguous, select by record id',
+    );
+  });
+}
+
+export function startUpkeep(
+  deps: DeclaredDeps,
+  settings: Readonly<Config['federation']>,
+  clusterName: string,
+): { close(): void } {
+  const { ctx } = deps;
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, run: () => void) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      run();
+    }, ms);
+    timer.unref();
+    timers.add(timer);
+  };
+  const purge = () => {
+    const before = new Date(ctx.now().getTime() - settings.deletedRetentionDays * DAY_MS).toISOString();
+    const purged = ctx.records.purgeDeleted(before);
+    if (purged > 0) ctx.logger.info({ purged, before }, 'deleted federation records purged after their retention');
+    later(HOUR_MS, purge);
+  };
+  purge();
+  const file = settings.declaredFile;
+  if (file) {
+    const apply = async (retryMs: number) => {
+      try {
+        const peers = readDeclaredFile(file, clusterName, process.env);
+        const outcomes = await applyDeclared(deps, CONFIGURATION, peers, false);
+        const pending = outcomes.filter((o) => o.outcome === 'pending' || o.outcome === 'failed');
+        for (const o of pending)
+          ctx.logger.info({ peer: o.name, reason: o.reason }, 'declared federation peer pending');
+        if (pending.length > 0) later(retryMs, () => void apply(Math.min(retryMs * 2, MAX_RETRY_MS)));
+      } catch (error) {
+        ctx.logger.error({ err: (error as Error).message, file }, 'declared federation set not applied');
+      }
+    };
+    later(0, () => void apply(FIRST_RETRY_MS));
+  }
+  return {
+    close() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+    },
+  };
+}
