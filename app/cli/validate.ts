@@ -52,6 +52,17 @@ async function portProblems(config: Readonly<Config>): Promise<string[]> {
   return problems;
 }
 
+function tlsProblems(config: Readonly<Config>): string[] {
+  if (config.tlsCertFile === null || config.tlsKeyFile === null) return [];
+  const checked = checkOperatorFiles({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile });
+  return [...checked.problems, ...(checked.expired === null ? [] : [checked.expired])];
+}
+
+/** Whether a gateway serves the data dir: a primary names itself in its pid file, a single process holds the lock. */
+function servedHere(dataDir: string): boolean {
+  return existsSync(dataDir) && (runningPrimary(dataDir) !== null || isServing(dataDir));
+}
+
 export const validateCommand: CliCommand = {
   name: 'validate',
   summary: 'check a configuration without serving: settings, certificate files, data dir, ports',
@@ -65,14 +76,8 @@ runs: it holds them). Exit 0 when valid; 2 with every problem, each naming its s
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);
     }
     const { config } = env;
-    const problems = dataDirProblems(config.dataDir);
-    if (config.tlsCertFile !== null && config.tlsKeyFile !== null) {
-      const checked = checkOperatorFiles({ certFile: config.tlsCertFile, keyFile: config.tlsKeyFile });
-      problems.push(...checked.problems, ...(checked.expired === null ? [] : [checked.expired]));
-    }
-    // A primary names itself in its pid file; a single process holds the serve lock only.
-    const serving =
-      existsSync(config.dataDir) && (runningPrimary(config.dataDir) !== null || isServing(config.dataDir));
+    const problems = [...dataDirProblems(config.dataDir), ...tlsProblems(config)];
+    const serving = servedHere(config.dataDir);
     if (!serving) problems.push(...(await portProblems(config)));
     if (problems.length > 0) {
       env.err(`meshgate validate: ${problems.length === 1 ? 'one problem' : `${problems.length} problems`}`);
