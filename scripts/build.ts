@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 import { buildConsoleClient } from '../domains/serving/console/assets.ts';
@@ -30,6 +30,7 @@ import {
   type ShippedFile,
   SQLITE_ADDON_ASSET,
 } from '../gateway/shipped-assets.ts';
+import { sqliteAddonFile } from './sqlite-addon.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DIST = join(ROOT, 'dist');
@@ -195,15 +196,6 @@ async function seaMain(): Promise<void> {
   const [output] = result.outputFiles;
   if (!output) throw new Error('esbuild wrote no main script');
   writeFileSync(SEA_MAIN, output.contents);
-}
-
-/** The addon better-sqlite3 itself loads on this machine: its path, from the module cache after loading it. */
-function sqliteAddonFile(): string {
-  const packageDir = dirname(load.resolve('better-sqlite3/package.json'));
-  (load(join(packageDir, 'lib', 'binding.js')) as { getBinding(nativeBinding: null): object }).getBinding(null);
-  const file = Object.keys(load.cache).find((key) => key.startsWith(packageDir) && key.endsWith('.node'));
-  if (!file) throw new Error('better-sqlite3 loaded no addon');
-  return file;
 }
 
 /** One engine's migrations under data/: drizzle's migrator reads the journal and the .sql files (the snapshots serve

@@ -54,7 +54,7 @@ let installed: Installed | null = null;
 
 /** A path of the unit (the executable, the data dir, the cache) inside the scratch root. */
 function rooted(root: string, value: string): string {
-  return /^\/(var|etc|usr\/local)\//.test(value) ? join(root, value) : value;
+  return /^\/(var|etc|usr)\//.test(value) ? join(root, value) : value;
 }
 
 /**
