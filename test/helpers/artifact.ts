@@ -68,7 +68,7 @@ function install(): Installed {
   const unit = readServiceUnit();
   const root = mkdtempSync(join(tmpdir(), 'meshgate-installed-'));
   process.on('exit', () => rmSync(root, { recursive: true, force: true }));
-  const exe = rooted(root, unit.execStart[0] as string);
+  const exe = join(root, unit.execStart[0] as string);
   mkdirSync(dirname(exe), { recursive: true });
   try {
     linkSync(join(ROOT, 'dist', 'meshgate'), exe);
@@ -110,7 +110,7 @@ export function meshgateLaunch(args: readonly string[], extraEnv: Record<string,
 /** `meshgate <args>` on the executable as the unit starts it, whatever the target (tests of the install itself). */
 export function unitLaunch(args: readonly string[], extraEnv: Record<string, string> = {}): Launch {
   const { root, unit, env } = install();
-  const [exe, ...execArgs] = unit.execStart.map((word, i) => (i === 0 ? rooted(root, word) : word));
+  const [exe, ...execArgs] = unit.execStart.map((word, i) => (i === 0 ? join(root, word) : word));
   const words = args[0] === execArgs[0] ? [...execArgs, ...args.slice(1)] : [...args];
   const base = { PATH: SYSTEMD_PATH, ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}) };
   return { file: exe as string, args: words, env: { ...base, ...env, ...extraEnv } };

@@ -341,7 +341,7 @@ test("dpkg installs, reinstalls over the administrator's changes, removes and pu
     .split('\n')
     .find((line) => line.startsWith('meshgate:'));
   const [, , uid, gid, , home, shell] = (user ?? '').split(':');
-  assert.equal(home, '/var/lib/meshgate');
+  assert.equal(home, '/var/cache/meshgate', "the home is the cache dir: the data dir stays the gateway's own");
   assert.equal(shell, '/usr/sbin/nologin');
   assert.ok(Number(uid) > 0 && Number(uid) < 1000, `a system user: ${user}`);
   const settings = statSync(at(SETTINGS));
