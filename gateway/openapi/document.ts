@@ -9,7 +9,7 @@ import type { RegistryEntry } from '../errors/registry.ts';
 import { SESSION_COOKIE } from '../http/session-cookie.ts';
 import { MESH_INGRESS_REASONS, SHARED_REALM_REASONS } from '../mesh/errors.ts';
 import type { HttpMethod, RouteDef } from '../module.ts';
-import { errorResponses } from './error-responses.ts';
+import { errorResponses, type SharedResponses } from './error-responses.ts';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -152,6 +152,7 @@ function operation(
   registry: DocumentSources['registry'],
   shared: SharedSchemas,
   twin: string | undefined,
+  refusals: SharedResponses,
 ): JsonSchema {
   const tag = def.path.split('/')[1] || 'api';
   const parameters = [...pathParameters(def, shared), ...queryParameters(def.doc.query, shared)];
@@ -164,7 +165,7 @@ function operation(
     security: security(def),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(body ? { requestBody: body } : {}),
-    responses: { ...successResponses(def, shared), ...errorResponses(reasonsOf(def, method), registry) },
+    responses: { ...successResponses(def, shared), ...errorResponses(reasonsOf(def, method), registry, refusals) },
   };
 }
 
@@ -173,6 +174,7 @@ function pathItems(
   routes: readonly RouteDef[],
   registry: DocumentSources['registry'],
   shared: SharedSchemas,
+  refusals: SharedResponses,
 ): Record<string, Record<string, JsonSchema>> {
   const paths: Record<string, Record<string, JsonSchema>> = {};
   const twins = slashTwins(routes);
@@ -186,7 +188,7 @@ function pathItems(
     const key = method.toLowerCase();
     if (item[key]) throw new Error(`the API document has two ${method} ${def.path} operations`);
     const twin = twins.has(`${method} ${def.path}/`) ? `${def.path}/` : undefined;
-    const op = operation(def, method, registry, shared, twin);
+    const op = operation(def, method, registry, shared, twin, refusals);
     const id = op.operationId as string;
     if (operationIds.has(id)) throw new Error(`the API document has two operations named ${id}`);
     operationIds.add(id);
@@ -197,7 +199,8 @@ function pathItems(
 
 export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: DocumentSources): JsonSchema {
   const shared: SharedSchemas = new Map();
-  const paths = pathItems(routes, registry, shared);
+  const refusals: SharedResponses = new Map();
+  const paths = pathItems(routes, registry, shared, refusals);
   return {
     openapi: '3.1.0',
     info: {
@@ -210,6 +213,7 @@ export function buildOpenApiDocument({ routes, registry, apiPrefix, version }: D
     servers: [{ url: apiPrefix }],
     paths,
     components: {
+      responses: Object.fromEntries([...refusals].sort(([a], [b]) => a.localeCompare(b))),
       securitySchemes: {
         bearer: {
           type: 'http',

@@ -3,6 +3,7 @@
  * (ApiError.body): `{"detail": {"reason", ...extra, "request_id"}}`, the string `detail` of the
  * few reasons public clients match as strings, or the FastAPI-style 422 list.
  */
+import { createHash } from 'node:crypto';
 import type { RegistryEntry } from '../errors/registry.ts';
 import type { JsonSchema } from './document.ts';
 
@@ -59,10 +60,19 @@ function bodyFor(entries: readonly RegistryEntry[]): JsonSchema {
   return shapes.length === 1 ? (shapes[0] as JsonSchema) : { anyOf: shapes };
 }
 
-/** Responses keyed by status for the given reasons; an unregistered reason is a wiring bug and fails the build. */
+/** Responses shared by the operations that refuse alike: `components.responses`, by name. */
+export type SharedResponses = Map<string, JsonSchema>;
+
+/**
+ * Responses keyed by status for the given reasons, each a reference into `components.responses`: most operations
+ * refuse with the same few sets of reasons, and a set's descriptions written once keep the document a fraction of
+ * the size (every validator and client generator reads the whole of it). An unregistered reason is a wiring bug
+ * and fails the build.
+ */
 export function errorResponses(
   reasons: readonly string[],
   registry: ReadonlyMap<string, RegistryEntry>,
+  shared: SharedResponses,
 ): Record<string, JsonSchema> {
   const byStatus = new Map<number, RegistryEntry[]>();
   for (const reason of reasons) {
@@ -71,12 +81,17 @@ export function errorResponses(
     byStatus.set(entry.status, [...(byStatus.get(entry.status) ?? []), entry]);
   }
   return Object.fromEntries(
-    [...byStatus].map(([status, entries]) => [
-      String(status),
-      {
-        description: entries.map((e) => `\`${e.reason}\`: ${e.doc}`).join('\n\n'),
-        content: { 'application/json': { schema: bodyFor(entries) } },
-      },
-    ]),
+    [...byStatus].map(([status, entries]) => {
+      const sorted = [...entries].sort((a, b) => a.reason.localeCompare(b.reason));
+      const key = sorted.map((e) => e.reason).join(' ');
+      const name = `Refused${status}_${createHash('sha256').update(key).digest('hex').slice(0, 10)}`;
+      if (!shared.has(name)) {
+        shared.set(name, {
+          description: sorted.map((e) => `\`${e.reason}\`: ${e.doc}`).join('\n\n'),
+          content: { 'application/json': { schema: bodyFor(sorted) } },
+        });
+      }
+      return [String(status), { $ref: `#/components/responses/${name}` }];
+    }),
   );
 }
