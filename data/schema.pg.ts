@@ -25,6 +25,7 @@ export const {
   federations,
   jobShadows,
   jobs,
+  loginThrottle,
   meshReplay,
   pats,
   peerNonces,

@@ -212,6 +212,13 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     doc: 'docs/retrieval.md',
   },
   {
+    env: ['PLATFORM_RETRIEVAL_S3_ENDPOINT_HOSTS'],
+    meaning:
+      "hosts (`host` or `host:port`, comma-separated) an S3 job's credential_override may name as its endpoint " +
+      "besides the dataset's own; none = the dataset's own only",
+    doc: 'docs/sources.md',
+  },
+  {
     env: ['PLATFORM_RETRIEVAL_INLINE_THRESHOLD_BYTES'],
     meaning: 'largest JSON result answered inline; `auto` streams over SSE beyond it',
   },

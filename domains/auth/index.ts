@@ -4,6 +4,7 @@
  * gateway's Authenticator and the USER_DIRECTORY other domains use.
  */
 import type { ChangeFeed } from '../../gateway/db/change-feed.ts';
+import { TrustedProxies } from '../../gateway/http/client-address.ts';
 import type { HandlerModule } from '../../gateway/module.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
 import { createServiceKey } from '../../gateway/services.ts';
@@ -19,6 +20,7 @@ import { authRoutes, userRoutes } from './routes.ts';
 import { AuthService } from './service.ts';
 import { createAuthStore } from './store.ts';
 import { LoginThrottle } from './throttle.ts';
+import { ThrottleLedger } from './throttle-ledger.ts';
 import { TokenSigner } from './tokens.ts';
 import { USER_DIRECTORY, UserDirectory } from './users.ts';
 
@@ -72,10 +74,18 @@ export const authModule: HandlerModule = {
     const signer = new TokenSigner(keys, tokenIssuer(deps.config, deps.runtime));
     let service: AuthService | undefined;
     const dropCachedPrincipals = () => service?.cache.clear();
-    const revocations = new SessionRevocations(store, nowSeconds, deps.config.auth.accessTokenTtlSeconds);
+    const { refreshTokenTtlSeconds } = deps.config.auth;
+    const revocations = new SessionRevocations(store, nowSeconds, accessTokenTtlSeconds, refreshTokenTtlSeconds);
     const vocabulary = new AttributeVocabulary(store, deps.now, dropCachedPrincipals);
     const users = new UserDirectory(store, deps.now, vocabulary, dropCachedPrincipals, revocations, deps.feed);
-    const throttle = new LoginThrottle(deps.config.auth.throttle, deps.logger);
+    const throttleSettings = deps.config.auth.throttle;
+    const ledger = new ThrottleLedger(
+      deps.sql,
+      LoginThrottle.keepMs(throttleSettings),
+      throttleSettings.knownClientSeconds * 1000,
+    );
+    const throttle = new LoginThrottle(throttleSettings, ledger, deps.logger, () => deps.now().getTime());
+    const proxies = new TrustedProxies(deps.config.auth.forwardAuth.trustedProxies);
     service = new AuthService(store, signer, deps.config.auth, deps.now, vocabulary, { users, throttle, revocations });
     // First-start setup belongs to `serve`: a command on a fresh data dir (`meshgate user add`) creates only what it
     // is asked to.
@@ -104,6 +114,7 @@ export const authModule: HandlerModule = {
           () => keys.jwks(),
           maxBody,
           () => authBaseUrl(deps.runtime),
+          (req) => proxies.clientOf(req),
         ),
         ...new ForwardAuth(service, deps.config.auth.forwardAuth, () => deps.now().getTime()).routes(),
         ...userRoutes(users, maxBody),

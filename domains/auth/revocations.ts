@@ -2,9 +2,11 @@
  * Ending login sessions. A session is a refresh-token family (RFC 9700
  * §4.14.2); ending one does two things:
  *
- * - the family is recorded as ended for good (revoked_families) and its
- *   refresh tokens revoked, so no token of it refreshes again, whatever a
- *   racing rotation wrote;
+ * - the family is recorded as ended (revoked_families) and its refresh
+ *   tokens revoked, so no token of it refreshes again, whatever a racing
+ *   rotation wrote. The record is kept while it can matter: until the longest
+ *   refresh-token lifetime (plus the nodes' clock skew) has passed since the
+ *   revocation and no token of the family is unexpired; later logouts prune it;
  * - its access tokens, self-contained JWTs, are refused through a deny list
  *   keyed by the session id (`sid`) they carry, checked on every verify. An
  *   entry lives exactly as long as an access token of that session could,
@@ -12,6 +14,7 @@
  *   Persisted, loaded at start and again when another connection (the
  *   `meshgate user` CLI) commits, read from memory.
  */
+import { NODE_CLOCK_SKEW_SECONDS } from '../../gateway/cluster/nodes.ts';
 import type { AuthStore } from './store.ts';
 
 export class SessionRevocations {
@@ -21,6 +24,7 @@ export class SessionRevocations {
     private readonly store: AuthStore,
     private readonly nowSeconds: () => number,
     private readonly accessTokenTtlSeconds: number,
+    private readonly refreshTokenTtlSeconds: number,
   ) {
     this.reload();
   }
@@ -35,7 +39,13 @@ export class SessionRevocations {
   end(familyIds: readonly string[]): void {
     if (familyIds.length === 0) return;
     const now = this.nowSeconds();
-    this.store.revokeFamilies(familyIds, new Date(now * 1000).toISOString());
+    // A rotation racing the revocation wrote its successor at most now: it expires within a refresh-token lifetime.
+    const forgetBefore = now - this.refreshTokenTtlSeconds - NODE_CLOCK_SKEW_SECONDS;
+    this.store.revokeFamilies(
+      familyIds,
+      new Date(now * 1000).toISOString(),
+      new Date(forgetBefore * 1000).toISOString(),
+    );
     // +1: a token signed within the current second may expire up to a second after `now + ttl`.
     const expiresAt = now + this.accessTokenTtlSeconds + 1;
     this.store.revokeSessions(familyIds, expiresAt, now);

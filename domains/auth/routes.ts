@@ -1,7 +1,7 @@
 /** HTTP surface of the native realm: parsing only, logic in service.ts. */
 import { z } from 'zod';
 import { parseQuery, readForm, readJson } from '../../gateway/http/body.ts';
-import { principalOf } from '../../gateway/http/context.ts';
+import { type NodeRequest, principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
 import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import { AuthErrors } from './errors.ts';
@@ -51,6 +51,8 @@ export function authRoutes(
   jwks: () => unknown,
   maxBody: number,
   endpoints: () => string,
+  /** The caller's address the login throttle counts: the socket peer, or the client a trusted proxy forwarded for. */
+  clientAddress: (req: NodeRequest) => string,
 ): RouteDef[] {
   return [
     {
@@ -72,7 +74,7 @@ export function authRoutes(
       async handle(ctx) {
         const form = await readForm(ctx.req, maxBody, tokenForm);
         if (form.grant_type === 'password') {
-          const body = await service.login(form.username ?? '', form.password ?? '', ctx.req.socket.remoteAddress);
+          const body = await service.login(form.username ?? '', form.password ?? '', clientAddress(ctx.req));
           return { status: 200, body, headers: { 'cache-control': 'no-store' } };
         }
         if (form.grant_type === 'refresh_token') {

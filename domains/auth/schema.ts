@@ -1,5 +1,8 @@
-/** Tables of the native realm: users (local and mesh-brokered), refresh tokens, ended sessions, PATs. */
-import { index, integer, sqliteTable, text } from '../../gateway/db/drizzle.ts';
+/**
+ * Tables of the native realm: users (local and mesh-brokered), refresh tokens, ended sessions, PATs, the login
+ * throttle's counters.
+ */
+import { index, integer, real, sqliteTable, text } from '../../gateway/db/drizzle.ts';
 
 export const users = sqliteTable('users', {
   id: text('id').primaryKey(),
@@ -89,4 +92,19 @@ export const attributeSchema = sqliteTable('attribute_schema', {
   deprecatedAt: text('deprecated_at'),
   withdrawnAt: text('withdrawn_at'),
   declaredBy: text('declared_by'),
+});
+
+/**
+ * The login throttle's state, shared by every process and node (throttle-ledger.ts): a failure bucket per client
+ * address (`c <client>`), per username (`a <name>`) and per locked username's clean clients (`l <name>`), and the
+ * (client, username) pairs that signed in (`k <client> <name>`, `atMs` = when).
+ */
+export const loginThrottle = sqliteTable('login_throttle', {
+  key: text('key').primaryKey(),
+  /** Tokens left at `atMs` (a bucket refills from there as time passes). */
+  tokens: real('tokens').notNull(),
+  /** Epoch milliseconds of the last failure (or sign-in, for a known pair). */
+  atMs: integer('at_ms').notNull(),
+  /** The bucket's level just before its last failure: whether that failure emptied it. */
+  levelBefore: real('level_before').notNull(),
 });

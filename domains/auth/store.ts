@@ -1,5 +1,5 @@
 /** Drizzle queries of the native realm behind a narrow interface (OpenFGA-style store). */
-import { and, asc, eq, gt, inArray, lt, lte, or, sql } from '../../gateway/db/drizzle.ts';
+import { and, asc, eq, gt, inArray, lt, lte, notExists, or, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import { attributeSchema, pats, refreshTokens, revokedFamilies, revokedSessions, users } from './schema.ts';
 
@@ -23,8 +23,13 @@ export interface AuthStore {
   /** One transaction: the presented token is spent and its successor stored, with nothing in between. */
   rotateRefresh(spentHash: string, successor: typeof refreshTokens.$inferInsert): void;
   revokeUserRefresh(userId: string): number;
-  /** Revokes the families' refresh tokens and records the families as ended for good. */
-  revokeFamilies(familyIds: readonly string[], atIso: string): void;
+  /**
+   * Revokes the families' refresh tokens and records the families as ended; forgets ended families revoked before
+   * `forgetBeforeIso` that hold no refresh token unexpired at `atIso` (no token of theirs can be presented any more).
+   */
+  revokeFamilies(familyIds: readonly string[], atIso: string, forgetBeforeIso: string): void;
+  /** How many ended families are remembered. */
+  countRevokedFamilies(): number;
   familyRevoked(familyId: string): boolean;
   /**
    * Sessions of the user still able to refresh, or that issued a token after `sinceIso` (an access token may be live).
@@ -68,7 +73,7 @@ export function createAuthStore(db: Db): AuthStore {
         .set({ revoked: true })
         .where(and(eq(refreshTokens.userId, userId), eq(refreshTokens.revoked, false)))
         .run().changes,
-    revokeFamilies: (familyIds, atIso) => {
+    revokeFamilies: (familyIds, atIso, forgetBeforeIso) => {
       if (familyIds.length === 0) return;
       db.transaction((tx) => {
         tx.update(refreshTokens)
@@ -77,8 +82,16 @@ export function createAuthStore(db: Db): AuthStore {
           .run();
         for (const familyId of familyIds)
           tx.insert(revokedFamilies).values({ familyId, revokedAt: atIso }).onConflictDoNothing().run();
+        const live = tx
+          .select({ one: sql`1` })
+          .from(refreshTokens)
+          .where(and(eq(refreshTokens.familyId, revokedFamilies.familyId), gt(refreshTokens.expiresAt, atIso)));
+        tx.delete(revokedFamilies)
+          .where(and(lt(revokedFamilies.revokedAt, forgetBeforeIso), notExists(live)))
+          .run();
       });
     },
+    countRevokedFamilies: () => db.select({ n: sql<number>`count(*)` }).from(revokedFamilies).get()?.n ?? 0,
     familyRevoked: (familyId) =>
       db.select().from(revokedFamilies).where(eq(revokedFamilies.familyId, familyId)).get() !== undefined,
     openFamilies: (userId, sinceIso) =>

@@ -14,34 +14,38 @@
  * - Hashes run a few at a time, taken round-robin across client addresses, so a flood from
  *   some clients waits behind itself, not in front of everyone else; past the per-client and
  *   total bounds a login is refused at once instead of queued.
+ *
+ * The buckets live in the shared database (throttle-ledger.ts), so they hold across workers and
+ * nodes; the hashing queue is per process, as the CPU it guards. The client address is the one
+ * the caller's trusted proxies forwarded for (gateway/http/client-address.ts), else the socket peer.
  */
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
 import { clientKey } from '../../gateway/http/client-key.ts';
 import { AuthErrors } from './errors.ts';
+import {
+  type BucketRow,
+  type BucketSpec,
+  bucketLevel,
+  retryAfterSeconds,
+  type ThrottleLedger,
+} from './throttle-ledger.ts';
 
 type ThrottleSettings = Config['auth']['throttle'];
 
-/** Failure buckets: each failure takes a token, tokens come back one per `refillMs`. */
+/** Failure buckets in this process's memory: each failure takes a token, tokens come back one per `refillMs`. */
 export class FailureBuckets {
   /** Oldest failure first (a key is re-inserted on each failure), so eviction drops the longest-quiet keys. */
   readonly #entries = new Map<string, { tokens: number; atMs: number }>();
 
   constructor(
-    private readonly capacity: number,
-    private readonly refillMs: number,
+    readonly capacity: number,
+    readonly refillMs: number,
     private readonly maxKeys: number,
   ) {}
 
   level(key: string, nowMs: number): number {
-    const entry = this.#entries.get(key);
-    return entry ? Math.min(this.capacity, entry.tokens + (nowMs - entry.atMs) / this.refillMs) : this.capacity;
-  }
-
-  /** Milliseconds since the key's last failure; Infinity when none is remembered. */
-  quietFor(key: string, nowMs: number): number {
-    const entry = this.#entries.get(key);
-    return entry ? nowMs - entry.atMs : Number.POSITIVE_INFINITY;
+    return bucketLevel(this.#entries.get(key), this, nowMs);
   }
 
   /** Records a failure; true when it took the last token (the moment the key locks). */
@@ -58,7 +62,7 @@ export class FailureBuckets {
   }
 
   retryAfterSeconds(key: string, nowMs: number): number {
-    return Math.max(1, Math.ceil(((1 - this.level(key, nowMs)) * this.refillMs) / 1000));
+    return retryAfterSeconds(this.level(key, nowMs), this);
   }
 }
 
@@ -116,116 +120,156 @@ export class FairQueue {
   }
 }
 
-/** (username, client) pairs that signed in, with when; bounded, the longest-unseen dropped first. */
-class KnownClients {
-  readonly #seenAtMs = new Map<string, number>();
-
-  constructor(
-    private readonly forMs: number,
-    private readonly maxKeys: number,
-  ) {}
-
-  remember(account: string, client: string, nowMs: number): void {
-    const key = `${client} ${account}`;
-    this.#seenAtMs.delete(key);
-    this.#seenAtMs.set(key, nowMs);
-    for (const oldest of this.#seenAtMs.keys()) {
-      if (this.#seenAtMs.size <= this.maxKeys) break;
-      this.#seenAtMs.delete(oldest);
-    }
-  }
-
-  knows(account: string, client: string, nowMs: number): boolean {
-    const at = this.#seenAtMs.get(`${client} ${account}`);
-    return at !== undefined && nowMs - at < this.forMs;
-  }
+/** What one admission reads: the buckets and the known pair of a (client, username), in one statement. */
+interface Keys {
+  readonly client: string;
+  readonly account: string;
+  readonly lockedTries: string;
+  readonly known: string;
 }
 
+const keysOf = (client: string, account: string): Keys => ({
+  client: `c ${client}`,
+  account: `a ${account}`,
+  lockedTries: `l ${account}`,
+  known: `k ${client} ${account}`,
+});
+
 export class LoginThrottle {
-  readonly #clients: FailureBuckets;
-  readonly #accounts: FailureBuckets;
+  readonly #client: BucketSpec;
+  readonly #account: BucketSpec;
   /** Per username: the guesses clean clients may still make while it is locked. */
-  readonly #lockedAccountTries: FailureBuckets;
-  readonly #known: KnownClients;
+  readonly #lockedTries: BucketSpec;
+  readonly #knownMs: number;
   readonly #queue: FairQueue;
   /**
    * A client is "clean" for a locked username when it has not failed for this long: the time the username needs to
    * recover.
    */
   readonly #lockoutWindowMs: number;
+  /**
+   * Clients found blocked, with when they get a token back: a blocked client's further attempts are refused from
+   * memory, without a statement. Failures elsewhere only ever push that moment later, so it is never too early.
+   */
+  readonly #blockedUntil = new Map<string, number>();
 
   constructor(
-    settings: ThrottleSettings,
+    private readonly settings: ThrottleSettings,
+    private readonly ledger: ThrottleLedger,
     private readonly logger: Logger,
     private readonly nowMs: () => number = Date.now,
   ) {
-    this.#clients = new FailureBuckets(settings.clientBurst, settings.clientRefillSeconds * 1000, settings.trackedKeys);
-    this.#accounts = new FailureBuckets(
-      settings.accountBurst,
-      settings.accountRefillSeconds * 1000,
-      settings.trackedKeys,
-    );
-    this.#lockedAccountTries = new FailureBuckets(
-      settings.lockedAccountCleanTries,
-      settings.accountRefillSeconds * 1000,
-      settings.trackedKeys,
-    );
-    this.#known = new KnownClients(settings.knownClientSeconds * 1000, settings.trackedKeys);
+    this.#client = { capacity: settings.clientBurst, refillMs: settings.clientRefillSeconds * 1000 };
+    this.#account = { capacity: settings.accountBurst, refillMs: settings.accountRefillSeconds * 1000 };
+    this.#lockedTries = { capacity: settings.lockedAccountCleanTries, refillMs: settings.accountRefillSeconds * 1000 };
+    this.#knownMs = settings.knownClientSeconds * 1000;
     this.#queue = new FairQueue(settings.hashConcurrency, settings.hashQueuePerClient, settings.hashQueueTotal);
     this.#lockoutWindowMs = settings.accountBurst * settings.accountRefillSeconds * 1000;
   }
 
+  /** How long a bucket's row matters after its last failure: until it refilled and its quiet time decides nothing. */
+  static keepMs(settings: ThrottleSettings): number {
+    const { clientBurst, clientRefillSeconds, accountBurst, accountRefillSeconds, lockedAccountCleanTries } = settings;
+    const longest = Math.max(
+      clientBurst * clientRefillSeconds,
+      Math.max(accountBurst, lockedAccountCleanTries) * accountRefillSeconds,
+    );
+    return longest * 1000;
+  }
+
   /**
-   * Runs one password check for `username` from `address` under the throttle. Throws
-   * too_many_attempts / login_busy instead of checking; records a failure when `check` gives null.
+   * Runs one password check for `username` from `address` (the client address, behind trusted proxies the one they
+   * forwarded for) under the throttle. Throws too_many_attempts / login_busy instead of checking; records a failure
+   * when `check` gives null.
    */
   async attempt<T>(address: string | undefined, username: string, check: () => Promise<T | null>): Promise<T | null> {
     const client = clientKey(address);
-    // Usernames are attacker-chosen: bound what one can cost in memory and in a log line.
-    const account = username.slice(0, 256);
-    this.#admit(client, account);
+    // Usernames are attacker-chosen: bound what one can cost in the database and in a log line.
+    const keys = keysOf(client, username.slice(0, 256));
+    this.#admit(keys);
     const result = await this.#queue.run(client, () => {
-      // Re-checked once dequeued: the client's earlier attempts in the queue may have locked it meanwhile.
-      this.#admit(client, account);
+      // Re-checked once dequeued: the client's earlier attempts, here or in another process, may have locked it.
+      this.#admit(keys);
       return check();
     });
-    if (result === null) this.#failed(client, account);
-    else this.#known.remember(account, client, this.nowMs());
+    if (result === null) this.#failed(keys, username.slice(0, 256));
+    else this.ledger.touch(keys.known, this.nowMs());
     return result;
   }
 
-  #admit(client: string, account: string): void {
+  #admit(keys: Keys): void {
     const now = this.nowMs();
-    if (this.#clients.level(client, now) < 1) {
-      throw AuthErrors.make.too_many_attempts({ retry_after: this.#clients.retryAfterSeconds(client, now) });
+    const until = this.#blockedUntil.get(keys.client);
+    if (until !== undefined) {
+      if (until > now) throw AuthErrors.make.too_many_attempts({ retry_after: Math.ceil((until - now) / 1000) });
+      this.#blockedUntil.delete(keys.client);
     }
-    if (this.#accounts.level(account, now) >= 1 || this.#known.knows(account, client, now)) return;
-    if (this.#clients.quietFor(client, now) < this.#lockoutWindowMs) {
-      throw AuthErrors.make.too_many_attempts({ retry_after: this.#accounts.retryAfterSeconds(account, now) });
+    const rows = this.ledger.read([keys.client, keys.account, keys.lockedTries, keys.known]);
+    const clientLevel = bucketLevel(rows.get(keys.client), this.#client, now);
+    if (clientLevel < 1) {
+      const retryAfter = retryAfterSeconds(clientLevel, this.#client);
+      this.#block(keys.client, now + (1 - clientLevel) * this.#client.refillMs);
+      throw AuthErrors.make.too_many_attempts({ retry_after: retryAfter });
     }
-    if (this.#lockedAccountTries.level(account, now) < 1) {
-      throw AuthErrors.make.too_many_attempts({
-        retry_after: this.#lockedAccountTries.retryAfterSeconds(account, now),
-      });
+    const accountLevel = bucketLevel(rows.get(keys.account), this.#account, now);
+    if (accountLevel >= 1 || this.#knows(rows, keys, now)) return;
+    const clientRow = rows.get(keys.client);
+    if (clientRow && now - clientRow.atMs < this.#lockoutWindowMs) {
+      throw AuthErrors.make.too_many_attempts({ retry_after: retryAfterSeconds(accountLevel, this.#account) });
+    }
+    const triesLevel = bucketLevel(rows.get(keys.lockedTries), this.#lockedTries, now);
+    if (triesLevel < 1)
+      throw AuthErrors.make.too_many_attempts({ retry_after: retryAfterSeconds(triesLevel, this.#lockedTries) });
+  }
+
+  #knows(rows: Map<string, BucketRow>, keys: Keys, now: number): boolean {
+    const seen = rows.get(keys.known);
+    return seen !== undefined && now - seen.atMs < this.#knownMs;
+  }
+
+  /** Bounded: the entry blocked longest ago goes first. */
+  #block(client: string, untilMs: number): void {
+    this.#blockedUntil.delete(client);
+    this.#blockedUntil.set(client, untilMs);
+    for (const oldest of this.#blockedUntil.keys()) {
+      if (this.#blockedUntil.size <= this.settings.trackedKeys) break;
+      this.#blockedUntil.delete(oldest);
     }
   }
 
-  #failed(client: string, account: string): void {
+  #failed(keys: Keys, username: string): void {
     const now = this.nowMs();
-    if (this.#clients.fail(client, now)) {
-      const retryAfter = this.#clients.retryAfterSeconds(client, now);
+    const rows = this.ledger.read([keys.account, keys.known]);
+    // A failure on a locked username came through the clean clients' bucket (or from a known client): it pays there.
+    const throughCleanTries =
+      bucketLevel(rows.get(keys.account), this.#account, now) < 1 && !this.#knows(rows, keys, now);
+    const buckets = [
+      { key: keys.client, spec: this.#client },
+      { key: keys.account, spec: this.#account },
+      ...(throughCleanTries ? [{ key: keys.lockedTries, spec: this.#lockedTries }] : []),
+    ];
+    const [clientBefore, accountBefore] = this.ledger.fail(buckets, now) as [number, number];
+    // The failure that took a bucket's last token is the lockout, logged once whichever process saw it.
+    if (clientBefore >= 1 && clientBefore - 1 < 1) {
+      const client = keys.client.slice(2);
       this.logger.warn(
-        { event: 'login_lockout', scope: 'client', client, retry_after_seconds: retryAfter },
+        {
+          event: 'login_lockout',
+          scope: 'client',
+          client,
+          retry_after_seconds: retryAfterSeconds(clientBefore - 1, this.#client),
+        },
         'login throttled: client address',
       );
     }
-    // A failure on a locked username came through the clean clients' bucket (or from a known client): it pays there.
-    if (this.#accounts.level(account, now) < 1 && !this.#known.knows(account, client, now))
-      this.#lockedAccountTries.fail(account, now);
-    if (this.#accounts.fail(account, now)) {
-      const retryAfter = this.#accounts.retryAfterSeconds(account, now);
+    if (accountBefore >= 1 && accountBefore - 1 < 1) {
       this.logger.warn(
-        { event: 'login_lockout', scope: 'account', username: account, retry_after_seconds: retryAfter },
+        {
+          event: 'login_lockout',
+          scope: 'account',
+          username,
+          retry_after_seconds: retryAfterSeconds(accountBefore - 1, this.#account),
+        },
         'login throttled: username',
       );
     }

@@ -148,6 +148,22 @@ export const RetrievalErrors = defineErrors('retrieval', {
       "without its own complete credentials: the dataset's stored " +
       "credentials are only ever sent to the dataset's own endpoint.",
   },
+  endpoint_not_allowed: {
+    status: 422,
+    message: 'The credential_override names an endpoint this gateway does not connect to for this source.',
+    doc:
+      "A `credential_override` names an endpoint (`endpoint…`) other than the dataset's own whose host the " +
+      'operator has not listed (`retrieval.endpointHosts.<source>`, `PLATFORM_RETRIEVAL_S3_ENDPOINT_HOSTS`); ' +
+      '`host` names it. Nothing is sent to it (docs/sources.md).',
+  },
+  credential_override_not_accepted: {
+    status: 422,
+    message: 'This dataset takes no credential_override.',
+    doc:
+      'A `credential_override` on a dataset whose reads use no credentials a caller could replace: a ' +
+      'filesystem dataset, or a Kafka dataset without SASL (`security_protocol` other than `SASL_SSL`). It is ' +
+      'refused rather than ignored; `platform` names the source.',
+  },
   grpc_token_invalid: {
     status: 401,
     message: 'The gRPC stream token is missing, invalid, expired or already used, or its user is disabled.',

@@ -58,9 +58,9 @@ export const retrievalModule: HandlerModule = {
     const sources = new SourceRegistry([
       filesystemSources(settings.fsRoots),
       postgresSources(() => deps.services.find(SECRETS)),
-      s3Sources(() => deps.services.find(SECRETS)),
+      s3Sources(() => deps.services.find(SECRETS), settings.endpointHosts.s3),
       kafkaSources(() => deps.services.find(SECRETS)),
-      hiveSources(settings.fsRoots, () => deps.services.find(SECRETS)),
+      hiveSources(settings.fsRoots, () => deps.services.find(SECRETS), settings.endpointHosts.s3),
       slackSources(() => deps.services.find(SECRETS)),
     ]);
     const runs = new ActiveRuns(store, deps.now);

@@ -17,16 +17,17 @@ import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { SessionSignOut } from '../auth/index.ts';
 import { consoleHandler } from './console/serve.ts';
 import { ServingErrors } from './errors.ts';
+import { type OpenStreams, presentedAgain, responseStream } from './open-streams.ts';
 import { HTML_HEADERS, loginPage } from './pages.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { RuntimeAuth } from './session.ts';
-import { type OpenSockets, proxyUpgrade } from './websocket.ts';
+import { proxyUpgrade } from './websocket.ts';
 
 export interface FrontendDeps {
   auth: RuntimeAuth;
   signOut: SessionSignOut;
   pools: UpstreamPools;
-  sockets: OpenSockets;
+  streams: OpenStreams;
   clusterName: string;
   prefixes: () => Readonly<Record<string, string>>;
   frontendUpstream: string | null;
@@ -141,6 +142,15 @@ export function operatorMount(
     if (principal?.source === 'mesh') throw GatewayErrors.make.endpoint_requires_native_realm();
     if (adminOnly && !isNativeAdmin(principal)) throw GatewayErrors.make.admin_required();
   };
+  /** On an open exchange: the credential the request presented must still authenticate as the same user, and pass. */
+  const stillAllowed = (ctx: RequestContext | UpgradeContext, principal: Principal) => async () => {
+    const again = await Promise.resolve()
+      .then(() => deps.auth.principal(presentedAgain(ctx)))
+      .catch(() => null);
+    if (again?.userId !== principal.userId) return false;
+    gate(again);
+    return true;
+  };
   // The service table reports rest '/' for the bare prefix too; tell the two apart by the raw path.
   const split = (ctx: RequestContext | UpgradeContext) =>
     ctx.rawPath.endsWith(ctx.rest)
@@ -155,6 +165,7 @@ export function operatorMount(
       gate(principal);
       const { prefix, below } = split(ctx);
       if (below === '') return slashRedirect(ctx);
+      deps.streams.track(responseStream(ctx.res), stillAllowed(ctx, principal));
       return forward(ctx, targetFor(prefix), below, deps.auth.originUrl(), principal);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
@@ -167,17 +178,9 @@ export function operatorMount(
       if (!principal) throw deps.auth.refusal(ctx);
       gate(principal);
       const { prefix, below } = split(ctx);
-      const stillAllowed = async () => {
-        const again = await Promise.resolve()
-          .then(() => deps.auth.principal(ctx))
-          .catch(() => null);
-        if (again?.userId !== principal.userId) return false;
-        gate(again);
-        return true;
-      };
       await proxyUpgrade(ctx, socket, head, targetFor(prefix), below, deps.auth.originUrl(), principal, {
-        sockets: deps.sockets,
-        stillAllowed,
+        streams: deps.streams,
+        stillAllowed: stillAllowed(ctx, principal),
       });
     },
   };

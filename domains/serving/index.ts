@@ -18,6 +18,7 @@ import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
 import { declareHealthGauge, HealthProber } from './health.ts';
 import { LegacyListeners } from './legacy.ts';
 import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
+import { OpenStreams } from './open-streams.ts';
 import { UpstreamPools } from './proxy.ts';
 import { proxyObservability } from './proxy-metrics.ts';
 import { servingRoutes } from './routes.ts';
@@ -27,10 +28,9 @@ import { RuntimeAuth } from './session.ts';
 import { smokeCommand, smokeRoute } from './smoke.ts';
 import { createDeploymentStore } from './store.ts';
 import { TrafficFlusher } from './traffic.ts';
-import { OpenSockets } from './websocket.ts';
 
-/** How often open websockets have their access re-checked: the most a lost access outlives its loss by. */
-const SOCKET_SWEEP_MS = 1000;
+/** How often open websockets and responses re-check their access: the most a lost access outlives its loss by. */
+const STREAM_SWEEP_MS = 1000;
 
 /** How many deployments a caller may see (cluster capabilities). */
 export const DEPLOYMENT_COUNT = createServiceKey<(principal: Principal) => number>('deployment-count');
@@ -104,12 +104,12 @@ export const servingModule: HandlerModule = {
     deps.feed.onReset('deployments', () => deployments.forget());
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
-    const sockets = new OpenSockets(SOCKET_SWEEP_MS);
+    const streams = new OpenStreams(STREAM_SWEEP_MS);
     const runtime: RuntimeDeps = {
       deployments,
       auth,
       pools,
-      sockets,
+      streams,
       defaultTimeoutSeconds: serving.defaultTimeoutSeconds,
     };
     await legacy?.openAll(store.list());
@@ -119,7 +119,7 @@ export const servingModule: HandlerModule = {
       auth,
       signOut: deps.services.get(SESSION_SIGN_OUT),
       pools,
-      sockets,
+      streams,
       clusterName: deps.config.clusterName,
       prefixes,
       frontendUpstream: serving.frontendUpstream,
@@ -135,7 +135,7 @@ export const servingModule: HandlerModule = {
       ],
       close: async () => {
         await prober?.close();
-        sockets.close();
+        streams.close();
         await legacy?.closeAll();
         await pools.close();
         // After the last proxied request: its count reaches the table before the database closes.

@@ -10,12 +10,16 @@ import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
 import { isThenable } from '../../gateway/pipeline/stage.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
+import { type OpenStreams, presentedAgain, responseStream } from './open-streams.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
 import type { DeploymentKind, DeploymentService } from './service.ts';
 import { KIND_SERVICE } from './service.ts';
 import type { RuntimeAuth } from './session.ts';
 import type { DeploymentRow } from './store.ts';
-import { type OpenSockets, proxyUpgrade } from './websocket.ts';
+import { proxyUpgrade } from './websocket.ts';
+
+/** What admission reads of a request or an upgrade. */
+type Caller = Pick<RequestContext, 'req' | 'method' | 'rawPath' | 'query' | 'rest'> & { principal?: Principal | null };
 
 /** A caller admitted to a deployment: who, which row, the path below its prefix and where it goes. */
 interface Admitted {
@@ -29,7 +33,7 @@ export interface RuntimeDeps {
   deployments: DeploymentService;
   auth: RuntimeAuth;
   pools: UpstreamPools;
-  sockets: OpenSockets;
+  streams: OpenStreams;
   defaultTimeoutSeconds: number;
 }
 
@@ -80,7 +84,7 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
    * whether or not the id exists (the API answers them 401 too); signed-in
    * ones get the API's 404. Null: ask the caller to sign in.
    */
-  function admitAs(ctx: RequestContext | UpgradeContext, principal: Principal | null): Admitted | null {
+  function admitAs(ctx: Caller, principal: Principal | null): Admitted | null {
     const { id, below } = splitId(ctx.rest);
     const row = id ? deps.deployments.resolveFor(principal, kind, id) : null;
     if (!row) {
@@ -91,9 +95,27 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     return { row, principal, below, target: targetFor(row, prefix) };
   }
   /** Synchronous when the caller is already known (a cached bearer): the proxy's path then awaits nothing. */
-  function admit(ctx: RequestContext | UpgradeContext): Admitted | null | Promise<Admitted | null> {
+  function admit(ctx: Caller): Admitted | null | Promise<Admitted | null> {
     const principal = deps.auth.principal(ctx);
     return isThenable(principal) ? Promise.resolve(principal).then((p) => admitAs(ctx, p)) : admitAs(ctx, principal);
+  }
+  /**
+   * The same caller and deployment decision, re-run on an open exchange: the credential the request presented must
+   * still authenticate as the same user (a mesh-signed request keeps its brokered principal), and the deployment,
+   * re-read, must still be visible to it (and `also` hold of it).
+   */
+  function stillAdmitted(
+    ctx: RequestContext | UpgradeContext,
+    principal: Principal | null,
+    also = (_: DeploymentRow) => true,
+  ) {
+    return async () => {
+      const again = presentedAgain(ctx);
+      const admitted = await Promise.resolve()
+        .then(() => (again.principal ? admitAs(again, again.principal) : admit(again)))
+        .catch(() => null);
+      return admitted !== null && admitted.principal?.userId === principal?.userId && also(admitted.row);
+    };
   }
   function answer(ctx: RequestContext, admitted: Admitted | null): Promise<Reply | undefined> | Reply {
     if (!admitted) return deps.auth.unauthenticated(front ? { ...ctx, rawPath: front.loginPath(ctx.rawPath) } : ctx);
@@ -101,6 +123,8 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     // A deployment that exists and this caller may reach: its id is a bounded label (access line, request metrics).
     ctx.deployment = row.id;
     if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
+    // A response may stream for as long as the upstream likes (SSE): it lasts only as long as the access does.
+    deps.streams.track(responseStream(ctx.res), stillAdmitted(ctx, principal));
     return forward(ctx, target, below, origin(), principal);
   }
 
@@ -121,17 +145,9 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
       if (!admitted) throw deps.auth.refusal(ctx);
       const { row, principal, below, target } = admitted;
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
-      // The same caller and deployment decision, re-run on the open socket: the request's credential must still
-      // authenticate, and the deployment (re-read) must still be visible to it and take websockets.
-      const stillAllowed = async () => {
-        const again = await Promise.resolve()
-          .then(() => admit(ctx))
-          .catch(() => null);
-        return again !== null && again.principal?.userId === principal?.userId && again.row.websocket;
-      };
       await proxyUpgrade(ctx, socket, head, target, below, origin(), principal, {
-        sockets: deps.sockets,
-        stillAllowed,
+        streams: deps.streams,
+        stillAllowed: stillAdmitted(ctx, principal, (again) => again.websocket),
       });
     },
   };

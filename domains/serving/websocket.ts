@@ -4,18 +4,16 @@
  * ways until either side closes. A refused or failed upgrade rejects before
  * anything is written, so the gateway answers it as an error response.
  *
- * An open websocket is not a one-time decision: each is registered with the
- * check that admitted it, re-run every `OpenSockets` sweep, and destroyed
- * once the check fails (the user disabled or signed out, the grant revoked,
- * the deployment deleted, made private or its websockets turned off). A
- * socket thus never outlives the access — nor the credential — it was
- * opened with by more than one sweep.
+ * An open websocket is not a one-time decision: it is tracked with the check
+ * that admitted it (open-streams.ts; the deployment must also still take
+ * websockets) and destroyed once that check fails.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { UpgradeContext } from '../../gateway/module.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { upstreamRequestHeaders } from './headers.ts';
+import type { OpenStreams } from './open-streams.ts';
 import { forwardFacts, type ProxyTarget, upstreamError, upstreamPath } from './proxy.ts';
 
 export async function proxyUpgrade(
@@ -26,7 +24,7 @@ export async function proxyUpgrade(
   below: string,
   origin: URL,
   principal: Principal | null,
-  access: { sockets: OpenSockets; stillAllowed: () => Promise<boolean> },
+  access: { streams: OpenStreams; stillAllowed: () => Promise<boolean> },
 ): Promise<void> {
   // undici sets `connection: upgrade` and `upgrade: websocket` itself; the sec-websocket-* headers pass through.
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
@@ -60,7 +58,7 @@ export async function proxyUpgrade(
   client.on('error', closeBoth).on('close', closeBoth);
   socket.pipe(client);
   client.pipe(socket);
-  access.sockets.track(client, access.stillAllowed);
+  access.streams.track(client, access.stillAllowed);
   ctx.logger.info(
     {
       req_id: ctx.requestId,
@@ -72,51 +70,6 @@ export async function proxyUpgrade(
     },
     'request',
   );
-}
-
-/** Open websockets and the checks that admitted them, re-run every `sweepMs` while any is open. */
-export class OpenSockets {
-  readonly #open = new Map<Duplex, () => Promise<boolean>>();
-  #timer: NodeJS.Timeout | null = null;
-  #sweeping = false;
-
-  constructor(private readonly sweepMs: number) {}
-
-  track(socket: Duplex, stillAllowed: () => Promise<boolean>): void {
-    if (socket.destroyed) return;
-    this.#open.set(socket, stillAllowed);
-    socket.once('close', () => {
-      this.#open.delete(socket);
-      if (this.#open.size === 0) this.#stop();
-    });
-    if (!this.#timer) {
-      this.#timer = setInterval(() => void this.sweep(), this.sweepMs);
-      this.#timer.unref();
-    }
-  }
-
-  /** Re-runs every open socket's check and destroys the ones now refused (a failing check counts as refused). */
-  async sweep(): Promise<void> {
-    if (this.#sweeping) return;
-    this.#sweeping = true;
-    try {
-      for (const [socket, stillAllowed] of this.#open) {
-        if (!(await stillAllowed().catch(() => false))) socket.destroy();
-      }
-    } finally {
-      this.#sweeping = false;
-    }
-  }
-
-  close(): void {
-    this.#stop();
-    for (const socket of this.#open.keys()) socket.destroy();
-  }
-
-  #stop(): void {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-  }
 }
 
 function formatHead(headers: IncomingHttpHeaders): string {

@@ -84,7 +84,8 @@ export const loginThrottleSchema = z
       .max(10_000_000)
       .default(100_000)
       .describe(
-        'Client addresses and usernames remembered by the throttle (the longest without a failure dropped first).',
+        'Blocked client addresses each process remembers, to refuse their attempts without a database read ' +
+          '(the counters themselves are in the database; the longest-blocked dropped first).',
       ),
   })
   .prefault({});

@@ -11,6 +11,7 @@ import { federationSettings } from './federation-schema.ts';
 import { jobsSettings } from './jobs-schema.ts';
 import { limitsSettings } from './limits-schema.ts';
 import { meshSettings } from './mesh-schema.ts';
+import { retrievalSettings } from './retrieval-schema.ts';
 
 const port = z.number().int().min(0).max(65535);
 const csv = z.array(z.string().min(1));
@@ -224,42 +225,7 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   federation: federationSettings,
-  retrieval: z
-    .strictObject({
-      inlineThresholdBytes: z
-        .number()
-        .int()
-        .min(1024)
-        .default(1024 * 1024)
-        .describe(
-          'Largest serialized JSON result answered inline; `auto` streams over ' +
-            'SSE beyond it, `inline` is refused with 422.',
-        ),
-      fsRoots: csv
-        .default([])
-        .describe('Folders filesystem datasets may live under; empty = filesystem retrieval refused.'),
-      batchSize: z
-        .number()
-        .int()
-        .min(1)
-        .max(100_000)
-        .default(1000)
-        .describe('Rows per chunk when a job does not ask for a batch_size.'),
-      heartbeatMs: z
-        .number()
-        .int()
-        .min(10)
-        .default(15_000)
-        .describe('Idle time after which an SSE stream sends a `:` heartbeat comment.'),
-      grpcTokenTtlSeconds: z
-        .number()
-        .int()
-        .min(10)
-        .max(3600)
-        .default(300)
-        .describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
-    })
-    .prefault({}),
+  retrieval: retrievalSettings,
   feed: z
     .strictObject({
       pollIntervalMs: z
@@ -351,6 +317,7 @@ export const ENV_NAMES: Readonly<
   PLATFORM_FEDERATION_FILE: { path: ['federation', 'declaredFile'], kind: 'string' },
   PLATFORM_RETRIEVAL_FS_ROOTS: { path: ['retrieval', 'fsRoots'], kind: 'csv' },
   PLATFORM_RETRIEVAL_INLINE_THRESHOLD_BYTES: { path: ['retrieval', 'inlineThresholdBytes'], kind: 'number' },
+  PLATFORM_RETRIEVAL_S3_ENDPOINT_HOSTS: { path: ['retrieval', 'endpointHosts', 's3'], kind: 'csv' },
   PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: { path: ['mesh', 'proxyReadTimeoutSeconds'], kind: 'number' },
   PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS: { path: ['mesh', 'runtimeReadTimeoutSeconds'], kind: 'number' },
   PLATFORM_MESH_SIGNATURE_TTL_SECONDS: { path: ['mesh', 'signatureTtlSeconds'], kind: 'number' },

@@ -6,7 +6,7 @@
  * nothing hangs.
  */
 import assert from 'node:assert/strict';
-import { type AddressInfo, createServer } from 'node:net';
+import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from 'node:net';
 import { after } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request as undiciRequest } from 'undici';
@@ -132,4 +132,35 @@ export async function assertNotAllowed(
   assert.deepEqual({ reason, key: named, source: type }, { reason: 'option_not_allowed', key, source });
   assert.equal(where, body.options && key in (body.options as object) ? 'options' : 'credential_override');
   return res;
+}
+
+/** A loopback TCP proxy in front of a server (moto): counts the connections it accepts and the bytes sent back. */
+export async function countingProxy(
+  t: After,
+  target: string,
+): Promise<{ endpoint: string; host: string; accepted: () => number; received: () => number }> {
+  const { hostname, port } = new URL(target);
+  let accepted = 0;
+  let received = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    accepted++;
+    const upstream = tcpConnect(Number(port), hostname);
+    sockets.add(client).add(upstream);
+    upstream.on('data', (chunk: Buffer) => (received += chunk.length));
+    client.pipe(upstream).pipe(client);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', close).on('close', close);
+    upstream.on('error', close).on('close', close);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { endpoint: `http://${host}`, host, accepted: () => accepted, received: () => received };
 }

@@ -27,6 +27,9 @@ export function filesystemSources(roots: readonly string[]): SourceFactory {
       return { path, format: path ? formatOf(path, input.formatHint) : null };
     },
     async create(input): Promise<Source> {
+      // A file is read with the gateway's own access: an override would replace nothing, so it is refused, not ignored.
+      if (input.credentialOverride)
+        throw RetrievalErrors.make.credential_override_not_accepted({ platform: input.platform });
       const location = locationOf(input);
       if (!location) throw RetrievalErrors.make.dataset_location_missing();
       const format = formatOf(location, input.formatHint);

@@ -85,12 +85,13 @@ async function layoutOf(
   input: SourceInput,
   roots: readonly string[],
   secrets: SecretReader | undefined,
+  endpointHosts: readonly string[],
 ): Promise<Layout> {
   const raw = input.properties.location ?? input.properties.path;
   if (typeof raw !== 'string' || raw === '') throw RetrievalErrors.make.dataset_location_missing();
   const s3 = /^s3a?:\/\/([^/]+)\/?(.*)$/.exec(raw);
   if (s3) {
-    const { store, close } = await openS3Store(s3Config(input, secrets), s3[1] as string);
+    const { store, close } = await openS3Store(s3Config(input, secrets, endpointHosts), s3[1] as string);
     return { store, prefix: folderPrefix(s3[2] as string), close };
   }
   const root = await allowedPath(raw, roots);
@@ -148,8 +149,9 @@ export async function hivePartitionSource(
   input: SourceInput,
   roots: readonly string[],
   secrets: SecretReader | undefined,
+  endpointHosts: readonly string[],
 ): Promise<Source> {
-  const open = () => layoutOf(input, roots, secrets);
+  const open = () => layoutOf(input, roots, secrets, endpointHosts);
   // Refuse a bad location (outside the roots, no such directory) at job creation.
   (await open()).close();
   return {

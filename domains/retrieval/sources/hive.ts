@@ -96,7 +96,12 @@ function thriftSource(target: HiveTarget): Source {
   };
 }
 
-export function hiveSources(roots: readonly string[], secrets: () => SecretReader | undefined): SourceFactory {
+/** `endpointHosts`: as s3Sources', for a layout in object storage. */
+export function hiveSources(
+  roots: readonly string[],
+  secrets: () => SecretReader | undefined,
+  endpointHosts: readonly string[] = [],
+): SourceFactory {
   const isThrift = (input: SourceInput) => text(input.properties.host) !== undefined;
   return {
     platforms: ['hive'],
@@ -109,7 +114,7 @@ export function hiveSources(roots: readonly string[], secrets: () => SecretReade
     },
     create(input) {
       if (isThrift(input)) return thriftSource(hiveTarget(input, secrets()));
-      return hivePartitionSource(input, roots, secrets());
+      return hivePartitionSource(input, roots, secrets(), endpointHosts);
     },
   };
 }

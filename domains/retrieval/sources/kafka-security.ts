@@ -16,6 +16,7 @@
  *   secret reference only: properties are shown to every viewer of the
  *   dataset). A job's `credential_override` `{"username","password"}`
  *   replaces them; a user it names goes with its password, never the stored one.
+ *   Without SASL a job's override is refused (422), not ignored.
  */
 import type { ConnectionOptions } from 'node:tls';
 import type { SASLOptions } from '@platformatic/kafka';
@@ -88,6 +89,9 @@ export function kafkaSecurity(input: SourceInput, secrets: SecretReader | undefi
   const unused = [...(protocol === 'PLAINTEXT' ? ['ssl_ca_pem'] : []), ...(protocol === 'SASL_SSL' ? [] : SASL_KEYS)];
   const stray = unused.find((key) => p[key] !== undefined);
   if (stray) throw invalid(stray, `not used with security_protocol ${protocol}`);
+  // Only SASL takes credentials: without it an override would be silently unused, so it is refused.
+  if (override !== null && protocol !== 'SASL_SSL')
+    throw RetrievalErrors.make.credential_override_not_accepted({ platform: input.platform });
   if (protocol === 'PLAINTEXT') return {};
   const ca = caBundle(p.ssl_ca_pem, secrets, 'ssl_ca_pem');
   // Explicit, so NODE_TLS_REJECT_UNAUTHORIZED in the gateway's environment cannot turn verification off.

@@ -8,7 +8,11 @@
  * that rising order: per-request overrides beat catalog metadata.
  * Stored keys go only to the dataset's own endpoint: an override that names
  * an endpoint, or any key, brings a complete key pair of its own, and then
- * no stored key (nor session token) is sent with it.
+ * no stored key (nor session token) is sent with it. Nor does an override
+ * make the gateway connect where its caller likes: an endpoint it names must
+ * be the dataset's own host, or one the operator lists
+ * (`retrieval.endpointHosts.s3`), else 422 `endpoint_not_allowed` before any
+ * connection.
  * The SDK's default credential chain is never used, so a dataset cannot make
  * the gateway sign with its own environment's identity; `properties.anonymous:
  * true` sends unsigned requests. Key material is never logged or put in an error.
@@ -84,22 +88,51 @@ function fromOverride(raw: string | null): Settings {
   return override;
 }
 
-/** S3 client configuration for the dataset and the job's override. */
-export function s3Config(input: SourceInput, secrets: SecretReader | undefined): S3ClientConfig {
+/** The endpoint's `host` (with its port unless the scheme's default), lower-cased; null when not an http(s) URL. */
+function endpointHost(endpoint: string): string | null {
+  if (!/^https?:\/\/[^\s/]+/i.test(endpoint)) return null;
+  try {
+    return new URL(endpoint).host.toLowerCase();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The endpoint to connect to: the override's, when it names the dataset's own host or a listed one; else the
+ * dataset's. Decided before any client exists, so a refused endpoint is never connected to.
+ */
+function allowedEndpoint(own: string | undefined, override: Settings, endpointHosts: readonly string[]) {
+  const endpoint = endpointOf(override) ?? own;
+  if (endpoint === undefined) return undefined;
+  const host = endpointHost(endpoint);
+  if (host === null) throw RetrievalErrors.make.dataset_location_missing();
+  if (endpoint !== own && host !== endpointHost(own ?? '') && !endpointHosts.includes(host))
+    throw RetrievalErrors.make.endpoint_not_allowed({ host });
+  return endpoint;
+}
+
+/**
+ * S3 client configuration for the dataset and the job's override. `endpointHosts`: the hosts (lower-cased `host` or
+ * `host:port`) an override may name besides the dataset's own.
+ */
+export function s3Config(
+  input: SourceInput,
+  secrets: SecretReader | undefined,
+  endpointHosts: readonly string[] = [],
+): S3ClientConfig {
   const override = fromOverride(input.credentialOverride);
   const secret = fromSecret(input, secrets);
-  const layers = [input.properties as Settings, secret, override];
-  const pick = (get: (s: Settings) => string | undefined) =>
+  const pick = (layers: Settings[], get: (s: Settings) => string | undefined) =>
     layers.reduce<string | undefined>((found, layer) => get(layer) ?? found, undefined);
-  const endpoint = pick(endpointOf);
-  if (endpoint && !/^https?:\/\/[^\s/]+/.test(endpoint)) throw RetrievalErrors.make.dataset_location_missing();
+  const endpoint = allowedEndpoint(pick([input.properties as Settings, secret], endpointOf), override, endpointHosts);
   // The key pair and session token come from one place, never mixed: the override's, else the secret's.
   const keys = text(override.aws_access_key_id) ? override : secret;
   const accessKeyId = text(keys.aws_access_key_id);
   const secretAccessKey = text(keys.aws_secret_access_key);
   const sessionToken = text(keys.aws_session_token);
   const config: S3ClientConfig = {
-    region: pick((s) => text(s.region)) ?? 'us-east-1',
+    region: pick([input.properties as Settings, secret, override], (s) => text(s.region)) ?? 'us-east-1',
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     maxAttempts: 2,
     requestHandler: { connectionTimeout: 10_000, requestTimeout: 60_000 },

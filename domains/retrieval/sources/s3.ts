@@ -58,12 +58,17 @@ async function resolveObjects(
 async function openLocation(
   input: SourceInput,
   secrets: SecretReader | undefined,
+  endpointHosts: readonly string[],
 ): Promise<OpenedStore & { location: S3Location }> {
   const location = s3Location(input);
-  return { ...(await openS3Store(s3Config(input, secrets), location.bucket)), location };
+  return { ...(await openS3Store(s3Config(input, secrets, endpointHosts), location.bucket)), location };
 }
 
-export function s3Sources(secrets: () => SecretReader | undefined): SourceFactory {
+/** `endpointHosts`: where a credential_override may point the client besides the dataset's endpoint (s3-store.ts). */
+export function s3Sources(
+  secrets: () => SecretReader | undefined,
+  endpointHosts: readonly string[] = [],
+): SourceFactory {
   return {
     platforms: ['s3', 's3a'],
     // Columns, filters, offset, limit and batch_size narrow the objects; no option does.
@@ -77,9 +82,9 @@ export function s3Sources(secrets: () => SecretReader | undefined): SourceFactor
     },
     create(input): Source {
       // Validate location and credentials now, so a bad dataset is a 4xx at job creation.
-      s3Config(input, secrets());
+      s3Config(input, secrets(), endpointHosts);
       s3Location(input);
-      const open = () => openLocation(input, secrets());
+      const open = () => openLocation(input, secrets(), endpointHosts);
       return {
         schema: (signal) =>
           withOpenedStore(open, async ({ store, location }) => {

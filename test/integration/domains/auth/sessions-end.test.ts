@@ -3,13 +3,16 @@
  * live successor, an ended family is refused whatever its rows say (even
  * once its access-token deny-list entry has expired), refresh rows without a
  * family are refused, and a password reset (API or CLI) ends live access
- * tokens like a logout does.
+ * tokens like a logout does. An ended family's record is dropped once it can
+ * no longer matter: a refresh-token lifetime (and the nodes' clock skew)
+ * after its end, with no unexpired token of it left.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { NODE_CLOCK_SKEW_SECONDS } from '../../../../gateway/cluster/nodes.ts';
 import { withTestDatabase } from '../../../helpers/engine.ts';
 import { ADMIN_PASSWORD, startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 
@@ -28,11 +31,11 @@ async function session(gw: TestGateway, username = 'admin', password = ADMIN_PAS
 }
 
 /** A gateway whose clock the test moves forward (the signer keeps real time, as token `exp` is checked by it). */
-async function gatewayWithClock(t: Parameters<typeof startTestGateway>[0]) {
+async function gatewayWithClock(t: Parameters<typeof startTestGateway>[0], auth: Record<string, number> = {}) {
   const clock = { offsetMs: 0 };
   const gw = await startTestGateway(
     t,
-    { auth: { accessTokenTtlSeconds: ACCESS_TTL } },
+    { auth: { accessTokenTtlSeconds: ACCESS_TTL, ...auth } },
     { now: () => new Date(Date.now() + clock.offsetMs) },
   );
   return { gw, clock };
@@ -145,4 +148,38 @@ test('meshgate user reset-password on the same database ends the running gateway
   assert.equal(code, 0);
   assert.equal(await meStatus(gw, erin.access), 401);
   assert.equal((await refresh(gw, erin.refresh)).status, 401);
+});
+
+test('an ended family is forgotten once no token of it can be presented, and not before', async (t) => {
+  const REFRESH_TTL = 60;
+  const { gw, clock } = await gatewayWithClock(t, { refreshTokenTtlSeconds: REFRESH_TTL });
+  const ended = () => gw.gateway.deps.sql.prepare('SELECT family_id FROM revoked_families').pluck().all() as string[];
+  const sidOf = (access: string) => JSON.parse(Buffer.from(access.split('.')[1] as string, 'base64url').toString()).sid;
+  const logout = async (access: string) =>
+    assert.equal((await gw.request('POST', '/api/auth/logout', { token: access })).status, 200);
+  const me = await gw.request('GET', '/api/auth/users/me', { token: await gw.adminToken() });
+
+  // A logout ends every session of its user: each family ended below is among the records.
+  const first = await session(gw);
+  await logout(first.access);
+  assert.ok(ended().includes(sidOf(first.access)));
+  // A token of the ended family that has not expired yet (a rotation that raced the logout, say).
+  const straggler = plantRefresh(gw, me.json.sub, sidOf(first.access));
+  const forgotten = (REFRESH_TTL + NODE_CLOCK_SKEW_SECONDS + 10) * 1000;
+  clock.offsetMs = forgotten - 20_000;
+  const second = await session(gw);
+  await logout(second.access);
+  assert.ok(ended().includes(sidOf(first.access)), 'within a refresh-token lifetime and the clock skew: kept');
+
+  clock.offsetMs = forgotten;
+  const third = await session(gw);
+  await logout(third.access);
+  assert.ok(ended().includes(sidOf(first.access)), 'kept while a token of the family is unexpired');
+  assert.equal((await refresh(gw, straggler)).status, 401, 'and that token is refused');
+
+  clock.offsetMs = forgotten + 3_600_000;
+  const fourth = await session(gw);
+  await logout(fourth.access);
+  assert.deepEqual(ended(), [sidOf(fourth.access)], 'every family ended a lifetime ago, its tokens expired, is gone');
+  assert.equal((await refresh(gw, fourth.refresh)).status, 401, 'the one just ended is refused');
 });

@@ -3,7 +3,9 @@
  * with 429 + Retry-After, a flood of wrong passwords on the admin's name from
  * 32 other loopback addresses gets a bounded number of guesses in all and
  * neither locks the admin out (from where they signed in before) nor starves
- * their login, and no password reaches the log.
+ * their login, and no password reaches the log. Behind a trusted proxy each
+ * forwarded client has its own budget; an untrusted peer's X-Forwarded-For
+ * is ignored, so rotating it buys nothing.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -17,10 +19,13 @@ function clientAt(gw: TestGateway, localAddress: string): Agent {
   return new Agent({ localAddress, connect: { ca: gw.gateway.caPem, servername: 'localhost' } });
 }
 
-async function login(gw: TestGateway, agent: Agent, password: string, username = 'admin') {
+async function login(gw: TestGateway, agent: Agent, password: string, username = 'admin', forwardedFor?: string) {
   const res = await request(`${gw.gateway.httpsUrl}/api/auth/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(forwardedFor ? { 'x-forwarded-for': forwardedFor } : {}),
+    },
     body: new URLSearchParams({ username, password, grant_type: 'password' }).toString(),
     dispatcher: agent,
   });
@@ -113,4 +118,33 @@ test('a flood from one address cannot queue more than its share: excess answered
   const burst = await Promise.all(Array.from({ length: 20 }, () => login(gw, agent, WRONG, 'nobody')));
   assert.equal(burst.filter((r) => r.status === 401).length, 4, 'four waited or hashed');
   assert.equal(burst.filter((r) => r.status === 429 && r.retryAfter === '1').length, 16);
+});
+
+test('behind a trusted proxy the forwarded client is throttled; rotating X-Forwarded-For spares no one', async (t) => {
+  const gw = await startTestGateway(t, { auth: { forwardAuth: { trustedProxies: ['127.0.0.4'] } } });
+  const proxy = clientAt(gw, '127.0.0.4');
+  const attacker = clientAt(gw, '127.0.0.5');
+  t.after(() => Promise.all([proxy.close(), attacker.close()]));
+  // Each guesser tries a name of its own: only the client budget is measured.
+  const statuses = async (agent: Agent, forwardedFor: (i: number) => string, n: number) => {
+    const out: number[] = [];
+    const name = `nobody-${forwardedFor(0)}`;
+    for (let i = 0; i < n; i++) out.push((await login(gw, agent, WRONG, name, forwardedFor(i))).status);
+    return out;
+  };
+  // The proxy appends the address it saw; whatever the client wrote itself lies left of it and is not believed.
+  const guesser = await statuses(proxy, () => '10.9.9.9, 198.51.100.1', 11);
+  assert.deepEqual(guesser, [...Array(10).fill(401), 429], 'the forwarded client has its budget of ten');
+  assert.match(logLines(gw, 'login_lockout').join('\n'), /"client":"198\.51\.100\.1"/);
+  assert.deepEqual(
+    await statuses(proxy, () => '198.51.100.2', 1),
+    [401],
+    'another client behind the same proxy keeps its own budget',
+  );
+  const rotating = await statuses(attacker, (i) => `203.0.113.${i + 1}`, 11);
+  assert.deepEqual(
+    rotating,
+    [...Array(10).fill(401), 429],
+    'an untrusted peer is its own client, whatever it forwards',
+  );
 });
