@@ -6,7 +6,8 @@
  * A fleet of N clusters shares one file: `fleet.members` lists every cluster, `cluster` (or the cluster name) says
  * which one reads it, and each other member becomes a peer. Of each pair the member whose name sorts first is the
  * initiator; the PSK of a pair is HMAC-SHA256(fleet key, the two names in order), so both sides derive the same one
- * and no two pairs share one. Anyone holding the fleet key can derive every pair's PSK: keep it as the node key is.
+ * and no two pairs share one. Anyone holding the fleet key can derive every pair's PSK, so it stays with the operator:
+ * a gateway reading its file at start takes listed peers only (each its own PSK), never a fleet.
  */
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -73,8 +74,10 @@ export class DeclaredFileError extends Error {
 
 /** The PSK of the pair {a, b} under the fleet key: the same on both sides, distinct for every pair. */
 export function fleetPsk(fleetKey: string, a: string, b: string): string {
-  const [first, second] = [a, b].sort();
-  return createHmac('sha256', fleetKey).update(`meshgate fleet pair\n${first}\n${second}`).digest('hex');
+  const [first = '', second = ''] = [a, b].sort();
+  // Each name length-prefixed: no two pairs of names (one holding a separator the other splits at) give one input.
+  const input = `meshgate fleet pair ${first.length}:${first}${second.length}:${second}`;
+  return createHmac('sha256', fleetKey).update(input).digest('hex');
 }
 
 function readSecret(path: string, base: string): string {
@@ -139,8 +142,19 @@ function listedPeer(file: string, parsed: DeclaredFile, entry: z.output<typeof p
  * Reads `file` into the resolved peer set. `clusterName` picks this cluster among fleet members when the file does
  * not name it; `env` is where `psk_env` is looked up.
  */
-export function readDeclaredFile(file: string, clusterName: string, env: NodeJS.ProcessEnv): DeclaredPeer[] {
+export function readDeclaredFile(
+  file: string,
+  clusterName: string,
+  env: NodeJS.ProcessEnv,
+  { fleetKey = true }: { fleetKey?: boolean } = {},
+): DeclaredPeer[] {
   const parsed = parseFile(file);
+  if (parsed.fleet && !fleetKey) {
+    throw new DeclaredFileError(
+      `${file}: a fleet file is applied by the operator (meshgate federation apply), not read by a gateway at start: ` +
+        "the fleet key derives every pair's PSK, so a gateway holding it could act as any member toward any other",
+    );
+  }
   const peers = [
     ...(parsed.fleet ? fleetPeers(file, parsed, parsed.fleet, parsed.cluster ?? clusterName) : []),
     ...(parsed.peers ?? []).map((entry) => listedPeer(file, parsed, entry, env)),

@@ -68,7 +68,7 @@ export function startUpkeep(
   if (file) {
     const apply = async (retryMs: number) => {
       try {
-        const peers = readDeclaredFile(file, clusterName, process.env);
+        const peers = readDeclaredFile(file, clusterName, process.env, { fleetKey: false });
         const outcomes = await applyDeclared(deps, CONFIGURATION, peers, false);
         const pending = outcomes.filter((o) => o.outcome === 'pending' || o.outcome === 'failed');
         for (const o of pending)
