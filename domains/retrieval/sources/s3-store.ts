@@ -88,27 +88,32 @@ function fromOverride(raw: string | null): Settings {
   return override;
 }
 
-/** The endpoint's `host` (with its port unless the scheme's default), lower-cased; null when not an http(s) URL. */
-function endpointHost(endpoint: string): string | null {
+/** The endpoint parsed; null when it is not an http(s) URL or carries credentials in it (`user:pass@`). */
+function endpointUrl(endpoint: string): URL | null {
   if (!/^https?:\/\/[^\s/]+/i.test(endpoint)) return null;
   try {
-    return new URL(endpoint).host.toLowerCase();
+    const url = new URL(endpoint);
+    return url.username || url.password ? null : url;
   } catch {
     return null;
   }
 }
 
 /**
- * The endpoint to connect to: the override's, when it names the dataset's own host or a listed one; else the
- * dataset's. Decided before any client exists, so a refused endpoint is never connected to.
+ * The endpoint to connect to: the override's, when it is the dataset's own (the same scheme, host, port and path: a
+ * plaintext port or another path of that host is not it) or names a host the operator listed; else the dataset's.
+ * Decided before any client exists, so a refused endpoint is never connected to.
  */
 function allowedEndpoint(own: string | undefined, override: Settings, endpointHosts: readonly string[]) {
   const endpoint = endpointOf(override) ?? own;
   if (endpoint === undefined) return undefined;
-  const host = endpointHost(endpoint);
-  if (host === null) throw RetrievalErrors.make.dataset_location_missing();
-  if (endpoint !== own && host !== endpointHost(own ?? '') && !endpointHosts.includes(host))
-    throw RetrievalErrors.make.endpoint_not_allowed({ host });
+  const url = endpointUrl(endpoint);
+  if (url === null) throw RetrievalErrors.make.dataset_location_missing();
+  if (endpoint === own) return endpoint;
+  const ownUrl = endpointUrl(own ?? '');
+  const isOwn = ownUrl !== null && url.origin === ownUrl.origin && url.pathname === ownUrl.pathname;
+  const host = url.host.toLowerCase();
+  if (!isOwn && !endpointHosts.includes(host)) throw RetrievalErrors.make.endpoint_not_allowed({ host });
   return endpoint;
 }
 
