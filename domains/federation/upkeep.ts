@@ -49,7 +49,10 @@ export function startUpkeep(
 ): { close(): void } {
   const { ctx } = deps;
   const timers = new Set<NodeJS.Timeout>();
+  let closed = false;
+  // Nothing is scheduled once closed: an apply still running at close must not retry against a closed database.
   const later = (ms: number, run: () => void) => {
+    if (closed) return;
     const timer = setTimeout(() => {
       timers.delete(timer);
       run();
@@ -59,8 +62,13 @@ export function startUpkeep(
   };
   const purge = () => {
     const before = new Date(ctx.now().getTime() - settings.deletedRetentionDays * DAY_MS).toISOString();
-    const purged = ctx.records.purgeDeleted(before);
-    if (purged > 0) ctx.logger.info({ purged, before }, 'deleted federation records purged after their retention');
+    try {
+      const purged = ctx.records.purgeDeleted(before);
+      if (purged > 0) ctx.logger.info({ purged, before }, 'deleted federation records purged after their retention');
+    } catch (error) {
+      // A passing database failure: the next hour's purge takes them.
+      ctx.logger.error({ err: (error as Error).message, before }, 'deleted federation records not purged');
+    }
     later(HOUR_MS, purge);
   };
   purge();
@@ -82,6 +90,7 @@ export function startUpkeep(
   }
   return {
     close() {
+      closed = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
     },
