@@ -33,6 +33,7 @@ import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
+import { ServingCertificate } from '../gateway/tls/serving-certificate.ts';
 import { type AdminListener, startAdminListener } from './admin.ts';
 import { apiDocumentInstance } from './api-document.ts';
 import { joinClusterIdentity } from './cluster-identity.ts';
@@ -48,6 +49,7 @@ import {
   listen,
   plainListening,
 } from './listeners.ts';
+import { initialPair, startCertificateSources } from './public-certificate.ts';
 import { shareWorkerMetrics } from './worker-metrics.ts';
 
 export interface GatewayOptions {
@@ -109,7 +111,14 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
   const metrics = createMetrics({ databaseGauges: place.role !== 'worker' });
   const tracing = await createTracing(config, { metrics, logger: logs.logger });
   const observer = createRequestObserver(metrics, tracing);
-  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer, warnings: new FoldedWarnings() };
+  const certificate = new ServingCertificate(initialPair(config, tls));
+  const ingress: IngressBase = {
+    config,
+    accessLog: logs.accessLog,
+    tls: certificate,
+    observer,
+    warnings: new FoldedWarnings(),
+  };
   const bound = await bindForRole(ingress, place).catch((error: unknown) => {
     lock.release();
     logs.close();
@@ -140,20 +149,24 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
       origin: () => origin,
       externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,
       caPem: () => tls.caPem,
-      serverCertPem: () => tls.certPem,
+      serverCertPem: () => certificate.current.certPem,
     },
     now: options.now ?? (() => new Date()),
     announce: (line) => (announced ? print(line) : held.push(line)),
   };
   let domains: Domains | null = null;
   let served: Domains | null = null;
+  let stopCertificateSources = async () => {};
   try {
+    const sources = { config, certificate, place, logger: logs.logger, metrics, origin: () => origin };
+    stopCertificateSources = await startCertificateSources(sources);
     domains = await initDomains(DOMAIN_MODULES, base, logs);
     served = withApiDocument(domains, registry);
     // A worker's access lines name it, so an operator can tell which process served a request.
     letRequestsThrough(served, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
   } catch (error) {
     bound.stop();
+    await stopCertificateSources();
     await admin?.close();
     await domains?.close();
     lock.release();
@@ -185,6 +198,7 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     apiRoutes: served.instances.flatMap((i) => i.routes ?? []),
     async close(graceMs = 5000, reason = 'closed') {
       await closeGracefully(bound.listeners, graceMs);
+      await stopCertificateSources();
       ingress.warnings.close();
       await running.close();
       await admin?.close();
