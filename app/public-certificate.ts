@@ -49,10 +49,20 @@ export interface CertificateSources {
   readonly origin: () => string;
 }
 
-/** Starts whatever may replace the certificate in this process; the returned function stops it. */
-export async function startCertificateSources(sources: CertificateSources): Promise<() => Promise<void>> {
+export interface RunningSources {
+  /**
+   * The listeners serve (a primary's: its workers): ACME may order now. Before, a TLS-ALPN-01 validation would
+   * find no listener, and a failed first order waits out the backoff.
+   */
+  serving(): void;
+  stop(): Promise<void>;
+}
+
+/** Starts whatever may replace the certificate in this process. */
+export async function startCertificateSources(sources: CertificateSources): Promise<RunningSources> {
   const { config, certificate, logger, place } = sources;
   const stops: (() => void | Promise<void>)[] = [];
+  let serving = () => {};
   observeExpiry(sources);
   if (config.tlsCertFile !== null && config.tlsKeyFile !== null) {
     const files = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
@@ -80,11 +90,16 @@ export async function startCertificateSources(sources: CertificateSources): Prom
       stops.push(place.listen(CERTIFICATE_ISSUED, (pair) => certificate.replace(pair)));
       stops.push(place.listen(ALPN_CHALLENGE, ({ name, pair }) => certificate.setChallenge(name, pair)));
     } else {
-      stops.push(await startAcme(sources));
+      const acme = await startAcme(sources);
+      stops.push(acme.stop);
+      serving = acme.begin;
     }
   }
-  return async () => {
-    for (const stop of stops) await stop();
+  return {
+    serving: () => serving(),
+    async stop() {
+      for (const stop of stops) await stop();
+    },
   };
 }
 
@@ -121,7 +136,7 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
     help: 'ACME orders and renewals that failed (the certificate in use kept serving).',
     labels: [],
   });
-  let session: ReturnType<typeof openSession> | null = null;
+  // A client per attempt: a CA that lost its state (a reset test CA, an account deactivated) is met afresh.
   const openSession = async () => {
     const { createAccountKey, openAcmeSession } = await import('../gateway/tls/acme/order.ts');
     return openAcmeSession(settings, await store.accountKey(createAccountKey), responder);
@@ -129,13 +144,7 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
   const loop = new RenewalLoop({
     names: acmeNames(config),
     store,
-    session: () => {
-      session ??= openSession().catch((error: unknown) => {
-        session = null;
-        throw error;
-      });
-      return session;
-    },
+    session: openSession,
     retryMinMs: settings.retryMinSeconds * 1000,
     logger,
     now: () => new Date(),
@@ -145,12 +154,14 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
     },
     onFailure: () => failures.inc(),
   });
-  loop.start();
-  return async () => {
-    await loop.close();
-    // Nothing on it outlives a request worth waiting for: a validation, or a redirect.
-    http01?.closeAllConnections();
-    http01?.close();
+  return {
+    begin: () => loop.start(),
+    stop: async () => {
+      await loop.close();
+      // Nothing on it outlives a request worth waiting for: a validation, or a redirect.
+      http01?.closeAllConnections();
+      http01?.close();
+    },
   };
 }
 

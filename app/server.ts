@@ -49,7 +49,7 @@ import {
   listen,
   plainListening,
 } from './listeners.ts';
-import { initialPair, startCertificateSources } from './public-certificate.ts';
+import { initialPair, type RunningSources, startCertificateSources } from './public-certificate.ts';
 import { shareWorkerMetrics } from './worker-metrics.ts';
 
 export interface GatewayOptions {
@@ -70,6 +70,8 @@ export interface Gateway {
   readonly deps: GatewayDeps;
   /** Every API route served, the API document's own included. */
   readonly apiRoutes: readonly RouteDef[];
+  /** A primary's workers serve the ports: ACME may order (a single process does so once listening). */
+  workersServing(): void;
   /** Stops gracefully; `reason` (e.g. the signal) goes into the final `stopped` log line. */
   close(graceMs?: number, reason?: string): Promise<void>;
 }
@@ -156,17 +158,17 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
   };
   let domains: Domains | null = null;
   let served: Domains | null = null;
-  let stopCertificateSources = async () => {};
+  let sources: RunningSources | null = null;
   try {
-    const sources = { config, certificate, place, logger: logs.logger, metrics, origin: () => origin };
-    stopCertificateSources = await startCertificateSources(sources);
+    const sourceDeps = { config, certificate, place, logger: logs.logger, metrics, origin: () => origin };
+    sources = await startCertificateSources(sourceDeps);
     domains = await initDomains(DOMAIN_MODULES, base, logs);
     served = withApiDocument(domains, registry);
     // A worker's access lines name it, so an operator can tell which process served a request.
     letRequestsThrough(served, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
   } catch (error) {
     bound.stop();
-    await stopCertificateSources();
+    await sources?.stop();
     await admin?.close();
     await domains?.close();
     lock.release();
@@ -177,6 +179,8 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     throw error;
   }
   const running = domains;
+  const certificateSources = sources as RunningSources;
+  if (place.role === 'single') certificateSources.serving();
   const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
   const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
   const adminUrl = admin?.url ?? null;
@@ -196,9 +200,10 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     caPem: tls.caPem,
     deps: running.deps,
     apiRoutes: served.instances.flatMap((i) => i.routes ?? []),
+    workersServing: () => certificateSources.serving(),
     async close(graceMs = 5000, reason = 'closed') {
       await closeGracefully(bound.listeners, graceMs);
-      await stopCertificateSources();
+      await certificateSources.stop();
       ingress.warnings.close();
       await running.close();
       await admin?.close();

@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import type { Config } from '../../config/schema.ts';
 import type { ServerKeyPair } from '../serving-certificate.ts';
+import { certificateId } from './certificate-id.ts';
 import { checkIssued } from './store.ts';
 
 type AcmeSettings = Config['tls']['acme'];
@@ -51,19 +52,29 @@ export async function openAcmeSession(
     // acme-client sends every request through its one axios instance; the CA file is the trust for all of them.
     acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(settings.directoryCaFile, 'utf8') });
   }
+  // A CA that is away fails the order soon, and the renewal loop's backoff takes over (its default would retry each
+  // request five times over 75 s); a Retry-After the CA sends is still followed.
+  const defaults = acme.axios.defaults as unknown as { acmeSettings: Record<string, number> };
+  Object.assign(defaults.acmeSettings, { retryMaxAttempts: 2, retryDefaultDelay: 1 });
   const binding = settings.externalAccountBinding;
   const client = new acme.Client({
     directoryUrl: settings.directoryUrl as string,
     accountKey: accountKeyPem,
+    // Polling a challenge or order being processed: from 1 s, not 5 s (RFC 8555 §7.5.1 leaves the pace to the client).
+    backoffMin: 1000,
+    backoffMax: 10_000,
     ...(binding
       ? { externalAccountBinding: { kid: binding.keyId, hmacKey: readFileSync(binding.hmacKeyFile, 'utf8').trim() } }
       : {}),
   });
   let account: Promise<unknown> | null = null;
   const ensureAccount = () => {
-    // RFC 8555 §7.3: a new-account request with a known key answers with that account.
+    // RFC 8555 §7.3.1: the account of this key when the CA knows it (acme-client's plain create would then send an
+    // update the CA may refuse as empty), else a new one.
+    const contact = settings.contact.length ? { contact: settings.contact } : {};
     account ??= client
-      .createAccount({ termsOfServiceAgreed: true, ...(settings.contact.length ? { contact: settings.contact } : {}) })
+      .createAccount({ onlyReturnExisting: true })
+      .catch(() => client.createAccount({ termsOfServiceAgreed: true, ...contact }))
       .catch((error: unknown) => {
         account = null;
         throw error;
@@ -95,7 +106,7 @@ async function orderOnce(
   const order = await client.createOrder({
     identifiers: names.map((value) => ({ type: 'dns', value })),
     ...(settings.profile ? { profile: settings.profile } : {}),
-    ...(replaces ? { replaces: await certificateId(replaces) } : {}),
+    ...(replaces ? { replaces: certificateId(replaces) } : {}),
   } as Parameters<AcmeClient['createOrder']>[0]);
   const authorizations = await client.getAuthorizations(order);
   for (const authorization of authorizations) {
@@ -141,27 +152,12 @@ async function alpnPair(
   return { keyPem: key.toString(), certPem: cert.toString() };
 }
 
-/**
- * RFC 9773 §4.1: base64url of the Authority Key Identifier's keyIdentifier, a dot, base64url of the serial number's
- * DER integer content (with the leading zero that keeps it positive).
- */
-export async function certificateId(certificate: X509Certificate): Promise<string> {
-  await import('reflect-metadata'); // @peculiar/x509 resolves its providers through tsyringe, which needs it
-  const x509 = await import('@peculiar/x509');
-  const aki = new x509.X509Certificate(certificate.raw).getExtension(x509.AuthorityKeyIdentifierExtension);
-  if (!aki?.keyId) throw new Error('the certificate has no authority key identifier');
-  let serial = certificate.serialNumber;
-  if (serial.length % 2 === 1) serial = `0${serial}`;
-  if (Number.parseInt(serial.slice(0, 2), 16) >= 0x80) serial = `00${serial}`;
-  return `${Buffer.from(aki.keyId, 'hex').toString('base64url')}.${Buffer.from(serial, 'hex').toString('base64url')}`;
-}
-
 async function renewalWindow(client: AcmeClient, certificate: X509Certificate): Promise<RenewalWindow | null> {
   const http = (client as unknown as { http: { getDirectory(): Promise<Record<string, unknown>> } }).http;
   const base = (await http.getDirectory()).renewalInfo;
   if (typeof base !== 'string') return null;
   const acme = (await import('acme-client')).default;
-  const response = await acme.axios.get(`${base.replace(/\/$/, '')}/${await certificateId(certificate)}`, {
+  const response = await acme.axios.get(`${base.replace(/\/$/, '')}/${certificateId(certificate)}`, {
     validateStatus: (status) => status === 200,
   });
   const window = (response.data as { suggestedWindow?: { start?: string; end?: string } }).suggestedWindow;

@@ -100,7 +100,10 @@ export class RenewalLoop {
 
   async #renew(): Promise<void> {
     const { store, names, now, logger } = this.#options;
-    const replaces = usableStored(store, names, now());
+    // RFC 9773 §5: an order names the certificate it replaces; not after a failure, which may be the CA not knowing
+    // it (a CA that was reset, another directory configured).
+    const replaces = this.#status.failures === 0 ? usableStored(store, names, now()) : null;
+    logger.info({ names, replaces: replaces?.serialNumber ?? null }, 'ACME order begun');
     try {
       const session = await this.#options.session();
       const pair = await session.order(names, replaces);
