@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { connect } from 'node:tls';
+import { execMeshgate } from '../../../helpers/artifact.ts';
 import { startPebble } from '../../../helpers/peers/pebble.ts';
 import { waitFor } from '../../../helpers/wait.ts';
 import { freePort, type Served, serve } from '../../../helpers/workers.ts';
@@ -69,7 +70,7 @@ async function setUp(t: TestContext, acme: Record<string, unknown>, short = 86_4
     return gateway;
   };
   const metrics = async () => (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-  return { dir, dataDir, tlsPort, httpPort, pebble, start, metrics };
+  return { dataDir, configFile, tlsPort, httpPort, pebble, start, metrics };
 }
 
 test('two workers obtain one certificate for two names over TLS-ALPN-01 and serve it; no key is shown', async (t) => {
@@ -114,7 +115,7 @@ test('two workers obtain one certificate for two names over TLS-ALPN-01 and serv
 
 test('HTTP-01: renewed; the CA away keeps the certificate with retries; a restart reuses the stored one', async (t) => {
   const acme = { challenges: ['http-01'], profile: 'shortlived', retryMinSeconds: 1 };
-  const { tlsPort, httpPort, pebble, start, metrics } = await setUp(t, acme, 30);
+  const { tlsPort, httpPort, pebble, start, metrics, configFile, dataDir } = await setUp(t, acme, 30);
   const gateway = await start(1);
   await gateway.waitForLine(ISSUED);
   const firstRoot = await pebble.issuingRoot();
@@ -163,4 +164,12 @@ test('HTTP-01: renewed; the CA away keeps the certificate with retries; a restar
   assert.equal(reused.serialNumber, renewed.serialNumber);
   assert.doesNotMatch(again.output(), ISSUED);
   assert.doesNotMatch(again.output(), /"msg":"ACME order/);
+
+  const args = ['cert', 'status', '--config', configFile, '--data-dir', dataDir, '--hostname', NAMES[0] as string];
+  const { stdout } = await execMeshgate(args, {});
+  assert.match(stdout, /^names: gw\.meshgate\.test, www\.meshgate\.test$/m);
+  assert.match(stdout, new RegExp(`^serial: ${renewed.serialNumber}$`, 'm'));
+  assert.match(stdout, /^next renewal: \d{4}-/m);
+  assert.match(stdout, /^last error: .+ \(at \d{4}-/m, 'the failure while the CA was away');
+  assert.doesNotMatch(stdout, /PRIVATE KEY/);
 });
