@@ -12,7 +12,7 @@ import type { Config } from '../gateway/config/schema.ts';
 import type { FoldedWarnings } from '../gateway/folded-warnings.ts';
 import { TrustedProxies } from '../gateway/http/client-address.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
-import { createHttpsListener, createPlainHttpListener, type ServerKeyPair } from '../gateway/http/listeners.ts';
+import { createHttpsListener, createPlainHttpListener } from '../gateway/http/listeners.ts';
 import { authorityOf } from '../gateway/http/origin.ts';
 import type { AccessSink } from '../gateway/log.ts';
 import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
@@ -24,11 +24,13 @@ import { createAccessLogStage } from '../gateway/pipeline/stages/access-log.ts';
 import { createCanonicalPathStage } from '../gateway/pipeline/stages/canonical-path.ts';
 import { createLimitsStage } from '../gateway/pipeline/stages/limits.ts';
 import { createRequestIdStage } from '../gateway/pipeline/stages/request-id.ts';
+import type { ServingCertificate } from '../gateway/tls/serving-certificate.ts';
 
 export interface IngressBase {
   readonly config: Readonly<Config>;
   readonly accessLog: AccessSink;
-  readonly tls: ServerKeyPair;
+  /** The public certificate; every HTTPS listener takes its replacements. */
+  readonly tls: ServingCertificate;
   /** Every request's span and metrics, on every listener alike. */
   readonly observer: RequestObserver;
   /** Failed requests' warnings, folded across every listener of the gateway. */
@@ -58,7 +60,8 @@ type Handle = (req: NodeRequest, res: NodeResponse) => void;
 
 /** The kernel's HTTPS server (HTTP/2 + HTTP/1.1) with its guards, its connections tracked. */
 export function httpsListening(base: IngressBase, handle: Handle): Listening & { server: Http2SecureServer } {
-  const server = createHttpsListener(base.tls, base.config.limits, handle);
+  const server = createHttpsListener(base.tls.current, base.config.limits, handle, base.tls.handshakeOptions);
+  base.tls.attach(server);
   return { server, sockets: trackSockets(server), connections: trackConnections(server) };
 }
 

@@ -33,6 +33,7 @@ import { compileRpc } from '../gateway/routing/rpc.ts';
 import type { ServiceTable } from '../gateway/routing/service-table.ts';
 import { ROUTING_SOURCE } from '../gateway/routing/source.ts';
 import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts';
+import { ServingCertificate } from '../gateway/tls/serving-certificate.ts';
 import { type AdminListener, startAdminListener } from './admin.ts';
 import { apiDocumentInstance } from './api-document.ts';
 import { joinClusterIdentity } from './cluster-identity.ts';
@@ -48,6 +49,7 @@ import {
   listen,
   plainListening,
 } from './listeners.ts';
+import { initialPair, type RunningSources, startCertificateSources } from './public-certificate.ts';
 import { shareWorkerMetrics } from './worker-metrics.ts';
 
 export interface GatewayOptions {
@@ -68,6 +70,8 @@ export interface Gateway {
   readonly deps: GatewayDeps;
   /** Every API route served, the API document's own included. */
   readonly apiRoutes: readonly RouteDef[];
+  /** A primary's workers serve the ports: ACME may order (a single process does so once listening). */
+  workersServing(): void;
   /** Stops gracefully; `reason` (e.g. the signal) goes into the final `stopped` log line. */
   close(graceMs?: number, reason?: string): Promise<void>;
 }
@@ -109,7 +113,14 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
   const metrics = createMetrics({ databaseGauges: place.role !== 'worker' });
   const tracing = await createTracing(config, { metrics, logger: logs.logger });
   const observer = createRequestObserver(metrics, tracing);
-  const ingress: IngressBase = { config, accessLog: logs.accessLog, tls, observer, warnings: new FoldedWarnings() };
+  const certificate = new ServingCertificate(initialPair(config, tls));
+  const ingress: IngressBase = {
+    config,
+    accessLog: logs.accessLog,
+    tls: certificate,
+    observer,
+    warnings: new FoldedWarnings(),
+  };
   const bound = await bindForRole(ingress, place).catch((error: unknown) => {
     lock.release();
     logs.close();
@@ -140,20 +151,24 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
       origin: () => origin,
       externalUrl: () => config.externalUrl?.replace(/\/$/, '') || origin,
       caPem: () => tls.caPem,
-      serverCertPem: () => tls.certPem,
+      serverCertPem: () => certificate.current.certPem,
     },
     now: options.now ?? (() => new Date()),
     announce: (line) => (announced ? print(line) : held.push(line)),
   };
   let domains: Domains | null = null;
   let served: Domains | null = null;
+  let sources: RunningSources | null = null;
   try {
+    const sourceDeps = { config, certificate, place, logger: logs.logger, metrics, origin: () => origin };
+    sources = await startCertificateSources(sourceDeps);
     domains = await initDomains(DOMAIN_MODULES, base, logs);
     served = withApiDocument(domains, registry);
     // A worker's access lines name it, so an operator can tell which process served a request.
     letRequestsThrough(served, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
   } catch (error) {
     bound.stop();
+    await sources?.stop();
     await admin?.close();
     await domains?.close();
     lock.release();
@@ -164,6 +179,8 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     throw error;
   }
   const running = domains;
+  const certificateSources = sources as RunningSources;
+  if (place.role === 'single') certificateSources.serving();
   const httpsUrl = urlOf('https', config.bind, bound.httpsPort);
   const httpUrl = bound.httpPort === null ? null : urlOf('http', config.bind, bound.httpPort);
   const adminUrl = admin?.url ?? null;
@@ -183,8 +200,10 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     caPem: tls.caPem,
     deps: running.deps,
     apiRoutes: served.instances.flatMap((i) => i.routes ?? []),
+    workersServing: () => certificateSources.serving(),
     async close(graceMs = 5000, reason = 'closed') {
       await closeGracefully(bound.listeners, graceMs);
+      await certificateSources.stop();
       ingress.warnings.close();
       await running.close();
       await admin?.close();

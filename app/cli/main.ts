@@ -12,6 +12,7 @@ import type { ConfigInput } from '../../gateway/config/schema.ts';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { bootDomains, DOMAIN_COMMANDS } from '../domains.ts';
 import { backupCommand, restoreCommand } from './backup.ts';
+import { certCommand } from './cert.ts';
 import { CONFIG_FILE_FLAG, configFlagOptions, configFromFlags } from './flags.ts';
 import { reloadCommand } from './reload.ts';
 import { serveAsWorker, serveCommand } from './serve.ts';
@@ -20,6 +21,7 @@ import { validateCommand } from './validate.ts';
 const COMMANDS: readonly CliCommand[] = [
   serveCommand,
   validateCommand,
+  certCommand,
   reloadCommand,
   backupCommand,
   restoreCommand,

@@ -107,7 +107,30 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   {
     env: ['PLATFORM_TLS_CERT_FILE', 'PLATFORM_TLS_KEY_FILE'],
     unset: 'issued',
-    meaning: "an operator certificate instead of the platform CA's",
+    meaning: "an operator certificate instead of the platform CA's; rewritten files (or SIGHUP) rotate it live",
+    doc: 'docs/operating.md',
+  },
+  {
+    env: ['PLATFORM_ACME_DIRECTORY_URL'],
+    unset: 'off',
+    meaning: "ACME directory the public certificate is ordered and renewed from (try the CA's staging one first)",
+    doc: 'docs/operating.md',
+  },
+  {
+    env: ['PLATFORM_ACME_CONTACT', 'PLATFORM_ACME_NAMES'],
+    meaning: 'ACME: account e-mail addresses; names ordered besides the deployment domain (comma-separated)',
+    doc: 'docs/operating.md',
+  },
+  {
+    env: ['PLATFORM_ACME_HTTP_PORT'],
+    meaning: 'ACME HTTP-01 listener: answers pending tokens only, redirects the rest to https',
+    doc: 'docs/operating.md',
+  },
+  {
+    env: ['PLATFORM_ACME_DIRECTORY_CA_FILE'],
+    unset: "the system's roots",
+    meaning: "roots the ACME directory's HTTPS certificate is verified with",
+    doc: 'docs/operating.md',
   },
   { env: ['PLATFORM_HANDSHAKE_TIMEOUT_MS'], meaning: 'a connection must finish its TLS handshake in time' },
   {

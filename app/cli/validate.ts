@@ -3,10 +3,12 @@
  * settings themselves (read as `serve` reads them: file, environment, flags; a bad value stops here with every
  * problem listed, exit 2), what start would meet: the operator's certificate and key readable, PEM, a pair and
  * not expired; the data dir a folder this user can write, or one it can create; the listen ports free, unless the
- * gateway of this data dir is the one holding them. Exit 0 when all hold, else 2 with one line per problem, each
- * naming its setting. Nothing is left behind: the probes remove what they make.
+ * gateway of this data dir is the one holding them; with ACME, the directory's roots file and the account binding's
+ * key file readable (the settings themselves: a DNS name to order, not beside tlsCertFile). Exit 0 when all hold,
+ * else 2 with one line per problem, each naming its setting. Nothing is left behind: the probes remove what they make.
  */
-import { existsSync, mkdtempSync, rmdirSync, statSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import type { Config } from '../../gateway/config/schema.ts';
@@ -43,6 +45,7 @@ async function portProblems(config: Readonly<Config>): Promise<string[]> {
     ['httpsPort (PLATFORM_HTTPS_PORT, --https-port)', config.httpsPort, config.bind],
     ['httpPort (PLATFORM_HTTP_PORT, --http-port)', config.httpPort, config.bind],
     ['admin.port (PLATFORM_ADMIN_PORT)', config.admin.port, config.admin.bind],
+    ['tls.acme.httpPort (PLATFORM_ACME_HTTP_PORT)', acmeHttpPort(config), config.bind],
   ];
   const problems: string[] = [];
   for (const [setting, port, host] of ports) {
@@ -63,6 +66,43 @@ function servedHere(dataDir: string): boolean {
   return existsSync(dataDir) && (runningPrimary(dataDir) !== null || isServing(dataDir));
 }
 
+/** The HTTP-01 listener's port, when ACME binds one. */
+function acmeHttpPort(config: Readonly<Config>): number | null {
+  const acme = config.tls.acme;
+  return acme.directoryUrl !== null && acme.challenges.includes('http-01') ? acme.httpPort : null;
+}
+
+/** The files ACME reads at its first order, read now: the directory's roots and the account binding's MAC key. */
+function acmeProblems(config: Readonly<Config>): string[] {
+  const acme = config.tls.acme;
+  if (acme.directoryUrl === null) return [];
+  const problems: string[] = [];
+  if (acme.directoryCaFile !== null) {
+    const setting = 'tls.acme.directoryCaFile (PLATFORM_ACME_DIRECTORY_CA_FILE)';
+    try {
+      new X509Certificate(readFileSync(acme.directoryCaFile, 'utf8'));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      problems.push(
+        `${setting}: ${acme.directoryCaFile} ${code ? `cannot be read (${code})` : 'holds no PEM certificate'}`,
+      );
+    }
+  }
+  const binding = acme.externalAccountBinding;
+  if (binding !== null) {
+    const setting = 'tls.acme.externalAccountBinding.hmacKeyFile';
+    try {
+      // The key is never echoed: only whether it is base64url (RFC 8555 §7.3.4).
+      if (!/^[A-Za-z0-9_-]+={0,2}$/.test(readFileSync(binding.hmacKeyFile, 'utf8').trim())) {
+        problems.push(`${setting}: ${binding.hmacKeyFile} does not hold a base64url key`);
+      }
+    } catch (error) {
+      problems.push(`${setting}: ${binding.hmacKeyFile} cannot be read (${(error as NodeJS.ErrnoException).code})`);
+    }
+  }
+  return problems;
+}
+
 export const validateCommand: CliCommand = {
   name: 'validate',
   summary: 'check a configuration without serving: settings, certificate files, data dir, ports',
@@ -76,7 +116,7 @@ runs: it holds them). Exit 0 when valid; 2 with every problem, each naming its s
       throw new UsageError(args[0]?.startsWith('-') ? `unknown flag '${args[0]}'` : `unexpected argument '${args[0]}'`);
     }
     const { config } = env;
-    const problems = [...dataDirProblems(config.dataDir), ...tlsProblems(config)];
+    const problems = [...dataDirProblems(config.dataDir), ...tlsProblems(config), ...acmeProblems(config)];
     const serving = servedHere(config.dataDir);
     if (!serving) problems.push(...(await portProblems(config)));
     if (problems.length > 0) {

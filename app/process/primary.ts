@@ -106,6 +106,7 @@ async function startPrimary(config: Readonly<Config>, io: PrimaryIo) {
     releasePidFile(config.dataDir);
     throw error;
   }
+  gateway.workersServing();
   io.out(`meshgate listening ${ready.httpsUrl}`);
   if (ready.httpUrl) io.out(`meshgate listening ${ready.httpUrl}`);
   io.out(`meshgate origin ${ready.origin}  (${workerCount(resolved)} workers, primary pid ${process.pid})`);

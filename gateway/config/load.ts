@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { BlockList, isIPv6 } from 'node:net';
 import { hostOfUrl } from '../http/origin.ts';
 import { type Config, type ConfigInput, configSchema, ENV_NAMES } from './schema.ts';
+import { ACME_NAME } from './tls-schema.ts';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -77,6 +78,7 @@ export function verifyConfig(config: Config): string[] {
         'PLATFORM_ALLOW_UNAUTHENTICATED_METRICS=true to serve it to anyone who reaches that address',
     );
   }
+  problems.push(...acmeProblems(config));
   if (config.jobs.runtime === 'ray' && config.jobs.ray.dashboardUrl === null) {
     problems.push('jobs.ray.dashboardUrl: required when jobs.runtime is ray (PLATFORM_RAY_DASHBOARD_URL)');
   }
@@ -184,4 +186,23 @@ function deepFreeze<T>(value: T): Readonly<T> {
     Object.freeze(value);
   }
   return value;
+}
+
+/** What ACME cannot order: the operator's own files beside it, or a deployment domain no public CA validates. */
+function acmeProblems(config: Config): string[] {
+  if (config.tls.acme.directoryUrl === null) return [];
+  const problems: string[] = [];
+  if (config.tlsCertFile !== null) {
+    problems.push(
+      'tls.acme.directoryUrl: give either ACME or tlsCertFile/tlsKeyFile (PLATFORM_TLS_CERT_FILE), not both',
+    );
+  }
+  const domain = config.hostnames[0]?.toLowerCase() ?? '';
+  if (!ACME_NAME.test(domain)) {
+    problems.push(
+      `hostnames: the deployment domain '${domain}' cannot be ordered over ACME (a public DNS name, no IP ` +
+        'address or wildcard, is needed)',
+    );
+  }
+  return problems;
 }

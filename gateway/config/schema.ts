@@ -12,6 +12,7 @@ import { jobsSettings } from './jobs-schema.ts';
 import { limitsSettings } from './limits-schema.ts';
 import { meshSettings } from './mesh-schema.ts';
 import { retrievalSettings } from './retrieval-schema.ts';
+import { tlsSettings } from './tls-schema.ts';
 
 const port = z.number().int().min(0).max(65535);
 const csv = z.array(z.string().min(1));
@@ -54,6 +55,7 @@ export const configSchema = z.strictObject({
     .default(null)
     .describe('Operator-supplied server certificate (PEM); null = issue one from the platform CA.'),
   tlsKeyFile: z.string().nullable().default(null).describe('Private key for tlsCertFile (PEM).'),
+  tls: tlsSettings,
   bootstrapAdminUsername: z
     .string()
     .min(1)
@@ -276,6 +278,11 @@ export const ENV_NAMES: Readonly<
   PLATFORM_ORIGIN: { path: ['origin'], kind: 'string' },
   PLATFORM_TLS_CERT_FILE: { path: ['tlsCertFile'], kind: 'string' },
   PLATFORM_TLS_KEY_FILE: { path: ['tlsKeyFile'], kind: 'string' },
+  PLATFORM_ACME_DIRECTORY_URL: { path: ['tls', 'acme', 'directoryUrl'], kind: 'string' },
+  PLATFORM_ACME_CONTACT: { path: ['tls', 'acme', 'contact'], kind: 'csv' },
+  PLATFORM_ACME_NAMES: { path: ['tls', 'acme', 'names'], kind: 'csv' },
+  PLATFORM_ACME_HTTP_PORT: { path: ['tls', 'acme', 'httpPort'], kind: 'nullable-number' },
+  PLATFORM_ACME_DIRECTORY_CA_FILE: { path: ['tls', 'acme', 'directoryCaFile'], kind: 'string' },
   PLATFORM_BOOTSTRAP_ADMIN_USERNAME: { path: ['bootstrapAdminUsername'], kind: 'string' },
   PLATFORM_BOOTSTRAP_ADMIN_PASSWORD: { path: ['bootstrapAdminPassword'], kind: 'string' },
   PLATFORM_LOG_LEVEL: { path: ['logLevel'], kind: 'string' },

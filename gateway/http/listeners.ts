@@ -28,25 +28,30 @@ import {
   type ServerHttp2Session,
 } from 'node:http2';
 import type { Config } from '../config/schema.ts';
+import type { HandshakeOptions, ServerKeyPair } from '../tls/serving-certificate.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { endUnreadUploads } from './early-response.ts';
 
 type Limits = Config['limits'];
 type Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
 
-export interface ServerKeyPair {
-  keyPem: string;
-  certPem: string;
-}
+export type { ServerKeyPair };
 
 /** How often Node sweeps connections for expired heads: a tenth of the deadline, at most once a second. */
 function checkingInterval(limits: Limits): number {
   return Math.max(10, Math.min(1000, Math.floor(limits.headersTimeoutMs / 10)));
 }
 
-export function createHttpsListener(tls: ServerKeyPair, limits: Limits, handle: Handler): Http2SecureServer {
+/** `handshake`: the ALPN and certificate callbacks of a rotatable certificate (gateway/tls/serving-certificate.ts). */
+export function createHttpsListener(
+  tls: ServerKeyPair,
+  limits: Limits,
+  handle: Handler,
+  handshake: HandshakeOptions = {},
+): Http2SecureServer {
   const server = createSecureServer(
     {
+      ...handshake,
       allowHTTP1: true,
       noDelay: true,
       key: tls.keyPem,
@@ -72,6 +77,9 @@ export function createHttpsListener(tls: ServerKeyPair, limits: Limits, handle: 
     enforceHeadDeadline(session, limits.headersTimeoutMs);
     releaseIdleTimerOnClose(session);
   });
+  // The only other protocol ALPN selects is a TLS-ALPN-01 validation's, which carries nothing after its handshake
+  // (RFC 8737 §3); Node's HTTP/2 server would otherwise hold such a socket until its unknownProtocolTimeout.
+  server.on('unknownProtocol', (socket) => socket.destroy());
   endUnreadUploads(server);
   answerClientErrors(server);
   return server;

@@ -5,7 +5,8 @@
  * the first such line; `meshgate validate` reports them with the rest.
  */
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, watch } from 'node:fs';
+import { dirname } from 'node:path';
 
 export interface OperatorFiles {
   readonly certFile: string;
@@ -97,4 +98,52 @@ export function readOperatorFiles(files: OperatorFiles, warn: (message: string) 
   if (material === null) throw new Error(problems.join('; '));
   if (expired !== null) warn(`${expired}: clients will refuse it; renew it`);
   return material;
+}
+
+/**
+ * Calls `onChange` with the pair each time the files change to a usable one, and `onProblem` with why a change is
+ * not usable (yet: a renewal tool writing the certificate before the key). The folders are watched, not the files:
+ * a tool that writes a new file and renames it over the old one (certbot's deploy hooks, a Kubernetes secret's
+ * symlink swap) replaces the inode a file watch would hold. Events are gathered for `settleMs` before reading;
+ * `reread` reads at once (SIGHUP).
+ */
+export function watchOperatorFiles(
+  files: OperatorFiles,
+  onChange: (material: OperatorMaterial) => void,
+  onProblem: (problems: string[]) => void,
+  settleMs = 200,
+): { reread(): void; close(): void } {
+  let timer: NodeJS.Timeout | null = null;
+  let last = `${readFileOrEmpty(files.certFile)}\n${readFileOrEmpty(files.keyFile)}`;
+  const reread = () => {
+    timer = null;
+    const { problems, material } = checkOperatorFiles(files);
+    if (material === null) return onProblem(problems);
+    const seen = `${material.certPem}\n${material.keyPem}`;
+    if (seen === last) return;
+    last = seen;
+    onChange(material);
+  };
+  const changed = () => {
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(reread, settleMs);
+  };
+  const watchers = [...new Set([dirname(files.certFile), dirname(files.keyFile)])].map((dir) =>
+    watch(dir, { persistent: false }, changed),
+  );
+  return {
+    reread,
+    close() {
+      if (timer) clearTimeout(timer);
+      for (const watcher of watchers) watcher.close();
+    },
+  };
+}
+
+function readFileOrEmpty(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
 }

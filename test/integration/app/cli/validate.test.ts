@@ -143,3 +143,50 @@ test("the ports of this data dir's running gateway are not reported in use, with
     assert.equal(await served.stop(), 0);
   }
 });
+
+test('ACME settings: a domain no CA validates, files beside ACME, unreadable roots and key files', async (t) => {
+  const dir = scratch(t);
+  const { cert, key } = pair(dir, 'server');
+  const hmac = join(dir, 'hmac');
+  writeFileSync(hmac, 'not base64url!\n', { mode: 0o600 });
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({
+      tls: {
+        acme: {
+          directoryUrl: 'https://acme.invalid/directory',
+          directoryCaFile: join(dir, 'missing.pem'),
+          externalAccountBinding: { keyId: 'kid-1', hmacKeyFile: hmac },
+          httpPort: 0,
+        },
+      },
+    }),
+  );
+  const env = { PLATFORM_TLS_CERT_FILE: cert, PLATFORM_TLS_KEY_FILE: key };
+  const refused = await failing(
+    execMeshgate(['validate', '--config', join(dir, 'config.json'), '--data-dir', join(dir, 'data')], env),
+  );
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /tls\.acme\.directoryUrl: give either ACME or tlsCertFile/);
+  assert.match(refused.stderr, /hostnames: the deployment domain 'localhost' cannot be ordered over ACME/);
+
+  const ok = { PLATFORM_HOSTNAMES: 'gw.example.com' };
+  const files = await failing(
+    execMeshgate(['validate', '--config', join(dir, 'config.json'), '--data-dir', join(dir, 'data')], ok),
+  );
+  assert.match(
+    files.stderr,
+    /tls\.acme\.directoryCaFile \(PLATFORM_ACME_DIRECTORY_CA_FILE\): .*missing\.pem cannot be read \(ENOENT\)/,
+  );
+  assert.match(files.stderr, /hmacKeyFile: .* does not hold a base64url key/);
+  assert.doesNotMatch(files.stderr, /not base64url!/, 'the key file is never echoed');
+
+  const wildcard = await failing(
+    execMeshgate(['validate', '--data-dir', join(dir, 'data')], {
+      PLATFORM_ACME_DIRECTORY_URL: 'https://acme.invalid/directory',
+      PLATFORM_HOSTNAMES: 'gw.example.com',
+      PLATFORM_ACME_NAMES: '*.example.com,10.0.0.1',
+    }),
+  );
+  assert.match(wildcard.stderr, /tls\.acme\.names/);
+});

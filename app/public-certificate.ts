@@ -1,0 +1,181 @@
+/**
+ * The public listener's certificate while the gateway runs (gateway/tls/serving-certificate.ts holds it, every
+ * HTTPS listener of a process takes its replacements). Where replacements come from:
+ *
+ * - the operator's files (tlsCertFile/tlsKeyFile) changed on disk, or SIGHUP: each process reads them again;
+ * - ACME (`tls.acme`): the owner (one process, or the primary) orders and renews (gateway/tls/acme/), binds the
+ *   HTTP-01 listener, and hands each new certificate and each pending TLS-ALPN-01 challenge to its workers over the
+ *   owner link, waiting until every worker has it before the CA is told to validate.
+ *
+ * The platform CA's certificate is the default and stays what the mesh pins: only this listener's changes.
+ */
+import { X509Certificate } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import type { Config } from '../gateway/config/schema.ts';
+import type { GatewayMetrics } from '../gateway/observability/metrics.ts';
+import { ownerNotice, type ProcessPlace } from '../gateway/process/link.ts';
+import { createHttp01Listener, Http01Tokens } from '../gateway/tls/acme/http-challenge.ts';
+import type { ChallengeResponder, PendingChallenge } from '../gateway/tls/acme/order.ts';
+import { RenewalLoop, usableStored } from '../gateway/tls/acme/renewal.ts';
+import { AcmeStore, certificateNames } from '../gateway/tls/acme/store.ts';
+import { watchOperatorFiles } from '../gateway/tls/operator-files.ts';
+import type { ServerKeyPair, ServingCertificate } from '../gateway/tls/serving-certificate.ts';
+import { listen } from './listeners.ts';
+
+/** Primary → workers: serve this certificate from now on. */
+const CERTIFICATE_ISSUED = ownerNotice<ServerKeyPair>('tls.certificateIssued');
+/** Primary → workers: answer (pair) or stop answering (null) TLS-ALPN-01 for this name. */
+const ALPN_CHALLENGE = ownerNotice<{ name: string; pair: ServerKeyPair | null }>('tls.alpnChallenge');
+
+/** The names ordered: the deployment domain, then the extra names. */
+export function acmeNames(config: Readonly<Config>): string[] {
+  return [...new Set([config.hostnames[0] as string, ...config.tls.acme.names].map((n) => n.toLowerCase()))];
+}
+
+/** What the listener starts with: the stored ACME certificate when it still serves the names, else the material. */
+export function initialPair(config: Readonly<Config>, material: ServerKeyPair, now = new Date()): ServerKeyPair {
+  if (config.tls.acme.directoryUrl === null) return material;
+  const store = new AcmeStore(config.dataDir);
+  return usableStored(store, acmeNames(config), now) ? (store.certificate() as ServerKeyPair) : material;
+}
+
+export interface CertificateSources {
+  readonly config: Readonly<Config>;
+  readonly certificate: ServingCertificate;
+  readonly place: ProcessPlace;
+  readonly logger: Logger;
+  readonly metrics: GatewayMetrics;
+  readonly origin: () => string;
+}
+
+export interface RunningSources {
+  /**
+   * The listeners serve (a primary's: its workers): ACME may order now. Before, a TLS-ALPN-01 validation would
+   * find no listener, and a failed first order waits out the backoff.
+   */
+  serving(): void;
+  stop(): Promise<void>;
+}
+
+/** Starts whatever may replace the certificate in this process. */
+export async function startCertificateSources(sources: CertificateSources): Promise<RunningSources> {
+  const { config, certificate, logger, place } = sources;
+  const stops: (() => void | Promise<void>)[] = [];
+  let serving = () => {};
+  observeExpiry(sources);
+  if (config.tlsCertFile !== null && config.tlsKeyFile !== null) {
+    const files = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
+    const watcher = watchOperatorFiles(
+      files,
+      (material) => {
+        certificate.replace(material);
+        // Each process reads the files itself: its pid tells the operator which have.
+        const fields = { serial: certificate.serial, notAfter: material.certificate.validTo, pid: process.pid };
+        logger.info(fields, 'certificate files reloaded');
+      },
+      (problems) =>
+        logger.warn({ problems }, 'certificate files changed but are not usable; serving the previous pair'),
+    );
+    stops.push(() => watcher.close());
+    if (place.role === 'single') {
+      process.on('SIGHUP', watcher.reread);
+      stops.push(() => {
+        process.off('SIGHUP', watcher.reread);
+      });
+    }
+  }
+  if (config.tls.acme.directoryUrl !== null) {
+    if (place.role === 'worker') {
+      stops.push(place.listen(CERTIFICATE_ISSUED, (pair) => certificate.replace(pair)));
+      stops.push(place.listen(ALPN_CHALLENGE, ({ name, pair }) => certificate.setChallenge(name, pair)));
+    } else {
+      const acme = await startAcme(sources);
+      stops.push(acme.stop);
+      serving = acme.begin;
+    }
+  }
+  return {
+    serving: () => serving(),
+    async stop() {
+      for (const stop of stops) await stop();
+    },
+  };
+}
+
+/** The owner's side of ACME: the HTTP-01 listener, the responder, the renewal loop. */
+async function startAcme({ config, certificate, place, logger, metrics, origin }: CertificateSources) {
+  const settings = config.tls.acme;
+  const store = new AcmeStore(config.dataDir);
+  const tokens = new Http01Tokens();
+  let http01: Server | null = null;
+  if (settings.challenges.includes('http-01') && settings.httpPort !== null) {
+    http01 = createHttp01Listener(tokens, origin, config.limits);
+    const port = await listen(http01, settings.httpPort, config.bind);
+    logger.info({ port }, 'ACME HTTP-01 listener');
+  }
+  const toWorkers = async <T>(notice: typeof CERTIFICATE_ISSUED | typeof ALPN_CHALLENGE, payload: T) => {
+    if (place.role === 'primary') await place.notify(notice as never, payload as never);
+  };
+  const alpn = async (name: string, pair: ServerKeyPair | null) => {
+    certificate.setChallenge(name, pair);
+    await toWorkers(ALPN_CHALLENGE, { name, pair });
+  };
+  const responder: ChallengeResponder = {
+    async present(challenge: PendingChallenge) {
+      if (challenge.type === 'http-01') tokens.set(challenge.token, challenge.keyAuthorization);
+      else await alpn(challenge.name, challenge.pair);
+    },
+    async withdraw(challenge: PendingChallenge) {
+      if (challenge.type === 'http-01') tokens.delete(challenge.token);
+      else await alpn(challenge.name, null);
+    },
+  };
+  const failures = metrics.counter({
+    name: 'certificate_renewal_failures_total',
+    help: 'ACME orders and renewals that failed (the certificate in use kept serving).',
+    labels: [],
+  });
+  // A client per attempt: a CA that lost its state (a reset test CA, an account deactivated) is met afresh.
+  const openSession = async () => {
+    const { createAccountKey, openAcmeSession } = await import('../gateway/tls/acme/order.ts');
+    return openAcmeSession(settings, await store.accountKey(createAccountKey), responder);
+  };
+  const loop = new RenewalLoop({
+    names: acmeNames(config),
+    store,
+    session: openSession,
+    retryMinMs: settings.retryMinSeconds * 1000,
+    logger,
+    now: () => new Date(),
+    async onIssued(pair) {
+      certificate.replace(pair);
+      await toWorkers(CERTIFICATE_ISSUED, pair);
+    },
+    onFailure: () => failures.inc(),
+  });
+  return {
+    begin: () => loop.start(),
+    stop: async () => {
+      await loop.close();
+      // Nothing on it outlives a request worth waiting for: a validation, or a redirect.
+      http01?.closeAllConnections();
+      http01?.close();
+    },
+  };
+}
+
+/** The expiry of the certificate new handshakes get, per name it covers; the owner's process reports it. */
+function observeExpiry({ certificate, metrics }: CertificateSources): void {
+  metrics.gauge({
+    name: 'certificate_expiry_timestamp_seconds',
+    help: "The public listener's certificate: when it expires (Unix seconds), per name it covers.",
+    labels: ['name'],
+    across: 'first',
+    collect(gauge) {
+      gauge.reset();
+      const served = new X509Certificate(certificate.current.certPem);
+      for (const name of certificateNames(served)) gauge.labels(name).set(served.validToDate.getTime() / 1000);
+    },
+  });
+}
