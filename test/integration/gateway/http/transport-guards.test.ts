@@ -94,8 +94,9 @@ function h2Session(
 test('a request head trickled byte by byte is cut at the absolute deadline, not kept alive by each byte', async (t) => {
   const gw = await startTestGateway(t, { limits: GUARDS });
   const { lines, answer } = await trickleHead(gw, gw.port);
-  // 40 ms between lines is far inside any idle timer; the head deadline (400 ms) still ended it.
-  assert.ok(lines >= 8, `the client was still trickling when cut (${lines} lines sent)`);
+  // Lines kept arriving (how many depends on the machine's load: no timing is asserted), and the 408 says the head
+  // deadline ended it, not an idle timer, which each line would have reset.
+  assert.ok(lines >= 2, `the client was still trickling when cut (${lines} lines sent)`);
   assert.match(answer, /^HTTP\/1\.1 408/, 'the client is told why');
   // A well-behaved client on the same listener is unaffected.
   assert.equal((await gw.request('GET', '/api/ping')).status, 200);
