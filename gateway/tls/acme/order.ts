@@ -15,7 +15,6 @@ import { certificateId } from './certificate-id.ts';
 import { checkIssued } from './store.ts';
 
 type AcmeSettings = Config['tls']['acme'];
-
 type AcmeModule = typeof import('acme-client');
 type AcmeClient = InstanceType<AcmeModule['Client']>;
 
