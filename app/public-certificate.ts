@@ -78,6 +78,8 @@ export async function startCertificateSources(sources: CertificateSources): Prom
       },
       (problems) =>
         logger.warn({ problems }, 'certificate files changed but are not usable; serving the previous pair'),
+      (dir, error) =>
+        logger.error({ dir, err: error.message }, 'certificate folder no longer watched; SIGHUP or a restart rereads'),
     );
     stops.push(() => watcher.close());
     if (place.role === 'single') {
