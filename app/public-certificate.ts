@@ -17,7 +17,7 @@ import type { GatewayMetrics } from '../gateway/observability/metrics.ts';
 import { ownerNotice, type ProcessPlace } from '../gateway/process/link.ts';
 import { createHttp01Listener, Http01Tokens } from '../gateway/tls/acme/http-challenge.ts';
 import type { ChallengeResponder, PendingChallenge } from '../gateway/tls/acme/order.ts';
-import { RenewalLoop, usableStored } from '../gateway/tls/acme/renewal.ts';
+import { ORDER_DEADLINE_MS, RenewalLoop, servableStored } from '../gateway/tls/acme/renewal.ts';
 import { AcmeStore, certificateNames } from '../gateway/tls/acme/store.ts';
 import { watchOperatorFiles } from '../gateway/tls/operator-files.ts';
 import type { ServerKeyPair, ServingCertificate } from '../gateway/tls/serving-certificate.ts';
@@ -33,11 +33,13 @@ export function acmeNames(config: Readonly<Config>): string[] {
   return [...new Set([config.hostnames[0] as string, ...config.tls.acme.names].map((n) => n.toLowerCase()))];
 }
 
-/** What the listener starts with: the stored ACME certificate when it still serves the names, else the material. */
+/**
+ * What the listener starts with: the stored ACME certificate while it is valid and covers the deployment domain
+ * (though the names or the directory changed and a new one is being ordered), else the material.
+ */
 export function initialPair(config: Readonly<Config>, material: ServerKeyPair, now = new Date()): ServerKeyPair {
   if (config.tls.acme.directoryUrl === null) return material;
-  const store = new AcmeStore(config.dataDir);
-  return usableStored(store, acmeNames(config), now) ? (store.certificate() as ServerKeyPair) : material;
+  return servableStored(new AcmeStore(config.dataDir), config.hostnames[0] as string, now) ?? material;
 }
 
 export interface CertificateSources {
@@ -76,6 +78,8 @@ export async function startCertificateSources(sources: CertificateSources): Prom
       },
       (problems) =>
         logger.warn({ problems }, 'certificate files changed but are not usable; serving the previous pair'),
+      (dir, error) =>
+        logger.error({ dir, err: error.message }, 'certificate folder no longer watched; SIGHUP or a restart rereads'),
     );
     stops.push(() => watcher.close());
     if (place.role === 'single') {
@@ -106,7 +110,9 @@ export async function startCertificateSources(sources: CertificateSources): Prom
 /** The owner's side of ACME: the HTTP-01 listener, the responder, the renewal loop. */
 async function startAcme({ config, certificate, place, logger, metrics, origin }: CertificateSources) {
   const settings = config.tls.acme;
-  const store = new AcmeStore(config.dataDir);
+  const store = new AcmeStore(config.dataDir, (error) =>
+    logger.error({ dir: store.dir, err: error.message }, 'ACME status.json is corrupt; read as empty'),
+  );
   const tokens = new Http01Tokens();
   let http01: Server | null = null;
   if (settings.challenges.includes('http-01') && settings.httpPort !== null) {
@@ -143,9 +149,11 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
   };
   const loop = new RenewalLoop({
     names: acmeNames(config),
+    directoryUrl: settings.directoryUrl as string,
     store,
     session: openSession,
     retryMinMs: settings.retryMinSeconds * 1000,
+    orderDeadlineMs: ORDER_DEADLINE_MS,
     logger,
     now: () => new Date(),
     async onIssued(pair) {

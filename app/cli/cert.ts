@@ -27,11 +27,17 @@ type Env = Parameters<CliCommand['run']>[1];
 function acmeStatus(env: Env): number {
   const { config } = env;
   const out = (line: string) => env.out(line);
-  const store = new AcmeStore(config.dataDir);
+  const store = new AcmeStore(config.dataDir, (error) =>
+    out(`status.json unreadable (${error.message}): read as empty`),
+  );
   const status = store.status();
   const pair = store.certificate();
   out(`source: ACME (${config.tls.acme.directoryUrl}), ordering ${acmeNames(config).join(', ')}`);
   for (const line of pair ? describe(pair.certPem) : ['no certificate issued yet (the platform CA serves)']) out(line);
+  if (pair) {
+    const other = pair.directoryUrl === config.tls.acme.directoryUrl ? '' : ' (not the one configured: reordered)';
+    out(`issued by directory: ${pair.directoryUrl ?? 'not recorded'}${other}`);
+  }
   out(`next renewal: ${status.nextRenewal ?? 'not scheduled (no gateway has run with ACME)'}`);
   out(`last error: ${status.lastError ? `${status.lastError} (at ${status.lastErrorAt})` : 'none'}`);
   return status.lastError && status.failures > 0 ? 1 : 0;

@@ -28,7 +28,7 @@ import {
   type ServerHttp2Session,
 } from 'node:http2';
 import type { Config } from '../config/schema.ts';
-import type { HandshakeOptions, ServerKeyPair } from '../tls/serving-certificate.ts';
+import { type HandshakeOptions, LISTENER_TLS_OPTIONS, type ServerKeyPair } from '../tls/serving-certificate.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { endUnreadUploads } from './early-response.ts';
 
@@ -54,12 +54,9 @@ export function createHttpsListener(
       ...handshake,
       allowHTTP1: true,
       noDelay: true,
+      ...LISTENER_TLS_OPTIONS,
       key: tls.keyPem,
       cert: tls.certPem,
-      // No client certificate is asked for, so no CA is needed to verify one; without `ca`, Node.js would load its
-      // ~140 public root certificates into this context's store for nothing.
-      ca: [],
-      minVersion: 'TLSv1.2',
       handshakeTimeout: limits.handshakeTimeoutMs,
       settings: { maxConcurrentStreams: limits.maxConcurrentStreams },
     },

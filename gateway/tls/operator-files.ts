@@ -6,7 +6,10 @@
  */
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { readFileSync, watch } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
+
+/** The link a Kubernetes secret or configMap volume replaces, in one rename, to publish new contents. */
+const KUBERNETES_DATA_LINK = '..data';
 
 export interface OperatorFiles {
   readonly certFile: string;
@@ -100,22 +103,32 @@ export function readOperatorFiles(files: OperatorFiles, warn: (message: string) 
   return material;
 }
 
+/** However busy the folder, the files are read at most this long after the first change of a burst. */
+const MAX_SETTLE_MS = 2000;
+
 /**
  * Calls `onChange` with the pair each time the files change to a usable one, and `onProblem` with why a change is
- * not usable (yet: a renewal tool writing the certificate before the key). The folders are watched, not the files:
- * a tool that writes a new file and renames it over the old one (certbot's deploy hooks, a Kubernetes secret's
- * symlink swap) replaces the inode a file watch would hold. Events are gathered for `settleMs` before reading;
- * `reread` reads at once (SIGHUP).
+ * not usable (yet: a renewal tool writing the certificate before the key), and `onWatchFailed` once when a folder
+ * can no longer be watched (its watch refused; SIGHUP still rereads). The folders are watched, not the files: a
+ * tool that writes a new file and renames it over the old one (certbot's deploy hooks) replaces the inode a file
+ * watch would hold. Only events
+ * for the two names count, and for `..data`, the symlink a Kubernetes secret volume swaps to publish new contents
+ * (the files themselves are links through it, and see no event of their own). Events are gathered for `settleMs`,
+ * but never more than two seconds from the first, before reading; `reread` reads at once (SIGHUP).
  */
 export function watchOperatorFiles(
   files: OperatorFiles,
   onChange: (material: OperatorMaterial) => void,
   onProblem: (problems: string[]) => void,
+  onWatchFailed: (dir: string, error: Error) => void,
   settleMs = 200,
 ): { reread(): void; close(): void } {
   let timer: NodeJS.Timeout | null = null;
+  let burstStart = 0;
+  let watchFailed = false;
   let last = `${readFileOrEmpty(files.certFile)}\n${readFileOrEmpty(files.keyFile)}`;
   const reread = () => {
+    if (timer) clearTimeout(timer);
     timer = null;
     const { problems, material } = checkOperatorFiles(files);
     if (material === null) return onProblem(problems);
@@ -124,12 +137,21 @@ export function watchOperatorFiles(
     last = seen;
     onChange(material);
   };
-  const changed = () => {
+  const watched = new Set([basename(files.certFile), basename(files.keyFile), KUBERNETES_DATA_LINK]);
+  const changed = (_event: string, name: string | Buffer | null) => {
+    // Some platforms give no name (fs.watch "filename argument"): then any change may be ours.
+    if (name !== null && !watched.has(name.toString())) return;
+    const now = Date.now();
     if (timer) clearTimeout(timer);
-    timer = setTimeout(reread, settleMs);
+    else burstStart = now;
+    timer = setTimeout(reread, Math.max(0, Math.min(settleMs, burstStart + MAX_SETTLE_MS - now)));
   };
   const watchers = [...new Set([dirname(files.certFile), dirname(files.keyFile)])].map((dir) =>
-    watch(dir, { persistent: false }, changed),
+    watch(dir, { persistent: false }, changed).on('error', (error) => {
+      if (watchFailed) return;
+      watchFailed = true;
+      onWatchFailed(dir, error);
+    }),
   );
   return {
     reread,

@@ -112,7 +112,14 @@ function handshakeOptions(challenges: ReadonlyMap<string, SecureContext>): Hands
   };
 }
 
+/**
+ * The TLS options of the public listener and of every context that replaces its own: setSecureContext takes the
+ * protocol versions from the options it is given, not from the listener's (Node.js lib/_tls_wrap.js), so each
+ * replacement must carry them again. No client certificate is asked for, so no CA is needed to verify one; without
+ * `ca`, Node.js would load its ~140 public root certificates into each context for nothing.
+ */
+export const LISTENER_TLS_OPTIONS: Readonly<TlsOptions> = { ca: [], minVersion: 'TLSv1.2' };
+
 function contextOptions(pair: ServerKeyPair): TlsOptions {
-  // As the listener's own options: no client certificate is asked for, so no CA store is loaded for one.
-  return { key: pair.keyPem, cert: pair.certPem, ca: [] };
+  return { ...LISTENER_TLS_OPTIONS, key: pair.keyPem, cert: pair.certPem };
 }

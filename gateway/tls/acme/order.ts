@@ -18,6 +18,9 @@ type AcmeSettings = Config['tls']['acme'];
 type AcmeModule = typeof import('acme-client');
 type AcmeClient = InstanceType<AcmeModule['Client']>;
 
+/** One request to the CA: its answer, or the order fails and the renewal loop's backoff takes over. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
 /** A challenge being answered: what the HTTP-01 listener or the HTTPS listener must serve until it is withdrawn. */
 export type PendingChallenge =
   | { readonly type: 'http-01'; readonly name: string; readonly token: string; readonly keyAuthorization: string }
@@ -36,7 +39,8 @@ export interface RenewalWindow {
 }
 
 export interface AcmeSession {
-  order(names: readonly string[], replaces: X509Certificate | null): Promise<ServerKeyPair>;
+  /** Checks `signal` between steps: an order past its deadline, or of a stopping gateway, goes no further. */
+  order(names: readonly string[], replaces: X509Certificate | null, signal: AbortSignal): Promise<ServerKeyPair>;
   /** The CA's suggested window for this certificate, or null when its directory offers no renewalInfo. */
   renewalWindow(certificate: X509Certificate): Promise<RenewalWindow | null>;
 }
@@ -56,6 +60,8 @@ export async function openAcmeSession(
   // request five times over 75 s); a Retry-After the CA sends is still followed.
   const defaults = acme.axios.defaults as unknown as { acmeSettings: Record<string, number> };
   Object.assign(defaults.acmeSettings, { retryMaxAttempts: 2, retryDefaultDelay: 1 });
+  // axios waits forever by default: a CA that accepts the connection and never answers would hold the order.
+  acme.axios.defaults.timeout = REQUEST_TIMEOUT_MS;
   const binding = settings.externalAccountBinding;
   const client = new acme.Client({
     directoryUrl: settings.directoryUrl as string,
@@ -82,9 +88,9 @@ export async function openAcmeSession(
     return account;
   };
   return {
-    async order(names, replaces) {
+    async order(names, replaces, signal) {
       await ensureAccount();
-      return orderOnce(acme, client, { settings, responder }, names, replaces);
+      return orderOnce(acme, client, { settings, responder, signal }, names, replaces);
     },
     renewalWindow: (certificate) => renewalWindow(client, certificate),
   };
@@ -99,10 +105,11 @@ export async function createAccountKey(): Promise<string> {
 async function orderOnce(
   acme: AcmeModule,
   client: AcmeClient,
-  { settings, responder }: { settings: AcmeSettings; responder: ChallengeResponder },
+  { settings, responder, signal }: { settings: AcmeSettings; responder: ChallengeResponder; signal: AbortSignal },
   names: readonly string[],
   replaces: X509Certificate | null,
 ): Promise<ServerKeyPair> {
+  signal.throwIfAborted();
   const order = await client.createOrder({
     identifiers: names.map((value) => ({ type: 'dns', value })),
     ...(settings.profile ? { profile: settings.profile } : {}),
@@ -110,6 +117,7 @@ async function orderOnce(
   } as Parameters<AcmeClient['createOrder']>[0]);
   const authorizations = await client.getAuthorizations(order);
   for (const authorization of authorizations) {
+    signal.throwIfAborted();
     if (authorization.status === 'valid') continue;
     const challenge = settings.challenges
       .map((type) => authorization.challenges.find((c) => c.type === type))
@@ -133,6 +141,7 @@ async function orderOnce(
       await responder.withdraw(pending);
     }
   }
+  signal.throwIfAborted();
   const [keyBuffer, csr] = await acme.crypto.createCsr(
     { commonName: names[0], altNames: [...names] },
     await acme.crypto.createPrivateEcdsaKey('P-256'),

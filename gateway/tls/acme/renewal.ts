@@ -1,16 +1,21 @@
 /**
- * When to order: now, when no stored certificate covers the configured names or it is expired; else at two thirds
+ * When to order: now, when no stored certificate is usable (another set of names, another directory, expired, its
+ * key not the certificate's), unless a failed order for the same names and directory left a backoff; else at two thirds
  * of its lifetime, moved earlier by a random part of a thirtieth of it, so gateways started together do not ask the
  * CA together (Let's Encrypt's integration guide asks clients to spread their renewals); or at a random time
  * inside the window the CA suggests through ACME Renewal Information (RFC 9773 §4.2), when it offers one. A failed
  * order is retried after retryMinSeconds, doubled per failure up to six hours, with jitter; the certificate in use
- * keeps serving meanwhile.
+ * keeps serving meanwhile. Every request to the CA has a timeout (order.ts) and an order as a whole a deadline, so a
+ * CA that stops answering fails the order rather than holding the loop (and a stopping gateway) forever.
  */
 import { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ServerKeyPair } from '../serving-certificate.ts';
+import { checkKeyPair, type ServerKeyPair } from '../serving-certificate.ts';
 import type { AcmeSession } from './order.ts';
 import { type AcmeStatus, type AcmeStore, certificateNames } from './store.ts';
+
+/** How long one order may take, from opening the session to the certificate checked. */
+export const ORDER_DEADLINE_MS = 10 * 60_000;
 
 const MAX_BACKOFF_MS = 6 * 3_600_000;
 /** setTimeout's longest delay is 2^31-1 ms (~24.8 days); a later time is reached by waking once a day. */
@@ -18,9 +23,12 @@ const MAX_SLEEP_MS = 86_400_000;
 
 export interface RenewalOptions {
   readonly names: readonly string[];
+  /** The configured directory: a certificate or a backoff recorded for another one does not count. */
+  readonly directoryUrl: string;
   readonly store: AcmeStore;
   readonly session: () => Promise<AcmeSession>;
   readonly retryMinMs: number;
+  readonly orderDeadlineMs: number;
   readonly logger: Logger;
   readonly now: () => Date;
   /** A new certificate, checked and stored: serve it. */
@@ -28,18 +36,43 @@ export interface RenewalOptions {
   readonly onFailure: () => void;
 }
 
-/** The stored certificate, when it is for exactly `names` and still valid. */
-export function usableStored(store: AcmeStore, names: readonly string[], now: Date): X509Certificate | null {
-  const pair = store.certificate();
-  if (pair === null) return null;
+/** The stored certificate, valid now, its key its own: null when there is none such (or it cannot be read). */
+function validStored(store: AcmeStore, now: Date): { pair: ServerKeyPair; certificate: X509Certificate } | null {
   try {
-    const certificate = new X509Certificate(pair.certPem);
-    const wanted = [...new Set(names)].sort().join(',');
-    if (certificateNames(certificate).join(',') !== wanted || certificate.validToDate <= now) return null;
-    return certificate;
+    const stored = store.certificate();
+    if (stored === null) return null;
+    const certificate = checkKeyPair(stored);
+    if (certificate.validToDate <= now || certificate.validFromDate > now) return null;
+    return { pair: { certPem: stored.certPem, keyPem: stored.keyPem }, certificate };
   } catch {
     return null;
   }
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  const sorted = (names: readonly string[]) => [...new Set(names.map((n) => n.toLowerCase()))].sort().join(',');
+  return sorted(a) === sorted(b);
+}
+
+/** The stored certificate, when it is for exactly `names`, from `directoryUrl`, valid, and its key matches. */
+export function usableStored(
+  store: AcmeStore,
+  names: readonly string[],
+  directoryUrl: string,
+  now: Date,
+): X509Certificate | null {
+  const valid = validStored(store, now);
+  if (valid === null || store.certificate()?.directoryUrl !== directoryUrl) return null;
+  return sameNames(certificateNames(valid.certificate), names) ? valid.certificate : null;
+}
+
+/**
+ * What to serve until an order succeeds: a stored certificate that is valid and covers `domain`, though it is for
+ * other names or from another directory, rather than the platform CA's, which no browser trusts either.
+ */
+export function servableStored(store: AcmeStore, domain: string, now: Date): ServerKeyPair | null {
+  const valid = validStored(store, now);
+  return valid && certificateNames(valid.certificate).includes(domain.toLowerCase()) ? valid.pair : null;
 }
 
 /** Two thirds of the lifetime, less up to a thirtieth of it at random. */
@@ -55,59 +88,100 @@ export function backoffMs(failures: number, minMs: number, random = Math.random(
   return Math.round(base * (0.8 + 0.4 * random));
 }
 
+/** `work`, or the signal's reason once it aborts; `work` left behind settles unobserved. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    if (signal.aborted) abort();
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 export class RenewalLoop {
   readonly #options: RenewalOptions;
+  readonly #closing = new AbortController();
   #timer: NodeJS.Timeout | null = null;
-  #closed = false;
   #running: Promise<void> = Promise.resolve();
   #status: AcmeStatus;
+  #statusWriteFailing = false;
 
   constructor(options: RenewalOptions) {
     this.#options = options;
-    this.#status = { ...options.store.status(), names: [...options.names] };
+    this.#status = options.store.status();
   }
 
-  /** Orders at once when nothing stored serves, else schedules the renewal. */
+  /**
+   * Orders at once when nothing stored is usable, else schedules the renewal; a backoff left by a failure for the
+   * same names and directory is waited out first, so restarts do not hammer a CA that refuses.
+   */
   start(): void {
-    const stored = usableStored(this.#options.store, this.#options.names, this.#options.now());
-    if (stored === null) this.#wake(0);
-    else this.#running = this.#schedule(stored);
+    if (this.#closing.signal.aborted) return;
+    const now = this.#options.now();
+    const backoff = this.#backoffUntil();
+    const stored = usableStored(this.#options.store, this.#options.names, this.#options.directoryUrl, now);
+    if (backoff !== null && backoff > now.getTime()) this.#wakeAt(backoff);
+    else if (stored === null) this.#wakeAt(now.getTime());
+    else this.#run(this.#schedule(stored));
   }
 
+  /** Stops: a running order is abandoned (its next step fails), a pending one never begins. */
   async close(): Promise<void> {
-    this.#closed = true;
+    this.#closing.abort(new Error('the gateway is stopping'));
     if (this.#timer) clearTimeout(this.#timer);
     await this.#running;
   }
 
-  #wake(delayMs: number): void {
-    if (this.#closed) return;
+  #ordersThisTarget(status: AcmeStatus): boolean {
+    return status.directoryUrl === this.#options.directoryUrl && sameNames(status.names, this.#options.names);
+  }
+
+  #backoffUntil(): number | null {
+    const { failures, nextRenewal } = this.#status;
+    if (failures === 0 || nextRenewal === null || !this.#ordersThisTarget(this.#status)) return null;
+    const at = new Date(nextRenewal).getTime();
+    return Number.isNaN(at) ? null : at;
+  }
+
+  #run(work: Promise<void>): void {
+    this.#running = work.catch((error: unknown) =>
+      this.#options.logger.error({ err: messageOf(error) }, 'ACME renewal loop failed; no renewal is scheduled'),
+    );
+  }
+
+  #wakeAt(at: number): void {
+    if (this.#closing.signal.aborted) return;
     if (this.#timer) clearTimeout(this.#timer);
+    const delay = Math.max(0, at - this.#options.now().getTime());
     this.#timer = setTimeout(
       () => {
         this.#timer = null;
-        const at = this.#status.nextRenewal ? new Date(this.#status.nextRenewal).getTime() : 0;
-        this.#running = at > this.#options.now().getTime() ? this.#sleepUntil(at) : this.#renew();
+        if (at > this.#options.now().getTime()) this.#wakeAt(at);
+        else this.#run(this.#renew());
       },
-      Math.min(delayMs, MAX_SLEEP_MS),
+      Math.min(delay, MAX_SLEEP_MS),
     );
     this.#timer.unref();
   }
 
-  async #sleepUntil(at: number): Promise<void> {
-    this.#wake(at - this.#options.now().getTime());
-  }
-
   async #renew(): Promise<void> {
-    const { store, names, now, logger } = this.#options;
+    const { store, names, directoryUrl, now, logger } = this.#options;
     // RFC 9773 §5: an order names the certificate it replaces; not after a failure, which may be the CA not knowing
-    // it (a CA that was reset, another directory configured).
-    const replaces = this.#status.failures === 0 ? usableStored(store, names, now()) : null;
+    // it (a CA that was reset), and never one from another directory (usableStored).
+    const replaces = this.#status.failures === 0 ? usableStored(store, names, directoryUrl, now()) : null;
     logger.info({ names, replaces: replaces?.serialNumber ?? null }, 'ACME order begun');
+    const deadline = new AbortController();
+    const seconds = this.#options.orderDeadlineMs / 1000;
+    const timer = setTimeout(() => deadline.abort(new Error(`no certificate within ${seconds} s`)), seconds * 1000);
+    const signal = AbortSignal.any([this.#closing.signal, deadline.signal]);
     try {
-      const session = await this.#options.session();
-      const pair = await session.order(names, replaces);
-      store.saveCertificate(pair);
+      const ordered = this.#options.session().then((session) => session.order(names, replaces, signal));
+      const pair = await untilAborted(ordered, signal);
+      this.#store(pair);
       await this.#options.onIssued(pair);
       const certificate = new X509Certificate(pair.certPem);
       logger.info(
@@ -117,39 +191,56 @@ export class RenewalLoop {
       this.#status = { ...this.#status, failures: 0 };
       await this.#schedule(certificate);
     } catch (error) {
-      const failures = this.#status.failures + 1;
-      const wait = backoffMs(failures, this.#options.retryMinMs);
-      const message = error instanceof Error ? error.message : String(error);
-      const next = new Date(now().getTime() + wait);
-      // Logged each time: every failure is one the operator may have to act on (DNS, firewall, rate limit).
-      logger.error(
-        { names, failures, err: message, retryAt: next.toISOString() },
-        'ACME order failed; the certificate in use keeps serving',
-      );
-      this.#options.onFailure();
-      this.#setStatus({
-        failures,
-        lastError: message,
-        lastErrorAt: now().toISOString(),
-        nextRenewal: next.toISOString(),
-      });
-      this.#wake(wait);
+      if (this.#closing.signal.aborted) return;
+      this.#failed(error);
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  #store(pair: ServerKeyPair): void {
+    try {
+      this.#options.store.saveCertificate(pair, this.#options.directoryUrl);
+    } catch (error) {
+      this.#options.logger.error(
+        { dir: this.#options.store.dir, err: messageOf(error) },
+        'ACME certificate could not be stored; it serves until the gateway restarts, which orders again',
+      );
+    }
+  }
+
+  #failed(error: unknown): void {
+    const { names, now, logger } = this.#options;
+    const failures = (this.#ordersThisTarget(this.#status) ? this.#status.failures : 0) + 1;
+    const wait = backoffMs(failures, this.#options.retryMinMs);
+    const next = new Date(now().getTime() + wait);
+    // Logged each time: every failure is one the operator may have to act on (DNS, firewall, rate limit).
+    logger.error(
+      { names, failures, err: messageOf(error), retryAt: next.toISOString() },
+      'ACME order failed; the certificate in use keeps serving',
+    );
+    this.#options.onFailure();
+    this.#setStatus({
+      failures,
+      lastError: messageOf(error),
+      lastErrorAt: now().toISOString(),
+      nextRenewal: next.toISOString(),
+    });
+    this.#wakeAt(next.getTime());
   }
 
   /** The next renewal of `certificate`: the CA's window when it offers one, else two thirds of its lifetime. */
   async #schedule(certificate: X509Certificate): Promise<void> {
     let at = dueAt(certificate);
     try {
-      const window = await (await this.#options.session()).renewalWindow(certificate);
+      const session = await this.#options.session();
+      const window = await untilAborted(session.renewalWindow(certificate), this.#closing.signal);
       if (window)
         at = new Date(window.start.getTime() + Math.random() * (window.end.getTime() - window.start.getTime()));
     } catch (error) {
+      if (this.#closing.signal.aborted) return;
       // The CA's renewal information is advice (RFC 9773 §4.3.3): without it, the lifetime decides.
-      this.#options.logger.warn(
-        { err: error instanceof Error ? error.message : String(error) },
-        'ACME renewal info unavailable',
-      );
+      this.#options.logger.warn({ err: messageOf(error) }, 'ACME renewal info unavailable');
     }
     this.#setStatus({
       issuer: certificate.issuer,
@@ -157,11 +248,24 @@ export class RenewalLoop {
       notAfter: certificate.validToDate.toISOString(),
       nextRenewal: at.toISOString(),
     });
-    this.#wake(Math.max(0, at.getTime() - this.#options.now().getTime()));
+    this.#wakeAt(at.getTime());
   }
 
+  /** The status, in memory and on disk; a disk that refuses it (full, read-only) is logged once until it takes one. */
   #setStatus(change: Partial<AcmeStatus>): void {
-    this.#status = { ...this.#status, ...change };
-    this.#options.store.saveStatus(this.#status);
+    const target = { names: [...this.#options.names], directoryUrl: this.#options.directoryUrl };
+    this.#status = { ...this.#status, ...change, ...target };
+    try {
+      this.#options.store.saveStatus(this.#status);
+      this.#statusWriteFailing = false;
+    } catch (error) {
+      if (!this.#statusWriteFailing) {
+        this.#options.logger.error(
+          { dir: this.#options.store.dir, err: messageOf(error) },
+          'ACME status could not be written; renewals go on, `meshgate cert status` shows the last one written',
+        );
+      }
+      this.#statusWriteFailing = true;
+    }
   }
 }

@@ -1,15 +1,34 @@
 /**
- * What ACME keeps in the data dir, under tls/acme/, every file 0600 and written whole (a temporary file renamed
- * over the old one, so a reader never sees half of one): the account key, the issued certificate chain and its
- * key, and the status `meshgate cert status` reads (names, issuer, not-after, next renewal, last error).
+ * What ACME keeps in the data dir, under tls/acme/, every file 0600 and written whole (a new file of a random
+ * name, created exclusively so no planted symlink is followed, synced, renamed over the old one, and the folder
+ * synced, so a reader or a crash never leaves half of one): the account key, the issued certificate chain, its key
+ * and the directory it came from, and the status `meshgate cert status` reads (names, directory, issuer,
+ * not-after, next renewal, last error).
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import type { ServerKeyPair } from '../serving-certificate.ts';
 
+/** The stored certificate and the ACME directory that issued it (null: not recorded). */
+export interface StoredCertificate extends ServerKeyPair {
+  readonly directoryUrl: string | null;
+}
+
 export interface AcmeStatus {
   readonly names: readonly string[];
+  /** The directory the names were last ordered from: a failure's backoff holds only for the same one. */
+  readonly directoryUrl: string | null;
   readonly issuer: string | null;
   readonly serial: string | null;
   readonly notAfter: string | null;
@@ -21,6 +40,7 @@ export interface AcmeStatus {
 
 export const NO_STATUS: AcmeStatus = {
   names: [],
+  directoryUrl: null,
   issuer: null,
   serial: null,
   notAfter: null,
@@ -35,9 +55,27 @@ export function acmeDir(dataDir: string): string {
 }
 
 function writeWhole(path: string, text: string): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  writeFileSync(temporary, text, { mode: 0o600 });
-  renameSync(temporary, path);
+  const temporary = `${path}.${randomBytes(8).toString('hex')}.tmp`;
+  const file = openSync(temporary, 'wx', 0o600);
+  try {
+    try {
+      writeSync(file, text);
+      fsyncSync(file);
+    } finally {
+      closeSync(file);
+    }
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+  // The rename is durable once the folder's entry is (fsync(2)).
+  const folder = openSync(join(path, '..'), 'r');
+  try {
+    fsyncSync(folder);
+  } finally {
+    closeSync(folder);
+  }
 }
 
 function readIfThere(path: string): string | null {
@@ -46,9 +84,12 @@ function readIfThere(path: string): string | null {
 
 export class AcmeStore {
   readonly dir: string;
+  readonly #onCorruptStatus: (error: Error) => void;
 
-  constructor(dataDir: string) {
+  /** `onCorruptStatus`: told when status.json cannot be read or does not parse; it is then read as empty. */
+  constructor(dataDir: string, onCorruptStatus: (error: Error) => void = () => {}) {
     this.dir = acmeDir(dataDir);
+    this.#onCorruptStatus = onCorruptStatus;
   }
 
   #ensureDir(): void {
@@ -67,22 +108,37 @@ export class AcmeStore {
   }
 
   /** The certificate last issued, when there is one. */
-  certificate(): ServerKeyPair | null {
+  certificate(): StoredCertificate | null {
     const certPem = readIfThere(join(this.dir, 'certificate.pem'));
     const keyPem = readIfThere(join(this.dir, 'certificate-key.pem'));
-    return certPem !== null && keyPem !== null ? { certPem, keyPem } : null;
+    const directoryUrl = readIfThere(join(this.dir, 'certificate-directory'))?.trim() || null;
+    return certPem !== null && keyPem !== null ? { certPem, keyPem, directoryUrl } : null;
   }
 
-  /** The key first: a crash between the two writes leaves a pair that fails its check, and is ordered again. */
-  saveCertificate(pair: ServerKeyPair): void {
+  /**
+   * The key first, the directory last: a crash between two writes leaves a pair that fails its check, or a
+   * certificate recorded as another directory's; either is not usable, and is ordered again.
+   */
+  saveCertificate(pair: ServerKeyPair, directoryUrl: string): void {
     this.#ensureDir();
     writeWhole(join(this.dir, 'certificate-key.pem'), pair.keyPem);
     writeWhole(join(this.dir, 'certificate.pem'), pair.certPem);
+    writeWhole(join(this.dir, 'certificate-directory'), `${directoryUrl}\n`);
   }
 
   status(): AcmeStatus {
-    const text = readIfThere(join(this.dir, 'status.json'));
-    return text === null ? NO_STATUS : { ...NO_STATUS, ...(JSON.parse(text) as Partial<AcmeStatus>) };
+    try {
+      const text = readIfThere(join(this.dir, 'status.json'));
+      if (text === null) return NO_STATUS;
+      const parsed: unknown = JSON.parse(text);
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+      const status = { ...NO_STATUS, ...(parsed as Partial<AcmeStatus>) };
+      if (!Array.isArray(status.names) || typeof status.failures !== 'number') throw new Error('unexpected fields');
+      return status;
+    } catch (error) {
+      this.#onCorruptStatus(error as Error);
+      return NO_STATUS;
+    }
   }
 
   saveStatus(status: AcmeStatus): void {

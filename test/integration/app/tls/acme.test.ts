@@ -170,6 +170,7 @@ test('HTTP-01: renewed; the CA away keeps the certificate with retries; a restar
   const { stdout } = await execMeshgate(args, {});
   assert.match(stdout, /^names: gw\.meshgate\.test, www\.meshgate\.test$/m);
   assert.match(stdout, new RegExp(`^serial: ${renewed.serialNumber}$`, 'm'));
+  assert.match(stdout, /^issued by directory: https:\/\/\S+$/m, 'the directory configured');
   assert.match(stdout, /^next renewal: \d{4}-/m);
   assert.match(stdout, /^last error: .+ \(at \d{4}-/m, 'the failure while the CA was away');
   assert.doesNotMatch(stdout, /PRIVATE KEY/);

@@ -5,9 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { backoffMs, dueAt } from '../../../../../gateway/tls/acme/renewal.ts';
-import { checkIssued } from '../../../../../gateway/tls/acme/store.ts';
+import { AcmeStore, checkIssued } from '../../../../../gateway/tls/acme/store.ts';
 import { issueCa, issueServerCertificate } from '../../../../../gateway/tls/issue.ts';
 
 const NAMES = ['gw.meshgate.test', 'www.meshgate.test'];
@@ -48,4 +51,26 @@ test('renewal at two thirds of the lifetime, up to a thirtieth earlier; backoff 
     [60_000, 120_000, 240_000],
   );
   assert.equal(backoffMs(40, 60_000, 0.5), 6 * 3_600_000);
+});
+
+test('a symlink where a stored file goes is replaced, not written through; no temporary file stays', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshgate-acme-store-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const store = new AcmeStore(dataDir);
+  const ca = await issueCa('acme-check', new Date());
+  store.saveCertificate(await issueServerCertificate(ca, NAMES, new Date()), 'https://ca.test/directory');
+  const victim = join(dataDir, 'victim');
+  writeFileSync(victim, 'untouched');
+  rmSync(join(store.dir, 'certificate.pem'));
+  symlinkSync(victim, join(store.dir, 'certificate.pem'));
+  const pair = await issueServerCertificate(ca, NAMES, new Date());
+  store.saveCertificate(pair, 'https://ca.test/directory');
+  assert.equal(readFileSync(victim, 'utf8'), 'untouched');
+  assert.ok(lstatSync(join(store.dir, 'certificate.pem')).isFile());
+  assert.equal(store.certificate()?.certPem, pair.certPem);
+  assert.equal((lstatSync(join(store.dir, 'certificate-key.pem')).mode & 0o777).toString(8), '600');
+  assert.deepEqual(
+    readdirSync(store.dir).filter((name) => name.endsWith('.tmp')),
+    [],
+  );
 });
