@@ -7,8 +7,8 @@
  *
  *   node --import tsx bench/retrieval/converter.ts [rows=200000] [reps=15]
  */
-import { arrowCopyColumn, CopyArrowConverter } from '../../domains/retrieval/sources/pg-arrow.ts';
-import { CopyJsonConverter, type CopyRowReader } from '../../domains/retrieval/sources/pg-copy.ts';
+import { arrowCopyColumn, CopyArrowConverter } from '../../domains/retrieval/sources/postgres/arrow.ts';
+import { CopyJsonConverter, type CopyRowReader } from '../../domains/retrieval/sources/postgres/copy.ts';
 
 const [rows = 200_000, reps = 15] = process.argv.slice(2).map(Number);
 const REGIONS = ['north', 'south', 'east', 'west'];

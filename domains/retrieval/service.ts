@@ -4,13 +4,16 @@
  * A caller needs viewer or higher on the dataset (else 404, the catalog's
  * rule); a job belongs to its creator (native administrators see all).
  * `auto` answers inline when the whole result serializes under the inline
- * threshold, else resolves to SSE. Transport-free: takes a Principal.
+ * threshold, else resolves to SSE. Transport-free: takes a Principal, and
+ * each transport hands it what is its own (transports/rpc.ts): how a
+ * token-read transport encodes a job's read (StreamReader), where a
+ * token's stream is read (StreamLocations), and how a small result is
+ * answered inline.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { NO_SPAN, type Span } from '../../gateway/observability/tracing.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
-import type { IpcMessage } from './arrow/ipc.ts';
 import type { RetrievalNodes } from './cluster.ts';
 import { RetrievalErrors } from './errors.ts';
 import type { RunObserver, RunTransport } from './metrics.ts';
@@ -26,14 +29,13 @@ import {
 } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { SharedRuns } from './shared.ts';
-import { lazyModule } from './sources/lazy.ts';
 import type { Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
 import type { StreamProtocol, StreamTokens } from './tokens.ts';
-import { collectInline } from './transports/inline.ts';
 import {
   type CreateBody,
   type GrpcBlock,
+  type GrpcLocation,
   type InlineBlock,
   type JobView,
   jobView,
@@ -61,10 +63,38 @@ export interface RetrievalDeps {
   readonly observe: RunObserver;
   /** `https://host:port` of the TLS listener, where both gRPC services are served. */
   readonly origin: () => string;
+  /** Where each token protocol's stream is read, from the host serving it (transports/rpc.ts). */
+  readonly locations: StreamLocations;
+  /** The inline answer of a job, or null when its JSON would pass the threshold (transports/inline.ts). */
+  readonly inline: InlineCollector;
 }
 
-/** Arrow, loaded with the first Flight stream rather than at start (transports/rpc.ts). */
-const arrowStream = lazyModule('Arrow', () => import('./arrow/stream.ts'));
+export type StreamLocations = Readonly<Record<StreamProtocol, (host: string) => GrpcLocation>>;
+
+export type InlineCollector = (
+  chunks: AsyncGenerator<Chunk>,
+  summary: StreamSummary,
+  thresholdBytes: number,
+) => Promise<InlineBlock | null>;
+
+/** Turns a job's read plan into the items a transport sends (JSON chunks, Arrow messages), and counts them. */
+export interface StreamEncoder<T> {
+  readonly encode: (plan: ReadPlan, columns: readonly string[] | null, summary: StreamSummary) => AsyncGenerator<T>;
+  readonly size: (item: T) => [rows: number, bytes: number];
+}
+
+/** The JSON chunks SSE and platform.retrieval.v1 send. */
+export const JSON_CHUNKS: StreamEncoder<Chunk> = { encode: chunksOf, size: (c) => [c.rowCount, c.data.length] };
+
+/** How a transport that reads by stream token opens a job's stream. */
+export interface StreamReader<T> {
+  readonly protocol: StreamProtocol;
+  readonly transport: RunTransport;
+  /** A single-use token is spent by the first open (Arrow Flight); others may be re-used (resume). */
+  readonly singleUse: boolean;
+  /** Loaded before a single-use token is spent: a library that fails to load leaves the token for the next try. */
+  encoder(): Promise<StreamEncoder<T>>;
+}
 
 /** One open stream of a job. The transport drains `chunks`, then calls finish() exactly once. */
 export interface JobStream<T = Chunk> {
@@ -152,25 +182,19 @@ export class RetrievalService {
 
   /** Opens the job's stream for its owner (SSE; any transport, an inline job replays as chunks). */
   stream(principal: Principal, id: string, parent: Span = NO_SPAN): Promise<JobStream> {
-    return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent });
+    return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent }, JSON_CHUNKS);
   }
 
-  /** Opens the platform.retrieval.v1 stream for a token: the token names the job and its caller. */
-  grpcStream(jobId: string, token: string): Promise<JobStream> {
-    const row = this.#tokenJob(jobId, this.deps.tokens.verify(token, jobId, 'platform.retrieval.v1'));
-    return this.#open(row.principal as unknown as Principal, row, { transport: 'grpc', parent: NO_SPAN });
-  }
-
-  /** Opens the Arrow Flight stream of a DoGet ticket's job, spending the ticket's single-use token. */
-  async flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
-    // Loaded before the single-use token is spent: a library that fails to load leaves it for the next try.
-    const { arrowMessages } = await arrowStream();
-    const row = this.#tokenJob(jobId, this.deps.tokens.claim(token, jobId, 'arrow-flight'));
-    const by = { transport: 'flight', parent: NO_SPAN } as const;
-    return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [
-      m.rowCount,
-      m.frame.length,
-    ]);
+  /** Opens a job's stream for a stream token, which names the job and its caller. */
+  async tokenStream<T>(jobId: string, token: string, reader: StreamReader<T>): Promise<JobStream<T>> {
+    const encoder = await reader.encoder();
+    const { tokens } = this.deps;
+    const userId = reader.singleUse
+      ? tokens.claim(token, jobId, reader.protocol)
+      : tokens.verify(token, jobId, reader.protocol);
+    const row = this.#tokenJob(jobId, userId);
+    const by = { transport: reader.transport, parent: NO_SPAN };
+    return this.#open(row.principal as unknown as Principal, row, by, encoder);
   }
 
   #tokenJob(jobId: string, userId: string): JobRow {
@@ -229,7 +253,7 @@ export class RetrievalService {
         read.rows += c.rowCount;
         read.bytes += c.data.length;
       });
-      const inline = await collectInline(chunks, summary, this.deps.settings.inlineThresholdBytes);
+      const inline = await this.deps.inline(chunks, summary, this.deps.settings.inlineThresholdBytes);
       // Counted as sent only when answered inline: past the threshold the job streams, and counts then.
       if (inline) run.chunk(read.rows, read.bytes);
       return inline;
@@ -242,21 +266,7 @@ export class RetrievalService {
     }
   }
 
-  #open(principal: Principal, job: JobRow, by: Opener): Promise<JobStream>;
-  #open<T>(
-    principal: Principal,
-    job: JobRow,
-    by: Opener,
-    encode: Encoder<T>,
-    size: (item: T) => [rows: number, bytes: number],
-  ): Promise<JobStream<T>>;
-  async #open<T>(
-    principal: Principal,
-    job: JobRow,
-    by: Opener,
-    encode: Encoder<T> = chunksOf as unknown as Encoder<T>,
-    size: (item: T) => [number, number] = (c) => [(c as Chunk).rowCount, (c as Chunk).data.length],
-  ): Promise<JobStream<T>> {
+  async #open<T>(principal: Principal, job: JobRow, by: Opener, encoder: StreamEncoder<T>): Promise<JobStream<T>> {
     if (job.status === 'CANCELED') throw RetrievalErrors.make.retrieval_job_canceled({ job_id: job.id });
     const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
@@ -279,8 +289,8 @@ export class RetrievalService {
       onViolation: (p) => this.#violation(job.id, p),
     });
     const run = this.deps.observe(dataset.platform, by.transport, by.parent, job.id);
-    const chunks = counted(readAhead(encode(plan, request.columns, summary)), (c) => {
-      const [rows, bytes] = size(c);
+    const chunks = counted(readAhead(encoder.encode(plan, request.columns, summary)), (c) => {
+      const [rows, bytes] = encoder.size(c);
       runs.advance(job.id, rows, bytes);
       run.chunk(rows, bytes);
     });
@@ -328,26 +338,7 @@ export class RetrievalService {
     // A job bound to the node holding its credential override is streamed there.
     const node = this.deps.nodes.streamNode(row.request as unknown as StoredRequest);
     const { host } = new URL(node?.url ?? this.deps.origin());
-    const expires_at = expiresAt.toISOString();
-    if (protocol === 'arrow-flight') {
-      // Flight locations are URIs of the gRPC transport (Flight.proto `Location`): grpc+tls is gRPC over TLS.
-      return {
-        endpoints: [{ location: `grpc+tls://${host}` }],
-        token,
-        expires_at,
-        protocol,
-        service: 'arrow.flight.protocol.FlightService',
-      };
-    }
-    const endpoint = `grpcs://${host}`;
-    return {
-      endpoint,
-      endpoints: [{ location: endpoint }],
-      token,
-      expires_at,
-      protocol,
-      service: 'platform.retrieval.v1.RetrievalService',
-    };
+    return { ...this.deps.locations[protocol](host), token, expires_at: expiresAt.toISOString(), protocol };
   }
 }
 
@@ -362,9 +353,6 @@ interface Opener {
   readonly transport: RunTransport;
   readonly parent: Span;
 }
-
-/** Turns a job's read plan into the items a transport sends (JSON chunks, Arrow messages). */
-type Encoder<T> = (plan: ReadPlan, columns: readonly string[] | null, summary: StreamSummary) => AsyncGenerator<T>;
 
 async function* counted<T>(chunks: AsyncGenerator<T>, onChunk: (chunk: T) => void): AsyncGenerator<T> {
   for await (const chunk of chunks) {

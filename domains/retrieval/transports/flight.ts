@@ -17,10 +17,24 @@ import { FlightService } from '../../../proto/gen/arrow/flight/protocol/Flight_p
 import { metadataFrame, withAppMetadata } from '../arrow/flight-data.ts';
 import type { IpcMessage } from '../arrow/ipc.ts';
 import { RetrievalErrors } from '../errors.ts';
-import type { JobStream, RetrievalService } from '../service.ts';
+import type { JobStream, RetrievalService, StreamReader } from '../service.ts';
+import { lazyModule } from '../sources/lazy.ts';
 import { drained, openForRpc, UNCOMPRESSED } from './grpc.ts';
 import { serveFrames } from './grpc-frames.ts';
 import { footer } from './inline.ts';
+
+/** Arrow, loaded with the first Flight stream: the platform.retrieval.v1 RPC, loaded with it, never needs it. */
+const arrowStream = lazyModule('Arrow', () => import('../arrow/stream.ts'));
+
+const FLIGHT_READER: StreamReader<IpcMessage> = {
+  protocol: 'arrow-flight',
+  transport: 'flight',
+  singleUse: true,
+  async encoder() {
+    const { arrowMessages } = await arrowStream();
+    return { encode: arrowMessages, size: (m) => [m.rowCount, m.frame.length] };
+  },
+};
 
 const ticketJson = z.object({ job_id: z.string().min(1).max(256), token: z.string().min(1).max(4096) });
 
@@ -63,7 +77,7 @@ export function registerFlightRpc(router: ConnectRouter, service: RetrievalServi
   serveFrames(router.handlers, FlightService.method.doGet, async function* doGet(request, context) {
     const stream = await openForRpc(() => {
       const { jobId, token } = parseTicket(request.ticket);
-      return service.flightStream(jobId, token);
+      return service.tokenStream(jobId, token, FLIGHT_READER);
     });
     yield* drained(stream, context, flightFrames(stream));
   });
