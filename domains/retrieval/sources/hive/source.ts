@@ -41,16 +41,24 @@ async function describe(s: Session, target: HiveTarget): Promise<SchemaField[]> 
 }
 
 /**
- * hive-driver's JSON rows with BIGINT read exactly: its handler reads an i64
- * with node-int64's toNumber(), which rounds past 2^53. As a bigint,
- * jsonSafe gives a wide value as its digits (as for a Parquet INT64).
+ * hive-driver's JSON rows with BIGINT and DECIMAL read exactly: its handler
+ * reads an i64 with node-int64's toNumber(), which rounds past 2^53, and
+ * turns a DECIMAL (sent by HiveServer2 as its text) into a Number, which
+ * keeps 15 to 17 digits. A BIGINT becomes a bigint, which jsonSafe gives as
+ * its digits when wide (as for a Parquet INT64); a DECIMAL stays its text
+ * (a JSON string; Arrow decimal128 on Flight, arrow/mapping.ts).
  */
 function exactRows(s: Session, operation: Parameters<Session['utils']['getResult']>[0]): Row[] {
   const result = s.utils.getResult(operation) as unknown as {
     convertBigInt(value: { toOctetString(): string }): unknown;
+    convertData(type: { type?: number }, value: unknown): unknown;
+    TCLIService_types: { TTypeId: { DECIMAL_TYPE: number } };
     getValue(): Row[] | null;
   };
   result.convertBigInt = (value) => BigInt.asIntN(64, BigInt(`0x${value.toOctetString()}`));
+  const convert = result.convertData.bind(result);
+  const decimalType = result.TCLIService_types.TTypeId.DECIMAL_TYPE;
+  result.convertData = (type, value) => (type.type === decimalType ? String(value) : convert(type, value));
   return result.getValue() ?? [];
 }
 

@@ -12,6 +12,7 @@ import { Schema } from 'apache-arrow';
 import { batchMessage, type IpcMessage, schemaMessage } from '../../arrow/ipc.ts';
 import { declaredType, PG_JSON_RENDERED } from '../../arrow/mapping.ts';
 import { arrowField, type ColumnType, UTF8 } from '../../arrow/types.ts';
+import { utcDay } from '../../arrow/values.ts';
 import {
   type BytesWriter,
   type ColumnWriter,
@@ -121,12 +122,6 @@ function integer(src: Buffer, p: number, end: number): number {
 }
 
 const digits = (src: Buffer, p: number, n: number) => integer(src, p, p + n);
-
-/** Milliseconds since the epoch of a UTC calendar day; Date.UTC alone reads years 0-99 as 1900-1999. */
-function utcDay(year: number, month: number, day: number): number {
-  const ms = Date.UTC(year, month - 1, day);
-  return year < 100 ? new Date(ms).setUTCFullYear(year) : ms;
-}
 
 /**
  * `YYYY-MM-DD[ HH:MM:SS[.ffffff]][+HH[:MM]]` (COPY's ISO output; the read sets

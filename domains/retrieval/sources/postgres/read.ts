@@ -12,6 +12,7 @@
  */
 import pg from 'pg';
 import { RetrievalErrors } from '../../errors.ts';
+import { parseExact } from '../../exact-json.ts';
 import { lazyModule } from '../lazy.ts';
 import { checkColumns } from '../scan.ts';
 import { type SqlDialect, whereClause } from '../sql-filter.ts';
@@ -236,7 +237,7 @@ async function* copyRead<T>(
 /** A converted batch back to objects; a parse failure never carries row text into an error or a log. */
 function parseRows(json: Buffer): Row[] {
   try {
-    return JSON.parse(json.toString()) as Row[];
+    return parseExact(json.toString()) as Row[];
   } catch {
     throw RetrievalErrors.make.source_unavailable({
       problem: 'a row could not be converted (did the table change during the read?)',

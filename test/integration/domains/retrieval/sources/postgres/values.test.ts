@@ -135,15 +135,12 @@ test('Postgres values are identical through inline, SSE and gRPC, gated and unga
       `grpc ${urn}`,
     );
   }
-  // int8 past 2^53 is exact where Postgres's JSON is sent as it is, a double where the gateway parsed rows.
-  assert.match(
-    await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: plain, transport: 'grpc', grpc_protocol: V1 })),
-    /"big":9007199254740993,/,
-  );
-  assert.match(
-    await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: gated, transport: 'grpc', grpc_protocol: V1 })),
-    /"big":9007199254740992,/,
-  );
+  // int8 past 2^53 and numeric's trailing zero are Postgres's text, sent as it is or kept when the gateway parsed rows.
+  for (const urn of [plain, gated])
+    assert.match(
+      await rawGrpcPayload(gw, await createJob(gw, alice, { dataset_urn: urn, transport: 'grpc', grpc_protocol: V1 })),
+      /"big":9007199254740993,"amount":12.50,/,
+    );
 });
 
 test(
