@@ -1,296 +1,215 @@
 /**
- * `COPY (SELECT …) TO STDOUT` text rows straight into Arrow column buffers
- * (the Flight throughput path, docs/retrieval.md "Throughput choices"): an
- * integer, float, boolean, date or timestamp field is parsed from its bytes
- * into the column's typed array, a text field is unescaped into the
- * column's value bytes; no row object and, for those types, no string is
- * made. A type without a precise Arrow type is selected as `to_json(col)`
- * and sent as that JSON's text (a JSON string as the string itself), the
- * text a gated stream's row path gives for it. COPY text format: copy.ts.
+ * `COPY (SELECT …) TO STDOUT (FORMAT binary)` straight into Arrow column
+ * buffers (the Flight throughput path, docs/retrieval.md "Throughput
+ * choices"; PostgreSQL manual, COPY "Binary Format"): each field is its
+ * 32-bit length and the type's send form, big-endian. A fixed-width field
+ * (int2/4/8, float4/8, bool, date, timestamp) is byte-swapped into the
+ * column's typed array, a text or bytea field is copied into the column's
+ * value bytes with its offset, and a NULL (length -1) is a validity bit; no
+ * text is parsed and no row object or string is made. Types whose send
+ * form is not their text are selected as text (`::text`: numeric, uuid,
+ * jsonb), and a type without a precise Arrow type as `to_json(col)` (sent
+ * as that JSON's text, a JSON string as the string itself): the values a
+ * gated stream's row path gives for them.
  */
 import { Schema } from 'apache-arrow';
 import { batchMessage, type IpcMessage, schemaMessage } from '../../arrow/ipc.ts';
 import { declaredType, PG_JSON_RENDERED } from '../../arrow/mapping.ts';
 import { arrowField, type ColumnType, UTF8 } from '../../arrow/types.ts';
-import { utcDay } from '../../arrow/values.ts';
-import {
-  type BytesWriter,
-  type ColumnWriter,
-  columnWriter,
-  type NumberWriter,
-  type WideWriter,
-} from '../../arrow/writers.ts';
+import type { BytesWriter, ColumnWriter, NumberWriter, WideWriter } from '../../arrow/writers.ts';
+import { columnWriter } from '../../arrow/writers.ts';
 import { RetrievalErrors } from '../../errors.ts';
 import type { PgColumn } from './catalog.ts';
-import { CopyRowReader, MAX_ROW_BYTES } from './copy.ts';
+import { type CopyReader, MAX_ROW_BYTES } from './copy.ts';
 
 export interface ArrowCopyColumn {
   readonly name: string;
   readonly type: ColumnType;
   /** Selected as `to_json(col)`: the column's type has no precise Arrow type. */
   readonly json: boolean;
+  /** Selected as `col::text`: an Arrow utf8 column whose binary send form is not its text. */
+  readonly asText: boolean;
 }
+
+/** Types whose binary send form is their text's UTF-8 bytes (textsend, bpcharsend, namesend, json_send). */
+const SENT_AS_TEXT = new Set(['text', 'character varying', 'character', 'name', 'json']);
 
 export function arrowCopyColumn(column: PgColumn): ArrowCopyColumn {
   const type = declaredType(column.type);
-  return { name: column.name, type: type ?? UTF8, json: type === null || PG_JSON_RENDERED.has(column.type) };
+  const json = type === null || PG_JSON_RENDERED.has(column.type);
+  const asText = !json && type.kind === 'utf8' && !SENT_AS_TEXT.has(column.type);
+  return { name: column.name, type: type ?? UTF8, json, asText };
 }
 
-const TAB = 0x09;
-const NEWLINE = 0x0a;
-const MINUS = 0x2d;
-const DIGIT_0 = 0x30;
-const BACKSLASH = 0x5c;
+/** The binary COPY header: signature, flags, header extension length (then the extension). */
+const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+const HEADER_BYTES = SIGNATURE.length + 8;
 const QUOTE = 0x22;
-/** COPY's escapes (PostgreSQL manual, COPY "Text Format"): the byte each `\x` stands for. */
-const UNESCAPED: Readonly<Record<number, number>> = { 98: 0x08, 102: 0x0c, 110: 0x0a, 114: 0x0d, 116: 0x09, 118: 0x0b };
+/** PostgreSQL's date and timestamp epoch, 2000-01-01, from Arrow's (1970-01-01): in days and in microseconds. */
+const EPOCH_DAYS = 10_957;
+const EPOCH_MICROS = EPOCH_DAYS * 86_400_000_000;
+const TWO_32 = 2 ** 32;
+const EPOCH_HIGH = Math.floor(EPOCH_MICROS / TWO_32);
+const EPOCH_LOW = EPOCH_MICROS - EPOCH_HIGH * TWO_32;
+/** `infinity` and `-infinity` of a date (int32) and of a timestamp (int64, its high word): sent as null. */
+const INT32_MAX = 0x7fffffff;
+const INT32_MIN = -0x80000000;
 
-/**
- * Text up to this many bytes is copied in the same pass that finds its end;
- * a longer value is scanned first, then copied with one native call.
- */
-const SHORT_TEXT = 64;
-
-/**
- * The text field at p appended to a bytes column as one value: copied as it
- * is, or unescaped when it holds a backslash. Returns the field's end.
- */
-function appendText(writer: BytesWriter, src: Buffer, p: number): number {
-  const out = writer.reserve(SHORT_TEXT);
-  let o = writer.end;
-  const stop = p + SHORT_TEXT;
-  for (let k = p; k < stop; k++) {
-    const c = src[k] as number;
-    if (c === TAB || c === NEWLINE) {
-      writer.end = o;
-      writer.close(true);
-      return k;
-    }
-    if (c === BACKSLASH) break;
-    out[o++] = c;
-  }
-  return appendScanned(writer, src, p);
-}
-
-/** appendText for a long or escaped value: its end and whether it holds a backslash found first. */
-function appendScanned(writer: BytesWriter, src: Buffer, p: number): number {
-  let end = p;
-  let escaped = false;
-  for (let c = src[end]; c !== TAB && c !== NEWLINE; c = src[++end]) if (c === BACKSLASH) escaped = true;
-  if (end - p > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
-  const out = writer.reserve(end - p);
-  if (escaped) writer.end = unescapeInto(out, writer.end, src, p, end);
-  else {
-    out.set(src.subarray(p, end), writer.end);
-    writer.end = writer.end + end - p;
-  }
-  writer.close(true);
-  return end;
-}
-
-/** src[p, end) with COPY's escapes undone, written to out at o; returns the end of what was written. */
-function unescapeInto(out: Buffer, o: number, src: Buffer, p: number, end: number): number {
-  for (let k = p; k < end; k++) {
-    const c = src[k] as number;
-    if (c !== BACKSLASH) out[o++] = c;
-    else {
-      const next = src[++k] as number;
-      out[o++] = UNESCAPED[next] ?? next;
-    }
-  }
-  return o;
-}
-
-function unescaped(src: Buffer, p: number, end: number): string {
-  return src.indexOf(BACKSLASH, p) < 0 || src.indexOf(BACKSLASH, p) >= end
-    ? src.toString('latin1', p, end)
-    : src
-        .toString('latin1', p, end)
-        .replace(/\\(.)/g, (_m, c: string) => String.fromCharCode(UNESCAPED[c.charCodeAt(0)] ?? c.charCodeAt(0)));
-}
-
-/** Digits (with an optional sign) of src[p, end) as a number; NaN when anything else is there. */
-function integer(src: Buffer, p: number, end: number): number {
-  const negative = src[p] === 0x2d;
-  let n = 0;
-  for (let k = negative ? p + 1 : p; k < end; k++) {
-    const d = (src[k] as number) - 0x30;
-    if (d < 0 || d > 9) return Number.NaN;
-    n = n * 10 + d;
-  }
-  return negative ? -n : n;
-}
-
-const digits = (src: Buffer, p: number, n: number) => integer(src, p, p + n);
-
-/**
- * `YYYY-MM-DD[ HH:MM:SS[.ffffff]][+HH[:MM]]` (COPY's ISO output; the read sets
- * TimeZone UTC) as microseconds since the epoch, or NaN for anything else
- * (`infinity`, BC dates, years past 9999), which then takes the slow path.
- */
-function micros(src: Buffer, p: number, end: number): number {
-  if (end - p < 10 || src[p + 4] !== 0x2d) return Number.NaN;
-  let ms = utcDay(digits(src, p, 4), digits(src, p + 5, 2), digits(src, p + 8, 2));
-  let k = p + 10;
-  let fraction = 0;
-  if (k < end && src[k] === 0x20) {
-    ms += (digits(src, k + 1, 2) * 3600 + digits(src, k + 4, 2) * 60 + digits(src, k + 7, 2)) * 1000;
-    k += 9;
-    if (src[k] === 0x2e) {
-      let scale = 100_000;
-      for (k++; k < end && (src[k] as number) >= 0x30 && (src[k] as number) <= 0x39; k++, scale /= 10)
-        fraction += ((src[k] as number) - 0x30) * scale;
-    }
-  }
-  if (k < end) {
-    const sign = src[k] === 0x2d ? -1 : 1;
-    const minutes = end - k >= 6 ? digits(src, k + 4, 2) : 0;
-    ms -= sign * (digits(src, k + 1, 2) * 60 + minutes) * 60_000;
-  }
-  return ms * 1000 + fraction;
-}
-
-/**
- * How the row loop reads a column: a parse specialised to its Arrow type
- * (one `switch` arm each, so no call per field goes through a closure), or
- * the writer's own conversion of the field's text (SLOW).
- */
-const INT = 0;
-const INT64 = 1;
-const FLOAT = 2;
-const BOOLEAN = 3;
-const TEXT = 4;
-const JSON_TEXT = 5;
+/** How a column's field is decoded: one `switch` arm each, so no call per field goes through a closure. */
+const INT16 = 0;
+const INT32 = 1;
+const INT64 = 2;
+const FLOAT32 = 3;
+const FLOAT64 = 4;
+const BOOLEAN = 5;
 const DAY = 6;
 const TIMESTAMP = 7;
-const SLOW = 8;
+const BYTES = 8;
+const JSON_TEXT = 9;
 
-function readKind(column: ArrowCopyColumn): number {
+/** The field width each fixed-width kind's send form has; a field of another length is refused. */
+const WIDTH = [2, 4, 8, 4, 8, 1, 4, 8];
+
+function decodeKind(column: ArrowCopyColumn): number {
   if (column.json) return JSON_TEXT;
   const { type } = column;
-  if (type.kind === 'int') return type.bits === 64 ? INT64 : INT;
+  if (type.kind === 'int') return type.bits === 16 ? INT16 : type.bits === 32 ? INT32 : INT64;
+  if (type.kind === 'float') return type.bits === 32 ? FLOAT32 : FLOAT64;
   const kinds: Partial<Record<ColumnType['kind'], number>> = {
-    float: FLOAT,
     bool: BOOLEAN,
-    utf8: TEXT,
     date: DAY,
     timestamp: TIMESTAMP,
+    utf8: BYTES,
+    binary: BYTES,
   };
-  return kinds[type.kind] ?? SLOW;
+  const kind = kinds[type.kind];
+  if (kind === undefined) throw new TypeError(`no binary COPY decoder for Arrow ${type.kind}`);
+  return kind;
 }
 
-/** Past this many digits an int8 may not be a safe integer: it takes the BigInt conversion. */
-const SAFE_DIGITS = 15;
-
-/** The tab or newline ending the field at p (COPY escapes both inside a value, so the first one ends it). */
-function fieldStop(src: Buffer, p: number): number {
-  let c = src[p];
-  while (c !== TAB && c !== NEWLINE) c = src[++p];
-  return p;
-}
+const malformed = () => new Error('binary COPY data does not have the fields the SELECT names');
 
 /**
- * An integer field appended to its column, its digits summed in the pass
- * that finds its end. An int8 too long to be a safe integer, or not all
- * digits, is read again (the BigInt conversion, or the NaN integer() gives).
+ * Binary COPY tuples → Arrow record batches of at most `batchSize` rows.
+ * A tuple a chunk ends inside is kept (at most MAX_ROW_BYTES) and completed
+ * by the next; a tuple is decoded only once it is whole, after one walk over
+ * its field lengths. Column buffers are kept from batch to batch.
  */
-function appendInteger(writer: ColumnWriter, src: Buffer, p: number, wide: boolean): number {
-  const negative = src[p] === MINUS;
-  let k = negative ? p + 1 : p;
-  let n = 0;
-  for (let d = (src[k] as number) - DIGIT_0; d >= 0 && d <= 9; d = (src[++k] as number) - DIGIT_0) n = n * 10 + d;
-  if (!wide) (writer as NumberWriter).pushRaw(negative ? -n : n);
-  else if (k - p <= SAFE_DIGITS && (src[k] === TAB || src[k] === NEWLINE))
-    (writer as WideWriter).pushSafe(negative ? -n : n);
-  else {
-    const end = fieldStop(src, k);
-    if (end - p <= SAFE_DIGITS) (writer as WideWriter).pushSafe(integer(src, p, end));
-    else writer.push(src.toString('latin1', p, end));
-    return end;
-  }
-  return k;
-}
-
-/** A float, date or timestamp parsed from the field's bytes, or any value through the writer's own conversion. */
-function parsed(src: Buffer, p: number, writer: ColumnWriter, kind: number): number {
-  const end = fieldStop(src, p);
-  const at = kind === TIMESTAMP ? micros(src, p, end) : Number.NaN;
-  if (kind === FLOAT) (writer as NumberWriter).pushRaw(Number(src.toString('latin1', p, end)));
-  else if (kind === DAY && src[p + 4] === MINUS && end - p === 10)
-    (writer as NumberWriter).pushRaw(Math.floor(micros(src, p, end) / 86_400_000_000));
-  else if (Number.isSafeInteger(at)) (writer as WideWriter).pushSafe(at);
-  else writer.push(unescaped(src, p, end));
-  return end;
-}
-
-/**
- * COPY text rows → Arrow record batches of at most `batchSize` rows. Each
- * field is parsed where it lies and its end found by the same scan: digits
- * straight into the column's typed array (no string), text copied as bytes
- * (unescaped only when it holds a backslash). Column buffers are kept from
- * batch to batch.
- */
-export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
+export class CopyArrowConverter implements CopyReader<IpcMessage> {
   readonly schema: Schema;
   readonly #writers: ColumnWriter[];
   readonly #kinds: number[];
   readonly #batchSize: number;
+  /** Each field's start (its bytes, past the length) and length (-1: NULL) in the tuple being decoded. */
+  readonly #starts: Int32Array;
+  readonly #lengths: Int32Array;
   #rows = 0;
+  #carry: Buffer | null = null;
+  #headerRead = false;
+  #trailerRead = false;
 
   constructor(columns: readonly ArrowCopyColumn[], batchSize: number) {
-    super();
     this.schema = new Schema(columns.map(arrowField));
     this.#writers = columns.map((c) => columnWriter(c.type));
-    this.#kinds = columns.map(readKind);
+    this.#kinds = columns.map(decodeKind);
     this.#batchSize = batchSize;
+    this.#starts = new Int32Array(columns.length);
+    this.#lengths = new Int32Array(columns.length);
   }
 
-  protected rows(src: Buffer, from: number, to: number, done: IpcMessage[]): void {
+  push(chunk: Buffer): IpcMessage[] {
+    const src = this.#carry ? Buffer.concat([this.#carry, chunk]) : chunk;
+    this.#carry = null;
+    const done: IpcMessage[] = [];
+    let p = this.#headerRead ? 0 : this.#header(src);
+    if (p < 0) p = 0;
+    else p = this.#tuples(src, p, done);
+    if (p < src.length && !this.#trailerRead) {
+      if (src.length - p > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
+      this.#carry = Buffer.from(src.subarray(p));
+    }
+    return done;
+  }
+
+  /** Decodes the whole tuples from p on, closing each batch that fills into `done`; returns where they end. */
+  #tuples(src: Buffer, from: number, done: IpcMessage[]): number {
+    let p = from;
+    while (p < src.length && !this.#trailerRead) {
+      const end = this.#tuple(src, p);
+      if (end < 0) break;
+      if (!this.#trailerRead) {
+        this.#decode(src);
+        if (++this.#rows === this.#batchSize) done.push(this.#batch());
+      }
+      p = end;
+    }
+    return p;
+  }
+
+  /** The last, partial batch (null when there is none); throws if the data ended inside a tuple or before its end. */
+  end(): IpcMessage | null {
+    if (this.#carry || !this.#trailerRead) throw new Error('binary COPY data ended inside a tuple');
+    return this.#rows > 0 ? this.#batch() : null;
+  }
+
+  /** Where the tuples start, or -1 while the header is not whole. */
+  #header(src: Buffer): number {
+    if (src.length < HEADER_BYTES) return -1;
+    if (!src.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new Error('not binary COPY data');
+    const start = HEADER_BYTES + int32At(src, SIGNATURE.length + 4);
+    if (src.length < start) return -1;
+    this.#headerRead = true;
+    return start;
+  }
+
+  /**
+   * The end of the tuple at p with each field's start and length noted, or -1 when the chunk ends inside it.
+   * The trailer (a field count of -1) ends the data.
+   */
+  #tuple(src: Buffer, p: number): number {
+    if (p + 2 > src.length) return -1;
+    const fields = (((src[p] as number) << 24) >> 16) | (src[p + 1] as number);
+    if (fields === -1) {
+      this.#trailerRead = true;
+      return p + 2;
+    }
+    if (fields !== this.#kinds.length) throw malformed();
+    let q = p + 2;
+    for (let f = 0; f < fields; f++) {
+      if (q + 4 > src.length) return -1;
+      const length =
+        ((src[q] as number) << 24) |
+        ((src[q + 1] as number) << 16) |
+        ((src[q + 2] as number) << 8) |
+        (src[q + 3] as number);
+      q += 4;
+      this.#starts[f] = q;
+      this.#lengths[f] = length;
+      if (length > 0) q += length;
+      if (q > src.length) return -1;
+    }
+    if (q - p > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
+    return q;
+  }
+
+  /** Appends the noted tuple's fields to their columns. */
+  #decode(src: Buffer): void {
     // Held in locals: the loop runs once a field, and a private field's load is not free.
     const writers = this.#writers;
     const kinds = this.#kinds;
-    const last = kinds.length - 1;
-    for (let p = from; p < to; ) {
-      const start = p;
-      for (let f = 0; f <= last; f++) {
-        const end = this.#field(src, p, writers[f] as ColumnWriter, kinds[f] as number);
-        if (src[end] !== (f === last ? NEWLINE : TAB))
-          throw new Error('COPY row does not have the fields the SELECT names');
-        p = end + 1;
+    const starts = this.#starts;
+    const lengths = this.#lengths;
+    for (let f = 0; f < kinds.length; f++) {
+      const writer = writers[f] as ColumnWriter;
+      const length = lengths[f] as number;
+      if (length < 0) {
+        writer.push(null);
+        continue;
       }
-      if (p - start > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
-      if (++this.#rows === this.#batchSize) done.push(this.#batch());
+      const kind = kinds[f] as number;
+      if (kind < BYTES && length !== WIDTH[kind]) throw malformed();
+      decodeField(src, starts[f] as number, length, writer, kind);
     }
-  }
-
-  /** Appends the field starting at p to its column; returns where the field ends (its tab or newline). */
-  #field(src: Buffer, p: number, writer: ColumnWriter, kind: number): number {
-    if (src[p] === BACKSLASH && src[p + 1] === 0x4e && (src[p + 2] === TAB || src[p + 2] === NEWLINE)) {
-      writer.push(null);
-      return p + 2;
-    }
-    switch (kind) {
-      case INT:
-      case INT64:
-        return appendInteger(writer, src, p, kind === INT64);
-      case TEXT:
-        return appendText(writer as BytesWriter, src, p);
-      case JSON_TEXT: {
-        if (src[p] !== QUOTE) return appendText(writer as BytesWriter, src, p);
-        const end = fieldStop(src, p);
-        writer.push(JSON.parse(unescaped(src, p, end)) as string);
-        return end;
-      }
-      case BOOLEAN:
-        writer.push(src[p] === 0x74);
-        return fieldStop(src, p);
-      default:
-        return parsed(src, p, writer, kind);
-    }
-  }
-
-  protected last(): IpcMessage | null {
-    return this.#rows > 0 ? this.#batch() : null;
   }
 
   #batch(): IpcMessage {
@@ -307,4 +226,77 @@ export class CopyArrowConverter extends CopyRowReader<IpcMessage> {
   schemaMessage(): IpcMessage {
     return schemaMessage(this.schema);
   }
+}
+
+/** The big-endian 32-bit signed integer at p. */
+const int32At = (src: Buffer, p: number): number =>
+  ((src[p] as number) << 24) | ((src[p + 1] as number) << 16) | ((src[p + 2] as number) << 8) | (src[p + 3] as number);
+
+function decodeField(src: Buffer, p: number, length: number, writer: ColumnWriter, kind: number): void {
+  switch (kind) {
+    case INT16:
+      (writer as NumberWriter).pushRaw((((src[p] as number) << 24) >> 16) | (src[p + 1] as number));
+      break;
+    case INT32:
+      (writer as NumberWriter).pushRaw(int32At(src, p));
+      break;
+    case FLOAT32:
+      (writer as NumberWriter).pushRaw(src.readFloatBE(p));
+      break;
+    case FLOAT64:
+      (writer as NumberWriter).pushRaw(src.readDoubleBE(p));
+      break;
+    case BOOLEAN:
+      writer.push(src[p] !== 0);
+      break;
+    case INT64:
+      (writer as WideWriter).pushWords(int32At(src, p + 4) >>> 0, int32At(src, p));
+      break;
+    case DAY: {
+      const days = int32At(src, p);
+      (writer as NumberWriter).pushRaw(days === INT32_MAX || days === INT32_MIN ? null : days + EPOCH_DAYS);
+      break;
+    }
+    case TIMESTAMP:
+      pushTimestamp(writer as WideWriter, int32At(src, p), int32At(src, p + 4) >>> 0);
+      break;
+    // to_json of a text-like value is a JSON string: the string itself, as the row path gives it.
+    case JSON_TEXT:
+      if (src[p] === QUOTE) writer.push(JSON.parse(src.toString('utf8', p, p + length)));
+      else appendBytes(writer as BytesWriter, src, p, length);
+      break;
+    default:
+      appendBytes(writer as BytesWriter, src, p, length);
+  }
+}
+
+/**
+ * A value up to this many bytes is copied by a byte loop: a native copy's
+ * call and the view it takes cost more than the few bytes of a short text.
+ */
+const SHORT_BYTES = 64;
+
+function appendBytes(writer: BytesWriter, src: Buffer, p: number, length: number): void {
+  if (length > SHORT_BYTES) writer.appendBytes(src, p, p + length);
+  else {
+    const out = writer.reserve(length);
+    let o = writer.end;
+    for (let k = p, stop = p + length; k < stop; k++) out[o++] = src[k] as number;
+    writer.end = o;
+  }
+  writer.close(true);
+}
+
+/**
+ * Microseconds since 2000-01-01 (high word signed, low unsigned) moved to 1970-01-01, with the carry;
+ * ±infinity is null.
+ */
+function pushTimestamp(writer: WideWriter, high: number, low: number): void {
+  if ((high === INT32_MAX && low === 0xffffffff) || (high === INT32_MIN && low === 0)) {
+    writer.push(null);
+    return;
+  }
+  const sum = low + EPOCH_LOW;
+  const carry = sum >= TWO_32 ? 1 : 0;
+  writer.pushWords(sum - carry * TWO_32, (high + EPOCH_HIGH + carry) | 0);
 }

@@ -98,7 +98,15 @@ function fieldEnd(src: Buffer, p: number, newline: number): number {
  * split across chunks is held (joined once, at its newline), and one longer
  * than MAX_ROW_BYTES fails the read. Subclasses turn rows into batches.
  */
-export abstract class CopyRowReader<T> {
+/** COPY output in the chunks it arrives in → batches: text rows (CopyRowReader) or binary tuples (arrow.ts). */
+export interface CopyReader<T> {
+  /** The batches this chunk completes. */
+  push(chunk: Buffer): T[];
+  /** The last, partial batch (null when there is none); throws if the stream ended inside a row. */
+  end(): T | null;
+}
+
+export abstract class CopyRowReader<T> implements CopyReader<T> {
   /** The start of a row not yet ended, in the pieces it arrived in. */
   #carry: Buffer[] = [];
   #carryBytes = 0;
@@ -316,7 +324,7 @@ function json(src: Buffer, p: number, end: number, out: Buffer, o: number): numb
  */
 export async function* copyBatches<T>(
   chunks: AsyncIterable<Buffer>,
-  converter: CopyRowReader<T>,
+  converter: CopyReader<T>,
   signal: AbortSignal,
 ): AsyncGenerator<T> {
   for await (const chunk of chunks) {

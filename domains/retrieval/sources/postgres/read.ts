@@ -3,7 +3,8 @@
  * it, on a dataset's first read): a real PostgreSQL read with `COPY (SELECT …) TO STDOUT`, its text rows converted
  * byte by byte to the JSON row_to_json would give (copy.ts), so an
  * ungated stream sends those bytes without the gateway building row objects
- * (`readJson`; docs/retrieval.md "Throughput choices"). Memory stays at the
+ * (`readJson`; docs/retrieval.md "Throughput choices"); an Arrow read is a
+ * binary COPY decoded into column buffers (`readArrow`, arrow.ts). Memory stays at the
  * COPY buffer plus one batch whatever the table size. Columns, filters, limit and offset are pushed
  * down; the SQL is built only from escaped identifiers and escaped literals,
  * after every column and filter key was checked against the table's schema,
@@ -20,13 +21,13 @@ import { tlsProblem } from '../tls-trust.ts';
 import type { ReadRequest, Row, Source } from '../types.ts';
 import { lockedColumns, type PgColumn, relationName } from './catalog.ts';
 import type { PgCredentials, PgTarget } from './connection.ts';
-import { type CopyColumn, CopyJsonConverter, type CopyRowReader, copyBatches, copyKind } from './copy.ts';
+import { type CopyColumn, CopyJsonConverter, type CopyReader, copyBatches, copyKind } from './copy.ts';
 import { CopyOutStream } from './copy-out.ts';
 import type { PgTls } from './tls.ts';
 
 const { Client, escapeIdentifier, escapeLiteral } = pg;
 
-/** The COPY → Arrow conversion, loaded with the first Flight read (which has loaded Arrow already). */
+/** The binary COPY → Arrow conversion, loaded with the first Flight read (which has loaded Arrow already). */
 const pgArrow = lazyModule('Arrow', () => import('./arrow.ts'));
 
 /** COPY bytes buffered ahead of the consumer before the socket is paused. */
@@ -92,16 +93,17 @@ function selectStatement<C>(
   target: PgTarget,
   request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>,
   table: readonly PgColumn[],
-  convert: (column: PgColumn) => C & { json: boolean },
+  convert: (column: PgColumn) => C & { json: boolean; asText?: boolean },
 ): { text: string; columns: C[] } {
   const byName = new Map(table.map((c) => [c.name, c]));
   // Distinct names: a row object holds each column once.
   const chosen =
     request.columns === null ? table : [...new Set(request.columns)].map((name) => byName.get(name) as PgColumn);
   const columns = chosen.map(convert);
-  const list = chosen.map((c, i) =>
-    columns[i]?.json ? `to_json(${escapeIdentifier(c.name)})` : escapeIdentifier(c.name),
-  );
+  const list = chosen.map((c, i) => {
+    const name = escapeIdentifier(c.name);
+    return columns[i]?.json ? `to_json(${name})` : columns[i]?.asText ? `${name}::text` : name;
+  });
   let text = `SELECT ${list.join(', ')} FROM ${relationName(target)}`;
   text += whereClause(PG_DIALECT, request.filters);
   if (request.limit !== null) text += ` LIMIT ${count(request.limit, 'limit')}`;
@@ -172,8 +174,18 @@ function abandon(client: pg.Client, target: PgTarget, running: boolean): void {
   client.connection.stream.destroy();
 }
 
+/** How a read's COPY is sent (PostgreSQL manual, COPY "File Formats") and turned into batches. */
+interface CopyFormat<T, C> {
+  /** `text` for the JSON transports (copy.ts), `binary` for Arrow (arrow.ts). */
+  readonly format: 'text' | 'binary';
+  readonly convert: (column: PgColumn) => C & { json: boolean; asText?: boolean };
+  readonly converter: (columns: C[]) => CopyReader<T>;
+  /** An item sent before the batches (the Arrow schema). */
+  readonly first?: (reader: CopyReader<T>) => T;
+}
+
 /**
- * Rows as JSON arrays from `COPY (SELECT …) TO STDOUT` in one read-only
+ * Batches from `COPY (SELECT …) TO STDOUT` in one read-only
  * transaction, which also reads the columns the COPY text is converted by
  * (with the relation locked, so they cannot change before it). The socket
  * is read only as fast as batches are taken (copy-out.ts stops reading it
@@ -183,9 +195,7 @@ async function* copyRows<T, C>(
   client: pg.Client,
   target: PgTarget,
   request: ReadRequest,
-  convert: (column: PgColumn) => C & { json: boolean },
-  converter: (columns: C[]) => CopyRowReader<T>,
-  first?: (reader: CopyRowReader<T>) => T,
+  { format, convert, converter, first }: CopyFormat<T, C>,
 ): AsyncGenerator<T> {
   // A fixed scan start keeps chunk boundaries stable for gRPC resume from a sequence number;
   // UTC makes timestamptz text (COPY's and to_json's) the same whatever the server's TimeZone.
@@ -196,7 +206,7 @@ async function* copyRows<T, C>(
   const select = selectStatement(target, checkColumns(table, request), table, convert);
   const reader = converter(select.columns);
   if (first) yield first(reader);
-  const copy = client.query(new CopyOutStream(`COPY (${select.text}) TO STDOUT`, COPY_BUFFER));
+  const copy = client.query(new CopyOutStream(`COPY (${select.text}) TO STDOUT (FORMAT ${format})`, COPY_BUFFER));
   yield* copyBatches(copy, reader, request.signal);
 }
 
@@ -250,7 +260,11 @@ export function postgresReads(endpoint: PgEndpoint): Required<Source> {
   const { target } = endpoint;
   const readJson = (request: ReadRequest) =>
     copyRead(endpoint, request, (client) =>
-      copyRows(client, target, request, jsonCopyColumn, (columns) => new CopyJsonConverter(columns, request.batchSize)),
+      copyRows(client, target, request, {
+        format: 'text',
+        convert: jsonCopyColumn,
+        converter: (columns) => new CopyJsonConverter(columns, request.batchSize),
+      }),
     );
   return {
     async schema() {
@@ -270,14 +284,12 @@ export function postgresReads(endpoint: PgEndpoint): Required<Source> {
     async *readArrow(request) {
       const { arrowCopyColumn, CopyArrowConverter } = await pgArrow();
       yield* copyRead(endpoint, request, (client) =>
-        copyRows(
-          client,
-          target,
-          request,
-          arrowCopyColumn,
-          (columns) => new CopyArrowConverter(columns, request.batchSize),
-          (reader) => (reader as InstanceType<typeof CopyArrowConverter>).schemaMessage(),
-        ),
+        copyRows(client, target, request, {
+          format: 'binary',
+          convert: arrowCopyColumn,
+          converter: (columns) => new CopyArrowConverter(columns, request.batchSize),
+          first: (reader) => (reader as InstanceType<typeof CopyArrowConverter>).schemaMessage(),
+        }),
       );
     },
     // One path for both: gated reads see exactly the values ungated streams send.
