@@ -17,7 +17,7 @@ import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { RetrievalNodes } from './cluster.ts';
 import { RetrievalErrors } from './errors.ts';
 import type { RunObserver, RunTransport } from './metrics.ts';
-import { type Chunk, chunksOf, emptySummary, type ReadPlan, readAhead, type StreamSummary } from './pipeline.ts';
+import { chunksOf, emptySummary, readAhead } from './pipeline.ts';
 import {
   type DatasetReader,
   type DatasetRecord,
@@ -29,13 +29,20 @@ import {
 } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { SharedRuns } from './shared.ts';
-import type { Source } from './sources/types.ts';
+import type { ReadRange, Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
+import {
+  type InlineCollector,
+  type JobStream,
+  JSON_CHUNKS,
+  type StreamEncoder,
+  type StreamLocations,
+  type StreamReader,
+} from './stream.ts';
 import type { StreamProtocol, StreamTokens } from './tokens.ts';
 import {
   type CreateBody,
   type GrpcBlock,
-  type GrpcLocation,
   type InlineBlock,
   type JobView,
   jobView,
@@ -45,6 +52,9 @@ import {
 export interface RetrievalSettings {
   readonly inlineThresholdBytes: number;
   readonly batchSize: number;
+  /** Most endpoints a Flight read is split into (GetFlightInfo), and the least table pages each is given. */
+  readonly flightEndpointsMax: number;
+  readonly flightEndpointMinPages: number;
 }
 
 export interface RetrievalDeps {
@@ -67,42 +77,6 @@ export interface RetrievalDeps {
   readonly locations: StreamLocations;
   /** The inline answer of a job, or null when its JSON would pass the threshold (transports/inline.ts). */
   readonly inline: InlineCollector;
-}
-
-export type StreamLocations = Readonly<Record<StreamProtocol, (host: string) => GrpcLocation>>;
-
-export type InlineCollector = (
-  chunks: AsyncGenerator<Chunk>,
-  summary: StreamSummary,
-  thresholdBytes: number,
-) => Promise<InlineBlock | null>;
-
-/** Turns a job's read plan into the items a transport sends (JSON chunks, Arrow messages), and counts them. */
-export interface StreamEncoder<T> {
-  readonly encode: (plan: ReadPlan, columns: readonly string[] | null, summary: StreamSummary) => AsyncGenerator<T>;
-  readonly size: (item: T) => [rows: number, bytes: number];
-}
-
-/** The JSON chunks SSE and platform.retrieval.v1 send. */
-export const JSON_CHUNKS: StreamEncoder<Chunk> = { encode: chunksOf, size: (c) => [c.rowCount, c.data.length] };
-
-/** How a transport that reads by stream token opens a job's stream. */
-export interface StreamReader<T> {
-  readonly protocol: StreamProtocol;
-  readonly transport: RunTransport;
-  /** A single-use token is spent by the first open (Arrow Flight); others may be re-used (resume). */
-  readonly singleUse: boolean;
-  /** Loaded before a single-use token is spent: a library that fails to load leaves the token for the next try. */
-  encoder(): Promise<StreamEncoder<T>>;
-}
-
-/** One open stream of a job. The transport drains `chunks`, then calls finish() exactly once. */
-export interface JobStream<T = Chunk> {
-  readonly job: JobRow;
-  readonly chunks: AsyncGenerator<T>;
-  readonly summary: StreamSummary;
-  readonly signal: AbortSignal;
-  finish(error?: unknown): void;
 }
 
 /** A job answered inline is complete at creation, its counts known; any other starts PENDING at zero. */
@@ -185,16 +159,39 @@ export class RetrievalService {
     return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent }, JSON_CHUNKS);
   }
 
-  /** Opens a job's stream for a stream token, which names the job and its caller. */
+  /** Opens a job's stream (or an Arrow Flight endpoint's slice of it) for a stream token naming the job and caller. */
   async tokenStream<T>(jobId: string, token: string, reader: StreamReader<T>): Promise<JobStream<T>> {
     const encoder = await reader.encoder();
     const { tokens } = this.deps;
-    const userId = reader.singleUse
+    const grant = reader.singleUse
       ? tokens.claim(token, jobId, reader.protocol)
-      : tokens.verify(token, jobId, reader.protocol);
-    const row = this.#tokenJob(jobId, userId);
-    const by = { transport: reader.transport, parent: NO_SPAN };
+      : { userId: tokens.verify(token, jobId, reader.protocol), range: null };
+    const row = this.#tokenJob(jobId, grant.userId);
+    const by = { transport: reader.transport, parent: NO_SPAN, range: grant.range };
     return this.#open(row.principal as unknown as Principal, row, by, encoder);
+  }
+
+  /**
+   * An Arrow Flight read split for parallel reading (GetFlightInfo): the job's single-use token is spent for
+   * one fresh single-use token per slice of the read (each bound to its slice), and where to read them. A read
+   * with a limit or an offset, or from a source that cannot slice its table, is one slice: all of it.
+   */
+  async flightEndpoints(jobId: string, token: string): Promise<{ tokens: string[]; locations: string[] }> {
+    const { tokens, settings } = this.deps;
+    const row = this.#tokenJob(jobId, tokens.claim(token, jobId, 'arrow-flight').userId);
+    const principal = row.principal as unknown as Principal;
+    const { request, source } = await this.#readable(principal, row);
+    let ranges: (ReadRange | null)[] = [null];
+    if (source.ranges && request.limit_rows === null && request.offset === 0) {
+      const split = await source.ranges({ columns: request.columns, filters: request.filters }, settings);
+      if (split.length > 1) ranges = split;
+    }
+    const node = this.deps.nodes.streamNode(request);
+    const { host } = new URL(node?.url ?? this.deps.origin());
+    return {
+      tokens: ranges.map((range) => tokens.issue(row.id, row.ownerId, 'arrow-flight', range).token),
+      locations: this.deps.locations['arrow-flight'](host).endpoints.map((e) => e.location),
+    };
   }
 
   #tokenJob(jobId: string, userId: string): JobRow {
@@ -266,7 +263,8 @@ export class RetrievalService {
     }
   }
 
-  async #open<T>(principal: Principal, job: JobRow, by: Opener, encoder: StreamEncoder<T>): Promise<JobStream<T>> {
+  /** The job's dataset (still usable by its caller), stored request and source, when it may be read here. */
+  async #readable(principal: Principal, job: JobRow) {
     if (job.status === 'CANCELED') throw RetrievalErrors.make.retrieval_job_canceled({ job_id: job.id });
     const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
@@ -277,6 +275,11 @@ export class RetrievalService {
     const source = await factory.create(
       sourceInput(factory, dataset, request, await this.deps.shared.override(job.id), `meshgate-retrieval:${job.id}`),
     );
+    return { dataset, request, source };
+  }
+
+  async #open<T>(principal: Principal, job: JobRow, by: Opener, encoder: StreamEncoder<T>): Promise<JobStream<T>> {
+    const { dataset, request, source } = await this.#readable(principal, job);
     const { runs } = this.deps;
     const controller = runs.begin(job.id, principal.userId);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
@@ -287,6 +290,7 @@ export class RetrievalService {
       principal,
       signal: controller.signal,
       onViolation: (p) => this.#violation(job.id, p),
+      range: by.range,
     });
     const run = this.deps.observe(dataset.platform, by.transport, by.parent, job.id);
     const chunks = counted(readAhead(encoder.encode(plan, request.columns, summary)), (c) => {
@@ -348,10 +352,11 @@ interface InlineJob {
   readonly parent: Span;
 }
 
-/** Who opens a stream: the transport it goes out on, and the span it runs under. */
+/** Who opens a stream: the transport it goes out on, the span it runs under, and the slice of the read it is for. */
 interface Opener {
   readonly transport: RunTransport;
   readonly parent: Span;
+  readonly range?: ReadRange | null;
 }
 
 async function* counted<T>(chunks: AsyncGenerator<T>, onChunk: (chunk: T) => void): AsyncGenerator<T> {

@@ -281,6 +281,17 @@ export const configSchema = z.strictObject({
         .max(3600)
         .default(300)
         .describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
+      flightEndpointsMax: z
+        .number()
+        .int()
+        .min(1)
+        .max(64)
+        .default(4)
+        .describe(
+          'Most endpoints an Arrow Flight GetFlightInfo splits a PostgreSQL table read into, ' +
+            'for a client to read them in parallel over as many server backends.',
+        ),
+      flightEndpointMinPages: z.number().int().min(1).default(1024).describe('Least table pages an endpoint is given.'),
     })
     .prefault({}),
   feed: z
@@ -368,6 +379,7 @@ export const ENV_NAMES: Readonly<
   PLATFORM_TRUSTED_SHARED_ISSUERS: { path: ['federation', 'trustedSharedIssuers'], kind: 'csv' },
   PLATFORM_RETRIEVAL_FS_ROOTS: { path: ['retrieval', 'fsRoots'], kind: 'csv' },
   PLATFORM_RETRIEVAL_INLINE_THRESHOLD_BYTES: { path: ['retrieval', 'inlineThresholdBytes'], kind: 'number' },
+  PLATFORM_RETRIEVAL_FLIGHT_ENDPOINTS_MAX: { path: ['retrieval', 'flightEndpointsMax'], kind: 'number' },
   PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: { path: ['mesh', 'proxyReadTimeoutSeconds'], kind: 'number' },
   PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS: { path: ['mesh', 'runtimeReadTimeoutSeconds'], kind: 'number' },
   PLATFORM_MESH_SIGNATURE_TTL_SECONDS: { path: ['mesh', 'signatureTtlSeconds'], kind: 'number' },

@@ -19,7 +19,8 @@ import {
 import { RetrievalErrors } from '../errors.ts';
 import type { Chunk, ChunkMetadata } from '../pipeline.ts';
 import { abortReason } from '../runs.ts';
-import { type JobStream, JSON_CHUNKS, type RetrievalService, type StreamReader } from '../service.ts';
+import type { RetrievalService } from '../service.ts';
+import { type JobStream, JSON_CHUNKS, type StreamReader } from '../stream.ts';
 import { footer } from './inline.ts';
 
 const V1_READER: StreamReader<Chunk> = {

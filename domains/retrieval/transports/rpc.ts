@@ -5,7 +5,8 @@
  * libraries and Arrow stay out of gateways that never serve one.
  */
 import type { RpcServices } from '../../../gateway/module.ts';
-import type { RetrievalService, StreamLocations } from '../service.ts';
+import type { RetrievalService } from '../service.ts';
+import type { StreamLocations } from '../stream.ts';
 
 export const RETRIEVAL_RPC_SERVICES = ['platform.retrieval.v1.RetrievalService', 'arrow.flight.protocol.FlightService'];
 

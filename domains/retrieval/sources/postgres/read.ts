@@ -18,7 +18,7 @@ import { lazyModule } from '../lazy.ts';
 import { checkColumns } from '../scan.ts';
 import { type SqlDialect, whereClause } from '../sql-filter.ts';
 import { tlsProblem } from '../tls-trust.ts';
-import type { ReadRequest, Row, Source } from '../types.ts';
+import type { ReadRange, ReadRequest, Row, Source, SplitLimits } from '../types.ts';
 import { lockedColumns, type PgColumn, relationName } from './catalog.ts';
 import type { PgCredentials, PgTarget } from './connection.ts';
 import { type CopyColumn, CopyJsonConverter, type CopyReader, copyBatches, copyKind } from './copy.ts';
@@ -75,6 +75,35 @@ function count(value: number, what: string): number {
   return value;
 }
 
+/**
+ * The rows on heap pages [from, to) (a TID Range Scan since PostgreSQL 14: only those pages are read). The
+ * last slice has no end, so a row added to the table since the read was split is still read.
+ */
+function pageRange({ from, to }: ReadRange): string {
+  const start = `ctid >= '(${count(from, 'range')},0)'::tid`;
+  return to === null ? start : `${start} AND ctid < '(${count(to, 'range')},0)'::tid`;
+}
+
+/**
+ * A table's (or materialized view's) size in heap pages, or null for a relation without its own heap pages
+ * (a view, a foreign or partitioned table), whose rows cannot be sliced by ctid.
+ */
+const PAGES_SQL = `
+  SELECT CASE WHEN c.relkind IN ('r', 'm')
+              THEN pg_relation_size(c.oid) / current_setting('block_size')::bigint END AS pages
+    FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = $1 AND c.relname = $2`;
+
+/** Heap page ranges of about equal size, at most `limits` allow; none when the table is too small to split. */
+export function pageRanges(pages: number, limits: SplitLimits): ReadRange[] {
+  const parts = Math.min(limits.flightEndpointsMax, Math.floor(pages / limits.flightEndpointMinPages));
+  if (parts < 2) return [];
+  return Array.from({ length: parts }, (_, i) => ({
+    from: Math.floor((i * pages) / parts),
+    to: i === parts - 1 ? null : Math.floor(((i + 1) * pages) / parts),
+  }));
+}
+
 /** Where and as whom a dataset's connections go. */
 export interface PgEndpoint {
   readonly target: PgTarget;
@@ -91,7 +120,7 @@ export interface PgEndpoint {
  */
 function selectStatement<C>(
   target: PgTarget,
-  request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit'>,
+  request: Pick<ReadRequest, 'columns' | 'filters' | 'offset' | 'limit' | 'range'>,
   table: readonly PgColumn[],
   convert: (column: PgColumn) => C & { json: boolean; asText?: boolean },
 ): { text: string; columns: C[] } {
@@ -105,7 +134,8 @@ function selectStatement<C>(
     return columns[i]?.json ? `to_json(${name})` : columns[i]?.asText ? `${name}::text` : name;
   });
   let text = `SELECT ${list.join(', ')} FROM ${relationName(target)}`;
-  text += whereClause(PG_DIALECT, request.filters);
+  const where = whereClause(PG_DIALECT, request.filters);
+  text += request.range ? `${where}${where ? ' AND' : ' WHERE'} ${pageRange(request.range)}` : where;
   if (request.limit !== null) text += ` LIMIT ${count(request.limit, 'limit')}`;
   if (request.offset > 0) text += ` OFFSET ${count(request.offset, 'offset')}`;
   return { text, columns };
@@ -280,6 +310,21 @@ export function postgresReads(endpoint: PgEndpoint): Required<Source> {
       }
     },
     readJson,
+    async ranges(request, limits) {
+      const client = await connect(endpoint);
+      try {
+        // The read's own checks first: a role that may not read the table, or a column it lacks, is refused here.
+        await client.query('BEGIN READ ONLY');
+        checkColumns(await lockedColumns(client, target), { ...request, gateColumns: [] });
+        const found = await client.query<{ pages: string | null }>(PAGES_SQL, [target.schema, target.table]);
+        const pages = found.rows[0]?.pages;
+        return pages == null ? [] : pageRanges(Number(pages), limits);
+      } catch (error) {
+        throw classify(error);
+      } finally {
+        await client.end().catch(() => {});
+      }
+    },
     // The schema message first (typed by the locked columns), then record batches.
     async *readArrow(request) {
       const { arrowCopyColumn, CopyArrowConverter } = await pgArrow();

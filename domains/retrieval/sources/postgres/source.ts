@@ -39,6 +39,7 @@ export function postgresSources(secrets: () => SecretReader | undefined): Source
         async *read(request) {
           yield* (await reads()).read(request);
         },
+        ranges: async (request, limits) => (await reads()).ranges(request, limits),
       };
     },
   };
