@@ -21,6 +21,8 @@ export interface FlightGet {
   override_hostname?: string;
   /** Send the ticket as a GetFlightInfo command descriptor and read every endpoint of the answer at once. */
   parallel?: boolean;
+  /** Read each stream as one pyarrow Table (`read_all()`); no detail. */
+  read_all?: boolean;
 }
 
 export interface FlightResult {

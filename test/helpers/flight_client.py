@@ -4,7 +4,10 @@ and the retrieval benchmark run it.
 
 One DoGet per stdin line, as JSON:
     {"location": "grpc+tls://host:port", "ticket": {"job_id", "token"} | "raw text",
-     "detail": false, "stop_after": null, "override_hostname": null, "parallel": false}
+     "detail": false, "stop_after": null, "override_hostname": null, "parallel": false,
+     "read_all": false}
+With "read_all" the stream is read as one pyarrow Table (`read_all()`, what
+a user who wants a table calls) instead of batch by batch.
 With "parallel" the ticket is sent as a command descriptor to GetFlightInfo
 and every endpoint of the answer is read at once, one thread each (their
 rows and batches summed, "endpoints" their count), as a client reading a
@@ -76,6 +79,10 @@ def read_parallel(client: flight.FlightClient, job: dict) -> dict:
 def read(client: flight.FlightClient, job: dict) -> dict:
     started = time.perf_counter()
     reader = client.do_get(ticket_of(job["ticket"]))
+    if job.get("read_all"):
+        table = reader.read_all()
+        seconds = time.perf_counter() - started
+        return {"rows": table.num_rows, "batches": len(table.to_batches()), "bytes": table.nbytes, "seconds": seconds}
     out = {"rows": 0, "batches": 0, "bytes": 0}
     detail = job.get("detail", False)
     if detail:

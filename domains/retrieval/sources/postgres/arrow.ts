@@ -45,6 +45,8 @@ export function arrowCopyColumn(column: PgColumn): ArrowCopyColumn {
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const HEADER_BYTES = SIGNATURE.length + 8;
 const QUOTE = 0x22;
+/** Bytes of the next chunk first joined to a carried tuple's start; grown eightfold while the tuple goes on. */
+const CARRY_STEP = 4096;
 /** PostgreSQL's date and timestamp epoch, 2000-01-01, from Arrow's (1970-01-01): in days and in microseconds. */
 const EPOCH_DAYS = 10_957;
 const EPOCH_MICROS = EPOCH_DAYS * 86_400_000_000;
@@ -118,17 +120,45 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
   }
 
   push(chunk: Buffer): IpcMessage[] {
-    const src = this.#carry ? Buffer.concat([this.#carry, chunk]) : chunk;
-    this.#carry = null;
     const done: IpcMessage[] = [];
-    let p = this.#headerRead ? 0 : this.#header(src);
-    if (p < 0) p = 0;
-    else p = this.#tuples(src, p, done);
-    if (p < src.length && !this.#trailerRead) {
-      if (src.length - p > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
-      this.#carry = Buffer.from(src.subarray(p));
-    }
+    const from = this.#carry ? this.#completeCarry(chunk, done) : 0;
+    if (from < 0) return done;
+    const end = this.#decodeFrom(chunk, from, done);
+    if (end < chunk.length && !this.#trailerRead) this.#keep(chunk.subarray(end));
     return done;
+  }
+
+  /** Decodes src from p on (the header first, until it has been read); returns where its whole tuples end. */
+  #decodeFrom(src: Buffer, p: number, done: IpcMessage[]): number {
+    if (this.#headerRead) return this.#tuples(src, p, done);
+    const start = this.#header(src, p);
+    return start < 0 ? p : this.#tuples(src, start, done);
+  }
+
+  /**
+   * The carried start of a tuple joined with only as much of the chunk as ends it (a chunk is not copied
+   * whole for the few bytes it adds); returns where the rest of the chunk starts, or -1 when the chunk ended
+   * first and all of it is carried.
+   */
+  #completeCarry(chunk: Buffer, done: IpcMessage[]): number {
+    let carry = this.#carry as Buffer;
+    this.#carry = null;
+    for (let take = Math.min(chunk.length, CARRY_STEP); ; take = Math.min(chunk.length, take * 8)) {
+      const head = Buffer.concat([carry, chunk.subarray(0, take)]);
+      const end = this.#decodeFrom(head, 0, done);
+      if (this.#trailerRead || end >= carry.length) return Math.max(end - carry.length, 0);
+      if (take === chunk.length) {
+        this.#keep(head.subarray(end));
+        return -1;
+      }
+      carry = head.subarray(end, carry.length);
+    }
+  }
+
+  /** Keeps the start of a tuple a chunk ended inside (a copy: the chunk's buffer is not held). */
+  #keep(piece: Buffer): void {
+    if (piece.length > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
+    this.#carry = Buffer.from(piece);
   }
 
   /** Decodes the whole tuples from p on, closing each batch that fills into `done`; returns where they end. */
@@ -152,11 +182,11 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
     return this.#rows > 0 ? this.#batch() : null;
   }
 
-  /** Where the tuples start, or -1 while the header is not whole. */
-  #header(src: Buffer): number {
-    if (src.length < HEADER_BYTES) return -1;
-    if (!src.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new Error('not binary COPY data');
-    const start = HEADER_BYTES + int32At(src, SIGNATURE.length + 4);
+  /** Where the tuples start after the header at p, or -1 while the header is not whole. */
+  #header(src: Buffer, p: number): number {
+    if (src.length - p < HEADER_BYTES) return -1;
+    if (!src.subarray(p, p + SIGNATURE.length).equals(SIGNATURE)) throw new Error('not binary COPY data');
+    const start = p + HEADER_BYTES + int32At(src, p + SIGNATURE.length + 4);
     if (src.length < start) return -1;
     this.#headerRead = true;
     return start;
