@@ -7,14 +7,18 @@
  * job ends COMPLETED with every row counted. The descriptor's token is spent
  * by the split, an endpoint's ticket by its read, and a ticket's slice cannot
  * be changed; a read with a limit, or of a view, is one endpoint; the SDK's
- * single-ticket DoGet still reads the whole table.
+ * single-ticket DoGet still reads the whole table. The executable with two
+ * workers serves the split and its endpoints whichever worker each lands on.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { flightGet, startFlightClient } from '../../../../helpers/flight.ts';
 import { startTestGateway } from '../../../../helpers/gateway.ts';
 import { startPostgres } from '../../../../helpers/peers/postgres.ts';
 import { createDataset, createJob, grantViewer } from '../../../../helpers/retrieval.ts';
+import { adminToken, connection, workersScratch } from '../../../../helpers/workers.ts';
 
 const ROWS = 20_000;
 
@@ -109,4 +113,38 @@ test('the split spends the job token, each endpoint ticket is single-use, and a 
   const widened = Buffer.from(JSON.stringify({ ...claims, r: [0, null] })).toString('base64url');
   const tampered = await flight.get({ location, ticket: { job_id: parsed.job_id, token: `${widened}.${signature}` } });
   assert.match(`${tampered.error?.type}: ${tampered.error?.message}`, /^FlightUnauthenticatedError: .*signature/);
+});
+
+test('the executable with two workers splits a read and serves every endpoint, each row once', async (t) => {
+  const pg = await startPostgres(t);
+  await pg.psql(`CREATE TABLE wide (id int, note text);
+    INSERT INTO wide SELECT i, repeat('x', 80) || i FROM generate_series(1, ${ROWS}) i;`);
+  const { dir, serve } = workersScratch(t);
+  const config = join(dir, 'config.json');
+  writeFileSync(config, JSON.stringify({ retrieval: { flightEndpointMinPages: 20 } }));
+  const served = await serve(2, { PLATFORM_CONFIG_FILE: config, PLATFORM_RETRIEVAL_FLIGHT_ENDPOINTS_MAX: '3' });
+  const token = await adminToken(served);
+  const conn = connection(served);
+  t.after(() => conn.close());
+  const properties = { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password };
+  const dataset = await conn.call('POST', '/api/catalog/datasets/', {
+    token,
+    json: { name: 'wide', platform: 'postgres', properties },
+  });
+  assert.equal(dataset.status, 201, dataset.text);
+  const job = await conn.call('POST', '/api/retrieval/jobs', {
+    token,
+    json: { dataset_urn: dataset.json, transport: 'grpc' },
+  });
+  assert.equal(job.status, 201, job.text);
+  const flight = await startFlightClient(t, served.ca);
+  const parallel = await flight.get({ ...flightGet(job.json), parallel: true });
+  assert.equal(parallel.error, undefined, JSON.stringify(parallel.error));
+  assert.equal(parallel.endpoints, 3);
+  assert.deepEqual(
+    ids(parallel.data).sort((a, b) => a - b),
+    Array.from({ length: ROWS }, (_, i) => i + 1),
+  );
+  const status = await conn.call('GET', `/api/retrieval/jobs/${job.json.job_id}`, { token });
+  assert.deepEqual([status.json.status, status.json.progress.rows_processed], ['COMPLETED', ROWS]);
 });
