@@ -246,6 +246,11 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
     meaning: 'largest JSON result answered inline; `auto` streams over SSE beyond it',
   },
   {
+    env: ['PLATFORM_RETRIEVAL_FLIGHT_ENDPOINTS_MAX'],
+    meaning: 'most endpoints an Arrow Flight GetFlightInfo splits a PostgreSQL table read into (parallel reads)',
+    doc: 'docs/retrieval.md',
+  },
+  {
     env: ['PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS', 'PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS'],
     meaning: 'mesh egress wait for the peer on `/api` paths and on `/runtime` paths (504 beyond)',
   },

@@ -5,7 +5,7 @@
  * `(id int, region text, amount int, note text)`:
  *
  * - COPY OUT framing: the server's bytes (a CopyData message per row) in
- *   64 KiB socket reads, to the rows' text, by pg-copy-out.ts against
+ *   64 KiB socket reads, to the rows' text, by postgres/copy-out.ts against
  *   pg-copy-streams' `to()`, over the same fake connection;
  * - batch encoding: a 10 000-row batch of the same column buffers to its
  *   FlightData gRPC message, by ipc.ts (the body copied once into the
@@ -23,7 +23,7 @@ import { to as copyTo } from 'pg-copy-streams';
 import { batchMessage } from '../../domains/retrieval/arrow/ipc.ts';
 import { arrowField, type NamedType } from '../../domains/retrieval/arrow/types.ts';
 import { columnWriter } from '../../domains/retrieval/arrow/writers.ts';
-import { CopyOutStream } from '../../domains/retrieval/sources/pg-copy-out.ts';
+import { CopyOutStream } from '../../domains/retrieval/sources/postgres/copy-out.ts';
 import { connectEncodedBatch } from '../../test/helpers/flight-frames.ts';
 
 const [rows = 200_000, reps = 15] = process.argv.slice(2).map(Number);

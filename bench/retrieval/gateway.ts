@@ -5,12 +5,13 @@
  * of the benchmark registered as datasets; and the process's CPU seconds
  * and RSS from /proc.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
 import type { PostgresPeer } from '../../test/helpers/peers/postgres.ts';
 
@@ -118,6 +119,14 @@ export async function fillTable(pg: PostgresPeer, table: string, n: number): Pro
       `1000, 'row-' || i FROM generate_series(1, ${n}) i;`,
   );
   await pg.psql(`VACUUM ANALYZE ${table}`);
+}
+
+/** `psql -c <query> -o /dev/null` against `pg`: the reference reader, COPY to nowhere. */
+export function psqlToNowhere(pg: PostgresPeer, query: string): Promise<unknown> {
+  const connection = ['-h', pg.host, '-p', String(pg.port), '-U', pg.user, '-d', pg.database];
+  return promisify(execFile)(join(pg.binDir, 'psql'), [...connection, '-c', query, '-o', '/dev/null'], {
+    env: { ...process.env, PGPASSWORD: pg.password },
+  });
 }
 
 export function rssMb(pid: number): number {

@@ -11,14 +11,19 @@
  *
  *   BENCH_BASELINE=/path/bin/meshgate npx tsx bench/retrieval/pair.ts [rows=3000000] [reps=4]
  */
-import { execFile } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
 import { startGrpcioClient } from '../../test/helpers/grpcio.ts';
 import { startPostgres } from '../../test/helpers/peers/postgres.ts';
-import { type BenchGateway, type Cleanups, cpuSeconds, fillTable, startBenchGateway, timed } from './gateway.ts';
+import {
+  type BenchGateway,
+  type Cleanups,
+  cpuSeconds,
+  fillTable,
+  psqlToNowhere,
+  startBenchGateway,
+  timed,
+} from './gateway.ts';
 
 const [rows = 3_000_000, reps = 4] = process.argv.slice(2).map(Number);
 const baseline = process.env.BENCH_BASELINE;
@@ -68,25 +73,7 @@ async function stream(s: Side, protocol: 'arrow-flight' | 'platform.retrieval.v1
 async function main(): Promise<void> {
   const pg = await startPostgres(after, { settings: { shared_buffers: '256MB' } });
   await fillTable(pg, 'bench', rows);
-  const copy = () =>
-    promisify(execFile)(
-      join(pg.binDir, 'psql'),
-      [
-        '-h',
-        pg.host,
-        '-p',
-        String(pg.port),
-        '-U',
-        pg.user,
-        '-d',
-        pg.database,
-        '-c',
-        'COPY bench TO STDOUT',
-        '-o',
-        '/dev/null',
-      ],
-      { env: { ...process.env, PGPASSWORD: pg.password } },
-    );
+  const copy = () => psqlToNowhere(pg, 'COPY bench TO STDOUT');
   const sides = [
     await side('before', await startBenchGateway(cleanups, pg, baseline)),
     await side('after', await startBenchGateway(cleanups, pg)),

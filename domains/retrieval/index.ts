@@ -22,15 +22,16 @@ import { retrievalRoutes } from './routes.ts';
 import { ActiveRuns } from './runs.ts';
 import { RetrievalService } from './service.ts';
 import { sharedRuns } from './shared.ts';
-import { filesystemSources } from './sources/filesystem.ts';
-import { hiveSources } from './sources/hive.ts';
-import { kafkaSources } from './sources/kafka.ts';
-import { postgresSources } from './sources/postgres.ts';
-import { s3Sources } from './sources/s3.ts';
-import { slackSources } from './sources/slack.ts';
+import { filesystemSources } from './sources/filesystem/source.ts';
+import { hiveSources } from './sources/hive/source.ts';
+import { kafkaSources } from './sources/kafka/source.ts';
+import { postgresSources } from './sources/postgres/source.ts';
+import { s3Sources } from './sources/s3/source.ts';
+import { slackSources } from './sources/slack/source.ts';
 import { createJobStore } from './store.ts';
 import { StreamTokens } from './tokens.ts';
-import { retrievalRpc } from './transports/rpc.ts';
+import { collectInline } from './transports/inline.ts';
+import { retrievalRpc, STREAM_LOCATIONS } from './transports/rpc.ts';
 
 /** Enabled and not deleted; looked up afresh (UserDirectory catches the change feed up first). */
 function activeUsers(users: UserDirectory): (userId: string) => boolean {
@@ -83,6 +84,8 @@ export const retrievalModule: HandlerModule = {
       logger: deps.logger,
       observe: observeRuns(deps.metrics, deps.tracing),
       origin: () => deps.runtime.origin(),
+      locations: STREAM_LOCATIONS,
+      inline: collectInline,
     });
     deps.services.provide(RECORD_GATE_CATALOG, recordGateCatalog);
     const nodeForwarder = createNodeForwarder({

@@ -10,7 +10,7 @@ import { type GateRunner, runnerFor } from './gates/runner.ts';
 import type { GateBinding } from './gates/types.ts';
 import { type ReadPlan, sourceColumns } from './pipeline.ts';
 import { readerOptions } from './sources/reader-options.ts';
-import type { Source, SourceFactory, SourceInput } from './sources/types.ts';
+import type { ReadRange, Source, SourceFactory, SourceInput } from './sources/types.ts';
 import type { DatasetBlock, StoredRequest } from './wire.ts';
 
 /** What retrieval needs of a catalog dataset. */
@@ -90,6 +90,8 @@ export interface PlanInputs {
   readonly principal: Principal;
   readonly signal: AbortSignal;
   readonly onViolation: (problem: string) => void;
+  /** An Arrow Flight endpoint's slice of the read; absent = all of it. */
+  readonly range?: ReadRange | null;
 }
 
 export function readPlan(inputs: PlanInputs): ReadPlan {
@@ -106,6 +108,7 @@ export function readPlan(inputs: PlanInputs): ReadPlan {
       offset: request.offset,
       limit: request.limit_rows,
       batchSize: request.batch_size,
+      ...(inputs.range ? { range: inputs.range } : {}),
       signal: inputs.signal,
     },
   };

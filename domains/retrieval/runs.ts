@@ -19,6 +19,8 @@ interface Live {
   controllers: Map<AbortController, string>;
   progress: Progress;
   flushedAt: number;
+  /** The first failure among the job's streams: reads of one job at once (Flight endpoints) end as one outcome. */
+  failure: string | null;
 }
 
 export class ActiveRuns {
@@ -30,17 +32,19 @@ export class ActiveRuns {
     private readonly now: () => Date,
   ) {}
 
-  /** Registers a stream of the job read by `readerId`; aborted by cancel(), stopReaders() or end(). */
+  /**
+   * Registers a stream of the job read by `readerId`; aborted by cancel(), stopReaders() or end(). The first
+   * of streams read at once starts the job's progress from zero; the others add to it.
+   */
   begin(jobId: string, readerId: string): AbortController {
     const controller = new AbortController();
     let live = this.#live.get(jobId);
     if (!live) {
-      live = { controllers: new Map(), progress: { rows: 0, bytes: 0, chunks: 0 }, flushedAt: 0 };
+      live = { controllers: new Map(), progress: { rows: 0, bytes: 0, chunks: 0 }, flushedAt: 0, failure: null };
       this.#live.set(jobId, live);
+      this.#write(jobId, { status: 'RUNNING', rows: 0, bytes: 0, chunks: 0, error: null });
     }
     live.controllers.set(controller, readerId);
-    this.#write(jobId, { status: 'RUNNING', rows: 0, bytes: 0, chunks: 0, error: null });
-    live.progress = { rows: 0, bytes: 0, chunks: 0 };
     return controller;
   }
 
@@ -57,7 +61,10 @@ export class ActiveRuns {
     }
   }
 
-  /** Ends one stream: final progress and status (unless the job was canceled meanwhile). */
+  /**
+   * Ends one stream: its progress, and once the job's last open stream ends, its status (unless the job was
+   * canceled meanwhile): FAILED with the first failure of any of them, else COMPLETED.
+   */
   end(
     jobId: string,
     controller: AbortController,
@@ -68,10 +75,13 @@ export class ActiveRuns {
     controller.abort();
     if (!live) return;
     live.controllers.delete(controller);
+    if (outcome.status === 'FAILED') live.failure ??= outcome.error;
     const changes: JobChanges = { ...live.progress };
-    if (!canceled) Object.assign(changes, outcome);
+    const last = live.controllers.size === 0;
+    if (last && !canceled)
+      Object.assign(changes, live.failure === null ? outcome : { status: 'FAILED', error: live.failure });
     this.#write(jobId, changes);
-    if (live.controllers.size === 0) this.#live.delete(jobId);
+    if (last) this.#live.delete(jobId);
   }
 
   cancel(jobId: string): void {

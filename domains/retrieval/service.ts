@@ -4,17 +4,20 @@
  * A caller needs viewer or higher on the dataset (else 404, the catalog's
  * rule); a job belongs to its creator (native administrators see all).
  * `auto` answers inline when the whole result serializes under the inline
- * threshold, else resolves to SSE. Transport-free: takes a Principal.
+ * threshold, else resolves to SSE. Transport-free: takes a Principal, and
+ * each transport hands it what is its own (transports/rpc.ts): how a
+ * token-read transport encodes a job's read (StreamReader), where a
+ * token's stream is read (StreamLocations), and how a small result is
+ * answered inline.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { NO_SPAN, type Span } from '../../gateway/observability/tracing.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
-import type { IpcMessage } from './arrow/ipc.ts';
 import type { RetrievalNodes } from './cluster.ts';
 import { RetrievalErrors } from './errors.ts';
 import type { RunObserver, RunTransport } from './metrics.ts';
-import { type Chunk, chunksOf, emptySummary, type ReadPlan, readAhead, type StreamSummary } from './pipeline.ts';
+import { chunksOf, emptySummary, readAhead } from './pipeline.ts';
 import {
   type DatasetReader,
   type DatasetRecord,
@@ -26,11 +29,17 @@ import {
 } from './plan.ts';
 import type { ActiveRuns } from './runs.ts';
 import type { SharedRuns } from './shared.ts';
-import { lazyModule } from './sources/lazy.ts';
-import type { Source } from './sources/types.ts';
+import type { ReadRange, Source } from './sources/types.ts';
 import type { JobRow, JobStore } from './store.ts';
+import {
+  type InlineCollector,
+  type JobStream,
+  JSON_CHUNKS,
+  type StreamEncoder,
+  type StreamLocations,
+  type StreamReader,
+} from './stream.ts';
 import type { StreamProtocol, StreamTokens } from './tokens.ts';
-import { collectInline } from './transports/inline.ts';
 import {
   type CreateBody,
   type GrpcBlock,
@@ -43,6 +52,9 @@ import {
 export interface RetrievalSettings {
   readonly inlineThresholdBytes: number;
   readonly batchSize: number;
+  /** Most endpoints a Flight read is split into (GetFlightInfo), and the least table pages each is given. */
+  readonly flightEndpointsMax: number;
+  readonly flightEndpointMinPages: number;
 }
 
 export interface RetrievalDeps {
@@ -61,18 +73,10 @@ export interface RetrievalDeps {
   readonly observe: RunObserver;
   /** `https://host:port` of the TLS listener, where both gRPC services are served. */
   readonly origin: () => string;
-}
-
-/** Arrow, loaded with the first Flight stream rather than at start (transports/rpc.ts). */
-const arrowStream = lazyModule('Arrow', () => import('./arrow/stream.ts'));
-
-/** One open stream of a job. The transport drains `chunks`, then calls finish() exactly once. */
-export interface JobStream<T = Chunk> {
-  readonly job: JobRow;
-  readonly chunks: AsyncGenerator<T>;
-  readonly summary: StreamSummary;
-  readonly signal: AbortSignal;
-  finish(error?: unknown): void;
+  /** Where each token protocol's stream is read, from the host serving it (transports/rpc.ts). */
+  readonly locations: StreamLocations;
+  /** The inline answer of a job, or null when its JSON would pass the threshold (transports/inline.ts). */
+  readonly inline: InlineCollector;
 }
 
 /** A job answered inline is complete at creation, its counts known; any other starts PENDING at zero. */
@@ -152,25 +156,42 @@ export class RetrievalService {
 
   /** Opens the job's stream for its owner (SSE; any transport, an inline job replays as chunks). */
   stream(principal: Principal, id: string, parent: Span = NO_SPAN): Promise<JobStream> {
-    return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent });
+    return this.#open(principal, this.#owned(principal, id), { transport: 'sse', parent }, JSON_CHUNKS);
   }
 
-  /** Opens the platform.retrieval.v1 stream for a token: the token names the job and its caller. */
-  grpcStream(jobId: string, token: string): Promise<JobStream> {
-    const row = this.#tokenJob(jobId, this.deps.tokens.verify(token, jobId, 'platform.retrieval.v1'));
-    return this.#open(row.principal as unknown as Principal, row, { transport: 'grpc', parent: NO_SPAN });
+  /** Opens a job's stream (or an Arrow Flight endpoint's slice of it) for a stream token naming the job and caller. */
+  async tokenStream<T>(jobId: string, token: string, reader: StreamReader<T>): Promise<JobStream<T>> {
+    const encoder = await reader.encoder();
+    const { tokens } = this.deps;
+    const grant = reader.singleUse
+      ? tokens.claim(token, jobId, reader.protocol)
+      : { userId: tokens.verify(token, jobId, reader.protocol), range: null };
+    const row = this.#tokenJob(jobId, grant.userId);
+    const by = { transport: reader.transport, parent: NO_SPAN, range: grant.range };
+    return this.#open(row.principal as unknown as Principal, row, by, encoder);
   }
 
-  /** Opens the Arrow Flight stream of a DoGet ticket's job, spending the ticket's single-use token. */
-  async flightStream(jobId: string, token: string): Promise<JobStream<IpcMessage>> {
-    // Loaded before the single-use token is spent: a library that fails to load leaves it for the next try.
-    const { arrowMessages } = await arrowStream();
-    const row = this.#tokenJob(jobId, this.deps.tokens.claim(token, jobId, 'arrow-flight'));
-    const by = { transport: 'flight', parent: NO_SPAN } as const;
-    return this.#open(row.principal as unknown as Principal, row, by, arrowMessages, (m) => [
-      m.rowCount,
-      m.frame.length,
-    ]);
+  /**
+   * An Arrow Flight read split for parallel reading (GetFlightInfo): the job's single-use token is spent for
+   * one fresh single-use token per slice of the read (each bound to its slice), and where to read them. A read
+   * with a limit or an offset, or from a source that cannot slice its table, is one slice: all of it.
+   */
+  async flightEndpoints(jobId: string, token: string): Promise<{ tokens: string[]; locations: string[] }> {
+    const { tokens, settings } = this.deps;
+    const row = this.#tokenJob(jobId, tokens.claim(token, jobId, 'arrow-flight').userId);
+    const principal = row.principal as unknown as Principal;
+    const { request, source } = await this.#readable(principal, row);
+    let ranges: (ReadRange | null)[] = [null];
+    if (source.ranges && request.limit_rows === null && request.offset === 0) {
+      const split = await source.ranges({ columns: request.columns, filters: request.filters }, settings);
+      if (split.length > 1) ranges = split;
+    }
+    const node = this.deps.nodes.streamNode(request);
+    const { host } = new URL(node?.url ?? this.deps.origin());
+    return {
+      tokens: ranges.map((range) => tokens.issue(row.id, row.ownerId, 'arrow-flight', range).token),
+      locations: this.deps.locations['arrow-flight'](host).endpoints.map((e) => e.location),
+    };
   }
 
   #tokenJob(jobId: string, userId: string): JobRow {
@@ -229,7 +250,7 @@ export class RetrievalService {
         read.rows += c.rowCount;
         read.bytes += c.data.length;
       });
-      const inline = await collectInline(chunks, summary, this.deps.settings.inlineThresholdBytes);
+      const inline = await this.deps.inline(chunks, summary, this.deps.settings.inlineThresholdBytes);
       // Counted as sent only when answered inline: past the threshold the job streams, and counts then.
       if (inline) run.chunk(read.rows, read.bytes);
       return inline;
@@ -242,21 +263,8 @@ export class RetrievalService {
     }
   }
 
-  #open(principal: Principal, job: JobRow, by: Opener): Promise<JobStream>;
-  #open<T>(
-    principal: Principal,
-    job: JobRow,
-    by: Opener,
-    encode: Encoder<T>,
-    size: (item: T) => [rows: number, bytes: number],
-  ): Promise<JobStream<T>>;
-  async #open<T>(
-    principal: Principal,
-    job: JobRow,
-    by: Opener,
-    encode: Encoder<T> = chunksOf as unknown as Encoder<T>,
-    size: (item: T) => [number, number] = (c) => [(c as Chunk).rowCount, (c as Chunk).data.length],
-  ): Promise<JobStream<T>> {
+  /** The job's dataset (still usable by its caller), stored request and source, when it may be read here. */
+  async #readable(principal: Principal, job: JobRow) {
     if (job.status === 'CANCELED') throw RetrievalErrors.make.retrieval_job_canceled({ job_id: job.id });
     const dataset = this.deps.datasets.forUse(principal, job.datasetUrn);
     const request = job.request as unknown as StoredRequest;
@@ -267,6 +275,11 @@ export class RetrievalService {
     const source = await factory.create(
       sourceInput(factory, dataset, request, await this.deps.shared.override(job.id), `meshgate-retrieval:${job.id}`),
     );
+    return { dataset, request, source };
+  }
+
+  async #open<T>(principal: Principal, job: JobRow, by: Opener, encoder: StreamEncoder<T>): Promise<JobStream<T>> {
+    const { dataset, request, source } = await this.#readable(principal, job);
     const { runs } = this.deps;
     const controller = runs.begin(job.id, principal.userId);
     const summary = emptySummary(gateBindingOf(dataset) !== null);
@@ -277,10 +290,11 @@ export class RetrievalService {
       principal,
       signal: controller.signal,
       onViolation: (p) => this.#violation(job.id, p),
+      range: by.range,
     });
     const run = this.deps.observe(dataset.platform, by.transport, by.parent, job.id);
-    const chunks = counted(readAhead(encode(plan, request.columns, summary)), (c) => {
-      const [rows, bytes] = size(c);
+    const chunks = counted(readAhead(encoder.encode(plan, request.columns, summary)), (c) => {
+      const [rows, bytes] = encoder.size(c);
       runs.advance(job.id, rows, bytes);
       run.chunk(rows, bytes);
     });
@@ -328,26 +342,7 @@ export class RetrievalService {
     // A job bound to the node holding its credential override is streamed there.
     const node = this.deps.nodes.streamNode(row.request as unknown as StoredRequest);
     const { host } = new URL(node?.url ?? this.deps.origin());
-    const expires_at = expiresAt.toISOString();
-    if (protocol === 'arrow-flight') {
-      // Flight locations are URIs of the gRPC transport (Flight.proto `Location`): grpc+tls is gRPC over TLS.
-      return {
-        endpoints: [{ location: `grpc+tls://${host}` }],
-        token,
-        expires_at,
-        protocol,
-        service: 'arrow.flight.protocol.FlightService',
-      };
-    }
-    const endpoint = `grpcs://${host}`;
-    return {
-      endpoint,
-      endpoints: [{ location: endpoint }],
-      token,
-      expires_at,
-      protocol,
-      service: 'platform.retrieval.v1.RetrievalService',
-    };
+    return { ...this.deps.locations[protocol](host), token, expires_at: expiresAt.toISOString(), protocol };
   }
 }
 
@@ -357,14 +352,12 @@ interface InlineJob {
   readonly parent: Span;
 }
 
-/** Who opens a stream: the transport it goes out on, and the span it runs under. */
+/** Who opens a stream: the transport it goes out on, the span it runs under, and the slice of the read it is for. */
 interface Opener {
   readonly transport: RunTransport;
   readonly parent: Span;
+  readonly range?: ReadRange | null;
 }
-
-/** Turns a job's read plan into the items a transport sends (JSON chunks, Arrow messages). */
-type Encoder<T> = (plan: ReadPlan, columns: readonly string[] | null, summary: StreamSummary) => AsyncGenerator<T>;
 
 async function* counted<T>(chunks: AsyncGenerator<T>, onChunk: (chunk: T) => void): AsyncGenerator<T> {
   for await (const chunk of chunks) {

@@ -13,6 +13,7 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { RetrievalErrors } from './errors.ts';
+import type { ReadRange } from './sources/types.ts';
 
 export type StreamProtocol = 'arrow-flight' | 'platform.retrieval.v1';
 
@@ -22,6 +23,14 @@ interface Claims {
   p: StreamProtocol;
   e: number;
   n: string;
+  /** An Arrow Flight endpoint's slice of the read (`[from, to]`); absent = the whole read. */
+  r?: [number, number | null];
+}
+
+/** What a spent single-use token grants: its user, and the slice of the read it is for (null = all of it). */
+export interface StreamGrant {
+  readonly userId: string;
+  readonly range: ReadRange | null;
 }
 
 /** The key (shared.ts) and where single-use nonces are spent (the database every process shares: cluster.ts). */
@@ -40,7 +49,12 @@ export class StreamTokens {
     private readonly userActive: (userId: string) => boolean,
   ) {}
 
-  issue(jobId: string, userId: string, protocol: StreamProtocol): { token: string; expiresAt: Date } {
+  issue(
+    jobId: string,
+    userId: string,
+    protocol: StreamProtocol,
+    range: ReadRange | null = null,
+  ): { token: string; expiresAt: Date } {
     const expiresAt = new Date(this.now().getTime() + this.ttlSeconds * 1000);
     const claims: Claims = {
       j: jobId,
@@ -48,6 +62,7 @@ export class StreamTokens {
       p: protocol,
       e: Math.floor(expiresAt.getTime() / 1000),
       n: randomBytes(12).toString('base64url'),
+      ...(range ? { r: [range.from, range.to] as [number, number | null] } : {}),
     };
     const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
     return { token: `${body}.${this.#sign(body)}`, expiresAt };
@@ -59,11 +74,11 @@ export class StreamTokens {
   }
 
   /** verify() for a single-use token, which it spends: the same token is refused from then on, in every process. */
-  claim(token: string, jobId: string, protocol: StreamProtocol): string {
+  claim(token: string, jobId: string, protocol: StreamProtocol): StreamGrant {
     const claims = this.#claims(token, jobId, protocol);
     if (!this.ledger.spend(claims.n, claims.e))
       throw RetrievalErrors.make.grpc_token_invalid({ problem: 'already_used' });
-    return claims.u;
+    return { userId: claims.u, range: claims.r ? { from: claims.r[0], to: claims.r[1] } : null };
   }
 
   #claims(token: string, jobId: string, protocol: StreamProtocol): Claims {

@@ -65,14 +65,18 @@ export interface InlineBlock {
   metadata: Record<string, unknown>;
 }
 
-export interface GrpcBlock {
+/** Where a job's token stream is read: the part of its `grpc` block its transport decides. */
+export interface GrpcLocation {
   /** platform.retrieval.v1 only: `grpcs://host:port` (Arrow Flight clients read `endpoints`). */
   endpoint?: string;
   endpoints: { location: string }[];
+  service: 'platform.retrieval.v1.RetrievalService' | 'arrow.flight.protocol.FlightService';
+}
+
+export interface GrpcBlock extends GrpcLocation {
   token: string;
   expires_at: string;
   protocol: StreamProtocol;
-  service: 'platform.retrieval.v1.RetrievalService' | 'arrow.flight.protocol.FlightService';
 }
 
 export interface Progress {

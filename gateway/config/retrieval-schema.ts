@@ -46,6 +46,17 @@ export const retrievalSettings = z
       .max(3600)
       .default(300)
       .describe("Lifetime of the gRPC stream token in a job's `grpc` block."),
+    flightEndpointsMax: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(4)
+      .describe(
+        'Most endpoints an Arrow Flight GetFlightInfo splits a PostgreSQL table read into, ' +
+          'for a client to read them in parallel over as many server backends.',
+      ),
+    flightEndpointMinPages: z.number().int().min(1).default(1024).describe('Least table pages an endpoint is given.'),
     endpointHosts: z
       .strictObject({
         s3: z

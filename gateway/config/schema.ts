@@ -325,6 +325,7 @@ export const ENV_NAMES: Readonly<
   PLATFORM_RETRIEVAL_FS_ROOTS: { path: ['retrieval', 'fsRoots'], kind: 'csv' },
   PLATFORM_RETRIEVAL_INLINE_THRESHOLD_BYTES: { path: ['retrieval', 'inlineThresholdBytes'], kind: 'number' },
   PLATFORM_RETRIEVAL_S3_ENDPOINT_HOSTS: { path: ['retrieval', 'endpointHosts', 's3'], kind: 'csv' },
+  PLATFORM_RETRIEVAL_FLIGHT_ENDPOINTS_MAX: { path: ['retrieval', 'flightEndpointsMax'], kind: 'number' },
   PLATFORM_MESH_PROXY_READ_TIMEOUT_SECONDS: { path: ['mesh', 'proxyReadTimeoutSeconds'], kind: 'number' },
   PLATFORM_MESH_PROXY_RUNTIME_READ_TIMEOUT_SECONDS: { path: ['mesh', 'runtimeReadTimeoutSeconds'], kind: 'number' },
   PLATFORM_MESH_SIGNATURE_TTL_SECONDS: { path: ['mesh', 'signatureTtlSeconds'], kind: 'number' },

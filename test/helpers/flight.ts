@@ -19,6 +19,10 @@ export interface FlightGet {
   stop_after?: number;
   /** The TLS name to verify when `location` names an address instead. */
   override_hostname?: string;
+  /** Send the ticket as a GetFlightInfo command descriptor and read every endpoint of the answer at once. */
+  parallel?: boolean;
+  /** Read each stream as one pyarrow Table (`read_all()`); no detail. */
+  read_all?: boolean;
 }
 
 export interface FlightResult {
@@ -29,6 +33,11 @@ export interface FlightResult {
   schema?: [string, string][];
   data?: Row[];
   metadata?: any[];
+  /** With `parallel`: how many endpoints were read, and each one's location URIs. */
+  endpoints?: number;
+  locations?: string[][];
+  /** With `parallel`: each endpoint's ticket, as sent. */
+  tickets?: string[];
   /** A failed call: pyarrow's exception class (FlightUnauthenticatedError, ArrowInvalid, …) and message. */
   error?: { type: string; message: string };
 }

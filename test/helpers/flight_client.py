@@ -4,7 +4,14 @@ and the retrieval benchmark run it.
 
 One DoGet per stdin line, as JSON:
     {"location": "grpc+tls://host:port", "ticket": {"job_id", "token"} | "raw text",
-     "detail": false, "stop_after": null, "override_hostname": null}
+     "detail": false, "stop_after": null, "override_hostname": null, "parallel": false,
+     "read_all": false}
+With "read_all" the stream is read as one pyarrow Table (`read_all()`, what
+a user who wants a table calls) instead of batch by batch.
+With "parallel" the ticket is sent as a command descriptor to GetFlightInfo
+and every endpoint of the answer is read at once, one thread each (their
+rows and batches summed, "endpoints" their count), as a client reading a
+partitioned flight does.
 One JSON line out per call: {"rows", "batches", "bytes", "seconds"} (seconds:
 from the call to the end of the stream), with "schema" ([name, type] pairs),
 "data" (the rows, values in JSON: dates and times ISO 8601, decimals as text,
@@ -22,6 +29,7 @@ import decimal
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.flight as flight
 
@@ -46,9 +54,35 @@ def ticket_of(spec) -> flight.Ticket:
     return flight.Ticket(raw.encode())
 
 
+def read_parallel(client: flight.FlightClient, job: dict) -> dict:
+    started = time.perf_counter()
+    raw = job["ticket"] if isinstance(job["ticket"], str) else json.dumps(job["ticket"])
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(raw.encode()))
+    endpoints = list(info.endpoints)
+    with ThreadPoolExecutor(max_workers=len(endpoints)) as pool:
+        parts = list(pool.map(lambda e: read(client, {**job, "ticket": e.ticket.ticket.decode()}), endpoints))
+    for part in parts:
+        if "error" in part:
+            return part
+    out = {"rows": 0, "batches": 0, "bytes": 0, "endpoints": len(endpoints)}
+    for key in ("rows", "batches", "bytes"):
+        out[key] = sum(part[key] for part in parts)
+    if job.get("detail", False):
+        out.update(schema=parts[0]["schema"], data=[r for p in parts for r in p["data"]])
+        out["metadata"] = [m for p in parts for m in p["metadata"]]
+    out["locations"] = [[loc.uri.decode() for loc in e.locations] for e in endpoints]
+    out["tickets"] = [e.ticket.ticket.decode() for e in endpoints]
+    out["seconds"] = time.perf_counter() - started
+    return out
+
+
 def read(client: flight.FlightClient, job: dict) -> dict:
     started = time.perf_counter()
     reader = client.do_get(ticket_of(job["ticket"]))
+    if job.get("read_all"):
+        table = reader.read_all()
+        seconds = time.perf_counter() - started
+        return {"rows": table.num_rows, "batches": len(table.to_batches()), "bytes": table.nbytes, "seconds": seconds}
     out = {"rows": 0, "batches": 0, "bytes": 0}
     detail = job.get("detail", False)
     if detail:
@@ -85,7 +119,7 @@ def main() -> None:
             if (location, name) not in clients:
                 options = {"override_hostname": name} if name else {}
                 clients[(location, name)] = flight.connect(location, tls_root_certs=roots, **options)
-            answer = read(clients[(location, name)], job)
+            answer = (read_parallel if job.get("parallel") else read)(clients[(location, name)], job)
         except Exception as exc:  # the test reads the class: the Flight status a client sees
             answer = {"error": {"type": type(exc).__name__, "message": str(exc)}}
         print(json.dumps(answer, default=plain), flush=True)

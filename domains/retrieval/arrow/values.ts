@@ -3,8 +3,10 @@
  * not fit the column's type (the value is then sent as null: a column's
  * type is fixed by the stream's first message, docs/retrieval.md "Arrow
  * Flight"). Sources give numbers, bigints, booleans, Dates and text
- * (PostgreSQL's to_json text, Hive's strings), so each takes those forms.
+ * (PostgreSQL's to_json text, Hive's strings), so each takes those forms,
+ * and a number kept as its text to hold all its digits (exact-json.ts).
  */
+import { numberText } from '../exact-json.ts';
 
 const INTEGER = /^[+-]?\d+$/;
 const DECIMAL = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/;
@@ -15,7 +17,8 @@ const MS_PER_DAY = 86_400_000;
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
 
-export function toBigInt64(value: unknown): bigint | null {
+export function toBigInt64(given: unknown): bigint | null {
+  const value = numberText(given);
   let big: bigint | null = null;
   if (typeof value === 'bigint') big = value;
   else if (typeof value === 'number' && Number.isSafeInteger(value)) big = BigInt(value);
@@ -32,7 +35,8 @@ export function toSmallInt(value: unknown, bits: number): number | null {
   return n >= -limit && n < limit ? n : null;
 }
 
-export function toFloat(value: unknown): number | null {
+export function toFloat(given: unknown): number | null {
+  const value = numberText(given);
   if (typeof value === 'number') return value;
   if (typeof value === 'bigint') return Number(value);
   if (typeof value !== 'string' || value.trim() === '') return null;
@@ -65,6 +69,12 @@ function offsetMicros(zone: string | undefined): bigint {
   return sign * BigInt(seconds) * 1_000_000n;
 }
 
+/** Milliseconds since the epoch of a UTC calendar day; Date.UTC alone reads years 0-99 as 1900-1999. */
+export function utcDay(year: number, month: number, day: number): number {
+  const ms = Date.UTC(year, month - 1, day);
+  return year < 100 ? new Date(ms).setUTCFullYear(year) : ms;
+}
+
 /** Microseconds since the epoch, UTC (a text value with an offset is shifted to UTC; one without is taken as is). */
 export function toMicros(value: unknown): bigint | null {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : BigInt(value.getTime()) * 1000n;
@@ -73,13 +83,14 @@ export function toMicros(value: unknown): bigint | null {
   const m = TIMESTAMP.exec(value.trim());
   if (!m) return null;
   const [, y, mo, d, h = '0', mi = '0', s = '0', fraction = '', zone] = m;
-  const ms = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
+  const ms = utcDay(Number(y), Number(mo), Number(d)) + ((Number(h) * 60 + Number(mi)) * 60 + Number(s)) * 1000;
   if (Number.isNaN(ms)) return null;
   return BigInt(ms) * 1000n + BigInt(fraction.padEnd(6, '0').slice(0, 6)) - offsetMicros(zone);
 }
 
 /** The unscaled integer of a decimal at `scale` (rounded half away from zero), or null past `precision` digits. */
-export function toUnscaled(value: unknown, precision: number, scale: number): bigint | null {
+export function toUnscaled(given: unknown, precision: number, scale: number): bigint | null {
+  const value = numberText(given);
   const text =
     typeof value === 'number'
       ? Number.isFinite(value)

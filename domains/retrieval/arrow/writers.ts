@@ -165,6 +165,15 @@ export class WideWriter extends Writer {
     this.valid.push(n !== null);
   }
 
+  /** A 64-bit value as its two 32-bit words (`low` unsigned, `high` signed): as a binary COPY sends it, swapped. */
+  pushWords(low: number, high: number): void {
+    const at = this.#room(false);
+    this.#words[at] = low;
+    this.#words[at + 1] = high;
+    for (let w = 2; w < this.#width; w++) this.#words[at + w] = high < 0 ? -1 : 0;
+    this.valid.push(true);
+  }
+
   /** Where the next value's words go, zeroed for a null (a value writes every word). */
   #room(isNull: boolean): number {
     const at = this.valid.length * this.#width;

@@ -5,8 +5,7 @@
  * a JSON filter `{"year": 2024}` matches the CSV cell "2024".
  */
 import { RetrievalErrors } from '../errors.ts';
-import type { FileFormat } from './fs-formats.ts';
-import type { FilterValue, ReadRequest, Row, SchemaField } from './types.ts';
+import type { FilterValue, ReadRequest, Row } from './types.ts';
 
 function sameValue(cell: unknown, wanted: string | number | boolean | null): boolean {
   if (wanted === null) return cell === null || cell === undefined;
@@ -76,20 +75,7 @@ export function jsonSafe(value: unknown): unknown {
   return value;
 }
 
-/**
- * Files and objects: a JSON-lines file is schemaless (a key absent from a
- * row reads as null), and a file without rows (a CSV of a header only) has
- * nothing to project; anything else is checked against its schema.
- */
-export function checkFileColumns<R extends ColumnRequest>(
-  fields: readonly SchemaField[],
-  format: FileFormat,
-  request: R,
-): R {
-  return format !== 'jsonl' && fields.length > 0 ? checkColumns(fields, request) : request;
-}
-
-type ColumnRequest = Pick<ReadRequest, 'columns' | 'filters' | 'gateColumns'>;
+export type ColumnRequest = Pick<ReadRequest, 'columns' | 'filters' | 'gateColumns'>;
 
 /**
  * The request as the source reads it: every column and filter key the

@@ -7,7 +7,7 @@
  */
 import { X509Certificate } from 'node:crypto';
 import { RetrievalErrors } from '../errors.ts';
-import { revealed, type SecretReader } from './pg-connection.ts';
+import { revealed, type SecretReader } from './credentials.ts';
 
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
 

@@ -24,6 +24,22 @@ export interface JsonRows {
 /** A filter value: a scalar means equality, a list means IN (the filter form public clients send). */
 export type FilterValue = string | number | boolean | null | readonly (string | number | boolean | null)[];
 
+/**
+ * One slice of a read split for reading in parallel (an Arrow Flight
+ * endpoint each): a range of a position the source defines (PostgreSQL: heap
+ * pages), `to` excluded; null = to the end, so rows added since the split are read.
+ */
+export interface ReadRange {
+  readonly from: number;
+  readonly to: number | null;
+}
+
+/** How far a read may be split: at most `flightEndpointsMax` slices, each of at least `flightEndpointMinPages`. */
+export interface SplitLimits {
+  readonly flightEndpointsMax: number;
+  readonly flightEndpointMinPages: number;
+}
+
 export interface ReadRequest {
   /** Columns to return, in this order; null = every column. */
   readonly columns: readonly string[] | null;
@@ -42,6 +58,8 @@ export interface ReadRequest {
   readonly limit: number | null;
   /** Rows per yielded batch (a source may yield fewer, never more). */
   readonly batchSize: number;
+  /** Only the rows in this slice (`ranges()`); absent = all. */
+  readonly range?: ReadRange;
   readonly signal: AbortSignal;
 }
 
@@ -69,6 +87,13 @@ export interface Source {
    * without row objects (Postgres): an ungated Arrow Flight stream sends them.
    */
   readArrow?(request: ReadRequest): AsyncIterable<IpcMessage>;
+  /**
+   * Optional: the read split into at most `limits` ranges that together hold
+   * every row, one per parallel reader, for a source that can read a slice of
+   * its table on its own (PostgreSQL); fewer than two when the read is too
+   * small to split or cannot be.
+   */
+  ranges?(request: Pick<ReadRequest, 'columns' | 'filters'>, limits: SplitLimits): Promise<ReadRange[]>;
 }
 
 /** What a source is built from: the dataset's catalog record plus the job's source-specific inputs. */

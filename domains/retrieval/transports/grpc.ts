@@ -17,10 +17,18 @@ import {
   RetrievalService as RetrievalRpc,
 } from '../../../proto/gen/platform/retrieval/v1/retrieval_pb.ts';
 import { RetrievalErrors } from '../errors.ts';
-import type { ChunkMetadata } from '../pipeline.ts';
+import type { Chunk, ChunkMetadata } from '../pipeline.ts';
 import { abortReason } from '../runs.ts';
-import type { JobStream, RetrievalService } from '../service.ts';
+import type { RetrievalService } from '../service.ts';
+import { type JobStream, JSON_CHUNKS, type StreamReader } from '../stream.ts';
 import { footer } from './inline.ts';
+
+const V1_READER: StreamReader<Chunk> = {
+  protocol: 'platform.retrieval.v1',
+  transport: 'grpc',
+  singleUse: false,
+  encoder: async () => JSON_CHUNKS,
+};
 
 function stringMap(metadata: ChunkMetadata | Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -114,7 +122,11 @@ export function registerRetrievalRpc(router: ConnectRouter, service: RetrievalSe
     {
       async *streamData(request, context) {
         const stream = await openForRpc(() =>
-          service.grpcStream(request.jobId, tokenOf(request.token, context.requestHeader.get('authorization'))),
+          service.tokenStream(
+            request.jobId,
+            tokenOf(request.token, context.requestHeader.get('authorization')),
+            V1_READER,
+          ),
         );
         yield* drained(stream, context, dataChunks(stream, Number(request.fromSequence)));
       },

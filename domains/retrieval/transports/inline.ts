@@ -4,6 +4,7 @@
  * batch that would cross it stops the read (the source is not drained), and
  * the caller resolves `auto` to SSE or refuses `inline` with 422.
  */
+import { parseExact } from '../exact-json.ts';
 import type { Chunk, StreamSummary } from '../pipeline.ts';
 import type { Row } from '../sources/types.ts';
 import type { InlineBlock } from '../wire.ts';
@@ -23,8 +24,8 @@ export async function collectInline(
       await chunks.return(undefined);
       return null;
     }
-    // Parsed back (at most the threshold's bytes) to sit in the job's JSON answer.
-    for (const row of JSON.parse(chunk.data.toString()) as Row[]) rows.push(row);
+    // Parsed back (at most the threshold's bytes) to sit in the job's JSON answer, every digit kept.
+    for (const row of parseExact(chunk.data.toString()) as Row[]) rows.push(row);
   }
   return { media_type: 'application/json', data: rows, row_count: rows.length, metadata: footer(summary) };
 }

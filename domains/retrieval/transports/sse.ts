@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../../gateway/errors/api-error.ts';
 import type { NodeResponse } from '../../../gateway/http/context.ts';
 import { abortReason } from '../runs.ts';
-import type { JobStream } from '../service.ts';
+import type { JobStream } from '../stream.ts';
 import { footer } from './inline.ts';
 
 function drained(res: NodeResponse): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * Secret references bound to one secret and re-authorized at use, through
  * the catalog's DATASETS and SECRETS services of a real gateway (the
- * retrieval path over a real PostgreSQL is retrieval-pg-secret-binding):
+ * retrieval path over a real PostgreSQL is retrieval/sources/postgres/secret-binding):
  * value updates are followed, re-creations never; the dataset owner's right
  * to the secret is checked at every use; forged bound forms do not help.
  */

@@ -94,13 +94,13 @@ test('an Arrow Flight token is claimed once, and never passes as the other proto
     problem(() => tokens.claim(tokens.issue('job-1', 'user-1', V1).token, 'job-1', 'arrow-flight')),
     'other_protocol',
   );
-  assert.equal(tokens.claim(flight, 'job-1', 'arrow-flight'), 'user-1');
+  assert.equal(tokens.claim(flight, 'job-1', 'arrow-flight').userId, 'user-1');
   assert.equal(
     problem(() => tokens.claim(flight, 'job-1', 'arrow-flight')),
     'already_used',
   );
   const second = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
-  assert.equal(tokens.claim(second, 'job-1', 'arrow-flight'), 'user-1', 'a fresh handshake is a fresh token');
+  assert.equal(tokens.claim(second, 'job-1', 'arrow-flight').userId, 'user-1', 'a fresh handshake is a fresh token');
   const late = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
   now = new Date('2026-01-01T00:05:00Z');
   assert.equal(
@@ -118,13 +118,13 @@ test('a spent Flight token stays spent for the next connection (a restart); a fr
   const before = new StreamTokens(300, now, ledger(t, now, key, file), () => true);
   const spent = before.issue('job-1', 'user-1', 'arrow-flight').token;
   const unspent = before.issue('job-1', 'user-1', 'arrow-flight').token;
-  assert.equal(before.claim(spent, 'job-1', 'arrow-flight'), 'user-1');
+  assert.equal(before.claim(spent, 'job-1', 'arrow-flight').userId, 'user-1');
   const after = new StreamTokens(300, now, ledger(t, now, key, file), () => true);
   assert.equal(
     problem(() => after.claim(spent, 'job-1', 'arrow-flight')),
     'already_used',
   );
-  assert.equal(after.claim(unspent, 'job-1', 'arrow-flight'), 'user-1');
+  assert.equal(after.claim(unspent, 'job-1', 'arrow-flight').userId, 'user-1');
   assert.equal(
     problem(() => before.claim(unspent, 'job-1', 'arrow-flight')),
     'already_used',
@@ -154,5 +154,16 @@ test("a disabled or deleted user's token is refused, and a Flight token is not s
   );
   active.add('user-1');
   assert.equal(tokens.verify(v1, 'job-1', V1), 'user-1', 'enabled again, the unexpired token works');
-  assert.equal(tokens.claim(flight, 'job-1', 'arrow-flight'), 'user-1');
+  assert.equal(tokens.claim(flight, 'job-1', 'arrow-flight').userId, 'user-1');
+});
+
+test("a Flight endpoint's token grants its slice of the read; a whole-read token grants all of it", (t) => {
+  const now = () => new Date('2026-01-01T00:00:00Z');
+  const tokens = new StreamTokens(300, now, ledger(t, now), () => true);
+  const whole = tokens.issue('job-1', 'user-1', 'arrow-flight').token;
+  const middle = tokens.issue('job-1', 'user-1', 'arrow-flight', { from: 10, to: 20 }).token;
+  const last = tokens.issue('job-1', 'user-1', 'arrow-flight', { from: 20, to: null }).token;
+  assert.deepEqual(tokens.claim(whole, 'job-1', 'arrow-flight'), { userId: 'user-1', range: null });
+  assert.deepEqual(tokens.claim(middle, 'job-1', 'arrow-flight'), { userId: 'user-1', range: { from: 10, to: 20 } });
+  assert.deepEqual(tokens.claim(last, 'job-1', 'arrow-flight'), { userId: 'user-1', range: { from: 20, to: null } });
 });

@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hiveSources } from '../../../../../domains/retrieval/sources/hive.ts';
-import { pgCredentials } from '../../../../../domains/retrieval/sources/pg-connection.ts';
-import { pgTls } from '../../../../../domains/retrieval/sources/pg-tls.ts';
-import { s3Config } from '../../../../../domains/retrieval/sources/s3-store.ts';
-import { slackSources } from '../../../../../domains/retrieval/sources/slack.ts';
+import { hiveSources } from '../../../../../domains/retrieval/sources/hive/source.ts';
+import { pgCredentials } from '../../../../../domains/retrieval/sources/postgres/connection.ts';
+import { pgTls } from '../../../../../domains/retrieval/sources/postgres/tls.ts';
+import { s3Config } from '../../../../../domains/retrieval/sources/s3/store.ts';
+import { slackSources } from '../../../../../domains/retrieval/sources/slack/source.ts';
 import type { SourceInput } from '../../../../../domains/retrieval/sources/types.ts';
 import { ApiError } from '../../../../../gateway/errors/api-error.ts';
 import { createDataset, datasetService, secretsAccess } from '../../../../helpers/catalog.ts';

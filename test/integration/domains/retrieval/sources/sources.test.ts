@@ -2,8 +2,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { filesystemSources } from '../../../../../domains/retrieval/sources/filesystem.ts';
-import { postgresSources } from '../../../../../domains/retrieval/sources/postgres.ts';
+import { filesystemSources } from '../../../../../domains/retrieval/sources/filesystem/source.ts';
+import { postgresSources } from '../../../../../domains/retrieval/sources/postgres/source.ts';
 import type { SourceInput } from '../../../../../domains/retrieval/sources/types.ts';
 import { type After, runSourceContract } from '../../../../contract/source.contract.ts';
 import { startPostgres } from '../../../../helpers/peers/postgres.ts';

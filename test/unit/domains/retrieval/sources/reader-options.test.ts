@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KAFKA_READER_OPTIONS, kafkaOptions } from '../../../../../domains/retrieval/sources/kafka-options.ts';
+import { KAFKA_READER_OPTIONS, kafkaOptions } from '../../../../../domains/retrieval/sources/kafka/options.ts';
 import { credentialFields, readerOptions } from '../../../../../domains/retrieval/sources/reader-options.ts';
 import type { SourceInput } from '../../../../../domains/retrieval/sources/types.ts';
 import { ApiError } from '../../../../../gateway/errors/api-error.ts';
