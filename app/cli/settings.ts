@@ -127,10 +127,12 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   {
     env: [
       'PLATFORM_UPSTREAM_CONNECTIONS',
-      'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS',
-      'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS',
+      'PLATFORM_UPSTREAM_MAX_CONCURRENT',
+      'PLATFORM_UPSTREAM_QUEUE_TIMEOUT_MS',
     ],
-    meaning: "runtime proxy pool per upstream, and one client connection's and one client address's share of it",
+    meaning:
+      'runtime proxy pool per upstream replica, requests in flight per deployment and process (fairly shared ' +
+      'when full), and the longest wait for one',
     doc: 'docs/serving.md',
   },
   {

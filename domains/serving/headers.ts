@@ -92,29 +92,32 @@ export function upstreamRequestHeaders(
     if (value === undefined || !crossesUpstream(name, dropped, facts)) continue;
     if (name !== 'cookie') out[name] = value;
     else {
-      const kept = withoutSessionCookie(String(value));
+      const kept = withoutGatewayCookies(String(value));
       if (kept) out.cookie = kept;
     }
   }
   return Object.assign(out, forwardingHeaders(facts));
 }
 
-/** Whether one `name=value` pair of a Cookie header is the session cookie, by the name the parser reads. */
-function isSessionPair(pair: string): boolean {
-  return Object.hasOwn(parseCookie(pair, { decode: (value) => value }), SESSION_COOKIE);
+/** The gateway's own cookie naming a deployment's replica (cookie affinity, exchange.ts). */
+export const AFFINITY_COOKIE = 'meshgate_affinity';
+
+/** Whether one `name=value` pair of a Cookie header is one of the gateway's, by the name the parser reads. */
+function isGatewayPair(pair: string): boolean {
+  const parsed = parseCookie(pair, { decode: (value) => value });
+  return Object.hasOwn(parsed, SESSION_COOKIE) || Object.hasOwn(parsed, AFFINITY_COOKIE);
 }
 
 /**
- * The platform session cookie is the caller's credential; an upstream never
- * sees it. The other pairs pass byte for byte (a parse and re-serialise
- * would re-encode their values).
+ * The platform session cookie is the caller's credential, the affinity cookie the gateway's own: an upstream never
+ * sees either. The other pairs pass byte for byte (a parse and re-serialise would re-encode their values).
  */
-export function withoutSessionCookie(cookie: string): string {
-  if (!cookie.includes(SESSION_COOKIE)) return cookie;
+export function withoutGatewayCookies(cookie: string): string {
+  if (!cookie.includes(SESSION_COOKIE) && !cookie.includes(AFFINITY_COOKIE)) return cookie;
   return cookie
     .split(';')
     .map((c) => c.trim())
-    .filter((c) => c && !isSessionPair(c))
+    .filter((c) => c && !isGatewayPair(c))
     .join('; ');
 }
 

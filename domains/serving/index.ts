@@ -18,8 +18,9 @@ import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
 import { declareHealthGauge, HealthProber } from './health.ts';
 import { LegacyListeners } from './legacy.ts';
 import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
-import { UpstreamPools } from './proxy.ts';
+import { DataPlanes } from './plane.ts';
 import { proxyObservability } from './proxy-metrics.ts';
+import { BUCKET_IDLE_MS, RateLimiter } from './rate-limit.ts';
 import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
 import { DEPLOYMENTS, DeploymentService } from './service.ts';
@@ -31,6 +32,32 @@ import { OpenSockets } from './websocket.ts';
 
 /** How often open websockets have their access re-checked: the most a lost access outlives its loss by. */
 const SOCKET_SWEEP_MS = 1000;
+
+/** How often each process reads the probes' verdicts: the most a replica's ejection or return lags behind them. */
+const VERDICTS_MS = 1000;
+
+/**
+ * Each second, the replicas the probes ejected (every serving process); and once in a while, by the owner of
+ * background work, the rate-limit buckets idle long enough to have refilled.
+ */
+function readVerdicts(
+  store: ReturnType<typeof createDeploymentStore>,
+  planes: DataPlanes,
+  prunes: boolean,
+  logger: { warn(obj: object, msg: string): void },
+): NodeJS.Timeout {
+  let ticks = 0;
+  const timer = setInterval(() => {
+    try {
+      planes.applyVerdicts(store.replicaHealth());
+      if (prunes && ++ticks % 60 === 0) store.pruneBuckets(Date.now() - BUCKET_IDLE_MS);
+    } catch (error) {
+      logger.warn({ err: error }, 'upstream health: verdicts not read; trying again');
+    }
+  }, VERDICTS_MS);
+  timer.unref();
+  return timer;
+}
 
 /** How many deployments a caller may see (cluster capabilities). */
 export const DEPLOYMENT_COUNT = createServiceKey<(principal: Principal) => number>('deployment-count');
@@ -52,9 +79,17 @@ export const servingModule: HandlerModule = {
       deps.config.auth.accessTokenTtlSeconds,
       deps.metrics.counter(AUTH_FAILURES),
     );
-    const pools = new UpstreamPools(
-      serving.upstreamConnections,
-      { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
+    const planes = new DataPlanes(
+      {
+        connections: serving.upstreamConnections,
+        maxConcurrent: serving.maxConcurrentRequests,
+        queueTimeoutMs: serving.queueTimeoutMs,
+        outlier: {
+          consecutiveFailures: serving.outlierConsecutiveFailures,
+          baseEjectionMs: serving.outlierBaseEjectionMs,
+          maxEjectionMs: serving.outlierMaxEjectionMs,
+        },
+      },
       (live) => proxyObservability(deps.metrics, deps.tracing, live),
     );
     // Booted for a command, nothing listens (deps.listeners is null); a worker asks the primary, which owns the ports.
@@ -79,11 +114,11 @@ export const servingModule: HandlerModule = {
       { prefixes, origin: deps.runtime.origin },
       deps.now,
       legacy ?? ownedPorts,
-      pools.observed.requests,
+      planes.observed.requests,
     );
     // Serving processes write their request counts; the owner of background work probes the upstreams.
     const serves = deps.purpose === 'serve';
-    const traffic = serves ? new TrafficFlusher(pools.observed.requests, store, deps.now, deps.logger) : null;
+    const traffic = serves ? new TrafficFlusher(planes.observed.requests, store, deps.now, deps.logger) : null;
     const prober =
       serves && place.role !== 'worker'
         ? new HealthProber(
@@ -92,6 +127,8 @@ export const servingModule: HandlerModule = {
               intervalMs: serving.healthIntervalMs,
               timeoutMs: serving.healthTimeoutMs,
               concurrency: serving.healthConcurrency,
+              unhealthyThreshold: serving.healthUnhealthyThreshold,
+              healthyThreshold: serving.healthHealthyThreshold,
             },
             deps.now,
             deps.logger,
@@ -108,17 +145,19 @@ export const servingModule: HandlerModule = {
     const runtime: RuntimeDeps = {
       deployments,
       auth,
-      pools,
+      planes,
+      limiter: new RateLimiter(store, () => deps.now().getTime()),
       sockets,
       defaultTimeoutSeconds: serving.defaultTimeoutSeconds,
     };
     await legacy?.openAll(store.list());
     traffic?.start();
     prober?.start();
+    const verdicts = serves ? readVerdicts(store, planes, place.role !== 'worker', deps.logger) : null;
     const site: FrontendDeps = {
       auth,
       signOut: deps.services.get(SESSION_SIGN_OUT),
-      pools,
+      planes,
       sockets,
       clusterName: deps.config.clusterName,
       prefixes,
@@ -135,9 +174,10 @@ export const servingModule: HandlerModule = {
       ],
       close: async () => {
         await prober?.close();
+        if (verdicts) clearInterval(verdicts);
         sockets.close();
         await legacy?.closeAll();
-        await pools.close();
+        await planes.close();
         // After the last proxied request: its count reaches the table before the database closes.
         traffic?.close();
       },

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
+import { deploymentInput, deploymentPatch } from './input.ts';
+import type { DeploymentService } from './service.ts';
 import { observedFields } from './wire.ts';
 
 /** Models unless asked (this listing is the models one the SDK parses); `all` for every kind. */
@@ -73,14 +74,16 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       auth: 'user',
       nativeOnly: true,
       doc: {
-        summary: "Change a deployment's visibility (its owner or an administrator)",
+        summary:
+          'Change a deployment: its visibility (its owner or an administrator), its replicas and data-plane ' +
+          'settings (administrators)',
         body: deploymentPatch,
         answers: { 200: deploymentAnswer },
         errors: [...NOT_FOUND, 'admin_required'],
       },
       async handle(ctx) {
-        const { visibility } = await readJson(ctx.req, maxBody, deploymentPatch);
-        return { status: 200, body: service.setVisibility(principalOf(ctx), ctx.params.id as string, visibility) };
+        const patch = await readJson(ctx.req, maxBody, deploymentPatch);
+        return { status: 200, body: service.update(principalOf(ctx), ctx.params.id as string, patch) };
       },
     },
     {

@@ -103,31 +103,53 @@ export const configSchema = z.strictObject({
         .number()
         .int()
         .min(1)
-        .max(4096)
-        .default(256)
-        .describe('Keep-alive connections per upstream origin (its pool).'),
-      perClientUpstreamRequests: z
+        .max(65_536)
+        .default(4096)
+        .describe(
+          'Keep-alive connections per upstream replica (its pool); an HTTP/1.1 stream holds one for its ' +
+            'whole life, so keep it at least `maxConcurrentRequests`. HTTP/2 replicas multiplex on far fewer.',
+        ),
+      maxConcurrentRequests: z
         .number()
         .int()
         .min(1)
-        .max(4096)
-        .default(32)
+        .max(65_536)
+        .default(4096)
         .describe(
-          'Requests one client connection may have in flight to one upstream; ' +
-            'more wait on that connection, so one client cannot take the ' +
-            "upstream's whole pool.",
+          'Requests one deployment may have in flight from one process (its `max_concurrent` may lower it). ' +
+            'One caller may use all of it while nobody waits; beyond it requests wait, fairly across callers.',
         ),
-      perClientAddressUpstreamRequests: z
+      queueTimeoutMs: z
         .number()
         .int()
         .min(1)
-        .max(4096)
-        .default(64)
+        .max(600_000)
+        .default(10_000)
         .describe(
-          'Requests all connections from one client address (IPv6: its /64) may ' +
-            'have in flight to one upstream; more wait, so opening more ' +
-            'connections gains no more of the pool.',
+          'Longest a request waits for a slot of a full deployment (its `queue_timeout_ms` overrides it): then 503 ' +
+            '`upstream_busy` with Retry-After.',
         ),
+      outlierConsecutiveFailures: z
+        .number()
+        .int()
+        .min(1)
+        .max(1000)
+        .default(5)
+        .describe('Consecutive connect failures or 5xx answers after which a process ejects a replica.'),
+      outlierBaseEjectionMs: z
+        .number()
+        .int()
+        .min(10)
+        .max(3_600_000)
+        .default(1000)
+        .describe("A passive ejection's first length; it doubles with each ejection in a row."),
+      outlierMaxEjectionMs: z
+        .number()
+        .int()
+        .min(10)
+        .max(3_600_000)
+        .default(30_000)
+        .describe('Longest one passive ejection lasts.'),
       legacyPortListeners: z
         .boolean()
         .default(false)
@@ -156,6 +178,20 @@ export const configSchema = z.strictObject({
         .max(256)
         .default(8)
         .describe('Upstream health probes in flight at once.'),
+      healthUnhealthyThreshold: z
+        .number()
+        .int()
+        .min(1)
+        .max(100)
+        .default(3)
+        .describe('Failed probes in a row that eject a replica from every process.'),
+      healthHealthyThreshold: z
+        .number()
+        .int()
+        .min(1)
+        .max(100)
+        .default(2)
+        .describe('Passed probes in a row that admit an ejected replica again.'),
     })
     .prefault({}),
   auth: authSettings,
@@ -352,11 +388,8 @@ export const ENV_NAMES: Readonly<
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS: { path: ['serving', 'healthIntervalMs'], kind: 'number' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
-  PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
-  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: {
-    path: ['serving', 'perClientAddressUpstreamRequests'],
-    kind: 'number',
-  },
+  PLATFORM_UPSTREAM_MAX_CONCURRENT: { path: ['serving', 'maxConcurrentRequests'], kind: 'number' },
+  PLATFORM_UPSTREAM_QUEUE_TIMEOUT_MS: { path: ['serving', 'queueTimeoutMs'], kind: 'number' },
   PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
   PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
   PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },

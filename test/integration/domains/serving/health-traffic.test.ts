@@ -43,12 +43,13 @@ test('a live upstream reads healthy, a stopped one unhealthy with a reason, a fa
   for (const { id } of [byTcp, byHttp, stopping]) {
     const health = await healthOnceSettled(gw, id, (h) => h.status !== 'unknown');
     assert.deepEqual(
-      { ...health, checked_at: typeof health.checked_at },
+      { ...health, checked_at: typeof health.checked_at, replicas: health.replicas.map((r: any) => r.status) },
       {
         status: 'healthy',
         reason: null,
         detail: null,
         checked_at: 'string',
+        replicas: ['healthy'],
       },
     );
   }
@@ -64,7 +65,13 @@ test('a live upstream reads healthy, a stopped one unhealthy with a reason, a fa
   const down = await healthOnceSettled(gw, stopping.id, (h) => h.status === 'unhealthy');
   assert.equal(down.reason, 'upstream_unreachable');
   assert.equal(down.detail, 'ECONNREFUSED');
-  assert.ok(!JSON.stringify(down).includes(new URL(doomed.url).port), 'the reason names no address');
+  const [replica] = down.replicas;
+  assert.deepEqual(
+    [replica.status, replica.reason, replica.detail],
+    ['unhealthy', 'upstream_unreachable', 'ECONNREFUSED'],
+  );
+  const why = JSON.stringify([down.reason, down.detail, replica.reason, replica.detail]);
+  assert.ok(!why.includes(new URL(doomed.url).port), 'the reason names no address');
 
   const listed = await gw.request('GET', '/api/serving/deployments?kind=app', { token: await gw.adminToken() });
   const health = Object.fromEntries(listed.json.map((d: any) => [d.name, d.health.status]));

@@ -7,7 +7,7 @@ import {
   rewriteLocation,
   rewriteSetCookie,
   upstreamRequestHeaders,
-  withoutSessionCookie,
+  withoutGatewayCookies,
 } from '../../../../domains/serving/headers.ts';
 import { sessionCookieValue } from '../../../../gateway/http/session-cookie.ts';
 
@@ -203,7 +203,7 @@ test('session cookie: the whole value is read, `=` and all, and only the session
   for (const row of rows) {
     await t.test(row.desc, () => {
       assert.equal(sessionCookieValue(row.header), row.value);
-      assert.equal(withoutSessionCookie(row.header ?? ''), row.upstream);
+      assert.equal(withoutGatewayCookies(row.header ?? ''), row.upstream);
     });
   }
 });

@@ -24,6 +24,12 @@ function deploymentRow(id: string) {
     visibility: 'private' as const,
     legacyPort: null,
     healthPath: null,
+    upstreams: null,
+    affinity: 'none' as const,
+    retries: null,
+    maxConcurrent: null,
+    queueTimeoutMs: null,
+    rateLimit: null,
     createdBy: 'admin',
     createdAt: '2026-01-01T00:00:00.000Z',
   };
