@@ -2,7 +2,8 @@
  * A deployment's replicas in one process: which one takes the next request, and which are out.
  *
  * Balancing is least outstanding requests over two random choices, weighted, as Envoy's default `LEAST_REQUEST`
- * load balancer (https://www.envoyproxy.io/docs/envoy/latest/intro/arch_overview/upstream/load_balancing/load_balancers):
+ * load balancer
+ * (https://www.envoyproxy.io/docs/envoy/latest/intro/arch_overview/upstream/load_balancing/load_balancers):
  * two replicas drawn in proportion to their weights, the one with fewer requests in flight per unit of weight
  * wins. It needs no coordination between processes and avoids the herd that "always the least loaded" causes.
  *
