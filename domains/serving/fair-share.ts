@@ -5,7 +5,8 @@
  * waiting caller with the fewest requests in flight (max-min fairness; first come among equals), so a caller with
  * many requests queued cannot keep one with few from its turn. A caller is the signed-in user, or for anonymous
  * requests the client address (IPv6: its /64, gateway/http/client-key.ts): behind a load balancer or a NAT all
- * users share an address, and still each gets a share. A wait is bounded by `queueTimeoutMs`, then the request is
+ * users share an address, and still each gets a share. Among callers with as many in flight, the one served longest
+ * ago goes first, so with a single slot callers take turns. A wait is bounded by `queueTimeoutMs`, then the request is
  * refused with `503 upstream_busy` and Retry-After (RFC 9110 §10.2.3) rather than held indefinitely.
  */
 import type { NodeResponse } from '../../gateway/http/context.ts';
@@ -15,19 +16,19 @@ import { ServingErrors } from './errors.ts';
 export type Release = () => void;
 
 interface Waiter {
-  /** Arrival order: breaks ties between callers with as many requests in flight. */
-  seq: number;
   admit: () => void;
 }
 
 interface Caller {
   active: number;
   waiting: Waiter[];
+  /** When it was last given a slot (the gate's admission count): among equals, the longest unserved goes first. */
+  servedAt: number;
 }
 
 export class AdmissionGate {
   #active = 0;
-  #seq = 0;
+  #admissions = 0;
   readonly #callers = new Map<string, Caller>();
   /** Callers with at least one request waiting. */
   readonly #waitingCallers = new Set<Caller>();
@@ -59,11 +60,11 @@ export class AdmissionGate {
     if (this.#active < this.capacity && this.#waitingCallers.size === 0) {
       this.#active++;
       caller.active++;
+      caller.servedAt = ++this.#admissions;
       return this.#releaser(key, caller);
     }
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
-        seq: this.#seq++,
         admit: () => {
           clearTimeout(timer);
           res.off('close', leave);
@@ -92,7 +93,7 @@ export class AdmissionGate {
   #caller(key: string): Caller {
     let caller = this.#callers.get(key);
     if (!caller) {
-      caller = { active: 0, waiting: [] };
+      caller = { active: 0, waiting: [], servedAt: 0 };
       this.#callers.set(key, caller);
     }
     return caller;
@@ -110,17 +111,15 @@ export class AdmissionGate {
     };
   }
 
-  /** Hands free slots to waiters: the caller with the fewest in flight first, the earliest waiter among equals. */
+  /**
+   * Hands free slots to waiters: the caller with the fewest in flight first, among equals the one served longest
+   * ago (round robin), each caller's own requests in arrival order.
+   */
   #drain(): void {
     while (this.#active < this.capacity && this.#waitingCallers.size > 0) {
       let next: Caller | undefined;
       for (const caller of this.#waitingCallers) {
-        const head = caller.waiting[0] as Waiter;
-        if (
-          !next ||
-          caller.active < next.active ||
-          (caller.active === next.active && head.seq < (next.waiting[0] as Waiter).seq)
-        )
+        if (!next || caller.active < next.active || (caller.active === next.active && caller.servedAt < next.servedAt))
           next = caller;
       }
       const chosen = next as Caller;
@@ -128,6 +127,7 @@ export class AdmissionGate {
       if (chosen.waiting.length === 0) this.#waitingCallers.delete(chosen);
       this.#active++;
       chosen.active++;
+      chosen.servedAt = ++this.#admissions;
       waiter.admit();
     }
   }

@@ -24,6 +24,8 @@ export const BUCKET_IDLE_MS = 3_600_000;
 interface Lease {
   tokens: number;
   until: number;
+  /** Set while the bucket is known empty: until its next token, at most `LEASE_MS`. */
+  refusal?: ApiError;
 }
 
 export class RateLimiter {
@@ -39,20 +41,29 @@ export class RateLimiter {
     const key = `${deployment} ${caller}`;
     const now = this.nowMs();
     const lease = this.#leases.get(key);
-    if (lease && lease.tokens >= 1 && lease.until > now) {
-      lease.tokens--;
-      return null;
+    if (lease && lease.until > now) {
+      if (lease.tokens >= 1) {
+        lease.tokens--;
+        return null;
+      }
+      // Refused a moment ago, and no token can have come since: refused again without a write.
+      if (lease.refusal) return lease.refusal;
     }
     const want = Math.max(1, Math.floor(Math.min(limit.burst, limit.requests_per_second) / 20));
     const { granted, tokens } = this.store.takeTokens(deployment, caller, want, limit, now);
+    if (this.#leases.size >= MAX_LEASES) this.#leases.clear();
     if (granted >= 1) {
-      if (granted > 1) {
-        if (this.#leases.size >= MAX_LEASES) this.#leases.clear();
-        this.#leases.set(key, { tokens: granted - 1, until: now + LEASE_MS });
-      } else this.#leases.delete(key);
+      if (granted > 1) this.#leases.set(key, { tokens: granted - 1, until: now + LEASE_MS });
+      else this.#leases.delete(key);
       return null;
     }
-    const retryAfter = Math.max(1, Math.ceil((1 - tokens) / limit.requests_per_second));
-    return ServingErrors.make.rate_limited({ upstream: deployment, retry_after: retryAfter });
+    const nextTokenMs = ((1 - tokens) / limit.requests_per_second) * 1000;
+    const refusal = ServingErrors.make.rate_limited({
+      upstream: deployment,
+      retry_after: Math.max(1, Math.ceil(nextTokenMs / 1000)),
+    });
+    // A caller hammering a limit costs one write per `LEASE_MS` at most, not one per request.
+    this.#leases.set(key, { tokens: 0, until: now + Math.min(LEASE_MS, nextTokenMs), refusal });
+    return refusal;
   }
 }

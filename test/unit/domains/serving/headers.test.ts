@@ -165,7 +165,7 @@ test('response headers: hop-by-hop and Connection-named headers are removed, the
   });
 });
 
-test('session cookie: the whole value is read, `=` and all, and only the session pair is withheld', async (t) => {
+test("session cookie: the whole value is read, `=` and all; only the gateway's pairs (session, affinity) are withheld", async (t) => {
   const rows: { desc: string; header: string | undefined; value: string | null; upstream: string }[] = [
     {
       desc: 'value with `=` (base64 padding)',
@@ -199,6 +199,12 @@ test('session cookie: the whole value is read, `=` and all, and only the session
       upstream: 'meshgate_session_old=x; app=1',
     },
     { desc: 'no cookie header', header: undefined, value: null, upstream: '' },
+    {
+      desc: "the affinity cookie is the gateway's too",
+      header: 'app=1; meshgate_affinity=2; meshgate_session=tok',
+      value: 'tok',
+      upstream: 'app=1',
+    },
   ];
   for (const row of rows) {
     await t.test(row.desc, () => {
