@@ -76,7 +76,7 @@ test('replicas share the traffic by weight; a killed one costs no GET and is bac
   });
 });
 
-test('a POST is retried only when nothing of it left; one whose body reached a replica is never sent twice', async (t) => {
+test('a POST is retried only when none of it left; one whose body reached a replica is never sent twice', async (t) => {
   const gw = await startTestGateway(t);
   const [live, dropping] = await replicas(t, 'live', 'dropping');
   const token = await gw.adminToken();
@@ -135,7 +135,7 @@ test('idempotent requests are retried on 502/503 within the retry limit; other s
   assert.equal(await metric(gw, 'meshgate_upstream_retries_total', { deployment: d.id, cause: 'status' }), 20);
 });
 
-test('cookie affinity pins a browser to its replica, re-pins it when that one is gone, and trusts no forged value', async (t) => {
+test('cookie affinity pins a browser to its replica, re-pins it when that one is gone, trusts no forged value', async (t) => {
   const gw = await startTestGateway(t, { serving: { outlierConsecutiveFailures: 1 } });
   const [a, b, c] = await replicas(t, 'a', 'b', 'c');
   const token = await gw.adminToken();

@@ -165,7 +165,7 @@ test('response headers: hop-by-hop and Connection-named headers are removed, the
   });
 });
 
-test("session cookie: the whole value is read, `=` and all; only the gateway's pairs (session, affinity) are withheld", async (t) => {
+test("session cookie: the whole value is read, `=` and all; only the gateway's own pairs are withheld", async (t) => {
   const rows: { desc: string; header: string | undefined; value: string | null; upstream: string }[] = [
     {
       desc: 'value with `=` (base64 padding)',
