@@ -42,7 +42,7 @@ async function metric(gw: TestGateway, name: string, labels: Record<string, stri
   return total(await parsePrometheus(await res.body.text()), name, labels);
 }
 
-test('replicas share the traffic by weight; a killed one costs no GET and is back soon after its restart', async (t) => {
+test('replicas share the traffic by weight; a killed one costs no GET and is back after its restart', async (t) => {
   const gw = await startTestGateway(t, { admin: { port: 0, metricsToken: METRICS_TOKEN } });
   const [a, b, c] = await replicas(t, 'a', 'b', 'c');
   const d = await deploy(gw, {
@@ -135,7 +135,7 @@ test('idempotent requests are retried on 502/503 within the retry limit; other s
   assert.equal(await metric(gw, 'meshgate_upstream_retries_total', { deployment: d.id, cause: 'status' }), 20);
 });
 
-test('cookie affinity pins a browser to its replica, re-pins it when that one is gone, trusts no forged value', async (t) => {
+test('cookie affinity pins a browser to its replica, re-pins it when that one is gone, trusts no forgery', async (t) => {
   const gw = await startTestGateway(t, { serving: { outlierConsecutiveFailures: 1 } });
   const [a, b, c] = await replicas(t, 'a', 'b', 'c');
   const token = await gw.adminToken();
