@@ -135,7 +135,7 @@ test('idempotent requests are retried on 502/503 within the retry limit; other s
   assert.equal(await metric(gw, 'meshgate_upstream_retries_total', { deployment: d.id, cause: 'status' }), 20);
 });
 
-test('cookie affinity pins a browser to its replica, re-pins it when that one is gone, trusts no forgery', async (t) => {
+test('cookie affinity pins a browser to a replica, re-pins it when that one is gone, trusts no forgery', async (t) => {
   const gw = await startTestGateway(t, { serving: { outlierConsecutiveFailures: 1 } });
   const [a, b, c] = await replicas(t, 'a', 'b', 'c');
   const token = await gw.adminToken();
