@@ -159,14 +159,20 @@ export class Exchange {
     this.res.writeHead(statusCode, out);
   }
 
-  /** The answer ended or failed after its head: the exchange is over. */
-  finished(error: Error | null): void {
+  /**
+   * The answer ended (with its trailers, as gRPC sends its status: passed on, HTTP/2 and chunked HTTP/1.1 alike)
+   * or failed after its head: the exchange is over.
+   */
+  finished(error: Error | null, trailers?: IncomingHttpHeaders): void {
     if (this.#done) return;
     this.#done = true;
     if (error) {
       this.target.observed.errors.labels(this.target.label, 'stream_aborted').inc();
       this.res.destroy();
-    } else this.res.end();
+    } else {
+      if (trailers && Object.keys(trailers).length > 0) this.res.addTrailers(trailers as Record<string, string>);
+      this.res.end();
+    }
     this.#settle();
   }
 
@@ -247,10 +253,10 @@ class Attempt implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
     if (this.#dropped) return;
     this.#release();
-    this.exchange.finished(null);
+    this.exchange.finished(null, trailers);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {

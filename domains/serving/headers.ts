@@ -89,7 +89,14 @@ export function upstreamRequestHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in inbound) {
     const value = inbound[name];
-    if (value === undefined || !crossesUpstream(name, dropped, facts)) continue;
+    if (value === undefined) continue;
+    // `te: trailers` is end to end in all but name: gRPC needs it, and it is the one TE that HTTP/2 allows
+    // (RFC 9113 §8.2.2). Any other TE is the hop's own.
+    if (name === 'te') {
+      if (value === 'trailers') out.te = value;
+      continue;
+    }
+    if (!crossesUpstream(name, dropped, facts)) continue;
     if (name !== 'cookie') out[name] = value;
     else {
       const kept = withoutGatewayCookies(String(value));
