@@ -89,21 +89,24 @@ export function upstreamRequestHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in inbound) {
     const value = inbound[name];
-    if (value === undefined) continue;
-    // `te: trailers` is end to end in all but name: gRPC needs it, and it is the one TE that HTTP/2 allows
-    // (RFC 9113 §8.2.2). Any other TE is the hop's own.
-    if (name === 'te') {
-      if (value === 'trailers') out.te = value;
-      continue;
-    }
-    if (!crossesUpstream(name, dropped, facts)) continue;
-    if (name !== 'cookie') out[name] = value;
-    else {
-      const kept = withoutGatewayCookies(String(value));
-      if (kept) out.cookie = kept;
-    }
+    const sent = value === undefined ? undefined : upstreamValue(name, value, dropped, facts);
+    if (sent) out[name] = sent;
   }
   return Object.assign(out, forwardingHeaders(facts));
+}
+
+/** What of one inbound header goes upstream: the value, the cookie without the gateway's pairs, or nothing. */
+function upstreamValue(
+  name: string,
+  value: string | string[],
+  dropped: string[],
+  facts: ForwardFacts,
+): string | string[] | undefined {
+  // `te: trailers` is end to end in all but name: gRPC needs it, and it is the one TE that HTTP/2 allows
+  // (RFC 9113 §8.2.2). Any other TE is the hop's own.
+  if (name === 'te') return value === 'trailers' ? value : undefined;
+  if (!crossesUpstream(name, dropped, facts)) return undefined;
+  return name === 'cookie' ? withoutGatewayCookies(String(value)) || undefined : value;
 }
 
 /** The gateway's own cookie naming a deployment's replica (cookie affinity, exchange.ts). */

@@ -108,7 +108,7 @@ test('request headers: hop-by-hop, h2 pseudo, forged identity and the session co
       connection: 'keep-alive, x-secret-hop',
       'x-secret-hop': '1',
       'keep-alive': 'timeout=5',
-      te: 'trailers',
+      te: 'gzip',
       'transfer-encoding': 'chunked',
       upgrade: 'h2c',
       'proxy-authorization': 'Basic eA==',
@@ -143,6 +143,9 @@ test('request headers: hop-by-hop, h2 pseudo, forged identity and the session co
   assert.equal(only.cookie, undefined);
   assert.equal(only.authorization, 'Bearer t');
   assert.equal(only['x-forwarded-user'], undefined);
+  // `te: trailers` alone crosses (gRPC needs it; RFC 9113 §8.2.2); other TE values are the hop's own.
+  assert.equal(upstreamRequestHeaders({ te: 'trailers' }, facts).te, 'trailers');
+  assert.equal(upstreamRequestHeaders({ te: 'trailers, deflate' }, facts).te, undefined);
 });
 
 test('response headers: hop-by-hop and Connection-named headers are removed, the rest passes', () => {
