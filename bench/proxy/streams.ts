@@ -31,7 +31,7 @@ import {
   type Target,
 } from './peers.ts';
 
-const STREAMS = (process.env.BENCH_STREAMS ?? '500,2000').split(',').map(Number);
+const STREAMS = (process.env.BENCH_STREAMS ?? '500,2000').split(',').filter(Boolean).map(Number);
 const CHUNKS = 60;
 const GAP_MS = 50;
 const STREAM_SECONDS = (CHUNKS * GAP_MS) / 1000;

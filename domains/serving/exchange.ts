@@ -67,7 +67,6 @@ export class Exchange {
   #attempts = 0;
   #tried: Replica[] | null = null;
   #done = false;
-  #holdsBudget = false;
   #current: Attempt | null = null;
   readonly #pinned: Replica | null;
   readonly #dispatchedAt = performance.now();
@@ -85,6 +84,7 @@ export class Exchange {
     ctx.requestBytes = 0;
     ctx.responseBytes = 0;
     this.#pinned = pinnedReplica(ctx.req.headers.cookie, target);
+    target.plane.budget.request();
   }
 
   get done(): boolean {
@@ -137,14 +137,9 @@ export class Exchange {
     const replayable = body === null || Buffer.isBuffer(body);
     const untouched = this.ctx.requestBytes === 0 && !(body as Readable | null)?.readableDidRead;
     if (!mayRetry(failure, this.request.method, replayable, untouched)) return false;
-    if (this.#holdsBudget) return true;
-    const plane = this.target.plane;
-    if (!plane.budget.take(plane.gate.active)) {
-      this.target.observed.retries.labels(this.target.label, 'budget_exhausted').inc();
-      return false;
-    }
-    this.#holdsBudget = true;
-    return true;
+    if (this.target.plane.budget.take()) return true;
+    this.target.observed.retries.labels(this.target.label, 'budget_exhausted').inc();
+    return false;
   }
 
   /** The answer's head, with the affinity cookie when this replica is not the one the client is pinned to. */
@@ -190,10 +185,9 @@ export class Exchange {
     this.#settle(refusal);
   }
 
-  /** Every end goes through here: the slot, budget and in-flight count first, then the stream's promise. */
+  /** Every end goes through here: the slot and in-flight count first, then the stream's promise. */
   #settle(refusal?: ApiError): void {
     this.ctx.upstreamMs = performance.now() - this.#dispatchedAt;
-    if (this.#holdsBudget) this.target.plane.budget.give();
     this.settled();
     if (refusal) this.reject(refusal);
     else this.resolve(undefined);

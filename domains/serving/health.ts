@@ -82,18 +82,40 @@ async function httpProbe(url: string, timeoutMs: number, agent: Agent): Promise<
 }
 
 /**
- * 1 per deployment whose last probe found its upstream healthy, 0 per one found unhealthy; a deployment not probed
- * yet has no series. Read from the table at each scrape (its rows go with their deployment), once for all processes.
+ * 1 per deployment whose last probe found a replica healthy, 0 per one found none; and each replica's ejection. A
+ * deployment not probed yet has no series. Read from the tables at each scrape (their rows go with their
+ * deployment), once for all processes.
  */
-export function declareHealthGauge(metrics: MetricsRegistry, store: Pick<DeploymentStore, 'health'>): void {
+export function declareHealthGauge(
+  metrics: MetricsRegistry,
+  store: Pick<DeploymentStore, 'health' | 'replicaHealth' | 'list'>,
+): void {
   metrics.gauge({
     name: 'upstream_healthy',
-    help: "Whether the last probe of each deployment's upstream found it healthy (1) or not (0), by deployment.",
+    help: "Whether the last probe found any of each deployment's replicas healthy (1) or none (0), by deployment.",
     labels: ['deployment'],
     across: 'first',
     collect(gauge) {
       gauge.reset();
       for (const row of store.health()) gauge.labels(row.deploymentId).set(row.healthy ? 1 : 0);
+    },
+  });
+  metrics.gauge({
+    name: 'upstream_replica_ejected',
+    help: 'Whether the probes ejected each replica (1) or not (0), by deployment and replica index.',
+    labels: ['deployment', 'replica'],
+    across: 'first',
+    collect(gauge) {
+      gauge.reset();
+      const verdicts = store.replicaHealth();
+      if (verdicts.length === 0) return;
+      const indexes = new Map(
+        store.list().flatMap((row) => replicasOf(row).map(({ url }, i) => [`${row.id} ${url}`, i] as const)),
+      );
+      for (const verdict of verdicts) {
+        const index = indexes.get(`${verdict.deploymentId} ${verdict.replica}`);
+        if (index !== undefined) gauge.labels(verdict.deploymentId, String(index)).set(verdict.ejected ? 1 : 0);
+      }
     },
   });
 }

@@ -9,10 +9,10 @@
  * never sent twice. Never after a byte of the answer reached the client, and never on a timeout (the replica may
  * still be working on it).
  *
- * Retries are also bounded by a budget, as Envoy's retry budgets
- * (https://www.envoyproxy.io/docs/envoy/latest/api-v3/config/cluster/v3/circuit_breaker.proto): at most 20 % of the
- * deployment's requests in flight may be retries (at least 3 at a time), so an outage cannot be multiplied by the
- * retries it provokes.
+ * Retries are also bounded by a budget, as Linkerd's retry budgets
+ * (https://linkerd.io/2-edge/reference/retries/): over the last ten seconds, a deployment's retries may be at most
+ * 20 % of its requests, plus ten a second, so a failing deployment cannot be buried under the retries it provokes,
+ * while the few requests that were in flight on a replica that just died are all sent elsewhere.
  */
 import type { TransportPhase } from '../../gateway/mesh/transport-errors.ts';
 
@@ -25,22 +25,49 @@ export const KEPT_BODY_BYTES = 64 * 1024;
 /** Further attempts of a deployment that sets none. */
 export const DEFAULT_RETRIES = 2;
 
-const BUDGET_SHARE = 0.2;
-const MIN_RETRY_CONCURRENCY = 3;
+const BUDGET_RATIO = 0.2;
+const MIN_RETRIES_PER_SECOND = 10;
+const WINDOW_MS = 10_000;
 
-/** Retries of one deployment running in this process. */
+/**
+ * Requests and retries of one deployment in this process over a sliding window: the current window's counts plus
+ * the previous window's, weighted by how much of it still lies within the last `WINDOW_MS`.
+ */
 export class RetryBudget {
-  #running = 0;
+  #start = performance.now();
+  #requests = 0;
+  #retries = 0;
+  #previousRequests = 0;
+  #previousRetries = 0;
 
-  /** A retry may start now, with `active` requests of the deployment in flight. */
-  take(active: number): boolean {
-    if (this.#running >= Math.max(MIN_RETRY_CONCURRENCY, active * BUDGET_SHARE)) return false;
-    this.#running++;
+  /** One more request (not a retry). */
+  request(): void {
+    this.#roll();
+    this.#requests++;
+  }
+
+  /** Whether a retry may be sent now; if so, it is counted. */
+  take(): boolean {
+    const carried = this.#roll();
+    const requests = this.#requests + this.#previousRequests * carried;
+    const retries = this.#retries + this.#previousRetries * carried;
+    if (retries >= BUDGET_RATIO * requests + (MIN_RETRIES_PER_SECOND * WINDOW_MS) / 1000) return false;
+    this.#retries++;
     return true;
   }
 
-  give(): void {
-    this.#running--;
+  /** Starts a new window when the current one is over; answers the share of the previous one still counted. */
+  #roll(): number {
+    const elapsed = performance.now() - this.#start;
+    if (elapsed >= WINDOW_MS) {
+      const windows = Math.floor(elapsed / WINDOW_MS);
+      [this.#previousRequests, this.#previousRetries] = windows === 1 ? [this.#requests, this.#retries] : [0, 0];
+      this.#requests = 0;
+      this.#retries = 0;
+      this.#start += windows * WINDOW_MS;
+      return 1 - (elapsed - windows * WINDOW_MS) / WINDOW_MS;
+    }
+    return 1 - elapsed / WINDOW_MS;
   }
 }
 

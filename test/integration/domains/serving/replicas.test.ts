@@ -172,6 +172,7 @@ test('cookie affinity pins a browser to a replica, re-pins it when that one is g
 
 test('with every replica ejected by its probes the answer is 503 no_healthy_upstream with Retry-After', async (t) => {
   const gw = await startTestGateway(t, {
+    admin: { port: 0, metricsToken: METRICS_TOKEN },
     serving: { healthIntervalMs: 100, healthUnhealthyThreshold: 2, healthHealthyThreshold: 1 },
   });
   const [a, b] = await replicas(t, 'a', 'b');
@@ -193,6 +194,7 @@ test('with every replica ejected by its probes the answer is 503 no_healthy_upst
     { timeoutMs: 5000, what: 'the verdict read by the proxy' },
   );
   assert.equal(refused.json.detail.reason, 'no_healthy_upstream');
+  assert.equal(await metric(gw, 'meshgate_upstream_replica_ejected', { deployment: d.id }), 2, 'both, in /metrics');
   assert.ok(Number(refused.headers['retry-after']) >= 1);
   assert.ok(!refused.text.includes('127.0.0.1'), 'no address disclosed');
 
