@@ -2,7 +2,7 @@
  * One upstream replica as its own process, so a test can `kill -9` it and start it again on the same port:
  * `node test/helpers/replica-server.ts <name> <port>` prints `listening <port>` once it listens.
  *
- * - `GET /who`: its name (every answer carries it in `x-replica`).
+ * - `GET /who`: its name as a JSON string (every answer also carries it in `x-replica`).
  * - `POST /echo`: reads the body, answers its length; each body it read is logged to stdout as `received <n>`.
  * - `POST /drop`: reads the body, then drops the connection without answering (logged as `received <n>` too).
  * - `GET /sse?n=<chunks>&ms=<gap>`: a token stream, `n` events `gap` ms apart.
@@ -44,7 +44,8 @@ const server = createServer((req, res) => {
   }
   const status = /^\/status\/(\d{3})$/.exec(url.pathname);
   res.statusCode = status ? Number(status[1]) : 200;
-  res.end(name);
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify(name));
 });
 
 server.listen(Number(port), '127.0.0.1', () => {

@@ -41,7 +41,7 @@ test('two workers balance replicas, fail over without a failed GET, and share on
   for (let i = 0; i < 16; i++) {
     const res = await once(served, `${spread.runtime_path}/who`, token);
     assert.equal(res.status, 200, res.text);
-    answeredBy.add(res.text);
+    answeredBy.add(res.json);
     workers.add(await servedBy(served, res.requestId));
   }
   assert.deepEqual([...answeredBy].sort(), ['a', 'b'], 'both replicas took traffic');
@@ -50,7 +50,7 @@ test('two workers balance replicas, fail over without a failed GET, and share on
   await b.kill();
   for (let i = 0; i < 30; i++) {
     const res = await once(served, `${spread.runtime_path}/who`, token);
-    assert.deepEqual([res.status, res.text], [200, 'a'], 'a GET to the killed replica went to the live one');
+    assert.deepEqual([res.status, res.json], [200, 'a'], 'a GET to the killed replica went to the live one');
   }
 
   const statuses: number[] = [];
@@ -85,5 +85,5 @@ test('two workers balance replicas, fail over without a failed GET, and share on
   ]);
   assert.deepEqual([record.affinity, record.rate_limit], ['cookie', { requests_per_second: 5, burst: 10 }]);
   const viaCli = await once(served, `${record.runtime_path}/who`, token);
-  assert.deepEqual([viaCli.status, viaCli.text], [200, 'a']);
+  assert.deepEqual([viaCli.status, viaCli.json], [200, 'a']);
 });
