@@ -72,7 +72,7 @@ test('an h2c replica gets its requests multiplexed on few connections, trailers 
   );
 });
 
-test('a grpcio client reaches a grpcio server through a runtime URL, status and trailing metadata intact', async (t) => {
+test('a grpcio client reaches a grpcio server through a runtime URL, answers and status intact', async (t) => {
   const python = await peerScript('grpcio');
   const server = spawn(python, [ECHO, 'server'], { stdio: ['ignore', 'pipe', 'inherit'] });
   t.after(() => server.kill('SIGKILL'));
