@@ -146,7 +146,9 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   {
     env: ['PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS'],
-    meaning: "how often the primary probes each deployment's upstream (the deployments API shows the last result)",
+    meaning:
+      'how often the primary probes each replica of every deployment (ejecting failing ones; the deployments API ' +
+      'shows the last result)',
     doc: 'docs/serving.md',
   },
   {
