@@ -125,11 +125,7 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   { env: ['PLATFORM_MAX_BODY_BYTES'], meaning: 'most bytes of a buffered API request body (413 beyond)' },
   {
-    env: [
-      'PLATFORM_UPSTREAM_CONNECTIONS',
-      'PLATFORM_UPSTREAM_MAX_CONCURRENT',
-      'PLATFORM_UPSTREAM_QUEUE_TIMEOUT_MS',
-    ],
+    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_UPSTREAM_MAX_CONCURRENT', 'PLATFORM_UPSTREAM_QUEUE_TIMEOUT_MS'],
     meaning:
       'runtime proxy pool per upstream replica, requests in flight per deployment and process (fairly shared ' +
       'when full), and the longest wait for one',
