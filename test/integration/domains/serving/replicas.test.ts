@@ -5,12 +5,14 @@
  * `no_healthy_upstream` once the probes ejected every replica.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { test } from 'node:test';
 import { request } from 'undici';
+import { WebSocket } from 'ws';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 import { parsePrometheus, total } from '../../../helpers/peers/prometheus.ts';
 import { type ReplicaProcess, startReplica } from '../../../helpers/replicas.ts';
-import { deploy } from '../../../helpers/upstreams.ts';
+import { deploy, startAppServer } from '../../../helpers/upstreams.ts';
 import { waitFor } from '../../../helpers/wait.ts';
 
 const METRICS_TOKEN = 'metrics-token-for-tests-0123456789';
@@ -168,6 +170,33 @@ test('cookie affinity pins a browser to a replica, re-pins it when that one is g
   assert.equal(moved.status, 200, 'the request went to a live replica');
   assert.notEqual(moved.headers['x-replica'], pinned);
   assert.match(String(moved.headers['set-cookie']), /meshgate_affinity=\d+/, 're-pinned');
+});
+
+test("a websocket app's upgrade goes to the replica its affinity cookie names, the cookie kept from it", async (t) => {
+  const gw = await startTestGateway(t);
+  const apps = [await startAppServer(t), await startAppServer(t)];
+  const token = await gw.adminToken();
+  const d = await deploy(gw, {
+    kind: 'app',
+    name: 'ws-app',
+    affinity: 'cookie',
+    upstreams: apps.map((app) => ({ url: app.url })),
+  });
+  const url = `${gw.url.replace('https', 'wss')}${d.runtime_path}/ws`;
+  for (const index of [0, 1, 1, 0]) {
+    const headers = { authorization: `Bearer ${token}`, cookie: `meshgate_affinity=${index}; theme=dark` };
+    const ws = new WebSocket(url, { ca: gw.gateway.caPem, headers });
+    await once(ws, 'open');
+    ws.send('ping');
+    assert.equal(String((await once(ws, 'message'))[0]), 'echo:ping');
+    ws.close();
+    await once(ws, 'close');
+    const pinned = apps[index];
+    assert.equal(pinned?.lastPath, '/ws', `replica ${index} took the upgrade`);
+    assert.equal(pinned?.lastHeaders?.cookie, 'theme=dark', 'the affinity cookie never reaches the upstream');
+    if (pinned) pinned.lastPath = null;
+    assert.equal(apps[1 - index]?.lastPath ?? null, null, 'the other replica saw nothing');
+  }
 });
 
 test('with every replica ejected by its probes the answer is 503 no_healthy_upstream with Retry-After', async (t) => {
