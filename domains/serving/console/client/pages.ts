@@ -6,12 +6,43 @@ import { Badge, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts'
 const LIVE_MS = 2000;
 const ACTIVE_JOB = new Set(['PENDING', 'RUNNING', 'SUBMITTED']);
 
-/** The upstream's last probe: the verdict, why it failed, and when it was taken. */
+/** Why a probe failed: its reason and code. */
+function failure(probe: any): string | null {
+  return probe.status === 'unhealthy' ? [probe.reason, probe.detail].filter(Boolean).join(' · ') : null;
+}
+
+/**
+ * The last probe: the verdict, why it failed, and when it was taken; with several replicas, each one's verdict,
+ * marked when its probes took it out of rotation.
+ */
 function Health({ health }: { health: any }) {
-  const why = health.status === 'unhealthy' ? [health.reason, health.detail].filter(Boolean).join(' · ') : null;
+  const why = failure(health);
+  const replicas: any[] = health.replicas ?? [];
   return html`<${Badge} value=${health.status} />
     ${why ? html` <span class="muted">${why}</span>` : null}
-    ${health.checked_at ? html`<div class="muted small">checked ${when(health.checked_at)}</div>` : null}`;
+    ${health.checked_at ? html`<div class="muted small">checked ${when(health.checked_at)}</div>` : null}
+    ${
+      replicas.length > 1
+        ? html`<ul class="replicas" aria-label="Replicas">
+            ${replicas.map(
+              (r) => html`<li>
+                replica ${r.index} <${Badge} value=${r.status} />
+                ${r.ejected ? html` <strong>ejected</strong>` : null}
+                ${failure(r) ? html` <span class="muted">${failure(r)}</span>` : null}
+              </li>`,
+            )}
+          </ul>`
+        : null
+    }`;
+}
+
+/** Where it goes: one upstream, or each replica with its weight (administrators only). */
+function Upstreams({ d }: { d: any }) {
+  if (!d.upstreams) return html`<span class="muted">administrators only</span>`;
+  if (d.upstreams.length === 1) return d.upstream;
+  return html`<ol class="replicas" start="0">
+    ${d.upstreams.map((r: any) => html`<li>${r.url} <span class="muted">weight ${r.weight}</span></li>`)}
+  </ol>`;
 }
 
 function Traffic({ traffic }: { traffic: any }) {
@@ -20,7 +51,8 @@ function Traffic({ traffic }: { traffic: any }) {
 }
 
 const DEPLOYMENTS_NOTE =
-  "Health is the gateway's own last probe of each upstream (a TCP connect, or a GET of its health path). " +
+  "Health is the gateway's own last probe of each replica (a TCP connect, or a GET of its health path); " +
+  'a replica that keeps failing is ejected from every gateway process until its probes pass again. ' +
   'Requests are those proxied to it since it was registered, by every gateway process.';
 
 export function DeploymentsPage() {
@@ -34,7 +66,7 @@ export function DeploymentsPage() {
       columns=${[
         ['Name', (d: any) => d.name],
         ['Kind', (d: any) => d.kind],
-        ['Upstream', (d: any) => d.upstream ?? html`<span class="muted">administrators only</span>`],
+        ['Upstream', (d: any) => html`<${Upstreams} d=${d} />`],
         ['Health', (d: any) => html`<${Health} health=${d.health} />`],
         ['Requests', (d: any) => html`<${Traffic} traffic=${d.traffic} />`],
         ['Runtime URL', (d: any) => html`<a href=${d.url}>${d.runtime_path}</a>`],

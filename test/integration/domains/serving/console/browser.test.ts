@@ -103,6 +103,12 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   const app = await startAppServer(t);
   const notes = await deploy(gw, { kind: 'app', name: 'notes', upstream: app.url, health_path: '/dashboard' });
   await deploy(gw, { kind: 'app', name: 'gone', upstream: DEAD_UPSTREAM });
+  // Two replicas, one of them dead: its probes eject it, and the page says so beside the live one.
+  await deploy(gw, {
+    kind: 'model',
+    name: 'pair',
+    upstreams: [{ url: app.url }, { url: DEAD_UPSTREAM, weight: 2 }],
+  });
   const REQUESTS = 5;
   for (let i = 0; i < REQUESTS; i++)
     assert.equal((await gw.request('GET', `${notes.runtime_path}/`, { token: await gw.adminToken() })).status, 200);
@@ -120,6 +126,10 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   await row('notes').locator('td[data-label="Requests"]').getByText(String(REQUESTS)).waitFor();
   await row('gone').locator('td[data-label="Health"]').getByText('unhealthy', { exact: true }).waitFor();
   await row('gone').getByText('upstream_unreachable', { exact: false }).waitFor();
+  const replicas = row('pair').getByRole('list', { name: 'Replicas' }).getByRole('listitem');
+  await replicas.nth(0).getByText('healthy', { exact: true }).waitFor();
+  await replicas.nth(1).getByText('ejected').waitFor();
+  await row('pair').getByText('weight 2').waitFor();
   await shoot(page, 'deployments');
   const [opened] = await Promise.all([
     page.waitForEvent('load'),
