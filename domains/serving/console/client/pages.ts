@@ -1,7 +1,8 @@
 /** Deployments, jobs (with a live log tail), the catalog and retrieval runs: what the API lets the caller see. */
 import { useState } from 'preact/hooks';
 import { api } from './api.ts';
-import { Badge, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts';
+import { DeploymentForm } from './deployment-form.ts';
+import { Badge, type Column, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts';
 
 const LIVE_MS = 2000;
 const ACTIVE_JOB = new Set(['PENDING', 'RUNNING', 'SUBMITTED']);
@@ -55,8 +56,30 @@ const DEPLOYMENTS_NOTE =
   'a replica that keeps failing is ejected from every gateway process until its probes pass again. ' +
   'Requests are those proxied to it since it was registered, by every gateway process.';
 
-export function DeploymentsPage() {
+/** An administrator's actions on a row: change it in the form below, or delete it (after a confirmation). */
+function DeploymentActions({ d, onEdit, onDeleted }: { d: any; onEdit: (d: any) => void; onDeleted: () => void }) {
+  const action = useAction();
+  const remove = () =>
+    window.confirm(`Delete the deployment ${d.name}? Its runtime URL stops answering.`) &&
+    action.run(async () => {
+      await api('DELETE', `/serving/deployments/${encodeURIComponent(d.id)}`);
+      onDeleted();
+    });
+  return html`<button type="button" onClick=${() => onEdit(d)} aria-label=${`Change ${d.name}`}>Change</button>
+    <button type="button" onClick=${remove} disabled=${action.busy} aria-label=${`Delete ${d.name}`}>Delete</button>
+    <${ErrorNote} error=${action.error} />`;
+}
+
+export function DeploymentsPage({ admin }: { admin: boolean }) {
   const list = useApi<any[]>('/serving/deployments?kind=all', LIVE_MS);
+  const [editing, setEditing] = useState<any | null>(null);
+  const done = () => {
+    setEditing(null);
+    list.reload();
+  };
+  const actions: Column[] = admin
+    ? [['Actions', (d: any) => html`<${DeploymentActions} d=${d} onEdit=${setEditing} onDeleted=${list.reload} />`]]
+    : [];
   return html`<section aria-labelledby="page-title">
     <h2 id="page-title">Deployments</h2>
     <${ErrorNote} error=${list.error} />
@@ -70,9 +93,11 @@ export function DeploymentsPage() {
         ['Health', (d: any) => html`<${Health} health=${d.health} />`],
         ['Requests', (d: any) => html`<${Traffic} traffic=${d.traffic} />`],
         ['Runtime URL', (d: any) => html`<a href=${d.url}>${d.runtime_path}</a>`],
+        ...actions,
       ]}
     />
     <p class="muted">${DEPLOYMENTS_NOTE}</p>
+    ${admin ? html`<${DeploymentForm} key=${editing?.id ?? 'new'} editing=${editing} onDone=${done} />` : null}
   </section>`;
 }
 
