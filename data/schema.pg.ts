@@ -20,6 +20,7 @@ export const {
   deploymentHealth,
   deploymentReplicaHealth,
   deploymentTraffic,
+  deploymentTrafficMinutes,
   deployments,
   executionGate,
   federationUsers,

@@ -152,6 +152,7 @@ export class Exchange {
       out['set-cookie'] = upstreamCookies === undefined ? [cookie] : [...(upstreamCookies as string[]), cookie];
     }
     this.res.writeHead(statusCode, out);
+    this.target.series.record(this.target.label, statusCode, performance.now() - this.#dispatchedAt);
   }
 
   /**
@@ -182,6 +183,7 @@ export class Exchange {
   refuse(refusal: ApiError): void {
     this.#done = true;
     this.target.observed.errors.labels(this.target.label, refusal.reason).inc();
+    this.target.series.record(this.target.label, refusal.status, performance.now() - this.#dispatchedAt);
     this.#settle(refusal);
   }
 

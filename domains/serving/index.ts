@@ -23,6 +23,7 @@ import { proxyObservability } from './proxy-metrics.ts';
 import { BUCKET_IDLE_MS, RateLimiter } from './rate-limit.ts';
 import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
+import { MinuteSeries, SERIES_MINUTES } from './series.ts';
 import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand, smokeRoute } from './smoke.ts';
@@ -37,8 +38,8 @@ const SOCKET_SWEEP_MS = 1000;
 const VERDICTS_MS = 1000;
 
 /**
- * Each second, the replicas the probes ejected (every serving process); and once in a while, by the owner of
- * background work, the rate-limit buckets idle long enough to have refilled.
+ * Each second, the replicas the probes ejected (every serving process); and once a minute, by the owner of
+ * background work, the rate-limit buckets idle long enough to have refilled and the minutes older than an hour.
  */
 function readVerdicts(
   store: ReturnType<typeof createDeploymentStore>,
@@ -50,7 +51,10 @@ function readVerdicts(
   const timer = setInterval(() => {
     try {
       planes.applyVerdicts(store.replicaHealth());
-      if (prunes && ++ticks % 60 === 0) store.pruneBuckets(Date.now() - BUCKET_IDLE_MS);
+      if (prunes && ++ticks % 60 === 0) {
+        store.pruneBuckets(Date.now() - BUCKET_IDLE_MS);
+        store.pruneMinutes(Math.floor(Date.now() / 60_000) - SERIES_MINUTES);
+      }
     } catch (error) {
       logger.warn({ err: error }, 'upstream health: verdicts not read; trying again');
     }
@@ -91,6 +95,7 @@ export const servingModule: HandlerModule = {
         },
       },
       (live) => proxyObservability(deps.metrics, deps.tracing, live),
+      new MinuteSeries(() => deps.now().getTime()),
     );
     // Booted for a command, nothing listens (deps.listeners is null); a worker asks the primary, which owns the ports.
     const place = deps.process;
@@ -118,7 +123,9 @@ export const servingModule: HandlerModule = {
     );
     // Serving processes write their request counts; the owner of background work probes the upstreams.
     const serves = deps.purpose === 'serve';
-    const traffic = serves ? new TrafficFlusher(planes.observed.requests, store, deps.now, deps.logger) : null;
+    const traffic = serves
+      ? new TrafficFlusher(planes.observed.requests, planes.series, store, deps.now, deps.logger)
+      : null;
     const prober =
       serves && place.role !== 'worker'
         ? new HealthProber(

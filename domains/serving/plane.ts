@@ -11,6 +11,7 @@ import { AdmissionGate } from './fair-share.ts';
 import type { ProxyObservability } from './proxy-metrics.ts';
 import { RetryBudget } from './retry.ts';
 import type { ReplicaRecord } from './schema.ts';
+import type { MinuteSeries } from './series.ts';
 import type { ReplicaHealthRow } from './store.ts';
 
 /** Streams per cleartext HTTP/2 connection, and connections per h2c replica: multiplexing, not fan-out. */
@@ -49,6 +50,8 @@ export class DataPlanes {
   constructor(
     private readonly settings: PlaneSettings,
     observe: (pools: () => Iterable<[Pool, string]>) => ProxyObservability,
+    /** Each deployment's answers minute by minute, for the console's charts. */
+    readonly series: MinuteSeries,
   ) {
     this.observed = observe(() => [...this.#pools.values()].map(({ pool, label }) => [pool, label]));
     this.observed.declarePlanes(() => this.#planes.entries());

@@ -20,6 +20,7 @@ import type { ProxyObservability } from './proxy-metrics.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import { idempotent, KEPT_BODY_BYTES } from './retry.ts';
 import type { RateLimitRecord } from './schema.ts';
+import type { MinuteSeries } from './series.ts';
 import type { RequestCell } from './traffic.ts';
 
 /** Where one request goes: a deployment's plane (replicas, gate, budget), its path mapping and options. */
@@ -38,6 +39,7 @@ export interface ProxyTarget {
   affinity: boolean;
   rateLimit: { limiter: RateLimiter; limit: RateLimitRecord } | null;
   observed: ProxyObservability;
+  series: MinuteSeries;
   /** This deployment's in-flight gauge, labelled once rather than per request. */
   inFlight: { inc(): void; dec(): void };
   /** This deployment's request count (traffic.ts): one increment per request. */
@@ -69,6 +71,7 @@ export function buildTarget(planes: DataPlanes, spec: TargetSpec, limiter: RateL
     affinity: spec.affinity,
     rateLimit: spec.rateLimit && limiter ? { limiter, limit: spec.rateLimit } : null,
     observed: planes.observed,
+    series: planes.series,
     inFlight: planes.observed.inFlight.labels(spec.label),
     requests: planes.observed.requests.cell(spec.label),
     spanAttributes: { 'meshgate.deployment': spec.label },
@@ -144,13 +147,14 @@ export function forward(
   // Null: the client left while waiting for its slot.
   return slot.then(
     (release) => (release ? forwardWithin(release, ctx, target, rest, origin, principal) : undefined),
-    (refusal: ApiError) => Promise.reject(counted(target, refusal)),
+    (refusal: ApiError) => Promise.reject(counted(target, refusal, target.plane.gate.queueTimeoutMs)),
   );
 }
 
-/** Counts a refusal under its reason (upstream_errors_total) and passes it on. */
-function counted(target: ProxyTarget, refusal: ApiError): ApiError {
+/** Counts a refusal under its reason (upstream_errors_total) and in the minute's series, and passes it on. */
+function counted(target: ProxyTarget, refusal: ApiError, waitedMs = 0): ApiError {
   target.observed.errors.labels(target.label, refusal.reason).inc();
+  target.series.record(target.label, refusal.status, waitedMs);
   return refusal;
 }
 

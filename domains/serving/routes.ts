@@ -11,6 +11,14 @@ import { observedFields } from './wire.ts';
 const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool', 'all']).default('model') });
 const deploymentAnswer = z.looseObject({ id: z.string(), name: z.string(), ...observedFields });
 const NOT_FOUND = ['deployment_not_found'];
+const minuteAnswer = z.object({
+  at: z.iso.datetime().describe('the minute'),
+  requests_per_second: z.number(),
+  client_errors: z.number().int().describe('4xx answers'),
+  server_errors: z.number().int().describe("5xx answers, the gateway's own refusals included"),
+  head_p50_ms: z.number().nullable().describe("time to the answer's head: the upper bound of the median's bucket"),
+  head_p99_ms: z.number().nullable(),
+});
 
 export function servingRoutes(service: DeploymentService, maxBody: number): RouteDef[] {
   return [
@@ -67,6 +75,17 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
         handle: (ctx) => ({ status: 200, body: service.get(principalOf(ctx), ctx.params.id as string) }),
       }),
     ),
+    {
+      method: 'GET',
+      path: '/serving/deployments/:id/traffic',
+      auth: 'user',
+      doc: {
+        summary: "The last hour of a deployment's traffic, minute by minute, summed over every gateway process",
+        answers: { 200: z.array(minuteAnswer) },
+        errors: NOT_FOUND,
+      },
+      handle: (ctx) => ({ status: 200, body: service.traffic(principalOf(ctx), ctx.params.id as string) }),
+    },
     {
       // Owners and administrators; mesh callers change nothing here.
       method: 'PATCH',

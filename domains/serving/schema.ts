@@ -125,3 +125,33 @@ export const rateLimitBuckets = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.deploymentId, t.caller] })],
 );
+
+/**
+ * Each deployment's traffic per minute, every process adding its own (series.ts): requests, the answers that were
+ * 4xx and 5xx, and how long the answers' heads took, counted in fixed buckets (the column names their upper bound,
+ * in ms) so percentiles survive the sum. Kept for an hour.
+ */
+export const deploymentTrafficMinutes = sqliteTable(
+  'deployment_traffic_minutes',
+  {
+    deploymentId: text('deployment_id')
+      .notNull()
+      .references(() => deployments.id, { onDelete: 'cascade' }),
+    /** Minutes since the epoch. */
+    minute: integer('minute').notNull(),
+    requests: integer('requests').notNull(),
+    clientErrors: integer('client_errors').notNull(),
+    serverErrors: integer('server_errors').notNull(),
+    le10: integer('le_10').notNull(),
+    le50: integer('le_50').notNull(),
+    le100: integer('le_100').notNull(),
+    le250: integer('le_250').notNull(),
+    le500: integer('le_500').notNull(),
+    le1000: integer('le_1000').notNull(),
+    le2500: integer('le_2500').notNull(),
+    le10000: integer('le_10000').notNull(),
+    /** Heads that took longer than 10 s. */
+    over: integer('over').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.deploymentId, t.minute] })],
+);

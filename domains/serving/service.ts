@@ -17,6 +17,7 @@ import { DeploymentAccess } from './access.ts';
 import { ServingErrors } from './errors.ts';
 import { type DeploymentInput, type DeploymentPatch, dataPlaneColumns, replicaColumns, replicasOf } from './input.ts';
 import { DEFAULT_RETRIES } from './retry.ts';
+import { SERIES_MINUTES, seriesView } from './series.ts';
 import type { DeploymentRow, DeploymentStore, HealthRow, ReplicaHealthRow, TrafficRow } from './store.ts';
 import type { RequestCounts } from './traffic.ts';
 import { healthView, sdkModelFields, trafficView } from './wire.ts';
@@ -146,6 +147,13 @@ export class DeploymentService {
   get(principal: Principal, id: string) {
     const row = this.#visibleRow(principal, this.store.get(id), id);
     return this.view(row, isNativeAdmin(principal));
+  }
+
+  /** The last hour of a deployment's traffic, minute by minute (series.ts), to whoever may see it. */
+  traffic(principal: Principal, id: string) {
+    this.#visibleRow(principal, this.store.get(id), id);
+    const nowMs = this.now().getTime();
+    return seriesView(this.store.minutes(id, Math.floor(nowMs / 60_000) - SERIES_MINUTES + 1), nowMs);
   }
 
   /**

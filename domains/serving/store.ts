@@ -1,11 +1,12 @@
 /** Deployment rows behind the narrow interface the service needs. */
-import { and, asc, eq, lt, notInArray, sql } from '../../gateway/db/drizzle.ts';
+import { and, asc, eq, gte, lt, notInArray, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
 import {
   deploymentHealth,
   deploymentReplicaHealth,
   deployments,
   deploymentTraffic,
+  deploymentTrafficMinutes,
   type RateLimitRecord,
   rateLimitBuckets,
 } from './schema.ts';
@@ -14,6 +15,7 @@ export type DeploymentRow = typeof deployments.$inferSelect;
 export type HealthRow = typeof deploymentHealth.$inferSelect;
 export type TrafficRow = typeof deploymentTraffic.$inferSelect;
 export type ReplicaHealthRow = typeof deploymentReplicaHealth.$inferSelect;
+export type MinuteRow = typeof deploymentTrafficMinutes.$inferSelect;
 
 export interface DeploymentStore {
   list(): DeploymentRow[];
@@ -48,6 +50,12 @@ export interface DeploymentStore {
   ): { granted: number; tokens: number };
   /** Drops buckets not touched since `beforeMs`. */
   pruneBuckets(beforeMs: number): void;
+  /** Adds each row's counts to its (deployment, minute) in one transaction; removed deployments are skipped. */
+  addMinutes(rows: readonly MinuteRow[]): void;
+  /** One deployment's minutes from `sinceMinute` on. */
+  minutes(id: string, sinceMinute: number): MinuteRow[];
+  /** Drops minutes before `beforeMinute`. */
+  pruneMinutes(beforeMinute: number): void;
   /** Adds each delta to its deployment's count in one transaction; removed deployments are skipped. */
   addTraffic(deltas: readonly (readonly [id: string, requests: number])[], at: string): void;
 }
@@ -134,6 +142,31 @@ export function createDeploymentStore(db: Db): DeploymentStore {
         .get() as { granted: number; tokens: number };
     },
     pruneBuckets: (beforeMs) => void db.delete(rateLimitBuckets).where(lt(rateLimitBuckets.refilledAt, beforeMs)).run(),
+    addMinutes(rows) {
+      const t = deploymentTrafficMinutes;
+      db.transaction((tx) => {
+        for (const row of rows) {
+          if (!exists(tx, row.deploymentId)) continue;
+          const { deploymentId: _, minute: __, ...counts } = row;
+          // Every process adds its own: each sum is taken in SQL, never read-modify-written.
+          const added = Object.fromEntries(
+            Object.entries(counts).map(([key, value]) => [key, sql`${t[key as keyof typeof counts]} + ${value}`]),
+          );
+          tx.insert(t)
+            .values(row)
+            .onConflictDoUpdate({ target: [t.deploymentId, t.minute], set: added })
+            .run();
+        }
+      });
+    },
+    minutes: (id, sinceMinute) =>
+      db
+        .select()
+        .from(deploymentTrafficMinutes)
+        .where(and(eq(deploymentTrafficMinutes.deploymentId, id), gte(deploymentTrafficMinutes.minute, sinceMinute)))
+        .all(),
+    pruneMinutes: (beforeMinute) =>
+      void db.delete(deploymentTrafficMinutes).where(lt(deploymentTrafficMinutes.minute, beforeMinute)).run(),
     addTraffic(deltas, at) {
       db.transaction((tx) => {
         for (const [deploymentId, requests] of deltas) {

@@ -1,6 +1,7 @@
 /** Deployments, jobs (with a live log tail), the catalog and retrieval runs: what the API lets the caller see. */
 import { useState } from 'preact/hooks';
 import { api } from './api.ts';
+import { TrafficCharts } from './charts.ts';
 import { DeploymentForm } from './deployment-form.ts';
 import { Badge, type Column, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts';
 
@@ -46,9 +47,11 @@ function Upstreams({ d }: { d: any }) {
   </ol>`;
 }
 
-function Traffic({ traffic }: { traffic: any }) {
+function Traffic({ d }: { d: any }) {
+  const { traffic } = d;
   return html`${traffic.requests.toLocaleString()}
-    ${traffic.last_request_at ? html`<div class="muted small">last ${when(traffic.last_request_at)}</div>` : null}`;
+    ${traffic.last_request_at ? html`<div class="muted small">last ${when(traffic.last_request_at)}</div>` : null}
+    <${TrafficCharts} id=${d.id} name=${d.name} />`;
 }
 
 const DEPLOYMENTS_NOTE =
@@ -91,7 +94,7 @@ export function DeploymentsPage({ admin }: { admin: boolean }) {
         ['Kind', (d: any) => d.kind],
         ['Upstream', (d: any) => html`<${Upstreams} d=${d} />`],
         ['Health', (d: any) => html`<${Health} health=${d.health} />`],
-        ['Requests', (d: any) => html`<${Traffic} traffic=${d.traffic} />`],
+        ['Requests', (d: any) => html`<${Traffic} d=${d} />`],
         ['Runtime URL', (d: any) => html`<a href=${d.url}>${d.runtime_path}</a>`],
         ...actions,
       ]}

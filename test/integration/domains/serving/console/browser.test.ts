@@ -3,7 +3,7 @@
  * gateways: sign in through /login, create two federation records in the
  * console's form (its validation errors beside their fields), pair the
  * gateways from their cards and watch both read PAIRED, read each
- * deployment's probed health and request count, open a deployed app, follow
+ * deployment's probed health (each replica's) and request count, its last hour as charts, open a deployed app, follow
  * a job's log, change routing and read the smoke results, and a non-admin who
  * is offered no admin page. Each page is screenshot; with MESHGATE_UPDATE_SCREENSHOTS=1 the shots replace
  * docs/console/'s, otherwise they go to a temporary folder, so a test run leaves the checkout as it was.
@@ -130,6 +130,17 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   await replicas.nth(0).getByText('healthy', { exact: true }).waitFor();
   await replicas.nth(1).getByText('ejected').waitFor();
   await row('pair').getByText('weight 2').waitFor();
+  // The last hour as charts, every process's requests summed: 5 requests in this minute are 0.083 a second.
+  await row('notes').getByText('Last hour').click();
+  await row('notes')
+    .getByRole('img', { name: /^Requests per second over the last hour: requests peak 0\.083/ })
+    .waitFor();
+  await row('notes')
+    .getByRole('img', { name: /^Time to first byte over the last hour: p50 peak \d+ ms/ })
+    .waitFor();
+  await row('notes')
+    .getByRole('img', { name: /^Errors per minute over the last hour: 4xx peak 0, 5xx peak 0/ })
+    .waitFor();
   await shoot(page, 'deployments');
   const [opened] = await Promise.all([
     page.waitForEvent('load'),

@@ -12,6 +12,26 @@ CREATE TABLE "deployment_replica_health" (
 	CONSTRAINT "deployment_replica_health_rowid_unique" UNIQUE("rowid")
 );
 --> statement-breakpoint
+CREATE TABLE "deployment_traffic_minutes" (
+	"rowid" bigserial NOT NULL,
+	"deployment_id" text NOT NULL,
+	"minute" bigint NOT NULL,
+	"requests" bigint NOT NULL,
+	"client_errors" bigint NOT NULL,
+	"server_errors" bigint NOT NULL,
+	"le_10" bigint NOT NULL,
+	"le_50" bigint NOT NULL,
+	"le_100" bigint NOT NULL,
+	"le_250" bigint NOT NULL,
+	"le_500" bigint NOT NULL,
+	"le_1000" bigint NOT NULL,
+	"le_2500" bigint NOT NULL,
+	"le_10000" bigint NOT NULL,
+	"over" bigint NOT NULL,
+	CONSTRAINT "deployment_traffic_minutes_deployment_id_minute_pk" PRIMARY KEY("deployment_id","minute"),
+	CONSTRAINT "deployment_traffic_minutes_rowid_unique" UNIQUE("rowid")
+);
+--> statement-breakpoint
 CREATE TABLE "rate_limit_buckets" (
 	"rowid" bigserial NOT NULL,
 	"deployment_id" text NOT NULL,
@@ -30,4 +50,5 @@ ALTER TABLE "deployments" ADD COLUMN "max_concurrent" bigint;--> statement-break
 ALTER TABLE "deployments" ADD COLUMN "queue_timeout_ms" bigint;--> statement-breakpoint
 ALTER TABLE "deployments" ADD COLUMN "rate_limit" text;--> statement-breakpoint
 ALTER TABLE "deployment_replica_health" ADD CONSTRAINT "deployment_replica_health_deployment_id_deployments_id_fk" FOREIGN KEY ("deployment_id") REFERENCES "public"."deployments"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "deployment_traffic_minutes" ADD CONSTRAINT "deployment_traffic_minutes_deployment_id_deployments_id_fk" FOREIGN KEY ("deployment_id") REFERENCES "public"."deployments"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "rate_limit_buckets" ADD CONSTRAINT "rate_limit_buckets_deployment_id_deployments_id_fk" FOREIGN KEY ("deployment_id") REFERENCES "public"."deployments"("id") ON DELETE cascade ON UPDATE no action;
