@@ -25,7 +25,8 @@ function points(values: (number | null)[], max: number): [x: number, y: number][
 /** A line through the minutes, and a dot on each minute that has a value (one minute alone is still seen). */
 function Plot({ line, max }: { line: Line; max: number }) {
   const at = points(line.values, max);
-  return html`<polyline class=${line.className} points=${at.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')} />
+  const path = at.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ');
+  return html`<polyline class=${line.className} points=${path} />
     ${at.map(([x, y]) => html`<circle class=${line.className} cx=${x.toFixed(1)} cy=${y.toFixed(1)} r="1.5" />`)}`;
 }
 

@@ -182,7 +182,7 @@ async function until(holds: () => boolean, what: string): Promise<void> {
   }
 }
 
-test('the last hour of traffic, minute by minute: requests, 4xx and 5xx, head percentiles; hidden from others', async (t) => {
+test('the last hour of traffic by minute: requests, 4xx and 5xx, head percentiles; hidden from others', async (t) => {
   const gw = await startTestGateway(t);
   const app = await startAppServer(t);
   const d = await deploy(gw, { kind: 'app', name: 'charted', upstream: app.url });
