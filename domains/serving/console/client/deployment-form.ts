@@ -88,7 +88,10 @@ function bodyOf(draft: Draft, creating: boolean) {
   };
 }
 
-/** `editing`: the record to change (its id), else a new one is created. */
+/**
+ * `editing`: the record to change (its id), else a new one is created. The page gives each record's form its own
+ * key, so the draft starts from the record once, and what is typed is never reset under the user.
+ */
 export function DeploymentForm({ editing, onDone }: { editing: any | null; onDone: () => void }) {
   const creating = editing === null;
   const [draft, setDraft] = useState<Draft>(creating ? EMPTY : draftOf(editing));
@@ -96,7 +99,6 @@ export function DeploymentForm({ editing, onDone }: { editing: any | null; onDon
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const form = useRef<HTMLFormElement>(null);
-  useEffect(() => setDraft(creating ? EMPTY : draftOf(editing)), [editing, creating]);
   const submit = async (event: Event) => {
     event.preventDefault();
     setBusy(true);
