@@ -148,12 +148,10 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   { env: ['PLATFORM_MAX_BODY_BYTES'], meaning: 'most bytes of a buffered API request body (413 beyond)' },
   {
-    env: [
-      'PLATFORM_UPSTREAM_CONNECTIONS',
-      'PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS',
-      'PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS',
-    ],
-    meaning: "runtime proxy pool per upstream, and one client connection's and one client address's share of it",
+    env: ['PLATFORM_UPSTREAM_CONNECTIONS', 'PLATFORM_UPSTREAM_MAX_CONCURRENT', 'PLATFORM_UPSTREAM_QUEUE_TIMEOUT_MS'],
+    meaning:
+      'runtime proxy pool per upstream replica, requests in flight per deployment and process (fairly shared ' +
+      'when full), and the longest wait for one',
     doc: 'docs/serving.md',
   },
   {
@@ -167,7 +165,9 @@ export const SERVE_SETTINGS: readonly ServeSetting[] = [
   },
   {
     env: ['PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS'],
-    meaning: "how often the primary probes each deployment's upstream (the deployments API shows the last result)",
+    meaning:
+      'how often the primary probes each replica of every deployment (ejecting failing ones; the deployments API ' +
+      'shows the last result)',
     doc: 'docs/serving.md',
   },
   {

@@ -7,7 +7,7 @@
  * The wrk figures of run.ts move by more than this between reps.
  *   npx tsx bench/proxy/access.ts   (env: BENCH_ITERATIONS=1000000)
  */
-import { deploymentInput } from '../../domains/serving/service.ts';
+import { deploymentInput } from '../../domains/serving/input.ts';
 import { localPrincipal, memoryDeployments } from '../../test/helpers/deployments.ts';
 
 const ITERATIONS = Number(process.env.BENCH_ITERATIONS ?? 1_000_000);

@@ -1,6 +1,6 @@
 /**
- * The peers and probes the proxy benchmarks share: the bench upstream and
- * nginx as child processes, wrk runs, CPU and RSS from /proc.
+ * The peers and probes the proxy benchmarks share: the bench upstream,
+ * nginx, Caddy and HAProxy as child processes, wrk runs, CPU and RSS from /proc.
  */
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +13,15 @@ export const REPS = Number(process.env.BENCH_REPS ?? 3);
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const here = import.meta.dirname;
 export const STREAM_MB = 512;
+/** A proxy under measurement: where it listens, its main process, and the processes whose RSS is a worker's. */
+export interface Target {
+  url: string;
+  pid: number;
+  token?: string;
+  /** meshgate: its workers, or itself as one process; nginx: its workers; others: themselves. */
+  workers(): number[];
+}
+
 /** Every process a benchmark started, stopped when it ends. */
 export const children: ChildProcess[] = [];
 
@@ -186,4 +195,58 @@ export function runBench(main: () => Promise<void>, stops: readonly (() => unkno
         else c.kill('SIGTERM');
       }
     });
+}
+
+/** Resolves once `GET /hello` on the port answers. */
+export async function waitForPort(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/hello`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`nothing answered on ${port}`);
+}
+
+function tempDir(name: string, stops: (() => void)[]): string {
+  const dir = mkdtempSync(join(tmpdir(), `bench-${name}-`));
+  stops.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Caddy 2 as a reverse proxy with its access log to a file (as nginx's and meshgate's). */
+export async function startCaddy(upstreamPort: number, stops: (() => void)[]): Promise<Target> {
+  const dir = tempDir('caddy', stops);
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'Caddyfile'),
+    `{\n  admin off\n  auto_https off\n  storage file_system ${dir}\n}\n:${port} {\n  bind 127.0.0.1\n` +
+      `  log {\n    output file ${dir}/access.log\n  }\n  reverse_proxy 127.0.0.1:${upstreamPort}\n}\n`,
+  );
+  const proc = spawn('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], {
+    stdio: 'ignore',
+    env: { ...process.env, HOME: dir },
+  });
+  children.push(proc);
+  await waitForPort(port);
+  return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
+}
+
+/** HAProxy in HTTP mode, one thread per core (its default), upstream connections reused. */
+export async function startHaproxy(upstreamPort: number, stops: (() => void)[]): Promise<Target> {
+  const dir = tempDir('haproxy', stops);
+  const port = await freePort();
+  writeFileSync(
+    join(dir, 'haproxy.cfg'),
+    `global\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n` +
+      `  timeout client 30s\n  timeout server 30s\n  option http-keep-alive\n` +
+      `frontend web\n  bind 127.0.0.1:${port}\n  default_backend app\n` +
+      `backend app\n  http-reuse always\n  server up 127.0.0.1:${upstreamPort}\n`,
+  );
+  const proc = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: 'ignore' });
+  children.push(proc);
+  await waitForPort(port);
+  return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
 }

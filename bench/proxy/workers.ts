@@ -14,15 +14,11 @@
  * BENCH_TARGETS=meshgate-1,nginx-auto runs only the targets named; BENCH_BASELINE=<another checkout, built> adds
  * base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate, to the rotation (a change against main's build).
  */
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { startMeshgate } from './meshgate.ts';
 import {
   CONNECTIONS,
   child,
-  children,
   childrenOf,
   freePort,
   median,
@@ -32,73 +28,15 @@ import {
   rssBytes,
   runBench,
   SECONDS,
+  startCaddy,
+  startHaproxy,
   startNginx,
+  type Target,
   type WrkResult,
   wrk,
 } from './peers.ts';
 
-interface Target {
-  url: string;
-  pid: number;
-  token?: string;
-  /** The processes whose RSS is a worker's (meshgate: the workers; one process: itself). */
-  workers(): number[];
-}
-
 const stops: (() => void)[] = [];
-
-async function waitForPort(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/hello`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`nothing answered on ${port}`);
-}
-
-function tempDir(name: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `bench-${name}-`));
-  stops.push(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** Caddy 2 as a reverse proxy with its access log to a file (as nginx's and meshgate's). */
-async function startCaddy(upstreamPort: number): Promise<Target> {
-  const dir = tempDir('caddy');
-  const port = await freePort();
-  writeFileSync(
-    join(dir, 'Caddyfile'),
-    `{\n  admin off\n  auto_https off\n  storage file_system ${dir}\n}\n:${port} {\n  bind 127.0.0.1\n` +
-      `  log {\n    output file ${dir}/access.log\n  }\n  reverse_proxy 127.0.0.1:${upstreamPort}\n}\n`,
-  );
-  const proc = spawn('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], {
-    stdio: 'ignore',
-    env: { ...process.env, HOME: dir },
-  });
-  children.push(proc);
-  await waitForPort(port);
-  return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
-}
-
-/** HAProxy in HTTP mode, one thread per core (its default), upstream connections reused. */
-async function startHaproxy(upstreamPort: number): Promise<Target> {
-  const dir = tempDir('haproxy');
-  const port = await freePort();
-  writeFileSync(
-    join(dir, 'haproxy.cfg'),
-    `global\n  maxconn 4096\ndefaults\n  mode http\n  timeout connect 5s\n` +
-      `  timeout client 30s\n  timeout server 30s\n  option http-keep-alive\n` +
-      `frontend web\n  bind 127.0.0.1:${port}\n  default_backend app\n` +
-      `backend app\n  http-reuse always\n  server up 127.0.0.1:${upstreamPort}\n`,
-  );
-  const proc = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: 'ignore' });
-  children.push(proc);
-  await waitForPort(port);
-  return { url: `http://127.0.0.1:${port}`, pid: proc.pid as number, workers: () => [proc.pid as number] };
-}
 
 async function meshgate(
   upstream: string,
@@ -146,8 +84,8 @@ async function main(): Promise<void> {
     'node-floor-2': () => nodeFloor(upstreamUrl, 2),
     'nginx-1': () => nginx(upstream.hello.port, 1),
     'nginx-auto': () => nginx(upstream.hello.port, 'auto'),
-    caddy: () => startCaddy(upstream.hello.port),
-    haproxy: () => startHaproxy(upstream.hello.port),
+    caddy: () => startCaddy(upstream.hello.port, stops),
+    haproxy: () => startHaproxy(upstream.hello.port, stops),
   };
   const only = process.env.BENCH_TARGETS?.split(',');
   const targets: Record<string, Target> = {};

@@ -10,15 +10,12 @@ import { ApiError } from '../../gateway/errors/api-error.ts';
 import { validate } from '../../gateway/http/body.ts';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
-import {
-  DEPLOYMENTS,
-  type DeploymentKind,
-  type DeploymentService,
-  deploymentInput,
-  deploymentPatch,
-} from './service.ts';
+import { deploymentInput, deploymentPatch } from './input.ts';
+import { DEPLOYMENTS, type DeploymentKind, type DeploymentService } from './service.ts';
 
-const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base]
+const USAGE = `meshgate deploy add --kind model|app|tool --name <name> --upstream http://host:port[/base][=weight]
+                   [--upstream <another replica>]... [--affinity cookie] [--retries <n>] [--max-concurrent <n>]
+                   [--queue-timeout-ms <ms>] [--rate-limit <requests per second>[:<burst>]]
                    [--timeout <seconds>] [--no-strip-prefix] [--no-websocket] [--public] [--forward-authorization]
                    [--visibility private|authenticated] [--health-path /healthz]
 meshgate deploy list [--kind model|app|tool] [--json]
@@ -41,7 +38,12 @@ const OPERATOR: Principal = {
 const options = {
   kind: { type: 'string' },
   name: { type: 'string' },
-  upstream: { type: 'string' },
+  upstream: { type: 'string', multiple: true },
+  affinity: { type: 'string' },
+  retries: { type: 'string' },
+  'max-concurrent': { type: 'string' },
+  'queue-timeout-ms': { type: 'string' },
+  'rate-limit': { type: 'string' },
   timeout: { type: 'string' },
   'no-strip-prefix': { type: 'boolean', default: false },
   'no-websocket': { type: 'boolean', default: false },
@@ -77,15 +79,42 @@ function checkUsage(positionals: string[], values: Record<string, unknown>): voi
 const parseDeployArgs = (args: string[]) => parseArgs({ args, allowPositionals: true, options });
 type DeployFlags = ReturnType<typeof parseDeployArgs>['values'];
 
+const number = (flag: string | undefined) => (flag === undefined ? undefined : Number(flag));
+
+/** `--upstream URL[=weight]`, once per replica: one is the one-replica form, several the `upstreams` list. */
+function replicaFlags(flags: string[] | undefined) {
+  const replicas = (flags ?? []).map((flag) => {
+    const at = flag.lastIndexOf('=');
+    return at > flag.indexOf('://') && /^\d+$/.test(flag.slice(at + 1))
+      ? { url: flag.slice(0, at), weight: Number(flag.slice(at + 1)) }
+      : { url: flag };
+  });
+  return replicas.length === 1 && (replicas[0] as { weight?: number }).weight === undefined
+    ? { upstream: (replicas[0] as { url: string }).url }
+    : { upstreams: replicas };
+}
+
+/** `--rate-limit 10[:20]`: requests per second, and the burst (the rate, rounded up, when not given). */
+function rateLimitFlag(flag: string | undefined) {
+  if (flag === undefined) return undefined;
+  const [rate, burst] = flag.split(':');
+  return { requests_per_second: Number(rate), burst: burst === undefined ? Math.ceil(Number(rate)) : Number(burst) };
+}
+
 /** `deploy add`: the flags as the API's body, checked by the same schema. */
 function addInput(values: DeployFlags) {
   const body = {
     kind: values.kind,
     name: values.name,
-    upstream: values.upstream,
+    ...replicaFlags(values.upstream),
+    affinity: values.affinity,
+    retries: number(values.retries),
+    max_concurrent: number(values['max-concurrent']),
+    queue_timeout_ms: number(values['queue-timeout-ms']),
+    rate_limit: rateLimitFlag(values['rate-limit']),
     strip_prefix: !values['no-strip-prefix'],
     websocket: !values['no-websocket'],
-    timeout_seconds: values.timeout === undefined ? undefined : Number(values.timeout),
+    timeout_seconds: number(values.timeout),
     requires_auth: !values.public,
     forward_authorization: values['forward-authorization'],
     visibility: values.visibility,
@@ -97,7 +126,11 @@ function addInput(values: DeployFlags) {
 function listDeployments(service: DeploymentService, values: DeployFlags, env: CliEnv): void {
   const rows = service.list(OPERATOR, values.kind as DeploymentKind | undefined);
   if (values.json) env.out(JSON.stringify(rows, null, 2));
-  else for (const d of rows) env.out(`${d.id}  ${d.kind.padEnd(5)}  ${d.name}  ${d.runtime_path}  -> ${d.upstream}`);
+  else
+    for (const d of rows) {
+      const replicas = (d.upstreams ?? []).map((r) => r.url).join(' ');
+      env.out(`${d.id}  ${d.kind.padEnd(5)}  ${d.name}  ${d.runtime_path}  -> ${replicas}`);
+    }
 }
 
 /** One action, already checked by checkUsage (which admits only the five). */
@@ -117,8 +150,7 @@ async function runDeployAction(
     case 'get':
       return show(service.get(OPERATOR, id));
     case 'visibility': {
-      const { visibility } = validate(deploymentPatch, { visibility: value as string }, 'body');
-      return show(service.setVisibility(OPERATOR, id, visibility));
+      return show(service.update(OPERATOR, id, validate(deploymentPatch, { visibility: value as string }, 'body')));
     }
     default:
       await service.remove(OPERATOR, id);

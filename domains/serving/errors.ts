@@ -17,6 +17,22 @@ export const ServingErrors = defineErrors('serving', {
     status: 503,
     doc: 'The connection pool of the upstream is closing (deployment removed, gateway shutting down).',
   },
+  upstream_busy: {
+    status: 503,
+    doc:
+      'The deployment had no free slot (`max_concurrent`, `serving.maxConcurrentRequests`) within its ' +
+      '`queue_timeout_ms`; `retry_after` (also the Retry-After header) says when to try again.',
+  },
+  no_healthy_upstream: {
+    status: 503,
+    doc:
+      'Every replica of the deployment is out of rotation (failed probes, or failures in a row); Retry-After says ' +
+      'when to try again.',
+  },
+  rate_limited: {
+    status: 429,
+    doc: "The caller exceeded the deployment's `rate_limit`; `retry_after` (also the Retry-After header) in seconds.",
+  },
   upstream_not_configured: {
     status: 503,
     doc: 'The service is enabled in the routing configuration but the operator configured no upstream for it.',

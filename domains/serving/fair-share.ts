@@ -1,170 +1,145 @@
 /**
- * A client's fair share of an upstream's pool, at two levels. HTTP/2 lets
- * one connection carry many streams at once; proxied one-for-one, a single
- * client could hold every pooled upstream connection while everyone else
- * queues behind it. So each client connection may have at most
- * `perConnection` requests in flight to one upstream, and all connections
- * from one client address (IPv6: its /64, gateway/http/client-key.ts) at
- * most `perAddress` — without the second bound, one client opening eight
- * connections would take eight shares. Further requests wait, in order, on
- * their own share — never in the shared pool queue — and start as the
- * client's earlier requests finish. Waiting rather than refusing, because
- * the wait is already bounded: a connection has at most
- * SETTINGS_MAX_CONCURRENT_STREAMS streams open, and each running request at
- * most the upstream timeout. Modelled on nginx `limit_conn` keyed per client
- * address and Envoy's per-connection stream limits, applied per upstream
- * instead of per listener.
+ * A deployment's requests in flight from this process, shared fairly only under contention. While fewer than
+ * `capacity` run, every request starts at once, whoever sends it: one client streaming a thousand completions gets a
+ * thousand slots, since nobody else is kept waiting. Once full, a request waits, and each freed slot goes to the
+ * waiting caller with the fewest requests in flight (max-min fairness; first come among equals), so a caller with
+ * many requests queued cannot keep one with few from its turn. A caller is the signed-in user, or for anonymous
+ * requests the client address (IPv6: its /64, gateway/http/client-key.ts): behind a load balancer or a NAT all
+ * users share an address, and still each gets a share. Among callers with as many in flight, the one served longest
+ * ago goes first, so with a single slot callers take turns. A wait is bounded by `queueTimeoutMs`, then the request is
+ * refused with `503 upstream_busy` and Retry-After (RFC 9110 §10.2.3) rather than held indefinitely.
  */
-import type { Http2ServerRequest } from 'node:http2';
-import { clientKey } from '../../gateway/http/client-key.ts';
-import type { NodeRequest, NodeResponse } from '../../gateway/http/context.ts';
+import type { NodeResponse } from '../../gateway/http/context.ts';
+import { ServingErrors } from './errors.ts';
 
 /** Frees the slot; safe to call more than once. */
 export type Release = () => void;
 
-interface Share {
-  active: number;
-  waiting: Array<() => void>;
+interface Waiter {
+  admit: () => void;
 }
 
-/** Up to `limit` slots per key; a waiter is admitted in arrival order, and a key's entry goes when it is idle. */
-class KeyedSlots<K> {
-  readonly #shares = new Map<K, Share>();
+interface Caller {
+  active: number;
+  waiting: Waiter[];
+  /** When it was last given a slot (the gate's admission count): among equals, the longest unserved goes first. */
+  servedAt: number;
+}
 
-  constructor(private readonly limit: number) {}
+export class AdmissionGate {
+  #active = 0;
+  #admissions = 0;
+  readonly #callers = new Map<string, Caller>();
+  /** Callers with at least one request waiting. */
+  readonly #waitingCallers = new Set<Caller>();
 
-  /**
-   * A slot for `key`: at once when one is free (most requests; no promise, no microtask turn), else a promise of one,
-   * null when the client closed `res` while it waited.
-   */
-  acquire(key: K, res: NodeResponse): Release | Promise<Release | null> {
-    const taken = this.take(key);
-    if (taken) return this.releaser(key, taken);
-    const held = this.#shares.get(key) as Share;
-    return wait(held, res).then((admitted) => (admitted ? this.releaser(key, held) : null));
+  constructor(
+    /** Slots; the deployment's `max_concurrent` may change it (an edit), effective for the next admission. */
+    public capacity: number,
+    public queueTimeoutMs: number,
+    private readonly label: string,
+  ) {}
+
+  get active(): number {
+    return this.#active;
+  }
+
+  get waiting(): number {
+    let n = 0;
+    for (const caller of this.#waitingCallers) n += caller.waiting.length;
+    return n;
   }
 
   /**
-   * The slot of `key` if one is free now, else null. A freed slot is handed straight to the next waiter (give), so
-   * a newcomer cannot slip in ahead of one.
+   * A slot for `caller`: at once while the deployment has room and nobody waits (most requests: no promise), else a
+   * promise of one; null when the client closed `res` while it waited; rejected with `upstream_busy` after
+   * `queueTimeoutMs`.
    */
-  take(key: K): Share | null {
-    let share = this.#shares.get(key);
-    if (!share) {
-      share = { active: 0, waiting: [] };
-      this.#shares.set(key, share);
+  acquire(key: string, res: NodeResponse): Release | Promise<Release | null> {
+    const caller = this.#caller(key);
+    if (this.#active < this.capacity && this.#waitingCallers.size === 0) {
+      this.#active++;
+      caller.active++;
+      caller.servedAt = ++this.#admissions;
+      return this.#releaser(key, caller);
     }
-    if (share.active >= this.limit) return null;
-    share.active += 1;
-    return share;
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        admit: () => {
+          clearTimeout(timer);
+          res.off('close', leave);
+          resolve(this.#releaser(key, caller));
+        },
+      };
+      const leave = () => {
+        clearTimeout(timer);
+        this.#unqueue(key, caller, waiter);
+        resolve(null);
+      };
+      const timer = setTimeout(() => {
+        res.off('close', leave);
+        this.#unqueue(key, caller, waiter);
+        const retryAfter = Math.max(1, Math.ceil(this.queueTimeoutMs / 1000));
+        reject(ServingErrors.make.upstream_busy({ upstream: this.label, retry_after: retryAfter }));
+      }, this.queueTimeoutMs);
+      caller.waiting.push(waiter);
+      this.#waitingCallers.add(caller);
+      res.once('close', leave);
+      // A slot may be free already (capacity raised, or others queued ahead of a free slot): hand it out.
+      this.#drain();
+    });
   }
 
-  /** Gives back a slot of `key`: to the next waiter if there is one. Once per slot taken or admitted. */
-  give(key: K, held: Share): void {
-    const next = held.waiting.shift();
-    if (next) {
-      next();
-      return;
+  #caller(key: string): Caller {
+    let caller = this.#callers.get(key);
+    if (!caller) {
+      caller = { active: 0, waiting: [], servedAt: 0 };
+      this.#callers.set(key, caller);
     }
-    held.active -= 1;
-    if (held.active === 0) this.#shares.delete(key);
+    return caller;
   }
 
-  releaser(key: K, held: Share): Release {
+  #releaser(key: string, caller: Caller): Release {
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      this.give(key, held);
+      this.#active--;
+      caller.active--;
+      this.#forgetIdle(key, caller);
+      this.#drain();
     };
   }
-}
-
-/** Resolves true when a slot frees up, false if the client closes the request first. */
-function wait(share: Share, res: NodeResponse): Promise<boolean> {
-  return new Promise((resolve) => {
-    const admit = () => {
-      res.off('close', leave);
-      resolve(true);
-    };
-    const leave = () => {
-      const at = share.waiting.indexOf(admit);
-      if (at >= 0) share.waiting.splice(at, 1);
-      resolve(false);
-    };
-    share.waiting.push(admit);
-    res.once('close', leave);
-  });
-}
-
-export class ClientShares {
-  /**
-   * Keyed by the client connection (h2 session or h1 socket), then the upstream, so a closed connection's entry goes
-   * with it.
-   */
-  readonly #byConnection = new WeakMap<object, KeyedSlots<object>>();
-  /** Keyed by the upstream, then the client address key. */
-  readonly #byAddress = new WeakMap<object, KeyedSlots<string>>();
-
-  constructor(
-    readonly perConnection: number,
-    readonly perAddress: number,
-  ) {}
 
   /**
-   * A slot for this request's connection and address to `upstream`: at once when both are free, else a promise of
-   * one; null when the client left while it waited.
+   * Hands free slots to waiters: the caller with the fewest in flight first, among equals the one served longest
+   * ago (round robin), each caller's own requests in arrival order.
    */
-  acquire(req: NodeRequest, res: NodeResponse, upstream: object): Release | null | Promise<Release | null> {
-    const connection = req.httpVersionMajor === 2 ? (req as Http2ServerRequest).stream.session : req.socket;
-    if (!connection) return null; // the session is already gone
-    const connectionSlots = slotsOf(this.#byConnection, connection, this.perConnection);
-    const addressSlots = slotsOf(this.#byAddress, upstream, this.perAddress);
-    const address = clientKey(req.socket?.remoteAddress);
-    // Most requests find both slots free: one release for both, no promise.
-    const viaConnection = connectionSlots.take(upstream);
-    const viaAddress = viaConnection && addressSlots.take(address);
-    if (viaConnection && viaAddress) {
-      let released = false;
-      return () => {
-        if (released) return;
-        released = true;
-        addressSlots.give(address, viaAddress);
-        connectionSlots.give(upstream, viaConnection);
-      };
+  #drain(): void {
+    while (this.#active < this.capacity && this.#waitingCallers.size > 0) {
+      let next: Caller | undefined;
+      for (const caller of this.#waitingCallers) {
+        if (!next || caller.active < next.active || (caller.active === next.active && caller.servedAt < next.servedAt))
+          next = caller;
+      }
+      const chosen = next as Caller;
+      const waiter = chosen.waiting.shift() as Waiter;
+      if (chosen.waiting.length === 0) this.#waitingCallers.delete(chosen);
+      this.#active++;
+      chosen.active++;
+      chosen.servedAt = ++this.#admissions;
+      waiter.admit();
     }
-    // The connection's slot first: a request waiting for its address holds only what its own connection could use.
-    const ofConnection = viaConnection
-      ? connectionSlots.releaser(upstream, viaConnection)
-      : connectionSlots.acquire(upstream, res);
-    if (typeof ofConnection === 'function') return withAddress(ofConnection, addressSlots.acquire(address, res));
-    return ofConnection.then((slot) => (slot ? withAddress(slot, addressSlots.acquire(address, res)) : null));
   }
-}
 
-function slotsOf<K>(byOwner: WeakMap<object, KeyedSlots<K>>, owner: object, limit: number): KeyedSlots<K> {
-  let slots = byOwner.get(owner);
-  if (!slots) {
-    slots = new KeyedSlots(limit);
-    byOwner.set(owner, slots);
+  #unqueue(key: string, caller: Caller, waiter: Waiter): void {
+    const at = caller.waiting.indexOf(waiter);
+    if (at >= 0) caller.waiting.splice(at, 1);
+    if (caller.waiting.length === 0) this.#waitingCallers.delete(caller);
+    this.#forgetIdle(key, caller);
   }
-  return slots;
-}
 
-/** Both slots as one release; the connection's is given back when the address slot never came. */
-function withAddress(
-  ofConnection: Release,
-  ofAddress: Release | Promise<Release | null>,
-): Release | Promise<Release | null> {
-  const both = (slot: Release | null): Release | null => {
-    if (!slot) {
-      ofConnection();
-      return null;
-    }
-    return () => {
-      slot();
-      ofConnection();
-    };
-  };
-  return typeof ofAddress === 'function' ? (both(ofAddress) as Release) : ofAddress.then(both);
+  #forgetIdle(key: string, caller: Caller): void {
+    if (caller.active === 0 && caller.waiting.length === 0) this.#callers.delete(key);
+  }
 }

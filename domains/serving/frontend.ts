@@ -19,14 +19,16 @@ import { consoleHandler } from './console/serve.ts';
 import { ServingErrors } from './errors.ts';
 import { type OpenStreams, presentedAgain, responseStream } from './open-streams.ts';
 import { HTML_HEADERS, loginPage } from './pages.ts';
-import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
+import type { DataPlanes } from './plane.ts';
+import { buildTarget, forward, type ProxyTarget, slashRedirect, type TargetSpec } from './proxy.ts';
+import { DEFAULT_RETRIES } from './retry.ts';
 import type { RuntimeAuth } from './session.ts';
 import { proxyUpgrade } from './websocket.ts';
 
 export interface FrontendDeps {
   auth: RuntimeAuth;
   signOut: SessionSignOut;
-  pools: UpstreamPools;
+  planes: DataPlanes;
   streams: OpenStreams;
   clusterName: string;
   prefixes: () => Readonly<Record<string, string>>;
@@ -45,14 +47,7 @@ function sendHtml(response: NodeResponse, status: number, html: string): undefin
 export function frontendMount(deps: FrontendDeps): ServiceMount {
   const { auth } = deps;
   const upstream = deps.frontendUpstream
-    ? buildTarget(deps.pools, {
-        upstream: deps.frontendUpstream,
-        prefix: '',
-        stripPrefix: true,
-        timeoutMs: deps.timeoutMs,
-        forwardAuthorization: false,
-        label: 'frontend',
-      })
+    ? buildTarget(deps.planes, operatorSpec('frontend', deps.frontendUpstream, '', deps.timeoutMs))
     : null;
   const pages: Record<string, (ctx: RequestContext) => Promise<Reply | undefined> | Reply | undefined> = {
     'GET /login': async (ctx) => {
@@ -114,6 +109,23 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
   };
 }
 
+/** An operator upstream (the frontend, notebooks, admin compute): one replica, the gateway's defaults. */
+function operatorSpec(label: string, upstream: string, prefix: string, timeoutMs: number): TargetSpec {
+  return {
+    label,
+    replicas: [{ url: upstream, weight: 1 }],
+    maxConcurrent: null,
+    queueTimeoutMs: null,
+    prefix,
+    stripPrefix: true,
+    timeoutMs,
+    forwardAuthorization: false,
+    retries: DEFAULT_RETRIES,
+    affinity: false,
+    rateLimit: null,
+  };
+}
+
 /** `/notebooks` (any local user) and `/admin/compute` (native administrators), proxied to operator upstreams. */
 export function operatorMount(
   service: string,
@@ -126,14 +138,7 @@ export function operatorMount(
     if (!upstream) throw ServingErrors.make.upstream_not_configured({ service });
     let target = targets.get(prefix);
     if (!target) {
-      target = buildTarget(deps.pools, {
-        upstream,
-        prefix,
-        stripPrefix: true,
-        timeoutMs: deps.timeoutMs,
-        forwardAuthorization: false,
-        label: service,
-      });
+      target = buildTarget(deps.planes, operatorSpec(service, upstream, prefix, deps.timeoutMs));
       targets.set(prefix, target);
     }
     return target;

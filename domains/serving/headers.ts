@@ -89,32 +89,45 @@ export function upstreamRequestHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in inbound) {
     const value = inbound[name];
-    if (value === undefined || !crossesUpstream(name, dropped, facts)) continue;
-    if (name !== 'cookie') out[name] = value;
-    else {
-      const kept = withoutSessionCookie(String(value));
-      if (kept) out.cookie = kept;
-    }
+    const sent = value === undefined ? undefined : upstreamValue(name, value, dropped, facts);
+    if (sent) out[name] = sent;
   }
   return Object.assign(out, forwardingHeaders(facts));
 }
 
-/** Whether one `name=value` pair of a Cookie header is the session cookie, by the name the parser reads. */
-function isSessionPair(pair: string): boolean {
-  return Object.hasOwn(parseCookie(pair, { decode: (value) => value }), SESSION_COOKIE);
+/** What of one inbound header goes upstream: the value, the cookie without the gateway's pairs, or nothing. */
+function upstreamValue(
+  name: string,
+  value: string | string[],
+  dropped: string[],
+  facts: ForwardFacts,
+): string | string[] | undefined {
+  // `te: trailers` is end to end in all but name: gRPC needs it, and it is the one TE that HTTP/2 allows
+  // (RFC 9113 §8.2.2). Any other TE is the hop's own.
+  if (name === 'te') return value === 'trailers' ? value : undefined;
+  if (!crossesUpstream(name, dropped, facts)) return undefined;
+  return name === 'cookie' ? withoutGatewayCookies(String(value)) || undefined : value;
+}
+
+/** The gateway's own cookie naming a deployment's replica (cookie affinity, exchange.ts). */
+export const AFFINITY_COOKIE = 'meshgate_affinity';
+
+/** Whether one `name=value` pair of a Cookie header is one of the gateway's, by the name the parser reads. */
+function isGatewayPair(pair: string): boolean {
+  const parsed = parseCookie(pair, { decode: (value) => value });
+  return Object.hasOwn(parsed, SESSION_COOKIE) || Object.hasOwn(parsed, AFFINITY_COOKIE);
 }
 
 /**
- * The platform session cookie is the caller's credential; an upstream never
- * sees it. The other pairs pass byte for byte (a parse and re-serialise
- * would re-encode their values).
+ * The platform session cookie is the caller's credential, the affinity cookie the gateway's own: an upstream never
+ * sees either. The other pairs pass byte for byte (a parse and re-serialise would re-encode their values).
  */
-export function withoutSessionCookie(cookie: string): string {
-  if (!cookie.includes(SESSION_COOKIE)) return cookie;
+export function withoutGatewayCookies(cookie: string): string {
+  if (!cookie.includes(SESSION_COOKIE) && !cookie.includes(AFFINITY_COOKIE)) return cookie;
   return cookie
     .split(';')
     .map((c) => c.trim())
-    .filter((c) => c && !isSessionPair(c))
+    .filter((c) => c && !isGatewayPair(c))
     .join('; ');
 }
 

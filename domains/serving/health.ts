@@ -1,6 +1,6 @@
 /**
  * Upstream health: the process that owns background work (the primary with
- * `--workers N`, else the one process) probes every deployment's upstream
+ * `--workers N`, else the one process) probes every replica of every deployment
  * each `serving.healthIntervalMs`, at most `serving.healthConcurrency` at a
  * time (a deployment changed between rounds is probed sooner, through the
  * same lanes), each bounded by `serving.healthTimeoutMs`, and keeps the last result
@@ -13,18 +13,27 @@
  * classified like the proxy's own (`upstream_unreachable`, `upstream_timeout`,
  * ...); its detail is the error code, never an address. The same table is
  * `meshgate_upstream_healthy` at each scrape.
+ *
+ * The probes act: a replica that failed `serving.healthUnhealthyThreshold` probes in a row is ejected, and admitted
+ * again after `serving.healthHealthyThreshold` passed ones (Envoy's `unhealthy_threshold` / `healthy_threshold`,
+ * https://www.envoyproxy.io/docs/envoy/latest/api-v3/config/core/v3/health_check.proto). The verdict is kept in
+ * `deployment_replica_health`, which every process reads each second (plane.ts) to leave ejected replicas out. A
+ * deployment is healthy while any of its replicas' last probe passed.
  */
 import { connect } from 'node:net';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { MetricsRegistry } from '../../gateway/observability/metrics.ts';
-import { upstreamError } from './proxy.ts';
-import type { DeploymentRow, DeploymentStore, HealthRow } from './store.ts';
+import { upstreamError } from './exchange.ts';
+import { replicasOf } from './input.ts';
+import type { DeploymentRow, DeploymentStore, HealthRow, ReplicaHealthRow } from './store.ts';
 
 export interface HealthSettings {
   readonly intervalMs: number;
   readonly timeoutMs: number;
   readonly concurrency: number;
+  readonly unhealthyThreshold: number;
+  readonly healthyThreshold: number;
 }
 
 type ProbeResult = Pick<HealthRow, 'healthy' | 'reason' | 'detail'>;
@@ -36,8 +45,8 @@ function failed(error: Error): ProbeResult {
   return { healthy: false, reason: upstreamError(error, 'health').reason, detail: code ?? error.name };
 }
 
-/** A TCP connect to the upstream's host and port; the socket is closed at once. */
-function tcpProbe(upstream: URL, timeoutMs: number): Promise<ProbeResult> {
+/** A TCP connect to the replica's host and port; the socket is closed at once. */
+export function tcpProbe(upstream: URL, timeoutMs: number): Promise<ProbeResult> {
   const port = Number(upstream.port) || (upstream.protocol === 'https:' ? 443 : 80);
   // URL keeps an IPv6 literal's brackets; net.connect takes the bare address.
   const host = upstream.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -73,18 +82,40 @@ async function httpProbe(url: string, timeoutMs: number, agent: Agent): Promise<
 }
 
 /**
- * 1 per deployment whose last probe found its upstream healthy, 0 per one found unhealthy; a deployment not probed
- * yet has no series. Read from the table at each scrape (its rows go with their deployment), once for all processes.
+ * 1 per deployment whose last probe found a replica healthy, 0 per one found none; and each replica's ejection. A
+ * deployment not probed yet has no series. Read from the tables at each scrape (their rows go with their
+ * deployment), once for all processes.
  */
-export function declareHealthGauge(metrics: MetricsRegistry, store: Pick<DeploymentStore, 'health'>): void {
+export function declareHealthGauge(
+  metrics: MetricsRegistry,
+  store: Pick<DeploymentStore, 'health' | 'replicaHealth' | 'list'>,
+): void {
   metrics.gauge({
     name: 'upstream_healthy',
-    help: "Whether the last probe of each deployment's upstream found it healthy (1) or not (0), by deployment.",
+    help: "Whether the last probe found any of each deployment's replicas healthy (1) or none (0), by deployment.",
     labels: ['deployment'],
     across: 'first',
     collect(gauge) {
       gauge.reset();
       for (const row of store.health()) gauge.labels(row.deploymentId).set(row.healthy ? 1 : 0);
+    },
+  });
+  metrics.gauge({
+    name: 'upstream_replica_ejected',
+    help: 'Whether the probes ejected each replica (1) or not (0), by deployment and replica index.',
+    labels: ['deployment', 'replica'],
+    across: 'first',
+    collect(gauge) {
+      gauge.reset();
+      const verdicts = store.replicaHealth();
+      if (verdicts.length === 0) return;
+      const indexes = new Map(
+        store.list().flatMap((row) => replicasOf(row).map(({ url }, i) => [`${row.id} ${url}`, i] as const)),
+      );
+      for (const verdict of verdicts) {
+        const index = indexes.get(`${verdict.deploymentId} ${verdict.replica}`);
+        if (index !== undefined) gauge.labels(verdict.deploymentId, String(index)).set(verdict.ejected ? 1 : 0);
+      }
     },
   });
 }
@@ -182,15 +213,50 @@ export class HealthProber {
 
   async #probeAndRecord(row: DeploymentRow): Promise<void> {
     const { timeoutMs } = this.settings;
-    const result = await (row.healthPath === null
-      ? tcpProbe(new URL(row.upstream), timeoutMs)
-      : httpProbe(`${row.upstream}${row.healthPath}`, timeoutMs, this.#agent)
-    ).catch((error: Error) => failed(error));
+    const replicas = replicasOf(row);
+    const results = await Promise.all(
+      replicas.map(({ url }) => {
+        // An h2c replica speaks no HTTP/1.1 for a health path to answer: a TCP connect probes it.
+        const h2c = url.startsWith('h2c:');
+        const probe =
+          row.healthPath === null || h2c
+            ? tcpProbe(new URL(url.replace(/^h2c:/, 'http:')), timeoutMs)
+            : httpProbe(`${url}${row.healthPath}`, timeoutMs, this.#agent);
+        return probe.catch((error: Error) => failed(error));
+      }),
+    );
     if (this.#closed) return;
+    const checkedAt = this.now().toISOString();
     try {
-      this.store.recordHealth({ deploymentId: row.id, ...result, checkedAt: this.now().toISOString() });
+      const before = new Map(this.store.replicaHealth(row.id).map((r) => [r.replica, r]));
+      const judged = replicas.map(({ url }, i) =>
+        this.#judge(row.id, url, results[i] as ProbeResult, before.get(url), checkedAt),
+      );
+      const summary = results.find((r) => r.healthy) ?? (results[0] as ProbeResult);
+      this.store.recordHealth({ deploymentId: row.id, ...summary, checkedAt }, judged);
     } catch (error) {
       this.logger.warn({ err: error, deployment: row.id }, 'upstream health: result not written');
     }
+  }
+
+  /** A replica's verdict: ejected after `unhealthyThreshold` failures in a row, admitted after `healthyThreshold`. */
+  #judge(
+    deploymentId: string,
+    replica: string,
+    result: ProbeResult,
+    before: ReplicaHealthRow | undefined,
+    checkedAt: string,
+  ): ReplicaHealthRow {
+    const streak = before && before.healthy === result.healthy ? before.streak + 1 : 1;
+    const { unhealthyThreshold, healthyThreshold } = this.settings;
+    let ejected = before?.ejected ?? false;
+    if (!result.healthy && streak >= unhealthyThreshold) ejected = true;
+    if (result.healthy && streak >= healthyThreshold) ejected = false;
+    if (ejected !== (before?.ejected ?? false))
+      this.logger.warn(
+        { deployment: deploymentId, replica, reason: result.reason, detail: result.detail },
+        ejected ? 'upstream replica ejected: its probes failed' : 'upstream replica admitted again: its probes pass',
+      );
+    return { deploymentId, replica, ...result, ejected, streak, checkedAt };
   }
 }

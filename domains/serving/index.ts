@@ -19,10 +19,12 @@ import { declareHealthGauge, HealthProber } from './health.ts';
 import { LegacyListeners } from './legacy.ts';
 import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
 import { OpenStreams } from './open-streams.ts';
-import { UpstreamPools } from './proxy.ts';
+import { DataPlanes } from './plane.ts';
 import { proxyObservability } from './proxy-metrics.ts';
+import { BUCKET_IDLE_MS, RateLimiter } from './rate-limit.ts';
 import { servingRoutes } from './routes.ts';
 import { type RuntimeDeps, runtimeMounts } from './runtime.ts';
+import { MinuteSeries, SERIES_MINUTES } from './series.ts';
 import { DEPLOYMENTS, DeploymentService } from './service.ts';
 import { RuntimeAuth } from './session.ts';
 import { smokeCommand, smokeRoute } from './smoke.ts';
@@ -31,6 +33,35 @@ import { TrafficFlusher } from './traffic.ts';
 
 /** How often open websockets and responses re-check their access: the most a lost access outlives its loss by. */
 const STREAM_SWEEP_MS = 1000;
+
+/** How often each process reads the probes' verdicts: the most a replica's ejection or return lags behind them. */
+const VERDICTS_MS = 1000;
+
+/**
+ * Each second, the replicas the probes ejected (every serving process); and once a minute, by the owner of
+ * background work, the rate-limit buckets idle long enough to have refilled and the minutes older than an hour.
+ */
+function readVerdicts(
+  store: ReturnType<typeof createDeploymentStore>,
+  planes: DataPlanes,
+  prunes: boolean,
+  logger: { warn(obj: object, msg: string): void },
+): NodeJS.Timeout {
+  let ticks = 0;
+  const timer = setInterval(() => {
+    try {
+      planes.applyVerdicts(store.replicaHealth());
+      if (prunes && ++ticks % 60 === 0) {
+        store.pruneBuckets(Date.now() - BUCKET_IDLE_MS);
+        store.pruneMinutes(Math.floor(Date.now() / 60_000) - SERIES_MINUTES);
+      }
+    } catch (error) {
+      logger.warn({ err: error }, 'upstream health: verdicts not read; trying again');
+    }
+  }, VERDICTS_MS);
+  timer.unref();
+  return timer;
+}
 
 /** How many deployments a caller may see (cluster capabilities). */
 export const DEPLOYMENT_COUNT = createServiceKey<(principal: Principal) => number>('deployment-count');
@@ -52,10 +83,19 @@ export const servingModule: HandlerModule = {
       deps.config.auth.accessTokenTtlSeconds,
       deps.metrics.counter(AUTH_FAILURES),
     );
-    const pools = new UpstreamPools(
-      serving.upstreamConnections,
-      { perConnection: serving.perClientUpstreamRequests, perAddress: serving.perClientAddressUpstreamRequests },
+    const planes = new DataPlanes(
+      {
+        connections: serving.upstreamConnections,
+        maxConcurrent: serving.maxConcurrentRequests,
+        queueTimeoutMs: serving.queueTimeoutMs,
+        outlier: {
+          consecutiveFailures: serving.outlierConsecutiveFailures,
+          baseEjectionMs: serving.outlierBaseEjectionMs,
+          maxEjectionMs: serving.outlierMaxEjectionMs,
+        },
+      },
       (live) => proxyObservability(deps.metrics, deps.tracing, live),
+      new MinuteSeries(() => deps.now().getTime()),
     );
     // Booted for a command, nothing listens (deps.listeners is null); a worker asks the primary, which owns the ports.
     const place = deps.process;
@@ -79,11 +119,13 @@ export const servingModule: HandlerModule = {
       { prefixes, origin: deps.runtime.origin },
       deps.now,
       legacy ?? ownedPorts,
-      pools.observed.requests,
+      planes.observed.requests,
     );
     // Serving processes write their request counts; the owner of background work probes the upstreams.
     const serves = deps.purpose === 'serve';
-    const traffic = serves ? new TrafficFlusher(pools.observed.requests, store, deps.now, deps.logger) : null;
+    const traffic = serves
+      ? new TrafficFlusher(planes.observed.requests, planes.series, store, deps.now, deps.logger)
+      : null;
     const prober =
       serves && place.role !== 'worker'
         ? new HealthProber(
@@ -92,6 +134,8 @@ export const servingModule: HandlerModule = {
               intervalMs: serving.healthIntervalMs,
               timeoutMs: serving.healthTimeoutMs,
               concurrency: serving.healthConcurrency,
+              unhealthyThreshold: serving.healthUnhealthyThreshold,
+              healthyThreshold: serving.healthHealthyThreshold,
             },
             deps.now,
             deps.logger,
@@ -108,17 +152,19 @@ export const servingModule: HandlerModule = {
     const runtime: RuntimeDeps = {
       deployments,
       auth,
-      pools,
+      planes,
+      limiter: new RateLimiter(store, () => deps.now().getTime()),
       streams,
       defaultTimeoutSeconds: serving.defaultTimeoutSeconds,
     };
     await legacy?.openAll(store.list());
     traffic?.start();
     prober?.start();
+    const verdicts = serves ? readVerdicts(store, planes, place.role !== 'worker', deps.logger) : null;
     const site: FrontendDeps = {
       auth,
       signOut: deps.services.get(SESSION_SIGN_OUT),
-      pools,
+      planes,
       streams,
       clusterName: deps.config.clusterName,
       prefixes,
@@ -135,9 +181,10 @@ export const servingModule: HandlerModule = {
       ],
       close: async () => {
         await prober?.close();
+        if (verdicts) clearInterval(verdicts);
         streams.close();
         await legacy?.closeAll();
-        await pools.close();
+        await planes.close();
         // After the last proxied request: its count reaches the table before the database closes.
         traffic?.close();
       },

@@ -10,6 +10,7 @@ import type { Counter, Gauge } from 'prom-client';
 import type { Pool } from 'undici';
 import type { MetricsRegistry } from '../../gateway/observability/metrics.ts';
 import type { Tracing } from '../../gateway/observability/tracing.ts';
+import type { Plane } from './plane.ts';
 import { RequestCounts } from './traffic.ts';
 
 export interface ProxyObservability {
@@ -17,6 +18,10 @@ export interface ProxyObservability {
   readonly inFlight: Gauge<'deployment'>;
   readonly errors: Counter<'deployment' | 'reason'>;
   readonly requests: RequestCounts;
+  /** Retries by deployment and cause; `budget_exhausted` counts the ones the budget refused. */
+  readonly retries: Counter<'deployment' | 'cause'>;
+  /** Declares the per-replica and queue gauges over the planes (plane.ts) once they exist. */
+  declarePlanes(planes: () => Iterable<[string, Plane]>): void;
 }
 
 export function proxyObservability(
@@ -57,11 +62,42 @@ export function proxyObservability(
       help: 'Proxied requests in flight to the upstream, by deployment.',
       labels: ['deployment'],
     }),
+    retries: metrics.counter({
+      name: 'upstream_retries_total',
+      help:
+        'Attempts sent again to another replica, by deployment and cause (connect, reset, dropped, status); ' +
+        '`budget_exhausted`: retries the retry budget refused.',
+      labels: ['deployment', 'cause'],
+    }),
+    declarePlanes(planes) {
+      metrics.gauge({
+        name: 'upstream_replica_in_rotation',
+        help:
+          'Processes that send traffic to each replica (by deployment and replica index): not ejected by the ' +
+          'probes nor by their own outlier detection.',
+        labels: ['deployment', 'replica'],
+        collect(gauge) {
+          gauge.reset();
+          for (const [label, plane] of planes())
+            for (const replica of plane.balancer.replicas)
+              gauge.labels(label, String(replica.index)).set(replica.routable() ? 1 : 0);
+        },
+      });
+      metrics.gauge({
+        name: 'upstream_requests_queued',
+        help: 'Requests waiting for a slot of a full deployment (max_concurrent), by deployment.',
+        labels: ['deployment'],
+        collect(gauge) {
+          gauge.reset();
+          for (const [label, plane] of planes()) gauge.labels(label).set(plane.gate.waiting);
+        },
+      });
+    },
     errors: metrics.counter({
       name: 'upstream_errors_total',
       help:
-        'Proxied requests the upstream failed, by deployment and reason ' +
-        '(stream_aborted once the answer had begun).',
+        'Proxied requests the upstream failed or the gateway refused, by deployment and reason ' +
+        '(stream_aborted once the answer had begun; upstream_busy, no_healthy_upstream, rate_limited).',
       labels: ['deployment', 'reason'],
     }),
   };

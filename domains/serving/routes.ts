@@ -3,13 +3,22 @@ import { z } from 'zod';
 import { parseQuery, readJson } from '../../gateway/http/body.ts';
 import { principalOf } from '../../gateway/http/context.ts';
 import type { RouteDef } from '../../gateway/module.ts';
-import { type DeploymentService, deploymentInput, deploymentPatch } from './service.ts';
+import { deploymentInput, deploymentPatch } from './input.ts';
+import type { DeploymentService } from './service.ts';
 import { observedFields } from './wire.ts';
 
 /** Models unless asked (this listing is the models one the SDK parses); `all` for every kind. */
 const listQuery = z.object({ kind: z.enum(['model', 'app', 'tool', 'all']).default('model') });
 const deploymentAnswer = z.looseObject({ id: z.string(), name: z.string(), ...observedFields });
 const NOT_FOUND = ['deployment_not_found'];
+const minuteAnswer = z.object({
+  at: z.iso.datetime().describe('the minute'),
+  requests_per_second: z.number(),
+  client_errors: z.number().int().describe('4xx answers'),
+  server_errors: z.number().int().describe("5xx answers, the gateway's own refusals included"),
+  head_p50_ms: z.number().nullable().describe("time to the answer's head: the upper bound of the median's bucket"),
+  head_p99_ms: z.number().nullable(),
+});
 
 export function servingRoutes(service: DeploymentService, maxBody: number): RouteDef[] {
   return [
@@ -67,20 +76,33 @@ export function servingRoutes(service: DeploymentService, maxBody: number): Rout
       }),
     ),
     {
+      method: 'GET',
+      path: '/serving/deployments/:id/traffic',
+      auth: 'user',
+      doc: {
+        summary: "The last hour of a deployment's traffic, minute by minute, summed over every gateway process",
+        answers: { 200: z.array(minuteAnswer) },
+        errors: NOT_FOUND,
+      },
+      handle: (ctx) => ({ status: 200, body: service.traffic(principalOf(ctx), ctx.params.id as string) }),
+    },
+    {
       // Owners and administrators; mesh callers change nothing here.
       method: 'PATCH',
       path: '/serving/deployments/:id',
       auth: 'user',
       nativeOnly: true,
       doc: {
-        summary: "Change a deployment's visibility (its owner or an administrator)",
+        summary:
+          'Change a deployment: its visibility (its owner or an administrator), its replicas and data-plane ' +
+          'settings (administrators)',
         body: deploymentPatch,
         answers: { 200: deploymentAnswer },
         errors: [...NOT_FOUND, 'admin_required'],
       },
       async handle(ctx) {
-        const { visibility } = await readJson(ctx.req, maxBody, deploymentPatch);
-        return { status: 200, body: service.setVisibility(principalOf(ctx), ctx.params.id as string, visibility) };
+        const patch = await readJson(ctx.req, maxBody, deploymentPatch);
+        return { status: 200, body: service.update(principalOf(ctx), ctx.params.id as string, patch) };
       },
     },
     {

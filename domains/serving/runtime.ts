@@ -10,8 +10,12 @@ import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
 import { isThenable } from '../../gateway/pipeline/stage.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
+import { replicasOf } from './input.ts';
 import { type OpenStreams, presentedAgain, responseStream } from './open-streams.ts';
-import { buildTarget, forward, type ProxyTarget, slashRedirect, type UpstreamPools } from './proxy.ts';
+import type { DataPlanes } from './plane.ts';
+import { buildTarget, forward, type ProxyTarget, slashRedirect } from './proxy.ts';
+import type { RateLimiter } from './rate-limit.ts';
+import { DEFAULT_RETRIES } from './retry.ts';
 import type { DeploymentKind, DeploymentService } from './service.ts';
 import { KIND_SERVICE } from './service.ts';
 import type { RuntimeAuth } from './session.ts';
@@ -32,7 +36,8 @@ interface Admitted {
 export interface RuntimeDeps {
   deployments: DeploymentService;
   auth: RuntimeAuth;
-  pools: UpstreamPools;
+  planes: DataPlanes;
+  limiter: RateLimiter;
   streams: OpenStreams;
   defaultTimeoutSeconds: number;
 }
@@ -65,14 +70,23 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
   const targetFor = (row: DeploymentRow, prefix: string): ProxyTarget => {
     let target = targets.get(row);
     if (!target || target.prefix !== prefix) {
-      target = buildTarget(deps.pools, {
-        upstream: row.upstream,
-        prefix,
-        stripPrefix: row.stripPrefix,
-        timeoutMs: Math.round((row.timeoutSeconds ?? deps.defaultTimeoutSeconds) * 1000),
-        forwardAuthorization: row.forwardAuthorization,
-        label: row.id,
-      });
+      target = buildTarget(
+        deps.planes,
+        {
+          label: row.id,
+          replicas: replicasOf(row),
+          maxConcurrent: row.maxConcurrent,
+          queueTimeoutMs: row.queueTimeoutMs,
+          prefix,
+          stripPrefix: row.stripPrefix,
+          timeoutMs: Math.round((row.timeoutSeconds ?? deps.defaultTimeoutSeconds) * 1000),
+          forwardAuthorization: row.forwardAuthorization,
+          retries: row.retries ?? DEFAULT_RETRIES,
+          affinity: row.affinity === 'cookie',
+          rateLimit: row.rateLimit,
+        },
+        deps.limiter,
+      );
       targets.set(row, target);
     }
     return target;

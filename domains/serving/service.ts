@@ -8,15 +8,17 @@
  * granted a model relation; Authentication 10).
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import { createServiceKey } from '../../gateway/services.ts';
 import type { AuthzService } from '../authz/index.ts';
 import { AuthzErrors } from '../authz/index.ts';
-import { DeploymentAccess, VISIBILITIES, type Visibility } from './access.ts';
+import { DeploymentAccess } from './access.ts';
 import { ServingErrors } from './errors.ts';
-import type { DeploymentRow, DeploymentStore, HealthRow, TrafficRow } from './store.ts';
+import { type DeploymentInput, type DeploymentPatch, dataPlaneColumns, replicaColumns, replicasOf } from './input.ts';
+import { DEFAULT_RETRIES } from './retry.ts';
+import { SERIES_MINUTES, seriesView } from './series.ts';
+import type { DeploymentRow, DeploymentStore, HealthRow, ReplicaHealthRow, TrafficRow } from './store.ts';
 import type { RequestCounts } from './traffic.ts';
 import { healthView, sdkModelFields, trafficView } from './wire.ts';
 
@@ -24,38 +26,6 @@ export type DeploymentKind = DeploymentRow['kind'];
 
 /** Deployment kind → the routing service that serves it. */
 export const KIND_SERVICE: Readonly<Record<DeploymentKind, string>> = { model: 'models', app: 'apps', tool: 'tools' };
-
-const upstreamUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).refine((u) => {
-  // Refinements run even after the URL check failed (zod 4); that failure is already reported.
-  const url = URL.parse(u);
-  return !url || (!url.username && !url.password && !url.search && !url.hash);
-}, 'must carry no credentials, query or fragment');
-
-/** The create body (and the CLI's flags): unknown fields are ignored. */
-export const deploymentInput = z.object({
-  kind: z.enum(['model', 'app', 'tool']),
-  name: z.string().trim().min(1).max(128),
-  upstream: upstreamUrl,
-  strip_prefix: z.boolean().default(true),
-  websocket: z.boolean().default(true),
-  timeout_seconds: z.number().positive().max(3600).nullish(),
-  requires_auth: z.boolean().default(true),
-  forward_authorization: z.boolean().default(false),
-  /** Legacy port-based runtime URL; honoured only when the operator enabled it. */
-  legacy_port: z.number().int().min(1).max(65535).nullish(),
-  /** `authenticated` shares it with every native-realm user; `private` leaves it to its viewers (access.ts). */
-  visibility: z.enum(VISIBILITIES).default('private'),
-  /** Probe the upstream with a GET of this path (below the upstream URL) instead of a TCP connect (health.ts). */
-  health_path: z
-    .string()
-    .max(1024)
-    .regex(/^\/[^\s#]*$/, 'must be a path starting with /, without spaces or fragment')
-    .nullish(),
-});
-export type DeploymentInput = z.output<typeof deploymentInput>;
-
-/** The owner's (or an administrator's) change to a deployment. */
-export const deploymentPatch = z.object({ visibility: z.enum(VISIBILITIES) });
 
 export interface PublicUrls {
   /** Live routing prefixes (service → prefix). */
@@ -113,7 +83,13 @@ export class DeploymentService {
       id: randomUUID(),
       kind: input.kind,
       name: input.name,
-      upstream: input.upstream.replace(/\/+$/, ''),
+      ...replicaColumns(input),
+      affinity: 'none',
+      retries: null,
+      maxConcurrent: null,
+      queueTimeoutMs: null,
+      rateLimit: null,
+      ...dataPlaneColumns(input),
       stripPrefix: input.strip_prefix,
       websocket: input.websocket,
       timeoutSeconds: input.timeout_seconds ?? null,
@@ -152,7 +128,14 @@ export class DeploymentService {
       .filter((row) => (kind === undefined || row.kind === kind) && this.#access.canSee(principal, row));
     const byId = <T extends { deploymentId: string }>(list: T[]) => new Map(list.map((r) => [r.deploymentId, r]));
     const [health, traffic] = rows.length > 0 ? [byId(this.store.health()), byId(this.store.traffic())] : [];
-    return rows.map((row) => this.view(row, admin, this.#observed(row.id, health?.get(row.id), traffic?.get(row.id))));
+    const replicas = Map.groupBy(rows.length > 0 ? this.store.replicaHealth() : [], (r) => r.deploymentId);
+    return rows.map((row) =>
+      this.view(
+        row,
+        admin,
+        this.#observed(row, admin, health?.get(row.id), replicas.get(row.id) ?? [], traffic?.get(row.id)),
+      ),
+    );
   }
 
   /** Deployments the caller may see; a mesh caller granted none sees none (the list refuses them instead). */
@@ -166,11 +149,25 @@ export class DeploymentService {
     return this.view(row, isNativeAdmin(principal));
   }
 
-  /** Owners and native administrators change who else sees it; anyone else who may see it gets 403. */
-  setVisibility(principal: Principal, id: string, visibility: Visibility) {
+  /** The last hour of a deployment's traffic, minute by minute (series.ts), to whoever may see it. */
+  traffic(principal: Principal, id: string) {
+    this.#visibleRow(principal, this.store.get(id), id);
+    const nowMs = this.now().getTime();
+    return seriesView(this.store.minutes(id, Math.floor(nowMs / 60_000) - SERIES_MINUTES + 1), nowMs);
+  }
+
+  /**
+   * Owners and native administrators change who else sees it (anyone else who may see it gets 403); only
+   * administrators change where and how it is served (`admin_required`). Nothing is written unless all of it may be.
+   */
+  update(principal: Principal, id: string, patch: DeploymentPatch) {
     const row = this.#visibleRow(principal, this.store.get(id), id);
-    this.authz.require(principal, 'owner', { namespace: row.kind, id: row.id });
-    const updated = this.store.setVisibility(id, visibility) ?? row;
+    const { visibility, ...dataPlane } = patch;
+    if (visibility !== undefined) this.authz.require(principal, 'owner', { namespace: row.kind, id: row.id });
+    const changes = dataPlaneColumns(dataPlane);
+    if (Object.keys(changes).length > 0) requireAdmin(principal);
+    const set: Partial<DeploymentRow> = visibility === undefined ? changes : { ...changes, visibility };
+    const updated = Object.keys(set).length > 0 ? (this.store.update(id, set) ?? row) : row;
     this.#cache.delete(id);
     return this.view(updated, isNativeAdmin(principal));
   }
@@ -209,15 +206,28 @@ export class DeploymentService {
   }
 
   /** What the gateway observed of a deployment: its last probe, and the table's count plus this process's share. */
-  #observed(id: string, health: HealthRow | undefined, traffic: TrafficRow | undefined): Observed {
+  #observed(
+    row: DeploymentRow,
+    admin: boolean,
+    health: HealthRow | undefined,
+    replicas: readonly ReplicaHealthRow[],
+    traffic: TrafficRow | undefined,
+  ): Observed {
     return {
-      health: healthView(health),
-      traffic: trafficView(traffic, this.counts?.unflushed(id) ?? 0, this.now),
+      health: healthView(health, replicasOf(row), replicas, admin),
+      traffic: trafficView(traffic, this.counts?.unflushed(row.id) ?? 0, this.now),
     };
   }
 
-  #observedOf(id: string): Observed {
-    return this.#observed(id, this.store.health(id)[0], this.store.traffic(id)[0]);
+  #observedOf(row: DeploymentRow, admin: boolean): Observed {
+    const id = row.id;
+    return this.#observed(
+      row,
+      admin,
+      this.store.health(id)[0],
+      this.store.replicaHealth(id),
+      this.store.traffic(id)[0],
+    );
   }
 
   /** The row when the caller may see it; otherwise the same 404 as a row that does not exist. */
@@ -227,7 +237,7 @@ export class DeploymentService {
   }
 
   /** The API record; `upstream` (an internal address) and its `health_path` only for administrators. */
-  view(row: DeploymentRow, admin: boolean, observed = this.#observedOf(row.id)) {
+  view(row: DeploymentRow, admin: boolean, observed = this.#observedOf(row, admin)) {
     const prefix = this.urls.prefixes()[KIND_SERVICE[row.kind]];
     const runtimePath = `${prefix}/${row.id}`;
     const url = `${this.urls.origin()}${runtimePath}`;
@@ -235,7 +245,12 @@ export class DeploymentService {
       id: row.id,
       kind: row.kind,
       name: row.name,
-      ...(admin ? { upstream: row.upstream, health_path: row.healthPath } : {}),
+      ...(admin ? { upstream: row.upstream, upstreams: replicasOf(row), health_path: row.healthPath } : {}),
+      affinity: row.affinity,
+      retries: row.retries ?? DEFAULT_RETRIES,
+      max_concurrent: row.maxConcurrent,
+      queue_timeout_ms: row.queueTimeoutMs,
+      rate_limit: row.rateLimit,
       strip_prefix: row.stripPrefix,
       websocket: row.websocket,
       timeout_seconds: row.timeoutSeconds,

@@ -5,9 +5,11 @@
  * (proxy-metrics.ts) and, every second, each process adds what it counted
  * since its last flush to the deployment's row in `deployment_traffic`. The
  * API's figure is that row plus this process's share not flushed yet: with
- * `--workers N` it covers every process, the others' last second excepted.
+ * `--workers N` it covers every process, the others' last second excepted. The same flush writes the minute series
+ * of the console's charts (series.ts).
  */
 import type { Logger } from 'pino';
+import type { MinuteSeries } from './series.ts';
 import type { DeploymentStore } from './store.ts';
 
 /** How often counts reach the table: the most another process's figure lags behind. */
@@ -65,6 +67,7 @@ export class TrafficFlusher {
 
   constructor(
     private readonly counts: RequestCounts,
+    private readonly series: MinuteSeries,
     private readonly store: DeploymentStore,
     private readonly now: () => Date,
     private readonly logger: Logger,
@@ -79,6 +82,7 @@ export class TrafficFlusher {
   flush(): void {
     try {
       this.counts.flushTo(this.store, this.now().toISOString());
+      this.series.flushTo(this.store);
       this.#failing = false;
     } catch (error) {
       if (!this.#failing) this.logger.warn({ err: error }, 'deployment traffic: counts not written; retrying');

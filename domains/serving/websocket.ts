@@ -12,9 +12,12 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { UpgradeContext } from '../../gateway/module.ts';
 import type { Principal } from '../../gateway/principal.ts';
+import { ServingErrors } from './errors.ts';
+import { pinnedReplica, upstreamError, upstreamPath } from './exchange.ts';
+import type { PathMap } from './headers.ts';
 import { upstreamRequestHeaders } from './headers.ts';
 import type { OpenStreams } from './open-streams.ts';
-import { forwardFacts, type ProxyTarget, upstreamError, upstreamPath } from './proxy.ts';
+import { forwardFacts, type ProxyTarget } from './proxy.ts';
 
 export async function proxyUpgrade(
   ctx: UpgradeContext,
@@ -29,10 +32,16 @@ export async function proxyUpgrade(
   // undici sets `connection: upgrade` and `upgrade: websocket` itself; the sec-websocket-* headers pass through.
   const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
   target.requests.total++;
+  // Balanced like any request (its affinity cookie honoured); not retried: an upgrade is a conversation's start.
+  const replica = target.plane.balancer.pick(pinnedReplica(ctx.req.headers.cookie, target), null);
+  if (!replica) {
+    const retryAfter = target.plane.balancer.backInSeconds();
+    throw ServingErrors.make.no_healthy_upstream({ upstream: target.label, retry_after: retryAfter });
+  }
   let upstream: { headers: IncomingHttpHeaders; socket: Duplex };
   try {
-    upstream = await target.pool.upgrade({
-      path: upstreamPath(target, below, ctx.query),
+    upstream = await replica.pool.upgrade({
+      path: upstreamPath(target.maps[replica.index] as PathMap, below, ctx.query),
       method: 'GET',
       headers,
       protocol: 'websocket',

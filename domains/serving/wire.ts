@@ -10,7 +10,8 @@
  * standing for the upstream (its probed health is the record's `health`).
  */
 import { z } from 'zod';
-import type { DeploymentRow, HealthRow, TrafficRow } from './store.ts';
+import type { ReplicaRecord } from './schema.ts';
+import type { DeploymentRow, HealthRow, ReplicaHealthRow, TrafficRow } from './store.ts';
 
 export function sdkModelFields(row: DeploymentRow, runtimePath: string, prefix: string) {
   return {
@@ -27,13 +28,40 @@ export function sdkModelFields(row: DeploymentRow, runtimePath: string, prefix: 
   };
 }
 
-/** The last probe of the upstream (health.ts); `unknown` until the first one ends. */
-export function healthView(row: HealthRow | undefined) {
+function statusOf(row: { healthy: boolean } | undefined) {
+  return row ? (row.healthy ? ('healthy' as const) : ('unhealthy' as const)) : ('unknown' as const);
+}
+
+/**
+ * The last probe round (health.ts): the deployment is healthy while any replica is; each replica's own verdict,
+ * `ejected` when the probes took it out of every process's rotation. `unknown` until the first probe ended. A
+ * replica's URL is an internal address: administrators only.
+ */
+export function healthView(
+  row: HealthRow | undefined,
+  listed: readonly ReplicaRecord[],
+  judged: readonly ReplicaHealthRow[],
+  admin: boolean,
+) {
+  const byUrl = new Map(judged.map((r) => [r.replica, r]));
   return {
-    status: row ? (row.healthy ? ('healthy' as const) : ('unhealthy' as const)) : ('unknown' as const),
+    status: statusOf(row),
     reason: row?.reason ?? null,
     detail: row?.detail ?? null,
     checked_at: row?.checkedAt ?? null,
+    replicas: listed.map((replica, index) => {
+      const probe = byUrl.get(replica.url);
+      return {
+        index,
+        ...(admin ? { url: replica.url } : {}),
+        weight: replica.weight,
+        status: statusOf(probe),
+        ejected: probe?.ejected ?? false,
+        reason: probe?.reason ?? null,
+        detail: probe?.detail ?? null,
+        checked_at: probe?.checkedAt ?? null,
+      };
+    }),
   };
 }
 
@@ -55,6 +83,14 @@ export const observedFields = {
     reason: z.string().nullable().describe('why it is unhealthy: a stable reason (docs/serving.md)'),
     detail: z.string().nullable().describe('the failing code: ECONNREFUSED, HTTP 503, ...'),
     checked_at: z.iso.datetime().nullable(),
+    replicas: z.array(
+      z.looseObject({
+        index: z.number().int(),
+        weight: z.number().int(),
+        status: z.enum(['healthy', 'unhealthy', 'unknown']),
+        ejected: z.boolean().describe('taken out of rotation by failed probes, in every process'),
+      }),
+    ),
   }),
   traffic: z.object({
     requests: z.number().int().min(0).describe('requests proxied since it was registered, all processes'),

@@ -12,14 +12,11 @@ import { jobsSettings } from './jobs-schema.ts';
 import { limitsSettings } from './limits-schema.ts';
 import { meshSettings } from './mesh-schema.ts';
 import { retrievalSettings } from './retrieval-schema.ts';
+import { servingSettings } from './serving-schema.ts';
 import { tlsSettings } from './tls-schema.ts';
 
 const port = z.number().int().min(0).max(65535);
 const csv = z.array(z.string().min(1));
-const upstream = z
-  .url({ protocol: /^https?$/ })
-  .nullable()
-  .default(null);
 
 export const configSchema = z.strictObject({
   dataDir: z.string().min(1).default('data/var').describe('Folder for the SQLite database, keys and TLS material.'),
@@ -86,82 +83,7 @@ export const configSchema = z.strictObject({
     .default('info')
     .describe('pino log level.'),
   limits: limitsSettings,
-  serving: z
-    .strictObject({
-      frontendUpstream: upstream.describe(
-        'Proxy the frontend (`/`) to this http(s) origin instead of the built-in home page; null = built-in.',
-      ),
-      notebooksUpstream: upstream.describe(
-        'Upstream of `/notebooks` when that service is enabled; null = not offered.',
-      ),
-      adminComputeUpstream: upstream.describe(
-        'Upstream of `/admin/compute` (administrators only) when enabled; null = not offered.',
-      ),
-      defaultTimeoutSeconds: z
-        .number()
-        .positive()
-        .max(3600)
-        .default(600)
-        .describe('Upstream response timeout of a deployment that sets none.'),
-      upstreamConnections: z
-        .number()
-        .int()
-        .min(1)
-        .max(4096)
-        .default(256)
-        .describe('Keep-alive connections per upstream origin (its pool).'),
-      perClientUpstreamRequests: z
-        .number()
-        .int()
-        .min(1)
-        .max(4096)
-        .default(32)
-        .describe(
-          'Requests one client connection may have in flight to one upstream; ' +
-            'more wait on that connection, so one client cannot take the ' +
-            "upstream's whole pool.",
-        ),
-      perClientAddressUpstreamRequests: z
-        .number()
-        .int()
-        .min(1)
-        .max(4096)
-        .default(64)
-        .describe(
-          'Requests all connections from one client address (IPv6: its /64) may ' +
-            'have in flight to one upstream; more wait, so opening more ' +
-            'connections gains no more of the pool.',
-        ),
-      legacyPortListeners: z
-        .boolean()
-        .default(false)
-        .describe(
-          "Legacy: honour a deployment's `legacy_port` with its own HTTPS " +
-            'listener (spec: port-based runtime URLs are legacy).',
-        ),
-      healthIntervalMs: z
-        .number()
-        .int()
-        .min(100)
-        .max(3_600_000)
-        .default(15_000)
-        .describe("How often each deployment's upstream is probed (the next round starts this long after one ends)."),
-      healthTimeoutMs: z
-        .number()
-        .int()
-        .min(50)
-        .max(60_000)
-        .default(2000)
-        .describe('Longest one upstream health probe may take (TCP connect, or the HTTP GET of its health path).'),
-      healthConcurrency: z
-        .number()
-        .int()
-        .min(1)
-        .max(256)
-        .default(8)
-        .describe('Upstream health probes in flight at once.'),
-    })
-    .prefault({}),
+  serving: servingSettings,
   auth: authSettings,
   admin: z
     .strictObject({
@@ -302,11 +224,8 @@ export const ENV_NAMES: Readonly<
   PLATFORM_SERVING_LEGACY_PORTS: { path: ['serving', 'legacyPortListeners'], kind: 'boolean' },
   PLATFORM_UPSTREAM_HEALTH_INTERVAL_MS: { path: ['serving', 'healthIntervalMs'], kind: 'number' },
   PLATFORM_UPSTREAM_CONNECTIONS: { path: ['serving', 'upstreamConnections'], kind: 'number' },
-  PLATFORM_PER_CLIENT_UPSTREAM_REQUESTS: { path: ['serving', 'perClientUpstreamRequests'], kind: 'number' },
-  PLATFORM_PER_CLIENT_ADDRESS_UPSTREAM_REQUESTS: {
-    path: ['serving', 'perClientAddressUpstreamRequests'],
-    kind: 'number',
-  },
+  PLATFORM_UPSTREAM_MAX_CONCURRENT: { path: ['serving', 'maxConcurrentRequests'], kind: 'number' },
+  PLATFORM_UPSTREAM_QUEUE_TIMEOUT_MS: { path: ['serving', 'queueTimeoutMs'], kind: 'number' },
   PLATFORM_ADMIN_PORT: { path: ['admin', 'port'], kind: 'nullable-number' },
   PLATFORM_ADMIN_BIND: { path: ['admin', 'bind'], kind: 'string' },
   PLATFORM_METRICS_TOKEN: { path: ['admin', 'metricsToken'], kind: 'string' },

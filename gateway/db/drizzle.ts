@@ -19,7 +19,25 @@ const sqliteCore = load('drizzle-orm/sqlite-core') as typeof import('drizzle-orm
 const betterSqlite = load('drizzle-orm/better-sqlite3') as typeof import('drizzle-orm/better-sqlite3');
 const migrator = load('drizzle-orm/better-sqlite3/migrator') as typeof import('drizzle-orm/better-sqlite3/migrator');
 
-export const { and, asc, count, desc, eq, gt, inArray, isNotNull, isNull, lt, lte, ne, notExists, or, sql } = orm;
+export const {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  gt,
+  gte,
+  inArray,
+  isNotNull,
+  isNull,
+  lt,
+  lte,
+  ne,
+  notExists,
+  notInArray,
+  or,
+  sql,
+} = orm;
 export type { SQL } from 'drizzle-orm';
 export const { blob, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } = sqliteCore;
 export const { drizzle } = betterSqlite;

@@ -264,11 +264,12 @@ export async function deploy(
 /**
  * An upstream that holds every `GET /held` until the test calls release()
  * (so a flood stays in flight for as long as the test needs) and answers
- * `GET /quick` at once. `held` counts requests being held now, `maxHeld` the most at once.
+ * `GET /quick` at once. `held` counts requests being held now, `maxHeld` the most at once; releaseOne() answers
+ * the oldest held one.
  */
 export async function startHoldingServer(
   t: After,
-): Promise<Upstream & { held: number; maxHeld: number; release(): void }> {
+): Promise<Upstream & { held: number; maxHeld: number; release(): void; releaseOne(): boolean }> {
   const waiting: ServerResponse[] = [];
   let released = false;
   const up = await serve(t, {
@@ -289,6 +290,14 @@ export async function startHoldingServer(
       released = true;
       for (const res of waiting.splice(0)) res.end('held');
       holding.held = 0;
+    },
+    /** Answers the oldest held request, if there is one. */
+    releaseOne() {
+      const res = waiting.shift();
+      if (!res) return false;
+      res.end('held');
+      holding.held -= 1;
+      return true;
     },
   });
   return holding;

@@ -1,30 +1,88 @@
 /** Deployments, jobs (with a live log tail), the catalog and retrieval runs: what the API lets the caller see. */
 import { useState } from 'preact/hooks';
 import { api } from './api.ts';
-import { Badge, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts';
+import { TrafficCharts } from './charts.ts';
+import { DeploymentForm } from './deployment-form.ts';
+import { Badge, type Column, ErrorNote, html, Table, useAction, useApi, when } from './ui.ts';
 
 const LIVE_MS = 2000;
 const ACTIVE_JOB = new Set(['PENDING', 'RUNNING', 'SUBMITTED']);
 
-/** The upstream's last probe: the verdict, why it failed, and when it was taken. */
-function Health({ health }: { health: any }) {
-  const why = health.status === 'unhealthy' ? [health.reason, health.detail].filter(Boolean).join(' · ') : null;
-  return html`<${Badge} value=${health.status} />
-    ${why ? html` <span class="muted">${why}</span>` : null}
-    ${health.checked_at ? html`<div class="muted small">checked ${when(health.checked_at)}</div>` : null}`;
+/** Why a probe failed: its reason and code. */
+function failure(probe: any): string | null {
+  return probe.status === 'unhealthy' ? [probe.reason, probe.detail].filter(Boolean).join(' · ') : null;
 }
 
-function Traffic({ traffic }: { traffic: any }) {
+/**
+ * The last probe: the verdict, why it failed, and when it was taken; with several replicas, each one's verdict,
+ * marked when its probes took it out of rotation.
+ */
+function Health({ health }: { health: any }) {
+  const why = failure(health);
+  const replicas: any[] = health.replicas ?? [];
+  return html`<${Badge} value=${health.status} />
+    ${why ? html` <span class="muted">${why}</span>` : null}
+    ${health.checked_at ? html`<div class="muted small">checked ${when(health.checked_at)}</div>` : null}
+    ${
+      replicas.length > 1
+        ? html`<ul class="replicas" aria-label="Replicas">
+            ${replicas.map(
+              (r) => html`<li>
+                replica ${r.index} <${Badge} value=${r.status} />
+                ${r.ejected ? html` <strong>ejected</strong>` : null}
+                ${failure(r) ? html` <span class="muted">${failure(r)}</span>` : null}
+              </li>`,
+            )}
+          </ul>`
+        : null
+    }`;
+}
+
+/** Where it goes: one upstream, or each replica with its weight (administrators only). */
+function Upstreams({ d }: { d: any }) {
+  if (!d.upstreams) return html`<span class="muted">administrators only</span>`;
+  if (d.upstreams.length === 1) return d.upstream;
+  return html`<ol class="replicas" start="0">
+    ${d.upstreams.map((r: any) => html`<li>${r.url} <span class="muted">weight ${r.weight}</span></li>`)}
+  </ol>`;
+}
+
+function Traffic({ d }: { d: any }) {
+  const { traffic } = d;
   return html`${traffic.requests.toLocaleString()}
-    ${traffic.last_request_at ? html`<div class="muted small">last ${when(traffic.last_request_at)}</div>` : null}`;
+    ${traffic.last_request_at ? html`<div class="muted small">last ${when(traffic.last_request_at)}</div>` : null}
+    <${TrafficCharts} id=${d.id} name=${d.name} />`;
 }
 
 const DEPLOYMENTS_NOTE =
-  "Health is the gateway's own last probe of each upstream (a TCP connect, or a GET of its health path). " +
+  "Health is the gateway's own last probe of each replica (a TCP connect, or a GET of its health path); " +
+  'a replica that keeps failing is ejected from every gateway process until its probes pass again. ' +
   'Requests are those proxied to it since it was registered, by every gateway process.';
 
-export function DeploymentsPage() {
+/** An administrator's actions on a row: change it in the form below, or delete it (after a confirmation). */
+function DeploymentActions({ d, onEdit, onDeleted }: { d: any; onEdit: (d: any) => void; onDeleted: () => void }) {
+  const action = useAction();
+  const remove = () =>
+    window.confirm(`Delete the deployment ${d.name}? Its runtime URL stops answering.`) &&
+    action.run(async () => {
+      await api('DELETE', `/serving/deployments/${encodeURIComponent(d.id)}`);
+      onDeleted();
+    });
+  return html`<button type="button" onClick=${() => onEdit(d)} aria-label=${`Change ${d.name}`}>Change</button>
+    <button type="button" onClick=${remove} disabled=${action.busy} aria-label=${`Delete ${d.name}`}>Delete</button>
+    <${ErrorNote} error=${action.error} />`;
+}
+
+export function DeploymentsPage({ admin }: { admin: boolean }) {
   const list = useApi<any[]>('/serving/deployments?kind=all', LIVE_MS);
+  const [editing, setEditing] = useState<any | null>(null);
+  const done = () => {
+    setEditing(null);
+    list.reload();
+  };
+  const actions: Column[] = admin
+    ? [['Actions', (d: any) => html`<${DeploymentActions} d=${d} onEdit=${setEditing} onDeleted=${list.reload} />`]]
+    : [];
   return html`<section aria-labelledby="page-title">
     <h2 id="page-title">Deployments</h2>
     <${ErrorNote} error=${list.error} />
@@ -34,13 +92,15 @@ export function DeploymentsPage() {
       columns=${[
         ['Name', (d: any) => d.name],
         ['Kind', (d: any) => d.kind],
-        ['Upstream', (d: any) => d.upstream ?? html`<span class="muted">administrators only</span>`],
+        ['Upstream', (d: any) => html`<${Upstreams} d=${d} />`],
         ['Health', (d: any) => html`<${Health} health=${d.health} />`],
-        ['Requests', (d: any) => html`<${Traffic} traffic=${d.traffic} />`],
+        ['Requests', (d: any) => html`<${Traffic} d=${d} />`],
         ['Runtime URL', (d: any) => html`<a href=${d.url}>${d.runtime_path}</a>`],
+        ...actions,
       ]}
     />
     <p class="muted">${DEPLOYMENTS_NOTE}</p>
+    ${admin ? html`<${DeploymentForm} key=${editing?.id ?? 'new'} editing=${editing} onDone=${done} />` : null}
   </section>`;
 }
 

@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { request } from 'undici';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
-import { deploy, startAppServer, startHoldingServer } from '../../../helpers/upstreams.ts';
+import { DEAD_UPSTREAM, deploy, startAppServer, startHoldingServer } from '../../../helpers/upstreams.ts';
+import { waitFor } from '../../../helpers/wait.ts';
 
 /** Probes every 100 ms so a result is due within a bounded wait. */
 const FAST_PROBES = { serving: { healthIntervalMs: 100, healthTimeoutMs: 1000 } };
@@ -43,12 +44,13 @@ test('a live upstream reads healthy, a stopped one unhealthy with a reason, a fa
   for (const { id } of [byTcp, byHttp, stopping]) {
     const health = await healthOnceSettled(gw, id, (h) => h.status !== 'unknown');
     assert.deepEqual(
-      { ...health, checked_at: typeof health.checked_at },
+      { ...health, checked_at: typeof health.checked_at, replicas: health.replicas.map((r: any) => r.status) },
       {
         status: 'healthy',
         reason: null,
         detail: null,
         checked_at: 'string',
+        replicas: ['healthy'],
       },
     );
   }
@@ -64,7 +66,13 @@ test('a live upstream reads healthy, a stopped one unhealthy with a reason, a fa
   const down = await healthOnceSettled(gw, stopping.id, (h) => h.status === 'unhealthy');
   assert.equal(down.reason, 'upstream_unreachable');
   assert.equal(down.detail, 'ECONNREFUSED');
-  assert.ok(!JSON.stringify(down).includes(new URL(doomed.url).port), 'the reason names no address');
+  const [replica] = down.replicas;
+  assert.deepEqual(
+    [replica.status, replica.reason, replica.detail],
+    ['unhealthy', 'upstream_unreachable', 'ECONNREFUSED'],
+  );
+  const why = JSON.stringify([down.reason, down.detail, replica.reason, replica.detail]);
+  assert.ok(!why.includes(new URL(doomed.url).port), 'the reason names no address');
 
   const listed = await gw.request('GET', '/api/serving/deployments?kind=app', { token: await gw.adminToken() });
   const health = Object.fromEntries(listed.json.map((d: any) => [d.name, d.health.status]));
@@ -173,3 +181,45 @@ async function until(holds: () => boolean, what: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+test('the last hour of traffic by minute: requests, 4xx and 5xx, head percentiles; hidden from others', async (t) => {
+  const gw = await startTestGateway(t);
+  const app = await startAppServer(t);
+  const d = await deploy(gw, { kind: 'app', name: 'charted', upstream: app.url });
+  const admin = await gw.adminToken();
+  for (let i = 0; i < 6; i++)
+    assert.equal((await gw.request('GET', `${d.runtime_path}/dashboard`, { token: admin })).status, 200);
+  for (let i = 0; i < 2; i++)
+    assert.equal((await gw.request('GET', `${d.runtime_path}/nothing`, { token: admin })).status, 404);
+  const dead = await deploy(gw, { kind: 'app', name: 'dead-charted', upstream: DEAD_UPSTREAM });
+  assert.equal((await gw.request('GET', `${dead.runtime_path}/`, { token: admin })).status, 502);
+
+  const minutes = await waitFor(
+    async () => {
+      const res = await gw.request('GET', `/api/serving/deployments/${d.id}/traffic`, { token: admin });
+      const total = res.json.reduce((sum: number, m: any) => sum + m.requests_per_second * 60, 0);
+      return Math.round(total) === 8 ? res.json : null;
+    },
+    { timeoutMs: 5000, what: 'the counts written (each second)' },
+  );
+  assert.equal(minutes.length, 60, 'one entry per minute of the last hour');
+  const busy = minutes.filter((m: any) => m.requests_per_second > 0);
+  assert.equal(
+    busy.reduce((sum: number, m: any) => sum + m.client_errors, 0),
+    2,
+  );
+  assert.equal(
+    busy.reduce((sum: number, m: any) => sum + m.server_errors, 0),
+    0,
+  );
+  assert.ok(busy.every((m: any) => m.head_p50_ms > 0 && m.head_p99_ms >= m.head_p50_ms));
+  const failed = await waitFor(async () => {
+    const res = await gw.request('GET', `/api/serving/deployments/${dead.id}/traffic`, { token: admin });
+    return res.json.find((m: any) => m.server_errors === 1);
+  });
+  assert.ok(failed, 'the 502 counted as a 5xx');
+
+  const stranger = await gw.userToken('stranger');
+  const hidden = await gw.request('GET', `/api/serving/deployments/${d.id}/traffic`, { token: stranger.token });
+  assert.equal(hidden.status, 404, 'a deployment the caller may not see has no traffic to show');
+});

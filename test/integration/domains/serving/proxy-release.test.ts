@@ -1,8 +1,8 @@
 /**
- * A proxied request holds a share of its upstream (per client connection and address) and counts in the
- * deployment's in-flight gauge until it ends, however it ends: the client leaving before the answer's head, while
- * waiting for its share or after the head, and the upstream failing before the head. With a share of one, a share
- * not given back would leave every later request of that client waiting: the next one answering shows it came back.
+ * A proxied request holds a slot of its deployment (fair-share.ts) and counts in the deployment's in-flight gauge
+ * until it ends, however it ends: the client leaving before the answer's head, while waiting for its slot or after
+ * the head, and the upstream failing before the head. With one slot, a slot not given back would leave every later
+ * request waiting: the next one answering shows it came back.
  * Run with spans only propagated and with spans recorded and exported (where the proxy's span is its own step).
  */
 import assert from 'node:assert/strict';
@@ -29,7 +29,7 @@ async function listening(t: After, server: ReturnType<typeof createServer>): Pro
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-/** One HTTP/2 connection: every request below shares its per-connection share of one. */
+/** One HTTP/2 connection: every request below competes for the deployment's one slot. */
 function session(t: After, gw: TestGateway): ClientHttp2Session {
   const createConnection = () =>
     connectTls({
@@ -63,7 +63,7 @@ function open(client: ClientHttp2Session, path: string, token: string) {
 
 for (const recording of [false, true]) {
   const spans = recording ? 'recorded' : 'propagated';
-  test(`every way a proxied request ends gives its share and in-flight count back (spans ${spans})`, async (t) => {
+  test(`every way a proxied request ends gives its slot and in-flight count back (spans ${spans})`, async (t) => {
     const held: ServerResponse[] = [];
     let arrived = 0;
     const upstream = await listening(
@@ -90,10 +90,10 @@ for (const recording of [false, true]) {
       : null;
     const gw = await startTestGateway(t, {
       admin: { port: 0, metricsToken: METRICS_TOKEN },
-      serving: { upstreamConnections: 4, perClientUpstreamRequests: 1, perClientAddressUpstreamRequests: 1 },
+      serving: { upstreamConnections: 4, maxConcurrentRequests: 1 },
       ...(otlp ? { tracing: { otlpEndpoint: `${otlp}/v1/traces`, exportDelayMs: 20 } } : {}),
     });
-    const app = await deploy(gw, { kind: 'app', name: 'release', upstream });
+    const app = await deploy(gw, { kind: 'app', name: 'release', upstream, retries: 0 });
     const token = await gw.adminToken();
     const inFlight = async () => {
       const res = await request(`${gw.gateway.adminUrl}/metrics`, {
@@ -108,13 +108,13 @@ for (const recording of [false, true]) {
     const quick = async () =>
       assert.deepEqual(await open(client, path('/quick'), token).done, { status: 200, body: 'quick' });
 
-    // The client leaves before the head; a second request, waiting for the share meanwhile, leaves too.
+    // The client leaves before the head; a second request, waiting for the slot meanwhile, leaves too.
     const first = open(client, path('/held'), token);
     await waitFor(() => arrived === 1, { timeoutMs: 5000, what: 'the first request upstream' });
     assert.equal(await inFlight(), 1);
     const waiting = open(client, path('/held'), token);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(arrived, 1, 'the second request waits for the share');
+    assert.equal(arrived, 1, 'the second request waits for the slot');
     waiting.stream.close();
     await waiting.done;
     first.stream.close();
@@ -130,7 +130,7 @@ for (const recording of [false, true]) {
     await waitFor(async () => (await inFlight()) === 0, { timeoutMs: 5000, what: 'in flight 0 after the head' });
     await quick();
 
-    // The upstream fails before the head: 502, and the share is back.
+    // The upstream fails before the head: 502 (not retried: retries 0), and the slot is back.
     const failing = open(client, path('/held'), token);
     await waitFor(() => held.length >= 3, { timeoutMs: 5000, what: 'the failing request upstream' });
     held.at(-1)?.socket?.destroy();
@@ -151,7 +151,7 @@ test('a client gone while its credential was being verified holds nothing once t
   );
   const gw = await startTestGateway(t, {
     admin: { port: 0, metricsToken: METRICS_TOKEN },
-    serving: { upstreamConnections: 4, perClientUpstreamRequests: 1, perClientAddressUpstreamRequests: 1 },
+    serving: { upstreamConnections: 4, maxConcurrentRequests: 1 },
   });
   const app = await deploy(gw, { kind: 'app', name: 'gone', upstream });
   const client = session(t, gw);
@@ -163,7 +163,7 @@ test('a client gone while its credential was being verified holds nothing once t
     gone.stream.close();
     await gone.done;
   }
-  // Each of those ended without holding its share: the same connection (a share of one) is answered at once.
+  // Each of those ended without holding its slot: the same connection (one slot) is answered at once.
   const token = await gw.adminToken();
   for (let i = 0; i < 3; i++) assert.deepEqual(await open(client, path, token).done, { status: 200, body: 'quick' });
   const res = await request(`${gw.gateway.adminUrl}/metrics`, {

@@ -36,6 +36,12 @@ test('admins create, read and delete deployments; records carry runtime and Open
       kind: 'model',
       name: 'llama',
       upstream: 'http://127.0.0.1:9/base',
+      upstreams: [{ url: 'http://127.0.0.1:9/base', weight: 1 }],
+      affinity: 'none',
+      retries: 2,
+      max_concurrent: null,
+      queue_timeout_ms: null,
+      rate_limit: null,
       strip_prefix: true,
       websocket: true,
       timeout_seconds: 30,
@@ -51,7 +57,24 @@ test('admins create, read and delete deployments; records carry runtime and Open
       created_at: undefined,
       health_path: null,
       // Not probed yet, nothing proxied (health-traffic.test.ts).
-      health: { status: 'unknown', reason: null, detail: null, checked_at: null },
+      health: {
+        status: 'unknown',
+        reason: null,
+        detail: null,
+        checked_at: null,
+        replicas: [
+          {
+            index: 0,
+            url: 'http://127.0.0.1:9/base',
+            weight: 1,
+            status: 'unknown',
+            ejected: false,
+            reason: null,
+            detail: null,
+            checked_at: null,
+          },
+        ],
+      },
       traffic: { requests: 0, last_request_at: null },
       // What the platform's Python SDK reads (domains/serving/wire.ts;
       // test/integration/domains/retrieval/sdk-python.test.ts).

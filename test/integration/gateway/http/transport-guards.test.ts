@@ -5,8 +5,8 @@
  * handshake deadline, an HTTP/2 session that never opens a stream is cut
  * too, and so is one trickling a later stream's head in CONTINUATION frames, SETTINGS advertise the stream limit, the
  * legacy per-deployment
- * ports carry the same guards, and one connection flooding a deployment
- * cannot take the upstream's whole pool from another client.
+ * ports carry the same guards. (How a flood shares a deployment with other clients:
+ * test/integration/domains/serving/fair-share.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -15,7 +15,7 @@ import { connect as connectTcp } from 'node:net';
 import { test } from 'node:test';
 import { connect as connectTls } from 'node:tls';
 import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
-import { deploy, deployLegacy, startHoldingServer } from '../../../helpers/upstreams.ts';
+import { deployLegacy, startHoldingServer } from '../../../helpers/upstreams.ts';
 import { waitFor } from '../../../helpers/wait.ts';
 
 const GIVE_UP_MS = 10_000;
@@ -192,91 +192,3 @@ test('a legacy per-deployment port has the same handshake, head and stream guard
   const [settings] = await once(h2Session(t, gw, port), 'remoteSettings');
   assert.equal(settings.maxConcurrentStreams, 5);
 });
-
-/** GET on a runtime path over an h2 session, answered as status and text. */
-function h2Get(session: ClientHttp2Session, path: string, token: string) {
-  return new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const stream = session.request({ ':path': path, authorization: `Bearer ${token}` });
-    let status = 0;
-    let body = '';
-    stream.on('response', (headers) => {
-      status = Number(headers[':status']);
-    });
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk) => {
-      body += chunk;
-    });
-    stream.on('end', () => resolve({ status, body }));
-    stream.on('error', reject);
-  });
-}
-
-test(
-  "a flood of streams on one connection cannot take a deployment's whole " + 'upstream pool from another client',
-  async (t) => {
-    const share = 2;
-    const gw = await startTestGateway(t, { serving: { upstreamConnections: 4, perClientUpstreamRequests: share } });
-    const upstream = await startHoldingServer(t);
-    const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
-    const token = await gw.adminToken();
-    const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
-
-    const flooder = h2Session(t, gw);
-    let floodDone = 0;
-    const flood = Array.from({ length: 20 }, () =>
-      get(flooder, '/held').then((answer) => {
-        floodDone += 1;
-        return answer;
-      }),
-    );
-    await waitFor(() => upstream.held === share, { timeoutMs: GIVE_UP_MS, what: 'the flood reaching the upstream' });
-
-    // Another client, its own connection: the pool (4) still has room because the flood holds only its share.
-    const other = await get(h2Session(t, gw), '/quick');
-    assert.deepEqual(other, { status: 200, body: 'quick' });
-    assert.equal(floodDone, 0, "the other client's request finished while the whole flood was still pending");
-    assert.equal(upstream.maxHeld, share, 'the flooding connection never had more than its share at the upstream');
-
-    upstream.release();
-    const answers = await Promise.all(flood);
-    assert.ok(
-      answers.every((a) => a.status === 200 && a.body === 'held'),
-      'the excess waited on its connection and was served',
-    );
-  },
-);
-
-test(
-  'many connections from one client address share one bound: another ' + 'address still reaches the upstream',
-  async (t) => {
-    const perAddress = 3;
-    const serving = {
-      upstreamConnections: 4,
-      perClientUpstreamRequests: 2,
-      perClientAddressUpstreamRequests: perAddress,
-    };
-    const gw = await startTestGateway(t, { serving });
-    const upstream = await startHoldingServer(t);
-    const app = await deploy(gw, { kind: 'app', name: 'shared', upstream: upstream.url });
-    const token = await gw.adminToken();
-    const get = (session: ClientHttp2Session, path: string) => h2Get(session, `/runtime/apps/${app.id}${path}`, token);
-
-    // Eight connections from 127.0.0.1, two streams each: per connection alone they would take 16 > the pool of 4.
-    const flood = Array.from({ length: 8 }, () => h2Session(t, gw)).flatMap((session) => [
-      get(session, '/held'),
-      get(session, '/held'),
-    ]);
-    await waitFor(() => upstream.held === perAddress, {
-      timeoutMs: GIVE_UP_MS,
-      what: 'the flood reaching the upstream',
-    });
-
-    const other = await get(h2Session(t, gw, gw.port, '127.0.0.2'), '/quick');
-    assert.deepEqual(other, { status: 200, body: 'quick' }, 'another address still finds room in the pool');
-    assert.equal(upstream.maxHeld, perAddress, 'the address never had more than its share at the upstream');
-
-    upstream.release();
-    const answers = await Promise.all(flood);
-    assert.ok(answers.every((a) => a.status === 200 && a.body === 'held'));
-  },
-);

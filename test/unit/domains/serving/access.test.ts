@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { deploymentInput } from '../../../../domains/serving/service.ts';
+import { deploymentInput } from '../../../../domains/serving/input.ts';
 import type { Principal } from '../../../../gateway/principal.ts';
 import { localPrincipal, memoryDeployments } from '../../../helpers/deployments.ts';
 
@@ -62,12 +62,12 @@ test('grants, visibility and credentials decide; revocations and visibility chan
   });
   assert.equal(sees(viewer, 'app', app.id), false, 'revoked on the next lookup');
 
-  assert.throws(() => service.setVisibility(stranger, app.id, 'authenticated'), /deployment_not_found/);
-  service.setVisibility(owner, app.id, 'authenticated');
+  assert.throws(() => service.update(stranger, app.id, { visibility: 'authenticated' }), /deployment_not_found/);
+  service.update(owner, app.id, { visibility: 'authenticated' });
   assert.equal(sees(stranger, 'app', app.id), true, 'shared with every native user');
   assert.equal(sees(mesh, 'app', app.id), false, 'but not with mesh callers');
   assert.equal(sees(null, 'app', app.id), false, 'nor with anonymous ones');
-  service.setVisibility(admin, app.id, 'private');
+  service.update(admin, app.id, { visibility: 'private' });
   assert.equal(sees(stranger, 'app', app.id), false, 'private again on the next lookup');
 
   await service.remove(admin, app.id);

@@ -7,7 +7,7 @@ import {
   rewriteLocation,
   rewriteSetCookie,
   upstreamRequestHeaders,
-  withoutSessionCookie,
+  withoutGatewayCookies,
 } from '../../../../domains/serving/headers.ts';
 import { sessionCookieValue } from '../../../../gateway/http/session-cookie.ts';
 
@@ -108,7 +108,7 @@ test('request headers: hop-by-hop, h2 pseudo, forged identity and the session co
       connection: 'keep-alive, x-secret-hop',
       'x-secret-hop': '1',
       'keep-alive': 'timeout=5',
-      te: 'trailers',
+      te: 'gzip',
       'transfer-encoding': 'chunked',
       upgrade: 'h2c',
       'proxy-authorization': 'Basic eA==',
@@ -143,6 +143,9 @@ test('request headers: hop-by-hop, h2 pseudo, forged identity and the session co
   assert.equal(only.cookie, undefined);
   assert.equal(only.authorization, 'Bearer t');
   assert.equal(only['x-forwarded-user'], undefined);
+  // `te: trailers` alone crosses (gRPC needs it; RFC 9113 §8.2.2); other TE values are the hop's own.
+  assert.equal(upstreamRequestHeaders({ te: 'trailers' }, facts).te, 'trailers');
+  assert.equal(upstreamRequestHeaders({ te: 'trailers, deflate' }, facts).te, undefined);
 });
 
 test('response headers: hop-by-hop and Connection-named headers are removed, the rest passes', () => {
@@ -165,7 +168,7 @@ test('response headers: hop-by-hop and Connection-named headers are removed, the
   });
 });
 
-test('session cookie: the whole value is read, `=` and all, and only the session pair is withheld', async (t) => {
+test("session cookie: the whole value is read, `=` and all; only the gateway's own pairs are withheld", async (t) => {
   const rows: { desc: string; header: string | undefined; value: string | null; upstream: string }[] = [
     {
       desc: 'value with `=` (base64 padding)',
@@ -199,11 +202,17 @@ test('session cookie: the whole value is read, `=` and all, and only the session
       upstream: 'meshgate_session_old=x; app=1',
     },
     { desc: 'no cookie header', header: undefined, value: null, upstream: '' },
+    {
+      desc: "the affinity cookie is the gateway's too",
+      header: 'app=1; meshgate_affinity=2; meshgate_session=tok',
+      value: 'tok',
+      upstream: 'app=1',
+    },
   ];
   for (const row of rows) {
     await t.test(row.desc, () => {
       assert.equal(sessionCookieValue(row.header), row.value);
-      assert.equal(withoutSessionCookie(row.header ?? ''), row.upstream);
+      assert.equal(withoutGatewayCookies(row.header ?? ''), row.upstream);
     });
   }
 });

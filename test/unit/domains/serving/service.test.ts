@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { deploymentInput } from '../../../../domains/serving/service.ts';
+import { deploymentInput } from '../../../../domains/serving/input.ts';
 import { ApiError } from '../../../../gateway/errors/api-error.ts';
 import type { Principal } from '../../../../gateway/principal.ts';
 import { memoryDeployments } from '../../../helpers/deployments.ts';

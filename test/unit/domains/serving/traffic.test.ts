@@ -9,25 +9,7 @@ import { test } from 'node:test';
 import { createDeploymentStore, type DeploymentStore } from '../../../../domains/serving/store.ts';
 import { RequestCounts } from '../../../../domains/serving/traffic.ts';
 import { openDatabase } from '../../../../gateway/db/open.ts';
-
-function deploymentRow(id: string) {
-  return {
-    id,
-    kind: 'app' as const,
-    name: id,
-    upstream: 'http://127.0.0.1:9',
-    stripPrefix: true,
-    websocket: true,
-    timeoutSeconds: null,
-    requiresAuth: true,
-    forwardAuthorization: false,
-    visibility: 'private' as const,
-    legacyPort: null,
-    healthPath: null,
-    createdBy: 'admin',
-    createdAt: '2026-01-01T00:00:00.000Z',
-  };
-}
+import { deploymentRow } from '../../../helpers/deployments.ts';
 
 test('two processes add their own requests once each; a failed write keeps them; removed ones are skipped', (t) => {
   const { sqlite, db } = openDatabase(':memory:');

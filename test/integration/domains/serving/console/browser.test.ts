@@ -3,7 +3,7 @@
  * gateways: sign in through /login, create two federation records in the
  * console's form (its validation errors beside their fields), pair the
  * gateways from their cards and watch both read PAIRED, read each
- * deployment's probed health and request count, open a deployed app, follow
+ * deployment's probed health (each replica's) and request count, its last hour as charts, open a deployed app, follow
  * a job's log, change routing and read the smoke results, and a non-admin who
  * is offered no admin page. The federation pair runs in process (startPeer's gateways); the console's own pages are
  * tested against `meshgate serve`, the shipped executable, started as the systemd unit starts it. Each page is
@@ -144,6 +144,8 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   const app = await startAppServer(t);
   const notes = await deployApp({ name: 'notes', upstream: app.url, health_path: '/dashboard' });
   await deployApp({ name: 'gone', upstream: DEAD_UPSTREAM });
+  // Two replicas, one of them dead: its probes eject it, and the page says so beside the live one.
+  await deployApp({ kind: 'model', name: 'pair', upstreams: [{ url: app.url }, { url: DEAD_UPSTREAM, weight: 2 }] });
   const REQUESTS = 5;
   for (let i = 0; i < REQUESTS; i++)
     assert.equal((await gw.call('GET', `${notes.runtime_path}/dashboard`, { token: gw.token })).status, 200);
@@ -170,6 +172,21 @@ test('deployments, jobs with their log, routing with smoke results; a non-admin 
   await row('notes').locator('td[data-label="Requests"]').getByText(String(REQUESTS)).waitFor();
   await row('gone').locator('td[data-label="Health"]').getByText('unhealthy', { exact: true }).waitFor();
   await row('gone').getByText('upstream_unreachable', { exact: false }).waitFor();
+  const replicas = row('pair').getByRole('list', { name: 'Replicas' }).getByRole('listitem');
+  await replicas.nth(0).getByText('healthy', { exact: true }).waitFor();
+  await replicas.nth(1).getByText('ejected').waitFor();
+  await row('pair').getByText('weight 2').waitFor();
+  // The last hour as charts, every process's requests summed: 5 requests in this minute are 0.083 a second.
+  await row('notes').getByText('Last hour').click();
+  await row('notes')
+    .getByRole('img', { name: /^Requests per second over the last hour: requests peak 0\.083/ })
+    .waitFor();
+  await row('notes')
+    .getByRole('img', { name: /^Time to first byte over the last hour: p50 peak \d+ ms/ })
+    .waitFor();
+  await row('notes')
+    .getByRole('img', { name: /^Errors per minute over the last hour: 4xx peak 0, 5xx peak 0/ })
+    .waitFor();
   await shoot(page, 'deployments');
   const [opened] = await Promise.all([
     page.waitForEvent('load'),
