@@ -11,7 +11,6 @@ import { after } from 'node:test';
 import type { ConfigInput } from '../../gateway/config/schema.ts';
 import type { DatabaseEngine, SqlConnection } from '../../gateway/db/connection.ts';
 import { type OpenedDatabase, openConfiguredDatabase, openDatabase } from '../../gateway/db/open.ts';
-import { pgBridgeSource } from '../../gateway/db/postgres/bridge-source.ts';
 import { type After, startTestGateway, type TestGateway } from './gateway.ts';
 import { type PostgresPeer, startPostgres } from './peers/postgres.ts';
 
@@ -59,9 +58,6 @@ export function testNodeKeyFile(): string {
 /** The database settings of a new test gateway: none (SQLite in its data dir) unless the run is on PostgreSQL. */
 export async function testDatabaseSettings(dataDir: string): Promise<{ database?: string; nodeKeyFile?: string }> {
   if (TEST_ENGINE !== 'postgres') return {};
-  // The bridge's worker text is built from the sources (esbuild) once per test process, here, before any gateway
-  // starts: a build inside a gateway's start would be counted against it by the leak check (test/helpers/leaks.ts).
-  await pgBridgeSource();
   const url = await freshPostgresDatabase();
   databaseOfDataDir.set(dataDir, url);
   return { database: url, nodeKeyFile: testNodeKeyFile() };
