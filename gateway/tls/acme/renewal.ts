@@ -229,14 +229,20 @@ export class RenewalLoop {
     this.#wakeAt(next.getTime());
   }
 
-  /** The next renewal of `certificate`: the CA's window when it offers one, else two thirds of its lifetime. */
+  /**
+   * The next renewal of `certificate`: two thirds of its lifetime, or earlier when the CA's window (RFC 9773 §4.2)
+   * starts earlier (a CA moves it ahead of a revocation). A window reaching later is not followed past two thirds:
+   * renewing early costs nothing, and the last third is what keeps serving while a CA that is away comes back.
+   */
   async #schedule(certificate: X509Certificate): Promise<void> {
     let at = dueAt(certificate);
     try {
       const session = await this.#options.session();
       const window = await untilAborted(session.renewalWindow(certificate), this.#closing.signal);
-      if (window)
-        at = new Date(window.start.getTime() + Math.random() * (window.end.getTime() - window.start.getTime()));
+      if (window) {
+        const inWindow = window.start.getTime() + Math.random() * (window.end.getTime() - window.start.getTime());
+        at = new Date(Math.min(inWindow, at.getTime()));
+      }
     } catch (error) {
       if (this.#closing.signal.aborted) return;
       // The CA's renewal information is advice (RFC 9773 §4.3.3): without it, the lifetime decides.
