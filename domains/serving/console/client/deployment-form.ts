@@ -4,9 +4,9 @@
  * with each problem at a body field; the form shows it beside that field (aria-invalid, aria-describedby) and moves
  * the focus to the first one. Replicas are one per line: a URL, then optionally its weight.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, api } from './api.ts';
-import { describe, html } from './ui.ts';
+import { api } from './api.ts';
+import { useFieldForm } from './field-form.ts';
+import { html } from './ui.ts';
 
 interface Draft {
   kind: 'model' | 'app' | 'tool';
@@ -94,34 +94,17 @@ function bodyOf(draft: Draft, creating: boolean) {
  */
 export function DeploymentForm({ editing, onDone }: { editing: any | null; onDone: () => void }) {
   const creating = editing === null;
-  const [draft, setDraft] = useState<Draft>(creating ? EMPTY : draftOf(editing));
-  const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const form = useRef<HTMLFormElement>(null);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    setFieldErrors({});
-    try {
-      if (creating) await api('POST', '/serving/deployments', bodyOf(draft, true));
-      else await api('PATCH', `/serving/deployments/${encodeURIComponent(editing.id)}`, bodyOf(draft, false));
-      setDraft(EMPTY);
-      onDone();
-    } catch (e) {
-      const fields = e instanceof ApiFailure ? { ...e.fields } : {};
-      if (e instanceof ApiFailure && e.reason === 'deployment_name_taken') fields.name = describe(e);
-      setFieldErrors(fields);
-      setError(Object.keys(fields).length > 0 ? 'Not saved: correct the marked fields.' : describe(e));
-    } finally {
-      setBusy(false);
-    }
-  };
-  useEffect(() => {
-    if (!busy) form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
-  }, [fieldErrors, busy]);
-  const set = (key: keyof Draft) => (e: any) => setDraft({ ...draft, [key]: e.currentTarget.value });
+  const { draft, setDraft, fieldErrors, error, busy, form, submit, set } = useFieldForm<Draft>({
+    initial: creating ? EMPTY : draftOf(editing),
+    empty: EMPTY,
+    send: (sent) =>
+      creating
+        ? api('POST', '/serving/deployments', bodyOf(sent, true))
+        : api('PATCH', `/serving/deployments/${encodeURIComponent(editing.id)}`, bodyOf(sent, false)),
+    done: onDone,
+    fieldOf: (reason) => (reason === 'deployment_name_taken' ? 'name' : undefined),
+    marked: 'Not saved: correct the marked fields.',
+  });
   const title = creating ? 'New deployment' : `Change ${editing.name}`;
   const shown = new Set<string>();
   const problem = (field: string, id: string) => {

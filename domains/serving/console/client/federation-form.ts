@@ -5,9 +5,9 @@
  * the form shows it next to that field (linked by aria-describedby, the field
  * marked aria-invalid) and moves the focus to the first one.
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, api } from './api.ts';
-import { describe, html } from './ui.ts';
+import { api } from './api.ts';
+import { useFieldForm } from './field-form.ts';
+import { html } from './ui.ts';
 
 interface Draft {
   remote_cluster_name: string;
@@ -67,35 +67,14 @@ function bodyOf(draft: Draft) {
 }
 
 export function CreateFederationForm({ onCreated }: { onCreated: () => void }) {
-  const [draft, setDraft] = useState<Draft>(EMPTY);
-  const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const form = useRef<HTMLFormElement>(null);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    setFieldErrors({});
-    try {
-      await api('POST', '/cluster/federations', bodyOf(draft));
-      setDraft(EMPTY);
-      onCreated();
-    } catch (e) {
-      const fields = e instanceof ApiFailure ? { ...e.fields } : {};
-      const about = e instanceof ApiFailure ? REASON_FIELD[e.reason] : undefined;
-      if (about) fields[about] = describe(e);
-      setFieldErrors(fields);
-      setError(Object.keys(fields).length > 0 ? 'Not created: correct the marked fields.' : describe(e));
-    } finally {
-      setBusy(false);
-    }
-  };
-  // Once the problems are on the page (and the fieldset enabled again), the first of them takes the focus.
-  useEffect(() => {
-    if (!busy) form.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus();
-  }, [fieldErrors, busy]);
-  const set = (key: keyof Draft) => (e: any) => setDraft({ ...draft, [key]: e.currentTarget.value });
+  const { draft, fieldErrors, error, busy, form, submit, set } = useFieldForm<Draft>({
+    initial: EMPTY,
+    empty: EMPTY,
+    send: (sent) => api('POST', '/cluster/federations', bodyOf(sent)),
+    done: onCreated,
+    fieldOf: (reason) => REASON_FIELD[reason],
+    marked: 'Not created: correct the marked fields.',
+  });
   const shown = new Set<string>();
   return html`<form ref=${form} onSubmit=${submit} aria-labelledby="create-fed-title" class="create" novalidate>
     <h3 id="create-fed-title">New federation record</h3>
