@@ -1,29 +1,25 @@
 /**
- * The one way meshgate builds a listener: the common prelude stages
- * (requestId → accessLog → limits → canonicalPath) ahead of the listener's
- * own, on the kernel's HTTPS or plain-HTTP server with its slow-client
- * guards (gateway/http/listeners.ts). The main port and every legacy
- * runtime port go through here, so their ingress cannot drift apart.
+ * The one way meshgate builds a listener: the kernel's HTTPS or plain-HTTP server with its slow-client guards
+ * (gateway/http/listeners.ts), its connections tracked for a graceful close, its requests and upgrades handed to
+ * the entry the request plan builds (gateway/pipeline/plan.ts). The main port and every legacy runtime port go
+ * through here, so their ingress cannot drift apart.
  */
 import type { Server as HttpServer } from 'node:http';
 import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
 import { type AddressInfo, createServer as createNetServer, Server as NetServer, type Socket } from 'node:net';
 import type { Config } from '../gateway/config/schema.ts';
 import type { FoldedWarnings } from '../gateway/folded-warnings.ts';
-import { TrustedProxies } from '../gateway/http/client-address.ts';
 import type { NodeRequest, NodeResponse } from '../gateway/http/context.ts';
 import { createHttpsListener, createPlainHttpListener } from '../gateway/http/listeners.ts';
 import { authorityOf } from '../gateway/http/origin.ts';
 import type { AccessSink } from '../gateway/log.ts';
-import { guardMeshBody } from '../gateway/mesh/body-guard.ts';
 import type { ListenerFactory, ListenerOptions } from '../gateway/module.ts';
 import type { RequestObserver } from '../gateway/observability/request.ts';
-import { createPipeline } from '../gateway/pipeline/run.ts';
-import type { Stage } from '../gateway/pipeline/stage.ts';
-import { createAccessLogStage } from '../gateway/pipeline/stages/access-log.ts';
-import { createCanonicalPathStage } from '../gateway/pipeline/stages/canonical-path.ts';
-import { createLimitsStage } from '../gateway/pipeline/stages/limits.ts';
-import { createRequestIdStage } from '../gateway/pipeline/stages/request-id.ts';
+import type { ListenerSpec, RequestPlan } from '../gateway/pipeline/plan.ts';
+import type { Entry } from '../gateway/pipeline/run.ts';
+import { compileMount } from '../gateway/routing/compile.ts';
+import { RouteTable } from '../gateway/routing/router.ts';
+import type { RouteResolver } from '../gateway/routing/service-table.ts';
 import type { ServingCertificate } from '../gateway/tls/serving-certificate.ts';
 
 export interface IngressBase {
@@ -35,24 +31,6 @@ export interface IngressBase {
   readonly observer: RequestObserver;
   /** Failed requests' warnings, folded across every listener of the gateway. */
   readonly warnings: FoldedWarnings;
-}
-
-type AccessFields = ListenerOptions['accessFields'];
-
-/** The stages every listener runs first, in STAGE_ORDER (test/unit/gateway/pipeline/stage-order.test.ts checks). */
-export function ingressPrelude(
-  base: Pick<IngressBase, 'config' | 'accessLog'> & Partial<Pick<IngressBase, 'observer'>>,
-  accessFields?: AccessFields,
-): Stage[] {
-  const proxies = new TrustedProxies(base.config.auth.forwardAuth.trustedProxies);
-  const accessLog = createAccessLogStage(base.accessLog, accessFields, base.observer ?? null, proxies);
-  return [createRequestIdStage(), accessLog, createLimitsStage(base.config.limits), createCanonicalPathStage()];
-}
-
-/** The one pipeline factory: the prelude, then the listener's stages; the mesh body guard sees every request first. */
-export function createIngressPipeline(base: IngressBase, options: ListenerOptions) {
-  const stages = [...ingressPrelude(base, options.accessFields), ...options.stages];
-  return createPipeline(stages, options.logger, { onArrival: guardMeshBody, warnings: base.warnings });
 }
 
 /** What a listener calls per request: the ingress pipeline, or the queue that holds requests until it exists. */
@@ -70,8 +48,48 @@ export function plainListening(base: IngressBase, handle: Handle): Listening {
   return { server, sockets: trackSockets(server), connections: trackConnections(server) };
 }
 
-export function createListenerFactory(base: IngressBase): ListenerFactory {
-  return { https: (options) => httpsListening(base, createIngressPipeline(base, options)) };
+/** The domains' listener factory, and what lets its listeners' requests through once the plan exists. */
+export interface OpeningListenerFactory extends ListenerFactory {
+  ready(plan: RequestPlan): void;
+}
+
+/**
+ * A domain may open a listener while the domains start (legacy ports at serving's start), before the request plan
+ * exists: its requests and upgrades are held until `ready`, as the main listener's are.
+ */
+export function createListenerFactory(base: IngressBase): OpeningListenerFactory {
+  let plan: RequestPlan | null = null;
+  const waiting: ((plan: RequestPlan) => void)[] = [];
+  return {
+    https(options) {
+      const requests = new Deferred<Parameters<Entry['request']>>();
+      const upgrades = new Deferred<Parameters<Entry['upgrade']>>();
+      const listening = httpsListening(base, requests.listener);
+      listening.server.on('upgrade', upgrades.listener);
+      const open = (ready: RequestPlan) => {
+        const entry = ready.listener(mountListener(options, ready), options.logger);
+        requests.open(entry.request);
+        upgrades.open(entry.upgrade);
+      };
+      if (plan) open(plan);
+      else waiting.push(open);
+      return listening;
+    },
+    ready(ready) {
+      plan = ready;
+      for (const open of waiting.splice(0)) open(ready);
+    },
+  };
+}
+
+/** A listener serving one mount: every path it resolves goes to the mount's chain; there is no API below it. */
+function mountListener(options: ListenerOptions, plan: RequestPlan): ListenerSpec {
+  const table: RouteResolver = {
+    resolve: options.resolve,
+    api: new RouteTable([]),
+    mounts: new Map([[options.mount.service, compileMount(options.mount, plan)]]),
+  };
+  return { routes: () => table, accessFields: options.accessFields };
 }
 
 /** A listener whose target is set later; calls made before that are queued, then replayed in order. */

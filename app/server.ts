@@ -15,18 +15,13 @@ import { secureDataDir } from '../gateway/db/storage.ts';
 import { buildErrorRegistry, type RegistryEntry } from '../gateway/errors/registry.ts';
 import { FoldedWarnings } from '../gateway/folded-warnings.ts';
 import { deriveOrigin, urlOf } from '../gateway/http/origin.ts';
-import { createUpgradeListener } from '../gateway/http/upgrade.ts';
 import { createLoggers } from '../gateway/log.ts';
-import { MESH_DIRECTORY } from '../gateway/mesh/directory.ts';
-import { createMeshVerifyStage } from '../gateway/mesh/verify.ts';
 import type { GatewayDeps, HandlerInstance, RouteDef } from '../gateway/module.ts';
 import { createMetrics, type GatewayMetrics } from '../gateway/observability/metrics.ts';
 import { createRequestObserver } from '../gateway/observability/request.ts';
 import { createTracing } from '../gateway/observability/tracing.ts';
-import type { createPipeline } from '../gateway/pipeline/run.ts';
-import { AUTH_FAILURES } from '../gateway/pipeline/stages/authenticate.ts';
-import { createRouteMatchStage } from '../gateway/pipeline/stages/route-match.ts';
-import { AUTHENTICATOR } from '../gateway/principal.ts';
+import { buildRequestPlan, type RequestPlan } from '../gateway/pipeline/plan.ts';
+import type { Entry } from '../gateway/pipeline/run.ts';
 import { type ProcessPlace, SINGLE_PROCESS } from '../gateway/process/link.ts';
 import { buildServiceTable, compileHandlers } from '../gateway/routing/compile.ts';
 import { compileRpc } from '../gateway/routing/rpc.ts';
@@ -40,7 +35,6 @@ import { joinClusterIdentity } from './cluster-identity.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
 import {
   closeGracefully,
-  createIngressPipeline,
   createListenerFactory,
   Deferred,
   httpsListening,
@@ -140,12 +134,13 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
   const print = options.announce ?? ((line: string) => process.stdout.write(`${line}\n`));
   const held: string[] = [];
   let announced = false;
+  const listenerFactory = createListenerFactory(ingress);
   const base: DomainDeps = {
     config,
     purpose: 'serve',
     metrics,
     tracing,
-    listeners: createListenerFactory(ingress),
+    listeners: listenerFactory,
     process: place,
     runtime: {
       origin: () => origin,
@@ -165,7 +160,9 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
     domains = await initDomains(DOMAIN_MODULES, base, logs);
     served = withApiDocument(domains, registry);
     // A worker's access lines name it, so an operator can tell which process served a request.
-    letRequestsThrough(served, ingress, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
+    const plan = planRequests(served.deps, ingress);
+    letRequestsThrough(served, plan, bound, place.role === 'worker' ? { worker: process.pid } : undefined);
+    listenerFactory.ready(plan);
   } catch (error) {
     bound.stop();
     await sources?.stop();
@@ -242,16 +239,13 @@ async function prepareStorage(config: Readonly<Config>, logger: Logger): Promise
   return { tls, lock };
 }
 
-type Handle = ReturnType<typeof createPipeline>;
-type UpgradeListener = ReturnType<typeof createUpgradeListener>;
-
 interface BoundListeners {
   readonly listeners: readonly Listening[];
   readonly httpsPort: number;
   readonly httpPort: number | null;
   /** Requests and upgrades that arrive before the domains are up wait here. */
-  readonly requests: Deferred<Parameters<Handle>>;
-  readonly upgrades: Deferred<Parameters<UpgradeListener>>;
+  readonly requests: Deferred<Parameters<Entry['request']>>;
+  readonly upgrades: Deferred<Parameters<Entry['upgrade']>>;
   stop(): void;
 }
 
@@ -261,8 +255,8 @@ interface BoundListeners {
  */
 async function bindListeners(ingress: IngressBase, reusePort: boolean): Promise<BoundListeners> {
   const { config } = ingress;
-  const requests = new Deferred<Parameters<Handle>>();
-  const upgrades = new Deferred<Parameters<UpgradeListener>>();
+  const requests = new Deferred<Parameters<Entry['request']>>();
+  const upgrades = new Deferred<Parameters<Entry['upgrade']>>();
   const https = httpsListening(ingress, requests.listener);
   const plain = config.httpPort === null ? null : plainListening(ingress, requests.listener);
   const listeners = plain ? [https, plain] : [https];
@@ -330,47 +324,41 @@ function withApiDocument(domains: Domains, registry: ReadonlyMap<string, Registr
   return { ...domains, instances: [...domains.instances, document] };
 }
 
-/** The domains' routes compiled once into the one ingress pipeline; held requests then run through it. */
+/** The gateway's request plan: every chain of every listener is built from it (gateway/pipeline/plan.ts). */
+function planRequests(deps: GatewayDeps, ingress: IngressBase): RequestPlan {
+  return buildRequestPlan({
+    config: deps.config,
+    services: deps.services,
+    sql: deps.sql,
+    metrics: deps.metrics,
+    accessLog: ingress.accessLog,
+    observer: ingress.observer,
+    warnings: ingress.warnings,
+    origin: deps.runtime.origin,
+    now: deps.now,
+  });
+}
+
+/** The domains' routes compiled once into the main listeners' entry; held requests and upgrades then run through it. */
 function letRequestsThrough(
   { deps, instances }: Domains,
-  ingress: IngressBase,
+  plan: RequestPlan,
   bound: BoundListeners,
   accessFields?: Readonly<Record<string, number>>,
 ): void {
-  const table = compileRouting(deps, instances);
-  const stages = [createRouteMatchStage(table, compileRpc(instances))];
-  bound.requests.open(createIngressPipeline(ingress, { stages, logger: deps.logger, accessFields }));
-  bound.upgrades.open(createUpgradeListener(table, upgradeHandlers(instances), deps.logger));
+  const routes = compileRouting(deps, instances, plan);
+  const entry = plan.listener({ routes, rpc: compileRpc(instances, plan), accessFields }, deps.logger);
+  bound.requests.open(entry.request);
+  bound.upgrades.open(entry.upgrade);
 }
 
 /** The service table is swapped whole when the routing configuration changes. */
-function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[]): () => ServiceTable {
-  const mesh = deps.services.find(MESH_DIRECTORY);
-  const compiled = compileHandlers(instances, {
-    authenticator: deps.services.get(AUTHENTICATOR),
-    sharedRealmAuthenticator: mesh?.egressAuthenticator,
-    meshVerify: mesh
-      ? createMeshVerifyStage({
-          directory: mesh,
-          sql: deps.sql,
-          mesh: deps.config.mesh,
-          metrics: deps.metrics,
-          now: deps.now,
-        })
-      : undefined,
-    authFailures: deps.metrics.counter(AUTH_FAILURES),
-    sessionOrigin: deps.runtime.origin,
-  });
+function compileRouting(deps: GatewayDeps, instances: readonly HandlerInstance[], plan: RequestPlan) {
+  const compiled = compileHandlers(instances, plan);
   const routing = deps.services.get(ROUTING_SOURCE);
   let table = buildServiceTable(routing.current(), compiled);
   routing.subscribe((snapshot) => {
     table = buildServiceTable(snapshot, compiled);
   });
-  return () => table;
-}
-
-function upgradeHandlers(instances: readonly HandlerInstance[]) {
-  return new Map(
-    instances.flatMap((i) => i.mounts ?? []).flatMap((m) => (m.upgrade ? [[m.service, m.upgrade] as const] : [])),
-  );
+  return (): ServiceTable => table;
 }

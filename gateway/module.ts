@@ -4,7 +4,6 @@
  * returns an instance with its routes and mounts, so several gateways can
  * live in one process (tests) without module-level state.
  */
-import type { IncomingMessage } from 'node:http';
 import type { Http2SecureServer } from 'node:http2';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -17,11 +16,10 @@ import type { ChangeFeed } from './db/change-feed.ts';
 import type { DatabaseEngine, SqlConnection } from './db/connection.ts';
 import type { Db } from './db/open.ts';
 import type { ErrorTable } from './errors/api-error.ts';
-import type { Reply, RequestContext, RequestQuery } from './http/context.ts';
+import type { Reply, RequestContext } from './http/context.ts';
 import type { AccessSink } from './log.ts';
 import type { MetricsRegistry } from './observability/metrics.ts';
 import type { Tracing } from './observability/tracing.ts';
-import type { Stage } from './pipeline/stage.ts';
 import type { ProcessPlace } from './process/link.ts';
 import type { ServiceRegistry } from './services.ts';
 
@@ -76,27 +74,22 @@ export interface RouteDoc {
 export interface ServiceMount {
   service: string;
   auth: AuthMode;
+  /**
+   * Pages and runtime URLs a browser navigates to: the platform session cookie stands in for a bearer as sent, and a
+   * stale one counts as no credential (the mount sends the browser to sign in). API routes take the cookie only from
+   * the gateway's own pages.
+   */
+  browserSession?: boolean;
   handle(ctx: RequestContext): Promise<Reply | undefined> | Reply | undefined;
   /**
-   * HTTP/1.1 Upgrade requests (websockets) below the prefix. The pipeline does
-   * not run for them, so the mount authenticates itself. A rejection before the
-   * mount wrote to the socket is answered as an error response by the gateway.
+   * HTTP/1.1 Upgrade requests (websockets) below the prefix, after the same stages as a request to the mount
+   * (authentication included). A rejection before the hook wrote the 101 is answered as an error response.
    */
-  upgrade?(ctx: UpgradeContext, socket: Duplex, head: Buffer): Promise<void>;
+  upgrade?: UpgradeHook;
 }
 
-/** What an upgrade handler gets: the resolved service and path, like a RequestContext without a response. */
-export interface UpgradeContext {
-  readonly requestId: string;
-  readonly req: IncomingMessage;
-  readonly method: string;
-  readonly rawPath: string;
-  readonly query: RequestQuery;
-  readonly service: string;
-  /** Path below the service prefix (raw). */
-  readonly rest: string;
-  readonly logger: Logger;
-}
+/** A mount's websocket hook: `ctx.res` is bound to `socket`; the hook answers the 101 there and keeps the socket. */
+export type UpgradeHook = (ctx: RequestContext, socket: Duplex, head: Buffer) => Promise<void>;
 
 export interface RuntimeInfo {
   /** The canonical public HTTPS origin (PLATFORM_ORIGIN), known once listening. */
@@ -109,13 +102,14 @@ export interface RuntimeInfo {
   serverCertPem(): string;
 }
 
-/** An extra HTTPS listener a domain opens (legacy runtime ports), built by the composition root like the main one. */
+/**
+ * An extra HTTPS listener a domain opens (legacy runtime ports), built by the composition root like the main one:
+ * the same listener stages, then `mount`'s chain for every path `resolve` admits, websocket upgrades included.
+ */
 export interface ListenerOptions {
-  /**
-   * The stages after the common prelude (requestId → accessLog → limits → canonicalPath): route resolution and
-   * dispatch.
-   */
-  readonly stages: readonly Stage[];
+  readonly mount: ServiceMount;
+  /** The service and the path below its prefix a request's path stands for; null: no route. */
+  resolve(rawPath: string): { service: string; rest: string; enabled: boolean } | null;
   /** Fields added to every access-log line of this listener. */
   readonly accessFields?: Readonly<Record<string, string | number>>;
   readonly logger: Logger;

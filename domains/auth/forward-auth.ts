@@ -22,8 +22,8 @@ import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import { TrustedProxies } from '../../gateway/http/client-address.ts';
 import { clientKey } from '../../gateway/http/client-key.ts';
 import type { Reply, RequestContext } from '../../gateway/http/context.ts';
+import { bearerOf } from '../../gateway/http/credential.ts';
 import type { HttpMethod, RouteDef } from '../../gateway/module.ts';
-import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
 import type { Authenticator, Principal } from '../../gateway/principal.ts';
 import { AuthErrors } from './errors.ts';
 import { FailureBuckets } from './throttle.ts';
@@ -85,7 +85,7 @@ export class ForwardAuth {
     const now = this.nowMs();
     if (this.#failures.level(client, now) < 1)
       throw AuthErrors.make.validation_throttled({ retry_after: this.#failures.retryAfterSeconds(client, now) });
-    const bearer = bearerOf(ctx);
+    const bearer = bearerOf(ctx.req.headers);
     try {
       if (bearer === null) throw GatewayErrors.make.not_authenticated();
       return { status: 200, headers: identityHeaders(await this.authenticator.authenticate(bearer), ctx.requestId) };

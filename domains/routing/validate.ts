@@ -2,7 +2,7 @@
  * Validates a whole routing table before it goes live (traefik):
  * every problem is reported, and a table with any problem is never applied.
  */
-import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
+import { problemWithPath } from '../../gateway/http/path-problem.ts';
 
 /** The services and their default prefixes (docs/wire.md, routing). */
 export const DEFAULT_PREFIXES: Readonly<Record<string, string>> = {

@@ -11,13 +11,14 @@ import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
 import type { NodeResponse, Reply, RequestContext } from '../../gateway/http/context.ts';
+import { bearerOf } from '../../gateway/http/credential.ts';
 import { fromOwnOrigin, sessionCookieValue } from '../../gateway/http/session-cookie.ts';
-import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
+import type { ServiceMount } from '../../gateway/module.ts';
 import { isNativeAdmin, type Principal } from '../../gateway/principal.ts';
 import type { SessionSignOut } from '../auth/index.ts';
 import { consoleHandler } from './console/serve.ts';
 import { ServingErrors } from './errors.ts';
-import { type OpenStreams, presentedAgain, responseStream } from './open-streams.ts';
+import { type OpenStreams, responseStream } from './open-streams.ts';
 import { HTML_HEADERS, loginPage } from './pages.ts';
 import type { DataPlanes } from './plane.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect, type TargetSpec } from './proxy.ts';
@@ -50,9 +51,9 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
     ? buildTarget(deps.planes, operatorSpec('frontend', deps.frontendUpstream, '', deps.timeoutMs))
     : null;
   const pages: Record<string, (ctx: RequestContext) => Promise<Reply | undefined> | Reply | undefined> = {
-    'GET /login': async (ctx) => {
+    'GET /login': (ctx) => {
       const next = auth.safeNext(ctx.query.get('next'));
-      if (await auth.principal(ctx))
+      if (ctx.principal)
         return { status: 302, headers: { location: auth.absolute(next), 'cache-control': 'no-store' } };
       return sendHtml(
         ctx.res,
@@ -61,8 +62,9 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
       );
     },
     'POST /login/session': (ctx) => {
-      // The bearer proves the login; the cookie carries it for browser navigation to runtime URLs.
-      if (!ctx.principal || !ctx.bearer) throw auth.refusal(ctx);
+      // The bearer proves the login; the cookie carries it for browser navigation to runtime URLs. A cookie alone
+      // (the stage takes one on this mount) proves nothing new, and a mesh-brokered caller presents no credential.
+      if (!ctx.principal || ctx.bearer === null || ctx.bearer !== bearerOf(ctx.req.headers)) throw auth.refusal(ctx);
       const location = auth.absolute(auth.safeNext(ctx.query.get('next')));
       return {
         status: 200,
@@ -98,6 +100,7 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
   return {
     service: 'frontend',
     auth: 'optional',
+    browserSession: true,
     handle(ctx) {
       const page = pages[`${ctx.method} ${ctx.rest}`];
       if (page) return page(ctx);
@@ -148,24 +151,23 @@ export function operatorMount(
     if (adminOnly && !isNativeAdmin(principal)) throw GatewayErrors.make.admin_required();
   };
   /** On an open exchange: the credential the request presented must still authenticate as the same user, and pass. */
-  const stillAllowed = (ctx: RequestContext | UpgradeContext, principal: Principal) => async () => {
-    const again = await Promise.resolve()
-      .then(() => deps.auth.principal(presentedAgain(ctx)))
-      .catch(() => null);
+  const stillAllowed = (ctx: RequestContext, principal: Principal) => async () => {
+    const again = await deps.auth.current(ctx);
     if (again?.userId !== principal.userId) return false;
     gate(again);
     return true;
   };
   // The service table reports rest '/' for the bare prefix too; tell the two apart by the raw path.
-  const split = (ctx: RequestContext | UpgradeContext) =>
+  const split = (ctx: RequestContext) =>
     ctx.rawPath.endsWith(ctx.rest)
       ? { prefix: ctx.rawPath.slice(0, ctx.rawPath.length - ctx.rest.length), below: ctx.rest }
       : { prefix: ctx.rawPath, below: '' };
   return {
     service,
     auth: 'optional',
-    async handle(ctx) {
-      const principal = await deps.auth.principal(ctx);
+    browserSession: true,
+    handle(ctx) {
+      const { principal } = ctx;
       if (!principal) return deps.auth.unauthenticated(ctx);
       gate(principal);
       const { prefix, below } = split(ctx);
@@ -174,12 +176,7 @@ export function operatorMount(
       return forward(ctx, targetFor(prefix), below, deps.auth.originUrl(), principal);
     },
     async upgrade(ctx, socket: Duplex, head: Buffer) {
-      let principal: Principal | null;
-      try {
-        principal = await deps.auth.principal(ctx);
-      } catch (error) {
-        throw deps.auth.counted(error);
-      }
+      const { principal } = ctx;
       if (!principal) throw deps.auth.refusal(ctx);
       gate(principal);
       const { prefix, below } = split(ctx);

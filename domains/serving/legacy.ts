@@ -8,11 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from '../../gateway/config/schema.ts';
-import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
-import type { RequestContext } from '../../gateway/http/context.ts';
-import { createUpgradeListener } from '../../gateway/http/upgrade.ts';
 import type { ListenerFactory, OpenedListener, RuntimeInfo } from '../../gateway/module.ts';
-import { createDispatchStage } from '../../gateway/pipeline/stages/dispatch.ts';
 import type { RoutingSnapshot } from '../../gateway/routing/source.ts';
 import { ServingErrors } from './errors.ts';
 import { legacyUrl } from './legacy-owned.ts';
@@ -81,8 +77,8 @@ export class LegacyListeners implements LegacyPorts {
   }
 
   /**
-   * One HTTPS listener from the root's factory: the gateway's prelude stages, then the deployment's runtime mount with
-   * an empty prefix.
+   * One HTTPS listener from the root's factory: the gateway's listener stages, then the deployment's runtime mount with
+   * an empty prefix, for requests and websocket upgrades alike.
    */
   #listener(row: DeploymentRow): OpenedListener {
     const { logger, info, routing, listeners } = this.deps;
@@ -91,32 +87,12 @@ export class LegacyListeners implements LegacyPorts {
       origin: () => new URL(this.url(row) ?? info.origin()),
       loginPath: (rawPath) => `${routing().prefixes[service]}/${row.id}${rawPath}`,
     });
-    // The path below the (empty) prefix is the whole path; the runtime mount reads the id from `rest`.
-    const resolve = (rawPath: string) => ({
-      service,
-      rest: `/${row.id}${rawPath}`,
-      enabled: routing().enabled[service] !== false,
-    });
-    const route = {
-      name: 'routeMatch' as const,
-      run(ctx: RequestContext) {
-        const resolved = resolve(ctx.rawPath);
-        ctx.service = service;
-        ctx.rest = resolved.rest;
-        if (!resolved.enabled) throw GatewayErrors.make.service_disabled({ service });
-        return 'continue' as const;
-      },
-    };
-    const opened = listeners.https({
-      stages: [route, createDispatchStage(mount.handle)],
+    return listeners.https({
+      mount,
+      // The path below the (empty) prefix is the whole path; the runtime mount reads the id from `rest`.
+      resolve: (rawPath) => ({ service, rest: `/${row.id}${rawPath}`, enabled: routing().enabled[service] !== false }),
       accessFields: { legacy_port: row.legacyPort as number },
       logger: logger.child({ legacy_port: row.legacyPort }),
     });
-    const upgrade = mount.upgrade?.bind(mount);
-    opened.server.on(
-      'upgrade',
-      createUpgradeListener(() => ({ resolve }), new Map(upgrade ? [[service, upgrade]] : []), logger),
-    );
-    return opened;
   }
 }

@@ -8,9 +8,7 @@
  * access — nor the credential — it was opened with by more than one sweep.
  */
 import { constants, type ServerHttp2Stream } from 'node:http2';
-import type { NodeResponse, RequestContext } from '../../gateway/http/context.ts';
-import type { UpgradeContext } from '../../gateway/module.ts';
-import type { Principal } from '../../gateway/principal.ts';
+import type { NodeResponse } from '../../gateway/http/context.ts';
 
 /** What a sweep can end: a websocket's socket, an HTTP/2 stream, an HTTP/1.1 response. */
 export interface Endable {
@@ -77,14 +75,4 @@ export class OpenStreams {
 /** The exchange a response runs on: its HTTP/2 stream (ending it resets that stream only), or the HTTP/1.1 response. */
 export function responseStream(res: NodeResponse): Endable {
   return 'stream' in res ? res.stream : res;
-}
-
-/**
- * A request as it was presented, for a check to verify its credential again rather than trust the principal the
- * pipeline found for it then; a mesh-signed request keeps its brokered principal, which nothing in it re-derives.
- */
-export function presentedAgain(ctx: RequestContext | UpgradeContext) {
-  const brokered = 'meshPeer' in ctx && ctx.meshPeer ? ctx.principal : null;
-  const { req, method, rawPath, query, rest } = ctx;
-  return { req, method, rawPath, query, rest, principal: brokered as Principal | null };
 }

@@ -6,12 +6,11 @@
  */
 import type { Duplex } from 'node:stream';
 import type { Reply, RequestContext } from '../../gateway/http/context.ts';
-import type { ServiceMount, UpgradeContext } from '../../gateway/module.ts';
-import { isThenable } from '../../gateway/pipeline/stage.ts';
+import type { ServiceMount } from '../../gateway/module.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
 import { replicasOf } from './input.ts';
-import { type OpenStreams, presentedAgain, responseStream } from './open-streams.ts';
+import { type OpenStreams, responseStream } from './open-streams.ts';
 import type { DataPlanes } from './plane.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect } from './proxy.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -23,7 +22,7 @@ import type { DeploymentRow } from './store.ts';
 import { proxyUpgrade } from './websocket.ts';
 
 /** What admission reads of a request or an upgrade. */
-type Caller = Pick<RequestContext, 'req' | 'method' | 'rawPath' | 'query' | 'rest'> & { principal?: Principal | null };
+type Caller = Pick<RequestContext, 'rawPath' | 'rest'>;
 
 /** A caller admitted to a deployment: who, which row, the path below its prefix and where it goes. */
 interface Admitted {
@@ -108,26 +107,20 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     const prefix = ctx.rawPath.slice(0, ctx.rawPath.length - below.length);
     return { row, principal, below, target: targetFor(row, prefix) };
   }
-  /** Synchronous when the caller is already known (a cached bearer): the proxy's path then awaits nothing. */
-  function admit(ctx: Caller): Admitted | null | Promise<Admitted | null> {
-    const principal = deps.auth.principal(ctx);
-    return isThenable(principal) ? Promise.resolve(principal).then((p) => admitAs(ctx, p)) : admitAs(ctx, principal);
-  }
   /**
    * The same caller and deployment decision, re-run on an open exchange: the credential the request presented must
    * still authenticate as the same user (a mesh-signed request keeps its brokered principal), and the deployment,
    * re-read, must still be visible to it (and `also` hold of it).
    */
-  function stillAdmitted(
-    ctx: RequestContext | UpgradeContext,
-    principal: Principal | null,
-    also = (_: DeploymentRow) => true,
-  ) {
+  function stillAdmitted(ctx: RequestContext, principal: Principal | null, also = (_: DeploymentRow) => true) {
     return async () => {
-      const again = presentedAgain(ctx);
-      const admitted = await Promise.resolve()
-        .then(() => (again.principal ? admitAs(again, again.principal) : admit(again)))
-        .catch(() => null);
+      const again = await deps.auth.current(ctx);
+      let admitted: Admitted | null;
+      try {
+        admitted = admitAs(ctx, again);
+      } catch {
+        return false;
+      }
       return admitted !== null && admitted.principal?.userId === principal?.userId && also(admitted.row);
     };
   }
@@ -145,17 +138,11 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
   return {
     service: KIND_SERVICE[kind],
     auth: 'optional',
-    handle(ctx) {
-      const admitted = admit(ctx);
-      return isThenable(admitted) ? Promise.resolve(admitted).then((a) => answer(ctx, a)) : answer(ctx, admitted);
-    },
+    browserSession: true,
+    // The authenticate stage found the caller: admission awaits nothing, so neither does the proxy's path.
+    handle: (ctx) => answer(ctx, admitAs(ctx, ctx.principal)),
     async upgrade(ctx, socket: Duplex, head: Buffer) {
-      let admitted: Admitted | null;
-      try {
-        admitted = await admit(ctx);
-      } catch (error) {
-        throw deps.auth.counted(error);
-      }
+      const admitted = admitAs(ctx, ctx.principal);
       if (!admitted) throw deps.auth.refusal(ctx);
       const { row, principal, below, target } = admitted;
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });

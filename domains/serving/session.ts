@@ -1,37 +1,26 @@
 /**
- * Who is calling a runtime URL or a frontend page: the bearer the pipeline
- * already verified, else the platform session cookie a browser carries
- * (set by /login/session). Redirects for browsers always name the
- * configured origin (PLATFORM_ORIGIN: logout and auth redirects return the user to the right origin), never a value
- * taken from the request's Host header.
+ * Who is calling a runtime URL or a frontend page, as the authenticate stage found it: the bearer, else the platform
+ * session cookie a browser carries (set by /login/session; a stale one counts as none there). Redirects for
+ * browsers always name the configured origin (PLATFORM_ORIGIN: logout and auth redirects return the user to the
+ * right origin), never a value taken from the request's Host header.
  *
- * Every 401 it answers is counted in `meshgate_auth_failures_total` as the
- * API's authenticate stage counts one: under the refused credential's reason
- * (a stale session cookie's, or a bearer's on an upgrade, which no stage
- * verified), else `credential_missing`. A refused bearer on a plain request
- * was counted by that stage already.
+ * Every 401 it answers is counted in `meshgate_auth_failures_total` as the authenticate stage counts one: under the
+ * reason a presented session cookie was set aside for, else `credential_missing`. A refused bearer was counted by
+ * that stage already.
  */
 import type { Counter } from 'prom-client';
-import { ApiError } from '../../gateway/errors/api-error.ts';
+import type { ApiError } from '../../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../../gateway/errors/gateway-errors.ts';
-import type { NodeRequest, Reply, RequestQuery } from '../../gateway/http/context.ts';
-import { SESSION_COOKIE, sessionCookieValue } from '../../gateway/http/session-cookie.ts';
-import { bearerOf } from '../../gateway/pipeline/stages/authenticate.ts';
-import { problemWithPath } from '../../gateway/pipeline/stages/canonical-path.ts';
+import type { Reply, RequestContext } from '../../gateway/http/context.ts';
+import { presentedCredential } from '../../gateway/http/credential.ts';
+import { problemWithPath } from '../../gateway/http/path-problem.ts';
+import { SESSION_COOKIE } from '../../gateway/http/session-cookie.ts';
 import type { Authenticator, Principal } from '../../gateway/principal.ts';
 
-interface Caller {
-  readonly req: NodeRequest;
-  readonly method: string;
-  readonly rawPath: string;
-  readonly query: RequestQuery;
-  readonly principal?: Principal | null;
-}
+type Caller = Pick<RequestContext, 'req' | 'method' | 'rawPath' | 'query' | 'credentialRefused'>;
 
 export class RuntimeAuth {
   #origin: { text: string; url: URL } | null = null;
-  /** Why a request's session cookie was refused, kept until its 401 is counted (only refused requests are here). */
-  readonly #refusedCookies = new WeakMap<NodeRequest, string>();
 
   constructor(
     private readonly authenticator: Authenticator,
@@ -40,35 +29,26 @@ export class RuntimeAuth {
     private readonly failures: Counter<'reason'>,
   ) {}
 
-  /** The verified bearer principal, else the session cookie's; a stale cookie counts as none. */
-  principal(caller: Caller): Principal | null | Promise<Principal | null> {
-    if (caller.principal) return caller.principal;
-    const bearer = bearerOf(caller as Parameters<typeof bearerOf>[0]);
-    if (bearer) return this.authenticator.authenticate(bearer);
-    const cookie = sessionCookieValue(caller.req.headers.cookie);
-    return cookie ? this.#cookiePrincipal(caller.req, cookie) : null;
-  }
-
-  async #cookiePrincipal(req: NodeRequest, cookie: string): Promise<Principal | null> {
+  /**
+   * Who the request's credential names now, for the check an open exchange re-runs: a mesh-signed request keeps its
+   * brokered principal (nothing in it re-derives one); any other presents its bearer, else its cookie, again. Null
+   * when neither authenticates any more.
+   */
+  async current(ctx: Pick<RequestContext, 'req' | 'meshPeer' | 'principal'>): Promise<Principal | null> {
+    if (ctx.meshPeer) return ctx.principal;
+    const credential = presentedCredential(ctx.req.headers, true);
+    if (credential === null) return null;
     try {
-      return await this.authenticator.authenticate(cookie);
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      this.#refusedCookies.set(req, error.reason);
+      return await this.authenticator.authenticate(credential);
+    } catch {
       return null;
     }
   }
 
   /** The 401 for a caller left without a principal, counted. */
-  refusal(caller: Pick<Caller, 'req'>): ApiError {
-    this.failures.labels(this.#refusedCookies.get(caller.req) ?? 'credential_missing').inc();
+  refusal(caller: Pick<Caller, 'credentialRefused'>): ApiError {
+    this.failures.labels(caller.credentialRefused ?? 'credential_missing').inc();
     return GatewayErrors.make.not_authenticated();
-  }
-
-  /** `error`, counted when it is a refused credential (a 401): for callers whose bearer only this class verified. */
-  counted(error: unknown): unknown {
-    if (error instanceof ApiError && error.status === 401) this.failures.labels(error.reason).inc();
-    return error;
   }
 
   /** A protected resource without credentials: a navigating browser goes to the login page, anything else gets 401. */

@@ -1,16 +1,18 @@
 /**
  * Websocket upgrades through undici's upgrade API on the deployment's pool:
- * the upstream's 101 head is relayed, then the two sockets are piped both
- * ways until either side closes. A refused or failed upgrade rejects before
- * anything is written, so the gateway answers it as an error response.
+ * the upstream's 101 head is relayed on the request's response (bound to the
+ * client's connection, so Node writes the head), then the two sockets are
+ * piped both ways until either side closes. A refused or failed upgrade
+ * rejects before anything is written, so the gateway answers it as an error
+ * response. The access line is written when the connection closes.
  *
  * An open websocket is not a one-time decision: it is tracked with the check
  * that admitted it (open-streams.ts; the deployment must also still take
  * websockets) and destroyed once that check fails.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { UpgradeContext } from '../../gateway/module.ts';
+import type { RequestContext } from '../../gateway/http/context.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
 import { pinnedReplica, upstreamError, upstreamPath } from './exchange.ts';
@@ -20,7 +22,7 @@ import type { OpenStreams } from './open-streams.ts';
 import { forwardFacts, type ProxyTarget } from './proxy.ts';
 
 export async function proxyUpgrade(
-  ctx: UpgradeContext,
+  ctx: RequestContext,
   client: Duplex,
   head: Buffer,
   target: ProxyTarget,
@@ -57,7 +59,9 @@ export async function proxyUpgrade(
     socket.destroy();
     return;
   }
-  client.write(`HTTP/1.1 101 Switching Protocols\r\n${formatHead(upstream.headers)}\r\n`);
+  const res = ctx.res as ServerResponse;
+  res.writeHead(101, upstream.headers);
+  res.end();
   if (head.length > 0) socket.write(head);
   const closeBoth = () => {
     client.destroy();
@@ -68,24 +72,4 @@ export async function proxyUpgrade(
   socket.pipe(client);
   client.pipe(socket);
   access.streams.track(client, access.stillAllowed);
-  ctx.logger.info(
-    {
-      req_id: ctx.requestId,
-      method: ctx.method,
-      path: ctx.rawPath,
-      status: 101,
-      service: ctx.service,
-      user: principal?.userId,
-    },
-    'request',
-  );
-}
-
-function formatHead(headers: IncomingHttpHeaders): string {
-  let out = '';
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) out += `${name}: ${v}\r\n`;
-  }
-  return out;
 }

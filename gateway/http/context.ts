@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Span } from '../observability/tracing.ts';
 import type { Principal } from '../principal.ts';
@@ -50,6 +51,22 @@ export interface RequestContext {
   responseBytes: number;
   /** The stable reason of the ApiError the request was answered with (sendError), null for an answer. */
   failure: string | null;
+  /**
+   * Why a presented session cookie was set aside (its refusal's reason) on a route where a stale cookie counts as no
+   * credential: the 401 the route may then answer is counted under it. Null otherwise.
+   */
+  credentialRefused: string | null;
+  /** A websocket upgrade's connection and the bytes read past its head; null for a request. */
+  readonly upgrade: UpgradeSocket | null;
+}
+
+/**
+ * An HTTP/1.1 Upgrade request's connection (RFC 9110 §7.8). Its `res` is a response on that connection: a refusal
+ * is written there like any answer and ends it; the mount's hook writes the 101 there and keeps the connection.
+ */
+export interface UpgradeSocket {
+  readonly socket: Duplex;
+  readonly head: Buffer;
 }
 
 /** A verified inbound mesh hop. */
@@ -100,13 +117,6 @@ class EmptyQuery extends URLSearchParams {
   }
 }
 export const NO_QUERY: RequestQuery = new EmptyQuery();
-
-/** The request target (RFC 9112 §3.2, origin-form) split at the first `?` into the raw path and the query. */
-export function splitTarget(url: string | undefined): { rawPath: string; query: RequestQuery } {
-  const target = url ?? '/';
-  const q = target.indexOf('?');
-  return q === -1 ? { rawPath: target, query: NO_QUERY } : { rawPath: target.slice(0, q), query: queryOf(target, q) };
-}
 
 /** The query of `target`, whose `?` is at `q`: an empty one (`/path?`) is the shared NO_QUERY too. */
 export function queryOf(target: string, q: number): RequestQuery {

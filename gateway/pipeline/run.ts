@@ -1,14 +1,28 @@
-/** Runs the prelude stages, then the matched route's compiled stages; one catch for all. */
+/**
+ * Runs a listener's stages, then the matched route's compiled chain; one catch for all. A websocket upgrade runs
+ * the same way, on a response bound to its connection (as @fastify/websocket routes upgrades through fastify's own
+ * routing), with the route's upgrade chain.
+ */
 import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { GatewayErrors } from '../errors/gateway-errors.ts';
 import { FoldedWarnings } from '../folded-warnings.ts';
-import { type NodeRequest, type NodeResponse, queryOf, type RequestContext } from '../http/context.ts';
+import {
+  type NodeRequest,
+  type NodeResponse,
+  queryOf,
+  type RequestContext,
+  type UpgradeSocket,
+} from '../http/context.ts';
 import { sendError } from '../http/respond.ts';
 import { NO_SPAN } from '../observability/tracing.ts';
 import type { Stage, StageResult } from './stage.ts';
 
 /** A fresh context: the request line split into path and query, nothing resolved yet. */
-function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger): RequestContext {
+function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger, upgrade: UpgradeSocket | null): RequestContext {
   const target = req.url ?? '/';
   const q = target.indexOf('?');
   return {
@@ -34,6 +48,8 @@ function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger): Request
     requestBytes: -1,
     responseBytes: -1,
     failure: null,
+    credentialRefused: null,
+    upgrade,
   };
 }
 
@@ -52,10 +68,18 @@ function runStages(stages: readonly Stage[], ctx: RequestContext, from: number):
   return 'continue';
 }
 
+/** The matched route's chain for the exchange; a route without an upgrade chain has nothing to upgrade to. */
+function chainOf(ctx: RequestContext): readonly Stage[] {
+  if (ctx.upgrade === null) return ctx.route?.stages ?? [];
+  const stages = ctx.route?.upgradeStages;
+  if (!stages) throw GatewayErrors.make.route_not_found();
+  return stages;
+}
+
 /** The matched route's stages, after the prelude let the request through; an error thrown or rejected is answered. */
 function runRoute(ctx: RequestContext, warnings: FoldedWarnings): void {
   try {
-    const routed = runStages(ctx.route?.stages ?? [], ctx, 0);
+    const routed = runStages(chainOf(ctx), ctx, 0);
     if (typeof routed !== 'string') routed.catch((error: unknown) => sendError(ctx, error, warnings));
   } catch (error) {
     sendError(ctx, error, warnings);
@@ -69,15 +93,21 @@ export interface PipelineOptions {
   warnings?: FoldedWarnings | undefined;
 }
 
+/** A listener's two entry points: its 'request' and its 'upgrade' events. */
+export interface Entry {
+  request(req: NodeRequest, res: NodeResponse): void;
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+}
+
 /** Not an async function: a request every stage answers synchronously (most) costs no promise here. */
 export function createPipeline(
   prelude: readonly Stage[],
   logger: Logger,
   { onArrival, warnings = new FoldedWarnings() }: PipelineOptions = {},
-) {
-  return function handle(req: NodeRequest, res: NodeResponse): void {
+): Entry {
+  function run(req: NodeRequest, res: NodeResponse, upgrade: UpgradeSocket | null): void {
     onArrival?.(req);
-    const ctx = contextOf(req, res, logger);
+    const ctx = contextOf(req, res, logger, upgrade);
     let preluded: StageResult | Promise<StageResult>;
     try {
       preluded = runStages(prelude, ctx, 0);
@@ -93,5 +123,25 @@ export function createPipeline(
       (result) => (result === 'done' ? undefined : runRoute(ctx, warnings)),
       (error: unknown) => sendError(ctx, error, warnings),
     );
+  }
+  return {
+    request: (req, res) => run(req, res, null),
+    upgrade(req, socket, head) {
+      socket.on('error', () => socket.destroy());
+      const res = new ServerResponse(req);
+      // The connection's HTTP parser is gone: an answer other than the 101 is its last (RFC 9112 §9.6).
+      res.shouldKeepAlive = false;
+      res.on('finish', () => {
+        if (res.statusCode !== 101) socket.end();
+      });
+      try {
+        // A connection still answering an earlier request cannot switch (a pipelined upgrade): it is dropped.
+        res.assignSocket(socket as Socket);
+      } catch {
+        socket.destroy();
+        return;
+      }
+      run(req, res, { socket, head });
+    },
   };
 }

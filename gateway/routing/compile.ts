@@ -1,52 +1,36 @@
 /**
- * Compiles route definitions and service mounts into the live tables, with
- * each route's stage list decided once here, never per request.
+ * Compiles route definitions and service mounts into the live tables. Each route's chains come from the request plan
+ * (gateway/pipeline/plan.ts), decided once here, never per request.
  */
-import type { Counter } from 'prom-client';
-import type { AuthMode, HandlerInstance, RouteDef } from '../module.ts';
-import type { Stage } from '../pipeline/stage.ts';
-import { createAuthenticateStage } from '../pipeline/stages/authenticate.ts';
-import { createAuthorizeStage } from '../pipeline/stages/authorize.ts';
-import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
-import type { Authenticator } from '../principal.ts';
+import type { HandlerInstance, RouteDef, ServiceMount } from '../module.ts';
+import type { RequestPlan, RouteSpec } from '../pipeline/plan.ts';
 import { type CompiledRoute, parsePattern, type RoutedDef, RouteTable } from './router.ts';
 import { ServiceTable } from './service-table.ts';
 import type { RoutingSnapshot } from './source.ts';
 
-/** What route compilation draws on besides the route itself. */
-export interface StageSources {
-  authenticator: Authenticator;
-  /** Native + trusted shared-realm tokens, for routes that accept them; the native one when absent. */
-  sharedRealmAuthenticator?: Authenticator | undefined;
-  /** Mesh ingress, compiled onto every route that takes an identity (anonymous routes take none to verify). */
-  meshVerify?: Stage | undefined;
-  /** Counts refused credentials (AUTH_FAILURES). */
-  authFailures?: Counter<'reason'> | undefined;
-  /** The configured origin: API routes then accept the session cookie from pages of that origin. */
-  sessionOrigin?: (() => string) | undefined;
+/** What the plan reads of an API route: the session cookie may stand in for a bearer, from the gateway's pages. */
+function apiSpec(def: RouteDef): RouteSpec {
+  return {
+    auth: def.auth,
+    nativeOnly: def.nativeOnly ?? false,
+    sharedRealm: def.acceptSharedRealm ?? false,
+    session: 'api',
+    handle: def.handle,
+  };
 }
 
-/** `api`: an API route (the session cookie may stand in for a bearer); mounts read the cookie themselves. */
-function routeStages(
-  auth: AuthMode,
-  nativeOnly: boolean,
-  handle: RouteDef['handle'],
-  sources: StageSources,
-  api: boolean,
-  sharedRealm = false,
-): Stage[] {
-  const stages: Stage[] = [];
-  if (auth !== 'none' && sources.meshVerify) stages.push(sources.meshVerify);
-  const authenticator = sharedRealm
-    ? (sources.sharedRealmAuthenticator ?? sources.authenticator)
-    : sources.authenticator;
-  if (auth !== 'none') {
-    const options = { failures: sources.authFailures, sessionOrigin: api ? sources.sessionOrigin : undefined };
-    stages.push(createAuthenticateStage(auth, authenticator, options));
-  }
-  if (auth === 'admin' || nativeOnly) stages.push(createAuthorizeStage(auth, nativeOnly));
-  stages.push(createDispatchStage(handle));
-  return stages;
+/** A service mount as one route: its handler for every method and path below its prefix, its upgrade hook. */
+export function compileMount(mount: ServiceMount, plan: Pick<RequestPlan, 'route'>): CompiledRoute {
+  const def: RoutedDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
+  const spec: RouteSpec = {
+    auth: mount.auth,
+    nativeOnly: false,
+    sharedRealm: false,
+    session: mount.browserSession ? 'browser' : 'none',
+    handle: mount.handle,
+    upgrade: mount.upgrade,
+  };
+  return { def, segments: [], ...plan.route(spec) };
 }
 
 export interface CompiledHandlers {
@@ -54,25 +38,19 @@ export interface CompiledHandlers {
   mounts: ReadonlyMap<string, CompiledRoute>;
 }
 
-export function compileHandlers(instances: readonly HandlerInstance[], sources: StageSources): CompiledHandlers {
+export function compileHandlers(
+  instances: readonly HandlerInstance[],
+  plan: Pick<RequestPlan, 'route'>,
+): CompiledHandlers {
   const routes: CompiledRoute[] = [];
   const mounts = new Map<string, CompiledRoute>();
   for (const instance of instances) {
     for (const def of instance.routes ?? []) {
-      routes.push({
-        def,
-        segments: parsePattern(def.path),
-        stages: routeStages(def.auth, def.nativeOnly ?? false, def.handle, sources, true, def.acceptSharedRealm),
-      });
+      routes.push({ def, segments: parsePattern(def.path), ...plan.route(apiSpec(def)) });
     }
     for (const mount of instance.mounts ?? []) {
       if (mounts.has(mount.service)) throw new Error(`service '${mount.service}' is mounted twice`);
-      const def: RoutedDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
-      mounts.set(mount.service, {
-        def,
-        segments: [],
-        stages: routeStages(mount.auth, false, mount.handle, sources, false),
-      });
+      mounts.set(mount.service, compileMount(mount, plan));
     }
   }
   return { api: new RouteTable(routes), mounts };

@@ -15,8 +15,10 @@ export type RoutedDef = Omit<RouteDef, 'doc'>;
 export interface CompiledRoute {
   readonly def: RoutedDef;
   readonly segments: readonly Segment[];
-  /** Per-route stages after routeMatch, compiled at startup. */
+  /** Per-route stages after routeMatch, compiled at startup by the plan (gateway/pipeline/plan.ts). */
   readonly stages: readonly Stage[];
+  /** The chain a websocket upgrade runs, ending in the mount's hook; null where the route takes no upgrades. */
+  readonly upgradeStages: readonly Stage[] | null;
 }
 
 type Segment = { kind: 'static'; value: string } | { kind: 'param'; name: string } | { kind: 'rest'; name: string };

@@ -11,7 +11,7 @@
 import { GatewayErrors } from '../errors/gateway-errors.ts';
 import type { RequestContext } from '../http/context.ts';
 import type { HandlerInstance } from '../module.ts';
-import { createDispatchStage } from '../pipeline/stages/dispatch.ts';
+import type { RequestPlan } from '../pipeline/plan.ts';
 import type { CompiledRoute } from './router.ts';
 
 export interface RpcMount {
@@ -21,7 +21,7 @@ export interface RpcMount {
 
 type RpcHandler = (ctx: RequestContext) => void;
 
-export function compileRpc(instances: readonly HandlerInstance[]): RpcMount | null {
+export function compileRpc(instances: readonly HandlerInstance[], plan: Pick<RequestPlan, 'route'>): RpcMount | null {
   const declared = instances.flatMap((i) => (i.rpc ? [i.rpc] : []));
   if (declared.length === 0) return null;
   const services = new Set(declared.flatMap((d) => d.services));
@@ -39,10 +39,11 @@ export function compileRpc(instances: readonly HandlerInstance[]): RpcMount | nu
     (await adapter())(ctx);
     return undefined;
   };
+  const spec = { auth: 'none', nativeOnly: false, sharedRealm: false, session: 'none', handle } as const;
   const route: CompiledRoute = {
     def: { method: 'POST', path: '/', auth: 'none', handle },
     segments: [],
-    stages: [createDispatchStage(handle)],
+    ...plan.route(spec),
   };
   return {
     match(rawPath) {

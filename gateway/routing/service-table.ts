@@ -9,7 +9,14 @@ import type { RoutingSnapshot } from './source.ts';
 
 export type ServiceResolution = { service: string; rest: string; enabled: boolean };
 
-export class ServiceTable {
+/** What routeMatch reads of a listener's table: the service of a path, then its API route or its mount. */
+export interface RouteResolver {
+  resolve(rawPath: string): ServiceResolution | null;
+  readonly api: RouteTable;
+  readonly mounts: ReadonlyMap<string, CompiledRoute>;
+}
+
+export class ServiceTable implements RouteResolver {
   readonly #entries: { service: string; prefix: string; enabled: boolean }[];
 
   constructor(

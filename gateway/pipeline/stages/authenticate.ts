@@ -1,27 +1,21 @@
 /**
- * authenticate: `Authorization: Bearer <JWT or PAT>` → Principal, through
- * the Authenticator the auth domain provides. On API routes a request
- * without a bearer may instead carry the platform session cookie (the
- * operator console is such a client), accepted only from the gateway's own
- * origin (gateway/http/session-cookie.ts).
- * Compiled only onto routes that take credentials.
+ * authenticate: the credential a request presents → Principal, through the Authenticator the auth domain provides.
+ * The credential is the `Authorization: Bearer` token (a JWT or PAT), else the platform session cookie where the
+ * route takes it (plan.ts, SessionUse): on API routes only from a page of the gateway's own origin, on the mounts a
+ * browser navigates to as sent, a stale one there counting as none (the mount then asks the browser to sign in).
+ * This is the one place a request's credential is read and verified. Compiled only onto routes that take one.
  */
 
 import type { Counter } from 'prom-client';
 import { ApiError } from '../../errors/api-error.ts';
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
+import { bearerOf } from '../../http/credential.ts';
 import { fromOwnOrigin, sessionCookieValue } from '../../http/session-cookie.ts';
 import type { AuthMode } from '../../module.ts';
 import type { Authenticator, Principal } from '../../principal.ts';
+import type { SessionUse } from '../plan.ts';
 import { isThenable, type Stage, type StageResult } from '../stage.ts';
-
-export function bearerOf(ctx: RequestContext): string | null {
-  const header = ctx.req.headers.authorization;
-  if (typeof header !== 'string') return null;
-  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-  return match ? (match[1] as string) : null;
-}
 
 /** Refused credentials by reason: the authenticator's registered reasons, and `credential_missing`. */
 export const AUTH_FAILURES = {
@@ -30,8 +24,8 @@ export const AUTH_FAILURES = {
   labels: ['reason'],
 } as const;
 
-/** The session cookie of a request from the gateway's own origin; a cookie sent from anywhere else is refused. */
-function sessionOf(ctx: RequestContext, mode: Exclude<AuthMode, 'none'>, origin: () => string): string | null {
+/** The session cookie of an API request from the gateway's own origin; a cookie sent from anywhere else is refused. */
+function apiSession(ctx: RequestContext, mode: Exclude<AuthMode, 'none'>, origin: () => string): string | null {
   const cookie = sessionCookieValue(ctx.req.headers.cookie);
   if (cookie === null || fromOwnOrigin(ctx.method, ctx.req.headers, origin())) return cookie;
   if (mode === 'optional') return null;
@@ -41,44 +35,61 @@ function sessionOf(ctx: RequestContext, mode: Exclude<AuthMode, 'none'>, origin:
 export interface AuthenticateOptions {
   /** Counts refused credentials (AUTH_FAILURES). */
   failures?: Counter<'reason'> | undefined;
-  /** The configured origin, given only for API routes, where the session cookie may stand in for a bearer. */
-  sessionOrigin?: (() => string) | undefined;
+  /** Where the session cookie stands in for a bearer (default: nowhere). */
+  session?: SessionUse | undefined;
+  /** The configured origin, for `api` session use. */
+  origin?: (() => string) | undefined;
 }
 
 export function createAuthenticateStage(
   mode: Exclude<AuthMode, 'none'>,
   authenticator: Authenticator,
-  { failures, sessionOrigin }: AuthenticateOptions = {},
+  { failures, session = 'none', origin = () => '' }: AuthenticateOptions = {},
 ): Stage {
   const refused = (error: unknown): never => {
     failures?.labels(error instanceof ApiError ? error.reason : 'error').inc();
     throw error;
   };
-  const admit = (ctx: RequestContext, principal: Principal, bearer: string): StageResult => {
+  const admit = (ctx: RequestContext, principal: Principal, credential: string): StageResult => {
     ctx.principal = principal;
-    ctx.bearer = bearer;
+    ctx.bearer = credential;
     return 'continue';
   };
+  /** A browser's stale cookie: no credential, its reason kept for the 401 the mount may answer. */
+  const setAside = (ctx: RequestContext, error: unknown): StageResult => {
+    if (!(error instanceof ApiError)) throw error;
+    ctx.credentialRefused = error.reason;
+    return 'continue';
+  };
+  const verify = (ctx: RequestContext, credential: string, stale: (error: unknown) => StageResult) => {
+    let principal: Principal | Promise<Principal>;
+    try {
+      principal = authenticator.authenticate(credential);
+    } catch (error) {
+      return stale(error);
+    }
+    if (isThenable(principal)) return Promise.resolve(principal).then((p) => admit(ctx, p, credential), stale);
+    return admit(ctx, principal, credential);
+  };
+  /** The session cookie where the route takes one (an API route's only from the gateway's own pages), or null. */
+  const cookieOf = (ctx: RequestContext): string | null => {
+    if (session === 'browser') return sessionCookieValue(ctx.req.headers.cookie);
+    return session === 'api' ? apiSession(ctx, mode, origin) : null;
+  };
+  const staleCookie = session === 'browser' && mode === 'optional';
   return {
     name: 'authenticate',
     // Synchronous when the credential is answered from the verified-token cache (most requests).
     run(ctx: RequestContext): StageResult | Promise<StageResult> {
       // meshVerify already admitted a signed mesh request as its brokered principal.
       if (ctx.meshPeer) return 'continue';
-      const bearer = bearerOf(ctx) ?? (sessionOrigin ? sessionOf(ctx, mode, sessionOrigin) : null);
-      if (bearer === null) {
-        if (mode === 'optional') return 'continue';
-        failures?.labels('credential_missing').inc();
-        throw GatewayErrors.make.not_authenticated();
-      }
-      let principal: Principal | Promise<Principal>;
-      try {
-        principal = authenticator.authenticate(bearer);
-      } catch (error) {
-        return refused(error);
-      }
-      if (isThenable(principal)) return Promise.resolve(principal).then((p) => admit(ctx, p, bearer), refused);
-      return admit(ctx, principal, bearer);
+      const bearer = bearerOf(ctx.req.headers);
+      if (bearer !== null) return verify(ctx, bearer, refused);
+      const cookie = cookieOf(ctx);
+      if (cookie !== null) return verify(ctx, cookie, staleCookie ? (error) => setAside(ctx, error) : refused);
+      if (mode === 'optional') return 'continue';
+      failures?.labels('credential_missing').inc();
+      throw GatewayErrors.make.not_authenticated();
     },
   };
 }

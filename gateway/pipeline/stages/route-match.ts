@@ -6,11 +6,11 @@ import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import { sendReply } from '../../http/respond.ts';
 import type { RpcMount } from '../../routing/rpc.ts';
-import type { ServiceTable } from '../../routing/service-table.ts';
+import type { RouteResolver } from '../../routing/service-table.ts';
 import type { Stage, StageResult } from '../stage.ts';
 
 /** The API route of `rest` (the path below the API prefix), or the refusal or redirect that stands for it. */
-function matchApiRoute(ctx: RequestContext, table: ServiceTable, rest: string): StageResult {
+function matchApiRoute(ctx: RequestContext, table: RouteResolver, rest: string): StageResult {
   const lookup = table.api.lookup(ctx.method, rest);
   if (lookup.kind === 'redirect') {
     const prefix = ctx.rawPath.slice(0, ctx.rawPath.length - rest.length);
@@ -31,7 +31,7 @@ function matchApiRoute(ctx: RequestContext, table: ServiceTable, rest: string): 
   return 'continue';
 }
 
-export function createRouteMatchStage(currentTable: () => ServiceTable, rpc: RpcMount | null = null): Stage {
+export function createRouteMatchStage(currentTable: () => RouteResolver, rpc: RpcMount | null = null): Stage {
   return {
     name: 'routeMatch',
     run(ctx: RequestContext) {

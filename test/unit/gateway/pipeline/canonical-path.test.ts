@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { problemWithPath } from '../../../../gateway/pipeline/stages/canonical-path.ts';
+import { problemWithPath } from '../../../../gateway/http/path-problem.ts';
 
 const cases: [string, string | null][] = [
   ['/api/ping', null],

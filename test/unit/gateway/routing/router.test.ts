@@ -7,6 +7,7 @@ const route = (method: RouteDef['method'], path: string): CompiledRoute => ({
   def: { method, path, auth: 'none', handle: () => ({ status: 200 }) },
   segments: parsePattern(path),
   stages: [],
+  upgradeStages: null,
 });
 
 const table = new RouteTable([
