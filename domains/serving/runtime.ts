@@ -145,6 +145,7 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
       const admitted = admitAs(ctx, ctx.principal);
       if (!admitted) throw deps.auth.refusal(ctx);
       const { row, principal, below, target } = admitted;
+      ctx.deployment = row.id;
       if (!row.websocket) throw ServingErrors.make.websocket_not_enabled({ id: row.id });
       await proxyUpgrade(ctx, socket, head, target, below, origin(), principal, {
         streams: deps.streams,
