@@ -29,12 +29,10 @@ export function deadline(deadlines: Deadlines): Dispatcher.DispatcherComposeInte
   };
 }
 
-/** Transport failures → 504 mesh_proxy_timeout or 502 mesh_proxy_bad_gateway with layer and cause. */
+/** Transport failures, as the one classifier reads them: a timeout is 504 mesh_proxy_timeout, the rest 502. */
 export function upstreamError(error: unknown): ApiError {
-  const code = String((error as { code?: unknown }).code ?? '');
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
-    return MeshErrors.make.mesh_proxy_timeout({}, error);
   const failure = classifyTransportError(error);
+  if (failure.status === 504) return MeshErrors.make.mesh_proxy_timeout({}, error);
   return MeshErrors.make.mesh_proxy_bad_gateway({ layer: failure.layer, cause: failure.reason }, error);
 }
 
