@@ -87,7 +87,8 @@ function mountListener(options: ListenerOptions, plan: RequestPlan): ListenerSpe
   const table: RouteResolver = {
     resolve: options.resolve,
     api: new RouteTable([]),
-    mounts: new Map([[options.mount.service, compileMount(options.mount, plan)]]),
+    // A legacy port is no mesh ingress: peers call the origin.
+    mounts: new Map([[options.mount.service, compileMount(options.mount, plan, false)]]),
   };
   return { routes: () => table, accessFields: options.accessFields };
 }

@@ -51,9 +51,10 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
     ? buildTarget(deps.planes, operatorSpec('frontend', deps.frontendUpstream, '', deps.timeoutMs))
     : null;
   const pages: Record<string, (ctx: RequestContext) => Promise<Reply | undefined> | Reply | undefined> = {
-    'GET /login': (ctx) => {
+    'GET /login': async (ctx) => {
       const next = auth.safeNext(ctx.query.get('next'));
-      if (ctx.principal)
+      // Whether the browser is signed in already: only decides where it goes next (a same-origin page either way).
+      if (ctx.principal ?? (await auth.current(ctx)))
         return { status: 302, headers: { location: auth.absolute(next), 'cache-control': 'no-store' } };
       return sendHtml(
         ctx.res,
@@ -99,8 +100,9 @@ export function frontendMount(deps: FrontendDeps): ServiceMount {
   });
   return {
     service: 'frontend',
+    // Bearer only: the frontend upstream is told who calls only by a credential a page sent on purpose, never by a
+    // cookie any same-site page can make a browser attach. /login asks about the cookie itself (below).
     auth: 'optional',
-    browserSession: true,
     handle(ctx) {
       const page = pages[`${ctx.method} ${ctx.rest}`];
       if (page) return page(ctx);

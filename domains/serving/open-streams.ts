@@ -27,9 +27,26 @@ function cut(stream: Endable): void {
   else stream.destroy();
 }
 
-/** Open exchanges and the checks that admitted them, re-run every `sweepMs` while any is open. */
+/** One open exchange in OpenStreams' list. */
+interface OpenEntry {
+  readonly stream: Endable;
+  readonly stillAllowed: () => Promise<boolean>;
+  newer: OpenEntry | null;
+  older: OpenEntry | null;
+  open: boolean;
+}
+
+/**
+ * Open exchanges and the checks that admitted them, re-run every `sweepMs` while any is open. A list linked through
+ * the entries, not a Map: a long-lived Map given an entry and losing it per request leaves each replaced hash table
+ * (in V8, an obsolete table keeps its entries and a link to its successor) holding requests of its moment; once one
+ * such table is in the old generation, every scavenge treats what it points to as live, and each request's objects
+ * were promoted — about a third of what a proxied request allocated, and the collections that follow
+ * (bench/README.md, proxy). An entry unlinked drops its links, so a dead entry keeps nothing younger alive.
+ */
 export class OpenStreams {
-  readonly #open = new Map<Endable, () => Promise<boolean>>();
+  #newest: OpenEntry | null = null;
+  #count = 0;
   #timer: NodeJS.Timeout | null = null;
   #sweeping = false;
 
@@ -37,15 +54,33 @@ export class OpenStreams {
 
   track(stream: Endable, stillAllowed: () => Promise<boolean>): void {
     if (stream.destroyed) return;
-    this.#open.set(stream, stillAllowed);
-    stream.once('close', () => {
-      this.#open.delete(stream);
-      if (this.#open.size === 0) this.#stop();
-    });
+    const entry: OpenEntry = { stream, stillAllowed, newer: null, older: this.#newest, open: true };
+    if (this.#newest) this.#newest.newer = entry;
+    this.#newest = entry;
+    this.#count++;
+    stream.once('close', () => this.#untrack(entry));
     if (!this.#timer) {
       this.#timer = setInterval(() => void this.sweep(), this.sweepMs);
       this.#timer.unref();
     }
+  }
+
+  #untrack(entry: OpenEntry): void {
+    if (!entry.open) return;
+    entry.open = false;
+    if (entry.newer) entry.newer.older = entry.older;
+    else this.#newest = entry.older;
+    if (entry.older) entry.older.newer = entry.newer;
+    entry.newer = null;
+    entry.older = null;
+    if (--this.#count === 0) this.#stop();
+  }
+
+  /** The open entries, newest first: a sweep's checks are awaited, and entries come and go meanwhile. */
+  #entries(): OpenEntry[] {
+    const entries: OpenEntry[] = [];
+    for (let entry = this.#newest; entry; entry = entry.older) entries.push(entry);
+    return entries;
   }
 
   /** Re-runs every open exchange's check and ends the ones now refused (a failing check counts as refused). */
@@ -53,8 +88,9 @@ export class OpenStreams {
     if (this.#sweeping) return;
     this.#sweeping = true;
     try {
-      for (const [stream, stillAllowed] of this.#open) {
-        if (!(await stillAllowed().catch(() => false))) cut(stream);
+      for (const entry of this.#entries()) {
+        if (!entry.open) continue;
+        if (!(await entry.stillAllowed().catch(() => false))) cut(entry.stream);
       }
     } finally {
       this.#sweeping = false;
@@ -63,7 +99,7 @@ export class OpenStreams {
 
   close(): void {
     this.#stop();
-    for (const stream of this.#open.keys()) cut(stream);
+    for (const entry of this.#entries()) cut(entry.stream);
   }
 
   #stop(): void {

@@ -30,7 +30,8 @@ export class RuntimeAuth {
   ) {}
 
   /**
-   * Who the request's credential names now, for the check an open exchange re-runs: a mesh-signed request keeps its
+   * Who the request's credential names now, for the check an open exchange re-runs (and the login page's question
+   * whether the browser is signed in already): a mesh-signed request keeps its
    * brokered principal (nothing in it re-derives one); any other presents its bearer, else its cookie, again. Null
    * when neither authenticates any more.
    */

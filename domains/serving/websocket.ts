@@ -17,7 +17,7 @@ import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
 import { pinnedReplica, upstreamError, upstreamPath } from './exchange.ts';
 import type { PathMap } from './headers.ts';
-import { upstreamRequestHeaders } from './headers.ts';
+import { downstreamResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { OpenStreams } from './open-streams.ts';
 import { forwardFacts, type ProxyTarget } from './proxy.ts';
 
@@ -59,9 +59,13 @@ export async function proxyUpgrade(
     socket.destroy();
     return;
   }
-  const res = ctx.res as ServerResponse;
-  res.writeHead(101, upstream.headers);
-  res.end();
+  try {
+    switchProtocols(ctx, upstream.headers, target.maps[replica.index] as PathMap);
+  } catch (error) {
+    // A head Node will not write (a value it refuses): nothing reached the client, the upstream is let go.
+    socket.destroy();
+    throw ServingErrors.make.upstream_bad_response({ upstream: target.label }, error);
+  }
   if (head.length > 0) socket.write(head);
   const closeBoth = () => {
     client.destroy();
@@ -72,4 +76,20 @@ export async function proxyUpgrade(
   socket.pipe(client);
   client.pipe(socket);
   access.streams.track(client, access.stillAllowed);
+}
+
+/**
+ * The 101 on the request's response: the upstream's headers as any answer of it is relayed (hop-by-hop ones
+ * dropped, Location and cookies rewritten), then the handshake's own `Connection` and `Upgrade` (RFC 9110 §7.8).
+ * A 1xx has no content (RFC 9110 §8.6), and the request id is the gateway's.
+ */
+function switchProtocols(ctx: RequestContext, upstream: IncomingHttpHeaders, map: PathMap): void {
+  const headers = downstreamResponseHeaders(upstream, map);
+  delete headers['content-length'];
+  headers.connection = 'Upgrade';
+  headers.upgrade = upstream.upgrade ?? 'websocket';
+  headers['x-request-id'] = ctx.requestId;
+  const res = ctx.res as ServerResponse;
+  res.writeHead(101, headers);
+  res.end();
 }

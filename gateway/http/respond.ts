@@ -42,7 +42,14 @@ export function sendError(ctx: RequestContext, error: unknown, warnings: FoldedW
   if (apiError.status === 401) headers['www-authenticate'] = 'Bearer';
   // 429 and 503 refusals that know when to come back say so in the header too (RFC 9110 §10.2.3).
   if (typeof apiError.extra.retry_after === 'number') headers['retry-after'] = String(apiError.extra.retry_after);
-  sendReply(ctx.res, { status: apiError.status, body: apiError.body(ctx.requestId), headers });
+  try {
+    sendReply(ctx.res, { status: apiError.status, body: apiError.body(ctx.requestId), headers });
+  } catch (writeError) {
+    // A response a failed writeHead left half-built cannot take another head: the exchange is cut instead, and the
+    // error never escapes the runner (an unhandled rejection would end the process).
+    ctx.logger.error({ err: writeError, req_id: ctx.requestId, path: ctx.rawPath }, 'error answer not written');
+    ctx.res.destroy();
+  }
 }
 
 function warnFailed(ctx: RequestContext, error: ApiError, warnings: FoldedWarnings): void {

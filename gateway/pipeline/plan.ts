@@ -76,6 +76,8 @@ export interface RouteSpec {
   /** Also accept bearer tokens of trusted shared-realm issuers. */
   readonly sharedRealm: boolean;
   readonly session: SessionUse;
+  /** Signed mesh requests arrive here: the main listener's routes (peers call the origin), not a legacy port's. */
+  readonly mesh: boolean;
   readonly handle: RouteDef['handle'];
   /** The mount's websocket hook: a route without one has no upgrade chain. */
   readonly upgrade?: ServiceMount['upgrade'];
@@ -131,8 +133,9 @@ export const STAGE_PLAN = [
         metrics: s.metrics,
         now: s.now,
       });
-      // Anonymous routes take no identity, so there is nothing a signature could admit.
-      return (route) => (route.auth === 'none' ? null : verify);
+      // Anonymous routes take no identity, so there is nothing a signature could admit; a peer's mesh egress relays
+      // requests, never websockets, and calls the origin, never a legacy port.
+      return (route, chain) => (route.auth === 'none' || !route.mesh || chain === 'upgrade' ? null : verify);
     },
   },
   {

@@ -124,24 +124,34 @@ export function createPipeline(
       (error: unknown) => sendError(ctx, error, warnings),
     );
   }
+  /** The upgrade on a response bound to its connection; any answer but the mount's 101 ends the connection. */
+  function upgradeOn(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    const res = new ServerResponse(req);
+    // The connection's HTTP parser is gone: an answer other than the 101 is its last (RFC 9112 §9.6), and the
+    // connection is closed once it is written, whether or not the client closes its side.
+    res.shouldKeepAlive = false;
+    res.on('finish', () => {
+      if (res.statusCode !== 101) socket.end(() => socket.destroy());
+    });
+    try {
+      res.assignSocket(socket);
+    } catch (error) {
+      logger.warn({ err: error }, 'upgrade not taken: its connection is still answering');
+      socket.destroy();
+      return;
+    }
+    run(req, res, { socket, head });
+  }
   return {
     request: (req, res) => run(req, res, null),
     upgrade(req, socket, head) {
       socket.on('error', () => socket.destroy());
-      const res = new ServerResponse(req);
-      // The connection's HTTP parser is gone: an answer other than the 101 is its last (RFC 9112 §9.6).
-      res.shouldKeepAlive = false;
-      res.on('finish', () => {
-        if (res.statusCode !== 101) socket.end();
-      });
-      try {
-        // A connection still answering an earlier request cannot switch (a pipelined upgrade): it is dropped.
-        res.assignSocket(socket as Socket);
-      } catch {
-        socket.destroy();
-        return;
-      }
-      run(req, res, { socket, head });
+      // An upgrade pipelined behind an answer still being written waits for it: a connection's answers go out in
+      // order (RFC 9112 §9.3.2). Node's server keeps that answer as the socket's `_httpMessage` and detaches it when
+      // it finishes, before this listener runs.
+      const busy = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (busy && !busy.writableFinished) busy.once('finish', () => upgradeOn(req, socket as Socket, head));
+      else upgradeOn(req, socket as Socket, head);
     },
   };
 }

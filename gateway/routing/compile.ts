@@ -15,18 +15,23 @@ function apiSpec(def: RouteDef): RouteSpec {
     nativeOnly: def.nativeOnly ?? false,
     sharedRealm: def.acceptSharedRealm ?? false,
     session: 'api',
+    mesh: true,
     handle: def.handle,
   };
 }
 
-/** A service mount as one route: its handler for every method and path below its prefix, its upgrade hook. */
-export function compileMount(mount: ServiceMount, plan: Pick<RequestPlan, 'route'>): CompiledRoute {
+/**
+ * A service mount as one route: its handler for every method and path below its prefix, its upgrade hook. `mesh`:
+ * whether signed mesh requests reach it (the main listener's mounts; not a legacy port's).
+ */
+export function compileMount(mount: ServiceMount, plan: Pick<RequestPlan, 'route'>, mesh = true): CompiledRoute {
   const def: RoutedDef = { method: 'GET', path: '/', auth: mount.auth, handle: mount.handle };
   const spec: RouteSpec = {
     auth: mount.auth,
     nativeOnly: false,
     sharedRealm: false,
     session: mount.browserSession ? 'browser' : 'none',
+    mesh,
     handle: mount.handle,
     upgrade: mount.upgrade,
   };

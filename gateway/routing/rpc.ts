@@ -39,7 +39,7 @@ export function compileRpc(instances: readonly HandlerInstance[], plan: Pick<Req
     (await adapter())(ctx);
     return undefined;
   };
-  const spec = { auth: 'none', nativeOnly: false, sharedRealm: false, session: 'none', handle } as const;
+  const spec = { auth: 'none', nativeOnly: false, sharedRealm: false, session: 'none', mesh: false, handle } as const;
   const route: CompiledRoute = {
     def: { method: 'POST', path: '/', auth: 'none', handle },
     segments: [],
