@@ -83,6 +83,42 @@ async function nginx(upstreamPort: number, workers: number | 'auto'): Promise<Ta
   return { url: `${started.url}`, pid: started.pid, workers: () => childrenOf(started.pid) };
 }
 
+/**
+ * One wrk run against `target`: its result, the CPU its processes used, and for a Node.js target what V8 allocated
+ * (its GC trace from where it stands now: what the target allocated between its runs is not counted).
+ */
+function measure(target: MeasuredTarget, gcRead: number) {
+  const gcFrom = target.gcLog ? gcAllocatedBytes(target.gcLog, gcRead).end : 0;
+  const before = procCpuMicros(target.pid);
+  const result = wrk(`${target.url}/hello`, target.token);
+  const cpuMicros = procCpuMicros(target.pid) - before;
+  return { result, cpuMicros, gc: target.gcLog ? gcAllocatedBytes(target.gcLog, gcFrom) : null };
+}
+
+/** meshgate against the Node.js floor, one process and two: the request path's budget. */
+function versusFloor(
+  cpu: Record<string, number[]>,
+  allocated: Record<string, number[]>,
+  rss: Record<string, number>,
+  p99: (target: string) => number,
+) {
+  return Object.fromEntries(
+    ['1', '2'].map((n) => {
+      const [mine, floor] = [`meshgate-${n}`, `node-floor-${n}`];
+      const by = (figure: (t: string) => number) => round(figure(mine) / figure(floor), 2);
+      return [
+        n,
+        {
+          cpu: by((t) => median(cpu[t] ?? [])),
+          alloc: by((t) => median(allocated[t] ?? [])),
+          p99: by(p99),
+          rss_mb_over: round(((rss[mine] ?? 0) - (rss[floor] ?? 0)) / 2 ** 20),
+        },
+      ];
+    }),
+  );
+}
+
 async function main(): Promise<void> {
   const upstream = await child<{ port: number }>('upstream.ts', []);
   const upstreamUrl = `http://127.0.0.1:${upstream.hello.port}`;
@@ -117,16 +153,13 @@ async function main(): Promise<void> {
     const shift = rep % names.length;
     for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
       const target = targets[name] as MeasuredTarget;
-      // Where the trace stands now: what the target allocated between its runs is not counted.
-      const gcFrom = target.gcLog ? gcAllocatedBytes(target.gcLog, gcRead[name] ?? 0).end : 0;
-      const before = procCpuMicros(target.pid);
-      const result = wrk(`${target.url}/hello`, target.token);
+      const measured = measure(target, gcRead[name] ?? 0);
+      const result = measured.result;
       runs[name]?.push(result);
-      cpu[name]?.push((procCpuMicros(target.pid) - before) / result.requests);
-      if (target.gcLog) {
-        const run = gcAllocatedBytes(target.gcLog, gcFrom);
-        allocated[name]?.push(run.bytes / result.requests);
-        gcRead[name] = run.end;
+      cpu[name]?.push(measured.cpuMicros / result.requests);
+      if (measured.gc) {
+        allocated[name]?.push(measured.gc.bytes / result.requests);
+        gcRead[name] = measured.gc.end;
       }
       rss[name] = Math.max(rss[name] ?? 0, ...target.workers().map(rssBytes));
       const line =
@@ -156,21 +189,7 @@ async function main(): Promise<void> {
       names.filter((n) => allocated[n]?.length).map((n) => [n, round(median(allocated[n] ?? []) / 1024, 2)]),
     ),
     // meshgate against the Node.js floor, one process and two: the request path's budget.
-    vs_floor: Object.fromEntries(
-      ['1', '2'].map((n) => {
-        const [mine, floor] = [`meshgate-${n}`, `node-floor-${n}`];
-        const by = (figure: (t: string) => number) => round(figure(mine) / figure(floor), 2);
-        return [
-          n,
-          {
-            cpu: by((t) => median(cpu[t] ?? [])),
-            alloc: by((t) => median(allocated[t] ?? [])),
-            p99: by((t) => m(t, 'p99')),
-            rss_mb_over: round(((rss[mine] ?? 0) - (rss[floor] ?? 0)) / 2 ** 20),
-          },
-        ];
-      }),
-    ),
+    vs_floor: versusFloor(cpu, allocated, rss, (t) => m(t, 'p99')),
     ratios: {
       two_workers_vs_nginx_auto_rps: round(rps('meshgate-2') / rps('nginx-auto'), 2),
       two_workers_vs_one_rps: round(rps('meshgate-2') / rps('meshgate-1'), 2),
