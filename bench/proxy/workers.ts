@@ -95,6 +95,35 @@ function measure(target: MeasuredTarget, gcRead: number) {
   return { result, cpuMicros, gc: target.gcLog ? gcAllocatedBytes(target.gcLog, gcFrom) : null };
 }
 
+/** REPS runs of every target, in rotating order per rep: each run's result, CPU and allocation a request, RSS. */
+function rotate(targets: Record<string, MeasuredTarget>) {
+  const names = Object.keys(targets);
+  const runs: Record<string, WrkResult[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const rss: Record<string, number> = {};
+  const allocated: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  const gcRead: Record<string, number> = {};
+  for (let rep = 0; rep < REPS; rep++) {
+    const shift = rep % names.length;
+    for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
+      const target = targets[name] as MeasuredTarget;
+      const { result, cpuMicros, gc } = measure(target, gcRead[name] ?? 0);
+      runs[name]?.push(result);
+      cpu[name]?.push(cpuMicros / result.requests);
+      if (gc) {
+        allocated[name]?.push(gc.bytes / result.requests);
+        gcRead[name] = gc.end;
+      }
+      rss[name] = Math.max(rss[name] ?? 0, ...target.workers().map(rssBytes));
+      const line =
+        `${result.rps.toFixed(0)} rps p99 ${result.p99}ms ` +
+        `wrk cpu ${result.wrkCpuSeconds.toFixed(1)}s errors ${result.errors}`;
+      process.stderr.write(`rep ${rep + 1} ${name.padEnd(21)} ${line}\n`);
+    }
+  }
+  return { runs, cpu, rss, allocated };
+}
+
 /** meshgate against the Node.js floor, one process and two: the request path's budget. */
 function versusFloor(
   cpu: Record<string, number[]>,
@@ -142,32 +171,9 @@ async function main(): Promise<void> {
   const targets: Record<string, MeasuredTarget> = {};
   for (const [name, start] of Object.entries(starts)) if (!only || only.includes(name)) targets[name] = await start();
   const names = Object.keys(targets);
-  const runs: Record<string, WrkResult[]> = Object.fromEntries(names.map((n) => [n, []]));
-  const cpu: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-  const rss: Record<string, number> = {};
-  const allocated: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-  const gcRead: Record<string, number> = {};
   // warm-up (JIT, pools, token cache)
   for (const name of names) wrk(`${targets[name]?.url}/hello`, targets[name]?.token);
-  for (let rep = 0; rep < REPS; rep++) {
-    const shift = rep % names.length;
-    for (const name of [...names.slice(shift), ...names.slice(0, shift)]) {
-      const target = targets[name] as MeasuredTarget;
-      const measured = measure(target, gcRead[name] ?? 0);
-      const result = measured.result;
-      runs[name]?.push(result);
-      cpu[name]?.push(measured.cpuMicros / result.requests);
-      if (measured.gc) {
-        allocated[name]?.push(measured.gc.bytes / result.requests);
-        gcRead[name] = measured.gc.end;
-      }
-      rss[name] = Math.max(rss[name] ?? 0, ...target.workers().map(rssBytes));
-      const line =
-        `${result.rps.toFixed(0)} rps p99 ${result.p99}ms ` +
-        `wrk cpu ${result.wrkCpuSeconds.toFixed(1)}s errors ${result.errors}`;
-      process.stderr.write(`rep ${rep + 1} ${name.padEnd(21)} ${line}\n`);
-    }
-  }
+  const { runs, cpu, rss, allocated } = rotate(targets);
   const m = (name: string, key: keyof WrkResult) => median((runs[name] ?? []).map((r) => r[key]));
   const rps = (name: string) => m(name, 'rps');
   const summary = {
