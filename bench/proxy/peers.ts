@@ -135,8 +135,8 @@ export const GC_TRACE_IMPORT = `--import=${join(here, 'gc-trace.mjs')}`;
 /**
  * V8's heap allocation written to `file` (a process's stdout under gc-trace.mjs, its workers' too) from byte `from`
  * on: the sum of every collection's `allocated=` (bytes allocated since the collection before), and where its last
- * whole line ends, the next measurement's start. What is allocated after the last collection counts in the next run; with a
- * 4 MiB semi-space a run holds hundreds of collections, so the edges weigh well under 1 %.
+ * whole line ends, the next measurement's start. What is allocated after the last collection counts in the next
+ * run; with a 4 MiB semi-space a run holds hundreds of collections, so the edges weigh about 1 %.
  */
 export function gcAllocatedBytes(file: string, from: number): { bytes: number; end: number } {
   const end = statSync(file).size;
