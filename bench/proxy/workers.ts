@@ -16,7 +16,7 @@
  * BENCH_TARGETS=meshgate-1,nginx-auto runs only the targets named; BENCH_BASELINE=<another checkout, built> adds
  * base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate, to the rotation (a change against main's build).
  */
-import { mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startMeshgate } from './meshgate.ts';
@@ -67,7 +67,9 @@ async function meshgate(
 async function nodeFloor(upstream: string, processes: number): Promise<MeasuredTarget> {
   const port = await freePort();
   const env = { ...process.env, MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072' };
-  const gcLog = join(mkdtempSync(join(tmpdir(), 'bench-node-floor-')), 'stdout.log');
+  const gcDir = mkdtempSync(join(tmpdir(), 'bench-node-floor-'));
+  stops.push(() => rmSync(gcDir, { recursive: true, force: true }));
+  const gcLog = join(gcDir, 'stdout.log');
   const { proc } = await child('node-floor.ts', [upstream, String(port), String(processes)], {
     // --trace-gc-nvp as given to meshgate by gc-trace.mjs (its children inherit the flags).
     execArgv: ['--max-semi-space-size=4', '--disable-warning=ExperimentalWarning', '--trace-gc-nvp'],
