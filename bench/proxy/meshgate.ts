@@ -24,6 +24,8 @@ export interface Meshgate {
   caPem: string;
   token: string;
   pid: number;
+  /** Its standard output (the access log, and its workers' too), a file in its data dir until it stops. */
+  logFile: string;
   /** SIGTERM; settles once the process has exited. */
   stop(): Promise<void>;
 }
@@ -100,6 +102,7 @@ export async function startMeshgate(
     caPem,
     token: token as string,
     pid: proc.pid as number,
+    logFile,
     stop: () => {
       if (!exited) proc.kill('SIGTERM');
       return exit;

@@ -3,7 +3,17 @@
  * nginx, Caddy and HAProxy as child processes, wrk runs, CPU and RSS from /proc.
  */
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,17 +37,18 @@ export const children: ChildProcess[] = [];
 
 /**
  * Forks a bench script and waits for its first message. By default under tsx; `execArgv` replaces that (a script
- * Node.js runs itself, by its type stripping), `env` the inherited environment.
+ * Node.js runs itself, by its type stripping), `env` the inherited environment, `stdout` a file descriptor for its
+ * standard output (inherited by default).
  */
 export function child<T>(
   file: string,
   args: string[],
-  options: { execArgv?: string[]; env?: NodeJS.ProcessEnv } = {},
+  options: { execArgv?: string[]; env?: NodeJS.ProcessEnv; stdout?: number } = {},
 ): Promise<{ proc: ChildProcess; hello: T }> {
   const proc = fork(join(here, file), args, {
     execArgv: options.execArgv ?? ['--import', 'tsx'],
     env: options.env ?? process.env,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    stdio: ['ignore', options.stdout ?? 'inherit', 'inherit', 'ipc'],
   });
   children.push(proc);
   return new Promise((resolve, reject) => {
@@ -116,6 +127,32 @@ export function procCpuMicros(pid: number): number {
   };
   const kids = childrenOf(pid);
   return ((ticks(pid) + kids.reduce((sum, k) => sum + ticks(k), 0)) * 1e6) / 100; // USER_HZ = 100
+}
+
+/** The preload that makes a Node.js process trace its collections (gc-trace.mjs), for NODE_OPTIONS. */
+export const GC_TRACE_IMPORT = `--import=${join(here, 'gc-trace.mjs')}`;
+
+/**
+ * V8's heap allocation written to `file` (a process's stdout under gc-trace.mjs, its workers' too) from byte `from`
+ * on: the sum of every collection's `allocated=` (bytes allocated since the collection before), and where its last
+ * whole line ends, the next measurement's start. What is allocated after the last collection counts in the next
+ * run; with a 4 MiB semi-space a run holds hundreds of collections, so the edges weigh about 1 %.
+ */
+export function gcAllocatedBytes(file: string, from: number): { bytes: number; end: number } {
+  const end = statSync(file).size;
+  const buffer = Buffer.alloc(end - from);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, buffer, 0, buffer.length, from);
+  } finally {
+    closeSync(fd);
+  }
+  // Up to the last whole line: the rest is still being written (V8 prints through C's buffered stdout, so a run's
+  // last few lines may come with the next one's; the same lag at both ends of a run).
+  const text = buffer.toString('latin1', 0, buffer.lastIndexOf(10) + 1);
+  let bytes = 0;
+  for (const match of text.matchAll(/ gc=\S+ .*? allocated=(\d+) /g)) bytes += Number(match[1]);
+  return { bytes, end: from + text.length };
 }
 
 export interface WrkResult {

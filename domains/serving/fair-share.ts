@@ -12,7 +12,7 @@
 import type { NodeResponse } from '../../gateway/http/context.ts';
 import { ServingErrors } from './errors.ts';
 
-/** Frees the slot; safe to call more than once. */
+/** Frees the slot; safe to call more than once (only the first call counts). */
 export type Release = () => void;
 
 interface Waiter {
@@ -38,6 +38,11 @@ export class AdmissionGate {
     public capacity: number,
     public queueTimeoutMs: number,
     private readonly label: string,
+    /**
+     * The deployment's in-flight gauge, counted with the slots: up at each admission, down at its release. The release
+     * answers only its first call, so whoever ends a request may call it without a guard of its own.
+     */
+    private readonly inFlight: { inc(): void; dec(): void } | null = null,
   ) {}
 
   get active(): number {
@@ -61,6 +66,7 @@ export class AdmissionGate {
       this.#active++;
       caller.active++;
       caller.servedAt = ++this.#admissions;
+      this.inFlight?.inc();
       return this.#releaser(key, caller);
     }
     return new Promise((resolve, reject) => {
@@ -106,6 +112,7 @@ export class AdmissionGate {
       released = true;
       this.#active--;
       caller.active--;
+      this.inFlight?.dec();
       this.#forgetIdle(key, caller);
       this.#drain();
     };
@@ -128,6 +135,7 @@ export class AdmissionGate {
       this.#active++;
       chosen.active++;
       chosen.servedAt = ++this.#admissions;
+      this.inFlight?.inc();
       waiter.admit();
     }
   }

@@ -40,8 +40,15 @@ export interface ForwardFacts {
   user: { username: string; attributes: Readonly<Record<string, unknown>> } | null;
 }
 
-function connectionTokens(value: string | string[] | undefined): string[] {
-  if (value === undefined) return [];
+/** No header named by `Connection`: what nearly every message sends (none, `keep-alive` or `close`), shared. */
+const NO_TOKENS: readonly string[] = Object.freeze([]);
+
+/**
+ * The header names a `Connection` header lists (RFC 9110 §7.6.1). `keep-alive` and `close` alone name nothing that
+ * is not dropped anyway (keep-alive is hop-by-hop; close is no header), so they are read without a split.
+ */
+function connectionTokens(value: string | string[] | undefined): readonly string[] {
+  if (value === undefined || value === 'keep-alive' || value === 'close') return NO_TOKENS;
   return String(value)
     .toLowerCase()
     .split(',')
@@ -63,21 +70,18 @@ function crossesUpstream(name: string, dropped: readonly string[], facts: Forwar
   return name !== 'authorization' || facts.forwardAuthorization;
 }
 
-/** What the gateway itself asserts upstream: the forwarding facts and, for a signed-in caller, who it is. */
-function forwardingHeaders(facts: ForwardFacts): Record<string, string> {
-  const out: Record<string, string> = {
-    'x-forwarded-for': facts.clientIp,
-    'x-forwarded-proto': facts.proto,
-    'x-forwarded-host': facts.originHost,
-    'x-forwarded-port': facts.originPort,
-  };
+/** Adds what the gateway itself asserts upstream: the forwarding facts and, for a signed-in caller, who it is. */
+function addForwardingHeaders(out: Record<string, string | string[]>, facts: ForwardFacts): void {
+  out['x-forwarded-for'] = facts.clientIp;
+  out['x-forwarded-proto'] = facts.proto;
+  out['x-forwarded-host'] = facts.originHost;
+  out['x-forwarded-port'] = facts.originPort;
   if (facts.prefix) out['x-forwarded-prefix'] = facts.prefix; // a legacy port has none
   out['x-request-id'] = facts.requestId;
   if (facts.user) {
     out['x-forwarded-user'] = facts.user.username;
     if (Object.keys(facts.user.attributes).length > 0) out['x-user-attributes'] = JSON.stringify(facts.user.attributes);
   }
-  return out;
 }
 
 /** The headers sent upstream for one request. `upgrade` keeps the websocket handshake headers. */
@@ -92,14 +96,15 @@ export function upstreamRequestHeaders(
     const sent = value === undefined ? undefined : upstreamValue(name, value, dropped, facts);
     if (sent) out[name] = sent;
   }
-  return Object.assign(out, forwardingHeaders(facts));
+  addForwardingHeaders(out, facts);
+  return out;
 }
 
 /** What of one inbound header goes upstream: the value, the cookie without the gateway's pairs, or nothing. */
 function upstreamValue(
   name: string,
   value: string | string[],
-  dropped: string[],
+  dropped: readonly string[],
   facts: ForwardFacts,
 ): string | string[] | undefined {
   // `te: trailers` is end to end in all but name: gRPC needs it, and it is the one TE that HTTP/2 allows

@@ -76,7 +76,8 @@ export class DataPlanes {
       const basePath = url.pathname.replace(/\/+$/, '');
       return new Replica(index, r.url, r.weight, pool, origin, basePath, this.settings.outlier);
     });
-    const gate = plane?.gate ?? new AdmissionGate(capacity, queueTimeoutMs, spec.label);
+    const gate =
+      plane?.gate ?? new AdmissionGate(capacity, queueTimeoutMs, spec.label, this.observed.inFlight.labels(spec.label));
     gate.capacity = capacity;
     gate.queueTimeoutMs = queueTimeoutMs;
     plane = new Plane(signature, new Balancer(replicas), gate, plane?.budget ?? new RetryBudget());

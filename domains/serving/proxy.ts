@@ -40,8 +40,6 @@ export interface ProxyTarget {
   rateLimit: { limiter: RateLimiter; limit: RateLimitRecord } | null;
   observed: ProxyObservability;
   series: MinuteSeries;
-  /** This deployment's in-flight gauge, labelled once rather than per request. */
-  inFlight: { inc(): void; dec(): void };
   /** This deployment's request count (traffic.ts): one increment per request. */
   requests: RequestCell;
   /** The proxy span's attributes, the same for every request to this target. */
@@ -72,10 +70,21 @@ export function buildTarget(planes: DataPlanes, spec: TargetSpec, limiter: RateL
     rateLimit: spec.rateLimit && limiter ? { limiter, limit: spec.rateLimit } : null,
     observed: planes.observed,
     series: planes.series,
-    inFlight: planes.observed.inFlight.labels(spec.label),
     requests: planes.observed.requests.cell(spec.label),
     spanAttributes: { 'meshgate.deployment': spec.label },
   };
+}
+
+/** The configured origin's host and port, read once per URL: each read of a URL's parts builds its strings anew. */
+const originParts = new WeakMap<URL, { host: string; port: string }>();
+
+function partsOf(origin: URL): { host: string; port: string } {
+  let parts = originParts.get(origin);
+  if (!parts) {
+    parts = { host: origin.host, port: origin.port || (origin.protocol === 'https:' ? '443' : '80') };
+    originParts.set(origin, parts);
+  }
+  return parts;
 }
 
 export function forwardFacts(
@@ -85,11 +94,12 @@ export function forwardFacts(
   principal: Principal | null,
 ) {
   const secure = (ctx.req.socket as TLSSocket).encrypted === true;
+  const { host, port } = partsOf(origin);
   return {
     clientIp: ctx.req.socket.remoteAddress ?? '',
     proto: secure ? ('https' as const) : ('http' as const),
-    originHost: origin.host,
-    originPort: origin.port || (origin.protocol === 'https:' ? '443' : '80'),
+    originHost: host,
+    originPort: port,
     prefix: target.prefix,
     requestId: ctx.requestId,
     forwardAuthorization: target.forwardAuthorization,
@@ -116,9 +126,21 @@ function hasBody(req: NodeRequest, headers: IncomingHttpHeaders): boolean {
   return length !== undefined && length !== '0';
 }
 
+/**
+ * Each principal's caller key, built once: the verified-token cache hands the same principal to every request of a
+ * credential, and a key built per request was a string to allocate, and hash again for the fair share's lookup.
+ */
+const userKeys = new WeakMap<Principal, string>();
+
 /** Who a request counts against, for the fair share and the rate limit: the user, else the client address. */
 export function callerKey(req: NodeRequest, principal: Principal | null): string {
-  return principal ? `user:${principal.source}:${principal.userId}` : `addr:${clientKey(req.socket?.remoteAddress)}`;
+  if (!principal) return `addr:${clientKey(req.socket?.remoteAddress)}`;
+  let key = userKeys.get(principal);
+  if (key === undefined) {
+    key = `user:${principal.source}:${principal.userId}`;
+    userKeys.set(principal, key);
+  }
+  return key;
 }
 
 /**
@@ -158,6 +180,10 @@ function counted(target: ProxyTarget, refusal: ApiError, waitedMs = 0): ApiError
   return refusal;
 }
 
+/**
+ * `release` gives the slot and the in-flight count back (AdmissionGate), and only its first call counts: the stream's
+ * end and a failure before it may both call it.
+ */
 function forwardWithin(
   release: () => void,
   ctx: RequestContext,
@@ -167,36 +193,29 @@ function forwardWithin(
   principal: Principal | null,
 ): Promise<undefined> {
   target.requests.total++;
-  target.inFlight.inc();
-  let released = false;
-  const settled = () => {
-    if (released) return;
-    released = true;
-    target.inFlight.dec();
-    release();
-  };
   const tracing = target.observed.tracing;
+  // Not recording, the proxy's span is the request's own (Tracing.child) and nothing ends it: no closure for inSpan.
+  if (!tracing.recording)
+    return exchange(ctx, target, rest, origin, principal, tracing.child('proxy', ctx.span), release);
   let streamed: Promise<undefined>;
   try {
     streamed = tracing.inSpan(
       'proxy',
       ctx.span,
-      (span) => exchange(ctx, target, rest, origin, principal, span, settled),
+      (span) => exchange(ctx, target, rest, origin, principal, span, release),
       SpanKind.CLIENT,
       target.spanAttributes,
     );
   } catch (error) {
-    settled();
+    release();
     throw error;
   }
   // Recording spans, inSpan is an async function: what fails before the stream begins (the span itself) is a
   // rejection, not a throw, and must give the slot back too.
-  return tracing.recording
-    ? streamed.catch((error: unknown) => {
-        settled();
-        throw error;
-      })
-    : streamed;
+  return streamed.catch((error: unknown) => {
+    release();
+    throw error;
+  });
 }
 
 /**
@@ -218,7 +237,8 @@ async function kept(body: NodeRequest): Promise<Buffer> {
 
 /**
  * Sends the request to a replica and the answer back, again to another replica when a failure allows (retry.ts);
- * resolves when done, rejects only before the head. `settled` runs once, as the promise settles.
+ * resolves when done, rejects only before the head. `settled` (the slot's release) runs as the promise settles; only
+ * its first call counts.
  */
 function exchange(
   ctx: RequestContext,
@@ -234,33 +254,40 @@ function exchange(
     try {
       const headers = upstreamRequestHeaders(ctx.req.headers, forwardFacts(ctx, target, origin, principal));
       // The upstream continues this hop's trace: its parent is the proxy span, never what the client sent.
-      Object.assign(headers, target.observed.tracing.headersFor(span));
+      const trace = target.observed.tracing.headersFor(span);
+      for (const name in trace) headers[name] = trace[name] as string;
       const body = requestBody(ctx);
-      const start = (sent: Buffer | NodeRequest | null) => {
-        const run = new Exchange(
-          ctx,
-          target,
-          { rest, method: ctx.method, headers, body: sent },
-          resolve,
-          reject,
-          settled,
-        );
-        // `on`: a response closes once (no once wrapper to allocate and remove per request).
-        ctx.res.on('close', () => run.clientClosed());
-        // A client that left while the request waited (its credential verified, its slot queued) sent its close
-        // already: none is coming, so the request ends here rather than hold an upstream it cannot answer.
-        if (closedAlready(ctx.res)) run.clientClosed();
-        else run.attempt();
-      };
-      if (body instanceof Promise)
-        body.then(start, (error: Error) => {
+      const request = { rest, method: ctx.method, headers, body: null as Buffer | NodeRequest | null };
+      if (body instanceof Promise) {
+        const failed = (error: unknown) => {
           settled();
           reject(error);
-        });
-      else start(body);
+        };
+        body.then((sent) => {
+          try {
+            begin(new Exchange(ctx, target, { ...request, body: sent }, resolve, reject, settled));
+          } catch (error) {
+            failed(error);
+          }
+        }, failed);
+      } else {
+        request.body = body;
+        begin(new Exchange(ctx, target, request, resolve, reject, settled));
+      }
     } catch (error) {
       settled();
       reject(error);
     }
   });
+}
+
+/** Starts the exchange's first attempt, unless its client left already. */
+function begin(run: Exchange): void {
+  const res = run.ctx.res;
+  // `on`: a response closes once (no once wrapper to allocate and remove per request).
+  res.on('close', () => run.clientClosed());
+  // A client that left while the request waited (its credential verified, its slot queued) sent its close
+  // already: none is coming, so the request ends here rather than hold an upstream it cannot answer.
+  if (closedAlready(res)) run.clientClosed();
+  else run.attempt();
 }
