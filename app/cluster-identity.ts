@@ -7,14 +7,23 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CLUSTER_FILES_TOPIC, ClusterIdentity, type IdentityRoot, readNodeKey } from '../gateway/cluster/identity.ts';
 import type { Config } from '../gateway/config/schema.ts';
+import { nodeIdOf } from '../gateway/cluster/nodes.ts';
 import type { ChangeFeed } from '../gateway/db/change-feed.ts';
 import { shippedFiles } from '../gateway/shipped.ts';
+import { ORDER_FILES, type AcmeCluster } from '../gateway/tls/acme/cluster.ts';
+
+/** The ACME folder (gateway/tls/acme/store.ts) as the database names its files: published by the ACME code alone. */
+const ACME_PREFIX = 'tls/acme/';
+/** The ACME order lock (gateway/tls/acme/cluster.ts): one node orders at a time. */
+const ACME_ORDER_LOCK = 'meshgate.acme.order';
 
 export interface JoinedIdentity {
   /** Publishes this node's files when the start succeeded, and lets the next node start. */
   end(succeeded: boolean): void;
   /** From now on, writes every identity file another node publishes. */
   follow(feed: ChangeFeed, logger: Logger): void;
+  /** The ACME folder's part of the identity, with the order lock. */
+  acme(): AcmeCluster;
   close(): void;
 }
 
@@ -24,7 +33,7 @@ export async function joinClusterIdentity(config: Readonly<Config>): Promise<Joi
   const key = readNodeKey({ file: config.nodeKeyFile, base64: config.nodeKey });
   const { openPostgres } = await import('../gateway/db/postgres/open.ts');
   const sql = await openPostgres(config.database, shippedFiles().pgMigrationsFolder);
-  const identity = new ClusterIdentity(sql, key, identityRoots(config));
+  const identity = new ClusterIdentity(sql, key, identityRoots(config), [ACME_PREFIX]);
   try {
     identity.begin();
   } catch (error) {
@@ -42,6 +51,21 @@ export async function joinClusterIdentity(config: Readonly<Config>): Promise<Joi
         }
       });
     },
+    acme: () => ({
+      nodeId: nodeIdOf(config.dataDir),
+      pathOf: (relative) => `${ACME_PREFIX}${relative}`,
+      // A session lock on this process's connection: a node that dies releases it with its session
+      // (https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS).
+      tryLock: () => sql.prepare('SELECT pg_try_advisory_lock(hashtext(?))').pluck().get(ACME_ORDER_LOCK) === true,
+      unlock: () => void sql.prepare('SELECT pg_advisory_unlock(hashtext(?))').get(ACME_ORDER_LOCK),
+      pull: () => void identity.pull(),
+      publish: (relative = ORDER_FILES) => identity.publishPaths(relative.map((r) => `${ACME_PREFIX}${r}`)),
+      liveNodes: () =>
+        sql
+          .prepare('SELECT node_id FROM cluster_nodes WHERE heartbeat_at >= ?')
+          .pluck()
+          .all(Date.now() - config.nodes.deadAfterMs) as string[],
+    }),
     close: () => sql.close(),
   };
 }

@@ -11,6 +11,7 @@
 import { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import { checkKeyPair, type ServerKeyPair } from '../serving-certificate.ts';
+import type { AcmeCluster } from './cluster.ts';
 import type { AcmeSession } from './order.ts';
 import { type AcmeStatus, type AcmeStore, certificateNames } from './store.ts';
 
@@ -34,6 +35,11 @@ export interface RenewalOptions {
   /** A new certificate, checked and stored: serve it. */
   readonly onIssued: (pair: ServerKeyPair) => void | Promise<void>;
   readonly onFailure: () => void;
+  /**
+   * The nodes sharing a PostgreSQL database: one orders, under the cluster's lock, and the others take what it
+   * published (adopt()). Absent for a gateway that is its own cluster.
+   */
+  readonly cluster?: AcmeCluster;
 }
 
 /** The stored certificate, valid now, its key its own: null when there is none such (or it cannot be read). */
@@ -109,6 +115,10 @@ export class RenewalLoop {
   #running: Promise<void> = Promise.resolve();
   #status: AcmeStatus;
   #statusWriteFailing = false;
+  /** The serial of the ACME certificate this process serves (null: none yet). */
+  #served: string | null = null;
+  /** True while this node holds the cluster's order lock. */
+  #ordering = false;
 
   constructor(options: RenewalOptions) {
     this.#options = options;
@@ -124,9 +134,42 @@ export class RenewalLoop {
     const now = this.#options.now();
     const backoff = this.#backoffUntil();
     const stored = usableStored(this.#options.store, this.#options.names, this.#options.directoryUrl, now);
+    this.#served = stored?.serialNumber ?? null;
     if (backoff !== null && backoff > now.getTime()) this.#wakeAt(backoff);
     else if (stored === null) this.#wakeAt(now.getTime());
+    else if (this.#options.cluster && this.#scheduledFor(stored) !== null) this.#wakeAt(this.#scheduledFor(stored) ?? 0);
     else this.#run(this.#schedule(stored));
+  }
+
+  /**
+   * Another node published ACME files (its certificate, or the failure it recorded): serve a certificate this
+   * process does not serve yet, and wake when the cluster's status says. Ignored while this node orders: it holds
+   * the lock, and what it reads back is its own.
+   */
+  async adopt(): Promise<void> {
+    if (this.#closing.signal.aborted || this.#ordering) return;
+    const { store, names, directoryUrl, now, logger } = this.#options;
+    this.#status = store.status();
+    const stored = usableStored(store, names, directoryUrl, now());
+    const pair = stored === null ? null : store.certificate();
+    if (stored !== null && pair !== null && stored.serialNumber !== this.#served) {
+      this.#served = stored.serialNumber;
+      await this.#options.onIssued({ certPem: pair.certPem, keyPem: pair.keyPem });
+      const fields = { serial: stored.serialNumber, notAfter: stored.validToDate.toISOString() };
+      logger.info(fields, 'ACME certificate another node obtained is served');
+    }
+    const backoff = this.#backoffUntil();
+    const scheduled = stored === null ? null : this.#scheduledFor(stored);
+    if (backoff !== null && backoff > now().getTime()) this.#wakeAt(backoff);
+    else if (scheduled !== null) this.#wakeAt(scheduled);
+  }
+
+  /** The cluster's next renewal of `certificate`, when the shared status holds one for it. */
+  #scheduledFor(certificate: X509Certificate): number | null {
+    const { serial, nextRenewal } = this.#status;
+    if (serial !== certificate.serialNumber || nextRenewal === null || this.#status.failures > 0) return null;
+    const at = new Date(nextRenewal).getTime();
+    return Number.isNaN(at) ? null : at;
   }
 
   /** Stops: a running order is abandoned (its next step fails), a pending one never begins. */
@@ -168,7 +211,58 @@ export class RenewalLoop {
     this.#timer.unref();
   }
 
+  /**
+   * On a cluster: the order lock first. Held by another node, this one waits for what that node publishes (adopt),
+   * looking again after retryMinMs in case that node died before publishing. Taken, the store is brought up to the
+   * database's, and an order goes ahead only if no other node renewed meanwhile; what it leaves (certificate,
+   * status, or the failure and its backoff) is published before the lock is released.
+   */
   async #renew(): Promise<void> {
+    const { cluster, logger, now } = this.#options;
+    if (cluster === undefined) return this.#order();
+    let locked = false;
+    try {
+      locked = cluster.tryLock();
+    } catch (error) {
+      logger.warn({ err: messageOf(error) }, 'ACME: the cluster order lock could not be asked for; trying again');
+    }
+    if (!locked) {
+      logger.info('ACME order left to the node holding the cluster order lock');
+      this.#wakeAt(now().getTime() + this.#options.retryMinMs);
+      return;
+    }
+    this.#ordering = true;
+    try {
+      cluster.pull();
+      this.#status = this.#options.store.status();
+      if (!this.#settledElsewhere()) await this.#order();
+    } finally {
+      try {
+        cluster.publish();
+      } catch (error) {
+        logger.error({ err: messageOf(error) }, 'ACME state could not be published to the other nodes');
+      }
+      this.#ordering = false;
+      cluster.unlock();
+    }
+  }
+
+  /** True (and the next wake set) when the shared status holds a backoff or a renewal time not reached yet. */
+  #settledElsewhere(): boolean {
+    const { store, names, directoryUrl, now } = this.#options;
+    const backoff = this.#backoffUntil();
+    if (backoff !== null && backoff > now().getTime()) {
+      this.#wakeAt(backoff);
+      return true;
+    }
+    const stored = usableStored(store, names, directoryUrl, now());
+    const scheduled = stored === null ? null : this.#scheduledFor(stored);
+    if (scheduled === null || scheduled <= now().getTime()) return false;
+    this.#wakeAt(scheduled);
+    return true;
+  }
+
+  async #order(): Promise<void> {
     const { store, names, directoryUrl, now, logger } = this.#options;
     // RFC 9773 §5: an order names the certificate it replaces; not after a failure, which may be the CA not knowing
     // it (a CA that was reset), and never one from another directory (usableStored).
@@ -182,8 +276,9 @@ export class RenewalLoop {
       const ordered = this.#options.session().then((session) => session.order(names, replaces, signal));
       const pair = await untilAborted(ordered, signal);
       this.#store(pair);
-      await this.#options.onIssued(pair);
       const certificate = new X509Certificate(pair.certPem);
+      this.#served = certificate.serialNumber;
+      await this.#options.onIssued(pair);
       logger.info(
         { names, serial: certificate.serialNumber, notAfter: certificate.validToDate.toISOString() },
         'ACME certificate issued',
