@@ -6,11 +6,11 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CLUSTER_FILES_TOPIC, ClusterIdentity, type IdentityRoot, readNodeKey } from '../gateway/cluster/identity.ts';
-import type { Config } from '../gateway/config/schema.ts';
 import { nodeIdOf } from '../gateway/cluster/nodes.ts';
+import type { Config } from '../gateway/config/schema.ts';
 import type { ChangeFeed } from '../gateway/db/change-feed.ts';
 import { shippedFiles } from '../gateway/shipped.ts';
-import { ORDER_FILES, type AcmeCluster } from '../gateway/tls/acme/cluster.ts';
+import { type AcmeCluster, ORDER_FILES } from '../gateway/tls/acme/cluster.ts';
 
 /** The ACME folder (gateway/tls/acme/store.ts) as the database names its files: published by the ACME code alone. */
 const ACME_PREFIX = 'tls/acme/';

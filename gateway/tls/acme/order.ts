@@ -12,7 +12,7 @@ import { Agent } from 'node:https';
 import type { Config } from '../../config/schema.ts';
 import type { ServerKeyPair } from '../serving-certificate.ts';
 import { certificateId } from './certificate-id.ts';
-import { explained } from './reach.ts';
+import { explained, withoutAnswer } from './reach.ts';
 import { checkIssued } from './store.ts';
 
 type AcmeSettings = Config['tls']['acme'];
@@ -90,6 +90,14 @@ export async function openAcmeSession(
       .catch(() => client.createAccount({ termsOfServiceAgreed: true, ...contact }))
       .catch((error: unknown) => {
         account = null;
+        // A CA that binds accounts (RFC 8555 §7.3.4) answers a wrong key id or MAC key with a JWS error of its own
+        // words: say which setting it is about.
+        if (binding && !withoutAnswer(error)) {
+          throw new Error(
+            `the CA refused the account's external account binding (key id ${binding.keyId}; ` +
+              `tls.acme.externalAccountBinding): ${(error as Error).message}`,
+          );
+        }
         throw error;
       });
     return account;

@@ -137,7 +137,8 @@ export class RenewalLoop {
     this.#served = stored?.serialNumber ?? null;
     if (backoff !== null && backoff > now.getTime()) this.#wakeAt(backoff);
     else if (stored === null) this.#wakeAt(now.getTime());
-    else if (this.#options.cluster && this.#scheduledFor(stored) !== null) this.#wakeAt(this.#scheduledFor(stored) ?? 0);
+    else if (this.#options.cluster && this.#scheduledFor(stored) !== null)
+      this.#wakeAt(this.#scheduledFor(stored) ?? 0);
     else this.#run(this.#schedule(stored));
   }
 
