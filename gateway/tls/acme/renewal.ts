@@ -35,10 +35,7 @@ export interface RenewalOptions {
   /** A new certificate, checked and stored: serve it. */
   readonly onIssued: (pair: ServerKeyPair) => void | Promise<void>;
   readonly onFailure: () => void;
-  /**
-   * The nodes sharing a PostgreSQL database: one orders, under the cluster's lock, and the others take what it
-   * published (adopt()). Absent for a gateway that is its own cluster.
-   */
+  /** PostgreSQL nodes (cluster.ts): one orders under the lock, the others adopt() what it published. */
   readonly cluster?: AcmeCluster;
 }
 
@@ -117,8 +114,7 @@ export class RenewalLoop {
   #statusWriteFailing = false;
   /** The serial of the ACME certificate this process serves (null: none yet). */
   #served: string | null = null;
-  /** True while this node holds the cluster's order lock. */
-  #ordering = false;
+  #ordering = false; // this node holds the cluster's order lock
 
   constructor(options: RenewalOptions) {
     this.#options = options;
@@ -135,30 +131,24 @@ export class RenewalLoop {
     const backoff = this.#backoffUntil();
     const stored = usableStored(this.#options.store, this.#options.names, this.#options.directoryUrl, now);
     this.#served = stored?.serialNumber ?? null;
+    // On a cluster, the renewal time the ordering node published holds for every node.
+    const shared = stored && this.#options.cluster ? this.#scheduledFor(stored) : null;
     if (backoff !== null && backoff > now.getTime()) this.#wakeAt(backoff);
     else if (stored === null) this.#wakeAt(now.getTime());
-    else if (this.#options.cluster && this.#scheduledFor(stored) !== null)
-      this.#wakeAt(this.#scheduledFor(stored) ?? 0);
+    else if (shared !== null) this.#wakeAt(shared);
     else this.#run(this.#schedule(stored));
   }
 
   /**
-   * Another node published ACME files (its certificate, or the failure it recorded): serve a certificate this
-   * process does not serve yet, and wake when the cluster's status says. Ignored while this node orders: it holds
-   * the lock, and what it reads back is its own.
+   * Another node published ACME files (its certificate, or its failure): serve a certificate not served yet, and
+   * wake when the shared status says. Ignored while this node orders (what it reads back is its own).
    */
   async adopt(): Promise<void> {
     if (this.#closing.signal.aborted || this.#ordering) return;
-    const { store, names, directoryUrl, now, logger } = this.#options;
+    const { store, names, directoryUrl, now } = this.#options;
     this.#status = store.status();
     const stored = usableStored(store, names, directoryUrl, now());
-    const pair = stored === null ? null : store.certificate();
-    if (stored !== null && pair !== null && stored.serialNumber !== this.#served) {
-      this.#served = stored.serialNumber;
-      await this.#options.onIssued({ certPem: pair.certPem, keyPem: pair.keyPem });
-      const fields = { serial: stored.serialNumber, notAfter: stored.validToDate.toISOString() };
-      logger.info(fields, 'ACME certificate another node obtained is served');
-    }
+    if (stored !== null) await this.#serveStored(stored);
     const backoff = this.#backoffUntil();
     const scheduled = stored === null ? null : this.#scheduledFor(stored);
     if (backoff !== null && backoff > now().getTime()) this.#wakeAt(backoff);
@@ -233,34 +223,68 @@ export class RenewalLoop {
       return;
     }
     this.#ordering = true;
+    let settled: boolean;
     try {
       cluster.pull();
       this.#status = this.#options.store.status();
-      if (!this.#settledElsewhere()) await this.#order();
+      settled = await this.#settledElsewhere();
+    } catch (error) {
+      logger.warn({ err: messageOf(error) }, "ACME: the cluster's ACME state could not be read; trying again");
+      this.#wakeAt(now().getTime() + this.#options.retryMinMs);
+      settled = true;
+    }
+    if (settled) {
+      this.#release(cluster, false);
+      return;
+    }
+    try {
+      await this.#order();
     } finally {
-      try {
-        cluster.publish();
-      } catch (error) {
-        logger.error({ err: messageOf(error) }, 'ACME state could not be published to the other nodes');
-      }
-      this.#ordering = false;
-      cluster.unlock();
+      this.#release(cluster, true);
     }
   }
 
-  /** True (and the next wake set) when the shared status holds a backoff or a renewal time not reached yet. */
-  #settledElsewhere(): boolean {
-    const { store, names, directoryUrl, now } = this.#options;
-    const backoff = this.#backoffUntil();
-    if (backoff !== null && backoff > now().getTime()) {
-      this.#wakeAt(backoff);
-      return true;
+  /** Publishes what the order left (when one ran) and lets the next node order. */
+  #release(cluster: AcmeCluster, ordered: boolean): void {
+    const { logger } = this.#options;
+    this.#ordering = false;
+    try {
+      if (ordered) cluster.publish();
+    } catch (error) {
+      logger.error({ err: messageOf(error) }, 'ACME state could not be published to the other nodes');
     }
+    try {
+      cluster.unlock();
+    } catch (error) {
+      // The lock is the session's: it goes with the connection the bridge replaces.
+      logger.warn({ err: messageOf(error) }, 'ACME: the cluster order lock could not be released');
+    }
+  }
+
+  /**
+   * True (and the next wake set) when the shared status holds a backoff or a renewal time not reached yet; a
+   * certificate another node obtained meanwhile is served.
+   */
+  async #settledElsewhere(): Promise<boolean> {
+    const { store, names, directoryUrl, now } = this.#options;
     const stored = usableStored(store, names, directoryUrl, now());
+    const backoff = this.#backoffUntil();
     const scheduled = stored === null ? null : this.#scheduledFor(stored);
-    if (scheduled === null || scheduled <= now().getTime()) return false;
-    this.#wakeAt(scheduled);
+    const at = backoff !== null && backoff > now().getTime() ? backoff : scheduled;
+    if (at === null || at <= now().getTime()) return false;
+    if (stored !== null) await this.#serveStored(stored);
+    this.#wakeAt(at);
     return true;
+  }
+
+  /** Serves the stored certificate when this process does not serve it yet. */
+  async #serveStored(stored: X509Certificate): Promise<void> {
+    const pair = this.#options.store.certificate();
+    if (pair === null || stored.serialNumber === this.#served) return;
+    this.#served = stored.serialNumber;
+    await this.#options.onIssued({ certPem: pair.certPem, keyPem: pair.keyPem });
+    const fields = { serial: stored.serialNumber, notAfter: stored.validToDate.toISOString() };
+    this.#options.logger.info(fields, 'ACME certificate another node obtained is served');
   }
 
   async #order(): Promise<void> {
