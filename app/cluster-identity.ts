@@ -10,12 +10,7 @@ import { nodeIdOf } from '../gateway/cluster/nodes.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import type { ChangeFeed } from '../gateway/db/change-feed.ts';
 import { shippedFiles } from '../gateway/shipped.ts';
-import { type AcmeCluster, ORDER_FILES } from '../gateway/tls/acme/cluster.ts';
-
-/** The ACME folder (gateway/tls/acme/store.ts) as the database names its files: published by the ACME code alone. */
-const ACME_PREFIX = 'tls/acme/';
-/** The ACME order lock (gateway/tls/acme/cluster.ts): one node orders at a time. */
-const ACME_ORDER_LOCK = 'meshgate.acme.order';
+import { ACME_PREFIX, type AcmeCluster, acmeClusterOf } from '../gateway/tls/acme/cluster.ts';
 
 export interface JoinedIdentity {
   /** Publishes this node's files when the start succeeded, and lets the next node start. */
@@ -51,21 +46,7 @@ export async function joinClusterIdentity(config: Readonly<Config>): Promise<Joi
         }
       });
     },
-    acme: () => ({
-      nodeId: nodeIdOf(config.dataDir),
-      pathOf: (relative) => `${ACME_PREFIX}${relative}`,
-      // A session lock on this process's connection: a node that dies releases it with its session
-      // (https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS).
-      tryLock: () => sql.prepare('SELECT pg_try_advisory_lock(hashtext(?))').pluck().get(ACME_ORDER_LOCK) === true,
-      unlock: () => void sql.prepare('SELECT pg_advisory_unlock(hashtext(?))').get(ACME_ORDER_LOCK),
-      pull: () => void identity.pull(),
-      publish: (relative = ORDER_FILES) => identity.publishPaths(relative.map((r) => `${ACME_PREFIX}${r}`)),
-      liveNodes: () =>
-        sql
-          .prepare('SELECT node_id FROM cluster_nodes WHERE heartbeat_at >= ?')
-          .pluck()
-          .all(Date.now() - config.nodes.deadAfterMs) as string[],
-    }),
+    acme: () => acmeClusterOf(sql, identity, nodeIdOf(config.dataDir), config.nodes.deadAfterMs),
     close: () => sql.close(),
   };
 }

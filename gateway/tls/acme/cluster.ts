@@ -15,6 +15,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import type { ClusterIdentity } from '../../cluster/identity.ts';
+import type { SqlConnection } from '../../db/connection.ts';
 import type { ChallengeResponder, PendingChallenge } from './order.ts';
 
 /** What the ACME code needs of the cluster; app/cluster-identity.ts provides it on PostgreSQL. */
@@ -31,6 +33,35 @@ export interface AcmeCluster {
   publish(relative?: readonly string[]): void;
   /** The ids of the nodes whose heartbeat is fresh. */
   liveNodes(): string[];
+}
+
+/** The ACME folder (store.ts) as the cluster identity names its files: published by this code alone. */
+export const ACME_PREFIX = 'tls/acme/';
+/** The advisory lock one node orders under. */
+export const ACME_ORDER_LOCK = 'meshgate.acme.order';
+
+/** The cluster on PostgreSQL: the identity's ACME folder, the order lock on its connection, the nodes' heartbeats. */
+export function acmeClusterOf(
+  sql: SqlConnection,
+  identity: ClusterIdentity,
+  nodeId: string,
+  deadAfterMs: number,
+): AcmeCluster {
+  return {
+    nodeId,
+    pathOf: (relative) => `${ACME_PREFIX}${relative}`,
+    // A session lock on this process's connection: a node that dies releases it with its session
+    // (https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS).
+    tryLock: () => sql.prepare('SELECT pg_try_advisory_lock(hashtext(?))').pluck().get(ACME_ORDER_LOCK) === true,
+    unlock: () => void sql.prepare('SELECT pg_advisory_unlock(hashtext(?))').get(ACME_ORDER_LOCK),
+    pull: () => void identity.pull(),
+    publish: (relative = ORDER_FILES) => identity.publishPaths(relative.map((r) => `${ACME_PREFIX}${r}`)),
+    liveNodes: () =>
+      sql
+        .prepare('SELECT node_id FROM cluster_nodes WHERE heartbeat_at >= ?')
+        .pluck()
+        .all(Date.now() - deadAfterMs) as string[],
+  };
 }
 
 /** The files of an order's outcome, relative to the ACME folder. */

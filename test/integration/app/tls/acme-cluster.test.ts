@@ -15,6 +15,7 @@ import { test } from 'node:test';
 import { connect } from 'node:tls';
 import { openPostgres } from '../../../../gateway/db/postgres/open.ts';
 import { shippedFiles } from '../../../../gateway/shipped.ts';
+import { ACME_ORDER_LOCK } from '../../../../gateway/tls/acme/cluster.ts';
 import { execMeshgate } from '../../../helpers/artifact.ts';
 import { freshPostgresDatabase, testNodeKeyFile } from '../../../helpers/engine.ts';
 import { startPebble } from '../../../helpers/peers/pebble.ts';
@@ -81,12 +82,12 @@ test('two PostgreSQL nodes order one certificate, answer each other’s challeng
   // The test holds the order lock while the nodes start, so which node orders is decided, not raced.
   const holder = await openPostgres(database, shippedFiles().pgMigrationsFolder);
   t.after(() => holder.close());
-  holder.prepare('SELECT pg_advisory_lock(hashtext(?))').get('meshgate.acme.order');
+  holder.prepare('SELECT pg_advisory_lock(hashtext(?))').get(ACME_ORDER_LOCK);
   const b = await start('b', 1);
   await b.gateway.waitForLine(LEFT);
   const a = await start('a', 86_400);
   await a.gateway.waitForLine(LEFT);
-  holder.prepare('SELECT pg_advisory_unlock(hashtext(?))').get('meshgate.acme.order');
+  holder.prepare('SELECT pg_advisory_unlock(hashtext(?))').get(ACME_ORDER_LOCK);
 
   await b.gateway.waitForLine(ISSUED);
   await a.gateway.waitForLine(ADOPTED);
