@@ -198,17 +198,19 @@ async function startAcme({ config, certificate, place, logger, metrics, origin, 
     begin: () => loop.start(),
     follow(feed: ChangeFeed) {
       if (!cluster || !shared) return;
+      const failed = (path: string) => (error: unknown) =>
+        logger.error({ path, err: (error as Error).message }, 'ACME state another node published not taken');
+      // Challenges another node had pending when this one started (its start pulled them) are answered now.
+      shared.sync().catch(failed(cluster.pathOf(CHALLENGES_FILE)));
       feed.subscribe(CLUSTER_FILES_TOPIC, (path) => {
         const challenges = path === cluster.pathOf(CHALLENGES_FILE);
         if (!challenges && !orderPaths.has(path)) return;
-        const failed = (error: unknown) =>
-          logger.error({ path, err: (error as Error).message }, 'ACME state another node published not taken');
         try {
           // The identity's own subscriber may not have written it yet: this one does not depend on the order.
           cluster.pull();
-          (challenges ? shared.sync() : loop.adopt()).catch(failed);
+          (challenges ? shared.sync() : loop.adopt()).catch(failed(path));
         } catch (error) {
-          failed(error);
+          failed(path)(error);
         }
       });
     },

@@ -1,10 +1,11 @@
 /**
  * ACME on a cluster: nodes (the gateway as it ships, test/helpers/workers.ts serve) with their own data dirs on one
  * PostgreSQL database, against Pebble (test/helpers/peers/pebble.ts), which validates every challenge against node
- * A's ports. The test holds the cluster's order lock while both start, node A (its retry a day away) tries once and
- * leaves the order to the lock's holder, then the lock goes to node B: B orders, A answers B's HTTP-01 challenge
- * through the shared challenges, and both serve the one certificate issued. A node joining later with an empty
- * data dir serves it from the database and orders nothing; the renewal happens once for the cluster.
+ * A's ports (node A: a primary and two workers). The test holds the cluster's order lock while both start; node A
+ * (its retry a day away) tries once and leaves the order to the lock's holder, then the lock goes to node B: B
+ * orders, A answers B's HTTP-01 challenge through the shared challenges, and both serve the one certificate issued.
+ * A node joining later with an empty data dir serves it from the database and orders nothing; the renewal happens
+ * once for the cluster.
  */
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
@@ -69,6 +70,8 @@ test('two PostgreSQL nodes order one certificate, answer each other’s challeng
     };
     writeFileSync(configFile, JSON.stringify({ tls: { acme } }));
     const args = ['--https-port', String(ports[node].tls), '--bind', '127.0.0.1', '--hostname', NAMES[0] as string];
+    // Node A runs a primary and two workers: the primary answers on the feed, its workers serve what it hands them.
+    if (node === 'a') args.push('--workers', '2');
     const gateway = await serve(join(dir, node), [...args, '--log-level', 'info'], {
       PLATFORM_CONFIG_FILE: configFile,
       PLATFORM_DATABASE_URL: database,

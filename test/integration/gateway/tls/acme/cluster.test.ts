@@ -99,7 +99,7 @@ test('one node holds the order lock at a time', async (t) => {
   b.cluster.unlock();
 });
 
-test('the other node answers the published challenge before the CA is told; other names are never answered', async (t) => {
+test('the other node answers a published challenge before the CA is told; names not ordered never', async (t) => {
   const [a, b] = await twoNodes(t);
   const [ordering, following] = [a.shared([NAME, 'evil.meshgate.test']), b.shared([NAME])];
   let presented = false;
