@@ -5,36 +5,14 @@
  * themselves, which keep idle connections open for as long as the gateway does.
  */
 import assert from 'node:assert/strict';
-import type { Socket } from 'node:net';
 import { test } from 'node:test';
 import { request } from 'undici';
-import { type After, startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
+import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
 import { parsePrometheus, type Sample } from '../../../helpers/peers/prometheus.ts';
-import { deploy, startHoldingServer } from '../../../helpers/upstreams.ts';
+import { deploy, startCountingServer } from '../../../helpers/upstreams.ts';
 import { waitFor } from '../../../helpers/wait.ts';
 
 const METRICS_TOKEN = 'metrics-token-for-tests-0123456789';
-
-/**
- * A holding upstream (GET /held, GET /quick) that never closes an idle connection itself, counting the connections
- * requests came on: those open, and all it took.
- */
-async function countedUpstream(t: After) {
-  const up = await startHoldingServer(t);
-  // 0: no idle timeout (https://nodejs.org/api/http.html#serverkeepalivetimeout); only the gateway closes them.
-  up.server.keepAliveTimeout = 0;
-  // Connections that carried a request: the health probes' TCP connects (closed at once) are not the pool's.
-  const counted = Object.assign(up, { open: 0, accepted: 0 });
-  const seen = new WeakSet<Socket>();
-  up.server.prependListener('request', ({ socket }: { socket: Socket }) => {
-    if (seen.has(socket)) return;
-    seen.add(socket);
-    counted.accepted++;
-    counted.open++;
-    socket.once('close', () => counted.open--);
-  });
-  return counted;
-}
 
 async function scrape(gw: TestGateway): Promise<Sample[]> {
   const res = await request(`${gw.gateway.adminUrl}/metrics`, {
@@ -49,7 +27,7 @@ function namesOf(samples: readonly Sample[], deployment: string): string[] {
 }
 
 test('a deleted deployment releases its pools and series; a shared origin stays; a moved one goes', async (t) => {
-  const [a, b, c] = [await countedUpstream(t), await countedUpstream(t), await countedUpstream(t)];
+  const [a, b, c] = [await startCountingServer(t), await startCountingServer(t), await startCountingServer(t)];
   const gw = await startTestGateway(t, {
     admin: { port: 0, metricsToken: METRICS_TOKEN },
     serving: { healthIntervalMs: 60_000 },
