@@ -95,6 +95,7 @@ export class DataPlanes {
     return this.#planes.has(label);
   }
 
+  /** The labels with a plane: deployment ids, and the operator services' names. */
   labels(): string[] {
     return [...this.#planes.keys()];
   }
