@@ -6,15 +6,19 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CLUSTER_FILES_TOPIC, ClusterIdentity, type IdentityRoot, readNodeKey } from '../gateway/cluster/identity.ts';
+import { nodeIdOf } from '../gateway/cluster/nodes.ts';
 import type { Config } from '../gateway/config/schema.ts';
 import type { ChangeFeed } from '../gateway/db/change-feed.ts';
 import { shippedFiles } from '../gateway/shipped.ts';
+import { ACME_PREFIX, type AcmeCluster, acmeClusterOf } from '../gateway/tls/acme/cluster.ts';
 
 export interface JoinedIdentity {
   /** Publishes this node's files when the start succeeded, and lets the next node start. */
   end(succeeded: boolean): void;
   /** From now on, writes every identity file another node publishes. */
   follow(feed: ChangeFeed, logger: Logger): void;
+  /** The ACME folder's part of the identity, with the order lock. */
+  acme(): AcmeCluster;
   close(): void;
 }
 
@@ -24,7 +28,7 @@ export async function joinClusterIdentity(config: Readonly<Config>): Promise<Joi
   const key = readNodeKey({ file: config.nodeKeyFile, base64: config.nodeKey });
   const { openPostgres } = await import('../gateway/db/postgres/open.ts');
   const sql = await openPostgres(config.database, shippedFiles().pgMigrationsFolder);
-  const identity = new ClusterIdentity(sql, key, identityRoots(config));
+  const identity = new ClusterIdentity(sql, key, identityRoots(config), [ACME_PREFIX]);
   try {
     identity.begin();
   } catch (error) {
@@ -42,6 +46,7 @@ export async function joinClusterIdentity(config: Readonly<Config>): Promise<Joi
         }
       });
     },
+    acme: () => acmeClusterOf(sql, identity, nodeIdOf(config.dataDir), config.nodes.deadAfterMs),
     close: () => sql.close(),
   };
 }

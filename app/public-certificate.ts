@@ -5,16 +5,22 @@
  * - the operator's files (tlsCertFile/tlsKeyFile) changed on disk, or SIGHUP: each process reads them again;
  * - ACME (`tls.acme`): the owner (one process, or the primary) orders and renews (gateway/tls/acme/), binds the
  *   HTTP-01 listener, and hands each new certificate and each pending TLS-ALPN-01 challenge to its workers over the
- *   owner link, waiting until every worker has it before the CA is told to validate.
+ *   owner link, waiting until every worker has it before the CA is told to validate;
+ * - on PostgreSQL, another node's order (gateway/tls/acme/cluster.ts): the owner hears of it on the change feed,
+ *   writes it into the data dir, serves it and hands it to its workers; it answers the challenges that node has
+ *   pending too, since the CA may validate against any node behind the name.
  *
  * The platform CA's certificate is the default and stays what the mesh pins: only this listener's changes.
  */
 import { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import { CLUSTER_FILES_TOPIC } from '../gateway/cluster/identity.ts';
 import type { Config } from '../gateway/config/schema.ts';
+import type { ChangeFeed } from '../gateway/db/change-feed.ts';
 import type { GatewayMetrics } from '../gateway/observability/metrics.ts';
 import { ownerNotice, type ProcessPlace } from '../gateway/process/link.ts';
+import { type AcmeCluster, CHALLENGES_FILE, ORDER_FILES, SharedChallenges } from '../gateway/tls/acme/cluster.ts';
 import { createHttp01Listener, Http01Tokens } from '../gateway/tls/acme/http-challenge.ts';
 import type { ChallengeResponder, PendingChallenge } from '../gateway/tls/acme/order.ts';
 import { ORDER_DEADLINE_MS, RenewalLoop, servableStored } from '../gateway/tls/acme/renewal.ts';
@@ -49,7 +55,12 @@ export interface CertificateSources {
   readonly logger: Logger;
   readonly metrics: GatewayMetrics;
   readonly origin: () => string;
+  /** On PostgreSQL: the ACME part of the cluster identity (app/cluster-identity.ts). */
+  readonly cluster?: AcmeCluster;
 }
+
+/** How long an ordering node waits for every live node to answer a challenge before the CA validates. */
+const RECEIPTS_WITHIN_MS = 10_000;
 
 export interface RunningSources {
   /**
@@ -57,6 +68,8 @@ export interface RunningSources {
    * find no listener, and a failed first order waits out the backoff.
    */
   serving(): void;
+  /** On PostgreSQL: from now on, takes the ACME state and challenges other nodes publish (the change feed). */
+  follow(feed: ChangeFeed): void;
   stop(): Promise<void>;
 }
 
@@ -65,6 +78,7 @@ export async function startCertificateSources(sources: CertificateSources): Prom
   const { config, certificate, logger, place } = sources;
   const stops: (() => void | Promise<void>)[] = [];
   let serving = () => {};
+  let follow = (_feed: ChangeFeed) => {};
   observeExpiry(sources);
   if (config.tlsCertFile !== null && config.tlsKeyFile !== null) {
     const files = { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile };
@@ -97,10 +111,12 @@ export async function startCertificateSources(sources: CertificateSources): Prom
       const acme = await startAcme(sources);
       stops.push(acme.stop);
       serving = acme.begin;
+      follow = acme.follow;
     }
   }
   return {
     serving: () => serving(),
+    follow: (feed) => follow(feed),
     async stop() {
       for (const stop of stops) await stop();
     },
@@ -108,7 +124,7 @@ export async function startCertificateSources(sources: CertificateSources): Prom
 }
 
 /** The owner's side of ACME: the HTTP-01 listener, the responder, the renewal loop. */
-async function startAcme({ config, certificate, place, logger, metrics, origin }: CertificateSources) {
+async function startAcme({ config, certificate, place, logger, metrics, origin, cluster }: CertificateSources) {
   const settings = config.tls.acme;
   const store = new AcmeStore(config.dataDir, (error) =>
     logger.error({ dir: store.dir, err: error.message }, 'ACME status.json is corrupt; read as empty'),
@@ -127,7 +143,7 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
     certificate.setChallenge(name, pair);
     await toWorkers(ALPN_CHALLENGE, { name, pair });
   };
-  const responder: ChallengeResponder = {
+  const local: ChallengeResponder = {
     async present(challenge: PendingChallenge) {
       if (challenge.type === 'http-01') tokens.set(challenge.token, challenge.keyAuthorization);
       else await alpn(challenge.name, challenge.pair);
@@ -137,6 +153,20 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
       else await alpn(challenge.name, null);
     },
   };
+  const names = acmeNames(config);
+  const shared = cluster
+    ? new SharedChallenges({
+        dir: store.dir,
+        cluster,
+        local,
+        names,
+        logger,
+        receiptsWithinMs: RECEIPTS_WITHIN_MS,
+        alpnChallenge: async ({ name, keyAuthorization }) =>
+          (await import('../gateway/tls/acme/order.ts')).alpnChallengeFor(name, keyAuthorization),
+      })
+    : null;
+  const responder = shared ?? local;
   const failures = metrics.counter({
     name: 'certificate_renewal_failures_total',
     help: 'ACME orders and renewals that failed (the certificate in use kept serving).',
@@ -148,7 +178,7 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
     return openAcmeSession(settings, await store.accountKey(createAccountKey), responder);
   };
   const loop = new RenewalLoop({
-    names: acmeNames(config),
+    names,
     directoryUrl: settings.directoryUrl as string,
     store,
     session: openSession,
@@ -161,9 +191,29 @@ async function startAcme({ config, certificate, place, logger, metrics, origin }
       await toWorkers(CERTIFICATE_ISSUED, pair);
     },
     onFailure: () => failures.inc(),
+    ...(cluster ? { cluster } : {}),
   });
+  const orderPaths = new Set(ORDER_FILES.map((file) => cluster?.pathOf(file)));
   return {
     begin: () => loop.start(),
+    follow(feed: ChangeFeed) {
+      if (!cluster || !shared) return;
+      const failed = (path: string) => (error: unknown) =>
+        logger.error({ path, err: (error as Error).message }, 'ACME state another node published not taken');
+      // Challenges another node had pending when this one started (its start pulled them) are answered now.
+      shared.sync().catch(failed(cluster.pathOf(CHALLENGES_FILE)));
+      feed.subscribe(CLUSTER_FILES_TOPIC, (path) => {
+        const challenges = path === cluster.pathOf(CHALLENGES_FILE);
+        if (!challenges && !orderPaths.has(path)) return;
+        try {
+          // The identity's own subscriber may not have written it yet: this one does not depend on the order.
+          cluster.pull();
+          (challenges ? shared.sync() : loop.adopt()).catch(failed(path));
+        } catch (error) {
+          failed(path)(error);
+        }
+      });
+    },
     stop: async () => {
       await loop.close();
       // Nothing on it outlives a request worth waiting for: a validation, or a redirect.

@@ -31,7 +31,7 @@ import { ensureTlsMaterial, type TlsMaterial } from '../gateway/tls/material.ts'
 import { ServingCertificate } from '../gateway/tls/serving-certificate.ts';
 import { type AdminListener, startAdminListener } from './admin.ts';
 import { apiDocumentInstance } from './api-document.ts';
-import { joinClusterIdentity } from './cluster-identity.ts';
+import { type JoinedIdentity, joinClusterIdentity } from './cluster-identity.ts';
 import { type DomainDeps, type Domains, ERROR_TABLES, initDomains } from './domains.ts';
 import {
   closeGracefully,
@@ -76,10 +76,10 @@ export interface Gateway {
  */
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
   const identity = await joinClusterIdentity(config);
-  if (identity === null) return startNode(config, options);
+  if (identity === null) return startNode(config, options, null);
   let gateway: Gateway;
   try {
-    gateway = await startNode(config, options);
+    gateway = await startNode(config, options, identity);
   } catch (error) {
     identity.end(false);
     identity.close();
@@ -96,7 +96,11 @@ export async function startGateway(config: Readonly<Config>, options: GatewayOpt
   };
 }
 
-async function startNode(config: Readonly<Config>, options: GatewayOptions): Promise<Gateway> {
+async function startNode(
+  config: Readonly<Config>,
+  options: GatewayOptions,
+  identity: JoinedIdentity | null,
+): Promise<Gateway> {
   const registry = buildErrorRegistry(ERROR_TABLES);
   const logs = createLoggers(config.logLevel, options.logDestination);
   const { tls, lock } = await prepareStorage(config, logs.logger).catch((error: unknown) => {
@@ -156,8 +160,9 @@ async function startNode(config: Readonly<Config>, options: GatewayOptions): Pro
   let sources: RunningSources | null = null;
   try {
     const sourceDeps = { config, certificate, place, logger: logs.logger, metrics, origin: () => origin };
-    sources = await startCertificateSources(sourceDeps);
+    sources = await startCertificateSources(identity ? { ...sourceDeps, cluster: identity.acme() } : sourceDeps);
     domains = await initDomains(DOMAIN_MODULES, base, logs);
+    sources.follow(domains.deps.feed);
     served = withApiDocument(domains, registry);
     // A worker's access lines name it, so an operator can tell which process served a request.
     const plan = planRequests(served.deps, ingress);

@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../../gateway/cli/usage.ts';
 import type { CliCommand } from '../../gateway/module.ts';
+import { shownUrl } from '../../gateway/tls/acme/reach.ts';
 import { AcmeStore, certificateNames } from '../../gateway/tls/acme/store.ts';
 import { acmeNames } from '../public-certificate.ts';
 
@@ -32,11 +33,11 @@ function acmeStatus(env: Env): number {
   );
   const status = store.status();
   const pair = store.certificate();
-  out(`source: ACME (${config.tls.acme.directoryUrl}), ordering ${acmeNames(config).join(', ')}`);
+  out(`source: ACME (${shownUrl(config.tls.acme.directoryUrl as string)}), ordering ${acmeNames(config).join(', ')}`);
   for (const line of pair ? describe(pair.certPem) : ['no certificate issued yet (the platform CA serves)']) out(line);
   if (pair) {
     const other = pair.directoryUrl === config.tls.acme.directoryUrl ? '' : ' (not the one configured: reordered)';
-    out(`issued by directory: ${pair.directoryUrl ?? 'not recorded'}${other}`);
+    out(`issued by directory: ${pair.directoryUrl ? shownUrl(pair.directoryUrl) : 'not recorded'}${other}`);
   }
   out(`next renewal: ${status.nextRenewal ?? 'not scheduled (no gateway has run with ACME)'}`);
   out(`last error: ${status.lastError ? `${status.lastError} (at ${status.lastErrorAt})` : 'none'}`);

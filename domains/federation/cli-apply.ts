@@ -2,10 +2,12 @@
  * `meshgate federation apply <file>`: the declared set of peers (declared-file.ts) applied to one running gateway
  * through its admin API (`POST /api/cluster/federations/apply`). The plan is printed first; with `--dry-run` nothing
  * else happens, otherwise the set is applied and each peer's outcome printed. Secrets (the admin token, the PSKs or
- * fleet key) are read from files or the environment, never argv. Exit 0 when no peer failed (a peer whose other side
- * has not applied yet is `pending`: apply again), 1 when one did, 2 on a usage error.
+ * fleet key) are read from files or the environment, never argv, and travel only over https unless the gateway is on
+ * this machine (a loopback host). Exit 0 when no peer failed (a peer whose other side has not applied yet is `pending`:
+ * apply again), 1 when one did, 2 on a usage error.
  */
 import { readFileSync } from 'node:fs';
+import { BlockList, isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { CliEnv } from '../../gateway/module.ts';
 import { Gateway, StepFailed } from './cli-gateway.ts';
@@ -27,11 +29,49 @@ function planLine(o: PeerOutcome): string {
   const list = o.allowlist;
   const entries =
     list.added + list.changed + list.revoked > 0 ? ` allowlist +${list.added} ~${list.changed} -${list.revoked}` : '';
-  return `${o.action.padEnd(10)} ${o.name}${o.status ? ` (${o.status})` : ''}${entries}`;
+  const psk = o.psk === 'will_be_set' ? ' psk will be set' : o.psk === 'set_not_compared' ? ' psk set' : '';
+  return `${o.action.padEnd(10)} ${o.name}${o.status ? ` (${o.status})` : ''}${psk}${entries}`;
 }
+
+/** Said under a plan that keeps a record: a plan never compares PSKs (declared.ts), applying does. */
+const NOT_COMPARED =
+  '  (a plan does not compare PSKs with the stored ones: a kept peer whose PSK alone changed is replaced on apply)';
 
 function outcomeLine(o: PeerOutcome): string {
   return `${o.name}: ${o.outcome}${o.reason ? ` (${o.reason})` : ''}${o.federation_id ? ` ${o.federation_id}` : ''}`;
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** A host on this machine: plain http to it crosses no network (localhost, 127.0.0.0/8, ::1). */
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (host.toLowerCase() === 'localhost') return true;
+  const family = isIP(host);
+  return family !== 0 && LOOPBACK.check(host, family === 6 ? 'ipv6' : 'ipv4');
+}
+
+/**
+ * Why `url` may not carry this apply, or null. Every apply sends the admin token, and a file with peers their PSKs;
+ * over plain http both are readable and replaceable by anyone on the path (RFC 9110 §4.2.2: https is the scheme whose
+ * connection is secured), so they go only over https, or plain http to a loopback host, which crosses no network.
+ */
+export function urlRefusal(url: string, file: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `--url ${url}: not a URL`;
+  }
+  if (parsed.protocol === 'https:') return null;
+  if (parsed.protocol !== 'http:') return `--url ${url}: use https://`;
+  if (isLoopback(parsed.hostname)) return null;
+  return (
+    `refusing to send the admin token and the PSKs of ${file} to ${parsed.origin} over plain http: ` +
+    'use https:// (plain http only to a loopback host)'
+  );
 }
 
 async function apply(file: string, values: Record<string, string | boolean | undefined>, env: CliEnv) {
@@ -47,6 +87,7 @@ async function apply(file: string, values: Record<string, string | boolean | und
     const plan = await gateway.call('POST', '/apply', { dry_run: true, peers });
     env.out(`plan for ${cluster} (${peers.length} peers):`);
     for (const o of plan.peers as PeerOutcome[]) env.out(`  ${planLine(o)}`);
+    if ((plan.peers as PeerOutcome[]).some((o) => o.psk === 'set_not_compared')) env.out(NOT_COMPARED);
     if (values['dry-run']) return 0;
     const done = await gateway.call('POST', '/apply', { dry_run: false, peers });
     const outcomes = done.peers as PeerOutcome[];
@@ -71,6 +112,11 @@ export async function runApply(args: string[], env: CliEnv): Promise<number> {
     return 2;
   }
   try {
+    const refusal = urlRefusal(parsed.values.url, file);
+    if (refusal) {
+      env.err(`meshgate: ${refusal}`);
+      return 2;
+    }
     return await apply(file, parsed.values, env);
   } catch (error) {
     const known =

@@ -41,6 +41,8 @@ export interface FederationContext {
   readonly services: ServiceRegistry;
   readonly logger: Logger;
   readonly agents: PeerAgents;
+  /** Counts the PSK signature checks of /remote/pair (metrics.ts): a few per call, whatever the WAITING records. */
+  readonly pairChecks: { inc(checks: number): void };
   now(): Date;
 }
 

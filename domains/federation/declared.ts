@@ -8,6 +8,11 @@
  * reconciliation ping) and create a new one; an initiator still in PAIRING → pair (a receiver that has not applied
  * its side yet leaves it pending: apply again); then the allowlist is brought to the declared entries (added,
  * recipe replaced, unlisted ones revoked). Declared records whose peer is no longer listed are disconnected.
+ *
+ * A dry run never compares a PSK with the stored one: its plan would otherwise answer "is this the pairing's PSK?"
+ * to whoever runs it, with nothing changed and nobody told — a guessing oracle for a secret the API never returns.
+ * The plan is made from the other fields, and says of the PSK only that it is set (not compared) or will be set.
+ * Applying does compare, and acts on it: a PSK that differs replaces the pairing, which both sides see.
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { Principal } from '../../gateway/principal.ts';
@@ -32,6 +37,8 @@ export interface PeerOutcome {
   allowlist: { added: number; changed: number; revoked: number };
   /** Why a step did not complete (a reason from ERRORS.md). */
   reason?: string;
+  /** Dry runs: the PSK will be set (a new record), or a record keeps one that was not compared with the file's. */
+  psk?: 'will_be_set' | 'set_not_compared';
 }
 
 /** The operator of a declared set: a native administrator by virtue of holding the file and the admin token. */
@@ -50,8 +57,8 @@ function sameSecret(ctx: FederationContext, row: FederationRow, psk: string): bo
   return stored.length === given.length && timingSafeEqual(stored, given);
 }
 
-/** The fields a declared peer sets at creation: any difference needs a new record (a PSK cannot change in place). */
-function sameDefinition(ctx: FederationContext, row: FederationRow, peer: DeclaredPeer): boolean {
+/** The fields a declared peer sets at creation but the PSK: any difference needs a new record. */
+function sameShape(row: FederationRow, peer: DeclaredPeer): boolean {
   const route = primaryRoute(row);
   const mode = peer.shared_issuer_url ? 'shared_idp' : 'peer_kc';
   return (
@@ -60,8 +67,7 @@ function sameDefinition(ctx: FederationContext, row: FederationRow, peer: Declar
       (route?.ip === peer.address && (route?.hostname ?? null) === (peer.hostname ?? null))) &&
     (row.callbackHostname ?? null) === (peer.callback ?? null) &&
     (row.sharedIssuerUrl ?? null) === (peer.shared_issuer_url ?? null) &&
-    row.identityMode === (peer.identity_mode ?? mode) &&
-    sameSecret(ctx, row, peer.preshared_key)
+    row.identityMode === (peer.identity_mode ?? mode)
   );
 }
 
@@ -111,6 +117,23 @@ function actionFor(existing: FederationRow | undefined, same: boolean): PeerActi
   return existing.status === 'PAIRING' ? 'pair' : 'keep';
 }
 
+/** What a peer's plan says: from the fields but the PSK on a dry run, from the PSK too when applying (header). */
+function planPeer(ctx: FederationContext, peer: DeclaredPeer, existing: FederationRow | undefined, dryRun: boolean) {
+  const shaped = existing !== undefined && sameShape(existing, peer);
+  // A record keeps its PSK (a PSK cannot change in place); only a real apply compares it.
+  const kept = shaped && (dryRun || sameSecret(ctx, existing, peer.preshared_key));
+  const plan = allowlistPlan(ctx, kept ? (existing?.id ?? null) : null, peer);
+  return {
+    kept,
+    plan,
+    result: {
+      name: peer.name,
+      action: actionFor(existing, kept),
+      allowlist: { added: plan.add.length, changed: plan.change.length, revoked: plan.revoke.length },
+    },
+  };
+}
+
 async function applyPeer(
   deps: DeclaredDeps,
   principal: Principal,
@@ -119,35 +142,45 @@ async function applyPeer(
   dryRun: boolean,
 ): Promise<PeerOutcome> {
   const { ctx } = deps;
-  const same = existing ? sameDefinition(ctx, existing, peer) : false;
-  const action = actionFor(existing, same);
-  const plan = allowlistPlan(ctx, same && existing ? existing.id : null, peer);
-  const result = {
-    name: peer.name,
-    action,
-    allowlist: { added: plan.add.length, changed: plan.change.length, revoked: plan.revoke.length },
-  };
-  if (dryRun)
-    return { ...result, outcome: 'planned', federation_id: existing?.id ?? null, status: existing?.status ?? null };
+  const { kept, result } = planPeer(ctx, peer, existing, dryRun);
+  if (dryRun) {
+    const psk = kept ? 'set_not_compared' : 'will_be_set';
+    return {
+      ...result,
+      psk,
+      outcome: 'planned',
+      federation_id: existing?.id ?? null,
+      status: existing?.status ?? null,
+    };
+  }
   let row: FederationRow | undefined;
   try {
-    if (existing && !same) await endRecord(deps, existing);
-    row = existing && same ? existing : createRecord(deps, principal, peer);
+    if (existing && !kept) await endRecord(deps, existing);
+    row = existing && kept ? existing : createRecord(deps, principal, peer);
     row = await pairIfDue(deps, principal, row);
     await syncAllowlist(deps, row.id, allowlistPlan(ctx, row.id, peer));
-    const outcome = action === 'keep' ? 'unchanged' : row.status.toLowerCase();
+    const outcome = result.action === 'keep' ? 'unchanged' : row.status.toLowerCase();
     return { ...result, outcome, federation_id: row.id, status: row.status };
   } catch (error) {
-    return { ...result, ...stopped(ctx, row, error) };
+    return { ...result, ...stopped(ctx, row ?? liveRecordOf(ctx, peer.name), error) };
   }
 }
 
-/** A receiver that has not applied its side yet refuses the pair: the record stays PAIRING until the next apply. */
+/** The live record a declared peer has now: the one another apply made when ours was refused for it. */
+function liveRecordOf(ctx: FederationContext, name: string): FederationRow | undefined {
+  return ctx.records.declared().find((r) => r.declaredAs === name && LIVE.has(r.status));
+}
+
+/**
+ * A receiver that has not applied its side yet refuses the pair: the record stays PAIRING until the next apply. A
+ * record another apply made at the same time is `failed` (federation_declared_exists) and named: apply again.
+ */
 function stopped(ctx: FederationContext, row: FederationRow | undefined, error: unknown) {
   const current = row ? ctx.records.get(row.id) : undefined;
+  const reason = (error as { reason?: string }).reason ?? 'failed';
   return {
-    outcome: current?.status === 'PAIRING' ? 'pending' : 'failed',
-    reason: (error as { reason?: string }).reason ?? 'failed',
+    outcome: current?.status === 'PAIRING' && reason !== 'federation_declared_exists' ? 'pending' : 'failed',
+    reason,
     federation_id: current?.id ?? null,
     status: current?.status ?? null,
   };

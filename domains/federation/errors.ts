@@ -38,6 +38,18 @@ export const FederationErrors = defineErrors('federation', {
       'More than one WAITING receiver record verifies the handshake: the PSK ' +
       'is not unique. Delete one and re-pair with a fresh PSK.',
   },
+  federation_declared_exists: {
+    status: 409,
+    doc:
+      'A declared peer already has a live record (WAITING, PAIRING or PAIRED; `declared_as` names the peer): two ' +
+      'applies of a declared set ran at once and the other one made it. Nothing was created; apply again.',
+  },
+  pairing_key_id_required: {
+    status: 403,
+    doc:
+      'Receiver side of /remote/pair: the call names no PSK key id (X-KZ-Mesh-Key-Id) while more WAITING records ' +
+      'exist than a call without one may try. Remedy: pair from a meshgate that sends the key id.',
+  },
   peer_identity_aliases_local: {
     status: 409,
     doc: 'The peer reports this cluster’s own id (a self-pair, or the address points back here). Fix remote_ips.',

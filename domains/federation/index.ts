@@ -12,7 +12,7 @@ import { federationCommand } from './cli.ts';
 import { type FederationContext, PeerAgents, pskOf } from './context.ts';
 import { AllowlistCache, createDirectory, FEDERATIONS } from './directory.ts';
 import { FederationErrors } from './errors.ts';
-import { observeFederations } from './metrics.ts';
+import { observeFederations, pairCheckCounter } from './metrics.ts';
 import { peerRoutes } from './peer-routes.ts';
 import { PskVault } from './psk-vault.ts';
 import { Reconciler } from './reconcile.ts';
@@ -20,7 +20,7 @@ import { RecordCache } from './record-cache.ts';
 import { federationRoutes } from './routes.ts';
 import { FederationService } from './service.ts';
 import { createAllowlistStore, createFederationStore, createNonceStore, loadClusterIdentity } from './store.ts';
-import { startUpkeep, watchNameCollisions } from './upkeep.ts';
+import { fillKeyIds, startUpkeep, watchNameCollisions } from './upkeep.ts';
 
 export { BROKERED_JOB_CANCELLER, type BrokeredJobCanceller } from './allowlist.ts';
 export { type AllowlistEntryView, FEDERATIONS, type FederationDirectory } from './directory.ts';
@@ -70,6 +70,7 @@ export const federationModule: HandlerModule = {
       services: deps.services,
       logger: deps.logger.child({ domain: 'federation' }),
       agents,
+      pairChecks: pairCheckCounter(deps.metrics),
       now: deps.now,
     };
     const outcomes = observeFederations(deps.metrics, cache, agents);
@@ -84,6 +85,7 @@ export const federationModule: HandlerModule = {
     const reconciler = owner && intervalMs > 0 ? new Reconciler(ctx, { intervalMs, outcomes }) : null;
     if (reconciler) cache.onChange((before, after) => reconciler.track(before, after));
     cache.reload();
+    if (owner) fillKeyIds(ctx);
     const upkeep = owner ? startUpkeep(declared, deps.config.federation, ctx.local.name) : null;
     deps.services.provide(FEDERATIONS, createDirectory(ctx, entries));
     const max = deps.config.limits.maxBodyBytes;

@@ -2,7 +2,8 @@
  * Federation state per peer record, read from the record cache at each scrape: one series per record with the value
  * 1 under its current state. `peer` is the record id and `remote_cluster` its name — both bounded by the records
  * that exist; deleted records are left out. Beside it: names two PAIRED records share (a selector by such a name is
- * ambiguous), the peer pools this process holds open, and the outcomes of reconciliation pings.
+ * ambiguous), the peer pools this process holds open, the outcomes of reconciliation pings, and the signature
+ * checks unauthenticated pair calls cost.
  */
 import type { Counter } from 'prom-client';
 import type { MetricsRegistry } from '../../gateway/observability/metrics.ts';
@@ -40,5 +41,14 @@ export function observeFederations(metrics: MetricsRegistry, cache: RecordCache,
     name: 'federation_reconcile_total',
     help: 'Reconciliation pings of PAIRED records, by outcome (ok, peer_pairing_ended, or the failing reason).',
     labels: ['outcome'],
+  });
+}
+
+/** PSK signature checks answering /remote/pair, an unauthenticated call: at most one per call that names a key id. */
+export function pairCheckCounter(metrics: MetricsRegistry): Counter<string> {
+  return metrics.counter({
+    name: 'federation_pair_signature_checks_total',
+    help: 'PSK signature checks made answering /remote/pair (one per call naming a key id, whatever WAITING records).',
+    labels: [],
   });
 }

@@ -15,6 +15,7 @@ import { type FederationContext, pskOf, requireRecord } from './context.ts';
 import { FederationErrors } from './errors.ts';
 import { callPeer, type PeerAnswer, peerReason } from './peer-client.ts';
 import { PAIRING_MAX_SKEW_SECONDS } from './peer-protocol.ts';
+import { pskKeyId } from './psk-key-id.ts';
 import { pairAnswer } from './requests.ts';
 import type { RemoteIp } from './schema.ts';
 import type { FederationRow } from './store.ts';
@@ -38,6 +39,7 @@ export async function pair(ctx: FederationContext, principal: Principal, id: str
       key,
       ctx.local.id,
       ctx.now(),
+      pskKeyId(key),
     );
     expectAccepted(ctx, answer, PAIRING_MAX_SKEW_SECONDS);
     const parsed = pairAnswer.safeParse(answer.json);

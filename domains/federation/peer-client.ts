@@ -21,6 +21,7 @@ import {
 import type { PeerAgent } from '../../gateway/mesh/peer-agent.ts';
 import { classifyTransportError } from '../../gateway/mesh/transport-errors.ts';
 import { FederationErrors } from './errors.ts';
+import { KEY_ID_HEADER } from './psk-key-id.ts';
 
 export type PeerPath = '/api/cluster/remote/pair' | '/api/cluster/remote/ping' | '/api/cluster/remote/disconnect';
 
@@ -47,7 +48,10 @@ export const MESH_HEADERS = {
   requestSignature: 'x-kz-mesh-request-signature',
 } as const;
 
-/** Every body carries a fresh nonce, so two calls in the same second never share a signature (once-only cache). */
+/**
+ * Every body carries a fresh nonce, so two calls in the same second never share a signature (once-only cache).
+ * `keyId`: the PSK's key id (psk-key-id.ts), sent on the pair call so the receiver checks one record.
+ */
 export async function callPeer(
   agent: PeerAgent,
   path: PeerPath,
@@ -55,6 +59,7 @@ export async function callPeer(
   psk: KeyObject,
   localId: string,
   now: Date,
+  keyId?: string,
 ): Promise<PeerAnswer> {
   const raw = Buffer.from(JSON.stringify({ ...body, nonce: randomUUID() }));
   const ts = unixSeconds(now);
@@ -82,6 +87,7 @@ export async function callPeer(
         [MESH_HEADERS.signature]: signature,
         [MESH_HEADERS.ts]: String(ts),
         [MESH_HEADERS.correlationId]: randomUUID(),
+        ...(keyId ? { [KEY_ID_HEADER]: keyId } : {}),
       },
       body: raw,
     });

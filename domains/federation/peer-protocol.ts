@@ -23,6 +23,7 @@ import { negotiateFeatures } from '../../gateway/mesh/features.ts';
 import { type FederationContext, pskOf } from './context.ts';
 import { FederationErrors } from './errors.ts';
 import { MESH_HEADERS } from './peer-client.ts';
+import { isKeyId } from './psk-key-id.ts';
 import { disconnectRequest, pairRequest } from './requests.ts';
 import type { FederationRow } from './store.ts';
 
@@ -31,6 +32,8 @@ export const PAIRING_MAX_SKEW_SECONDS = 60;
 
 export interface SignedCall {
   sourceClusterId: string;
+  /** The PSK key id the caller names (X-KZ-Mesh-Key-Id, psk-key-id.ts), '' when none. */
+  keyId: string;
   route: string;
   signature: string;
   ts: number;
@@ -118,14 +121,42 @@ function parseBody<S extends z.ZodType>(schema: S, raw: Buffer): z.infer<S> {
 }
 
 /**
+ * A call without a key id (a meshgate from before key ids) may try this many WAITING records' PSKs, no more: the cost
+ * of an unauthenticated call stays bounded whatever the number of WAITING records.
+ */
+export const UNKEYED_PAIR_CANDIDATES = 8;
+
+/**
+ * The WAITING record a pair call is for, proven by its signature, at a bounded number of HMACs: with a key id, the one
+ * record that names it (one HMAC; two records sharing it share the PSK, psk_ambiguous once it verifies); without one,
+ * every WAITING record while there are at most UNKEYED_PAIR_CANDIDATES, else a refusal. A key id that names no record
+ * or a record whose PSK does not verify is the same refusal, invalid_signature.
+ */
+function pairSigner(ctx: FederationContext, call: SignedCall): { row: FederationRow; key: KeyObject } {
+  let candidates: FederationRow[];
+  if (call.keyId) {
+    if (!isKeyId(call.keyId)) throw MeshErrors.make.invalid_signature();
+    candidates = ctx.records.waitingByKeyId(call.keyId);
+  } else {
+    if (ctx.records.countByStatus('WAITING') > UNKEYED_PAIR_CANDIDATES)
+      throw FederationErrors.make.pairing_key_id_required({ max_candidates: UNKEYED_PAIR_CANDIDATES });
+    candidates = ctx.records.byStatus(['WAITING']);
+  }
+  const checked = call.keyId ? candidates.slice(0, 1) : candidates.slice(0, UNKEYED_PAIR_CANDIDATES);
+  const matches = signers(ctx, call, checked);
+  ctx.pairChecks.inc(checked.length);
+  if (matches.length === 0) throw MeshErrors.make.invalid_signature();
+  const several = call.keyId ? candidates.length : matches.length;
+  if (several > 1) throw FederationErrors.make.psk_ambiguous({ candidates: several });
+  return matches[0] as { row: FederationRow; key: KeyObject };
+}
+
+/**
  * POST /remote/pair: the unique WAITING record whose PSK verifies becomes PAIRED with the initiator's identity and CA.
  */
 export function remotePair(ctx: FederationContext, call: SignedCall): PeerReply {
   const nowSeconds = unixSeconds(ctx.now());
-  const matches = signers(ctx, call, ctx.records.byStatus(['WAITING']));
-  if (matches.length === 0) throw MeshErrors.make.invalid_signature();
-  if (matches.length > 1) throw FederationErrors.make.psk_ambiguous({ candidates: matches.length });
-  const { row, key } = matches[0] as { row: FederationRow; key: KeyObject };
+  const { row, key } = pairSigner(ctx, call);
   const skew = call.ts - nowSeconds;
   if (Math.abs(skew) >= PAIRING_MAX_SKEW_SECONDS)
     throw FederationErrors.make.pairing_clock_skew({ skew_seconds: skew });

@@ -12,6 +12,7 @@ import { jsonObject } from '../../gateway/openapi/route-docs.ts';
 import type { FederationContext } from './context.ts';
 import { MESH_HEADERS } from './peer-client.ts';
 import { type PeerReply, remoteDisconnect, remotePair, remotePing, type SignedCall } from './peer-protocol.ts';
+import { KEY_ID_HEADER } from './psk-key-id.ts';
 
 /** Peer bodies are small JSON documents; a CA PEM is the largest part. */
 const MAX_PEER_BODY = 256 * 1024;
@@ -24,6 +25,7 @@ async function signedCall(ctx: RequestContext): Promise<SignedCall> {
   const rawBody = await readBody(ctx.req, MAX_PEER_BODY);
   const call = {
     sourceClusterId: header(MESH_HEADERS.sourceClusterId),
+    keyId: header(KEY_ID_HEADER),
     route: header(MESH_HEADERS.route),
     signature: header(MESH_HEADERS.signature),
     ts: parseTs(ctx.req.headers[MESH_HEADERS.ts]),
@@ -67,6 +69,7 @@ export function peerRoutes(fctx: FederationContext): RouteDef[] {
       'pairing_clock_skew',
       'peer_identity_aliases_local',
       'psk_ambiguous',
+      'pairing_key_id_required',
       'request_validation_failed',
     ]),
     peerRoute('/cluster/remote/ping', remotePing, fctx, 'Peer protocol: ping (PSK-signed; answered signed)', [

@@ -3,7 +3,7 @@
  * identity, federation records (PSK encrypted at rest), the receiver's
  * brokered-user allowlist, and the once-only cache of peer-call signatures.
  */
-import { index, integer, primaryKey, sqliteTable, text } from '../../gateway/db/drizzle.ts';
+import { index, integer, primaryKey, sql, sqliteTable, text, uniqueIndex } from '../../gateway/db/drizzle.ts';
 
 export interface RemoteIp {
   ip: string;
@@ -53,6 +53,11 @@ export const federations = sqliteTable(
     updatedAt: text('updated_at').notNull(),
     /** AES-256-GCM ciphertext (psk-vault.ts); null once the record is deleted. */
     pskEnc: text('psk_enc'),
+    /**
+     * The PSK's key id (psk-key-id.ts), public: an initiator names it in /remote/pair so the receiver checks the one
+     * record it names. Null once deleted, and on a record made before key ids until the owning process fills it in.
+     */
+    pskKeyId: text('psk_key_id'),
     /** The peer's platform CA, received only inside the PSK-signed handshake. */
     remoteCaPem: text('remote_ca_pem'),
     peerKcIssuerUrl: text('peer_kc_issuer_url'),
@@ -77,7 +82,19 @@ export const federations = sqliteTable(
     /** Mesh hardening both sides announced at pairing (gateway/mesh/features.ts); [] = base envelope only. */
     meshFeatures: text('mesh_features', { mode: 'json' }).$type<string[]>().notNull().default([]),
   },
-  (t) => [index('federations_status').on(t.status), index('federations_remote_cluster').on(t.remoteClusterId)],
+  (t) => [
+    index('federations_status').on(t.status),
+    index('federations_remote_cluster').on(t.remoteClusterId),
+    index('federations_psk_key_id').on(t.pskKeyId),
+    /**
+     * A declared peer owns at most one live record, whatever applies run at once: the database refuses the second
+     * (store.ts maps it to 409 federation_declared_exists). Disconnected and deleted ones may share the name: a
+     * replaced record stays beside its successor. Raw text, quoted for both engines (the PostgreSQL mirror reuses it).
+     */
+    uniqueIndex('federations_declared_live')
+      .on(t.declaredAs)
+      .where(sql.raw(`"declared_as" IS NOT NULL AND "status" IN ('WAITING', 'PAIRING', 'PAIRED')`)),
+  ],
 );
 
 export const federationUsers = sqliteTable(

@@ -13,6 +13,7 @@ import { type FederationContext, pskOf, requireRecord } from './context.ts';
 import { FederationErrors } from './errors.ts';
 import { expectAccepted, expectPeerIdentity } from './pairing.ts';
 import { callPeer } from './peer-client.ts';
+import { pskKeyId } from './psk-key-id.ts';
 import { pingPeer } from './reconcile.ts';
 import { type CreateBody, updatableFields } from './requests.ts';
 import type { RemoteIp } from './schema.ts';
@@ -63,7 +64,10 @@ const LOCAL_KC = [
 export class FederationService {
   constructor(private readonly ctx: FederationContext) {}
 
-  /** `declaredAs`: the peer name of the declared set that creates it (declared.ts), else null. */
+  /**
+   * `declaredAs`: the peer name of the declared set that creates it (declared.ts), else null. A declared peer that
+   * already has a live record is refused by the database, whoever made it meanwhile: 409 federation_declared_exists.
+   */
   create(principal: Principal, body: CreateBody, declaredAs: string | null = null) {
     const identity = this.identityOf(body);
     const problems = createProblems(body);
@@ -96,6 +100,7 @@ export class FederationService {
       createdBy: principal.username,
       updatedAt: at,
       pskEnc: this.ctx.vault.seal(id, body.preshared_key),
+      pskKeyId: pskKeyId(body.preshared_key),
       remoteCaPem: null,
       peerKcIssuerUrl: null,
       peerKcJwksUrl: null,
@@ -243,6 +248,7 @@ export class FederationService {
       status: 'DELETED',
       statusReason: 'deleted',
       pskEnc: null,
+      pskKeyId: null,
       updatedAt: at,
       lastActivity: at,
     });

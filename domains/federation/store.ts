@@ -1,7 +1,8 @@
 /** Drizzle queries of the federation domain behind narrow interfaces. */
 import { randomUUID } from 'node:crypto';
-import { and, asc, eq, inArray, isNotNull, lt, or, sql } from '../../gateway/db/drizzle.ts';
+import { and, asc, count, eq, inArray, isNotNull, isNull, lt, or, sql } from '../../gateway/db/drizzle.ts';
 import type { Db } from '../../gateway/db/open.ts';
+import { FederationErrors } from './errors.ts';
 import { clusterIdentity, federations, federationUsers, peerNonces } from './schema.ts';
 
 export type FederationRow = typeof federations.$inferSelect;
@@ -20,6 +21,13 @@ export interface FederationStore {
   byStatus(statuses: readonly FederationStatus[]): FederationRow[];
   byRemoteClusterId(remoteClusterId: string, statuses: readonly FederationStatus[]): FederationRow[];
   update(id: string, patch: Partial<Omit<FederationRow, 'id'>>): FederationRow;
+  /** WAITING records whose PSK has this key id (psk-key-id.ts), at most two: one is the record, two an ambiguity. */
+  waitingByKeyId(keyId: string): FederationRow[];
+  /** WAITING records whose key id is not known yet (made before key ids, not filled in yet), at most `limit`. */
+  waitingWithoutKeyId(limit: number): FederationRow[];
+  countByStatus(status: FederationStatus): number;
+  /** Records with a PSK but no key id (made before key ids). */
+  missingKeyId(): FederationRow[];
   /** Records a declared set manages (declared_as set), DELETED included. */
   declared(): FederationRow[];
   /** Removes DELETED records (and their allowlists) last updated before `before`; answers how many went. */
@@ -54,11 +62,32 @@ function containing(text: string) {
 /** Columns no cache reads: a write of only these is not a change (record-cache.ts). */
 const ACTIVITY = new Set(['lastActivity', 'lastPing']);
 
+/**
+ * Whether `error` is the database refusing a second live record for one declared peer (the unique index
+ * federations_declared_live): SQLite names the indexed column, PostgreSQL the index (SQLSTATE 23505, unique_violation,
+ * https://www.postgresql.org/docs/current/errcodes-appendix.html). The driver's error may be wrapped (`cause`).
+ */
+function isDeclaredConflict(error: unknown): boolean {
+  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined; e; e = e.cause as never) {
+    const message = typeof e.message === 'string' ? e.message : '';
+    if (e.code === 'SQLITE_CONSTRAINT_UNIQUE' && message.includes('federations.declared_as')) return true;
+    if (e.code === '23505' && message.includes('federations_declared_live')) return true;
+  }
+  return false;
+}
+
 /** `onWrite(id)` runs after every insert and update but those of activity alone (the mesh read cache). */
 export function createFederationStore(db: Db, onWrite: (id: string) => void): FederationStore {
+  const waiting = eq(federations.status, 'WAITING');
   return {
     insert(row) {
-      db.insert(federations).values(row).run();
+      try {
+        db.insert(federations).values(row).run();
+      } catch (error) {
+        if (row.declaredAs !== null && isDeclaredConflict(error))
+          throw FederationErrors.make.federation_declared_exists({ declared_as: row.declaredAs }, error);
+        throw error;
+      }
       onWrite(row.id);
     },
     get: (id) => db.select().from(federations).where(eq(federations.id, id)).get(),
@@ -89,6 +118,28 @@ export function createFederationStore(db: Db, onWrite: (id: string) => void): Fe
       if (!row) throw new Error(`federation ${id} vanished during update`);
       return row;
     },
+    waitingByKeyId: (keyId) =>
+      db
+        .select()
+        .from(federations)
+        .where(and(waiting, eq(federations.pskKeyId, keyId)))
+        .limit(2)
+        .all(),
+    waitingWithoutKeyId: (limit) =>
+      db
+        .select()
+        .from(federations)
+        .where(and(waiting, isNull(federations.pskKeyId)))
+        .limit(limit)
+        .all(),
+    countByStatus: (status) =>
+      db.select({ n: count() }).from(federations).where(eq(federations.status, status)).get()?.n ?? 0,
+    missingKeyId: () =>
+      db
+        .select()
+        .from(federations)
+        .where(and(isNotNull(federations.pskEnc), isNull(federations.pskKeyId)))
+        .all(),
     declared: () => db.select().from(federations).where(isNotNull(federations.declaredAs)).all(),
     purgeDeleted(before) {
       const gone = and(eq(federations.status, 'DELETED'), lt(federations.updatedAt, before));

@@ -1,13 +1,15 @@
 /**
  * What the owning process (the only one, or the primary under workers) does for federation on its own: purge
  * DELETED records once their retention passed, apply the declared set of the configuration at start (again, with
- * backoff, while a peer is still pending), and report names two PAIRED records share when that appears.
+ * backoff, while a peer is still pending), report names two PAIRED records share when that appears, and give records
+ * made before PSK key ids theirs.
  */
 import type { Config } from '../../gateway/config/schema.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
-import type { FederationContext } from './context.ts';
+import { type FederationContext, pskOf } from './context.ts';
 import { applyDeclared, type DeclaredDeps } from './declared.ts';
 import { readDeclaredFile } from './declared-file.ts';
+import { pskKeyId } from './psk-key-id.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -40,6 +42,18 @@ export function watchNameCollisions(ctx: FederationContext): void {
       'PAIRED federation records share a name: a mesh selector by that name is ambiguous, select by record id',
     );
   });
+}
+
+/**
+ * Gives every record made before PSK key ids its key id (psk-key-id.ts), once, at the owning process's start: a
+ * WAITING one is then found by an initiator that names it. Every process starts after the owner (workers are forked
+ * once it is up), so none answers a pair call before this ran.
+ */
+export function fillKeyIds(ctx: FederationContext): void {
+  for (const row of ctx.records.missingKeyId()) {
+    const key = pskOf(ctx, row);
+    if (key) ctx.records.update(row.id, { pskKeyId: pskKeyId(key) });
+  }
 }
 
 export function startUpkeep(

@@ -16,6 +16,7 @@ import { deployCommand } from './cli.ts';
 import { ServingErrors } from './errors.ts';
 import { type FrontendDeps, frontendMount, operatorMount } from './frontend.ts';
 import { declareHealthGauge, HealthProber } from './health.ts';
+import { replicasOf } from './input.ts';
 import { LegacyListeners } from './legacy.ts';
 import { answerLegacyCalls, OwnedLegacyPorts } from './legacy-owned.ts';
 import { OpenStreams } from './open-streams.ts';
@@ -61,6 +62,24 @@ function readVerdicts(
   }, VERDICTS_MS);
   timer.unref();
   return timer;
+}
+
+/** A deployment's id (service.ts makes them with randomUUID); the planes of the operator services have names. */
+const DEPLOYMENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * A deployment changed, here or in another process (the change feed tells every process, the writer's included):
+ * deleted, its plane is retired; served by other replicas now, its plane is rebuilt at once rather than at its next
+ * request, so the pools of origins it left are released either way.
+ */
+function followDeployment(store: ReturnType<typeof createDeploymentStore>, planes: DataPlanes, id: string): void {
+  if (!planes.has(id)) return;
+  const row = store.get(id);
+  if (!row) planes.retire(id);
+  else {
+    const { maxConcurrent, queueTimeoutMs } = row;
+    planes.plane({ label: row.id, replicas: replicasOf(row), maxConcurrent, queueTimeoutMs });
+  }
 }
 
 /** How many deployments a caller may see (cluster capabilities). */
@@ -144,8 +163,12 @@ export const servingModule: HandlerModule = {
     deps.feed.subscribe('deployments', (id) => {
       deployments.forget(id);
       prober?.probeSoon(id);
+      followDeployment(store, planes, id);
     });
-    deps.feed.onReset('deployments', () => deployments.forget());
+    deps.feed.onReset('deployments', () => {
+      deployments.forget();
+      for (const label of planes.labels()) if (DEPLOYMENT_ID.test(label)) followDeployment(store, planes, label);
+    });
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));
     const streams = new OpenStreams(STREAM_SWEEP_MS);

@@ -4,6 +4,8 @@
  * deployment share them), rebuilt when its replicas change, and its gate carried over so requests in flight stay
  * counted. Pools are per replica origin and protocol: `h2c://` replicas get cleartext HTTP/2 with prior knowledge
  * (few connections, many streams each, as gRPC needs); `https://` ones HTTP/2 when the replica selects it by ALPN.
+ * A pool lives while some plane uses it: a deployment deleted (`retire`) or moved to other replicas releases the
+ * pools no other deployment shares.
  */
 import { Pool } from 'undici';
 import { Balancer, type OutlierSettings, Replica } from './balancer.ts';
@@ -45,6 +47,8 @@ export class Plane {
 export class DataPlanes {
   readonly #pools = new Map<string, { pool: Pool; label: string }>();
   readonly #planes = new Map<string, Plane>();
+  /** Released pools still finishing the requests they carry. */
+  readonly #closing = new Set<Pool>();
   readonly observed: ProxyObservability;
 
   constructor(
@@ -80,9 +84,34 @@ export class DataPlanes {
       plane?.gate ?? new AdmissionGate(capacity, queueTimeoutMs, spec.label, this.observed.inFlight.labels(spec.label));
     gate.capacity = capacity;
     gate.queueTimeoutMs = queueTimeoutMs;
+    const replaced = plane !== undefined;
     plane = new Plane(signature, new Balancer(replicas), gate, plane?.budget ?? new RetryBudget());
     this.#planes.set(spec.label, plane);
+    if (replaced) this.#releaseUnused();
     return plane;
+  }
+
+  /** Whether `label` has a plane in this process (a deployment it has served since it started). */
+  has(label: string): boolean {
+    return this.#planes.has(label);
+  }
+
+  /** The labels with a plane: deployment ids, and the operator services' names. */
+  labels(): string[] {
+    return [...this.#planes.keys()];
+  }
+
+  /**
+   * A deployment that is gone: its plane leaves (its balancer stops probing), its series leave the metrics, and the
+   * pools no other plane uses are released.
+   */
+  retire(label: string): void {
+    const plane = this.#planes.get(label);
+    if (!plane) return;
+    plane.balancer.close();
+    this.#planes.delete(label);
+    this.observed.forget(label, () => plane.gate.active + plane.gate.waiting > 0);
+    this.#releaseUnused();
   }
 
   /** The primary's verdicts (health.ts): a replica ejected by its probes leaves every process's rotation. */
@@ -95,9 +124,40 @@ export class DataPlanes {
   async close(): Promise<void> {
     for (const plane of this.#planes.values()) plane.balancer.close();
     this.#planes.clear();
-    const pools = [...this.#pools.values()];
+    const pools = [...this.#pools.values()].map((p) => p.pool);
     this.#pools.clear();
-    await Promise.all(pools.map((p) => p.pool.destroy()));
+    pools.push(...this.#closing);
+    this.#closing.clear();
+    await Promise.all(pools.map((pool) => pool.destroy()));
+  }
+
+  /**
+   * Closes the pools no plane uses, gracefully (undici's `Pool.close`): idle keep-alive connections close at once,
+   * busy ones once the requests they carry end, which costs nothing to arrange and cuts no answer short (a deleted
+   * deployment's open streams are cut by their own access check). A shared pool is named after a plane still using it.
+   */
+  #releaseUnused(): void {
+    const users = new Map<Pool, string[]>();
+    for (const [label, plane] of this.#planes)
+      for (const { pool } of plane.balancer.replicas) {
+        const labels = users.get(pool);
+        if (!labels) users.set(pool, [label]);
+        else if (!labels.includes(label)) labels.push(label);
+      }
+    for (const [key, entry] of this.#pools) {
+      const labels = users.get(entry.pool);
+      if (labels) {
+        if (!labels.includes(entry.label)) entry.label = labels[0] as string;
+        continue;
+      }
+      this.#pools.delete(key);
+      this.#closing.add(entry.pool);
+      // A pool destroyed by close() meanwhile rejects its close: it is gone either way.
+      void entry.pool
+        .close()
+        .catch(() => {})
+        .finally(() => this.#closing.delete(entry.pool));
+    }
   }
 
   /** One keep-alive pool per replica origin and protocol; `label` names it in the metrics when this call creates it. */

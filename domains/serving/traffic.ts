@@ -39,6 +39,11 @@ export class RequestCounts {
     return this.#cells.entries();
   }
 
+  /** A deleted deployment's cell: its requests not flushed yet would be skipped by the store anyway. */
+  forget(label: string): void {
+    this.#cells.delete(label);
+  }
+
   /** This process's requests to `label` that the table does not hold yet. */
   unflushed(label: string): number {
     const cell = this.#cells.get(label);

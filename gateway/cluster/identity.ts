@@ -46,6 +46,12 @@ export class ClusterIdentity {
     private readonly sql: SqlConnection,
     private readonly nodeKey: Buffer,
     private readonly roots: readonly IdentityRoot[],
+    /**
+     * Database path prefixes whose files their own code publishes (publishUnder), each under its own lock: a start's
+     * publish neither writes nor removes them, so a node starting while another node renews a certificate never
+     * puts back the files it pulled before the renewal. pull() writes them as any other.
+     */
+    private readonly managed: readonly string[] = [],
   ) {
     if (nodeKey.length !== 32) throw new Error('the node key must be 32 bytes');
   }
@@ -97,12 +103,27 @@ export class ClusterIdentity {
 
   /** Makes the database hold exactly this node's files (added, changed and removed ones), in one transaction. */
   publish(): void {
-    const local = new Map(this.#localFiles().map((f) => [f.path, f]));
-    const stored = new Map(
-      (this.sql.prepare('SELECT path, digest FROM cluster_files').all() as { path: string; digest: string }[]).map(
-        (row) => [row.path, row.digest],
-      ),
-    );
+    this.#publishWhere((path) => !this.managed.some((prefix) => path.startsWith(prefix)));
+  }
+
+  /**
+   * Makes the database hold this node's copy of exactly the named paths (each under a managed prefix): upserted
+   * where it differs, removed where this node has no such file. Paths not named are left as they are.
+   */
+  publishPaths(paths: readonly string[]): void {
+    for (const path of paths) {
+      if (!this.managed.some((prefix) => path.startsWith(prefix))) {
+        throw new Error(`cluster identity: ${path} is not under a managed prefix`);
+      }
+    }
+    const named = new Set(paths);
+    this.#publishWhere((path) => named.has(path));
+  }
+
+  #publishWhere(included: (path: string) => boolean): void {
+    const local = new Map(this.#localFiles().flatMap((f) => (included(f.path) ? [[f.path, f] as const] : [])));
+    const rows = this.sql.prepare('SELECT path, digest FROM cluster_files').all() as { path: string; digest: string }[];
+    const stored = new Map(rows.flatMap((row) => (included(row.path) ? [[row.path, row.digest] as const] : [])));
     const upsert = this.sql.prepare(
       'INSERT INTO cluster_files (path, sealed, digest, updated_at) VALUES (?, ?, ?, ?) ' +
         'ON CONFLICT (path) DO UPDATE SET sealed = excluded.sealed, digest = excluded.digest, ' +

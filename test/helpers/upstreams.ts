@@ -15,7 +15,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import { type AddressInfo, createServer as createNetServer } from 'node:net';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { WebSocketServer } from 'ws';
 import type { After, TestGateway } from './gateway.ts';
 
@@ -325,4 +325,25 @@ export async function deployLegacy(gw: TestGateway, body: Record<string, unknown
     return res.json;
   }
   throw new Error('no free legacy port in 20 attempts');
+}
+
+/**
+ * A holding upstream (GET /held, GET /quick) that never closes an idle connection itself, counting the connections
+ * requests came on: those open, and all it took.
+ */
+export async function startCountingServer(t: After) {
+  const up = await startHoldingServer(t);
+  // 0: no idle timeout (https://nodejs.org/api/http.html#serverkeepalivetimeout); only the gateway closes them.
+  up.server.keepAliveTimeout = 0;
+  // Connections that carried a request: the health probes' TCP connects (closed at once) are not the pool's.
+  const counted = Object.assign(up, { open: 0, accepted: 0 });
+  const seen = new WeakSet<Socket>();
+  up.server.prependListener('request', ({ socket }: { socket: Socket }) => {
+    if (seen.has(socket)) return;
+    seen.add(socket);
+    counted.accepted++;
+    counted.open++;
+    socket.once('close', () => counted.open--);
+  });
+  return counted;
 }

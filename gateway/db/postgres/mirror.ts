@@ -46,11 +46,13 @@ function mirrorTable(table: SqliteTable, mirror: (table: SqliteTable) => PgTable
   return pgCore.pgTable(config.name, columns, (t) => {
     const at = (column: { name: string }) => t[column.name] as import('drizzle-orm/pg-core').PgColumn;
     return [
-      ...config.indexes.map(({ config: index }) =>
-        (index.unique ? pgCore.uniqueIndex : pgCore.index)(index.name).on(
+      ...config.indexes.map(({ config: index }) => {
+        const built = (index.unique ? pgCore.uniqueIndex : pgCore.index)(index.name).on(
           ...((index.columns as SqliteColumn[]).map(at) as [never]),
-        ),
-      ),
+        );
+        // A partial index's condition, written for both engines by its table (raw SQL, no column objects).
+        return index.where ? built.where(index.where) : built;
+      }),
       ...config.primaryKeys.map((key) => pgCore.primaryKey({ columns: key.columns.map(at) as [never] })),
       ...config.foreignKeys.map((key) => {
         const reference = key.reference();

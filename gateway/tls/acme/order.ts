@@ -12,6 +12,7 @@ import { Agent } from 'node:https';
 import type { Config } from '../../config/schema.ts';
 import type { ServerKeyPair } from '../serving-certificate.ts';
 import { certificateId } from './certificate-id.ts';
+import { explained, withoutAnswer } from './reach.ts';
 import { checkIssued } from './store.ts';
 
 type AcmeSettings = Config['tls']['acme'];
@@ -24,7 +25,12 @@ const REQUEST_TIMEOUT_MS = 30_000;
 /** A challenge being answered: what the HTTP-01 listener or the HTTPS listener must serve until it is withdrawn. */
 export type PendingChallenge =
   | { readonly type: 'http-01'; readonly name: string; readonly token: string; readonly keyAuthorization: string }
-  | { readonly type: 'tls-alpn-01'; readonly name: string; readonly pair: ServerKeyPair };
+  | {
+      readonly type: 'tls-alpn-01';
+      readonly name: string;
+      readonly keyAuthorization: string;
+      readonly pair: ServerKeyPair;
+    };
 
 export interface ChallengeResponder {
   /** Resolves once every process that serves the challenge's port answers it. */
@@ -52,9 +58,10 @@ export async function openAcmeSession(
   responder: ChallengeResponder,
 ): Promise<AcmeSession> {
   const acme = (await import('acme-client')).default;
-  if (settings.directoryCaFile !== null) {
+  const caPem = settings.directoryCaFile === null ? null : readFileSync(settings.directoryCaFile, 'utf8');
+  if (caPem !== null) {
     // acme-client sends every request through its one axios instance; the CA file is the trust for all of them.
-    acme.axios.defaults.httpsAgent = new Agent({ ca: readFileSync(settings.directoryCaFile, 'utf8') });
+    acme.axios.defaults.httpsAgent = new Agent({ ca: caPem });
   }
   // A CA that is away fails the order soon, and the renewal loop's backoff takes over (its default would retry each
   // request five times over 75 s); a Retry-After the CA sends is still followed.
@@ -83,16 +90,32 @@ export async function openAcmeSession(
       .catch(() => client.createAccount({ termsOfServiceAgreed: true, ...contact }))
       .catch((error: unknown) => {
         account = null;
+        // A CA that binds accounts (RFC 8555 §7.3.4) answers a wrong key id or MAC key with a JWS error of its own
+        // words: say which setting it is about.
+        if (binding && !withoutAnswer(error)) {
+          throw new Error(
+            `the CA refused the account's external account binding (key id ${binding.keyId}; ` +
+              `tls.acme.externalAccountBinding): ${(error as Error).message}`,
+          );
+        }
         throw error;
       });
     return account;
   };
+  const directoryUrl = settings.directoryUrl as string;
+  const named = async (error: unknown): Promise<never> => {
+    throw await explained(error, directoryUrl, caPem);
+  };
   return {
     async order(names, replaces, signal) {
-      await ensureAccount();
-      return orderOnce(acme, client, { settings, responder, signal }, names, replaces);
+      try {
+        await ensureAccount();
+        return await orderOnce(acme, client, { settings, responder, signal }, names, replaces);
+      } catch (error) {
+        return named(error);
+      }
     },
-    renewalWindow: (certificate) => renewalWindow(client, certificate),
+    renewalWindow: (certificate) => renewalWindow(client, certificate).catch(named),
   };
 }
 
@@ -132,7 +155,7 @@ async function orderOnce(
     const pending: PendingChallenge =
       challenge.type === 'http-01'
         ? { type: 'http-01', name, token: (challenge as { token: string }).token, keyAuthorization }
-        : { type: 'tls-alpn-01', name, pair: await alpnPair(acme, authorization, keyAuthorization) };
+        : { type: 'tls-alpn-01', name, keyAuthorization, pair: await alpnPair(acme, authorization, keyAuthorization) };
     await responder.present(pending);
     try {
       await client.completeChallenge(challenge);
@@ -150,6 +173,15 @@ async function orderOnce(
   const pair = { certPem: await client.getCertificate(finalized), keyPem: keyBuffer.toString() };
   checkIssued(pair, names, new Date());
   return pair;
+}
+
+/** The TLS-ALPN-01 certificate (RFC 8737 §3) for a challenge another node of the cluster is answering. */
+export async function alpnChallengeFor(name: string, keyAuthorization: string): Promise<PendingChallenge> {
+  const acme = (await import('acme-client')).default;
+  const authorization = { identifier: { type: 'dns', value: name } } as Parameters<
+    AcmeModule['crypto']['createAlpnCertificate']
+  >[0];
+  return { type: 'tls-alpn-01', name, keyAuthorization, pair: await alpnPair(acme, authorization, keyAuthorization) };
 }
 
 async function alpnPair(

@@ -11,6 +11,7 @@
 import { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import { checkKeyPair, type ServerKeyPair } from '../serving-certificate.ts';
+import type { AcmeCluster } from './cluster.ts';
 import type { AcmeSession } from './order.ts';
 import { type AcmeStatus, type AcmeStore, certificateNames } from './store.ts';
 
@@ -34,6 +35,8 @@ export interface RenewalOptions {
   /** A new certificate, checked and stored: serve it. */
   readonly onIssued: (pair: ServerKeyPair) => void | Promise<void>;
   readonly onFailure: () => void;
+  /** PostgreSQL nodes (cluster.ts): one orders under the lock, the others adopt() what it published. */
+  readonly cluster?: AcmeCluster;
 }
 
 /** The stored certificate, valid now, its key its own: null when there is none such (or it cannot be read). */
@@ -109,6 +112,9 @@ export class RenewalLoop {
   #running: Promise<void> = Promise.resolve();
   #status: AcmeStatus;
   #statusWriteFailing = false;
+  /** The serial of the ACME certificate this process serves (null: none yet). */
+  #served: string | null = null;
+  #ordering = false; // this node holds the cluster's order lock
 
   constructor(options: RenewalOptions) {
     this.#options = options;
@@ -124,9 +130,37 @@ export class RenewalLoop {
     const now = this.#options.now();
     const backoff = this.#backoffUntil();
     const stored = usableStored(this.#options.store, this.#options.names, this.#options.directoryUrl, now);
+    this.#served = stored?.serialNumber ?? null;
+    // On a cluster, the renewal time the ordering node published holds for every node.
+    const shared = stored && this.#options.cluster ? this.#scheduledFor(stored) : null;
     if (backoff !== null && backoff > now.getTime()) this.#wakeAt(backoff);
     else if (stored === null) this.#wakeAt(now.getTime());
+    else if (shared !== null) this.#wakeAt(shared);
     else this.#run(this.#schedule(stored));
+  }
+
+  /**
+   * Another node published ACME files (its certificate, or its failure): serve a certificate not served yet, and
+   * wake when the shared status says. Ignored while this node orders (what it reads back is its own).
+   */
+  async adopt(): Promise<void> {
+    if (this.#closing.signal.aborted || this.#ordering) return;
+    const { store, names, directoryUrl, now } = this.#options;
+    this.#status = store.status();
+    const stored = usableStored(store, names, directoryUrl, now());
+    if (stored !== null) await this.#serveStored(stored);
+    const backoff = this.#backoffUntil();
+    const scheduled = stored === null ? null : this.#scheduledFor(stored);
+    if (backoff !== null && backoff > now().getTime()) this.#wakeAt(backoff);
+    else if (scheduled !== null) this.#wakeAt(scheduled);
+  }
+
+  /** The cluster's next renewal of `certificate`, when the shared status holds one for it. */
+  #scheduledFor(certificate: X509Certificate): number | null {
+    const { serial, nextRenewal } = this.#status;
+    if (serial !== certificate.serialNumber || nextRenewal === null || this.#status.failures > 0) return null;
+    const at = new Date(nextRenewal).getTime();
+    return Number.isNaN(at) ? null : at;
   }
 
   /** Stops: a running order is abandoned (its next step fails), a pending one never begins. */
@@ -168,7 +202,92 @@ export class RenewalLoop {
     this.#timer.unref();
   }
 
+  /**
+   * On a cluster: the order lock first. Held by another node, this one waits for what that node publishes (adopt),
+   * looking again after retryMinMs in case that node died before publishing. Taken, the store is brought up to the
+   * database's, and an order goes ahead only if no other node renewed meanwhile; what it leaves (certificate,
+   * status, or the failure and its backoff) is published before the lock is released.
+   */
   async #renew(): Promise<void> {
+    const { cluster, logger, now } = this.#options;
+    if (cluster === undefined) return this.#order();
+    let locked = false;
+    try {
+      locked = cluster.tryLock();
+    } catch (error) {
+      logger.warn({ err: messageOf(error) }, 'ACME: the cluster order lock could not be asked for; trying again');
+    }
+    if (!locked) {
+      logger.info('ACME order left to the node holding the cluster order lock');
+      this.#wakeAt(now().getTime() + this.#options.retryMinMs);
+      return;
+    }
+    this.#ordering = true;
+    let settled: boolean;
+    try {
+      cluster.pull();
+      this.#status = this.#options.store.status();
+      settled = await this.#settledElsewhere();
+    } catch (error) {
+      logger.warn({ err: messageOf(error) }, "ACME: the cluster's ACME state could not be read; trying again");
+      this.#wakeAt(now().getTime() + this.#options.retryMinMs);
+      settled = true;
+    }
+    if (settled) {
+      this.#release(cluster, false);
+      return;
+    }
+    try {
+      await this.#order();
+    } finally {
+      this.#release(cluster, true);
+    }
+  }
+
+  /** Publishes what the order left (when one ran) and lets the next node order. */
+  #release(cluster: AcmeCluster, ordered: boolean): void {
+    const { logger } = this.#options;
+    this.#ordering = false;
+    try {
+      if (ordered) cluster.publish();
+    } catch (error) {
+      logger.error({ err: messageOf(error) }, 'ACME state could not be published to the other nodes');
+    }
+    try {
+      cluster.unlock();
+    } catch (error) {
+      // The lock is the session's: it goes with the connection the bridge replaces.
+      logger.warn({ err: messageOf(error) }, 'ACME: the cluster order lock could not be released');
+    }
+  }
+
+  /**
+   * True (and the next wake set) when the shared status holds a backoff or a renewal time not reached yet; a
+   * certificate another node obtained meanwhile is served.
+   */
+  async #settledElsewhere(): Promise<boolean> {
+    const { store, names, directoryUrl, now } = this.#options;
+    const stored = usableStored(store, names, directoryUrl, now());
+    const backoff = this.#backoffUntil();
+    const scheduled = stored === null ? null : this.#scheduledFor(stored);
+    const at = backoff !== null && backoff > now().getTime() ? backoff : scheduled;
+    if (at === null || at <= now().getTime()) return false;
+    if (stored !== null) await this.#serveStored(stored);
+    this.#wakeAt(at);
+    return true;
+  }
+
+  /** Serves the stored certificate when this process does not serve it yet. */
+  async #serveStored(stored: X509Certificate): Promise<void> {
+    const pair = this.#options.store.certificate();
+    if (pair === null || stored.serialNumber === this.#served) return;
+    this.#served = stored.serialNumber;
+    await this.#options.onIssued({ certPem: pair.certPem, keyPem: pair.keyPem });
+    const fields = { serial: stored.serialNumber, notAfter: stored.validToDate.toISOString() };
+    this.#options.logger.info(fields, 'ACME certificate another node obtained is served');
+  }
+
+  async #order(): Promise<void> {
     const { store, names, directoryUrl, now, logger } = this.#options;
     // RFC 9773 §5: an order names the certificate it replaces; not after a failure, which may be the CA not knowing
     // it (a CA that was reset), and never one from another directory (usableStored).
@@ -182,8 +301,9 @@ export class RenewalLoop {
       const ordered = this.#options.session().then((session) => session.order(names, replaces, signal));
       const pair = await untilAborted(ordered, signal);
       this.#store(pair);
-      await this.#options.onIssued(pair);
       const certificate = new X509Certificate(pair.certPem);
+      this.#served = certificate.serialNumber;
+      await this.#options.onIssued(pair);
       logger.info(
         { names, serial: certificate.serialNumber, notAfter: certificate.validToDate.toISOString() },
         'ACME certificate issued',

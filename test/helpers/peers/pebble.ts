@@ -25,6 +25,11 @@ export interface PebbleOptions {
   readonly tlsPort: number;
   /** Seconds a certificate of the `shortlived` profile is valid (default one day). */
   readonly shortLivedSeconds?: number;
+  /**
+   * External account binding (RFC 8555 §7.3.4) required, with these MAC keys by key id (base64url), as a CA that
+   * binds ACME accounts to its customers' accounts does.
+   */
+  readonly externalAccountKeys?: Readonly<Record<string, string>>;
 }
 
 export interface Pebble {
@@ -100,7 +105,8 @@ function pebbleConfig(bin: string, ports: { acme: number; management: number }, 
       httpPort: options.httpPort,
       tlsPort: options.tlsPort,
       ocspResponderURL: '',
-      externalAccountBindingRequired: false,
+      externalAccountBindingRequired: options.externalAccountKeys !== undefined,
+      ...(options.externalAccountKeys ? { externalAccountMACKeys: options.externalAccountKeys } : {}),
       retryAfter: { authz: 1, order: 1 },
       keyAlgorithm: 'ecdsa',
       profiles: {

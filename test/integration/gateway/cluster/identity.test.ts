@@ -88,3 +88,36 @@ test('the node key file is read through a link (as a mounted secret is) and refu
   chmodSync(join(dir, 'key'), 0o644);
   assert.throws(() => readNodeKey({ file: join(dir, 'linked'), base64: null }), /readable by its owner only/);
 });
+
+test('a start’s publish leaves the ACME folder alone; publishPaths writes only the paths it names', async (t) => {
+  const { sql } = await openTestDatabase(t, 'postgres');
+  const key = randomBytes(32);
+  const dirs = [1, 2].map(() => mkdtempSync(join(tmpdir(), 'meshgate-identity-')));
+  t.after(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+  const [orderer, starter] = dirs as [string, string];
+  const tls = (dir: string) => new ClusterIdentity(sql, key, [{ name: 'tls', dir: join(dir, 'tls') }], ['tls/acme/']);
+  for (const dir of dirs) mkdirSync(join(dir, 'tls', 'acme'), { recursive: true });
+  writeFileSync(join(orderer, 'tls', 'ca.pem'), 'cluster CA\n');
+  writeFileSync(join(orderer, 'tls', 'acme', 'certificate.pem'), 'first\n');
+  writeFileSync(join(orderer, 'tls', 'acme', 'status.json'), '{}\n');
+  tls(orderer).publish();
+  const paths = () => (sql.prepare('SELECT path FROM cluster_files ORDER BY path').pluck().all() as string[]).join(' ');
+  assert.equal(paths(), 'tls/ca.pem', 'a start does not publish the ACME folder');
+  tls(orderer).publishPaths(['tls/acme/certificate.pem']);
+  assert.equal(paths(), 'tls/acme/certificate.pem tls/ca.pem', 'only the path named');
+  // A node starts (its pull), the orderer renews meanwhile, and the start ends (its publish): the renewed
+  // certificate stays in the database, and the node's next pull takes it.
+  tls(starter).pull();
+  assert.equal(readFileSync(join(starter, 'tls', 'acme', 'certificate.pem'), 'utf8'), 'first\n');
+  writeFileSync(join(orderer, 'tls', 'acme', 'certificate.pem'), 'renewed\n');
+  tls(orderer).publishPaths(['tls/acme/certificate.pem']);
+  tls(starter).publish();
+  tls(starter).pull();
+  assert.equal(readFileSync(join(starter, 'tls', 'acme', 'certificate.pem'), 'utf8'), 'renewed\n');
+  assert.throws(() => tls(orderer).publishPaths(['tls/ca.pem']), /not under a managed prefix/);
+  rmSync(join(orderer, 'tls', 'acme', 'certificate.pem'));
+  tls(orderer).publishPaths(['tls/acme/certificate.pem']);
+  assert.equal(paths(), 'tls/ca.pem', 'a named path this node no longer has is removed');
+});
