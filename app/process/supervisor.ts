@@ -23,15 +23,17 @@ const READY_TIMEOUT_MS = 60_000;
 const EXIT_MARGIN_MS = 2000;
 
 /**
- * glibc's malloc settings for each worker, unless the environment sets them: one arena, trimmed above 128 KiB, as
- * bin/meshgate exports them. glibc reads them only from the environment at a process's start, so the single
- * executable, which cannot set them for itself, still gives them to the workers it forks, which hold the load
- * (bench/README.md, proxy: RSS per worker).
+ * glibc's malloc settings for each worker, unless the environment sets them: one arena, trimmed above 128 KiB,
+ * allocations up to 4 MiB from the arena rather than each its own mmap (a set trim threshold fixes glibc's otherwise
+ * dynamic mmap threshold at 128 KiB; packaging/meshgate.service), as bin/meshgate exports them. glibc reads them
+ * only from the environment at a process's start, so the single executable, which cannot set them for itself, still
+ * gives them to the workers it forks, which hold the load (bench/README.md, proxy: RSS per worker; retrieval).
  */
 export function workerMallocEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return {
     MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? '1',
     MALLOC_TRIM_THRESHOLD_: env.MALLOC_TRIM_THRESHOLD_ ?? '131072',
+    MALLOC_MMAP_THRESHOLD_: env.MALLOC_MMAP_THRESHOLD_ ?? '4194304',
   };
 }
 

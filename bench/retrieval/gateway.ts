@@ -148,6 +148,15 @@ function cpuTimes(pid: number | 'self'): { own: number; waited: number } {
   return { own: ((utime ?? 0) + (stime ?? 0)) / CLOCK_TICKS, waited: ((cutime ?? 0) + (cstime ?? 0)) / CLOCK_TICKS };
 }
 
+/**
+ * The process's minor page faults so far (/proc/<pid>/stat field 10): pages first touched. A buffer that is a
+ * fresh mmap each time (glibc's mmap threshold, bench/README.md retrieval) faults in every one of its pages.
+ */
+export function minorFaults(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+}
+
 /** User + system CPU seconds the process has used. */
 export function cpuSeconds(pid: number): number {
   return cpuTimes(pid).own;

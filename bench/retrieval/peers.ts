@@ -32,6 +32,7 @@ import {
   type BenchGateway,
   cpuSeconds,
   fillTable,
+  minorFaults,
   psqlToNowhere,
   rssMb,
   startBenchGateway,
@@ -74,6 +75,8 @@ interface Sample {
   /** The gateway's RSS at its highest during the read, in MB; 0 for a direct reader. */
   rssPeak: number;
   gatewayCpu: number;
+  /** The gateway's minor page faults during the read: 0 for a direct reader. */
+  gatewayFaults: number;
   clientCpu: number | null;
   postgresCpu: number;
   endpoints?: number;
@@ -178,6 +181,7 @@ async function main(): Promise<void> {
 async function sample(target: Target, table: string, n: number, postgresPid: number): Promise<Sample> {
   const { gateway } = target;
   const gatewayBefore = gateway ? cpuSeconds(gateway.pid) : 0;
+  const faultsBefore = gateway ? minorFaults(gateway.pid) : 0;
   const postgresBefore = treeCpuSeconds(postgresPid);
   let rssPeak = gateway ? rssMb(gateway.pid) : 0;
   const sampler = gateway ? setInterval(() => (rssPeak = Math.max(rssPeak, rssMb(gateway.pid))), 50) : null;
@@ -190,7 +194,8 @@ async function sample(target: Target, table: string, n: number, postgresPid: num
   return {
     seconds: run.seconds,
     rssPeak,
-    gatewayCpu: target.gateway ? cpuSeconds(target.gateway.pid) - gatewayBefore : 0,
+    gatewayCpu: gateway ? cpuSeconds(gateway.pid) - gatewayBefore : 0,
+    gatewayFaults: gateway ? minorFaults(gateway.pid) - faultsBefore : 0,
     clientCpu: run.value.clientCpu,
     postgresCpu: treeCpuSeconds(postgresPid) - postgresBefore,
     endpoints: run.value.endpoints,
@@ -215,9 +220,9 @@ async function measureSize(targets: readonly Target[], n: number, postgresPid: n
     '',
     `${n} rows, ${reps} rounds (median; best in brackets):`,
     '',
-    '| target | seconds | rows/s | × ADBC | gateway CPU-s / M rows | client CPU-s / M rows ' +
-      '| PostgreSQL CPU-s / M rows | gateway RSS growth, MB |',
-    '|---|---|---|---|---|---|---|---|',
+    '| target | seconds | rows/s | × ADBC | gateway CPU-s / M rows | gateway page faults / M rows ' +
+      '| client CPU-s / M rows | PostgreSQL CPU-s / M rows | gateway RSS growth, MB |',
+    '|---|---|---|---|---|---|---|---|---|',
     ...targets.map((target) =>
       reportLine(target, samples.get(target.name) ?? [], n, adbc, rssBase.get(target.name) ?? 0),
     ),
@@ -233,11 +238,13 @@ function reportLine(target: Target, list: readonly Sample[], n: number, adbc: nu
   };
   const parts = list[0]?.endpoints ? ` (${list[0].endpoints} endpoints)` : '';
   const gateway = target.gateway ? perM((s) => s.gatewayCpu) : '—';
+  const faults = target.gateway ? String(Math.round((median(list.map((s) => s.gatewayFaults)) * 1e6) / n)) : '—';
   const growth = target.gateway ? (Math.max(...list.map((s) => s.rssPeak)) - rssBase).toFixed(0) : '—';
   return (
     `| ${target.name}${parts} | ${seconds.toFixed(3)} [${best.toFixed(3)}] ` +
     `| ${(n / seconds / 1e6).toFixed(2)} M ` +
-    `| ${(adbc / seconds).toFixed(2)} [${(adbc / best).toFixed(2)}] | ${gateway} | ${perM((s) => s.clientCpu)} ` +
+    `| ${(adbc / seconds).toFixed(2)} [${(adbc / best).toFixed(2)}] | ${gateway} | ${faults} ` +
+    `| ${perM((s) => s.clientCpu)} ` +
     `| ${perM((s) => s.postgresCpu)} | ${growth} |`
   );
 }

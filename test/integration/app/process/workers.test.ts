@@ -3,7 +3,7 @@
  * and serve; a worker killed under load is replaced (the failed requests are
  * counted and bounded); a reload under a steady load fails nothing and
  * resets no stream; a job submitted on one worker is cancelled on another;
- * SIGTERM stops every process.
+ * SIGTERM stops every process. Every worker has glibc's malloc settings.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -49,6 +49,12 @@ test(
     const primary = served.child.pid as number;
     const workers = workerPids(primary);
     assert.equal(workers.length, 2, 'two workers');
+    // glibc's malloc settings reach every worker, the mmap threshold with the trim threshold it belongs with.
+    for (const pid of workers) {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      for (const setting of ['MALLOC_ARENA_MAX=1', 'MALLOC_TRIM_THRESHOLD_=131072', 'MALLOC_MMAP_THRESHOLD_=4194304'])
+        assert.ok(environ.includes(setting), `worker ${pid}: ${setting}`);
+    }
     assert.equal(statSync(join(dir, 'meshgate.pid')).mode & 0o777, 0o600);
     // New connections are spread over the workers (by address hash, or in turn): a few reach both.
     const seen = new Set<number>();

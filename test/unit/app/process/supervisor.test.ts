@@ -8,9 +8,17 @@ test('restart backoff: 100 ms, doubling per consecutive failure, at most 10 s', 
 });
 
 test("each worker gets the launcher's malloc settings unless the environment sets them", () => {
-  assert.deepEqual(workerMallocEnv({}), { MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072' });
-  assert.deepEqual(workerMallocEnv({ MALLOC_ARENA_MAX: '4', MALLOC_TRIM_THRESHOLD_: '0' }), {
-    MALLOC_ARENA_MAX: '4',
-    MALLOC_TRIM_THRESHOLD_: '0',
+  assert.deepEqual(workerMallocEnv({}), {
+    MALLOC_ARENA_MAX: '1',
+    MALLOC_TRIM_THRESHOLD_: '131072',
+    MALLOC_MMAP_THRESHOLD_: '4194304',
   });
+  assert.deepEqual(
+    workerMallocEnv({ MALLOC_ARENA_MAX: '4', MALLOC_TRIM_THRESHOLD_: '0', MALLOC_MMAP_THRESHOLD_: '0' }),
+    {
+      MALLOC_ARENA_MAX: '4',
+      MALLOC_TRIM_THRESHOLD_: '0',
+      MALLOC_MMAP_THRESHOLD_: '0',
+    },
+  );
 });
