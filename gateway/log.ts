@@ -37,6 +37,13 @@ export const REDACT_PATHS = [
  */
 const BLOCK_BYTES = 65_536;
 const FLUSH_MS = 1000;
+/**
+ * How long the exit may wait for stdout's reader: a pipe is non-blocking and answers EAGAIN while full (a block is
+ * as large as Linux's default pipe buffer), so the last lines are written as the reader drains it, as sonic-boom's
+ * own synchronous flush retries.
+ */
+const EXIT_WRITE_WAIT_MS = 2000;
+const EXIT_WRITE_PAUSE_MS = 10;
 
 /** Where access-log lines go: one JSON line each, written only when the log level admits `info`. */
 export interface AccessSink {
@@ -126,9 +133,31 @@ class GatheredLines {
     this.stdout.flush();
   }
 
-  /** At exit, when the destination has written its buffer and no event loop is left to write through it. */
+  /**
+   * At exit, when the destination has written its buffer and no event loop is left to write through it. Partial
+   * writes continue where they stopped; a reader that drains nothing for EXIT_WRITE_WAIT_MS loses the rest, and
+   * stderr says how much.
+   */
   writeOutSync(fd: number): void {
-    if (this.#lines !== '') writeSync(fd, this.#lines);
+    let rest = Buffer.from(this.#lines);
     this.#lines = '';
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let waited = 0; rest.length > 0; ) {
+      try {
+        rest = rest.subarray(writeSync(fd, rest));
+        waited = 0;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || waited >= EXIT_WRITE_WAIT_MS) {
+          try {
+            writeSync(2, `meshgate: ${rest.length} bytes of access log not written at exit: ${String(error)}\n`);
+          } catch {
+            // stderr is gone too: nothing is left to say it on.
+          }
+          return;
+        }
+        Atomics.wait(pause, 0, 0, EXIT_WRITE_PAUSE_MS);
+        waited += EXIT_WRITE_PAUSE_MS;
+      }
+    }
   }
 }

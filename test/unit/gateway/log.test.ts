@@ -3,15 +3,16 @@
  * order with the gateway's own lines, after close() and when the process exits without it.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
 const LOG_MODULE = join(import.meta.dirname, '..', '..', '..', 'gateway', 'log.ts');
 
-/** Runs a process that writes `count` access lines with one of its own after every `every`, and returns its lines. */
-function linesOf(count: number, every: number, closeFirst: boolean): Array<{ msg: string; n: number }> {
-  const script = `
+/** A process that writes `count` access lines with one of its own after every `every`. */
+function scriptOf(count: number, every: number, closeFirst: boolean): string {
+  return `
     const { createLoggers } = await import(${JSON.stringify(LOG_MODULE)});
     const logs = createLoggers('info');
     for (let n = 0; n < ${count}; n++) {
@@ -19,13 +20,20 @@ function linesOf(count: number, every: number, closeFirst: boolean): Array<{ msg
       if (n % ${every} === 0) logs.logger.info({ n }, 'own');
     }
     if (${closeFirst}) logs.close();`;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    encoding: 'utf8',
-  });
-  return out
+}
+
+const parsed = (out: string) =>
+  out
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as { msg: string; n: number });
+
+/** Runs scriptOf's process and returns its lines. */
+function linesOf(count: number, every: number, closeFirst: boolean): Array<{ msg: string; n: number }> {
+  const script = scriptOf(count, every, closeFirst);
+  return parsed(
+    execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' }),
+  );
 }
 
 for (const closeFirst of [true, false]) {
@@ -44,3 +52,25 @@ for (const closeFirst of [true, false]) {
     assert.equal(lines.filter((line) => line.msg === 'own').length, Math.ceil(2000 / 97));
   });
 }
+
+test('lines gathered at exit reach a reader that drains the pipe late (a full pipe answers EAGAIN)', async () => {
+  const script = scriptOf(4000, 4000, false);
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // Nothing is read until the pipe has long been full: the exit's last block meets a pipe with no room.
+  child.stdout.pause();
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+  });
+  child.stdout.resume();
+  const [code] = await once(child, 'close');
+  assert.equal(code, 0);
+  const access = parsed(out).filter((line) => line.msg === 'request');
+  assert.deepEqual(
+    access.map((line) => line.n),
+    Array.from({ length: 4000 }, (_, n) => n),
+  );
+});
