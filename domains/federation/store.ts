@@ -83,9 +83,11 @@ function isDeclaredConflict(error: unknown): boolean {
 /**
  * A failed write without its parameters: drizzle's error (DrizzleQueryError) says `params:` in its message and keeps
  * them, and a record's are its sealed PSK and key id lookup, which no log line may carry. The query text (placeholders
- * only) stays, and so does the driver's error as `cause` with its code, so a caller still classifies it.
+ * only) stays, and so does the driver's error as `cause` with its code, so a caller still classifies it. (drizzle
+ * wraps the errors of its asynchronous drivers so; the synchronous one both engines use here throws the driver's
+ * own, which carries no parameter, but nothing in its API promises that it stays so.)
  */
-function withoutParams(error: unknown): unknown {
+export function withoutParams(error: unknown): unknown {
   if (!(error instanceof Error) || !('params' in error)) return error;
   const query = (error as { query?: unknown }).query;
   const bare = new Error(`Failed query: ${typeof query === 'string' ? query : '(federations)'}`, {
