@@ -7,10 +7,9 @@
  * apply again), 1 when one did, 2 on a usage error.
  */
 import { readFileSync } from 'node:fs';
-import { BlockList, isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { CliEnv } from '../../gateway/module.ts';
-import { Gateway, StepFailed } from './cli-gateway.ts';
+import { Gateway, StepFailed, urlRefusal } from './cli-gateway.ts';
 import type { PeerOutcome } from './declared.ts';
 import { DeclaredFileError, readDeclaredFile } from './declared-file.ts';
 
@@ -39,39 +38,6 @@ const NOT_COMPARED =
 
 function outcomeLine(o: PeerOutcome): string {
   return `${o.name}: ${o.outcome}${o.reason ? ` (${o.reason})` : ''}${o.federation_id ? ` ${o.federation_id}` : ''}`;
-}
-
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
-/** A host on this machine: plain http to it crosses no network (localhost, 127.0.0.0/8, ::1). */
-function isLoopback(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  if (host.toLowerCase() === 'localhost') return true;
-  const family = isIP(host);
-  return family !== 0 && LOOPBACK.check(host, family === 6 ? 'ipv6' : 'ipv4');
-}
-
-/**
- * Why `url` may not carry this apply, or null. Every apply sends the admin token, and a file with peers their PSKs;
- * over plain http both are readable and replaceable by anyone on the path (RFC 9110 §4.2.2: https is the scheme whose
- * connection is secured), so they go only over https, or plain http to a loopback host, which crosses no network.
- */
-export function urlRefusal(url: string, file: string): string | null {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return `--url ${url}: not a URL`;
-  }
-  if (parsed.protocol === 'https:') return null;
-  if (parsed.protocol !== 'http:') return `--url ${url}: use https://`;
-  if (isLoopback(parsed.hostname)) return null;
-  return (
-    `refusing to send the admin token and the PSKs of ${file} to ${parsed.origin} over plain http: ` +
-    'use https:// (plain http only to a loopback host)'
-  );
 }
 
 async function apply(file: string, values: Record<string, string | boolean | undefined>, env: CliEnv) {
@@ -112,7 +78,7 @@ export async function runApply(args: string[], env: CliEnv): Promise<number> {
     return 2;
   }
   try {
-    const refusal = urlRefusal(parsed.values.url, file);
+    const refusal = urlRefusal(parsed.values.url, '--url', `the admin token and the PSKs of ${file}`);
     if (refusal) {
       env.err(`meshgate: ${refusal}`);
       return 2;

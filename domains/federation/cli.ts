@@ -2,13 +2,14 @@
  * `meshgate federation pair`: the whole pairing procedure of the spec
  * ("Federation management", pairing procedure 1–4, then a ping) against two
  * running gateways over HTTPS. The PSK and the admin tokens are read from
- * files or stdin, never from argv, where `ps` would show them.
+ * files or stdin, never from argv, where `ps` would show them, and are sent
+ * only over https, or plain http to a loopback host (urlRefusal).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { CliCommand, CliEnv } from '../../gateway/module.ts';
 import { APPLY_USAGE, runApply } from './cli-apply.ts';
-import { Gateway, StepFailed } from './cli-gateway.ts';
+import { Gateway, StepFailed, urlRefusal } from './cli-gateway.ts';
 
 const USAGE = `meshgate federation pair
     --initiator-url <https://host:port> --initiator-token-file <file> [--initiator-ca <pem file>]
@@ -135,6 +136,13 @@ export const federationCommand: CliCommand = {
     const problems = missing(parsed.values);
     if (parsed.positionals[0] !== 'pair' || parsed.positionals.length !== 1 || problems.length > 0) {
       env.err(`${problems.length ? `meshgate: missing ${problems.join(', ')}\n` : ''}usage:\n${USAGE}`);
+      return 2;
+    }
+    const refusals = (['initiator-url', 'receiver-url'] as const)
+      .map((flag) => urlRefusal(parsed.values[flag] as string, `--${flag}`, 'the PSK and an admin token'))
+      .filter((refusal) => refusal !== null);
+    if (refusals.length > 0) {
+      env.err(refusals.map((refusal) => `meshgate: ${refusal}`).join('\n'));
       return 2;
     }
     try {

@@ -35,7 +35,10 @@ export interface PeerOutcome {
   status: string | null;
   /** Allowlist entries added, changed and revoked (planned on a dry run). */
   allowlist: { added: number; changed: number; revoked: number };
-  /** Why a step did not complete (a reason from ERRORS.md). */
+  /**
+   * Why a step did not complete (a reason from ERRORS.md); with outcome `unchanged`, `paired_by_another_apply`: an
+   * apply running at the same time paired the record, so this one had nothing left to do.
+   */
   reason?: string;
   /** Dry runs: the PSK will be set (a new record), or a record keeps one that was not compared with the file's. */
   psk?: 'will_be_set' | 'set_not_compared';
@@ -157,8 +160,11 @@ async function applyPeer(
   try {
     if (existing && !kept) await endRecord(deps, existing);
     row = existing && kept ? existing : createRecord(deps, principal, peer);
-    row = await pairIfDue(deps, principal, row);
+    const paired = await pairIfDue(deps, principal, row);
+    row = paired.row;
     await syncAllowlist(deps, row.id, allowlistPlan(ctx, row.id, peer));
+    if (paired.byAnother)
+      return { ...result, outcome: 'unchanged', reason: PAIRED_ELSEWHERE, federation_id: row.id, status: row.status };
     const outcome = result.action === 'keep' ? 'unchanged' : row.status.toLowerCase();
     return { ...result, outcome, federation_id: row.id, status: row.status };
   } catch (error) {
@@ -186,10 +192,38 @@ function stopped(ctx: FederationContext, row: FederationRow | undefined, error: 
   };
 }
 
-async function pairIfDue(deps: DeclaredDeps, principal: Principal, row: FederationRow): Promise<FederationRow> {
-  if (row.role !== 'initiator' || row.status !== 'PAIRING') return row;
-  await pair(deps.ctx, principal, row.id);
-  return deps.ctx.records.get(row.id) as FederationRow;
+const PAIRED_ELSEWHERE = 'paired_by_another_apply';
+
+/** Pair calls of declared records in flight in this process, by record id: a second apply waits for the first's. */
+const pairsInFlight = new Map<string, Promise<unknown>>();
+
+/**
+ * Pairs an initiator still in PAIRING. Two applies at once would each send a pair call for it, and the receiver,
+ * whose record the first made PAIRED, would refuse the second (invalid_signature: no WAITING record has that PSK any
+ * more). So an apply joins a pair call already in flight here, and one whose call fails while the record is PAIRED
+ * by then (an apply in another process, or one that finished in between) reports it as paired by that other apply.
+ */
+async function pairIfDue(
+  deps: DeclaredDeps,
+  principal: Principal,
+  row: FederationRow,
+): Promise<{ row: FederationRow; byAnother: boolean }> {
+  if (row.role !== 'initiator' || row.status !== 'PAIRING') return { row, byAnother: false };
+  let running = pairsInFlight.get(row.id);
+  const joined = running !== undefined;
+  if (!running) {
+    const started = pair(deps.ctx, principal, row.id).finally(() => pairsInFlight.delete(row.id));
+    pairsInFlight.set(row.id, started);
+    running = started;
+  }
+  try {
+    await running;
+  } catch (error) {
+    const current = deps.ctx.records.get(row.id);
+    if (current?.status === 'PAIRED') return { row: current, byAnother: true };
+    throw error;
+  }
+  return { row: deps.ctx.records.get(row.id) as FederationRow, byAnother: joined };
 }
 
 function createRecord(deps: DeclaredDeps, principal: Principal, peer: DeclaredPeer): FederationRow {

@@ -20,7 +20,7 @@ import { RecordCache } from './record-cache.ts';
 import { federationRoutes } from './routes.ts';
 import { FederationService } from './service.ts';
 import { createAllowlistStore, createFederationStore, createNonceStore, loadClusterIdentity } from './store.ts';
-import { fillKeyIds, startUpkeep, watchNameCollisions } from './upkeep.ts';
+import { fillKeyIds, reportDeclaredDuplicates, startUpkeep, watchNameCollisions } from './upkeep.ts';
 
 export { BROKERED_JOB_CANCELLER, type BrokeredJobCanceller } from './allowlist.ts';
 export { type AllowlistEntryView, FEDERATIONS, type FederationDirectory } from './directory.ts';
@@ -85,7 +85,10 @@ export const federationModule: HandlerModule = {
     const reconciler = owner && intervalMs > 0 ? new Reconciler(ctx, { intervalMs, outcomes }) : null;
     if (reconciler) cache.onChange((before, after) => reconciler.track(before, after));
     cache.reload();
-    if (owner) fillKeyIds(ctx);
+    if (owner) {
+      fillKeyIds(ctx);
+      reportDeclaredDuplicates(ctx);
+    }
     const upkeep = owner ? startUpkeep(declared, deps.config.federation, ctx.local.name) : null;
     deps.services.provide(FEDERATIONS, createDirectory(ctx, entries));
     const max = deps.config.limits.maxBodyBytes;

@@ -5,13 +5,14 @@
  * accepted signature is recorded once (replays are refused), and every
  * success answer carries a response signature binding it to the request.
  */
-import type { KeyObject } from 'node:crypto';
+import { type KeyObject, randomBytes } from 'node:crypto';
 import type { z } from 'zod';
 import { validate } from '../../gateway/http/body.ts';
 import {
   canonicalizeRequest,
   canonicalizeResponse,
   checkTimestamp,
+  pskKey,
   SIGNATURE_MAX_AGE_SECONDS,
   SIGNATURE_MAX_FUTURE_SECONDS,
   signatureMatches,
@@ -23,7 +24,7 @@ import { negotiateFeatures } from '../../gateway/mesh/features.ts';
 import { type FederationContext, pskOf } from './context.ts';
 import { FederationErrors } from './errors.ts';
 import { MESH_HEADERS } from './peer-client.ts';
-import { isKeyId } from './psk-key-id.ts';
+import { isKeyId, pskKeyId } from './psk-key-id.ts';
 import { disconnectRequest, pairRequest } from './requests.ts';
 import type { FederationRow } from './store.ts';
 
@@ -126,29 +127,56 @@ function parseBody<S extends z.ZodType>(schema: S, raw: Buffer): z.infer<S> {
  */
 export const UNKEYED_PAIR_CANDIDATES = 8;
 
+/** A key no record holds: a key id that names no record still costs one signature check (see pairSigner). */
+const NO_RECORD_KEY = pskKey(randomBytes(32).toString('hex'));
+
 /**
  * The WAITING record a pair call is for, proven by its signature, at a bounded number of HMACs: with a key id, the one
- * record that names it (one HMAC; two records sharing it share the PSK, psk_ambiguous once it verifies); without one,
- * every WAITING record while there are at most UNKEYED_PAIR_CANDIDATES, else a refusal. A key id that names no record
- * or a record whose PSK does not verify is the same refusal, invalid_signature.
+ * record whose lookup digest it gives (one HMAC; two records sharing it share the PSK, psk_ambiguous once it
+ * verifies); without one, every WAITING record while there are at most UNKEYED_PAIR_CANDIDATES, else a refusal. A key
+ * id that names no record, or a record whose PSK does not verify, is the same refusal, invalid_signature.
  */
 function pairSigner(ctx: FederationContext, call: SignedCall): { row: FederationRow; key: KeyObject } {
-  let candidates: FederationRow[];
-  if (call.keyId) {
-    if (!isKeyId(call.keyId)) throw MeshErrors.make.invalid_signature();
-    candidates = ctx.records.waitingByKeyId(call.keyId);
-  } else {
+  if (!call.keyId) {
     if (ctx.records.countByStatus('WAITING') > UNKEYED_PAIR_CANDIDATES)
       throw FederationErrors.make.pairing_key_id_required({ max_candidates: UNKEYED_PAIR_CANDIDATES });
-    candidates = ctx.records.byStatus(['WAITING']);
+    return onlySigner(ctx, call, ctx.records.byStatus(['WAITING']).slice(0, UNKEYED_PAIR_CANDIDATES));
   }
-  const checked = call.keyId ? candidates.slice(0, 1) : candidates.slice(0, UNKEYED_PAIR_CANDIDATES);
-  const matches = signers(ctx, call, checked);
-  ctx.pairChecks.inc(checked.length);
-  if (matches.length === 0) throw MeshErrors.make.invalid_signature();
-  const several = call.keyId ? candidates.length : matches.length;
-  if (several > 1) throw FederationErrors.make.psk_ambiguous({ candidates: several });
-  return matches[0] as { row: FederationRow; key: KeyObject };
+  if (!isKeyId(call.keyId)) throw MeshErrors.make.invalid_signature();
+  const named = ctx.records.waitingByKeyId(ctx.vault.keyIdLookup(call.keyId));
+  if (named.length > 0) {
+    const matches = signers(ctx, call, named.slice(0, 1));
+    ctx.pairChecks.inc(1);
+    if (matches.length === 0) throw MeshErrors.make.invalid_signature();
+    if (named.length > 1) throw FederationErrors.make.psk_ambiguous({ candidates: named.length });
+    return matches[0] as { row: FederationRow; key: KeyObject };
+  }
+  // A record no key id names yet (made by an older gateway on a shared database, during a rolling upgrade): the few
+  // such records are tried as an unkeyed call's would be. With none, a check under a key no record holds, so that a
+  // key id that names nothing costs what one that names a record does (its timing tells no hit from a miss).
+  const unkeyed = ctx.records.waitingWithoutKeyId(UNKEYED_PAIR_CANDIDATES);
+  if (unkeyed.length > 0) return onlySigner(ctx, call, unkeyed);
+  signatureMatches(NO_RECORD_KEY, canonicalOf(call), call.signature);
+  throw MeshErrors.make.invalid_signature();
+}
+
+/**
+ * The one record among `rows` whose PSK verifies the call (none: invalid_signature; several: psk_ambiguous). A record
+ * without a key id lookup gets its own now (from its PSK, not from the caller's header), so it is found by it next.
+ */
+function onlySigner(
+  ctx: FederationContext,
+  call: SignedCall,
+  rows: readonly FederationRow[],
+): { row: FederationRow; key: KeyObject } {
+  const matches = signers(ctx, call, rows);
+  ctx.pairChecks.inc(rows.length);
+  const match = matches[0];
+  if (!match) throw MeshErrors.make.invalid_signature();
+  if (matches.length > 1) throw FederationErrors.make.psk_ambiguous({ candidates: matches.length });
+  if (match.row.pskKeyId === null && match.row.role === 'receiver')
+    ctx.records.update(match.row.id, { pskKeyId: ctx.vault.keyIdLookup(pskKeyId(match.key)) });
+  return match;
 }
 
 /**

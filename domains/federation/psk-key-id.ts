@@ -1,9 +1,14 @@
 /**
- * The key id of a PSK: a public name for it that lets the receiver of an unauthenticated `/remote/pair` pick the one
- * WAITING record the call can be for and check its signature alone, rather than try every WAITING record's PSK (one
- * HMAC each, for anyone who sends a request). HMAC-SHA256 under the PSK itself over a fixed label, 128 bits in hex:
- * nothing about the PSK follows from it that a signed call under the PSK does not already show (both are HMACs under
- * it over known text), and no two PSKs in use share one by chance.
+ * The key id of a PSK: a name for it that lets the receiver of an unauthenticated `/remote/pair` pick the one WAITING
+ * record the call can be for and check its signature alone, rather than try every WAITING record's PSK (one HMAC each,
+ * for anyone who sends a request). HMAC-SHA256 under the PSK itself over a fixed label, 128 bits in hex, and no two
+ * PSKs in use share one by chance.
+ *
+ * What it tells: whoever sees it (the receiver, and anyone who can read the pair call: the bootstrap TLS does not
+ * verify the receiver's chain, so an active interceptor of that one call can) may test PSK guesses against it offline,
+ * one fast HMAC each, exactly as against the call's signature, which that party sees too. So it is sent only in the
+ * pair call, beside that signature, and never stored: the database keeps only its lookup digest, an HMAC under a key
+ * of this gateway's PSK vault (psk-vault.ts), which the database alone cannot test a guess against.
  */
 import { createHmac, type KeyObject } from 'node:crypto';
 

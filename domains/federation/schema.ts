@@ -42,7 +42,10 @@ export const federations = sqliteTable(
     /** The peer's own id for this pairing, from the signed handshake; mesh requests name the record by it. */
     remoteFederationId: text('remote_federation_id'),
     status: text('status', { enum: ['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED', 'DELETED'] }).notNull(),
-    /** Why the record left PAIRED (operator, peer, reconciliation); null while it never did. */
+    /**
+     * Why the record left PAIRED (operator, peer, reconciliation); null while it never did. `declared_duplicate`: the
+     * declared-set migration took it out of the set, ended if it was not PAIRED (data/migrations 0027).
+     */
     statusReason: text('status_reason'),
     /** The peer's name in the declared set (`meshgate federation apply`) that manages this record; null = by hand. */
     declaredAs: text('declared_as'),
@@ -54,8 +57,10 @@ export const federations = sqliteTable(
     /** AES-256-GCM ciphertext (psk-vault.ts); null once the record is deleted. */
     pskEnc: text('psk_enc'),
     /**
-     * The PSK's key id (psk-key-id.ts), public: an initiator names it in /remote/pair so the receiver checks the one
-     * record it names. Null once deleted, and on a record made before key ids until the owning process fills it in.
+     * The lookup digest of the PSK's key id (psk-key-id.ts): an HMAC under a key of the PSK vault (psk-vault.ts), so
+     * a reader of the database cannot test PSK guesses against it. An initiator names the key id in /remote/pair and
+     * the receiver checks the one record whose digest it gives. Set on WAITING receiver records only (the store clears
+     * it when the record leaves WAITING); on one made before key ids, filled in when the owning process starts.
      */
     pskKeyId: text('psk_key_id'),
     /** The peer's platform CA, received only inside the PSK-signed handshake. */

@@ -100,7 +100,8 @@ export class FederationService {
       createdBy: principal.username,
       updatedAt: at,
       pskEnc: this.ctx.vault.seal(id, body.preshared_key),
-      pskKeyId: pskKeyId(body.preshared_key),
+      // Only a WAITING receiver is looked up by key id (peer-protocol.ts); the store clears it when it leaves WAITING.
+      pskKeyId: body.role === 'receiver' ? this.ctx.vault.keyIdLookup(pskKeyId(body.preshared_key)) : null,
       remoteCaPem: null,
       peerKcIssuerUrl: null,
       peerKcJwksUrl: null,

@@ -20,13 +20,17 @@ export interface FederationStore {
   }): FederationRow[];
   byStatus(statuses: readonly FederationStatus[]): FederationRow[];
   byRemoteClusterId(remoteClusterId: string, statuses: readonly FederationStatus[]): FederationRow[];
+  /** A patch that moves the record out of WAITING also clears its key id lookup (only WAITING ones are found by it). */
   update(id: string, patch: Partial<Omit<FederationRow, 'id'>>): FederationRow;
-  /** WAITING records whose PSK has this key id (psk-key-id.ts), at most two: one is the record, two an ambiguity. */
-  waitingByKeyId(keyId: string): FederationRow[];
+  /**
+   * WAITING records whose PSK key id has this lookup digest (psk-vault.ts keyIdLookup), at most two: one is the
+   * record, two an ambiguity.
+   */
+  waitingByKeyId(lookup: string): FederationRow[];
   /** WAITING records whose key id is not known yet (made before key ids, not filled in yet), at most `limit`. */
   waitingWithoutKeyId(limit: number): FederationRow[];
   countByStatus(status: FederationStatus): number;
-  /** Records with a PSK but no key id (made before key ids). */
+  /** WAITING receiver records with a PSK but no key id lookup (made before key ids, or by an older gateway). */
   missingKeyId(): FederationRow[];
   /** Records a declared set manages (declared_as set), DELETED included. */
   declared(): FederationRow[];
@@ -76,6 +80,24 @@ function isDeclaredConflict(error: unknown): boolean {
   return false;
 }
 
+/**
+ * A failed write without its parameters: drizzle's error (DrizzleQueryError) says `params:` in its message and keeps
+ * them, and a record's are its sealed PSK and key id lookup, which no log line may carry. The query text (placeholders
+ * only) stays, and so does the driver's error as `cause` with its code, so a caller still classifies it. (drizzle
+ * wraps the errors of its asynchronous drivers so; the synchronous one both engines use here throws the driver's
+ * own, which carries no parameter, but nothing in its API promises that it stays so.)
+ */
+export function withoutParams(error: unknown): unknown {
+  if (!(error instanceof Error) || !('params' in error)) return error;
+  const query = (error as { query?: unknown }).query;
+  const bare = new Error(`Failed query: ${typeof query === 'string' ? query : '(federations)'}`, {
+    cause: error.cause,
+  });
+  const code = (error.cause as { code?: unknown } | undefined)?.code;
+  if (code !== undefined) Object.assign(bare, { code });
+  return bare;
+}
+
 /** `onWrite(id)` runs after every insert and update but those of activity alone (the mesh read cache). */
 export function createFederationStore(db: Db, onWrite: (id: string) => void): FederationStore {
   const waiting = eq(federations.status, 'WAITING');
@@ -85,8 +107,8 @@ export function createFederationStore(db: Db, onWrite: (id: string) => void): Fe
         db.insert(federations).values(row).run();
       } catch (error) {
         if (row.declaredAs !== null && isDeclaredConflict(error))
-          throw FederationErrors.make.federation_declared_exists({ declared_as: row.declaredAs }, error);
-        throw error;
+          throw FederationErrors.make.federation_declared_exists({ declared_as: row.declaredAs }, withoutParams(error));
+        throw withoutParams(error);
       }
       onWrite(row.id);
     },
@@ -113,16 +135,22 @@ export function createFederationStore(db: Db, onWrite: (id: string) => void): Fe
         .where(and(eq(federations.remoteClusterId, remoteClusterId), inArray(federations.status, [...statuses])))
         .all(),
     update(id, patch) {
-      const row = db.update(federations).set(patch).where(eq(federations.id, id)).returning().get();
+      const set = patch.status !== undefined && patch.status !== 'WAITING' ? { ...patch, pskKeyId: null } : patch;
+      let row: FederationRow | undefined;
+      try {
+        row = db.update(federations).set(set).where(eq(federations.id, id)).returning().get();
+      } catch (error) {
+        throw withoutParams(error);
+      }
       if (Object.keys(patch).some((k) => !ACTIVITY.has(k))) onWrite(id);
       if (!row) throw new Error(`federation ${id} vanished during update`);
       return row;
     },
-    waitingByKeyId: (keyId) =>
+    waitingByKeyId: (lookup) =>
       db
         .select()
         .from(federations)
-        .where(and(waiting, eq(federations.pskKeyId, keyId)))
+        .where(and(waiting, eq(federations.pskKeyId, lookup)))
         .limit(2)
         .all(),
     waitingWithoutKeyId: (limit) =>
@@ -130,6 +158,7 @@ export function createFederationStore(db: Db, onWrite: (id: string) => void): Fe
         .select()
         .from(federations)
         .where(and(waiting, isNull(federations.pskKeyId)))
+        .orderBy(asc(federations.createdAt), asc(federations.id))
         .limit(limit)
         .all(),
     countByStatus: (status) =>
@@ -138,7 +167,9 @@ export function createFederationStore(db: Db, onWrite: (id: string) => void): Fe
       db
         .select()
         .from(federations)
-        .where(and(isNotNull(federations.pskEnc), isNull(federations.pskKeyId)))
+        .where(
+          and(waiting, eq(federations.role, 'receiver'), isNotNull(federations.pskEnc), isNull(federations.pskKeyId)),
+        )
         .all(),
     declared: () => db.select().from(federations).where(isNotNull(federations.declaredAs)).all(),
     purgeDeleted(before) {

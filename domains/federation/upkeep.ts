@@ -1,8 +1,8 @@
 /**
  * What the owning process (the only one, or the primary under workers) does for federation on its own: purge
  * DELETED records once their retention passed, apply the declared set of the configuration at start (again, with
- * backoff, while a peer is still pending), report names two PAIRED records share when that appears, and give records
- * made before PSK key ids theirs.
+ * backoff, while a peer is still pending), report names two PAIRED records share when that appears and PAIRED
+ * duplicates of a declared peer, and give WAITING records without a PSK key id lookup theirs.
  */
 import type { Config } from '../../gateway/config/schema.ts';
 import { DEFAULT_TENANT, type Principal } from '../../gateway/principal.ts';
@@ -10,6 +10,9 @@ import { type FederationContext, pskOf } from './context.ts';
 import { applyDeclared, type DeclaredDeps } from './declared.ts';
 import { readDeclaredFile } from './declared-file.ts';
 import { pskKeyId } from './psk-key-id.ts';
+
+/** The status reason the declared-set migration gives the duplicates it takes out of the set (data/migrations). */
+export const DECLARED_DUPLICATE = 'declared_duplicate';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -45,15 +48,41 @@ export function watchNameCollisions(ctx: FederationContext): void {
 }
 
 /**
- * Gives every record made before PSK key ids its key id (psk-key-id.ts), once, at the owning process's start: a
- * WAITING one is then found by an initiator that names it. Every process starts after the owner (workers are forked
- * once it is up), so none answers a pair call before this ran.
+ * Gives every WAITING receiver record without a key id lookup its own (psk-key-id.ts), once, at the owning process's
+ * start: one made before key ids, or whose lookup a migration cleared (an earlier form was testable offline). It is
+ * then found by an initiator that names its key id. Every process starts after the owner (workers are forked once it
+ * is up), so none answers a pair call before this ran. A record whose PSK does not open (a damaged ciphertext, another
+ * vault key) is logged and skipped: it cannot pair either way, and the gateway still starts.
  */
 export function fillKeyIds(ctx: FederationContext): void {
   for (const row of ctx.records.missingKeyId()) {
-    const key = pskOf(ctx, row);
-    if (key) ctx.records.update(row.id, { pskKeyId: pskKeyId(key) });
+    try {
+      const key = pskOf(ctx, row);
+      if (key) ctx.records.update(row.id, { pskKeyId: ctx.vault.keyIdLookup(pskKeyId(key)) });
+    } catch (error) {
+      ctx.logger.error(
+        { federation_id: row.id, err: (error as Error).message },
+        'federation record PSK does not open: its key id is not filled in, and it cannot pair',
+      );
+    }
   }
+}
+
+/**
+ * Names, at the owning process's start, the PAIRED records the declared-set migration took out of the declared set
+ * (status_reason declared_duplicate): two applies had paired the same peer twice, and each pairing still works, so
+ * the migration ended neither. The operator keeps one and deletes the other (docs/federation.md).
+ */
+export function reportDeclaredDuplicates(ctx: FederationContext): void {
+  const duplicates = ctx.records
+    .byStatus(['PAIRED'])
+    .filter((r) => r.statusReason === DECLARED_DUPLICATE)
+    .map((r) => r.id);
+  if (duplicates.length === 0) return;
+  ctx.logger.warn(
+    { federation_ids: duplicates },
+    'PAIRED federation records duplicate a declared peer and are no longer declared: keep one pairing, delete the rest',
+  );
 }
 
 export function startUpkeep(

@@ -24,7 +24,8 @@ export const recordAnswer = z.object({
   status: z.enum(['WAITING', 'PAIRING', 'PAIRED', 'DISCONNECTED', 'DELETED']),
   status_reason: nullableText.describe(
     'why the record left PAIRED: operator_disconnect, operator_forced, peer_disconnect, peer_deleted, ' +
-      'peer_not_paired (a reconciliation ping: the peer no longer holds the pairing), deleted',
+      'peer_not_paired (a reconciliation ping: the peer no longer holds the pairing), deleted, ' +
+      'declared_duplicate (a second live record of one declared peer, taken out of the set by a migration)',
   ),
   declared_as: nullableText.describe('the peer name in the declared set that manages this record; null = by hand'),
   last_activity: nullableText,

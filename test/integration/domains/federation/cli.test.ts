@@ -107,3 +107,41 @@ test('federation pair reads the PSK from stdin, and stops at the failing step wi
   assert.equal(await federationCommand.run(['pair', ...args], usage), 2, 'a PSK source is required');
   assert.match(usage.errors.join('\n'), /--psk-file, --psk-stdin/);
 });
+
+test('federation pair sends no PSK or admin token over plain http but to a loopback host', async (t) => {
+  const a = await startPeer(t, 'fed-a');
+  const b = await startPeer(t, 'fed-b');
+  const args = (await files(t, a, b, 'unused')).slice(0, -2);
+  const plain = (flag: string, host: string, port: number) => {
+    const copy = [...args];
+    copy[copy.indexOf(flag) + 1] = `http://${host}:${port}`;
+    return copy;
+  };
+  let read = false;
+  for (const [flag, host, port] of [
+    ['--receiver-url', 'fed-b.test', b.port],
+    ['--initiator-url', 'fed-a.test', a.port],
+  ] as const) {
+    const env = {
+      ...cliEnv(a),
+      readStdin: async () => {
+        read = true;
+        return `${newPsk()}\n`;
+      },
+    };
+    const errors: string[] = [];
+    env.err = (line) => errors.push(line);
+    assert.equal(await federationCommand.run(['pair', ...plain(flag, host, port), '--psk-stdin'], env), 2);
+    assert.match(
+      errors.join('\n'),
+      new RegExp(`refusing to send the PSK and an admin token to http://${host}:\\d+ over plain http \\(${flag}\\)`),
+    );
+  }
+  assert.equal(read, false, 'the PSK was not even read');
+  for (const gw of [a, b])
+    assert.deepEqual(
+      (await gw.request('GET', '/api/cluster/federations', { token: await gw.adminToken() })).json,
+      [],
+      'nothing was sent',
+    );
+});

@@ -1,8 +1,8 @@
 /**
  * Declared federation under pressure, against real gateways: two applies at once leave one live record per peer (the
  * database refuses the second, and the apply that lost says so by name); a dry run plans the same whatever PSK it is
- * given, so it cannot be asked whether a guess is the stored one; and `meshgate federation apply` sends no secret
- * over plain http but to a loopback host.
+ * given, so it cannot be asked whether a guess is the stored one; two applies pairing one record report it paired,
+ * not failed; and `meshgate federation apply` sends no secret over plain http but to a loopback host.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,8 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { federations } from '../../../../domains/federation/schema.ts';
+import { eq } from '../../../../gateway/db/drizzle.ts';
 import { runMeshgate } from '../../../helpers/cli.ts';
 import { newPsk, SHARED_ISSUER, startPeer } from '../../../helpers/federation.ts';
 import type { TestGateway } from '../../../helpers/gateway.ts';
@@ -98,6 +100,60 @@ test('two applies at once: one live record per peer, and the apply that lost nam
     ],
     'an apply after the race converges',
   );
+});
+
+test('two applies pairing one PAIRING record: one pairs it, the other reports it paired by that apply', async (t) => {
+  const a = await startPeer(t, 'fed-a');
+  const b = await startPeer(t, 'fed-b');
+  const port = await silentPeer(t);
+  const psk = newPsk();
+  // Both applies wait on the silent peer's pair first, so they reach fed-b's pair together.
+  const peers = [
+    {
+      name: 'fed-silent',
+      role: 'initiator',
+      address: `127.0.0.1:${port}`,
+      hostname: 'fed-silent.test',
+      preshared_key: newPsk(),
+      shared_issuer_url: SHARED_ISSUER,
+    },
+    {
+      name: 'fed-b',
+      role: 'initiator',
+      address: `127.0.0.1:${b.port}`,
+      hostname: 'fed-b.test',
+      preshared_key: psk,
+      shared_issuer_url: SHARED_ISSUER,
+    },
+  ];
+  const early = await applyPeers(a, peers);
+  assert.equal(early.peers.find((o) => o.name === 'fed-b')?.outcome, 'pending', 'fed-b has not applied its side');
+  assert.equal((await applyPeers(b, [receiver('fed-a', psk)])).peers[0]?.outcome, 'waiting');
+
+  const runs = await Promise.all([applyPeers(a, peers), applyPeers(a, peers)]);
+  const outcomes = runs.map((run) => run.peers.find((o) => o.name === 'fed-b') as Outcome);
+  const paired = outcomes.find((o) => o.outcome === 'paired');
+  const other = outcomes.find((o) => o !== paired);
+  assert.ok(paired && other, JSON.stringify(outcomes));
+  assert.deepEqual(
+    [other.outcome, other.reason, other.federation_id, other.status],
+    ['unchanged', 'paired_by_another_apply', paired.federation_id, 'PAIRED'],
+  );
+  const onB = (await records(b)).filter((r) => r.status === 'PAIRED');
+  assert.equal(onB.length, 1, JSON.stringify(onB));
+
+  // What the declared-set migration leaves of a second PAIRED record of one peer is named at every start.
+  const id = paired.federation_id as string;
+  a.gateway.deps.db
+    .update(federations)
+    .set({ declaredAs: null, statusReason: 'declared_duplicate' })
+    .where(eq(federations.id, id))
+    .run();
+  const logged = a.logs.length;
+  await a.restart();
+  const warned = a.logs.slice(logged).filter((line) => line.includes('duplicate a declared peer'));
+  assert.equal(warned.length, 1, a.logs.slice(logged).join(''));
+  assert.ok(warned[0]?.includes(id), warned[0]);
 });
 
 test('a dry run plans the same whatever PSK it is given; applying replaces a pairing whose PSK changed', async (t) => {

@@ -1,7 +1,7 @@
-/** Which gateway URLs `meshgate federation apply` sends the admin token and the PSKs to. */
+/** Which gateway URLs `meshgate federation apply` and `pair` send the admin tokens and the PSKs to. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { urlRefusal } from '../../../../domains/federation/cli-apply.ts';
+import { urlRefusal } from '../../../../domains/federation/cli-gateway.ts';
 
 test('https anywhere, plain http only to a loopback host, nothing else', () => {
   for (const url of [
@@ -13,7 +13,7 @@ test('https anywhere, plain http only to a loopback host, nothing else', () => {
     'http://LOCALHOST',
     'http://[::1]:8080',
   ])
-    assert.equal(urlRefusal(url, 'fleet.json'), null, url);
+    assert.equal(urlRefusal(url, '--url', 'the PSKs of fleet.json'), null, url);
   for (const url of [
     'http://c017.example:8080',
     'http://10.0.0.1',
@@ -22,7 +22,11 @@ test('https anywhere, plain http only to a loopback host, nothing else', () => {
     'http://[::2]',
     'http://[::ffff:10.0.0.1]',
   ])
-    assert.match(urlRefusal(url, 'fleet.json') ?? '', /over plain http: use https:\/\//, url);
-  assert.match(urlRefusal('ftp://127.0.0.1', 'fleet.json') ?? '', /use https:\/\//);
-  assert.match(urlRefusal('not a url', 'fleet.json') ?? '', /not a URL/);
+    assert.match(
+      urlRefusal(url, '--url', 'the PSKs of fleet.json') ?? '',
+      /over plain http \(--url\): use https:\/\//,
+      url,
+    );
+  assert.match(urlRefusal('ftp://127.0.0.1', '--url', 'the PSKs') ?? '', /use https:\/\//);
+  assert.match(urlRefusal('not a url', '--url', 'the PSKs') ?? '', /not a URL/);
 });
