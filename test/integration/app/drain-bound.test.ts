@@ -19,6 +19,8 @@ function ping(session: ClientHttp2Session): Promise<number> {
       req.on('end', () => resolve(Number(headers[':status'])));
     });
     req.on('error', () => resolve(0));
+    // A stream the session's destruction ends without an error only closes; after an answer, 'end' came first.
+    req.on('close', () => resolve(0));
     req.end();
   });
 }
