@@ -102,6 +102,7 @@ test('one node holds the order lock at a time', async (t) => {
 test('the other node answers a published challenge before the CA is told; names not ordered never', async (t) => {
   const [a, b] = await twoNodes(t);
   const [ordering, following] = [a.shared([NAME, 'evil.meshgate.test']), b.shared([NAME])];
+  assert.equal(a.cluster.tryLock(), true, 'node A orders: it publishes challenges under the lock');
   let presented = false;
   const presenting = ordering.present(http01(NAME)).then(() => {
     presented = true;
@@ -138,7 +139,7 @@ test('the other node answers a published challenge before the CA is told; names 
   await following.sync();
   assert.equal(b.answered.has(NAME), false);
 
-  // Presented again and answered; then a list that does not parse (a file planted in node B's folder): node B
+  // Presented again and answered; then a list that does not parse (as a node with a bug would publish it): node B
   // answers nothing of it, withdraws what it answered, and says so.
   await Promise.all([
     ordering.present(http01(NAME)),
@@ -149,7 +150,8 @@ test('the other node answers a published challenge before the CA is told; names 
     })(),
   ]);
   assert.equal(b.answered.get(NAME), TOKEN);
-  writeFileSync(join(b.dir, CHALLENGES_FILE), '{"not":"a list"}\n');
+  writeFileSync(join(a.dir, CHALLENGES_FILE), '{"not":"a list"}\n');
+  a.cluster.publish([CHALLENGES_FILE]);
   await following.sync();
   assert.equal(b.answered.size, 0);
   assert.ok(b.logs.some((line) => line.msg === 'ACME: the shared challenges do not parse; none answered'));
@@ -157,6 +159,7 @@ test('the other node answers a published challenge before the CA is told; names 
 
 test('a live node that never confirms holds the validation only for the bound, and is named', async (t) => {
   const [a] = await twoNodes(t);
+  assert.equal(a.cluster.tryLock(), true);
   await a.shared([NAME], 300).present(http01(NAME));
   const warning = a.logs.find(
     (line) => line.msg === 'ACME: nodes did not confirm the pending challenges; the CA validates anyway',
