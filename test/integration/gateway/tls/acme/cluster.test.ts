@@ -194,7 +194,7 @@ test('an abandoned order publishes no challenge over the next order’s, and cle
   b.cluster.unlock();
 });
 
-test('a present that fails after answering locally stops answering; without the lock nothing is answered', async (t) => {
+test('a present that fails after answering locally stops answering; without the lock none is', async (t) => {
   const [a, b] = await twoNodes(t);
   const shared = a.shared([NAME], 50);
   // Not holding the lock: refused before anything is answered or published.
