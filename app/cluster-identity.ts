@@ -22,15 +22,23 @@ export interface JoinedIdentity {
   close(): void;
 }
 
-/** Takes the identity lock and the cluster's files; null on SQLite. */
-export async function joinClusterIdentity(config: Readonly<Config>): Promise<JoinedIdentity | null> {
+/**
+ * Takes the identity lock and the cluster's files; null on SQLite. The ACME folder (ACME_PREFIX) is taken only by
+ * the process that runs ACME (`acme`: a single process or a primary, never a worker or a CLI command sharing its data
+ * dir): from then on only that code writes it there (gateway/tls/acme/cluster.ts), so no other pull can put an older
+ * certificate back over one it has just obtained; a worker gets its certificates over the owner link.
+ */
+export async function joinClusterIdentity(
+  config: Readonly<Config>,
+  { acme = false }: { acme?: boolean } = {},
+): Promise<JoinedIdentity | null> {
   if (config.database === null) return null;
   const key = readNodeKey({ file: config.nodeKeyFile, base64: config.nodeKey });
   const { openPostgres } = await import('../gateway/db/postgres/open.ts');
   const sql = await openPostgres(config.database, shippedFiles().pgMigrationsFolder);
   const identity = new ClusterIdentity(sql, key, identityRoots(config), [ACME_PREFIX]);
   try {
-    identity.begin();
+    identity.begin({ managed: acme });
   } catch (error) {
     sql.close();
     throw error;

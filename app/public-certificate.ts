@@ -205,13 +205,9 @@ async function startAcme({ config, certificate, place, logger, metrics, origin, 
       feed.subscribe(CLUSTER_FILES_TOPIC, (path) => {
         const challenges = path === cluster.pathOf(CHALLENGES_FILE);
         if (!challenges && !orderPaths.has(path)) return;
-        try {
-          // The identity's own subscriber may not have written it yet: this one does not depend on the order.
-          cluster.pull();
-          (challenges ? shared.sync() : loop.adopt()).catch(failed(path));
-        } catch (error) {
-          failed(path)(error);
-        }
+        // Each takes the files it reads itself (the identity's own subscriber leaves the ACME folder alone), and
+        // the loop not while its own outcome is unpublished.
+        (challenges ? shared.sync() : loop.adopt()).catch(failed(path));
       });
     },
     stop: async () => {

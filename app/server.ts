@@ -75,7 +75,8 @@ export interface Gateway {
  * cluster's CA, keys and certificates before anything reads them, and publishes what its start created.
  */
 export async function startGateway(config: Readonly<Config>, options: GatewayOptions = {}): Promise<Gateway> {
-  const identity = await joinClusterIdentity(config);
+  // The ACME folder is the owner's: a worker never writes it (it gets certificates over the owner link).
+  const identity = await joinClusterIdentity(config, { acme: (options.process ?? SINGLE_PROCESS).role !== 'worker' });
   if (identity === null) return startNode(config, options, null);
   let gateway: Gateway;
   try {

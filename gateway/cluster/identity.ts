@@ -41,6 +41,11 @@ export type IdentityRoot =
 
 export class NodeKeyMismatch extends Error {}
 
+interface SealedRow {
+  readonly path: string;
+  readonly sealed: Buffer;
+}
+
 export class ClusterIdentity {
   constructor(
     private readonly sql: SqlConnection,
@@ -49,18 +54,24 @@ export class ClusterIdentity {
     /**
      * Database path prefixes whose files their own code publishes (publishUnder), each under its own lock: a start's
      * publish neither writes nor removes them, so a node starting while another node renews a certificate never
-     * puts back the files it pulled before the renewal. pull() writes them as any other.
+     * puts back the files it pulled before the renewal. pull() leaves them alone too: their code takes them when it
+     * is ready for them (pullUnder, pullPaths), so a pull for another file, in whichever process, never writes an
+     * older copy over what that code wrote and has not published yet.
      */
     private readonly managed: readonly string[] = [],
   ) {
     if (nodeKey.length !== 32) throw new Error('the node key must be 32 bytes');
   }
 
-  /** Takes the identity lock (waiting for a node starting meanwhile), then the cluster's files. */
-  begin(): void {
+  /**
+   * Takes the identity lock (waiting for a node starting meanwhile), then the cluster's files; the managed ones too
+   * when `managed` (the process that runs their code, before it runs: nothing of it is unpublished yet).
+   */
+  begin({ managed = false }: { managed?: boolean } = {}): void {
     this.sql.prepare('SELECT pg_advisory_lock(hashtext(?))').get(IDENTITY_LOCK);
     try {
       this.pull();
+      if (managed) for (const prefix of this.managed) this.pullUnder(prefix);
     } catch (error) {
       this.#unlock();
       throw error;
@@ -80,9 +91,41 @@ export class ClusterIdentity {
     this.sql.prepare('SELECT pg_advisory_unlock(hashtext(?))').get(IDENTITY_LOCK);
   }
 
-  /** Writes every file the database holds over this node's copy; returns how many differed. */
+  /** Writes every file the database holds, but the managed ones, over this node's copy; returns how many differed. */
   pull(): number {
-    const rows = this.sql.prepare('SELECT path, sealed FROM cluster_files').all() as { path: string; sealed: Buffer }[];
+    const rows = this.sql.prepare('SELECT path, sealed FROM cluster_files').all() as SealedRow[];
+    return this.#write(rows.filter(({ path }) => !this.#isManaged(path)));
+  }
+
+  /** Writes the files under `prefix` (a managed prefix or a folder inside one) over this node's copy. */
+  pullUnder(prefix: string): number {
+    this.#checkManaged([prefix]);
+    const rows = this.sql
+      .prepare('SELECT path, sealed FROM cluster_files WHERE substr(path, 1, ?) = ?')
+      .all(prefix.length, prefix) as SealedRow[];
+    return this.#write(rows);
+  }
+
+  /** Writes the named files (each under a managed prefix) over this node's copy; one the database lacks stays. */
+  pullPaths(paths: readonly string[]): number {
+    this.#checkManaged(paths);
+    if (paths.length === 0) return 0;
+    const rows = this.sql
+      .prepare(`SELECT path, sealed FROM cluster_files WHERE path IN (${paths.map(() => '?').join(', ')})`)
+      .all(...paths) as SealedRow[];
+    return this.#write(rows);
+  }
+
+  /** The database's copy of one managed file, opened, without writing it anywhere; null when it holds none. */
+  peek(path: string): Buffer | null {
+    this.#checkManaged([path]);
+    const sealed = this.sql.prepare('SELECT sealed FROM cluster_files WHERE path = ?').pluck().get(path) as
+      | Buffer
+      | undefined;
+    return sealed === undefined ? null : this.#open(path, sealed);
+  }
+
+  #write(rows: readonly SealedRow[]): number {
     // Every row is checked and opened before the first write: a refused one leaves this node's files as they were.
     const changed = rows.flatMap(({ path, sealed }) => {
       const file = this.#fileOf(path);
@@ -101,26 +144,33 @@ export class ClusterIdentity {
     return changed.length;
   }
 
+  #isManaged(path: string): boolean {
+    return this.managed.some((prefix) => path.startsWith(prefix));
+  }
+
+  #checkManaged(paths: readonly string[]): void {
+    for (const path of paths) {
+      if (!this.#isManaged(path)) throw new Error(`cluster identity: ${path} is not under a managed prefix`);
+    }
+  }
+
   /** Makes the database hold exactly this node's files (added, changed and removed ones), in one transaction. */
   publish(): void {
-    this.#publishWhere((path) => !this.managed.some((prefix) => path.startsWith(prefix)));
+    this.#publishWhere((path) => !this.#isManaged(path));
   }
 
   /**
    * Makes the database hold this node's copy of exactly the named paths (each under a managed prefix): upserted
-   * where it differs, removed where this node has no such file. Paths not named are left as they are.
+   * where it differs, removed where this node has no such file. Paths not named are left as they are. `fence` runs
+   * first inside the transaction, on its connection: it throws to publish nothing (a lock no longer held).
    */
-  publishPaths(paths: readonly string[]): void {
-    for (const path of paths) {
-      if (!this.managed.some((prefix) => path.startsWith(prefix))) {
-        throw new Error(`cluster identity: ${path} is not under a managed prefix`);
-      }
-    }
+  publishPaths(paths: readonly string[], fence?: () => void): void {
+    this.#checkManaged(paths);
     const named = new Set(paths);
-    this.#publishWhere((path) => named.has(path));
+    this.#publishWhere((path) => named.has(path), fence);
   }
 
-  #publishWhere(included: (path: string) => boolean): void {
+  #publishWhere(included: (path: string) => boolean, fence?: () => void): void {
     const local = new Map(this.#localFiles().flatMap((f) => (included(f.path) ? [[f.path, f] as const] : [])));
     const rows = this.sql.prepare('SELECT path, digest FROM cluster_files').all() as { path: string; digest: string }[];
     const stored = new Map(rows.flatMap((row) => (included(row.path) ? [[row.path, row.digest] as const] : [])));
@@ -131,6 +181,7 @@ export class ClusterIdentity {
     );
     const remove = this.sql.prepare('DELETE FROM cluster_files WHERE path = ?');
     this.sql.transaction(() => {
+      fence?.();
       const at = new Date().toISOString();
       for (const { path, content } of local.values()) {
         const digest = this.#digest(path, content);

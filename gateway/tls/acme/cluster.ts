@@ -10,6 +10,11 @@
  * CA and anyone on the path see anyway; a TLS-ALPN-01 certificate is made by each node from them), every node
  * answers them on its HTTP-01 listener and its HTTPS listener, says so by publishing a receipt, and the CA is told
  * to validate once every live node's receipt is in (or after a bound, with a warning naming the silent nodes).
+ *
+ * The lock is a session lock on this process's one connection, which the bridge replaces after a break
+ * (gateway/db/postgres/bridge-worker.ts), and a replaced session no longer holds it: whatever the lock holder
+ * publishes is fenced — inside the publishing transaction, on its connection, the lock must still be this session's
+ * (pg_locks), else nothing is published and the order is abandoned (OrderLockLost).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,19 +31,47 @@ export interface AcmeCluster {
   pathOf(relative: string): string;
   /** The cluster's order lock, without waiting: false when another node holds it. */
   tryLock(): boolean;
+  /** Whether this process's database session holds the order lock now (not after its connection was replaced). */
+  holdsLock(): boolean;
   unlock(): void;
-  /** Writes the ACME files other nodes published over this node's copy. */
-  pull(): void;
-  /** Publishes this node's copy of the named ACME files (relative to the folder); the default: the order's state. */
+  /** Writes the named ACME files other nodes published over this node's copy; the default: the order's state. */
+  pull(relative?: readonly string[]): void;
+  /** Writes the files under a folder of the ACME folder over this node's copy. */
+  pullFolder(relative: string): void;
+  /** The database's copy of one ACME file, not written anywhere; null when it holds none. */
+  peek(relative: string): string | null;
+  /**
+   * Publishes this node's copy of the named ACME files (relative to the folder); the default: the order's state.
+   * Only while this session holds the order lock: else throws OrderLockLost and publishes nothing.
+   */
   publish(relative?: readonly string[]): void;
+  /** Publishes this node's challenge receipt (every node its own, without the lock). */
+  publishReceipt(): void;
   /** The ids of the nodes whose heartbeat is fresh. */
   liveNodes(): string[];
+}
+
+/** The order lock is not (or no longer) this session's: what the order would publish is not published. */
+export class OrderLockLost extends Error {
+  constructor() {
+    super('the cluster order lock was lost (the database connection was replaced); this order is abandoned');
+    this.name = 'OrderLockLost';
+  }
 }
 
 /** The ACME folder (store.ts) as the cluster identity names its files: published by this code alone. */
 export const ACME_PREFIX = 'tls/acme/';
 /** The advisory lock one node orders under. */
 export const ACME_ORDER_LOCK = 'meshgate.acme.order';
+
+/**
+ * Whether this session holds the lock: pg_advisory_lock(bigint) shows in pg_locks with the key's high half in classid,
+ * its low half in objid and objsubid 1 (https://www.postgresql.org/docs/current/view-pg-locks.html).
+ */
+const HOLDS_LOCK =
+  "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted " +
+  'AND objsubid = 1 AND classid::bigint = (hashtext(?)::bigint >> 32) & 4294967295 ' +
+  'AND objid::bigint = hashtext(?)::bigint & 4294967295)';
 
 /** The cluster on PostgreSQL: the identity's ACME folder, the order lock on its connection, the nodes' heartbeats. */
 export function acmeClusterOf(
@@ -47,15 +80,24 @@ export function acmeClusterOf(
   nodeId: string,
   deadAfterMs: number,
 ): AcmeCluster {
+  const holdsLock = () => sql.prepare(HOLDS_LOCK).pluck().get(ACME_ORDER_LOCK, ACME_ORDER_LOCK) === true;
+  const fence = () => {
+    if (!holdsLock()) throw new OrderLockLost();
+  };
+  const pathsOf = (relative: readonly string[]) => relative.map((r) => `${ACME_PREFIX}${r}`);
   return {
     nodeId,
     pathOf: (relative) => `${ACME_PREFIX}${relative}`,
     // A session lock on this process's connection: a node that dies releases it with its session
     // (https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS).
     tryLock: () => sql.prepare('SELECT pg_try_advisory_lock(hashtext(?))').pluck().get(ACME_ORDER_LOCK) === true,
+    holdsLock,
     unlock: () => void sql.prepare('SELECT pg_advisory_unlock(hashtext(?))').get(ACME_ORDER_LOCK),
-    pull: () => void identity.pull(),
-    publish: (relative = ORDER_FILES) => identity.publishPaths(relative.map((r) => `${ACME_PREFIX}${r}`)),
+    pull: (relative = ORDER_FILES) => void identity.pullPaths(pathsOf(relative)),
+    pullFolder: (relative) => void identity.pullUnder(`${ACME_PREFIX}${relative}/`),
+    peek: (relative) => identity.peek(`${ACME_PREFIX}${relative}`)?.toString('utf8') ?? null,
+    publish: (relative = ORDER_FILES) => identity.publishPaths(pathsOf(relative), fence),
+    publishReceipt: () => identity.publishPaths(pathsOf([`${RECEIPTS_DIR}/${nodeId}`])),
     liveNodes: () =>
       sql
         .prepare('SELECT node_id FROM cluster_nodes WHERE heartbeat_at >= ?')
@@ -99,36 +141,117 @@ export interface SharedChallengeOptions {
   readonly receiptsWithinMs: number;
 }
 
+/** How often the ordering node looks for the other nodes' receipts (each look is a query). */
+const RECEIPTS_POLL_MS = 250;
+
 export class SharedChallenges implements ChallengeResponder {
   readonly #options: SharedChallengeOptions;
   /** What this node answers now, by entry key. */
   readonly #answered = new Map<string, PendingChallenge>();
   /** Entries this node published (as the ordering node): the file it writes holds exactly these. */
   readonly #own = new Map<string, SharedEntry>();
+  /** For each own entry, what its order's abort does: it stops answering it, and unpublishes it while it may. */
+  readonly #onAbort = new Map<string, { signal: AbortSignal; listener: () => void }>();
   #syncing: Promise<void> = Promise.resolve();
 
   constructor(options: SharedChallengeOptions) {
     this.#options = options;
   }
 
-  async present(challenge: PendingChallenge): Promise<void> {
+  /**
+   * Answers the challenge here, publishes it for the other nodes, and waits for their receipts. An order aborted (its
+   * deadline, a stopping gateway) or whose lock this session no longer holds publishes nothing: another node may be
+   * ordering by then, and the list is its. A failure leaves the challenge answered nowhere.
+   */
+  async present(challenge: PendingChallenge, signal?: AbortSignal): Promise<void> {
+    const { cluster, local } = this.#options;
     const entry = entryOf(challenge);
-    await this.#options.local.present(challenge);
-    this.#answered.set(keyOf(entry), challenge);
-    this.#own.set(keyOf(entry), entry);
-    const digest = this.#writeList();
-    this.#writeReceipt(digest);
-    this.#options.cluster.publish([CHALLENGES_FILE, `${RECEIPTS_DIR}/${this.#options.cluster.nodeId}`]);
-    await this.#receipts(digest);
+    const key = keyOf(entry);
+    this.#mayPublish(signal, true);
+    await local.present(challenge);
+    let digest: string;
+    try {
+      this.#answered.set(key, challenge);
+      this.#own.set(key, entry);
+      // Checked again: the local answer took a while (the workers), and the order may have ended meanwhile.
+      this.#mayPublish(signal, true);
+      digest = this.#writeList();
+      this.#writeReceipt(digest);
+      cluster.publish([CHALLENGES_FILE, `${RECEIPTS_DIR}/${cluster.nodeId}`]);
+    } catch (error) {
+      this.#own.delete(key);
+      this.#answered.delete(key);
+      this.#writeReceipt(this.#writeList());
+      await local.withdraw(challenge).catch(() => undefined);
+      throw error;
+    }
+    if (signal) {
+      const listener = () => this.#abandon(key, challenge);
+      this.#onAbort.set(key, { signal, listener });
+      signal.addEventListener('abort', listener, { once: true });
+    }
+    await this.#receipts(digest, signal);
   }
 
-  async withdraw(challenge: PendingChallenge): Promise<void> {
+  /** Stops answering the challenge; publishes the shorter list while the order may (as present). */
+  async withdraw(challenge: PendingChallenge, signal?: AbortSignal): Promise<void> {
+    const { cluster, local, logger } = this.#options;
     const key = keyOf(entryOf(challenge));
-    this.#own.delete(key);
+    this.#forget(key);
     this.#answered.delete(key);
-    await this.#options.local.withdraw(challenge);
+    await local.withdraw(challenge);
     this.#writeReceipt(this.#writeList());
-    this.#options.cluster.publish([CHALLENGES_FILE, `${RECEIPTS_DIR}/${this.#options.cluster.nodeId}`]);
+    if (!this.#mayPublish(signal, false)) return;
+    try {
+      cluster.publish([CHALLENGES_FILE, `${RECEIPTS_DIR}/${cluster.nodeId}`]);
+    } catch (error) {
+      // The list stays as published; the next order replaces it, and a stale token validates nothing.
+      logger.warn({ err: (error as Error).message }, 'ACME: a withdrawn challenge could not be unpublished');
+    }
+  }
+
+  /**
+   * Whether this node may publish its list now: not once the order's signal aborted, nor when this session lost the
+   * order lock (each then throws when `strict`, and is false otherwise).
+   */
+  #mayPublish(signal: AbortSignal | undefined, strict: boolean): boolean {
+    if (signal?.aborted) {
+      if (strict) signal.throwIfAborted();
+      return false;
+    }
+    let held = false;
+    try {
+      held = this.#options.cluster.holdsLock();
+    } catch (error) {
+      if (strict) throw error;
+    }
+    if (!held && strict) throw new OrderLockLost();
+    return held;
+  }
+
+  #forget(key: string): void {
+    this.#own.delete(key);
+    const abort = this.#onAbort.get(key);
+    if (abort) abort.signal.removeEventListener('abort', abort.listener);
+    this.#onAbort.delete(key);
+  }
+
+  /** An own entry whose order ended without withdrawing it (aborted mid-step): cleared here, and there while ours. */
+  #abandon(key: string, challenge: PendingChallenge): void {
+    const { cluster, local, logger } = this.#options;
+    if (!this.#own.has(key)) return;
+    this.#forget(key);
+    this.#answered.delete(key);
+    this.#writeReceipt(this.#writeList());
+    const failed = (error: unknown) =>
+      logger.warn({ err: (error as Error).message }, 'ACME: an abandoned challenge could not be withdrawn');
+    local.withdraw(challenge).catch(failed);
+    try {
+      // The lock is released after the abort: while it is this session's, the list is still this node's to clear.
+      if (cluster.holdsLock()) cluster.publish([CHALLENGES_FILE, `${RECEIPTS_DIR}/${cluster.nodeId}`]);
+    } catch (error) {
+      failed(error);
+    }
   }
 
   /** Another node published its pending challenges (or withdrew them): answer exactly those, then say so. */
@@ -142,6 +265,7 @@ export class SharedChallenges implements ChallengeResponder {
 
   async #syncOnce(): Promise<void> {
     const { logger, local, cluster } = this.#options;
+    cluster.pull([CHALLENGES_FILE]);
     const text = this.#read(CHALLENGES_FILE);
     if (text === null) return;
     let entries: SharedEntry[];
@@ -166,7 +290,7 @@ export class SharedChallenges implements ChallengeResponder {
       this.#answered.set(key, challenge);
     }
     this.#writeReceipt(digestOf(text));
-    cluster.publish([`${RECEIPTS_DIR}/${cluster.nodeId}`]);
+    cluster.publishReceipt();
   }
 
   async #alpn(entry: SharedEntry): Promise<PendingChallenge | null> {
@@ -178,19 +302,20 @@ export class SharedChallenges implements ChallengeResponder {
     }
   }
 
-  /** Waits until every live node's receipt names `digest`, or the bound passes. */
-  async #receipts(digest: string): Promise<void> {
+  /** Waits until every live node's receipt names `digest`, or the bound passes (or the order is abandoned). */
+  async #receipts(digest: string, signal: AbortSignal | undefined): Promise<void> {
     const { cluster, logger, receiptsWithinMs } = this.#options;
     const until = Date.now() + receiptsWithinMs;
     for (;;) {
-      cluster.pull();
+      signal?.throwIfAborted();
+      cluster.pullFolder(RECEIPTS_DIR);
       const silent = cluster.liveNodes().filter((node) => this.#read(`${RECEIPTS_DIR}/${node}`)?.trim() !== digest);
       if (silent.length === 0) return;
       if (Date.now() >= until) {
         logger.warn({ nodes: silent }, 'ACME: nodes did not confirm the pending challenges; the CA validates anyway');
         return;
       }
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, RECEIPTS_POLL_MS));
     }
   }
 

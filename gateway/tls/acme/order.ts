@@ -33,9 +33,13 @@ export type PendingChallenge =
     };
 
 export interface ChallengeResponder {
-  /** Resolves once every process that serves the challenge's port answers it. */
-  present(challenge: PendingChallenge): Promise<void>;
-  withdraw(challenge: PendingChallenge): Promise<void>;
+  /**
+   * Resolves once every process that serves the challenge's port answers it. `signal` is the order's: once it aborts
+   * (the order's deadline, a stopping gateway) the order is abandoned, and a responder shared with other nodes
+   * publishes nothing more for it.
+   */
+  present(challenge: PendingChallenge, signal?: AbortSignal): Promise<void>;
+  withdraw(challenge: PendingChallenge, signal?: AbortSignal): Promise<void>;
 }
 
 /** RFC 9773 §4.2: the window the CA suggests renewing in. */
@@ -80,6 +84,7 @@ export async function openAcmeSession(
       ? { externalAccountBinding: { kid: binding.keyId, hmacKey: readFileSync(binding.hmacKeyFile, 'utf8').trim() } }
       : {}),
   });
+  const lastProblem = problemTypes(client);
   let account: Promise<unknown> | null = null;
   const ensureAccount = () => {
     // RFC 8555 §7.3.1: the account of this key when the CA knows it (acme-client's plain create would then send an
@@ -90,9 +95,10 @@ export async function openAcmeSession(
       .catch(() => client.createAccount({ termsOfServiceAgreed: true, ...contact }))
       .catch((error: unknown) => {
         account = null;
-        // A CA that binds accounts (RFC 8555 §7.3.4) answers a wrong key id or MAC key with a JWS error of its own
-        // words: say which setting it is about.
-        if (binding && !withoutAnswer(error)) {
+        // A CA that binds accounts (RFC 8555 §7.3.4) answers a wrong key id or MAC key with a problem of its own
+        // words, of one of the types RFC 8555 §7.3.4 and §6.7 name for it: say which setting it is about. Any other
+        // refusal (a contact, a rate limit, the CA's own trouble) is passed on as the CA said it.
+        if (binding && !withoutAnswer(error) && BINDING_PROBLEMS.has(lastProblem() ?? '')) {
           throw new Error(
             `the CA refused the account's external account binding (key id ${binding.keyId}; ` +
               `tls.acme.externalAccountBinding): ${(error as Error).message}`,
@@ -117,6 +123,29 @@ export async function openAcmeSession(
     },
     renewalWindow: (certificate) => renewalWindow(client, certificate).catch(named),
   };
+}
+
+/** The problem types (RFC 8555 §6.7) a CA answers a binding it does not accept with. */
+const BINDING_PROBLEMS = new Set(
+  ['unauthorized', 'malformed', 'externalAccountRequired'].map((type) => `urn:ietf:params:acme:error:${type}`),
+);
+
+/**
+ * The type of the last problem document (RFC 8555 §6.7) the CA answered this client with: acme-client keeps only the
+ * detail in the errors it throws, so its signed requests are observed here.
+ */
+function problemTypes(client: AcmeClient): () => string | null {
+  type Signed = (...args: unknown[]) => Promise<{ data?: unknown }>;
+  const http = (client as unknown as { http: { signedRequest: Signed } }).http;
+  const signedRequest = http.signedRequest.bind(http);
+  let last: string | null = null;
+  http.signedRequest = async (...args) => {
+    const response = await signedRequest(...args);
+    const type = (response.data as { type?: unknown } | undefined)?.type;
+    last = typeof type === 'string' && type.startsWith('urn:ietf:params:acme:error:') ? type : null;
+    return response;
+  };
+  return () => last;
 }
 
 /** The account key: P-256, as the certificate keys. */
@@ -156,12 +185,13 @@ async function orderOnce(
       challenge.type === 'http-01'
         ? { type: 'http-01', name, token: (challenge as { token: string }).token, keyAuthorization }
         : { type: 'tls-alpn-01', name, keyAuthorization, pair: await alpnPair(acme, authorization, keyAuthorization) };
-    await responder.present(pending);
     try {
+      // Inside the try: a present that fails half-way (some processes answer) is withdrawn as well.
+      await responder.present(pending, signal);
       await client.completeChallenge(challenge);
       await client.waitForValidStatus(challenge);
     } finally {
-      await responder.withdraw(pending);
+      await responder.withdraw(pending, signal);
     }
   }
   signal.throwIfAborted();

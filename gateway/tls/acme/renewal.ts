@@ -6,19 +6,23 @@
  * inside the window the CA suggests through ACME Renewal Information (RFC 9773 §4.2), when it offers one. A failed
  * order is retried after retryMinSeconds, doubled per failure up to six hours, with jitter; the certificate in use
  * keeps serving meanwhile. Every request to the CA has a timeout (order.ts) and an order as a whole a deadline, so a
- * CA that stops answering fails the order rather than holding the loop (and a stopping gateway) forever.
+ * CA that stops answering fails the order rather than holding the loop (and a stopping gateway) forever. On a
+ * cluster, what an order leaves goes to the database as cluster-outcome.ts says.
  */
 import { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
-import { checkKeyPair, type ServerKeyPair } from '../serving-certificate.ts';
-import type { AcmeCluster } from './cluster.ts';
+import type { ServerKeyPair } from '../serving-certificate.ts';
+import { type AcmeCluster, OrderLockLost } from './cluster.ts';
+import { ClusterOutcome } from './cluster-outcome.ts';
+import { backoffMs, dueAt, sameNames, usableStored } from './due.ts';
 import type { AcmeSession } from './order.ts';
-import { type AcmeStatus, type AcmeStore, certificateNames } from './store.ts';
+import type { AcmeStatus, AcmeStore } from './store.ts';
+
+export { backoffMs, dueAt, servableStored, usableStored } from './due.ts';
 
 /** How long one order may take, from opening the session to the certificate checked. */
 export const ORDER_DEADLINE_MS = 10 * 60_000;
 
-const MAX_BACKOFF_MS = 6 * 3_600_000;
 /** setTimeout's longest delay is 2^31-1 ms (~24.8 days); a later time is reached by waking once a day. */
 const MAX_SLEEP_MS = 86_400_000;
 
@@ -37,58 +41,8 @@ export interface RenewalOptions {
   readonly onFailure: () => void;
   /** PostgreSQL nodes (cluster.ts): one orders under the lock, the others adopt() what it published. */
   readonly cluster?: AcmeCluster;
-}
-
-/** The stored certificate, valid now, its key its own: null when there is none such (or it cannot be read). */
-function validStored(store: AcmeStore, now: Date): { pair: ServerKeyPair; certificate: X509Certificate } | null {
-  try {
-    const stored = store.certificate();
-    if (stored === null) return null;
-    const certificate = checkKeyPair(stored);
-    if (certificate.validToDate <= now || certificate.validFromDate > now) return null;
-    return { pair: { certPem: stored.certPem, keyPem: stored.keyPem }, certificate };
-  } catch {
-    return null;
-  }
-}
-
-function sameNames(a: readonly string[], b: readonly string[]): boolean {
-  const sorted = (names: readonly string[]) => [...new Set(names.map((n) => n.toLowerCase()))].sort().join(',');
-  return sorted(a) === sorted(b);
-}
-
-/** The stored certificate, when it is for exactly `names`, from `directoryUrl`, valid, and its key matches. */
-export function usableStored(
-  store: AcmeStore,
-  names: readonly string[],
-  directoryUrl: string,
-  now: Date,
-): X509Certificate | null {
-  const valid = validStored(store, now);
-  if (valid === null || store.certificate()?.directoryUrl !== directoryUrl) return null;
-  return sameNames(certificateNames(valid.certificate), names) ? valid.certificate : null;
-}
-
-/**
- * What to serve until an order succeeds: a stored certificate that is valid and covers `domain`, though it is for
- * other names or from another directory, rather than the platform CA's, which no browser trusts either.
- */
-export function servableStored(store: AcmeStore, domain: string, now: Date): ServerKeyPair | null {
-  const valid = validStored(store, now);
-  return valid && certificateNames(valid.certificate).includes(domain.toLowerCase()) ? valid.pair : null;
-}
-
-/** Two thirds of the lifetime, less up to a thirtieth of it at random. */
-export function dueAt(certificate: X509Certificate, random = Math.random()): Date {
-  const from = certificate.validFromDate.getTime();
-  const lifetime = certificate.validToDate.getTime() - from;
-  return new Date(from + (lifetime * 2) / 3 - (lifetime / 30) * random);
-}
-
-/** The wait after the n-th failure in a row: doubling from the minimum, capped, and 0.8–1.2 of that at random. */
-export function backoffMs(failures: number, minMs: number, random = Math.random()): number {
-  const base = Math.min(MAX_BACKOFF_MS, minMs * 2 ** Math.max(0, failures - 1));
-  return Math.round(base * (0.8 + 0.4 * random));
+  /** How often an order looks whether the order lock is still this session's (default 5 s). */
+  readonly lockCheckMs?: number;
 }
 
 /** `work`, or the signal's reason once it aborts; `work` left behind settles unobserved. */
@@ -115,10 +69,13 @@ export class RenewalLoop {
   /** The serial of the ACME certificate this process serves (null: none yet). */
   #served: string | null = null;
   #ordering = false; // this node holds the cluster's order lock
+  readonly #outcome: ClusterOutcome | null;
 
   constructor(options: RenewalOptions) {
     this.#options = options;
     this.#status = options.store.status();
+    const { cluster, logger, retryMinMs } = options;
+    this.#outcome = cluster ? new ClusterOutcome(cluster, logger, retryMinMs, () => this.#run(this.adopt())) : null;
   }
 
   /**
@@ -145,7 +102,10 @@ export class RenewalLoop {
    */
   async adopt(): Promise<void> {
     if (this.#closing.signal.aborted || this.#ordering) return;
-    const { store, names, directoryUrl, now } = this.#options;
+    // This node's own outcome first: taking the database's files now would write older ones over it.
+    if (this.#outcome?.pending && !this.#outcome.again()) return;
+    const { store, names, directoryUrl, now, cluster } = this.#options;
+    cluster?.pull();
     this.#status = store.status();
     const stored = usableStored(store, names, directoryUrl, now());
     if (stored !== null) await this.#serveStored(stored);
@@ -167,6 +127,7 @@ export class RenewalLoop {
   async close(): Promise<void> {
     this.#closing.abort(new Error('the gateway is stopping'));
     if (this.#timer) clearTimeout(this.#timer);
+    this.#outcome?.close();
     await this.#running;
   }
 
@@ -211,6 +172,11 @@ export class RenewalLoop {
   async #renew(): Promise<void> {
     const { cluster, logger, now } = this.#options;
     if (cluster === undefined) return this.#order();
+    if (this.#outcome?.pending) {
+      // Its timer publishes it (or takes another node's instead); what is due is looked at after that.
+      this.#wakeAt(now().getTime() + this.#options.retryMinMs);
+      return;
+    }
     let locked = false;
     try {
       locked = cluster.tryLock();
@@ -226,6 +192,7 @@ export class RenewalLoop {
     let settled: boolean;
     try {
       cluster.pull();
+      this.#outcome?.begin();
       this.#status = this.#options.store.status();
       settled = await this.#settledElsewhere();
     } catch (error) {
@@ -234,25 +201,21 @@ export class RenewalLoop {
       settled = true;
     }
     if (settled) {
-      this.#release(cluster, false);
+      this.#release(cluster);
       return;
     }
     try {
       await this.#order();
     } finally {
-      this.#release(cluster, true);
+      this.#release(cluster);
     }
   }
 
-  /** Publishes what the order left (when one ran) and lets the next node order. */
-  #release(cluster: AcmeCluster, ordered: boolean): void {
+  /** Lets the next node order; what the order left (published as it was written) is retried if that failed. */
+  #release(cluster: AcmeCluster): void {
     const { logger } = this.#options;
     this.#ordering = false;
-    try {
-      if (ordered) cluster.publish();
-    } catch (error) {
-      logger.error({ err: messageOf(error) }, 'ACME state could not be published to the other nodes');
-    }
+    this.#outcome?.released();
     try {
       cluster.unlock();
     } catch (error) {
@@ -296,11 +259,15 @@ export class RenewalLoop {
     const deadline = new AbortController();
     const seconds = this.#options.orderDeadlineMs / 1000;
     const timer = setTimeout(() => deadline.abort(new Error(`no certificate within ${seconds} s`)), seconds * 1000);
-    const signal = AbortSignal.any([this.#closing.signal, deadline.signal]);
+    const lost = new AbortController();
+    const watch = this.#ordering ? this.#outcome?.watch(lost, this.#options.lockCheckMs) : undefined;
+    const signal = AbortSignal.any([this.#closing.signal, deadline.signal, lost.signal]);
     try {
       const ordered = this.#options.session().then((session) => session.order(names, replaces, signal));
       const pair = await untilAborted(ordered, signal);
       this.#store(pair);
+      // Published before anything awaits: a pull meanwhile would write the database's older files over these.
+      this.#publish();
       const certificate = new X509Certificate(pair.certPem);
       this.#served = certificate.serialNumber;
       await this.#options.onIssued(pair);
@@ -312,10 +279,22 @@ export class RenewalLoop {
       await this.#schedule(certificate);
     } catch (error) {
       if (this.#closing.signal.aborted) return;
+      if (error instanceof OrderLockLost) {
+        // Not the CA's failure (no backoff): looked at again later, under the lock, from what the database holds.
+        this.#outcome?.lockLost();
+        this.#wakeAt(now().getTime() + this.#options.retryMinMs);
+        return;
+      }
       this.#failed(error);
     } finally {
       clearTimeout(timer);
+      clearInterval(watch);
     }
+  }
+
+  /** On a cluster, while this node orders: what the order left, to the database now. */
+  #publish(): void {
+    if (this.#ordering) this.#outcome?.publish();
   }
 
   #store(pair: ServerKeyPair): void {
@@ -384,6 +363,7 @@ export class RenewalLoop {
     try {
       this.#options.store.saveStatus(this.#status);
       this.#statusWriteFailing = false;
+      this.#publish();
     } catch (error) {
       if (!this.#statusWriteFailing) {
         this.#options.logger.error(

@@ -89,7 +89,7 @@ test('the node key file is read through a link (as a mounted secret is) and refu
   assert.throws(() => readNodeKey({ file: join(dir, 'linked'), base64: null }), /readable by its owner only/);
 });
 
-test('a start’s publish leaves the ACME folder alone; publishPaths writes only the paths it names', async (t) => {
+test('a start leaves the ACME folder alone; publishPaths and pullPaths take only the paths named', async (t) => {
   const { sql } = await openTestDatabase(t, 'postgres');
   const key = randomBytes(32);
   const dirs = [1, 2].map(() => mkdtempSync(join(tmpdir(), 'meshgate-identity-')));
@@ -107,15 +107,23 @@ test('a start’s publish leaves the ACME folder alone; publishPaths writes only
   assert.equal(paths(), 'tls/ca.pem', 'a start does not publish the ACME folder');
   tls(orderer).publishPaths(['tls/acme/certificate.pem']);
   assert.equal(paths(), 'tls/acme/certificate.pem tls/ca.pem', 'only the path named');
-  // A node starts (its pull), the orderer renews meanwhile, and the start ends (its publish): the renewed
-  // certificate stays in the database, and the node's next pull takes it.
-  tls(starter).pull();
+  // A pull for the other files (a worker's start, a file another node published) leaves the ACME folder alone:
+  // only the ACME code takes it, when it is ready for it.
+  assert.equal(tls(starter).pull(), 1, 'the CA only');
+  assert.equal(existsSync(join(starter, 'tls', 'acme', 'certificate.pem')), false);
+  // A node starts (its pull, the ACME folder too), the orderer renews meanwhile, and the start ends (its publish):
+  // the renewed certificate stays in the database, and the node's next pull of the folder takes it.
+  tls(starter).pullUnder('tls/acme/');
   assert.equal(readFileSync(join(starter, 'tls', 'acme', 'certificate.pem'), 'utf8'), 'first\n');
   writeFileSync(join(orderer, 'tls', 'acme', 'certificate.pem'), 'renewed\n');
   tls(orderer).publishPaths(['tls/acme/certificate.pem']);
   tls(starter).publish();
   tls(starter).pull();
+  assert.equal(readFileSync(join(starter, 'tls', 'acme', 'certificate.pem'), 'utf8'), 'first\n', 'not by a pull');
+  tls(starter).pullPaths(['tls/acme/certificate.pem']);
   assert.equal(readFileSync(join(starter, 'tls', 'acme', 'certificate.pem'), 'utf8'), 'renewed\n');
+  assert.throws(() => tls(starter).pullPaths(['tls/ca.pem']), /not under a managed prefix/);
+  assert.equal(tls(starter).peek('tls/acme/certificate.pem')?.toString(), 'renewed\n');
   assert.throws(() => tls(orderer).publishPaths(['tls/ca.pem']), /not under a managed prefix/);
   rmSync(join(orderer, 'tls', 'acme', 'certificate.pem'));
   tls(orderer).publishPaths(['tls/acme/certificate.pem']);

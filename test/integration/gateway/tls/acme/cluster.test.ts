@@ -20,6 +20,7 @@ import {
   type AcmeCluster,
   acmeClusterOf,
   CHALLENGES_FILE,
+  OrderLockLost,
   SharedChallenges,
 } from '../../../../../gateway/tls/acme/cluster.ts';
 import type { PendingChallenge } from '../../../../../gateway/tls/acme/order.ts';
@@ -102,6 +103,7 @@ test('one node holds the order lock at a time', async (t) => {
 test('the other node answers a published challenge before the CA is told; names not ordered never', async (t) => {
   const [a, b] = await twoNodes(t);
   const [ordering, following] = [a.shared([NAME, 'evil.meshgate.test']), b.shared([NAME])];
+  assert.equal(a.cluster.tryLock(), true, 'node A orders: it publishes challenges under the lock');
   let presented = false;
   const presenting = ordering.present(http01(NAME)).then(() => {
     presented = true;
@@ -138,7 +140,7 @@ test('the other node answers a published challenge before the CA is told; names 
   await following.sync();
   assert.equal(b.answered.has(NAME), false);
 
-  // Presented again and answered; then a list that does not parse (a file planted in node B's folder): node B
+  // Presented again and answered; then a list that does not parse (as a node with a bug would publish it): node B
   // answers nothing of it, withdraws what it answered, and says so.
   await Promise.all([
     ordering.present(http01(NAME)),
@@ -149,7 +151,8 @@ test('the other node answers a published challenge before the CA is told; names 
     })(),
   ]);
   assert.equal(b.answered.get(NAME), TOKEN);
-  writeFileSync(join(b.dir, CHALLENGES_FILE), '{"not":"a list"}\n');
+  writeFileSync(join(a.dir, CHALLENGES_FILE), '{"not":"a list"}\n');
+  a.cluster.publish([CHALLENGES_FILE]);
   await following.sync();
   assert.equal(b.answered.size, 0);
   assert.ok(b.logs.some((line) => line.msg === 'ACME: the shared challenges do not parse; none answered'));
@@ -157,9 +160,53 @@ test('the other node answers a published challenge before the CA is told; names 
 
 test('a live node that never confirms holds the validation only for the bound, and is named', async (t) => {
   const [a] = await twoNodes(t);
+  assert.equal(a.cluster.tryLock(), true);
   await a.shared([NAME], 300).present(http01(NAME));
   const warning = a.logs.find(
     (line) => line.msg === 'ACME: nodes did not confirm the pending challenges; the CA validates anyway',
   );
   assert.deepEqual(warning?.nodes, ['node-b']);
+});
+
+test('an abandoned order publishes no challenge over the next order’s, and clears its own while it may', async (t) => {
+  const [a, b] = await twoNodes(t);
+  const [first, next] = [a.shared([NAME], 50), b.shared([NAME], 50)];
+  const listed = () =>
+    JSON.stringify((JSON.parse(a.cluster.peek(CHALLENGES_FILE) ?? '[]') as { token: string }[]).map((e) => e.token));
+  const order = new AbortController();
+  assert.equal(a.cluster.tryLock(), true);
+  const abandoned = http01(NAME);
+  await first.present(abandoned, order.signal);
+  assert.equal(listed(), JSON.stringify([TOKEN]));
+  // The deadline passes (the lock is released after): the list is cleared while it is still node A's.
+  order.abort(new Error('no certificate within 600 s'));
+  assert.equal(listed(), '[]');
+  a.cluster.unlock();
+  // Node B orders next; node A's abandoned order goes on a step and ends: nothing of it is published.
+  assert.equal(b.cluster.tryLock(), true);
+  const nextToken = 'bmV4dC1vcmRlci10b2tlbi1mcm9tLW5vZGUtYi0wMDAwMDAwMDAwMDAwMDAwMDA';
+  await next.present(http01(NAME, nextToken));
+  await first.withdraw(abandoned, order.signal);
+  const late = http01(NAME, 'bGF0ZS1wcmVzZW50LW9mLWFuLWFiYW5kb25lZC1vcmRlci0wMDAwMDAwMDAwMDA');
+  await assert.rejects(first.present(late, order.signal), /no certificate within/);
+  assert.equal(listed(), JSON.stringify([nextToken]), "node B's list stands");
+  assert.equal(a.answered.has(NAME), false, 'node A answers nothing of its abandoned order');
+  b.cluster.unlock();
+});
+
+test('a present that fails after answering locally stops answering; without the lock none is', async (t) => {
+  const [a, b] = await twoNodes(t);
+  const shared = a.shared([NAME], 50);
+  // Not holding the lock: refused before anything is answered or published.
+  await assert.rejects(shared.present(http01(NAME)), OrderLockLost);
+  assert.equal(a.answered.size, 0);
+  assert.equal(a.cluster.peek(CHALLENGES_FILE), null);
+  // The lock lost while the challenge was being answered locally: the answer is withdrawn, nothing published.
+  assert.equal(a.cluster.tryLock(), true);
+  const pid = a.sql.prepare('SELECT pg_backend_pid()').pluck().get();
+  const presenting = shared.present(http01(NAME));
+  b.sql.prepare('SELECT pg_terminate_backend(?)').get(pid);
+  await assert.rejects(presenting);
+  assert.equal(a.answered.size, 0, 'the local answer is withdrawn');
+  assert.equal(b.cluster.peek(CHALLENGES_FILE), null, 'nothing published');
 });
