@@ -16,7 +16,8 @@ export const GatewayErrors = defineErrors('gateway', {
     doc:
       'The session cookie came on an API request not proven to come from the ' +
       "gateway's own origin (`Origin`, or `Sec-Fetch-Site: same-origin` on a " +
-      'GET); send a bearer token instead.',
+      'GET), or on a websocket handshake whose `Origin` is neither the gateway’s nor the one it reached; send a ' +
+      'bearer token instead.',
   },
   admin_required: { status: 403, doc: 'The endpoint requires a native-realm administrator.' },
   endpoint_requires_native_realm: {

@@ -3,7 +3,8 @@
  * name, how its value is read, and when the API lets it stand in for a
  * bearer token. It is a credential a browser attaches by itself, so the API
  * accepts it only on a request that proves it comes from a page of the
- * gateway's own origin — the CSRF defence of every cookie-authenticated call.
+ * gateway's own origin — the CSRF defence of every cookie-authenticated call —
+ * and a websocket handshake only from a page of the origin it reaches.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { parseCookie } from 'cookie';
@@ -37,4 +38,17 @@ export function fromOwnOrigin(method: string, headers: IncomingHttpHeaders, orig
   const sent = headers.origin;
   if (sent !== undefined) return sent === origin;
   return (method === 'GET' || method === 'HEAD') && headers['sec-fetch-site'] === 'same-origin';
+}
+
+/**
+ * Whether a websocket handshake may use the session cookie it carries. Browsers send `Origin` on every handshake
+ * (RFC 6455 §4.1 and §10.2) and websockets are not bound by CORS, so a page of another origin of the same site (a
+ * sibling subdomain, another port of this host), to which SameSite=Lax still attaches the cookie, could otherwise
+ * open one as the signed-in user. The handshake counts from the gateway's origin or from the origin of the listener
+ * it reached (a legacy port's own pages); one without `Origin` comes from no browser, so no page made it.
+ */
+export function sameOriginHandshake(headers: IncomingHttpHeaders, origin: string, encrypted: boolean): boolean {
+  const sent = headers.origin;
+  if (sent === undefined || sent === origin) return true;
+  return headers.host !== undefined && sent === `${encrypted ? 'https' : 'http'}://${headers.host}`;
 }

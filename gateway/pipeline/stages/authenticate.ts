@@ -11,7 +11,7 @@ import { ApiError } from '../../errors/api-error.ts';
 import { GatewayErrors } from '../../errors/gateway-errors.ts';
 import type { RequestContext } from '../../http/context.ts';
 import { bearerOf } from '../../http/credential.ts';
-import { fromOwnOrigin, sessionCookieValue } from '../../http/session-cookie.ts';
+import { fromOwnOrigin, sameOriginHandshake, sessionCookieValue } from '../../http/session-cookie.ts';
 import type { AuthMode } from '../../module.ts';
 import type { Authenticator, Principal } from '../../principal.ts';
 import type { SessionUse } from '../plan.ts';
@@ -23,6 +23,15 @@ export const AUTH_FAILURES = {
   help: 'Requests refused at authentication, by reason (credential_missing when none was presented).',
   labels: ['reason'],
 } as const;
+
+/** A browser's session cookie; on a websocket handshake only from a page of the origin it reaches (else refused). */
+function browserSession(ctx: RequestContext, origin: () => string): string | null {
+  const cookie = sessionCookieValue(ctx.req.headers.cookie);
+  if (cookie === null || ctx.upgrade === null) return cookie;
+  const encrypted = (ctx.req.socket as { encrypted?: boolean }).encrypted === true;
+  if (sameOriginHandshake(ctx.req.headers, origin(), encrypted)) return cookie;
+  throw GatewayErrors.make.cross_origin_session();
+}
 
 /** The session cookie of an API request from the gateway's own origin; a cookie sent from anywhere else is refused. */
 function apiSession(ctx: RequestContext, mode: Exclude<AuthMode, 'none'>, origin: () => string): string | null {
@@ -37,7 +46,7 @@ export interface AuthenticateOptions {
   failures?: Counter<'reason'> | undefined;
   /** Where the session cookie stands in for a bearer (default: nowhere). */
   session?: SessionUse | undefined;
-  /** The configured origin, for `api` session use. */
+  /** The configured origin: `api` session use, and the websocket handshakes of `browser` use. */
   origin?: (() => string) | undefined;
 }
 
@@ -73,7 +82,7 @@ export function createAuthenticateStage(
   };
   /** The session cookie where the route takes one (an API route's only from the gateway's own pages), or null. */
   const cookieOf = (ctx: RequestContext): string | null => {
-    if (session === 'browser') return sessionCookieValue(ctx.req.headers.cookie);
+    if (session === 'browser') return browserSession(ctx, origin);
     return session === 'api' ? apiSession(ctx, mode, origin) : null;
   };
   const staleCookie = session === 'browser' && mode === 'optional';

@@ -92,3 +92,34 @@ test('the frontend upstream is told the caller by a bearer only; the operator se
   const loginPage = await gw.request('GET', '/login?next=/console/', { token: null, headers: { cookie } });
   assert.equal(loginPage.status, 302);
 });
+
+test('a websocket handshake takes the session cookie only from a page of the origin it reaches', async (t) => {
+  const gw = await startTestGateway(t);
+  const app = await startAppServer(t);
+  const d = await deploy(gw, { kind: 'app', name: 'origin-ws', upstream: app.url });
+  const cookie = `meshgate_session=${await gw.adminToken()}`;
+  const url = `${gw.url.replace('https', 'wss')}/runtime/apps/${d.id}/ws`;
+  const handshake = async (origin: string | undefined) => {
+    const ws = new WebSocket(url, { ca: gw.gateway.caPem, headers: { cookie }, ...(origin ? { origin } : {}) });
+    ws.on('error', () => {}); // terminating a refused handshake reports it as an error too
+    const outcome = await Promise.race([
+      once(ws, 'open').then(() => 101),
+      once(ws, 'unexpected-response').then(([, res]) => res.statusCode as number),
+    ]);
+    ws.terminate();
+    return outcome;
+  };
+  // A sibling subdomain or another port of the host: the same site, so SameSite=Lax attached the cookie.
+  assert.equal(await handshake('https://evil.localhost'), 403);
+  assert.equal(await handshake(new URL(gw.url).origin.replace(/:\d+$/, ':1')), 403);
+  assert.equal(await handshake(gw.gateway.origin), 101, "the gateway's own pages");
+  assert.equal(await handshake(new URL(gw.url).origin), 101, 'the origin the handshake reached');
+  assert.equal(await handshake(undefined), 101, 'no Origin: no browser made the handshake');
+  const bearer = new WebSocket(url, {
+    ca: gw.gateway.caPem,
+    origin: 'https://evil.localhost',
+    headers: { authorization: `Bearer ${await gw.adminToken()}` },
+  });
+  await once(bearer, 'open');
+  bearer.terminate();
+});
