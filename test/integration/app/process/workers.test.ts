@@ -322,6 +322,10 @@ test("a retrieval cancel taken by one worker ends the job's stream on another", 
   await once(stream, 'end');
   assert.match(text.slice(-2000), /event: error\ndata: .*retrieval_job_canceled/);
   assert.doesNotMatch(text.slice(-2000), /event: complete/);
+  // Closed here, not in an after hook: those run in the order registered, so the gateway would be killed first and
+  // a frame this client still sends (a WINDOW_UPDATE as it reads) would meet a dead socket: a reset, uncaught.
+  session.close();
+  await once(session, 'close');
 });
 
 /** A connection served by a worker other than `worker` (each known by a ping's access line). */
