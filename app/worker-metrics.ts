@@ -7,7 +7,8 @@
  *
  * A summed counter must never fall, or Prometheus reads a reset and `rate()` counts the whole total again: so the
  * counters and histograms of a worker that exited (crashed, or replaced at a reload) stay in the sum as its last
- * answer read them. What it counted after that answer is lost, which only ever makes the sum lag, never fall.
+ * answer read them. What it counted after that answer is lost, which only ever makes the sum lag, never fall. A label
+ * value that stopped existing (a deleted deployment) leaves them too (`forgetDeparted`), as it leaves every worker.
  */
 import {
   AggregatorRegistry,
@@ -55,6 +56,13 @@ export class WorkersMetrics {
         AggregatorRegistry.aggregate([departed, cumulative(last)]).getMetricsAsJSON(),
       );
     });
+  }
+
+  /** Drops every sample of the exited workers whose `label` is `value`. */
+  forgetDeparted(label: string, value: string): void {
+    this.#departed = this.#departed.then((departed) =>
+      departed.map((metric) => ({ ...metric, values: metric.values.filter((v) => v.labels[label] !== value) })),
+    );
   }
 
   /** The Prometheus text of every process combined; a worker that does not answer in time is left out. */

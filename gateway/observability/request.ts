@@ -8,7 +8,9 @@
  * id of the registered deployment a runtime request was admitted to
  * (RequestContext.deployment), empty otherwise — an id in a path that names
  * no deployment never becomes one. So neither paths nor a client's ids reach
- * a label.
+ * a label. A deployment deleted takes its series with it (the serving domain
+ * calls `remove('deployment', id)` in every process): the label set stays
+ * bounded by the deployments that exist, not by all that ever did.
  */
 import type { RequestContext } from '../http/context.ts';
 import type { HistogramSeries } from './histogram.ts';
@@ -29,21 +31,28 @@ export const REQUEST_DURATION = {
   buckets: DURATION_BUCKETS,
 } as const;
 
+/** Where the requests of a deleted deployment still in flight when it went are counted: nowhere. */
+const UNCOUNTED: HistogramSeries = { observe() {} };
+const RETIRED = new Map<string, Map<string, HistogramSeries[]>>();
+
 export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing): RequestObserver {
   const duration = metrics.histogram(REQUEST_DURATION);
   // Series found by route, then service (strings the routing tables hold, whose hashes V8 keeps), then status class;
   // a deployment's requests by its id (the deployment row's string) first: no key is built per request.
   const byRoute = new Map<string, Map<string, HistogramSeries[]>>();
   const byDeployment = new Map<string, Map<string, Map<string, HistogramSeries[]>>>();
-  const seriesOf = (route: string, service: string, status: number, deployment: string | null): HistogramSeries => {
-    let routes = byRoute;
-    if (deployment !== null) {
-      routes = byDeployment.get(deployment) as Map<string, Map<string, HistogramSeries[]>>;
-      if (!routes) {
-        routes = new Map();
-        byDeployment.set(deployment, routes);
-      }
+  const routesOf = (deployment: string | null) => {
+    if (deployment === null) return byRoute;
+    let routes = byDeployment.get(deployment);
+    if (!routes) {
+      routes = new Map();
+      byDeployment.set(deployment, routes);
     }
+    return routes;
+  };
+  const seriesOf = (route: string, service: string, status: number, deployment: string | null): HistogramSeries => {
+    const routes = routesOf(deployment);
+    if (routes === RETIRED) return UNCOUNTED;
     let byService = routes.get(route);
     if (!byService) {
       byService = new Map();
@@ -62,6 +71,16 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
     }
     return series;
   };
+  // A deployment's series removed: a request admitted before it went and ending after must not bind them again (the
+  // id is a random UUID, never reused, so its mark costs one map entry). Any other removal rebinds from scratch.
+  duration.onRemove((label, value) => {
+    if (label === 'deployment' && value !== '') {
+      byDeployment.set(value, RETIRED);
+      return;
+    }
+    byRoute.clear();
+    for (const [deployment, routes] of byDeployment) if (routes !== RETIRED) byDeployment.delete(deployment);
+  });
   return {
     begin(ctx) {
       ctx.span = tracing.serverSpan(ctx.method, ctx.req.headers);
