@@ -103,11 +103,8 @@ export const loginThrottle = sqliteTable('login_throttle', {
   key: text('key').primaryKey(),
   /** Tokens left at `atMs` (a bucket refills from there as time passes). */
   tokens: real('tokens').notNull(),
-  /**
-   * Epoch milliseconds of the last token taken (an attempt is paid for before its check), of a sign-in for a known
-   * pair, or of a client's last failure (`f <client>`).
-   */
+  /** Epoch milliseconds of the last failure (or sign-in, for a known pair). */
   atMs: integer('at_ms').notNull(),
-  /** The bucket's level just before its last token was taken: whether that attempt emptied it. */
+  /** The bucket's level just before its last failure: whether that failure emptied it. */
   levelBefore: real('level_before').notNull(),
 });

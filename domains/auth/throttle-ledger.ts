@@ -5,13 +5,11 @@
  * would allow N times as many guesses).
  *
  * Cheap on the hot path: an admission reads every key it needs in one
- * statement; an attempt takes its tokens before its password is checked
- * (`take`), one upsert per bucket whose refill, test and decrement happen
- * inside the statement (`ON CONFLICT DO UPDATE`, whose SET sees the row as it
- * was: SQLite https://sqlite.org/lang_upsert.html, PostgreSQL INSERT … ON
- * CONFLICT, which locks the row), so attempts running at once in several
- * processes never take the same token twice; a sign-in gives them back
- * (`giveBack`). Rows are dropped once they can no longer matter.
+ * statement; a failure is one upsert per bucket, whose refill and decrement
+ * happen inside the statement (`ON CONFLICT DO UPDATE`, whose SET sees the
+ * row as it was: SQLite https://sqlite.org/lang_upsert.html, PostgreSQL
+ * INSERT … ON CONFLICT), so concurrent failures from several processes are
+ * each counted. Rows are dropped once they can no longer matter.
  */
 import type { SqlConnection } from '../../gateway/db/connection.ts';
 
@@ -40,19 +38,8 @@ export function retryAfterSeconds(level: number, spec: BucketSpec): number {
 /** Failures between prunes of the rows that no longer matter. */
 const PRUNE_EVERY = 256;
 
-/** A bucket an attempt takes a token from; `needed`: the attempt is refused when it holds none. */
-export interface Charge {
-  readonly key: string;
-  readonly spec: BucketSpec;
-  readonly needed: boolean;
-}
-
-/** Thrown inside `take`'s transaction to roll it back. */
-class TokenGone extends Error {}
-
 export class ThrottleLedger {
-  readonly #take;
-  readonly #giveBack;
+  readonly #fail;
   readonly #touch;
   readonly #pruneBuckets;
   readonly #pruneKnown;
@@ -73,14 +60,11 @@ export class ThrottleLedger {
       'CASE WHEN excluded.at_ms > login_throttle.at_ms THEN excluded.at_ms - login_throttle.at_ms ELSE 0 END';
     const refilled = `(login_throttle.tokens + (${elapsed}) * 1.0 / ?)`;
     const level = `(CASE WHEN ${refilled} >= ? THEN ? ELSE ${refilled} END)`;
-    this.#take = sql.prepare(
+    this.#fail = sql.prepare(
       'INSERT INTO login_throttle (key, tokens, at_ms, level_before) VALUES (?, ?, ?, ?) ' +
         `ON CONFLICT (key) DO UPDATE SET level_before = ${level}, ` +
         `tokens = CASE WHEN ${level} >= 1 THEN ${level} - 1 ELSE 0 END, at_ms = excluded.at_ms ` +
         'RETURNING level_before',
-    );
-    this.#giveBack = sql.prepare(
-      'UPDATE login_throttle SET tokens = CASE WHEN tokens + ? >= ? THEN ? ELSE tokens + ? END WHERE key = ?',
     );
     this.#touch = sql.prepare(
       'INSERT INTO login_throttle (key, tokens, at_ms, level_before) VALUES (?, 0, ?, 0) ' +
@@ -104,44 +88,19 @@ export class ThrottleLedger {
     return rows;
   }
 
-  /**
-   * Takes a token from each bucket in one transaction (an empty bucket that is not `needed` stays empty, its refill
-   * since restarting: a failure there is one more); per bucket, the level it had just before. Null, and nothing
-   * taken, when a `needed` bucket held less than one token: another attempt took it first.
-   */
-  take(charges: readonly Charge[], nowMs: number): number[] | null {
-    let before: number[];
-    try {
-      before = this.sql.transaction(() =>
-        charges.map(({ key, spec, needed }) => {
-          const { capacity, refillMs } = spec;
-          const params = [key, capacity - 1, nowMs, capacity, refillMs, capacity, capacity, refillMs];
-          // The level expression appears three times in the statement (level_before, the test and the decrement).
-          const row = this.#take.get(...params, ...params.slice(4), ...params.slice(4)) as { level_before: number };
-          const level = Number(row.level_before);
-          if (needed && level < 1) throw new TokenGone();
-          return level;
-        }),
-      )();
-    } catch (error) {
-      if (error instanceof TokenGone) return null;
-      throw error;
-    }
-    if (++this.#sincePrune >= PRUNE_EVERY) this.prune(nowMs);
-    return before;
-  }
-
-  /**
-   * Gives back what `take` took (per bucket, what it answered, up to one token): the attempt signed in. Each bucket
-   * then holds what it would have had the attempt never been made, whatever others took meanwhile.
-   */
-  giveBack(charges: readonly Charge[], before: readonly number[]): void {
-    this.sql.transaction(() =>
-      charges.forEach(({ key, spec }, i) => {
-        const amount = Math.min(1, before[i] as number);
-        this.#giveBack.run(amount, spec.capacity, spec.capacity, amount, key);
+  /** Takes a token from each bucket (one transaction); per bucket, the level it had just before. */
+  fail(buckets: readonly { key: string; spec: BucketSpec }[], nowMs: number): number[] {
+    const before = this.sql.transaction(() =>
+      buckets.map(({ key, spec }) => {
+        const { capacity, refillMs } = spec;
+        const params = [key, capacity - 1, nowMs, capacity, refillMs, capacity, capacity, refillMs];
+        // The level expression appears three times in the statement (level_before, the test and the decrement).
+        const row = this.#fail.get(...params, ...params.slice(4), ...params.slice(4)) as { level_before: number };
+        return Number(row.level_before);
       }),
     )();
+    if (++this.#sincePrune >= PRUNE_EVERY) this.prune(nowMs);
+    return before;
   }
 
   /** Records that `key` was seen at `nowMs` (a sign-in). */

@@ -27,7 +27,6 @@ import {
   type BucketRow,
   type BucketSpec,
   bucketLevel,
-  type Charge,
   retryAfterSeconds,
   type ThrottleLedger,
 } from './throttle-ledger.ts';
@@ -121,16 +120,12 @@ export class FairQueue {
   }
 }
 
-/**
- * What one admission reads: the buckets, the known pair of a (client, username) and when the client last failed,
- * in one statement.
- */
+/** What one admission reads: the buckets and the known pair of a (client, username), in one statement. */
 interface Keys {
   readonly client: string;
   readonly account: string;
   readonly lockedTries: string;
   readonly known: string;
-  readonly failed: string;
 }
 
 const keysOf = (client: string, account: string): Keys => ({
@@ -138,14 +133,7 @@ const keysOf = (client: string, account: string): Keys => ({
   account: `a ${account}`,
   lockedTries: `l ${account}`,
   known: `k ${client} ${account}`,
-  failed: `f ${client}`,
 });
-
-/** The tokens an attempt took before its check, and the levels they had. */
-interface Reserved {
-  readonly charges: readonly Charge[];
-  readonly before: readonly number[];
-}
 
 export class LoginThrottle {
   readonly #client: BucketSpec;
@@ -191,83 +179,47 @@ export class LoginThrottle {
 
   /**
    * Runs one password check for `username` from `address` (the client address, behind trusted proxies the one they
-   * forwarded for) under the throttle. Throws too_many_attempts / login_busy instead of checking. The check is paid
-   * for before it runs, as if it failed, and the tokens come back when it signs in: checks running at once (the
-   * hashes, here and in other processes) cannot each spend the same last token, so no more wrong passwords are ever
-   * checked than the buckets hold.
+   * forwarded for) under the throttle. Throws too_many_attempts / login_busy instead of checking; records a failure
+   * when `check` gives null.
    */
   async attempt<T>(address: string | undefined, username: string, check: () => Promise<T | null>): Promise<T | null> {
     const client = clientKey(address);
     // Usernames are attacker-chosen: bound what one can cost in the database and in a log line.
-    const name = username.slice(0, 256);
-    const keys = keysOf(client, name);
+    const keys = keysOf(client, username.slice(0, 256));
     this.#admit(keys);
-    return this.#queue.run(client, async () => {
-      // Re-checked once dequeued (the client's earlier attempts, here or in another process, may have locked it),
-      // and paid for in the same turn.
-      const reserved = this.#reserve(keys);
-      let result: T | null;
-      try {
-        result = await check();
-      } catch (error) {
-        this.ledger.giveBack(reserved.charges, reserved.before);
-        throw error;
-      }
-      if (result === null) this.#failed(keys, name, reserved.before);
-      else {
-        this.ledger.giveBack(reserved.charges, reserved.before);
-        this.ledger.touch(keys.known, this.nowMs());
-      }
-      return result;
+    const result = await this.#queue.run(client, () => {
+      // Re-checked once dequeued: the client's earlier attempts, here or in another process, may have locked it.
+      this.#admit(keys);
+      return check();
     });
+    if (result === null) this.#failed(keys, username.slice(0, 256));
+    else this.ledger.touch(keys.known, this.nowMs());
+    return result;
   }
 
-  /**
-   * The admission's decision, then its tokens taken: the client's, the username's, and the clean clients' when the
-   * attempt goes through them. Only another process can take a token between the two (this one runs both in one
-   * turn); the admission is then decided again, on what that process left.
-   */
-  #reserve(keys: Keys): Reserved {
-    for (let round = 0; round < 2; round++) {
-      const { known, throughCleanTries } = this.#admit(keys);
-      const charges: Charge[] = [
-        { key: keys.client, spec: this.#client, needed: true },
-        // A known client's failure, or one through the clean clients' bucket, still pays here: the username slows.
-        { key: keys.account, spec: this.#account, needed: !known && !throughCleanTries },
-        ...(throughCleanTries ? [{ key: keys.lockedTries, spec: this.#lockedTries, needed: true }] : []),
-      ];
-      const before = this.ledger.take(charges, this.nowMs());
-      if (before !== null) return { charges, before };
-    }
-    throw AuthErrors.make.too_many_attempts({ retry_after: 1 });
-  }
-
-  /** Throws the refusal, or says how the attempt may go: as a known client, or through the clean clients' bucket. */
-  #admit(keys: Keys): { known: boolean; throughCleanTries: boolean } {
+  #admit(keys: Keys): void {
     const now = this.nowMs();
     const until = this.#blockedUntil.get(keys.client);
     if (until !== undefined) {
       if (until > now) throw AuthErrors.make.too_many_attempts({ retry_after: Math.ceil((until - now) / 1000) });
       this.#blockedUntil.delete(keys.client);
     }
-    const rows = this.ledger.read([keys.client, keys.account, keys.lockedTries, keys.known, keys.failed]);
+    const rows = this.ledger.read([keys.client, keys.account, keys.lockedTries, keys.known]);
     const clientLevel = bucketLevel(rows.get(keys.client), this.#client, now);
     if (clientLevel < 1) {
       const retryAfter = retryAfterSeconds(clientLevel, this.#client);
       this.#block(keys.client, now + (1 - clientLevel) * this.#client.refillMs);
       throw AuthErrors.make.too_many_attempts({ retry_after: retryAfter });
     }
-    const known = this.#knows(rows, keys, now);
     const accountLevel = bucketLevel(rows.get(keys.account), this.#account, now);
-    if (accountLevel >= 1 || known) return { known, throughCleanTries: false };
-    const failedRow = rows.get(keys.failed);
-    if (failedRow && now - failedRow.atMs < this.#lockoutWindowMs) {
+    if (accountLevel >= 1 || this.#knows(rows, keys, now)) return;
+    const clientRow = rows.get(keys.client);
+    if (clientRow && now - clientRow.atMs < this.#lockoutWindowMs) {
       throw AuthErrors.make.too_many_attempts({ retry_after: retryAfterSeconds(accountLevel, this.#account) });
     }
     const triesLevel = bucketLevel(rows.get(keys.lockedTries), this.#lockedTries, now);
     if (triesLevel < 1)
       throw AuthErrors.make.too_many_attempts({ retry_after: retryAfterSeconds(triesLevel, this.#lockedTries) });
-    return { known, throughCleanTries: true };
   }
 
   #knows(rows: Map<string, BucketRow>, keys: Keys, now: number): boolean {
@@ -285,10 +237,18 @@ export class LoginThrottle {
     }
   }
 
-  /** A wrong password, already paid for (`#reserve`): when the client last failed, and the lockout lines. */
-  #failed(keys: Keys, username: string, before: readonly number[]): void {
-    this.ledger.touch(keys.failed, this.nowMs());
-    const [clientBefore, accountBefore] = before as [number, number];
+  #failed(keys: Keys, username: string): void {
+    const now = this.nowMs();
+    const rows = this.ledger.read([keys.account, keys.known]);
+    // A failure on a locked username came through the clean clients' bucket (or from a known client): it pays there.
+    const throughCleanTries =
+      bucketLevel(rows.get(keys.account), this.#account, now) < 1 && !this.#knows(rows, keys, now);
+    const buckets = [
+      { key: keys.client, spec: this.#client },
+      { key: keys.account, spec: this.#account },
+      ...(throughCleanTries ? [{ key: keys.lockedTries, spec: this.#lockedTries }] : []),
+    ];
+    const [clientBefore, accountBefore] = this.ledger.fail(buckets, now) as [number, number];
     // The failure that took a bucket's last token is the lockout, logged once whichever process saw it.
     if (clientBefore >= 1 && clientBefore - 1 < 1) {
       const client = keys.client.slice(2);
