@@ -33,7 +33,11 @@ export const REQUEST_DURATION = {
 
 /** Where the requests of a deleted deployment still in flight when it went are counted: nowhere. */
 const UNCOUNTED: HistogramSeries = { observe() {} };
-const RETIRED = new Map<string, Map<string, HistogramSeries[]>>();
+/**
+ * Deleted deployments remembered at once. A request still in flight for one deleted this many deletes ago binds its
+ * series again when it ends (one series, until that deployment's id is removed again): the marks stay bounded.
+ */
+const RETIRED_KEPT = 1024;
 
 export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing): RequestObserver {
   const duration = metrics.histogram(REQUEST_DURATION);
@@ -50,9 +54,18 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
     }
     return routes;
   };
-  const seriesOf = (route: string, service: string, status: number, deployment: string | null): HistogramSeries => {
+  // Each deleted deployment's id, with when it was deleted (performance.now(), oldest first): a request that arrived
+  // before then and ends after must not bind its series again. One that arrived after and was admitted to the id
+  // proves the id exists again (admission needs its row): it counts.
+  const retired = new Map<string, number>();
+  const admittedBeforeDelete = (ctx: RequestContext): boolean => {
+    const deletedAt = ctx.deployment === null || retired.size === 0 ? undefined : retired.get(ctx.deployment);
+    return deletedAt !== undefined && ctx.startedAt <= deletedAt;
+  };
+  const seriesOf = (ctx: RequestContext, route: string, service: string, status: number): HistogramSeries => {
+    if (admittedBeforeDelete(ctx)) return UNCOUNTED;
+    const deployment = ctx.deployment;
     const routes = routesOf(deployment);
-    if (routes === RETIRED) return UNCOUNTED;
     let byService = routes.get(route);
     if (!byService) {
       byService = new Map();
@@ -71,15 +84,13 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
     }
     return series;
   };
-  // A deployment's series removed: a request admitted before it went and ending after must not bind them again (the
-  // id is a random UUID, never reused, so its mark costs one map entry). Any other removal rebinds from scratch.
-  duration.onRemove((label, value) => {
-    if (label === 'deployment' && value !== '') {
-      byDeployment.set(value, RETIRED);
-      return;
-    }
-    byRoute.clear();
-    for (const [deployment, routes] of byDeployment) if (routes !== RETIRED) byDeployment.delete(deployment);
+  // A deployment's series removed (the only removal: the serving domain's, of a deleted deployment's id): its cached
+  // series are dead, and requests admitted before the delete are not counted when they end.
+  duration.onRemove((_label, value) => {
+    byDeployment.delete(value);
+    retired.delete(value);
+    retired.set(value, performance.now());
+    if (retired.size > RETIRED_KEPT) retired.delete(retired.keys().next().value as string);
   });
   return {
     begin(ctx) {
@@ -89,7 +100,7 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
       const service = ctx.service ?? 'none';
       const route = ctx.route?.def.path ?? 'unmatched';
       const status = ctx.res.statusCode;
-      seriesOf(route, service, status, ctx.deployment).observe((performance.now() - ctx.startedAt) / 1e3);
+      seriesOf(ctx, route, service, status).observe((performance.now() - ctx.startedAt) / 1e3);
       if (!tracing.recording) return;
       const span = ctx.span;
       span.updateName(`${ctx.method} ${route}`);

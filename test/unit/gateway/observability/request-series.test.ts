@@ -23,11 +23,17 @@ const countsOf = async (text: string) =>
     .filter((line) => line.startsWith('meshgate_http_request_duration_seconds_count'))
     .sort();
 
-test("a deleted deployment's series leave, and its requests still in flight do not bring them back", async (t) => {
+const COUNT = 'meshgate_http_request_duration_seconds_count{service="apps",route="unmatched",status_class=';
+
+async function observed(t: { after(fn: () => Promise<void>): void }) {
   const metrics = createMetrics();
   const tracing = await createTracing(configSchema.parse({}), { metrics, logger: pino({ level: 'silent' }) });
   t.after(() => tracing.close());
-  const observer = createRequestObserver(metrics, tracing);
+  return { metrics, observer: createRequestObserver(metrics, tracing) };
+}
+
+test("a deleted deployment's series leave, and its requests still in flight do not bring them back", async (t) => {
+  const { metrics, observer } = await observed(t);
   for (const [deployment, status] of [
     ['d-gone', 200],
     ['d-gone', 200],
@@ -37,14 +43,43 @@ test("a deleted deployment's series leave, and its requests still in flight do n
     observer.end(ended(deployment, status));
   assert.equal((await countsOf(await metrics.registry.metrics())).filter((l) => l.includes('d-gone')).length, 1);
 
-  metrics.histogram(REQUEST_DURATION).remove('deployment', 'd-gone');
   // Requests admitted before the delete, ending after it: a status class seen before and one never seen.
-  observer.end(ended('d-gone', 200));
-  observer.end(ended('d-gone', 502));
-  observer.end(ended('d-kept', 200));
-  const count = 'meshgate_http_request_duration_seconds_count{service="apps",route="unmatched",status_class=';
+  const inFlight = [ended('d-gone', 200), ended('d-gone', 502), ended('d-kept', 200)];
+  metrics.histogram(REQUEST_DURATION).remove('deployment', 'd-gone');
+  for (const ctx of inFlight) observer.end(ctx);
   assert.deepEqual(await countsOf(await metrics.registry.metrics()), [
-    `${count}"2xx",deployment="d-kept"} 2`,
-    `${count}"4xx",deployment=""} 1`,
+    `${COUNT}"2xx",deployment="d-kept"} 2`,
+    `${COUNT}"4xx",deployment=""} 1`,
   ]);
+});
+
+test('an id deleted and then admitted again (re-created) counts again; its old requests still do not', async (t) => {
+  const { metrics, observer } = await observed(t);
+  observer.end(ended('d-again', 200));
+  const before = ended('d-again', 200);
+  metrics.histogram(REQUEST_DURATION).remove('deployment', 'd-again');
+  // Arrived after the delete and admitted to the id: the deployment exists again.
+  observer.end(ended('d-again', 201));
+  observer.end(before);
+  observer.end(ended('d-again', 500));
+  assert.deepEqual(await countsOf(await metrics.registry.metrics()), [
+    `${COUNT}"2xx",deployment="d-again"} 1`,
+    `${COUNT}"5xx",deployment="d-again"} 1`,
+  ]);
+});
+
+test('the marks of deleted deployments are bounded: the oldest is let go', async (t) => {
+  const { metrics, observer } = await observed(t);
+  const duration = metrics.histogram(REQUEST_DURATION);
+  const oldest = ended('d-0', 200);
+  const newest = ended('d-1024', 200);
+  // Bounded: one more delete than the observer remembers.
+  for (let i = 0; i <= 1024; i++) duration.remove('deployment', `d-${i}`);
+  observer.end(oldest);
+  observer.end(newest);
+  assert.deepEqual(
+    await countsOf(await metrics.registry.metrics()),
+    [`${COUNT}"2xx",deployment="d-0"} 1`],
+    'the oldest mark was dropped, the newest still holds',
+  );
 });
