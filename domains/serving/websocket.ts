@@ -42,7 +42,9 @@ export async function proxyUpgrade(
     throw ServingErrors.make.no_healthy_upstream({ upstream: target.label, retry_after: retryAfter });
   }
   // A client that leaves before the 101 ends the handshake upstream too, rather than leaving it pending until the
-  // timeout; the exchange is then logged as the client's (499, access-log.ts), not as the upstream's failure.
+  // timeout; the exchange is then logged as the client's (499, access-log.ts), not as the upstream's failure. One
+  // already gone (closed while the request was admitted) is not heard by the listener below: no handshake starts.
+  if (client.destroyed) return;
   const left = new AbortController();
   const onLeft = () => left.abort(new Error('client closed'));
   client.once('close', onLeft);
