@@ -18,6 +18,7 @@ import type { ApiError } from '../gateway/errors/api-error.ts';
 import { GatewayErrors } from '../gateway/errors/gateway-errors.ts';
 import { urlOf } from '../gateway/http/origin.ts';
 import type { GatewayMetrics } from '../gateway/observability/metrics.ts';
+import { REQUEST_DURATION } from '../gateway/observability/request.ts';
 import type { ProcessPlace } from '../gateway/process/link.ts';
 import { listen } from './listeners.ts';
 import { WorkersMetrics } from './worker-metrics.ts';
@@ -26,6 +27,9 @@ import { WorkersMetrics } from './worker-metrics.ts';
 function scrapeFor(metrics: GatewayMetrics, place: ProcessPlace): () => Promise<string> {
   if (place.role !== 'primary') return () => metrics.registry.metrics();
   const workers = new WorkersMetrics(place, metrics.registry);
+  // A deployment deleted (the serving domain removes its request series in every process, this one included): the
+  // workers that exited before it must not keep it in the sum either.
+  metrics.histogram(REQUEST_DURATION).onRemove((label, value) => workers.forgetDeparted(label, value));
   return () => workers.render();
 }
 

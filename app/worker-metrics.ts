@@ -5,9 +5,12 @@
  * gauge as it declares (`across` in gateway/observability/metrics.ts), prom-client's process metrics as it declares
  * them (resident memory and CPU summed, event-loop lag averaged).
  *
- * A summed counter must never fall, or Prometheus reads a reset and `rate()` counts the whole total again: so the
- * counters and histograms of a worker that exited (crashed, or replaced at a reload) stay in the sum as its last
- * answer read them. What it counted after that answer is lost, which only ever makes the sum lag, never fall.
+ * A summed counter must not fall while its series lives, or Prometheus reads a reset and `rate()` counts the whole
+ * total again: so the counters and histograms of a worker that exited (crashed, or replaced at a reload) stay in the
+ * sum as its last answer read them. What it counted after that answer is lost, which only ever makes the sum lag,
+ * never fall. A label value that stopped existing (a deleted deployment) is the exception: its series leave the sum
+ * whole (`forgetDeparted`), as they leave every worker, and Prometheus marks a series gone from the scrape stale
+ * (ended, https://prometheus.io/docs/prometheus/latest/querying/basics/#staleness) rather than fallen to zero.
  */
 import {
   AggregatorRegistry,
@@ -37,11 +40,24 @@ const cumulative = (metrics: MetricsJson): MetricsJson =>
   // The JSON carries the type's name ('counter'), where prom-client's typings declare a numeric enum.
   metrics.filter((metric) => ['counter', 'histogram'].includes(metric.type as unknown as string));
 
+/** How many forgotten label values are kept to filter a worker's last answer read before they were forgotten. */
+const FORGOTTEN_KEPT = 1024;
+
+/** `metrics` without the samples whose `label` is `value`. */
+const without = (metrics: MetricsJson, label: string, value: string): MetricsJson =>
+  metrics.map((metric) => ({ ...metric, values: metric.values.filter((v) => v.labels[label] !== value) }));
+
 export class WorkersMetrics {
   /** Each live worker's last answer, by worker id. */
   readonly #last = new Map<number, MetricsJson>();
   /** The cumulative metrics of every worker that exited, summed into one. */
   #departed: Promise<MetricsJson> = Promise.resolve([]);
+  /**
+   * The latest label values forgotten (`label value`, oldest first): a scrape gathered before one was forgotten may
+   * store its answers after, and a worker may answer before it has dropped the value itself. Its exit then leaves
+   * its last answer without them. Bounded: a value forgotten FORGOTTEN_KEPT forgets ago is in no answer still held.
+   */
+  readonly #forgotten = new Map<string, { label: string; value: string }>();
 
   constructor(
     private readonly link: OwnerSide,
@@ -51,10 +67,22 @@ export class WorkersMetrics {
       const last = this.#last.get(worker);
       this.#last.delete(worker);
       if (last === undefined) return;
+      let kept = cumulative(last);
+      for (const { label, value } of this.#forgotten.values()) kept = without(kept, label, value);
       this.#departed = this.#departed.then((departed) =>
-        AggregatorRegistry.aggregate([departed, cumulative(last)]).getMetricsAsJSON(),
+        AggregatorRegistry.aggregate([departed, kept]).getMetricsAsJSON(),
       );
     });
+  }
+
+  /** Drops every sample whose `label` is `value` from what exited workers left and from what live workers last said. */
+  forgetDeparted(label: string, value: string): void {
+    const key = `${label} ${value}`;
+    this.#forgotten.delete(key);
+    this.#forgotten.set(key, { label, value });
+    if (this.#forgotten.size > FORGOTTEN_KEPT) this.#forgotten.delete(this.#forgotten.keys().next().value as string);
+    for (const [worker, last] of this.#last) this.#last.set(worker, without(last, label, value));
+    this.#departed = this.#departed.then((departed) => without(departed, label, value));
   }
 
   /** The Prometheus text of every process combined; a worker that does not answer in time is left out. */

@@ -28,6 +28,14 @@ export const DEFAULT_ENABLED: Readonly<Record<string, boolean>> = {
 
 export const SERVICES = Object.keys(DEFAULT_PREFIXES);
 
+/**
+ * Paths the gateway serves itself under the frontend's `/`, whatever the table says: sign-in (`/login`,
+ * `/login/session`), sign-out (domains/serving/frontend.ts) and the operator console (domains/serving/console/). A
+ * service given one of them, or a path below or above one, would take them over: the login page, the session
+ * cookie's endpoint or sign-out would reach an upstream (or answer 404) instead.
+ */
+export const GATEWAY_PATHS: readonly string[] = ['/login', '/logout', '/console'];
+
 export interface RoutingTable {
   baseHost: string;
   prefixes: Record<string, string>;
@@ -55,8 +63,17 @@ function prefixProblems(service: string, prefix: string): string[] {
       `service_prefixes.${service}: '${prefix}' must start with '/', not end with '/', and hold only unreserved ` +
         `characters in canonical segments`,
     );
+  } else {
+    const taken = GATEWAY_PATHS.find((own) => nested(prefix, own));
+    if (taken !== undefined)
+      problems.push(`service_prefixes.${service}: '${prefix}' would take '${taken}', which the gateway serves itself`);
   }
   return problems;
+}
+
+/** Whether `a` and `b` are the same path or one lies below the other, by whole segments. */
+function nested(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
 }
 
 /** Two services may not share a prefix or nest one in the other (the frontend's `/` aside). */
@@ -65,8 +82,7 @@ function overlapProblems(prefixes: Readonly<Record<string, string>>): string[] {
   const entries = Object.entries(prefixes).filter(([service]) => service !== 'frontend');
   entries.forEach(([a, pa], i) => {
     for (const [b, pb] of entries.slice(i + 1)) {
-      if (pa === pb || pa.startsWith(`${pb}/`) || pb.startsWith(`${pa}/`))
-        problems.push(`service_prefixes: '${a}' (${pa}) and '${b}' (${pb}) overlap`);
+      if (nested(pa, pb)) problems.push(`service_prefixes: '${a}' (${pa}) and '${b}' (${pb}) overlap`);
     }
   });
   return problems;

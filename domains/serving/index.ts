@@ -5,6 +5,8 @@
  * default), and the `deploy` / `smoke` commands.
  */
 import type { HandlerModule } from '../../gateway/module.ts';
+import type { BoundHistogram } from '../../gateway/observability/histogram.ts';
+import { REQUEST_DURATION } from '../../gateway/observability/request.ts';
 import { AUTH_FAILURES } from '../../gateway/pipeline/stages/authenticate.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { AUTHENTICATOR } from '../../gateway/principal.ts';
@@ -69,14 +71,22 @@ const DEPLOYMENT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 /**
  * A deployment changed, here or in another process (the change feed tells every process, the writer's included):
- * deleted, its plane is retired; served by other replicas now, its plane is rebuilt at once rather than at its next
- * request, so the pools of origins it left are released either way.
+ * deleted, its plane is retired and its request series (`meshgate_http_request_duration_seconds`, the kernel's)
+ * leave the scrape — whether or not this process had a plane for it, since a redirect or a refusal admitted to it
+ * counts there too; served by other replicas now, its plane is rebuilt at once rather than at its next request, so
+ * the pools of origins it left are released either way.
  */
-function followDeployment(store: ReturnType<typeof createDeploymentStore>, planes: DataPlanes, id: string): void {
-  if (!planes.has(id)) return;
+function followDeployment(
+  store: ReturnType<typeof createDeploymentStore>,
+  planes: DataPlanes,
+  requestSeries: Pick<BoundHistogram<'deployment'>, 'remove'>,
+  id: string,
+): void {
   const row = store.get(id);
-  if (!row) planes.retire(id);
-  else {
+  if (!row) {
+    requestSeries.remove('deployment', id);
+    planes.retire(id);
+  } else if (planes.has(id)) {
     const { maxConcurrent, queueTimeoutMs } = row;
     planes.plane({ label: row.id, replicas: replicasOf(row), maxConcurrent, queueTimeoutMs });
   }
@@ -160,14 +170,16 @@ export const servingModule: HandlerModule = {
             deps.logger,
           )
         : null;
+    const requestSeries = deps.metrics.histogram(REQUEST_DURATION);
     deps.feed.subscribe('deployments', (id) => {
       deployments.forget(id);
       prober?.probeSoon(id);
-      followDeployment(store, planes, id);
+      followDeployment(store, planes, requestSeries, id);
     });
     deps.feed.onReset('deployments', () => {
       deployments.forget();
-      for (const label of planes.labels()) if (DEPLOYMENT_ID.test(label)) followDeployment(store, planes, label);
+      const known = new Set([...planes.labels(), ...requestSeries.valuesOf('deployment')]);
+      for (const label of known) if (DEPLOYMENT_ID.test(label)) followDeployment(store, planes, requestSeries, label);
     });
     deps.services.provide(DEPLOYMENTS, deployments);
     deps.services.provide(DEPLOYMENT_COUNT, (principal) => deployments.visibleCount(principal));

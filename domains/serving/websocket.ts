@@ -4,7 +4,8 @@
  * client's connection, so Node writes the head), then the two sockets are
  * piped both ways until either side closes. A refused or failed upgrade
  * rejects before anything is written, so the gateway answers it as an error
- * response. The access line is written when the connection closes.
+ * response; a client that leaves before the 101 ends the handshake upstream.
+ * The access line is written when the connection closes.
  *
  * An open websocket is not a one-time decision: it is tracked with the check
  * that admitted it (open-streams.ts; the deployment must also still take
@@ -40,6 +41,13 @@ export async function proxyUpgrade(
     const retryAfter = target.plane.balancer.backInSeconds();
     throw ServingErrors.make.no_healthy_upstream({ upstream: target.label, retry_after: retryAfter });
   }
+  // A client that leaves before the 101 ends the handshake upstream too, rather than leaving it pending until the
+  // timeout; the exchange is then logged as the client's (499, access-log.ts), not as the upstream's failure. One
+  // already gone (closed while the request was admitted) is not heard by the listener below: no handshake starts.
+  if (client.destroyed) return;
+  const left = new AbortController();
+  const onLeft = () => left.abort(new Error('client closed'));
+  client.once('close', onLeft);
   let upstream: { headers: IncomingHttpHeaders; socket: Duplex };
   try {
     upstream = await replica.pool.upgrade({
@@ -47,12 +55,15 @@ export async function proxyUpgrade(
       method: 'GET',
       headers,
       protocol: 'websocket',
-      signal: AbortSignal.timeout(target.timeoutMs),
+      signal: AbortSignal.any([AbortSignal.timeout(target.timeoutMs), left.signal]),
     });
   } catch (error) {
+    if (client.destroyed) return;
     const refusal = upstreamError(error as Error, target.label);
     target.observed.errors.labels(target.label, refusal.reason).inc();
     throw refusal;
+  } finally {
+    client.off('close', onLeft);
   }
   const { socket } = upstream;
   if (client.destroyed) {

@@ -13,6 +13,17 @@ interface ClientErrorSource {
   on(event: 'clientError', listener: (error: NodeJS.ErrnoException, socket: Duplex) => void): unknown;
 }
 
+/**
+ * The status written raw on each socket here: a request whose head was parsed and whose body was not (a malformed
+ * chunk, a request timeout) has a response that never sent a head, and its access line reads the status from here.
+ */
+const writtenRaw = new WeakMap<object, number>();
+
+/** The status this module wrote raw on `socket` (the request's), if it wrote one. */
+export function statusWrittenRaw(socket: object | null | undefined): number | undefined {
+  return socket ? writtenRaw.get(socket) : undefined;
+}
+
 const NODE_DEFAULT_STATUS: Readonly<Record<string, number>> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
   ERR_HTTP_REQUEST_TIMEOUT: 408,
@@ -51,6 +62,7 @@ export function answerClientErrors(server: ClientErrorSource): void {
     if (error.code === 'HPE_HEADER_OVERFLOW') {
       const requestId = randomUUID();
       const body = JSON.stringify(GatewayErrors.make.headers_too_large().body(requestId));
+      writtenRaw.set(socket, 431);
       socket.end(
         `HTTP/1.1 431 ${STATUS_CODES[431]}\r\nconnection: close\r\ncontent-type: application/json\r\n` +
           `x-request-id: ${requestId}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
@@ -59,6 +71,7 @@ export function answerClientErrors(server: ClientErrorSource): void {
       return;
     }
     const status = NODE_DEFAULT_STATUS[error.code as string] ?? 400;
+    writtenRaw.set(socket, status);
     socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\n\r\n`);
     socket.destroy();
   });

@@ -24,6 +24,8 @@ class Series implements HistogramSeries {
   readonly counts: number[];
   sum = 0;
   count = 0;
+  /** Removed from its histogram (`remove`): what its holder observes next is not counted anywhere. */
+  dead = false;
 
   constructor(
     readonly labels: Readonly<Record<string, string>>,
@@ -39,6 +41,7 @@ class Series implements HistogramSeries {
   }
 
   observe(value: number): void {
+    if (this.dead) return;
     if (!Number.isFinite(value)) throw new TypeError(`Value is not a valid number: ${value}`);
     const bounds = this.bounds;
     let at = 0;
@@ -54,6 +57,7 @@ export class BoundHistogram<L extends string> {
   readonly aggregator = 'sum';
   readonly #series = new Map<string, Series>();
   readonly #bounds: readonly number[];
+  readonly #removed: ((label: L, value: string) => void)[] = [];
 
   constructor(
     readonly name: string,
@@ -83,6 +87,32 @@ export class BoundHistogram<L extends string> {
       this.#series.set(key, series);
     }
     return series;
+  }
+
+  /**
+   * Drops every series whose `label` is `value` (a deleted deployment's): they leave the scrape, so label values
+   * that stop existing do not keep series for the life of the process. A series dropped is dead: whoever bound it
+   * observes into nothing, and `labels()` binds a fresh one. Those who keep bound series are told (`onRemove`).
+   */
+  remove(label: L, value: string): void {
+    for (const [key, series] of this.#series)
+      if (series.labels[label] === value) {
+        series.dead = true;
+        this.#series.delete(key);
+      }
+    for (const listener of this.#removed) listener(label, value);
+  }
+
+  /** Called after each `remove`, with its label and value. */
+  onRemove(listener: (label: L, value: string) => void): void {
+    this.#removed.push(listener);
+  }
+
+  /** The values `label` takes in the series bound now. */
+  valuesOf(label: L): Set<string> {
+    const values = new Set<string>();
+    for (const series of this.#series.values()) values.add(series.labels[label] as string);
+    return values;
   }
 
   async get(): Promise<{ name: string; help: string; type: 'histogram'; values: Sample[]; aggregator: 'sum' }> {

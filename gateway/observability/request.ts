@@ -8,7 +8,9 @@
  * id of the registered deployment a runtime request was admitted to
  * (RequestContext.deployment), empty otherwise — an id in a path that names
  * no deployment never becomes one. So neither paths nor a client's ids reach
- * a label.
+ * a label. A deployment deleted takes its series with it (the serving domain
+ * calls `remove('deployment', id)` in every process): the label set stays
+ * bounded by the deployments that exist, not by all that ever did.
  */
 import type { RequestContext } from '../http/context.ts';
 import type { HistogramSeries } from './histogram.ts';
@@ -29,21 +31,41 @@ export const REQUEST_DURATION = {
   buckets: DURATION_BUCKETS,
 } as const;
 
+/** Where the requests of a deleted deployment still in flight when it went are counted: nowhere. */
+const UNCOUNTED: HistogramSeries = { observe() {} };
+/**
+ * Deleted deployments remembered at once. A request still in flight for one deleted this many deletes ago binds its
+ * series again when it ends (one series, until that deployment's id is removed again): the marks stay bounded.
+ */
+const RETIRED_KEPT = 1024;
+
 export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing): RequestObserver {
   const duration = metrics.histogram(REQUEST_DURATION);
   // Series found by route, then service (strings the routing tables hold, whose hashes V8 keeps), then status class;
   // a deployment's requests by its id (the deployment row's string) first: no key is built per request.
   const byRoute = new Map<string, Map<string, HistogramSeries[]>>();
   const byDeployment = new Map<string, Map<string, Map<string, HistogramSeries[]>>>();
-  const seriesOf = (route: string, service: string, status: number, deployment: string | null): HistogramSeries => {
-    let routes = byRoute;
-    if (deployment !== null) {
-      routes = byDeployment.get(deployment) as Map<string, Map<string, HistogramSeries[]>>;
-      if (!routes) {
-        routes = new Map();
-        byDeployment.set(deployment, routes);
-      }
+  const routesOf = (deployment: string | null) => {
+    if (deployment === null) return byRoute;
+    let routes = byDeployment.get(deployment);
+    if (!routes) {
+      routes = new Map();
+      byDeployment.set(deployment, routes);
     }
+    return routes;
+  };
+  // Each deleted deployment's id, with when it was deleted (performance.now(), oldest first): a request that arrived
+  // before then and ends after must not bind its series again. One that arrived after and was admitted to the id
+  // proves the id exists again (admission needs its row): it counts.
+  const retired = new Map<string, number>();
+  const admittedBeforeDelete = (ctx: RequestContext): boolean => {
+    const deletedAt = ctx.deployment === null || retired.size === 0 ? undefined : retired.get(ctx.deployment);
+    return deletedAt !== undefined && ctx.startedAt <= deletedAt;
+  };
+  const seriesOf = (ctx: RequestContext, route: string, service: string, status: number): HistogramSeries => {
+    if (admittedBeforeDelete(ctx)) return UNCOUNTED;
+    const deployment = ctx.deployment;
+    const routes = routesOf(deployment);
     let byService = routes.get(route);
     if (!byService) {
       byService = new Map();
@@ -62,6 +84,14 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
     }
     return series;
   };
+  // A deployment's series removed (the only removal: the serving domain's, of a deleted deployment's id): its cached
+  // series are dead, and requests admitted before the delete are not counted when they end.
+  duration.onRemove((_label, value) => {
+    byDeployment.delete(value);
+    retired.delete(value);
+    retired.set(value, performance.now());
+    if (retired.size > RETIRED_KEPT) retired.delete(retired.keys().next().value as string);
+  });
   return {
     begin(ctx) {
       ctx.span = tracing.serverSpan(ctx.method, ctx.req.headers);
@@ -70,7 +100,7 @@ export function createRequestObserver(metrics: MetricsRegistry, tracing: Tracing
       const service = ctx.service ?? 'none';
       const route = ctx.route?.def.path ?? 'unmatched';
       const status = ctx.res.statusCode;
-      seriesOf(route, service, status, ctx.deployment).observe((performance.now() - ctx.startedAt) / 1e3);
+      seriesOf(ctx, route, service, status).observe((performance.now() - ctx.startedAt) / 1e3);
       if (!tracing.recording) return;
       const span = ctx.span;
       span.updateName(`${ctx.method} ${route}`);

@@ -12,14 +12,28 @@
  * The same close event ends the request's span and records its metrics
  * (observability/request.ts): one listener per request for all three. The
  * line is built first, while the span still records, so it can name the
- * trace.
+ * trace. An exchange closed before any head was sent is logged and counted
+ * as 499 (CLIENT_CLOSED), with `aborted`, unless the gateway wrote its answer
+ * raw on the socket (http/client-errors.ts): then as that answer's status.
  */
 
 import { TrustedProxies } from '../../http/client-address.ts';
+import { statusWrittenRaw } from '../../http/client-errors.ts';
 import type { NodeRequest, NodeResponse, RequestContext } from '../../http/context.ts';
 import type { AccessSink } from '../../log.ts';
 import type { RequestObserver } from '../../observability/request.ts';
 import type { Stage } from '../stage.ts';
+
+/**
+ * The status of an exchange that closed before any answer's head was sent (the client left, a websocket handshake
+ * was abandoned before its 101): nginx's "client closed request", rather than the 200 a response starts with.
+ */
+const CLIENT_CLOSED = 499;
+
+/** The status of an exchange that closed without an answer's head through its response. */
+function settleStatus(ctx: RequestContext): void {
+  if (!ctx.res.headersSent) ctx.res.statusCode = statusWrittenRaw(ctx.req.socket) ?? CLIENT_CLOSED;
+}
 
 /** Without trusted proxies the socket peer is the client. */
 const NO_PROXIES = new TrustedProxies([]);
@@ -97,11 +111,16 @@ export function createAccessLogStage(
         observer.begin(ctx);
         // `on`, not `once`: a response closes once, and a once wrapper is one more allocation and removal a request.
         ctx.res.on('close', () => {
+          settleStatus(ctx);
           // The line first: ending the span stops it recording, and the line names a recording span's trace.
           if (sink.enabled) sink.write(accessLine(ctx, fixed, client));
           observer.end(ctx);
         });
-      } else if (sink.enabled) ctx.res.on('close', () => sink.write(accessLine(ctx, fixed, client)));
+      } else if (sink.enabled)
+        ctx.res.on('close', () => {
+          settleStatus(ctx);
+          sink.write(accessLine(ctx, fixed, client));
+        });
       return 'continue';
     },
   };

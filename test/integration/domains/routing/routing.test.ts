@@ -131,3 +131,36 @@ test('an accepted PATCH swaps the live route table without a restart', async (t)
   });
   assert.equal((await gw.request('GET', '/api/ping')).status, 200);
 });
+
+test("a PATCH may not give a service the gateway's own paths (sign-in, sign-out, console)", async (t) => {
+  const gw = await startTestGateway(t);
+  const admin = await gw.adminToken();
+  const before = (await gw.request('GET', '/api/config/routing', { token: admin })).json;
+  for (const [service, prefix, taken] of [
+    ['models', '/login', '/login'],
+    ['apps', '/logout', '/logout'],
+    ['tools', '/login/session', '/login'],
+    ['notebooks', '/console', '/console'],
+    ['admin_compute', '/console/assets', '/console'],
+    ['api', '/login', '/login'],
+  ] as const) {
+    const body = { service_prefixes: { [service]: prefix } };
+    const res = await gw.request('PATCH', '/api/config/routing', { token: admin, json: body });
+    assert.equal(res.status, 422, `${service} → ${prefix}`);
+    assert.equal(res.json.detail.reason, 'routing_config_invalid');
+    assert.deepEqual(res.json.detail.problems, [
+      `service_prefixes.${service}: '${prefix}' would take '${taken}', which the gateway serves itself`,
+    ]);
+    const dryRun = await gw.request('POST', '/api/config/routing/validate', { token: admin, json: body });
+    assert.equal(dryRun.json.valid, false);
+  }
+  assert.deepEqual((await gw.request('GET', '/api/config/routing', { token: admin })).json, before, 'nothing applied');
+  const login = await gw.request('GET', '/login', { token: null });
+  assert.equal(login.status, 200, 'the login page is still the gateway’s');
+  // Paths that only share a first letter or a word are not taken.
+  const near = await gw.request('PATCH', '/api/config/routing', {
+    token: admin,
+    json: { service_prefixes: { notebooks: '/loginx', admin_compute: '/logouts/compute' } },
+  });
+  assert.equal(near.status, 200, near.text);
+});

@@ -73,3 +73,22 @@ test('a reset zeroes the series its callers hold: what they observe after it cou
   assert.match(text, /^h_sum\{service="api",route="\/api\/ping"\} 0\.5$/m);
   assert.doesNotMatch(text, /never/);
 });
+
+test('remove drops the series of one label value; their holders observe into nothing; others stay', async () => {
+  const { bound, ours } = both();
+  const held = bound.labels('models', '/');
+  const told: [string, string][] = [];
+  bound.onRemove((label, value) => told.push([label, value]));
+  assert.deepEqual([...bound.valuesOf('service')].sort(), ['api', 'models']);
+  bound.remove('service', 'models');
+  assert.deepEqual(told, [['service', 'models']]);
+  assert.deepEqual([...bound.valuesOf('service')], ['api']);
+  held.observe(0.2);
+  let text = await ours.metrics();
+  assert.doesNotMatch(text, /models/);
+  assert.match(text, /^h_count\{service="api",route="\/api\/ping"\} 3$/m);
+  // Bound again, the value counts from zero.
+  bound.labels('models', '/').observe(0.5);
+  text = await ours.metrics();
+  assert.match(text, /^h_count\{service="models",route="\/"\} 1$/m);
+});

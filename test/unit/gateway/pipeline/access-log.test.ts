@@ -16,6 +16,8 @@ interface Wire {
   headers?: Record<string, string>;
   peer?: string;
   responseHeaders?: Record<string, string | number>;
+  /** Whether the answer's head went out; by default, whether the answer finished. */
+  headersSent?: boolean;
 }
 
 /** Just the fields the stage reads: a request with headers and a peer, a response that emits `close`, the facts. */
@@ -24,6 +26,7 @@ function fakeContext(fields: Partial<RequestContext>, finished: boolean, wire: W
   const res = Object.assign(new EventEmitter(), {
     statusCode: 404,
     writableFinished: finished,
+    headersSent: wire.headersSent ?? finished,
     getHeader: (name: string) => responseHeaders[name],
   });
   const req = { headers: wire.headers ?? {}, socket: { remoteAddress: wire.peer ?? '127.0.0.1' } };
@@ -191,6 +194,11 @@ test('anonymous and aborted requests leave out the principal and say aborted', (
   const parsed = JSON.parse(logged(fakeContext({}, false))[0] as string);
   assert.equal('user' in parsed || 'source' in parsed || 'service' in parsed, false);
   assert.equal(parsed.aborted, true);
+});
+
+test('closed before any head was sent is 499 (client closed); cut after its head, the status sent stays', () => {
+  assert.equal(one(logged(fakeContext({}, false))).status, 499);
+  assert.equal(one(logged(fakeContext({}, false, { headersSent: true }))).status, 404);
 });
 
 test('no line is written when the log level is above info', () => {
