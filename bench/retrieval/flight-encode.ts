@@ -23,8 +23,8 @@ import { to as copyTo } from 'pg-copy-streams';
 import { batchMessage } from '../../domains/retrieval/arrow/ipc.ts';
 import { arrowField, type NamedType } from '../../domains/retrieval/arrow/types.ts';
 import { columnWriter } from '../../domains/retrieval/arrow/writers.ts';
-import { CopyOut } from '../../domains/retrieval/sources/postgres/copy-out.ts';
 import type { CopyReader } from '../../domains/retrieval/sources/postgres/copy.ts';
+import { CopyOut } from '../../domains/retrieval/sources/postgres/copy-out.ts';
 import { connectEncodedBatch } from '../../test/helpers/flight-frames.ts';
 
 const [rows = 200_000, reps = 15] = process.argv.slice(2).map(Number);

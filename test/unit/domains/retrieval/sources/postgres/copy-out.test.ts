@@ -13,8 +13,8 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import type { Connection } from 'pg';
-import { CopyOut } from '../../../../../../domains/retrieval/sources/postgres/copy-out.ts';
 import type { CopyReader } from '../../../../../../domains/retrieval/sources/postgres/copy.ts';
+import { CopyOut } from '../../../../../../domains/retrieval/sources/postgres/copy-out.ts';
 
 /** Each chunk's rows as a batch of their own (a copy: the chunk is the socket's). */
 const pieces = (): CopyReader<Buffer> => ({
