@@ -8,6 +8,8 @@
  * with `psql COPY`. Prints every round, then the medians: the gateway's CPU
  * seconds per million rows per stream, Flight ÷ grpcio, and rows/s ÷ COPY,
  * with the load average before and after. Never run by the test suite.
+ * BENCH_STREAMS=flight reads Flight alone (the A/B of the Flight path,
+ * more reads in the same time); the default is `flight,grpcio`.
  *
  *   BENCH_BASELINE=/path/bin/meshgate npx tsx bench/retrieval/pair.ts [rows=3000000] [reps=4]
  */
@@ -28,12 +30,15 @@ import {
 const [rows = 3_000_000, reps = 4] = process.argv.slice(2).map(Number);
 const baseline = process.env.BENCH_BASELINE;
 if (!baseline) throw new Error('BENCH_BASELINE: the launcher (bin/meshgate) of the checkout to compare with');
+const withGrpcio = (process.env.BENCH_STREAMS ?? 'flight,grpcio').split(',').includes('grpcio');
 const cleanups: Cleanups = [];
 const after = { after: (fn: () => unknown) => cleanups.push(fn) };
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
+/** A figure to print; a dash for a stream not read (NaN). */
+const figure = (n: number, digits: number) => (Number.isNaN(n) ? '—' : n.toFixed(digits));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
 
 interface Side {
@@ -46,12 +51,13 @@ interface Side {
 
 async function side(name: string, gw: BenchGateway): Promise<Side> {
   const flight = await startFlightClient(after, gw.ca);
-  const py = await startGrpcioClient(after, gw.ca);
+  const py = withGrpcio ? await startGrpcioClient(after, gw.ca) : null;
   return {
     name,
     gw,
     flight: async (job) => (await flight.get(flightGet(job, false))).rows,
-    grpcio: async ({ job_id, grpc }) => (await py.stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
+    grpcio: async ({ job_id, grpc }) =>
+      (await (py as NonNullable<typeof py>).stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
     figures: { flightCpu: [], grpcioCpu: [], flightRate: [] },
   };
 }
@@ -89,12 +95,12 @@ async function main(): Promise<void> {
     copyRates.push(copyRate);
     for (const s of round % 2 ? sides : [...sides].reverse()) {
       const flight = await stream(s, 'arrow-flight');
-      const grpcio = await stream(s, 'platform.retrieval.v1');
+      const grpcio = withGrpcio ? await stream(s, 'platform.retrieval.v1') : { cpuPerM: Number.NaN };
       s.figures.flightCpu.push(flight.cpuPerM);
       s.figures.grpcioCpu.push(grpcio.cpuPerM);
       s.figures.flightRate.push(flight.rate);
       lines.push(
-        `| ${round} | ${s.name} | ${flight.cpuPerM.toFixed(3)} | ${grpcio.cpuPerM.toFixed(3)} | ` +
+        `| ${round} | ${s.name} | ${flight.cpuPerM.toFixed(3)} | ${figure(grpcio.cpuPerM, 3)} | ` +
           `${Math.round(flight.rate)} | ${Math.round(copyRate)} |`,
       );
     }
@@ -108,7 +114,7 @@ async function main(): Promise<void> {
   for (const { name, figures } of sides) {
     const [flight, grpcio] = [median(figures.flightCpu), median(figures.grpcioCpu)];
     lines.push(
-      `| ${name} | ${flight.toFixed(3)} | ${grpcio.toFixed(3)} | ${(flight / grpcio).toFixed(2)} | ` +
+      `| ${name} | ${flight.toFixed(3)} | ${figure(grpcio, 3)} | ${figure(flight / grpcio, 2)} | ` +
         `${(median(figures.flightRate) / median(copyRates)).toFixed(2)} |`,
     );
   }
