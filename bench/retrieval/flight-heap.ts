@@ -15,10 +15,10 @@
  *
  * BENCH_MESHGATE: another checkout's launcher (default this checkout's bin/meshgate).
  */
-import { createWriteStream, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, writeFileSync } from 'node:fs';
 import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
 import { startPostgres } from '../../test/helpers/peers/postgres.ts';
-import { type Cleanups, cpuSeconds, fillTable, startBenchGateway } from './gateway.ts';
+import { type Cleanups, cpuSeconds, fillTable, startBenchGateway, threadCpu } from './gateway.ts';
 
 const [rows = 3_000_000, reads = 2] = process.argv.slice(2).map(Number);
 const INSPECTOR_PORT = 9000 + (process.pid % 1000);
@@ -67,24 +67,6 @@ function bySite(root: ProfileNode): [string, number][] {
   };
   walk(root);
   return [...sites].sort((a, b) => b[1] - a[1]);
-}
-
-const CLOCK_TICKS = 100;
-
-/** Each thread's name and user + system CPU seconds (/proc/<pid>/task/<tid>/stat). */
-function threadCpu(pid: number): Map<string, { name: string; seconds: number }> {
-  const threads = new Map<string, { name: string; seconds: number }>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const [utime, stime] = stat
-      .slice(stat.lastIndexOf(')') + 2)
-      .split(' ')
-      .slice(11, 13)
-      .map(Number);
-    threads.set(tid, { name, seconds: ((utime ?? 0) + (stime ?? 0)) / CLOCK_TICKS });
-  }
-  return threads;
 }
 
 const GC_OBSERVER = `(() => {

@@ -6,7 +6,9 @@
  * which gateway goes first. Each round reads the table over Arrow Flight
  * (pyarrow) and platform.retrieval.v1 (grpcio) from each gateway, and once
  * with `psql COPY`. Prints every round, then the medians: the gateway's CPU
- * seconds per million rows per stream, Flight ÷ grpcio, and rows/s ÷ COPY,
+ * seconds per million rows per stream (on Flight, also the part its V8
+ * helper threads spent: concurrent marking and sweeping, /proc per thread),
+ * Flight ÷ grpcio, and rows/s ÷ COPY,
  * with the load average before and after. Never run by the test suite.
  * BENCH_STREAMS=flight reads Flight alone (the A/B of the Flight path,
  * more reads in the same time); the default is `flight,grpcio`.
@@ -25,6 +27,7 @@ import {
   psqlToNowhere,
   startBenchGateway,
   timed,
+  v8HelperSeconds,
 } from './gateway.ts';
 
 const [rows = 3_000_000, reps = 4] = process.argv.slice(2).map(Number);
@@ -46,7 +49,7 @@ interface Side {
   readonly gw: BenchGateway;
   flight(job: any): Promise<number>;
   grpcio(job: any): Promise<number>;
-  readonly figures: Record<'flightCpu' | 'grpcioCpu' | 'flightRate', number[]>;
+  readonly figures: Record<'flightCpu' | 'flightHelpers' | 'grpcioCpu' | 'flightRate', number[]>;
 }
 
 async function side(name: string, gw: BenchGateway): Promise<Side> {
@@ -58,7 +61,7 @@ async function side(name: string, gw: BenchGateway): Promise<Side> {
     flight: async (job) => (await flight.get(flightGet(job, false))).rows,
     grpcio: async ({ job_id, grpc }) =>
       (await (py as NonNullable<typeof py>).stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
-    figures: { flightCpu: [], grpcioCpu: [], flightRate: [] },
+    figures: { flightCpu: [], flightHelpers: [], grpcioCpu: [], flightRate: [] },
   };
 }
 
@@ -71,9 +74,14 @@ async function stream(s: Side, protocol: 'arrow-flight' | 'platform.retrieval.v1
     grpc_protocol: protocol,
   });
   const cpu = cpuSeconds(s.gw.pid);
+  const helpers = v8HelperSeconds(s.gw.pid);
   const run = await timed(() => (protocol === 'arrow-flight' ? s.flight(job) : s.grpcio(job)));
   if (run.value !== rows) throw new Error(`${s.name} ${protocol}: ${run.value} rows, want ${rows}`);
-  return { rate: rows / run.seconds, cpuPerM: ((cpuSeconds(s.gw.pid) - cpu) * 1e6) / rows };
+  return {
+    rate: rows / run.seconds,
+    cpuPerM: ((cpuSeconds(s.gw.pid) - cpu) * 1e6) / rows,
+    helpersPerM: ((v8HelperSeconds(s.gw.pid) - helpers) * 1e6) / rows,
+  };
 }
 
 async function main(): Promise<void> {
@@ -87,7 +95,7 @@ async function main(): Promise<void> {
   const copyRates: number[] = [];
   const lines = [
     `load average at start: ${load()}`,
-    '| round | gateway | Flight CPU-s per M rows | grpcio CPU-s per M rows | Flight rows/s | COPY rows/s |',
+    '| round | gateway | Flight CPU-s per M rows (V8 helper threads) | grpcio CPU-s per M rows | Flight rows/s | COPY rows/s |',
     '|---|---|---|---|---|---|',
   ];
   for (let round = 1; round <= reps; round++) {
@@ -97,10 +105,12 @@ async function main(): Promise<void> {
       const flight = await stream(s, 'arrow-flight');
       const grpcio = withGrpcio ? await stream(s, 'platform.retrieval.v1') : { cpuPerM: Number.NaN };
       s.figures.flightCpu.push(flight.cpuPerM);
+      s.figures.flightHelpers.push(flight.helpersPerM);
       s.figures.grpcioCpu.push(grpcio.cpuPerM);
       s.figures.flightRate.push(flight.rate);
       lines.push(
-        `| ${round} | ${s.name} | ${flight.cpuPerM.toFixed(3)} | ${figure(grpcio.cpuPerM, 3)} | ` +
+        `| ${round} | ${s.name} | ${flight.cpuPerM.toFixed(3)} (${flight.helpersPerM.toFixed(3)}) | ` +
+          `${figure(grpcio.cpuPerM, 3)} | ` +
           `${Math.round(flight.rate)} | ${Math.round(copyRate)} |`,
       );
     }
@@ -108,13 +118,13 @@ async function main(): Promise<void> {
   lines.push(
     `load average at end: ${load()}`,
     '',
-    '| gateway (medians) | Flight CPU-s per M rows | grpcio | Flight ÷ grpcio | Flight rows/s ÷ COPY |',
+    '| gateway (medians) | Flight CPU-s per M rows (V8 helper threads) | grpcio | Flight ÷ grpcio | Flight rows/s ÷ COPY |',
     '|---|---|---|---|---|',
   );
   for (const { name, figures } of sides) {
     const [flight, grpcio] = [median(figures.flightCpu), median(figures.grpcioCpu)];
     lines.push(
-      `| ${name} | ${flight.toFixed(3)} | ${figure(grpcio, 3)} | ${figure(flight / grpcio, 2)} | ` +
+      `| ${name} | ${flight.toFixed(3)} (${median(figures.flightHelpers).toFixed(3)}) | ${figure(grpcio, 3)} | ${figure(flight / grpcio, 2)} | ` +
         `${(median(figures.flightRate) / median(copyRates)).toFixed(2)} |`,
     );
   }
