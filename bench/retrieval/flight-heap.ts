@@ -13,7 +13,9 @@
  *
  *   npx tsx bench/retrieval/flight-heap.ts [rows=3000000] [reads=2]
  *
- * BENCH_MESHGATE: another checkout's launcher (default this checkout's bin/meshgate).
+ * BENCH_MESHGATE: another checkout's launcher (default this checkout's bin/meshgate); BENCH_GATEWAY_NODE_OPTIONS:
+ * more Node flags for the gateway; BENCH_HEAP_SAMPLING=0 skips the profiler; BENCH_GC_LOG: a file for V8's
+ * --trace-gc and --trace-incremental-marking lines; BENCH_CPU_PROFILE: a .cpuprofile of the counted reads.
  */
 import { createWriteStream, writeFileSync } from 'node:fs';
 import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
@@ -112,7 +114,12 @@ async function main(): Promise<void> {
   const pg = await startPostgres(after, { settings: { shared_buffers: '256MB' } });
   await fillTable(pg, 'bench', rows);
   const gcLog = process.env.BENCH_GC_LOG;
-  const gw = await startBenchGateway(cleanups, pg, process.env.BENCH_MESHGATE, `--inspect=127.0.0.1:${INSPECTOR_PORT}`);
+  const gw = await startBenchGateway(
+    cleanups,
+    pg,
+    process.env.BENCH_MESHGATE,
+    `--inspect=127.0.0.1:${INSPECTOR_PORT} ${process.env.BENCH_GATEWAY_NODE_OPTIONS ?? ''}`.trim(),
+  );
   // The gateway's stdout past its start: V8's --trace-gc lines, kept when asked for, else drained.
   const log = gcLog ? createWriteStream(gcLog) : null;
   gw.child.stdout?.on('data', (chunk: Buffer) => log?.write(chunk));

@@ -95,7 +95,8 @@ async function main(): Promise<void> {
   const copyRates: number[] = [];
   const lines = [
     `load average at start: ${load()}`,
-    '| round | gateway | Flight CPU-s per M rows (V8 helper threads) | grpcio CPU-s per M rows | Flight rows/s | COPY rows/s |',
+    '| round | gateway | Flight CPU-s per M rows (V8 helper threads) | grpcio CPU-s per M rows | Flight rows/s | ' +
+      'COPY rows/s |',
     '|---|---|---|---|---|---|',
   ];
   for (let round = 1; round <= reps; round++) {
@@ -118,13 +119,15 @@ async function main(): Promise<void> {
   lines.push(
     `load average at end: ${load()}`,
     '',
-    '| gateway (medians) | Flight CPU-s per M rows (V8 helper threads) | grpcio | Flight ÷ grpcio | Flight rows/s ÷ COPY |',
+    '| gateway (medians) | Flight CPU-s per M rows (V8 helper threads) | grpcio | Flight ÷ grpcio | ' +
+      'Flight rows/s ÷ COPY |',
     '|---|---|---|---|---|',
   );
   for (const { name, figures } of sides) {
     const [flight, grpcio] = [median(figures.flightCpu), median(figures.grpcioCpu)];
     lines.push(
-      `| ${name} | ${flight.toFixed(3)} (${median(figures.flightHelpers).toFixed(3)}) | ${figure(grpcio, 3)} | ${figure(flight / grpcio, 2)} | ` +
+      `| ${name} | ${flight.toFixed(3)} (${median(figures.flightHelpers).toFixed(3)}) | ${figure(grpcio, 3)} | ` +
+        `${figure(flight / grpcio, 2)} | ` +
         `${(median(figures.flightRate) / median(copyRates)).toFixed(2)} |`,
     );
   }
