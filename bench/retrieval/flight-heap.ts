@@ -73,8 +73,12 @@ function bySite(root: ProfileNode): [string, number][] {
 
 const GC_OBSERVER = `(() => {
   const { PerformanceObserver, constants } = process.getBuiltinModule('node:perf_hooks');
-  const kinds = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
-    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks' };
+  const kinds = {
+    [constants.NODE_PERFORMANCE_GC_MINOR]: 'scavenge',
+    [constants.NODE_PERFORMANCE_GC_MAJOR]: 'mark-compact',
+    [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental marking',
+    [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+  };
   globalThis.__benchGc = {};
   globalThis.__benchGcObserver?.disconnect();
   globalThis.__benchGcObserver = new PerformanceObserver((list) => {

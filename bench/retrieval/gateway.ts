@@ -173,7 +173,10 @@ export function threadCpu(pid: number): Map<string, { name: string; seconds: num
   return threads;
 }
 
-/** CPU seconds of the process's V8 helper threads (`V8Worker`: concurrent marking and sweeping, parallel scavenges, compiling). */
+/**
+ * CPU seconds of the process's V8 helper threads (`V8Worker`: concurrent marking and sweeping, parallel scavenges,
+ * compiling).
+ */
 export function v8HelperSeconds(pid: number): number {
   let seconds = 0;
   for (const thread of threadCpu(pid).values()) if (thread.name === 'V8Worker') seconds += thread.seconds;
