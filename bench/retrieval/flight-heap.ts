@@ -15,7 +15,8 @@
  *
  * BENCH_MESHGATE: another checkout's launcher (default this checkout's bin/meshgate); BENCH_GATEWAY_NODE_OPTIONS:
  * more Node flags for the gateway; BENCH_HEAP_SAMPLING=0 skips the profiler; BENCH_GC_LOG: a file for V8's
- * --trace-gc and --trace-incremental-marking lines; BENCH_CPU_PROFILE: a .cpuprofile of the counted reads.
+ * --trace-gc and --trace-incremental-marking lines; BENCH_CPU_PROFILE: a .cpuprofile of the counted reads;
+ * BENCH_V8_FLAGS: V8 flags set in the gateway once it runs (v8.setFlagsFromString).
  */
 import { createWriteStream, writeFileSync } from 'node:fs';
 import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
@@ -129,7 +130,12 @@ async function main(): Promise<void> {
   gw.child.stdout?.on('data', (chunk: Buffer) => log?.write(chunk));
   gw.child.stdout?.resume();
   const call = await devtools(INSPECTOR_PORT);
-  // A V8 flag NODE_OPTIONS does not take, set in the running gateway.
+  // V8 flags NODE_OPTIONS does not take, set in the running gateway (BENCH_V8_FLAGS: e.g. heap sizing heuristics).
+  const v8Flags = process.env.BENCH_V8_FLAGS;
+  if (v8Flags)
+    await call('Runtime.evaluate', {
+      expression: `process.getBuiltinModule('node:v8').setFlagsFromString(${JSON.stringify(v8Flags)})`,
+    });
   if (gcLog)
     await call('Runtime.evaluate', {
       expression: "process.getBuiltinModule('node:v8').setFlagsFromString('--trace-gc --trace-incremental-marking')",
