@@ -16,14 +16,15 @@
  *
  *   node --import tsx bench/retrieval/flight-encode.ts [rows=200000] [reps=15]
  */
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { Schema } from 'apache-arrow';
 import type { Connection } from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { batchMessage } from '../../domains/retrieval/arrow/ipc.ts';
 import { arrowField, type NamedType } from '../../domains/retrieval/arrow/types.ts';
 import { columnWriter } from '../../domains/retrieval/arrow/writers.ts';
-import { CopyOutStream } from '../../domains/retrieval/sources/postgres/copy-out.ts';
+import type { CopyReader } from '../../domains/retrieval/sources/postgres/copy.ts';
+import { CopyOut } from '../../domains/retrieval/sources/postgres/copy-out.ts';
 import { connectEncodedBatch } from '../../test/helpers/flight-frames.ts';
 
 const [rows = 200_000, reps = 15] = process.argv.slice(2).map(Number);
@@ -46,11 +47,20 @@ const wire = Buffer.concat([
   message('Z', Buffer.from('I')),
 ]);
 
-/** Reads the COPY through `stream` over a fake connection fed 64 KiB reads; returns the text bytes read. */
-async function copyOut(stream: Readable & { submit(connection: Connection): void }): Promise<number> {
+/** The rows' bytes of each chunk, as a batch: what copy-out.ts hands a converter, and nothing more. */
+const rowBytes: CopyReader<number> = {
+  push(chunk, done = []) {
+    done.push(chunk.length);
+    return done;
+  },
+  end: () => null,
+};
+
+/** Reads the COPY started by `start` over a fake connection fed 64 KiB reads; returns the text bytes read. */
+async function copyOut(start: (connection: Connection) => AsyncIterable<Buffer | number>): Promise<number> {
   const socket = new PassThrough({ highWaterMark: 1 << 16 });
   socket.on('data', () => {});
-  stream.submit({ stream: socket, query: () => {} } as unknown as Connection);
+  const stream = start({ stream: socket, query: () => {} } as unknown as Connection);
   const feed = (async () => {
     for (let p = 0; p < wire.length; p += 1 << 16) {
       if (!socket.write(Buffer.from(wire.subarray(p, p + (1 << 16)))))
@@ -59,7 +69,7 @@ async function copyOut(stream: Readable & { submit(connection: Connection): void
     socket.end();
   })();
   let bytes = 0;
-  for await (const piece of stream) bytes += (piece as Buffer).length;
+  for await (const piece of stream) bytes += typeof piece === 'number' ? piece : piece.length;
   await feed;
   return bytes;
 }
@@ -96,8 +106,20 @@ const encode = (encoder: () => Uint8Array) => () => {
   for (let done = 0; done < rows; done += BATCH) encoder();
 };
 
-const copyStreams = await measure(() => copyOut(copyTo('COPY t TO STDOUT')));
-const copyOutStream = await measure(() => copyOut(new CopyOutStream('COPY t TO STDOUT')));
+const copyStreams = await measure(() =>
+  copyOut((connection) => {
+    const stream = copyTo('COPY t TO STDOUT');
+    stream.submit(connection);
+    return stream;
+  }),
+);
+const copyOutStream = await measure(() =>
+  copyOut((connection) => {
+    const copy = new CopyOut('COPY t TO STDOUT', rowBytes);
+    copy.submit(connection);
+    return copy.batches(new AbortController().signal);
+  }),
+);
 const connect = await measure(encode(() => connectEncodedBatch(schema, batch, BATCH)));
 const byHand = await measure(encode(() => batchMessage(schema, batch, BATCH).frame));
 process.stdout.write(

@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -155,6 +155,32 @@ function cpuTimes(pid: number | 'self'): { own: number; waited: number } {
 export function minorFaults(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+}
+
+/** Each thread's name and user + system CPU seconds (/proc/<pid>/task/<tid>/stat). */
+export function threadCpu(pid: number): Map<string, { name: string; seconds: number }> {
+  const threads = new Map<string, { name: string; seconds: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const [utime, stime] = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .slice(11, 13)
+      .map(Number);
+    threads.set(tid, { name, seconds: ((utime ?? 0) + (stime ?? 0)) / CLOCK_TICKS });
+  }
+  return threads;
+}
+
+/**
+ * CPU seconds of the process's V8 helper threads (`V8Worker`: concurrent marking and sweeping, parallel scavenges,
+ * compiling).
+ */
+export function v8HelperSeconds(pid: number): number {
+  let seconds = 0;
+  for (const thread of threadCpu(pid).values()) if (thread.name === 'V8Worker') seconds += thread.seconds;
+  return seconds;
 }
 
 /** User + system CPU seconds the process has used. */

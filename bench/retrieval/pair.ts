@@ -6,8 +6,12 @@
  * which gateway goes first. Each round reads the table over Arrow Flight
  * (pyarrow) and platform.retrieval.v1 (grpcio) from each gateway, and once
  * with `psql COPY`. Prints every round, then the medians: the gateway's CPU
- * seconds per million rows per stream, Flight ÷ grpcio, and rows/s ÷ COPY,
+ * seconds per million rows per stream (on Flight, also the part its V8
+ * helper threads spent: concurrent marking and sweeping, /proc per thread),
+ * Flight ÷ grpcio, and rows/s ÷ COPY,
  * with the load average before and after. Never run by the test suite.
+ * BENCH_STREAMS=flight reads Flight alone (the A/B of the Flight path,
+ * more reads in the same time); the default is `flight,grpcio`.
  *
  *   BENCH_BASELINE=/path/bin/meshgate npx tsx bench/retrieval/pair.ts [rows=3000000] [reps=4]
  */
@@ -23,17 +27,21 @@ import {
   psqlToNowhere,
   startBenchGateway,
   timed,
+  v8HelperSeconds,
 } from './gateway.ts';
 
 const [rows = 3_000_000, reps = 4] = process.argv.slice(2).map(Number);
 const baseline = process.env.BENCH_BASELINE;
 if (!baseline) throw new Error('BENCH_BASELINE: the launcher (bin/meshgate) of the checkout to compare with');
+const withGrpcio = (process.env.BENCH_STREAMS ?? 'flight,grpcio').split(',').includes('grpcio');
 const cleanups: Cleanups = [];
 const after = { after: (fn: () => unknown) => cleanups.push(fn) };
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
+/** A figure to print; a dash for a stream not read (NaN). */
+const figure = (n: number, digits: number) => (Number.isNaN(n) ? '—' : n.toFixed(digits));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
 
 interface Side {
@@ -41,18 +49,19 @@ interface Side {
   readonly gw: BenchGateway;
   flight(job: any): Promise<number>;
   grpcio(job: any): Promise<number>;
-  readonly figures: Record<'flightCpu' | 'grpcioCpu' | 'flightRate', number[]>;
+  readonly figures: Record<'flightCpu' | 'flightHelpers' | 'grpcioCpu' | 'flightRate', number[]>;
 }
 
 async function side(name: string, gw: BenchGateway): Promise<Side> {
   const flight = await startFlightClient(after, gw.ca);
-  const py = await startGrpcioClient(after, gw.ca);
+  const py = withGrpcio ? await startGrpcioClient(after, gw.ca) : null;
   return {
     name,
     gw,
     flight: async (job) => (await flight.get(flightGet(job, false))).rows,
-    grpcio: async ({ job_id, grpc }) => (await py.stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
-    figures: { flightCpu: [], grpcioCpu: [], flightRate: [] },
+    grpcio: async ({ job_id, grpc }) =>
+      (await (py as NonNullable<typeof py>).stream({ endpoint: grpc.endpoint, job_id, token: grpc.token })).rows,
+    figures: { flightCpu: [], flightHelpers: [], grpcioCpu: [], flightRate: [] },
   };
 }
 
@@ -65,9 +74,14 @@ async function stream(s: Side, protocol: 'arrow-flight' | 'platform.retrieval.v1
     grpc_protocol: protocol,
   });
   const cpu = cpuSeconds(s.gw.pid);
+  const helpers = v8HelperSeconds(s.gw.pid);
   const run = await timed(() => (protocol === 'arrow-flight' ? s.flight(job) : s.grpcio(job)));
   if (run.value !== rows) throw new Error(`${s.name} ${protocol}: ${run.value} rows, want ${rows}`);
-  return { rate: rows / run.seconds, cpuPerM: ((cpuSeconds(s.gw.pid) - cpu) * 1e6) / rows };
+  return {
+    rate: rows / run.seconds,
+    cpuPerM: ((cpuSeconds(s.gw.pid) - cpu) * 1e6) / rows,
+    helpersPerM: ((v8HelperSeconds(s.gw.pid) - helpers) * 1e6) / rows,
+  };
 }
 
 async function main(): Promise<void> {
@@ -81,7 +95,8 @@ async function main(): Promise<void> {
   const copyRates: number[] = [];
   const lines = [
     `load average at start: ${load()}`,
-    '| round | gateway | Flight CPU-s per M rows | grpcio CPU-s per M rows | Flight rows/s | COPY rows/s |',
+    '| round | gateway | Flight CPU-s per M rows (V8 helper threads) | grpcio CPU-s per M rows | Flight rows/s | ' +
+      'COPY rows/s |',
     '|---|---|---|---|---|---|',
   ];
   for (let round = 1; round <= reps; round++) {
@@ -89,12 +104,14 @@ async function main(): Promise<void> {
     copyRates.push(copyRate);
     for (const s of round % 2 ? sides : [...sides].reverse()) {
       const flight = await stream(s, 'arrow-flight');
-      const grpcio = await stream(s, 'platform.retrieval.v1');
+      const grpcio = withGrpcio ? await stream(s, 'platform.retrieval.v1') : { cpuPerM: Number.NaN };
       s.figures.flightCpu.push(flight.cpuPerM);
+      s.figures.flightHelpers.push(flight.helpersPerM);
       s.figures.grpcioCpu.push(grpcio.cpuPerM);
       s.figures.flightRate.push(flight.rate);
       lines.push(
-        `| ${round} | ${s.name} | ${flight.cpuPerM.toFixed(3)} | ${grpcio.cpuPerM.toFixed(3)} | ` +
+        `| ${round} | ${s.name} | ${flight.cpuPerM.toFixed(3)} (${flight.helpersPerM.toFixed(3)}) | ` +
+          `${figure(grpcio.cpuPerM, 3)} | ` +
           `${Math.round(flight.rate)} | ${Math.round(copyRate)} |`,
       );
     }
@@ -102,13 +119,15 @@ async function main(): Promise<void> {
   lines.push(
     `load average at end: ${load()}`,
     '',
-    '| gateway (medians) | Flight CPU-s per M rows | grpcio | Flight ÷ grpcio | Flight rows/s ÷ COPY |',
+    '| gateway (medians) | Flight CPU-s per M rows (V8 helper threads) | grpcio | Flight ÷ grpcio | ' +
+      'Flight rows/s ÷ COPY |',
     '|---|---|---|---|---|',
   );
   for (const { name, figures } of sides) {
     const [flight, grpcio] = [median(figures.flightCpu), median(figures.grpcioCpu)];
     lines.push(
-      `| ${name} | ${flight.toFixed(3)} | ${grpcio.toFixed(3)} | ${(flight / grpcio).toFixed(2)} | ` +
+      `| ${name} | ${flight.toFixed(3)} (${median(figures.flightHelpers).toFixed(3)}) | ${figure(grpcio, 3)} | ` +
+        `${figure(flight / grpcio, 2)} | ` +
         `${(median(figures.flightRate) / median(copyRates)).toFixed(2)} |`,
     );
   }

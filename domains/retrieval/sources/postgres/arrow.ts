@@ -47,6 +47,7 @@ const HEADER_BYTES = SIGNATURE.length + 8;
 const QUOTE = 0x22;
 /** Bytes of the next chunk first joined to a carried tuple's start; grown eightfold while the tuple goes on. */
 const CARRY_STEP = 4096;
+const EMPTY = Buffer.alloc(0);
 /** PostgreSQL's date and timestamp epoch, 2000-01-01, from Arrow's (1970-01-01): in days and in microseconds. */
 const EPOCH_DAYS = 10_957;
 const EPOCH_MICROS = EPOCH_DAYS * 86_400_000_000;
@@ -106,7 +107,12 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
   readonly #starts: Int32Array;
   readonly #lengths: Int32Array;
   #rows = 0;
-  #carry: Buffer | null = null;
+  /**
+   * The start of a tuple a chunk ended inside: its first #carried bytes. One buffer for the whole read, grown
+   * only for a longer tuple (a new buffer a chunk was most of what the decoder allocated).
+   */
+  #carry: Buffer = EMPTY;
+  #carried = 0;
   #headerRead = false;
   #trailerRead = false;
 
@@ -119,9 +125,8 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
     this.#lengths = new Int32Array(columns.length);
   }
 
-  push(chunk: Buffer): IpcMessage[] {
-    const done: IpcMessage[] = [];
-    const from = this.#carry ? this.#completeCarry(chunk, done) : 0;
+  push(chunk: Buffer, done: IpcMessage[] = []): IpcMessage[] {
+    const from = this.#carried > 0 ? this.#completeCarry(chunk, done) : 0;
     if (from < 0) return done;
     const end = this.#decodeFrom(chunk, from, done);
     if (end < chunk.length && !this.#trailerRead) this.#keep(chunk.subarray(end));
@@ -137,28 +142,49 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
 
   /**
    * The carried start of a tuple joined with only as much of the chunk as ends it (a chunk is not copied
-   * whole for the few bytes it adds); returns where the rest of the chunk starts, or -1 when the chunk ended
-   * first and all of it is carried.
+   * whole for the few bytes it adds), in the carry's own buffer; returns where the rest of the chunk starts, or
+   * -1 when the chunk ended first and all of it is carried.
    */
   #completeCarry(chunk: Buffer, done: IpcMessage[]): number {
-    let carry = this.#carry as Buffer;
-    this.#carry = null;
     for (let take = Math.min(chunk.length, CARRY_STEP); ; take = Math.min(chunk.length, take * 8)) {
-      const head = Buffer.concat([carry, chunk.subarray(0, take)]);
-      const end = this.#decodeFrom(head, 0, done);
-      if (this.#trailerRead || end >= carry.length) return Math.max(end - carry.length, 0);
+      const carried = this.#carried;
+      const joined = carried + take;
+      const head = this.#room(joined);
+      head.set(chunk.subarray(0, take), carried);
+      this.#carried = 0;
+      const end = this.#decodeFrom(head.subarray(0, joined), 0, done);
+      if (this.#trailerRead || end >= carried) return Math.max(end - carried, 0);
+      // Still inside the tuple: what is left of it moves to the buffer's start (with all of the chunk when the
+      // chunk ended first), else more of the chunk is joined.
       if (take === chunk.length) {
-        this.#keep(head.subarray(end));
+        head.copyWithin(0, end, joined);
+        this.#carried = this.#checked(joined - end);
         return -1;
       }
-      carry = head.subarray(end, carry.length);
+      head.copyWithin(0, end, carried);
+      this.#carried = carried - end;
     }
   }
 
   /** Keeps the start of a tuple a chunk ended inside (a copy: the chunk's buffer is not held). */
   #keep(piece: Buffer): void {
-    if (piece.length > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
-    this.#carry = Buffer.from(piece);
+    this.#room(this.#checked(piece.length)).set(piece);
+    this.#carried = piece.length;
+  }
+
+  #checked(carried: number): number {
+    if (carried > MAX_ROW_BYTES) throw RetrievalErrors.make.row_too_large({ max_row_bytes: MAX_ROW_BYTES });
+    return carried;
+  }
+
+  /** The carry's buffer with room for `bytes`, its first #carried bytes kept; made and grown only when short. */
+  #room(bytes: number): Buffer {
+    if (this.#carry.length < bytes) {
+      const bigger = Buffer.allocUnsafe(Math.max(bytes, this.#carry.length * 2, CARRY_STEP * 2));
+      this.#carry.copy(bigger, 0, 0, this.#carried);
+      this.#carry = bigger;
+    }
+    return this.#carry;
   }
 
   /** Decodes the whole tuples from p on, closing each batch that fills into `done`; returns where they end. */
@@ -178,7 +204,7 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
 
   /** The last, partial batch (null when there is none); throws if the data ended inside a tuple or before its end. */
   end(): IpcMessage | null {
-    if (this.#carry || !this.#trailerRead) throw new Error('binary COPY data ended inside a tuple');
+    if (this.#carried > 0 || !this.#trailerRead) throw new Error('binary COPY data ended inside a tuple');
     return this.#rows > 0 ? this.#batch() : null;
   }
 

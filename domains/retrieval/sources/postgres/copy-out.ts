@@ -1,15 +1,24 @@
 /**
- * `COPY … TO STDOUT` as a readable stream of the rows' text, read off the
- * connection's socket with the CopyData framing removed in place. The
- * server sends each row as its own CopyData message (PostgreSQL manual,
- * "Message Flow", COPY Operations, and "Message Formats"): a `d`, a 32-bit
- * length and the row. pg-copy-streams' `to()` parses each message through
- * a buffer list, slicing one Buffer per row and joining them again; here
- * the rows of a socket chunk are moved together over their headers and
- * pushed as one slice of it, so a row costs a few byte reads. A row a chunk
- * ends inside is passed on as its bytes arrive (a large value is never
- * gathered, and each byte is moved once); only a message head or another
- * message a chunk ends inside is kept, in pieces joined once it is whole.
+ * `COPY … TO STDOUT` read off the connection's socket with the CopyData
+ * framing removed in place, each socket chunk's rows handed straight to a
+ * converter (a CopyReader: JSON arrays, Arrow record batches) and the
+ * batches it completes queued for the consumer. The server sends each row
+ * as its own CopyData message (PostgreSQL manual, "Message Flow", COPY
+ * Operations, and "Message Formats"): a `d`, a 32-bit length and the row.
+ * pg-copy-streams' `to()` parses each message through a buffer list,
+ * slicing one Buffer per row and joining them again; here the rows of a
+ * socket chunk are moved together over their headers and converted as one
+ * slice of it, so a row costs a few byte reads. A row a chunk ends inside
+ * is passed on as its bytes arrive (a large value is never gathered, and
+ * each byte is moved once); only a message head or another message a chunk
+ * ends inside is kept, in pieces joined once it is whole.
+ *
+ * A socket read costs no stream of its own: the chunk is converted in the
+ * socket's `data` event, and only a finished batch crosses to the consumer
+ * (one promise a batch, not a readable stream's push, tick and promise a
+ * chunk: most of what a Flight read allocated, bench/README.md retrieval).
+ * The socket is paused while BATCHES_AHEAD batches wait, so it is read only
+ * as fast as batches are taken.
  *
  * The connection is taken over as pg-copy-streams does (pg calls
  * `submit`): pg's data listener is set aside while the COPY runs; at
@@ -17,8 +26,8 @@
  * yet parsed, so pg reads CommandComplete or the error and ReadyForQuery
  * and reports them here (handleCommandComplete, handleError).
  */
-import { Readable, type ReadableOptions } from 'node:stream';
 import type { Connection as PgConnection } from 'pg';
+import type { CopyReader } from './copy.ts';
 
 const COPY_DATA = 0x64;
 const COPY_DONE = 0x63;
@@ -27,8 +36,11 @@ const ERROR_RESPONSE = 0x45;
 const PASSED_OVER = new Set([0x48, 0x4e, 0x53, 0x41]);
 /** A message's type byte and 32-bit length (the length counts itself). */
 const HEADER = 5;
+/** Batches converted ahead of the consumer before the socket is paused. */
+const BATCHES_AHEAD = 2;
 
-export class CopyOutStream extends Readable {
+/** A COPY's batches: given to pg as the query (`client.query(copy)`), read with `batches()`. */
+export class CopyOut<T> {
   #connection: PgConnection | null = null;
   #pgData: ((chunk: Buffer) => void) | null = null;
   /** Bytes of a row's CopyData that later chunks still bring (a row is passed on as it arrives). */
@@ -36,16 +48,20 @@ export class CopyOutStream extends Readable {
   /** The start of a message (its head, or a whole message other than a row) that a chunk ended inside. */
   #pieces: Buffer[] = [];
   #piecesLength = 0;
-  #wanted = false;
-  #reading = false;
-  readonly #onReadable = () => this.#forward();
+  /** Batches converted and not yet taken, oldest first (at most a few: the socket is paused past BATCHES_AHEAD). */
+  readonly #queue: T[] = [];
+  #done = false;
+  #failed = false;
+  #error: unknown = null;
+  #paused = false;
+  #waiting: (() => void) | null = null;
+  readonly #onData = (chunk: Buffer) => this.#data(chunk);
+  readonly #wake = () => this.#signal();
 
   constructor(
     private readonly text: string,
-    options?: ReadableOptions,
-  ) {
-    super(options);
-  }
+    private readonly reader: CopyReader<T>,
+  ) {}
 
   /** Called by pg when the query's turn comes. */
   submit(connection: PgConnection): void {
@@ -53,39 +69,94 @@ export class CopyOutStream extends Readable {
     const socket = connection.stream;
     this.#pgData = socket.listeners('data')[0] as (chunk: Buffer) => void;
     socket.removeListener('data', this.#pgData);
-    socket.pause();
-    socket.on('readable', this.#onReadable);
+    socket.on('data', this.#onData);
     connection.query(this.text);
   }
 
-  override _read(): void {
-    this.#wanted = true;
-    this.#forward();
-  }
-
   handleError(error: Error): void {
-    this.destroy(error);
+    this.#fail(error);
   }
 
   handleCommandComplete(): void {}
 
   handleReadyForQuery(): void {}
 
-  #forward(): void {
-    if (this.#reading || !this.#wanted) return;
-    this.#reading = true;
-    while (this.#wanted && this.#connection) {
-      const chunk = this.#connection.stream.read() as Buffer | null;
-      if (chunk === null) break;
-      this.#wanted = this.#parse(chunk);
+  /**
+   * The batches, then the converter's last one; throws the converter's or the server's error, or the signal's
+   * reason once it aborts.
+   */
+  async *batches(signal: AbortSignal): AsyncGenerator<T> {
+    signal.addEventListener('abort', this.#wake);
+    try {
+      for (;;) {
+        signal.throwIfAborted();
+        if (this.#failed) throw this.#error;
+        if (this.#queue.length > 0) {
+          const batch = this.#queue.shift() as T;
+          if (this.#queue.length < BATCHES_AHEAD) this.#resumeSocket();
+          yield batch;
+        } else if (this.#done) break;
+        else
+          await new Promise<void>((resolve) => {
+            this.#waiting = resolve;
+            this.#resumeSocket();
+          });
+      }
+    } finally {
+      signal.removeEventListener('abort', this.#wake);
     }
-    this.#reading = false;
+    const last = this.reader.end();
+    if (last) {
+      signal.throwIfAborted();
+      yield last;
+    }
   }
 
-  /** Whether more is wanted (push's answer) after this chunk. Rows are moved to the chunk's start and pushed. */
-  #parse(chunk: Buffer): boolean {
-    const resumed = this.#resume(chunk);
-    if (typeof resumed === 'boolean') return resumed;
+  #signal(): void {
+    const waiting = this.#waiting;
+    this.#waiting = null;
+    waiting?.();
+  }
+
+  #fail(error: unknown): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#error = error;
+    this.#signal();
+  }
+
+  #resumeSocket(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#connection?.stream.resume();
+  }
+
+  /** One socket chunk: its rows converted; the socket paused while enough batches wait. */
+  #data(chunk: Buffer): void {
+    try {
+      this.#parse(chunk);
+    } catch (error) {
+      // The converter refused the rows (too large, not what the SELECT names): the read fails, nothing more is read.
+      this.#fail(error);
+    }
+    const socket = this.#connection?.stream;
+    if (socket && (this.#failed || this.#queue.length >= BATCHES_AHEAD)) {
+      this.#paused = true;
+      socket.pause();
+    }
+  }
+
+  /** The rows of src (whole or cut anywhere) to the converter; the batches they complete queued for the consumer. */
+  #rows(src: Buffer): void {
+    const before = this.#queue.length;
+    this.reader.push(src, this.#queue);
+    if (this.#queue.length > before) this.#signal();
+  }
+
+  /** Converts this chunk's rows, moved to the chunk's start. */
+  #parse(chunk: Buffer): void {
+    const resumed = this.#start(chunk);
+    if (resumed === null) return;
     let { p, out } = resumed;
     while (p < chunk.length) {
       if (p + HEADER > chunk.length) {
@@ -104,29 +175,31 @@ export class CopyOutStream extends Readable {
       } else if (PASSED_OVER.has(code)) {
         p = end;
       } else {
-        return this.#end(chunk, out, chunk.subarray(p, end), chunk.subarray(end));
+        this.#end(chunk, out, chunk.subarray(p, end), chunk.subarray(end));
+        return;
       }
     }
-    return out > 0 ? this.push(chunk.subarray(0, out)) : true;
+    if (out > 0) this.#rows(chunk.subarray(0, out));
   }
 
-  /** Where this chunk's own messages begin, after what earlier chunks began; a boolean when the chunk is used up. */
-  #resume(chunk: Buffer): { p: number; out: number } | boolean {
+  /** Where this chunk's own messages begin, after what earlier chunks began; null when the chunk is used up. */
+  #start(chunk: Buffer): { p: number; out: number } | null {
     if (this.#rowLeft > 0) {
-      // The rest of a row: already where it is pushed from.
+      // The rest of a row: already where it is converted from.
       const p = Math.min(this.#rowLeft, chunk.length);
       this.#rowLeft -= p;
       return { p, out: p };
     }
     if (this.#piecesLength === 0) return { p: 0, out: 0 };
     const head = this.#completeHead(chunk);
-    if (head === null) return true;
+    if (head === null) return null;
     if (head.message === null) {
       const out = this.#rowBytes(chunk, head.used, 0, head.rowLength);
       return { p: head.used + out, out };
     }
     if (PASSED_OVER.has(head.message[0] as number)) return { p: head.used, out: 0 };
-    return this.#end(chunk, 0, head.message, chunk.subarray(head.used));
+    this.#end(chunk, 0, head.message, chunk.subarray(head.used));
+    return null;
   }
 
   /** Moves a row's bytes found in chunk[from…] to chunk[to…]; what the chunk lacks is left for the next ones. */
@@ -175,13 +248,12 @@ export class CopyOutStream extends Readable {
 
   /**
    * CopyDone ends the rows; an ErrorResponse (or anything unexpected) is pg's to read, with all that follows it. The
-   * rows moved to the chunk's start (`out` bytes) go first.
+   * rows moved to the chunk's start (`out` bytes) are converted first.
    */
-  #end(chunk: Buffer, out: number, message: Buffer, after: Buffer): false {
-    if (out > 0) this.push(chunk.subarray(0, out));
+  #end(chunk: Buffer, out: number, message: Buffer, after: Buffer): void {
+    if (out > 0) this.#rows(chunk.subarray(0, out));
     const code = message[0] as number;
     this.#giveBack(code === COPY_DONE ? after : Buffer.concat([message, after]), code !== ERROR_RESPONSE);
-    return false;
   }
 
   /** Hands the connection back to pg with the bytes it has still to read; the rows end unless the server failed. */
@@ -190,11 +262,14 @@ export class CopyOutStream extends Readable {
     const pgData = this.#pgData as (chunk: Buffer) => void;
     this.#connection = null;
     const socket = connection.stream;
-    socket.removeListener('readable', this.#onReadable);
+    socket.removeListener('data', this.#onData);
     socket.on('data', pgData);
-    if (done) this.push(null);
+    if (done) {
+      this.#done = true;
+      this.#signal();
+    }
     pgData(rest);
-    // pg's reader may pause the socket while it parses; reading resumes once this turn is over.
+    // pg's reader may pause the socket while it parses, and it may be paused here; reading resumes after this turn.
     process.nextTick(() => socket.resume());
   }
 }

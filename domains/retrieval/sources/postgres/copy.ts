@@ -100,8 +100,8 @@ function fieldEnd(src: Buffer, p: number, newline: number): number {
  */
 /** COPY output in the chunks it arrives in → batches: text rows (CopyRowReader) or binary tuples (arrow.ts). */
 export interface CopyReader<T> {
-  /** The batches this chunk completes. */
-  push(chunk: Buffer): T[];
+  /** Appends the batches this chunk completes to `done` (a new array when not given), and returns it. */
+  push(chunk: Buffer, done?: T[]): T[];
   /** The last, partial batch (null when there is none); throws if the stream ended inside a row. */
   end(): T | null;
 }
@@ -111,9 +111,7 @@ export abstract class CopyRowReader<T> implements CopyReader<T> {
   #carry: Buffer[] = [];
   #carryBytes = 0;
 
-  /** The batches this chunk completes. */
-  push(chunk: Buffer): T[] {
-    const done: T[] = [];
+  push(chunk: Buffer, done: T[] = []): T[] {
     let start = 0;
     if (this.#carryBytes > 0) {
       const newline = chunk.indexOf(NEWLINE);
@@ -315,27 +313,4 @@ function json(src: Buffer, p: number, end: number, out: Buffer, o: number): numb
     else out[o++] = src[++k] === BACKSLASH ? BACKSLASH : 0x20;
   }
   return o;
-}
-
-/**
- * A COPY stream's rows as the converter's batches (JSON arrays, Arrow record batches).
- * Iterating the stream with `for await` reads the next chunk only when the
- * consumer asks for the next batch, so the consumer's pace is the source's.
- */
-export async function* copyBatches<T>(
-  chunks: AsyncIterable<Buffer>,
-  converter: CopyReader<T>,
-  signal: AbortSignal,
-): AsyncGenerator<T> {
-  for await (const chunk of chunks) {
-    for (const batch of converter.push(chunk)) {
-      signal.throwIfAborted();
-      yield batch;
-    }
-  }
-  const last = converter.end();
-  if (last) {
-    signal.throwIfAborted();
-    yield last;
-  }
 }

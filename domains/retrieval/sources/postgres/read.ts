@@ -21,17 +21,14 @@ import { tlsProblem } from '../tls-trust.ts';
 import type { ReadRange, ReadRequest, Row, Source, SplitLimits } from '../types.ts';
 import { lockedColumns, type PgColumn, relationName } from './catalog.ts';
 import type { PgCredentials, PgTarget } from './connection.ts';
-import { type CopyColumn, CopyJsonConverter, type CopyReader, copyBatches, copyKind } from './copy.ts';
-import { CopyOutStream } from './copy-out.ts';
+import { type CopyColumn, CopyJsonConverter, type CopyReader, copyKind } from './copy.ts';
+import { CopyOut } from './copy-out.ts';
 import type { PgTls } from './tls.ts';
 
 const { Client, escapeIdentifier, escapeLiteral } = pg;
 
 /** The binary COPY → Arrow conversion, loaded with the first Flight read (which has loaded Arrow already). */
 const pgArrow = lazyModule('Arrow', () => import('./arrow.ts'));
-
-/** COPY bytes buffered ahead of the consumer before the socket is paused. */
-const COPY_BUFFER = { highWaterMark: 1 << 20 };
 
 function classify(error: unknown): Error {
   if (error instanceof Error && error.name === 'ApiError') return error;
@@ -218,8 +215,8 @@ interface CopyFormat<T, C> {
  * Batches from `COPY (SELECT …) TO STDOUT` in one read-only
  * transaction, which also reads the columns the COPY text is converted by
  * (with the relation locked, so they cannot change before it). The socket
- * is read only as fast as batches are taken (copy-out.ts stops reading it
- * when its buffer is full).
+ * is read only as fast as batches are taken (copy-out.ts pauses it while
+ * converted batches wait).
  */
 async function* copyRows<T, C>(
   client: pg.Client,
@@ -236,8 +233,9 @@ async function* copyRows<T, C>(
   const select = selectStatement(target, checkColumns(table, request), table, convert);
   const reader = converter(select.columns);
   if (first) yield first(reader);
-  const copy = client.query(new CopyOutStream(`COPY (${select.text}) TO STDOUT (FORMAT ${format})`, COPY_BUFFER));
-  yield* copyBatches(copy, reader, request.signal);
+  const copy = new CopyOut(`COPY (${select.text}) TO STDOUT (FORMAT ${format})`, reader);
+  client.query(copy);
+  yield* copy.batches(request.signal);
 }
 
 /**

@@ -193,6 +193,24 @@ test('tuples split across chunks at every byte give the same rows', () => {
     assert.deepEqual(convert([bytes.subarray(0, cut), bytes.subarray(cut)], 3).rows, EXPECTED, `cut at ${cut}`);
 });
 
+test('tuples cut across many chunks, one longer than the carry grows to at once, give the same rows', () => {
+  // The carry is one buffer a read keeps and grows: a tuple that outlasts several chunks, a chunk wholly inside
+  // one, and the short tuples after a long one must all come out whole (multi-byte text cut inside a character too).
+  const wide = '€😀'.repeat(12_000);
+  const [first, second, nulls, empties, last] = TUPLES as [Field[], Field[], Field[], Field[], Field[]];
+  const longTuple = [...first.slice(0, 6), text(wide), Buffer.from(wide), ...first.slice(8)];
+  const tuples = [first, longTuple, nulls, empties, longTuple, second, last, nulls, longTuple, empties];
+  const longRow = { ...EXPECTED[0], t: wide, raw: Uint8Array.from(Buffer.from(wide)) };
+  const expected = tuples.map((tuple) => (tuple === longTuple ? longRow : EXPECTED[TUPLES.indexOf(tuple)]));
+  const bytes = binaryCopy(tuples);
+  for (const size of [1, 3, 4096, 4099, 40_000, 70_000]) {
+    const chunks = Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) =>
+      bytes.subarray(i * size, (i + 1) * size),
+    );
+    assert.deepEqual(convert(chunks, 4).rows, expected, `${size}-byte chunks`);
+  }
+});
+
 test('each column is selected as what its binary form decodes: itself, its text, or its JSON', () => {
   const selected = columns([
     ['t', 'text'],

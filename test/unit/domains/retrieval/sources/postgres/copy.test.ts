@@ -11,7 +11,6 @@ import { test } from 'node:test';
 import {
   type CopyColumn,
   CopyJsonConverter,
-  copyBatches,
   MAX_ROW_BYTES,
 } from '../../../../../../domains/retrieval/sources/postgres/copy.ts';
 import type { JsonRows } from '../../../../../../domains/retrieval/sources/types.ts';
@@ -64,12 +63,10 @@ function rowTexts({ json, ends }: JsonRows): string[] {
 
 async function collect(chunks: AsyncIterable<Buffer>, batchSize: number, columns = COLUMNS): Promise<string[][]> {
   const out: string[][] = [];
-  for await (const batch of copyBatches(
-    chunks,
-    new CopyJsonConverter(columns, batchSize),
-    new AbortController().signal,
-  ))
-    out.push(rowTexts(batch));
+  const converter = new CopyJsonConverter(columns, batchSize);
+  for await (const chunk of chunks) for (const batch of converter.push(chunk)) out.push(rowTexts(batch));
+  const last = converter.end();
+  if (last) out.push(rowTexts(last));
   return out;
 }
 
