@@ -47,6 +47,8 @@ const HEADER_BYTES = SIGNATURE.length + 8;
 const QUOTE = 0x22;
 /** Bytes of the next chunk first joined to a carried tuple's start; grown eightfold while the tuple goes on. */
 const CARRY_STEP = 4096;
+/** The most the carry's buffer keeps between tuples. */
+const CARRY_KEPT_BYTES = 64 << 10;
 const EMPTY = Buffer.alloc(0);
 /** PostgreSQL's date and timestamp epoch, 2000-01-01, from Arrow's (1970-01-01): in days and in microseconds. */
 const EPOCH_DAYS = 10_957;
@@ -153,7 +155,11 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
       head.set(chunk.subarray(0, take), carried);
       this.#carried = 0;
       const end = this.#decodeFrom(head.subarray(0, joined), 0, done);
-      if (this.#trailerRead || end >= carried) return Math.max(end - carried, 0);
+      if (this.#trailerRead || end >= carried) {
+        // A buffer grown for one large tuple is not kept for the rest of the read (up to twice the row limit each).
+        if (this.#carry.length > CARRY_KEPT_BYTES) this.#carry = EMPTY;
+        return Math.max(end - carried, 0);
+      }
       // Still inside the tuple: what is left of it moves to the buffer's start (with all of the chunk when the
       // chunk ended first), else more of the chunk is joined.
       if (take === chunk.length) {

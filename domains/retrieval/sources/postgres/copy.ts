@@ -58,6 +58,8 @@ export interface CopyColumn {
 export const MAX_ROW_BYTES = 16 << 20;
 /** An output buffer grown past this by one large row is not kept for the next batch. */
 const KEEP_BUFFER_BYTES = 4 << 20;
+/** A batch this small is copied out (from Node's shared pool, which serves allocations under half its size). */
+const COPIED_BATCH_BYTES = Buffer.poolSize >>> 1;
 
 const BACKSLASH = 0x5c;
 const TAB = 0x09;
@@ -192,28 +194,38 @@ export class CopyJsonConverter extends CopyRowReader<JsonRows> {
     this.#batchSize = batchSize;
     this.#overhead = this.#keys.reduce((n, key) => n + key.length + 6, 4);
     this.#fieldEnds = columns.map(() => 0);
-    this.#out = this.#open(1 << 16);
+    this.#out = this.#open(Buffer.allocUnsafe(1 << 16));
   }
 
   protected last(): JsonRows | null {
     return this.#ends.length > 0 ? this.#close() : null;
   }
 
-  /** A fresh output buffer holding `[`, sized so a batch like the last one needs no growing. */
-  #open(size: number): Buffer {
-    const out = Buffer.allocUnsafe(size);
+  /** `out` begun as a batch: `[` and no rows. */
+  #open(out: Buffer): Buffer {
     out[0] = 0x5b;
     this.#o = 1;
     this.#ends = [];
     return out;
   }
 
-  /** The current batch closed with `]`; the next one gets a new buffer. */
+  /**
+   * The current batch closed with `]`. A small one leaves as a copy of its own size and the buffer is written again:
+   * with small batches one chunk closes thousands, all queued at once, and each would otherwise hold a buffer of
+   * 64 KiB. A large one leaves in its buffer, and the next batch gets a new one sized like it.
+   */
   #close(): JsonRows {
     const out = this.#out;
     out[this.#o++] = 0x5d;
+    if (this.#o <= COPIED_BATCH_BYTES) {
+      const batch = { json: Buffer.from(out.subarray(0, this.#o)), ends: this.#ends };
+      this.#open(out);
+      return batch;
+    }
     const batch = { json: out.subarray(0, this.#o), ends: this.#ends };
-    this.#out = this.#open(Math.min(KEEP_BUFFER_BYTES, Math.max(1 << 16, this.#o + (this.#o >> 3))));
+    this.#out = this.#open(
+      Buffer.allocUnsafe(Math.min(KEEP_BUFFER_BYTES, Math.max(1 << 16, this.#o + (this.#o >> 3)))),
+    );
     return batch;
   }
 

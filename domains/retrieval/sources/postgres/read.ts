@@ -4,9 +4,10 @@
  * byte by byte to the JSON row_to_json would give (copy.ts), so an
  * ungated stream sends those bytes without the gateway building row objects
  * (`readJson`; docs/retrieval.md "Throughput choices"); an Arrow read is a
- * binary COPY decoded into column buffers (`readArrow`, arrow.ts). Memory stays at the
- * COPY buffer plus one batch whatever the table size. Columns, filters, limit and offset are pushed
- * down; the SQL is built only from escaped identifiers and escaped literals,
+ * binary COPY decoded into column buffers (`readArrow`, arrow.ts). Memory stays at the socket's
+ * chunk plus the batches it completed (two wait before the socket pauses) whatever the table size.
+ * Columns, filters, limit and offset are pushed down; the SQL is built only from escaped identifiers and
+ * escaped literals,
  * after every column and filter key was checked against the table's schema,
  * which is read in the COPY's own transaction (catalog.ts). TLS to the
  * server is tls.ts's.

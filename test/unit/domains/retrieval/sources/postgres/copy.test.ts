@@ -183,3 +183,16 @@ test(
     }
   },
 );
+
+test('batches of one row each hold their own bytes, not a 64 KiB buffer, however many one chunk closes', () => {
+  const rows = Array.from({ length: 5000 }, (_, i) => ({ id: i, 'note "q"': `n${i}` }));
+  const chunk = Buffer.from(copyText(rows));
+  const batches = new CopyJsonConverter(COLUMNS, 1).push(chunk);
+  const last = batches.at(-1) as JsonRows;
+  assert.equal(batches.length, rows.length);
+  assert.deepEqual(rowTexts(last), [JSON.stringify(rows.at(-1))]);
+  const held = new Set(batches.map((b) => b.json.buffer));
+  const bytes = [...held].reduce((n, buffer) => n + buffer.byteLength, 0);
+  // Each batch's buffer is sized from the one before it: the JSON of one row, not 64 KiB each (300 MB here).
+  assert.ok(bytes < 8 * chunk.length, `${bytes} bytes held for ${chunk.length} bytes of COPY`);
+});
