@@ -145,6 +145,9 @@ export class Exchange {
   /** The answer's head, with the affinity cookie when this replica is not the one the client is pinned to. */
   writeHead(replica: Replica, statusCode: number, headers: IncomingHttpHeaders): void {
     const out = downstreamResponseHeaders(headers, this.target.maps[replica.index] as PathMap);
+    // The request id in the head given whole (an upstream's own stays, as it did over the stage's setHeader): Node
+    // writes a head given to writeHead alone without merging it field by field (gateway/http/response.ts).
+    if (out['x-request-id'] === undefined) out['x-request-id'] = this.ctx.requestId;
     if (this.target.affinity && replica !== this.#pinned) {
       const path = this.target.prefix || '/';
       const cookie = `${AFFINITY_COOKIE}=${replica.index}; Path=${path}; Secure; HttpOnly; SameSite=Lax`;
