@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
 import type { RequestContext, RequestQuery } from '../../gateway/http/context.ts';
+import type { CloseHook } from '../../gateway/http/response-close.ts';
 import { classifyTransportError, type TransportPhase } from '../../gateway/mesh/transport-errors.ts';
 import type { FailureKind, Replica } from './balancer.ts';
 import { ServingErrors } from './errors.ts';
@@ -63,7 +64,7 @@ export function pinnedReplica(cookie: string | undefined, target: ProxyTarget): 
   return value ? (replicas[Number(value[0])] ?? null) : null;
 }
 
-export class Exchange {
+export class Exchange implements CloseHook {
   #attempts = 0;
   #tried: Replica[] | null = null;
   #done = false;
@@ -173,6 +174,11 @@ export class Exchange {
       this.res.end();
     }
     this.#settle();
+  }
+
+  /** The response closed (http/response-close.ts): over already, or the client went away. */
+  responseClosed(): void {
+    this.clientClosed();
   }
 
   /** The client went away: stop the attempt under way (frees the pooled connection). */

@@ -51,6 +51,8 @@ function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger, upgrade:
     failure: null,
     credentialRefused: null,
     upgrade,
+    closeHooks: null,
+    closeWatched: false,
   };
 }
 

@@ -10,8 +10,9 @@
  * surrogates escaped), so neither can end the line or add a field.
  *
  * The same close event ends the request's span and records its metrics
- * (observability/request.ts): one listener per request for all three. The
- * line is built first, while the span still records, so it can name the
+ * (observability/request.ts), then tells the hooks the request's handlers
+ * added (http/response-close.ts): one listener per request for all of them.
+ * The line is built first, while the span still records, so it can name the
  * trace. An exchange closed before any head was sent is logged and counted
  * as 499 (CLIENT_CLOSED), with `aborted`, unless the gateway wrote its answer
  * raw on the socket (http/client-errors.ts): then as that answer's status.
@@ -20,6 +21,7 @@
 import { TrustedProxies } from '../../http/client-address.ts';
 import { statusWrittenRaw } from '../../http/client-errors.ts';
 import type { NodeRequest, NodeResponse, RequestContext } from '../../http/context.ts';
+import { runCloseHooks, watchResponseClose } from '../../http/response-close.ts';
 import type { AccessSink } from '../../log.ts';
 import type { RequestObserver } from '../../observability/request.ts';
 import type { Stage } from '../stage.ts';
@@ -109,17 +111,18 @@ export function createAccessLogStage(
       const client = sink.enabled ? proxies.clientOf(ctx.req) : '';
       if (observer) {
         observer.begin(ctx);
-        // `on`, not `once`: a response closes once, and a once wrapper is one more allocation and removal a request.
-        ctx.res.on('close', () => {
+        watchResponseClose(ctx, () => {
           settleStatus(ctx);
           // The line first: ending the span stops it recording, and the line names a recording span's trace.
           if (sink.enabled) sink.write(accessLine(ctx, fixed, client));
           observer.end(ctx);
+          runCloseHooks(ctx);
         });
       } else if (sink.enabled)
-        ctx.res.on('close', () => {
+        watchResponseClose(ctx, () => {
           settleStatus(ctx);
           sink.write(accessLine(ctx, fixed, client));
+          runCloseHooks(ctx);
         });
       return 'continue';
     },
