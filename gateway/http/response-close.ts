@@ -19,7 +19,7 @@ export function onResponseClose(ctx: RequestContext, hook: CloseHook): void {
   if (!ctx.closeWatched) watchResponseClose(ctx, () => runCloseHooks(ctx));
 }
 
-/** The request's one close listener (`listener` ends with runCloseHooks); later hooks join it through onResponseClose. */
+/** The request's one close listener (`listener` ends with runCloseHooks); hooks join it with onResponseClose. */
 export function watchResponseClose(ctx: RequestContext, listener: () => void): void {
   ctx.closeWatched = true;
   // `on`, not `once`: a response closes once, and a once wrapper is one more allocation and removal a request.
