@@ -67,7 +67,10 @@ test('lines of any UTF-8 text and length come out whole and in order, across blo
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
-  const lines = out.trim().split('\n').map((line) => JSON.parse(line) as { n: number; pad: string });
+  const lines = out
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { n: number; pad: string });
   assert.deepEqual(
     lines.map((line) => line.n),
     Array.from({ length: 600 }, (_, n) => n),
