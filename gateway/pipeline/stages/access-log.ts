@@ -65,20 +65,62 @@ function responseBytes(ctx: RequestContext, res: NodeResponse): number {
 }
 
 /**
+ * A field's JSON string, kept for the next line while the value repeats: the method, service, deployment, user, its
+ * source and the client are mostly the previous request's (about 0.3 µs a line of JSON.stringify calls). Compared as
+ * strings, so an equal value from another request is the same field; anything else is stringified as before.
+ */
+class RepeatedField {
+  #value = '';
+  #json = '""';
+
+  json(value: string): string {
+    if (value !== this.#value) {
+      this.#json = JSON.stringify(value);
+      this.#value = value;
+    }
+    return this.#json;
+  }
+}
+
+/** One listener's repeating fields (a listener's lines are built one at a time, on its one thread). */
+interface RepeatedFields {
+  readonly method: RepeatedField;
+  readonly service: RepeatedField;
+  readonly deployment: RepeatedField;
+  readonly user: RepeatedField;
+  readonly source: RepeatedField;
+  readonly client: RepeatedField;
+}
+
+function repeatedFields(): RepeatedFields {
+  const field = () => new RepeatedField();
+  return {
+    method: field(),
+    service: field(),
+    deployment: field(),
+    user: field(),
+    source: field(),
+    client: field(),
+  };
+}
+
+/**
  * The line, appended to field by field: one template literal with a helper per optional field built each piece as a
  * string of its own first (about 350 bytes and 0.1 µs a line more). Absent strings and unknown (negative) counts are
  * left out, as pino leaves out undefined fields; the level is info (30).
  */
-function accessLine(ctx: RequestContext, bindings: string, client: string): string {
+function accessLine(ctx: RequestContext, bindings: string, client: string, fields: RepeatedFields): string {
   const ms = performance.now() - ctx.startedAt;
   const { principal, req, res } = ctx;
   const time = Date.now();
   let line = `{"level":30,"time":${time},"svc":"meshgate",${bindings}"req_id":${JSON.stringify(ctx.requestId)},`;
-  line += `"method":${JSON.stringify(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},"status":${res.statusCode},`;
-  if (ctx.service != null) line += `"service":${JSON.stringify(ctx.service)},`;
-  if (ctx.deployment != null) line += `"deployment":${JSON.stringify(ctx.deployment)},`;
-  if (principal) line += `"user":${JSON.stringify(principal.userId)},"source":${JSON.stringify(principal.source)},`;
-  if (client) line += `"client":${JSON.stringify(client)},`;
+  line += `"method":${fields.method.json(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},`;
+  line += `"status":${res.statusCode},`;
+  if (ctx.service != null) line += `"service":${fields.service.json(ctx.service)},`;
+  if (ctx.deployment != null) line += `"deployment":${fields.deployment.json(ctx.deployment)},`;
+  if (principal)
+    line += `"user":${fields.user.json(principal.userId)},"source":${fields.source.json(principal.source)},`;
+  if (client) line += `"client":${fields.client.json(client)},`;
   const agent = userAgent(req);
   if (agent !== undefined) line += `"ua":${JSON.stringify(agent)},`;
   const sent = requestBytes(ctx);
@@ -104,6 +146,7 @@ export function createAccessLogStage(
   const fixed = Object.entries(bindings)
     .map(([name, value]) => `${JSON.stringify(name)}:${JSON.stringify(value)},`)
     .join('');
+  const repeated = repeatedFields();
   return {
     name: 'accessLog',
     run(ctx: RequestContext) {
@@ -114,14 +157,14 @@ export function createAccessLogStage(
         watchResponseClose(ctx, () => {
           settleStatus(ctx);
           // The line first: ending the span stops it recording, and the line names a recording span's trace.
-          if (sink.enabled) sink.write(accessLine(ctx, fixed, client));
+          if (sink.enabled) sink.write(accessLine(ctx, fixed, client, repeated));
           observer.end(ctx);
           runCloseHooks(ctx);
         });
       } else if (sink.enabled)
         watchResponseClose(ctx, () => {
           settleStatus(ctx);
-          sink.write(accessLine(ctx, fixed, client));
+          sink.write(accessLine(ctx, fixed, client, repeated));
           runCloseHooks(ctx);
         });
       return 'continue';
