@@ -67,14 +67,8 @@ export function createLoggers(level: string, destination?: DestinationStream): L
       () => {},
     );
   const fd = process.stdout.fd ?? 1;
-  // sonic-boom refuses a minLength not below its maxWrite (16 KiB by default). It takes bytes (GatheredLines).
-  const stdout = pino.destination({
-    dest: fd,
-    minLength: BLOCK_BYTES,
-    maxWrite: 4 * BLOCK_BYTES,
-    sync: false,
-    contentMode: 'buffer',
-  });
+  // sonic-boom refuses a minLength not below its maxWrite (16 KiB by default).
+  const stdout = pino.destination({ dest: fd, minLength: BLOCK_BYTES, maxWrite: 4 * BLOCK_BYTES, sync: false });
   const access = new GatheredLines(stdout);
   const timer = setInterval(() => access.flush(), FLUSH_MS).unref();
   // After pino's own exit hook (registered with the destination above) has written the destination's buffer; kept
@@ -83,8 +77,7 @@ export function createLoggers(level: string, destination?: DestinationStream): L
   const ordered: DestinationStream = {
     write(line: string) {
       access.release();
-      // A line of the gateway's own (rare): bytes, as the destination takes them.
-      stdout.write(Buffer.from(line) as unknown as string);
+      stdout.write(line);
     },
   };
   return loggersOn(
@@ -112,44 +105,27 @@ function loggersOn(
 }
 
 /**
- * Access lines encoded into one block of bytes as they come, handed to stdout's destination whole. Gathered as a
- * string instead, each line stayed alive until its block filled (tens of milliseconds under load: a scavenge or two,
- * each copying it, then promoting it), and sonic-boom measured the UTF-8 length of every string it was handed, which
- * flattened the block's rope of lines and scanned it again (~2 % of a proxied request's CPU; bench/README.md, proxy).
- * Encoded at once, a line is garbage as soon as it is written, and the destination takes the bytes as they are
- * (its `buffer` content mode). A line of the gateway's own goes out after the access lines gathered before it, so the
- * order of lines is kept.
+ * Access lines gathered into one string per block before they reach stdout's destination. sonic-boom measures the
+ * UTF-8 length of the string it appends to on every write, so short lines written one by one into a block
+ * flatten and scan the block again each time (~2 % of a proxied request's CPU; bench/README.md, proxy). A line of
+ * the gateway's own goes out after the access lines gathered before it, so the order of lines is kept.
  */
 class GatheredLines {
-  #block = Buffer.allocUnsafe(BLOCK_BYTES);
-  #used = 0;
+  #lines = '';
 
   constructor(private readonly stdout: ReturnType<typeof pino.destination>) {}
 
   add(line: string): void {
-    // A UTF-16 code unit is at most 3 bytes of UTF-8: a line that may not fit starts the next block.
-    if (line.length * 3 > BLOCK_BYTES - this.#used) {
-      this.release();
-      if (line.length * 3 > BLOCK_BYTES) {
-        this.#hand(Buffer.from(line));
-        return;
-      }
-    }
-    this.#used += this.#block.write(line, this.#used);
+    this.#lines += line;
+    if (this.#lines.length >= BLOCK_BYTES) this.release();
   }
 
   /** Hands what is gathered to the destination (which writes it once its own block fills, or on flush). */
   release(): void {
-    if (this.#used === 0) return;
-    const block = this.#block.subarray(0, this.#used);
-    this.#block = Buffer.allocUnsafe(BLOCK_BYTES);
-    this.#used = 0;
-    this.#hand(block);
-  }
-
-  #hand(bytes: Buffer): void {
-    // sonic-boom's types know its string mode only; in `buffer` mode its write takes bytes.
-    this.stdout.write(bytes as unknown as string);
+    if (this.#lines === '') return;
+    const block = this.#lines;
+    this.#lines = '';
+    this.stdout.write(block);
   }
 
   flush(): void {
@@ -163,8 +139,8 @@ class GatheredLines {
    * stderr says how much.
    */
   writeOutSync(fd: number): void {
-    let rest = this.#block.subarray(0, this.#used);
-    this.#used = 0;
+    let rest = Buffer.from(this.#lines);
+    this.#lines = '';
     const pause = new Int32Array(new SharedArrayBuffer(4));
     for (let waited = 0; rest.length > 0; ) {
       try {
