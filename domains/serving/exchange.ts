@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
 import type { RequestContext, RequestQuery } from '../../gateway/http/context.ts';
+import type { CloseHook } from '../../gateway/http/response-close.ts';
 import { classifyTransportError, type TransportPhase } from '../../gateway/mesh/transport-errors.ts';
 import type { FailureKind, Replica } from './balancer.ts';
 import { ServingErrors } from './errors.ts';
@@ -63,7 +64,7 @@ export function pinnedReplica(cookie: string | undefined, target: ProxyTarget): 
   return value ? (replicas[Number(value[0])] ?? null) : null;
 }
 
-export class Exchange {
+export class Exchange implements CloseHook {
   #attempts = 0;
   #tried: Replica[] | null = null;
   #done = false;
@@ -145,6 +146,9 @@ export class Exchange {
   /** The answer's head, with the affinity cookie when this replica is not the one the client is pinned to. */
   writeHead(replica: Replica, statusCode: number, headers: IncomingHttpHeaders): void {
     const out = downstreamResponseHeaders(headers, this.target.maps[replica.index] as PathMap);
+    // The request id in the head given whole (an upstream's own stays, as it did over the stage's setHeader): Node
+    // writes a head given to writeHead alone without merging it field by field (gateway/http/response.ts).
+    if (out['x-request-id'] === undefined) out['x-request-id'] = this.ctx.requestId;
     if (this.target.affinity && replica !== this.#pinned) {
       const path = this.target.prefix || '/';
       const cookie = `${AFFINITY_COOKIE}=${replica.index}; Path=${path}; Secure; HttpOnly; SameSite=Lax`;
@@ -170,6 +174,11 @@ export class Exchange {
       this.res.end();
     }
     this.#settle();
+  }
+
+  /** The response closed (http/response-close.ts): over already, or the client went away. */
+  responseClosed(): void {
+    this.clientClosed();
   }
 
   /** The client went away: stop the attempt under way (frees the pooled connection). */

@@ -8,7 +8,8 @@
  * access — nor the credential — it was opened with by more than one sweep.
  */
 import { constants, type ServerHttp2Stream } from 'node:http2';
-import type { NodeResponse } from '../../gateway/http/context.ts';
+import type { NodeResponse, RequestContext } from '../../gateway/http/context.ts';
+import { type CloseHook, onResponseClose } from '../../gateway/http/response-close.ts';
 
 /** What a sweep can end: a websocket's socket, an HTTP/2 stream, an HTTP/1.1 response. */
 export interface Endable {
@@ -27,13 +28,21 @@ function cut(stream: Endable): void {
   else stream.destroy();
 }
 
-/** One open exchange in OpenStreams' list. */
-interface OpenEntry {
-  readonly stream: Endable;
-  readonly stillAllowed: () => Promise<boolean>;
-  newer: OpenEntry | null;
-  older: OpenEntry | null;
-  open: boolean;
+/** One open exchange in OpenStreams' list; a proxied response's is told of its close as the request's hook. */
+class OpenEntry implements CloseHook {
+  newer: OpenEntry | null = null;
+  older: OpenEntry | null = null;
+  open = true;
+
+  constructor(
+    private readonly list: OpenStreams,
+    readonly stream: Endable,
+    readonly stillAllowed: () => Promise<boolean>,
+  ) {}
+
+  responseClosed(): void {
+    this.list.untrack(this);
+  }
 }
 
 /**
@@ -52,20 +61,35 @@ export class OpenStreams {
 
   constructor(private readonly sweepMs: number) {}
 
+  /** An exchange on its own stream or socket (a websocket): untracked when it closes. */
   track(stream: Endable, stillAllowed: () => Promise<boolean>): void {
     if (stream.destroyed) return;
-    const entry: OpenEntry = { stream, stillAllowed, newer: null, older: this.#newest, open: true };
+    const entry = this.#link(stream, stillAllowed);
+    stream.once('close', () => this.untrack(entry));
+  }
+
+  /** A request's response (responseStream), untracked by the request's one close listener (onResponseClose). */
+  trackResponse(ctx: RequestContext, stillAllowed: () => Promise<boolean>): void {
+    const stream = responseStream(ctx.res);
+    if (stream.destroyed) return;
+    onResponseClose(ctx, this.#link(stream, stillAllowed));
+  }
+
+  #link(stream: Endable, stillAllowed: () => Promise<boolean>): OpenEntry {
+    const entry = new OpenEntry(this, stream, stillAllowed);
+    entry.older = this.#newest;
     if (this.#newest) this.#newest.newer = entry;
     this.#newest = entry;
     this.#count++;
-    stream.once('close', () => this.#untrack(entry));
     if (!this.#timer) {
       this.#timer = setInterval(() => void this.sweep(), this.sweepMs);
       this.#timer.unref();
     }
+    return entry;
   }
 
-  #untrack(entry: OpenEntry): void {
+  /** The entry's exchange closed (its own listener, or its request's hook); a second call does nothing. */
+  untrack(entry: OpenEntry): void {
     if (!entry.open) return;
     entry.open = false;
     if (entry.newer) entry.newer.older = entry.older;

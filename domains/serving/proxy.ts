@@ -9,6 +9,7 @@ import type { TLSSocket } from 'node:tls';
 import type { ApiError } from '../../gateway/errors/api-error.ts';
 import { clientKey } from '../../gateway/http/client-key.ts';
 import type { NodeRequest, NodeResponse, Reply, RequestContext } from '../../gateway/http/context.ts';
+import { onResponseClose } from '../../gateway/http/response-close.ts';
 import { type Span, SpanKind } from '../../gateway/observability/tracing.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { replicaPathMap } from './balancer.ts';
@@ -284,8 +285,8 @@ function exchange(
 /** Starts the exchange's first attempt, unless its client left already. */
 function begin(run: Exchange): void {
   const res = run.ctx.res;
-  // `on`: a response closes once (no once wrapper to allocate and remove per request).
-  res.on('close', () => run.clientClosed());
+  // Told by the request's one close listener (no listener, closure or once wrapper of its own).
+  onResponseClose(run.ctx, run);
   // A client that left while the request waited (its credential verified, its slot queued) sent its close
   // already: none is coming, so the request ends here rather than hold an upstream it cannot answer.
   if (closedAlready(res)) run.clientClosed();

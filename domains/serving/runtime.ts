@@ -10,7 +10,7 @@ import type { ServiceMount } from '../../gateway/module.ts';
 import type { Principal } from '../../gateway/principal.ts';
 import { ServingErrors } from './errors.ts';
 import { replicasOf } from './input.ts';
-import { type OpenStreams, responseStream } from './open-streams.ts';
+import type { OpenStreams } from './open-streams.ts';
 import type { DataPlanes } from './plane.ts';
 import { buildTarget, forward, type ProxyTarget, slashRedirect } from './proxy.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -131,7 +131,7 @@ export function runtimeMount(kind: DeploymentKind, deps: RuntimeDeps, front?: Ru
     ctx.deployment = row.id;
     if (below === '' && (ctx.method === 'GET' || ctx.method === 'HEAD')) return slashRedirect(ctx);
     // A response may stream for as long as the upstream likes (SSE): it lasts only as long as the access does.
-    deps.streams.track(responseStream(ctx.res), stillAdmitted(ctx, principal));
+    deps.streams.trackResponse(ctx, stillAdmitted(ctx, principal));
     return forward(ctx, target, below, origin(), principal);
   }
 

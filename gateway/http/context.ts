@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Span } from '../observability/tracing.ts';
 import type { Principal } from '../principal.ts';
 import type { CompiledRoute } from '../routing/router.ts';
+import type { CloseHook } from './response-close.ts';
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -58,6 +59,10 @@ export interface RequestContext {
   credentialRefused: string | null;
   /** A websocket upgrade's connection and the bytes read past its head; null for a request. */
   readonly upgrade: UpgradeSocket | null;
+  /** What the response's one close listener tells besides the access line, in order (http/response-close.ts). */
+  closeHooks: CloseHook[] | null;
+  /** That listener is registered. */
+  closeWatched: boolean;
 }
 
 /**

@@ -31,6 +31,7 @@ import type { Config } from '../config/schema.ts';
 import { type HandshakeOptions, LISTENER_TLS_OPTIONS, type ServerKeyPair } from '../tls/serving-certificate.ts';
 import { answerClientErrors } from './client-errors.ts';
 import { endUnreadUploads } from './early-response.ts';
+import { RequestIdResponse } from './response.ts';
 
 type Limits = Config['limits'];
 type Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
@@ -53,6 +54,7 @@ export function createHttpsListener(
     {
       ...handshake,
       allowHTTP1: true,
+      Http1ServerResponse: RequestIdResponse,
       noDelay: true,
       ...LISTENER_TLS_OPTIONS,
       key: tls.keyPem,
@@ -85,6 +87,7 @@ export function createHttpsListener(
 export function createPlainHttpListener(limits: Limits, handle: RequestListener): HttpServer {
   const server = createHttpServer(
     {
+      ServerResponse: RequestIdResponse,
       maxHeaderSize: Math.max(16384, limits.maxHeaderBytes * 2),
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,

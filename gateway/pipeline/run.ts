@@ -4,7 +4,7 @@
  * routing), with the route's upgrade chain.
  */
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
@@ -18,6 +18,7 @@ import {
   type UpgradeSocket,
 } from '../http/context.ts';
 import { sendError } from '../http/respond.ts';
+import { RequestIdResponse } from '../http/response.ts';
 import { NO_SPAN } from '../observability/tracing.ts';
 import type { Stage, StageResult } from './stage.ts';
 
@@ -50,6 +51,8 @@ function contextOf(req: NodeRequest, res: NodeResponse, logger: Logger, upgrade:
     failure: null,
     credentialRefused: null,
     upgrade,
+    closeHooks: null,
+    closeWatched: false,
   };
 }
 
@@ -126,7 +129,7 @@ export function createPipeline(
   }
   /** The upgrade on a response bound to its connection; any answer but the mount's 101 ends the connection. */
   function upgradeOn(req: IncomingMessage, socket: Socket, head: Buffer): void {
-    const res = new ServerResponse(req);
+    const res = new RequestIdResponse(req);
     // The connection's HTTP parser is gone: an answer other than the 101 is its last (RFC 9112 §9.6), and the
     // connection is closed once it is written, whether or not the client closes its side.
     res.shouldKeepAlive = false;

@@ -10,8 +10,9 @@
  * surrogates escaped), so neither can end the line or add a field.
  *
  * The same close event ends the request's span and records its metrics
- * (observability/request.ts): one listener per request for all three. The
- * line is built first, while the span still records, so it can name the
+ * (observability/request.ts), then tells the hooks the request's handlers
+ * added (http/response-close.ts): one listener per request for all of them.
+ * The line is built first, while the span still records, so it can name the
  * trace. An exchange closed before any head was sent is logged and counted
  * as 499 (CLIENT_CLOSED), with `aborted`, unless the gateway wrote its answer
  * raw on the socket (http/client-errors.ts): then as that answer's status.
@@ -20,6 +21,7 @@
 import { TrustedProxies } from '../../http/client-address.ts';
 import { statusWrittenRaw } from '../../http/client-errors.ts';
 import type { NodeRequest, NodeResponse, RequestContext } from '../../http/context.ts';
+import { runCloseHooks, watchResponseClose } from '../../http/response-close.ts';
 import type { AccessSink } from '../../log.ts';
 import type { RequestObserver } from '../../observability/request.ts';
 import type { Stage } from '../stage.ts';
@@ -63,20 +65,62 @@ function responseBytes(ctx: RequestContext, res: NodeResponse): number {
 }
 
 /**
+ * A field's JSON string, kept for the next line while the value repeats: the method, service, deployment, user, its
+ * source and the client are mostly the previous request's (about 0.3 µs a line of JSON.stringify calls). Compared as
+ * strings, so an equal value from another request is the same field; anything else is stringified as before.
+ */
+class RepeatedField {
+  #value = '';
+  #json = '""';
+
+  json(value: string): string {
+    if (value !== this.#value) {
+      this.#json = JSON.stringify(value);
+      this.#value = value;
+    }
+    return this.#json;
+  }
+}
+
+/** One listener's repeating fields (a listener's lines are built one at a time, on its one thread). */
+interface RepeatedFields {
+  readonly method: RepeatedField;
+  readonly service: RepeatedField;
+  readonly deployment: RepeatedField;
+  readonly user: RepeatedField;
+  readonly source: RepeatedField;
+  readonly client: RepeatedField;
+}
+
+function repeatedFields(): RepeatedFields {
+  const field = () => new RepeatedField();
+  return {
+    method: field(),
+    service: field(),
+    deployment: field(),
+    user: field(),
+    source: field(),
+    client: field(),
+  };
+}
+
+/**
  * The line, appended to field by field: one template literal with a helper per optional field built each piece as a
  * string of its own first (about 350 bytes and 0.1 µs a line more). Absent strings and unknown (negative) counts are
  * left out, as pino leaves out undefined fields; the level is info (30).
  */
-function accessLine(ctx: RequestContext, bindings: string, client: string): string {
+function accessLine(ctx: RequestContext, bindings: string, client: string, fields: RepeatedFields): string {
   const ms = performance.now() - ctx.startedAt;
   const { principal, req, res } = ctx;
   const time = Date.now();
   let line = `{"level":30,"time":${time},"svc":"meshgate",${bindings}"req_id":${JSON.stringify(ctx.requestId)},`;
-  line += `"method":${JSON.stringify(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},"status":${res.statusCode},`;
-  if (ctx.service != null) line += `"service":${JSON.stringify(ctx.service)},`;
-  if (ctx.deployment != null) line += `"deployment":${JSON.stringify(ctx.deployment)},`;
-  if (principal) line += `"user":${JSON.stringify(principal.userId)},"source":${JSON.stringify(principal.source)},`;
-  if (client) line += `"client":${JSON.stringify(client)},`;
+  line += `"method":${fields.method.json(ctx.method)},"path":${JSON.stringify(ctx.rawPath)},`;
+  line += `"status":${res.statusCode},`;
+  if (ctx.service != null) line += `"service":${fields.service.json(ctx.service)},`;
+  if (ctx.deployment != null) line += `"deployment":${fields.deployment.json(ctx.deployment)},`;
+  if (principal)
+    line += `"user":${fields.user.json(principal.userId)},"source":${fields.source.json(principal.source)},`;
+  if (client) line += `"client":${fields.client.json(client)},`;
   const agent = userAgent(req);
   if (agent !== undefined) line += `"ua":${JSON.stringify(agent)},`;
   const sent = requestBytes(ctx);
@@ -102,6 +146,7 @@ export function createAccessLogStage(
   const fixed = Object.entries(bindings)
     .map(([name, value]) => `${JSON.stringify(name)}:${JSON.stringify(value)},`)
     .join('');
+  const repeated = repeatedFields();
   return {
     name: 'accessLog',
     run(ctx: RequestContext) {
@@ -109,17 +154,18 @@ export function createAccessLogStage(
       const client = sink.enabled ? proxies.clientOf(ctx.req) : '';
       if (observer) {
         observer.begin(ctx);
-        // `on`, not `once`: a response closes once, and a once wrapper is one more allocation and removal a request.
-        ctx.res.on('close', () => {
+        watchResponseClose(ctx, () => {
           settleStatus(ctx);
           // The line first: ending the span stops it recording, and the line names a recording span's trace.
-          if (sink.enabled) sink.write(accessLine(ctx, fixed, client));
+          if (sink.enabled) sink.write(accessLine(ctx, fixed, client, repeated));
           observer.end(ctx);
+          runCloseHooks(ctx);
         });
       } else if (sink.enabled)
-        ctx.res.on('close', () => {
+        watchResponseClose(ctx, () => {
           settleStatus(ctx);
-          sink.write(accessLine(ctx, fixed, client));
+          sink.write(accessLine(ctx, fixed, client, repeated));
+          runCloseHooks(ctx);
         });
       return 'continue';
     },

@@ -53,6 +53,31 @@ for (const closeFirst of [true, false]) {
   });
 }
 
+test('lines of any UTF-8 text and length come out whole and in order, across blocks', () => {
+  // Multi-byte text (2, 3 and 4 bytes a character) fills blocks unevenly; some lines are longer than a block holds.
+  const script = `
+    const { createLoggers } = await import(${JSON.stringify(LOG_MODULE)});
+    const logs = createLoggers('info');
+    for (let n = 0; n < 600; n++) {
+      const pad = n % 50 === 7 ? 'é€🙂'.repeat(9000) : 'é€🙂x'.repeat(n % 40);
+      logs.accessLog.write(JSON.stringify({ msg: 'request', n, pad }) + '\\n');
+    }
+    logs.close();`;
+  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const lines = out
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { n: number; pad: string });
+  assert.deepEqual(
+    lines.map((line) => line.n),
+    Array.from({ length: 600 }, (_, n) => n),
+  );
+  for (const { n, pad } of lines) assert.equal(pad, n % 50 === 7 ? 'é€🙂'.repeat(9000) : 'é€🙂x'.repeat(n % 40));
+});
+
 test('lines gathered at exit reach a reader that drains the pipe late (a full pipe answers EAGAIN)', async () => {
   const script = scriptOf(4000, 4000, false);
   const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {

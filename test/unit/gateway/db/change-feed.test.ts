@@ -258,6 +258,40 @@ test('sqlite: a look a subscriber takes inside a poll delivers nothing twice', a
   assert.equal(new Set(bulk).size, 3000);
 });
 
+test('sqlite: the requests of one turn share a look; a commit reaches every look of a later turn', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite');
+  b.feed.poll();
+  const users = collect(b.feed, 'users');
+  b.feed.catchUp();
+  const { idlePolls, reads } = b.feed.stats;
+  a.feed.publish('users', 'disabled');
+  b.feed.catchUp();
+  assert.deepEqual(users, [], 'the turn that looked before the commit keeps its look');
+  assert.deepEqual([b.feed.stats.idlePolls, b.feed.stats.reads], [idlePolls, reads], 'no second look in the turn');
+  await new Promise((resolve) => setImmediate(resolve));
+  b.feed.catchUp();
+  assert.deepEqual(users, ['disabled'], 'the next turn looks again');
+  b.feed.catchUp();
+  await new Promise((resolve) => setImmediate(resolve));
+  a.feed.publish('users', 'enabled');
+  b.feed.catchUp();
+  b.feed.catchUp();
+  assert.deepEqual(users, ['disabled', 'enabled'], 'a turn that had not looked yet sees the commit');
+});
+
+test('sqlite: a poll looks whatever the turn found before, and so does the look after a read', async (t) => {
+  const { a, b } = await twoProcesses(t, 'sqlite');
+  b.feed.poll();
+  const users = collect(b.feed, 'users');
+  b.feed.catchUp();
+  a.feed.publish('users', 'u1');
+  b.feed.poll();
+  assert.deepEqual(users, ['u1'], 'the interval poll (and a test) always looks');
+  a.feed.publish('users', 'u2');
+  b.feed.catchUp();
+  assert.deepEqual(users, ['u1', 'u2'], 'a look that read leaves no quiet turn behind');
+});
+
 test('sqlite: what a poll left (over 20 batches) is read by the next look, though nothing committed', async (t) => {
   const { a, b } = await twoProcesses(t, 'sqlite');
   b.feed.poll();

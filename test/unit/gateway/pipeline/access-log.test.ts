@@ -136,6 +136,35 @@ test('without counted bytes the lengths are the declared ones; a length that is 
   assert.equal('admin' in bogus, false);
 });
 
+test('each line of a listener names its own request, when fields repeat and when they change', () => {
+  const sink = { enabled: true, lines: [] as string[], write: (line: string) => sink.lines.push(line) };
+  const stage = createAccessLogStage(sink, {}, null);
+  const user = (userId: string, source: string) => ({ userId, source }) as unknown as RequestContext['principal'];
+  const requests: Record<string, unknown>[] = [
+    { method: 'GET', service: 'apps', deployment: 'd-1', principal: user('u-1', 'native') },
+    { method: 'GET', service: 'apps', deployment: 'd-1', principal: user('u-1', 'native') },
+    { method: 'POST', service: 'models', deployment: 'd-"2"', principal: user('u-\\2', 'mesh') },
+    { method: 'GET', service: 'apps', deployment: null, principal: null },
+    { method: 'GET', service: 'apps', deployment: 'd-1', principal: user('u-1', 'native') },
+  ];
+  for (const fields of requests) {
+    const ctx = fakeContext(fields as Partial<RequestContext>, true);
+    stage.run(ctx);
+    ctx.res.emit('close');
+  }
+  const seen = sink.lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  assert.deepEqual(
+    seen.map((line) => [line.method, line.service, line.deployment, line.user, line.source]),
+    [
+      ['GET', 'apps', 'd-1', 'u-1', 'native'],
+      ['GET', 'apps', 'd-1', 'u-1', 'native'],
+      ['POST', 'models', 'd-"2"', 'u-\\2', 'mesh'],
+      ['GET', 'apps', undefined, undefined, undefined],
+      ['GET', 'apps', 'd-1', 'u-1', 'native'],
+    ],
+  );
+});
+
 test('a hostile user agent stays one JSON string value: no line break, no injected field', () => {
   const hostile = 'x","admin":true,"status":200}\n{"level":60,"msg":"forged\u2028\ud800\u0000\\';
   const parsed = one(logged(fakeContext({}, true, { headers: { 'user-agent': hostile } })));
