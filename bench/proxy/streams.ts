@@ -12,6 +12,13 @@
  * long after its restart the replica answered again.
  *
  *   npx tsx bench/proxy/streams.ts     (env: BENCH_STREAMS=500,2000 BENCH_TARGETS=meshgate-1,nginx)
+ *
+ * Each target is warmed first (BENCH_WARMUP one-chunk streams, default 2,000, over 16 connections, so no pool keeps
+ * more than 16 upstream connections from it): the rounds measure a process that has served, not one whose code V8
+ * has yet to compile. BENCH_WARMUP=0 measures the first burst after start.
+ *
+ * BENCH_BASELINE=<another checkout, built> adds base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate,
+ * to the rotation (a change against main's build in the same run).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -32,6 +39,8 @@ import {
 } from './peers.ts';
 
 const STREAMS = (process.env.BENCH_STREAMS ?? '500,2000').split(',').filter(Boolean).map(Number);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2000);
+const WARMUP_CONNECTIONS = 16;
 const CHUNKS = 60;
 const GAP_MS = 50;
 const STREAM_SECONDS = (CHUNKS * GAP_MS) / 1000;
@@ -70,6 +79,20 @@ async function stream(agent: Agent, url: string, token: string | undefined, run:
     first = false;
     for (const m of String(chunk).matchAll(/"at":([\d.]+)/g)) run.delays.push(arrived - Number(m[1]));
   }
+}
+
+/** WARMUP one-chunk streams over WARMUP_CONNECTIONS connections, each read to its end. */
+async function warm(target: Target): Promise<void> {
+  const agent = new Agent({ connections: WARMUP_CONNECTIONS });
+  const headers = target.token ? { authorization: `Bearer ${target.token}` } : {};
+  const loop = async (count: number) => {
+    for (let i = 0; i < count; i++) {
+      const res = await request(`${target.url}/v1/stream?n=1&ms=${GAP_MS}`, { dispatcher: agent, headers });
+      await res.body.dump();
+    }
+  };
+  await Promise.all(Array.from({ length: WARMUP_CONNECTIONS }, () => loop(Math.ceil(WARMUP / WARMUP_CONNECTIONS))));
+  await agent.close();
 }
 
 async function streams(target: Target, n: number): Promise<StreamRun> {
@@ -112,8 +135,8 @@ async function streams(target: Target, n: number): Promise<StreamRun> {
   return run;
 }
 
-async function meshgate(upstream: string, workers: number): Promise<Target & { base: string }> {
-  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)]);
+async function meshgate(upstream: string, workers: number, checkout?: string): Promise<Target & { base: string }> {
+  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)], {}, checkout);
   stops.push(gateway.stop);
   const pids = () => (workers === 1 ? [gateway.pid] : childrenOf(gateway.pid));
   return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids, base: gateway.base };
@@ -177,10 +200,15 @@ async function main(): Promise<void> {
   const upstream = await child<{ port: number }>('sse-upstream.ts', ['direct']);
   const port = upstream.hello.port;
   const upstreamUrl = `http://127.0.0.1:${port}`;
+  const baseline = process.env.BENCH_BASELINE;
   const starts: Record<string, () => Promise<Target>> = {
     direct: async () => ({ url: upstreamUrl, pid: upstream.proc.pid as number, workers: () => [] }),
     'meshgate-1': () => meshgate(upstreamUrl, 1),
     'meshgate-2': () => meshgate(upstreamUrl, 2),
+    ...(baseline && {
+      'base-meshgate-1': () => meshgate(upstreamUrl, 1, baseline),
+      'base-meshgate-2': () => meshgate(upstreamUrl, 2, baseline),
+    }),
     nginx: async () => {
       const started = await startNginx(port, 'auto');
       return { url: started.url, pid: started.pid, workers: () => childrenOf(started.pid) };
@@ -192,6 +220,7 @@ async function main(): Promise<void> {
   const targets: Record<string, Target> = {};
   for (const [name, start] of Object.entries(starts)) if (!only || only.includes(name)) targets[name] = await start();
   const names = Object.keys(targets);
+  if (WARMUP > 0) for (const name of names) await warm(targets[name] as Target);
   const results: Record<string, Record<string, unknown>> = {};
   for (const [round_, n] of STREAMS.entries()) {
     const shift = round_ % names.length;
