@@ -231,7 +231,9 @@ async function main(): Promise<void> {
       process.stderr.write(`${n} streams ${name.padEnd(11)} done ${r.done} errors ${r.errors} ${r.wallSeconds}s\n`);
     }
     const directDelay = percentile(runs.direct?.delays ?? [], 99);
-    results[String(n)] = Object.fromEntries(
+    // A size given again (BENCH_STREAMS=500,500) is another round of it: `500`, then `500#2`.
+    const key = String(n) in results ? `${n}#${round_ + 1}` : String(n);
+    results[key] = Object.fromEntries(
       names.map((name) => {
         const r = runs[name] as StreamRun;
         const delayP99 = percentile(r.delays, 99);
