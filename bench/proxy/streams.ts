@@ -13,14 +13,17 @@
  *
  *   npx tsx bench/proxy/streams.ts     (env: BENCH_STREAMS=500,2000 BENCH_TARGETS=meshgate-1,nginx)
  *
- * Each target is warmed first (BENCH_WARMUP one-chunk streams, default 2,000, over 16 connections, so no pool keeps
- * more than 16 upstream connections from it): the rounds measure a process that has served, not one whose code V8
- * has yet to compile. BENCH_WARMUP=0 measures the first burst after start.
+ * Each target is warmed first with BENCH_WARMUP bursts (default 3) of 500 one-chunk streams at once: the rounds then
+ * measure processes that have served, not code V8 has yet to compile. The upstream is then restarted on its port,
+ * which closes every upstream connection a proxy pooled (each starts the rounds with none, as nginx's 64 kept-alive
+ * ones are too few for a round anyway), and warmed again directly. BENCH_WARMUP=0 measures the first burst after
+ * start instead.
  *
  * BENCH_BASELINE=<another checkout, built> adds base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate,
  * to the rotation (a change against main's build in the same run).
  */
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { startMeshgate } from './meshgate.ts';
@@ -39,8 +42,8 @@ import {
 } from './peers.ts';
 
 const STREAMS = (process.env.BENCH_STREAMS ?? '500,2000').split(',').filter(Boolean).map(Number);
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 2000);
-const WARMUP_CONNECTIONS = 16;
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const WARMUP_STREAMS = 500;
 const CHUNKS = 60;
 const GAP_MS = 50;
 const STREAM_SECONDS = (CHUNKS * GAP_MS) / 1000;
@@ -81,17 +84,15 @@ async function stream(agent: Agent, url: string, token: string | undefined, run:
   }
 }
 
-/** WARMUP one-chunk streams over WARMUP_CONNECTIONS connections, each read to its end. */
+/** WARMUP bursts of WARMUP_STREAMS one-chunk streams at once, each read to its end. */
 async function warm(target: Target): Promise<void> {
-  const agent = new Agent({ connections: WARMUP_CONNECTIONS });
+  const agent = new Agent({ connections: null, pipelining: 1 });
   const headers = target.token ? { authorization: `Bearer ${target.token}` } : {};
-  const loop = async (count: number) => {
-    for (let i = 0; i < count; i++) {
-      const res = await request(`${target.url}/v1/stream?n=1&ms=${GAP_MS}`, { dispatcher: agent, headers });
-      await res.body.dump();
-    }
+  const one = async () => {
+    const res = await request(`${target.url}/v1/stream?n=1&ms=${GAP_MS}`, { dispatcher: agent, headers });
+    await res.body.dump();
   };
-  await Promise.all(Array.from({ length: WARMUP_CONNECTIONS }, () => loop(Math.ceil(WARMUP / WARMUP_CONNECTIONS))));
+  for (let burst = 0; burst < WARMUP; burst++) await Promise.all(Array.from({ length: WARMUP_STREAMS }, one));
   await agent.close();
 }
 
@@ -197,7 +198,7 @@ async function failover(): Promise<Record<string, number>> {
 }
 
 async function main(): Promise<void> {
-  const upstream = await child<{ port: number }>('sse-upstream.ts', ['direct']);
+  let upstream = await child<{ port: number }>('sse-upstream.ts', ['direct']);
   const port = upstream.hello.port;
   const upstreamUrl = `http://127.0.0.1:${port}`;
   const baseline = process.env.BENCH_BASELINE;
@@ -220,7 +221,14 @@ async function main(): Promise<void> {
   const targets: Record<string, Target> = {};
   for (const [name, start] of Object.entries(starts)) if (!only || only.includes(name)) targets[name] = await start();
   const names = Object.keys(targets);
-  if (WARMUP > 0) for (const name of names) await warm(targets[name] as Target);
+  if (WARMUP > 0) {
+    for (const name of names) await warm(targets[name] as Target);
+    upstream.proc.kill('SIGKILL');
+    await once(upstream.proc, 'exit');
+    upstream = await child<{ port: number }>('sse-upstream.ts', ['direct', String(port)]);
+    if (targets.direct) targets.direct.pid = upstream.proc.pid as number;
+    await warm({ url: upstreamUrl, pid: upstream.proc.pid as number, workers: () => [] });
+  }
   const results: Record<string, Record<string, unknown>> = {};
   for (const [round_, n] of STREAMS.entries()) {
     const shift = round_ % names.length;
