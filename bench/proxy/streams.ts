@@ -197,6 +197,53 @@ async function failover(): Promise<Record<string, number>> {
   return result;
 }
 
+/** One size's runs, per target; chunk delay also as what it adds over direct's. */
+function summarized(names: string[], runs: Record<string, StreamRun>): Record<string, unknown> {
+  const directDelay = percentile(runs.direct?.delays ?? [], 99);
+  return Object.fromEntries(
+    names.map((name) => {
+      const r = runs[name] as StreamRun;
+      const delayP99 = percentile(r.delays, 99);
+      return [
+        name,
+        {
+          first_byte_p50_s: round(percentile(r.firstByte, 50), 3),
+          first_byte_p99_s: round(percentile(r.firstByte, 99), 3),
+          chunk_delay_p99_ms: round(delayP99, 2),
+          added_chunk_delay_p99_ms: round(delayP99 - directDelay, 2),
+          cpu_us_per_stream_second: round(r.cpuUsPerStreamSecond),
+          rss_kb_per_open_stream: round(r.rssKbPerStream),
+          done: r.done,
+          errors: r.errors,
+          wall_s: round(r.wallSeconds, 2),
+        },
+      ];
+    }),
+  );
+}
+
+type Upstream = Awaited<ReturnType<typeof child<{ port: number }>>>;
+
+/** The upstream killed and started again on its port: every connection a proxy kept to it is closed. */
+async function restarted(upstream: Upstream, port: number): Promise<Upstream> {
+  upstream.proc.kill('SIGKILL');
+  await once(upstream.proc, 'exit');
+  return child<{ port: number }>('sse-upstream.ts', ['direct', String(port)]);
+}
+
+/**
+ * Every target warmed, then the upstream restarted (no proxy keeps an upstream connection into the rounds) and
+ * warmed directly; the upstream as it now runs.
+ */
+async function warmed(targets: Record<string, Target>, upstream: Upstream, port: number): Promise<Upstream> {
+  for (const target of Object.values(targets)) await warm(target);
+  const again = await restarted(upstream, port);
+  const pid = again.proc.pid as number;
+  if (targets.direct) targets.direct.pid = pid;
+  await warm({ url: `http://127.0.0.1:${port}`, pid, workers: () => [] });
+  return again;
+}
+
 async function main(): Promise<void> {
   let upstream = await child<{ port: number }>('sse-upstream.ts', ['direct']);
   const port = upstream.hello.port;
@@ -221,14 +268,7 @@ async function main(): Promise<void> {
   const targets: Record<string, Target> = {};
   for (const [name, start] of Object.entries(starts)) if (!only || only.includes(name)) targets[name] = await start();
   const names = Object.keys(targets);
-  if (WARMUP > 0) {
-    for (const name of names) await warm(targets[name] as Target);
-    upstream.proc.kill('SIGKILL');
-    await once(upstream.proc, 'exit');
-    upstream = await child<{ port: number }>('sse-upstream.ts', ['direct', String(port)]);
-    if (targets.direct) targets.direct.pid = upstream.proc.pid as number;
-    await warm({ url: upstreamUrl, pid: upstream.proc.pid as number, workers: () => [] });
-  }
+  if (WARMUP > 0) upstream = await warmed(targets, upstream, port);
   const results: Record<string, Record<string, unknown>> = {};
   for (const [round_, n] of STREAMS.entries()) {
     const shift = round_ % names.length;
@@ -238,29 +278,9 @@ async function main(): Promise<void> {
       const r = runs[name];
       process.stderr.write(`${n} streams ${name.padEnd(11)} done ${r.done} errors ${r.errors} ${r.wallSeconds}s\n`);
     }
-    const directDelay = percentile(runs.direct?.delays ?? [], 99);
     // A size given again (BENCH_STREAMS=500,500) is another round of it: `500`, then `500#2`.
     const key = String(n) in results ? `${n}#${round_ + 1}` : String(n);
-    results[key] = Object.fromEntries(
-      names.map((name) => {
-        const r = runs[name] as StreamRun;
-        const delayP99 = percentile(r.delays, 99);
-        return [
-          name,
-          {
-            first_byte_p50_s: round(percentile(r.firstByte, 50), 3),
-            first_byte_p99_s: round(percentile(r.firstByte, 99), 3),
-            chunk_delay_p99_ms: round(delayP99, 2),
-            added_chunk_delay_p99_ms: round(delayP99 - directDelay, 2),
-            cpu_us_per_stream_second: round(r.cpuUsPerStreamSecond),
-            rss_kb_per_open_stream: round(r.rssKbPerStream),
-            done: r.done,
-            errors: r.errors,
-            wall_s: round(r.wallSeconds, 2),
-          },
-        ];
-      }),
-    );
+    results[key] = summarized(names, runs);
   }
   const summary = { streams: results, failover: only && !only.includes('failover') ? null : await failover() };
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
