@@ -12,8 +12,18 @@
  * long after its restart the replica answered again.
  *
  *   npx tsx bench/proxy/streams.ts     (env: BENCH_STREAMS=500,2000 BENCH_TARGETS=meshgate-1,nginx)
+ *
+ * Each target is warmed first with BENCH_WARMUP bursts (default 3) of 500 one-chunk streams at once: the rounds then
+ * measure processes that have served, not code V8 has yet to compile. The upstream is then restarted on its port,
+ * which closes every upstream connection a proxy pooled (each starts the rounds with none, as nginx's 64 kept-alive
+ * ones are too few for a round anyway), and warmed again directly. BENCH_WARMUP=0 measures the first burst after
+ * start instead.
+ *
+ * BENCH_BASELINE=<another checkout, built> adds base-meshgate-1 and base-meshgate-2, that checkout's bin/meshgate,
+ * to the rotation (a change against main's build in the same run).
  */
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import { startMeshgate } from './meshgate.ts';
@@ -32,6 +42,8 @@ import {
 } from './peers.ts';
 
 const STREAMS = (process.env.BENCH_STREAMS ?? '500,2000').split(',').filter(Boolean).map(Number);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const WARMUP_STREAMS = 500;
 const CHUNKS = 60;
 const GAP_MS = 50;
 const STREAM_SECONDS = (CHUNKS * GAP_MS) / 1000;
@@ -70,6 +82,18 @@ async function stream(agent: Agent, url: string, token: string | undefined, run:
     first = false;
     for (const m of String(chunk).matchAll(/"at":([\d.]+)/g)) run.delays.push(arrived - Number(m[1]));
   }
+}
+
+/** WARMUP bursts of WARMUP_STREAMS one-chunk streams at once, each read to its end. */
+async function warm(target: Target): Promise<void> {
+  const agent = new Agent({ connections: null, pipelining: 1 });
+  const headers = target.token ? { authorization: `Bearer ${target.token}` } : {};
+  const one = async () => {
+    const res = await request(`${target.url}/v1/stream?n=1&ms=${GAP_MS}`, { dispatcher: agent, headers });
+    await res.body.dump();
+  };
+  for (let burst = 0; burst < WARMUP; burst++) await Promise.all(Array.from({ length: WARMUP_STREAMS }, one));
+  await agent.close();
 }
 
 async function streams(target: Target, n: number): Promise<StreamRun> {
@@ -112,8 +136,8 @@ async function streams(target: Target, n: number): Promise<StreamRun> {
   return run;
 }
 
-async function meshgate(upstream: string, workers: number): Promise<Target & { base: string }> {
-  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)]);
+async function meshgate(upstream: string, workers: number, checkout?: string): Promise<Target & { base: string }> {
+  const gateway = await startMeshgate(upstream, await freePort(), ['--workers', String(workers)], {}, checkout);
   stops.push(gateway.stop);
   const pids = () => (workers === 1 ? [gateway.pid] : childrenOf(gateway.pid));
   return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids, base: gateway.base };
@@ -173,14 +197,66 @@ async function failover(): Promise<Record<string, number>> {
   return result;
 }
 
+/** One size's runs, per target; chunk delay also as what it adds over direct's. */
+function summarized(names: string[], runs: Record<string, StreamRun>): Record<string, unknown> {
+  const directDelay = percentile(runs.direct?.delays ?? [], 99);
+  return Object.fromEntries(
+    names.map((name) => {
+      const r = runs[name] as StreamRun;
+      const delayP99 = percentile(r.delays, 99);
+      return [
+        name,
+        {
+          first_byte_p50_s: round(percentile(r.firstByte, 50), 3),
+          first_byte_p99_s: round(percentile(r.firstByte, 99), 3),
+          chunk_delay_p99_ms: round(delayP99, 2),
+          added_chunk_delay_p99_ms: round(delayP99 - directDelay, 2),
+          cpu_us_per_stream_second: round(r.cpuUsPerStreamSecond),
+          rss_kb_per_open_stream: round(r.rssKbPerStream),
+          done: r.done,
+          errors: r.errors,
+          wall_s: round(r.wallSeconds, 2),
+        },
+      ];
+    }),
+  );
+}
+
+type Upstream = Awaited<ReturnType<typeof child<{ port: number }>>>;
+
+/** The upstream killed and started again on its port: every connection a proxy kept to it is closed. */
+async function restarted(upstream: Upstream, port: number): Promise<Upstream> {
+  upstream.proc.kill('SIGKILL');
+  await once(upstream.proc, 'exit');
+  return child<{ port: number }>('sse-upstream.ts', ['direct', String(port)]);
+}
+
+/**
+ * Every target warmed, then the upstream restarted (no proxy keeps an upstream connection into the rounds) and
+ * warmed directly; the upstream as it now runs.
+ */
+async function warmed(targets: Record<string, Target>, upstream: Upstream, port: number): Promise<Upstream> {
+  for (const target of Object.values(targets)) await warm(target);
+  const again = await restarted(upstream, port);
+  const pid = again.proc.pid as number;
+  if (targets.direct) targets.direct.pid = pid;
+  await warm({ url: `http://127.0.0.1:${port}`, pid, workers: () => [] });
+  return again;
+}
+
 async function main(): Promise<void> {
-  const upstream = await child<{ port: number }>('sse-upstream.ts', ['direct']);
+  let upstream = await child<{ port: number }>('sse-upstream.ts', ['direct']);
   const port = upstream.hello.port;
   const upstreamUrl = `http://127.0.0.1:${port}`;
+  const baseline = process.env.BENCH_BASELINE;
   const starts: Record<string, () => Promise<Target>> = {
     direct: async () => ({ url: upstreamUrl, pid: upstream.proc.pid as number, workers: () => [] }),
     'meshgate-1': () => meshgate(upstreamUrl, 1),
     'meshgate-2': () => meshgate(upstreamUrl, 2),
+    ...(baseline && {
+      'base-meshgate-1': () => meshgate(upstreamUrl, 1, baseline),
+      'base-meshgate-2': () => meshgate(upstreamUrl, 2, baseline),
+    }),
     nginx: async () => {
       const started = await startNginx(port, 'auto');
       return { url: started.url, pid: started.pid, workers: () => childrenOf(started.pid) };
@@ -192,6 +268,7 @@ async function main(): Promise<void> {
   const targets: Record<string, Target> = {};
   for (const [name, start] of Object.entries(starts)) if (!only || only.includes(name)) targets[name] = await start();
   const names = Object.keys(targets);
+  if (WARMUP > 0) upstream = await warmed(targets, upstream, port);
   const results: Record<string, Record<string, unknown>> = {};
   for (const [round_, n] of STREAMS.entries()) {
     const shift = round_ % names.length;
@@ -201,27 +278,9 @@ async function main(): Promise<void> {
       const r = runs[name];
       process.stderr.write(`${n} streams ${name.padEnd(11)} done ${r.done} errors ${r.errors} ${r.wallSeconds}s\n`);
     }
-    const directDelay = percentile(runs.direct?.delays ?? [], 99);
-    results[String(n)] = Object.fromEntries(
-      names.map((name) => {
-        const r = runs[name] as StreamRun;
-        const delayP99 = percentile(r.delays, 99);
-        return [
-          name,
-          {
-            first_byte_p50_s: round(percentile(r.firstByte, 50), 3),
-            first_byte_p99_s: round(percentile(r.firstByte, 99), 3),
-            chunk_delay_p99_ms: round(delayP99, 2),
-            added_chunk_delay_p99_ms: round(delayP99 - directDelay, 2),
-            cpu_us_per_stream_second: round(r.cpuUsPerStreamSecond),
-            rss_kb_per_open_stream: round(r.rssKbPerStream),
-            done: r.done,
-            errors: r.errors,
-            wall_s: round(r.wallSeconds, 2),
-          },
-        ];
-      }),
-    );
+    // A size given again (BENCH_STREAMS=500,500) is another round of it: `500`, then `500#2`.
+    const key = String(n) in results ? `${n}#${round_ + 1}` : String(n);
+    results[key] = summarized(names, runs);
   }
   const summary = { streams: results, failover: only && !only.includes('failover') ? null : await failover() };
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -64,6 +64,16 @@ export function pinnedReplica(cookie: string | undefined, target: ProxyTarget): 
   return value ? (replicas[Number(value[0])] ?? null) : null;
 }
 
+/**
+ * Node's HTTP/1.1 response holds a written head until the body's first bytes, to send both in one write (its HTTP/2
+ * one sends it at once). An upstream that sends its head before its first bytes (a model's stream before its first
+ * token) would leave the client waiting for a head the gateway has: once what undici read with the head has been
+ * passed on (the same read usually holds the first bytes too), a head with no body behind it yet goes alone.
+ */
+function sendHeadAlone(run: Exchange): void {
+  if (!run.done && run.ctx.responseBytes === 0) run.res.flushHeaders();
+}
+
 export class Exchange implements CloseHook {
   #attempts = 0;
   #tried: Replica[] | null = null;
@@ -156,6 +166,7 @@ export class Exchange implements CloseHook {
       out['set-cookie'] = upstreamCookies === undefined ? [cookie] : [...(upstreamCookies as string[]), cookie];
     }
     this.res.writeHead(statusCode, out);
+    process.nextTick(sendHeadAlone, this);
     this.target.series.record(this.target.label, statusCode, performance.now() - this.#dispatchedAt);
   }
 
