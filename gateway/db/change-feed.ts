@@ -202,6 +202,9 @@ export abstract class TailingChangeFeed implements ChangeFeed {
  * rows were trimmed unread. In front of those counters, the WAL-index header (wal-index.ts) answers "nothing
  * committed" without a read transaction, which is what most polls (one per authenticated request) find.
  */
+/** The longest requests share one look at the WAL-index (SqliteChangeFeed.catchUp). */
+const SHARED_LOOK_MS = 1;
+
 export class SqliteChangeFeed extends TailingChangeFeed {
   /** Null without a `-shm` file to read, and once closed (its descriptor number may then name another file). */
   #walIndex: WalIndexWatch | null;
@@ -215,19 +218,32 @@ export class SqliteChangeFeed extends TailingChangeFeed {
    * check phase that follows (setImmediate) clears it. Under load one turn reads many requests off their sockets,
    * and each caught the feed up with its own `pread`, ~1.7 µs a request (bench/README.md, proxy). A disable
    * another process commits while a turn runs has no order with the requests that turn already read (the
-   * kernel's socket buffers held them before the commit was seen), so they may all share one look; every request
-   * read in a later turn looks again, so the disable reaches it. The look's own rule is unchanged: a changed
+   * kernel's socket buffers held them before the commit was seen), so they may share one look; every request
+   * read in a later turn looks again, so the disable reaches it. A turn is not always short (libuv reads a socket
+   * only when its callback runs, and polls again without blocking while events keep coming), so a shared look
+   * also ends SHARED_LOOK_MS after it was taken. The look's own rule is unchanged: a changed
    * header, or one the previous poll left unread (readOnNextPoll), clears it at once. A look taken from within a
    * check phase (no request's stages run there: they run in the poll phase's I/O callbacks and their microtasks)
    * stands until the next check phase.
    */
   #quietThisTurn = false;
+  #quietSince = 0;
   readonly #newTurn = (): void => {
     this.#quietThisTurn = false;
   };
 
-  /** `sqlite.name`: better-sqlite3's file name of the database, whose `-shm` file the WAL-index watch reads. */
-  constructor(sqlite: SqlConnection & { readonly name?: string }, settings: ChangeFeedSettings, logger: Logger) {
+  readonly #now: () => number;
+
+  /**
+   * `sqlite.name`: better-sqlite3's file name of the database, whose `-shm` file the WAL-index watch reads. `now`:
+   * the clock that ends a shared look, in milliseconds.
+   */
+  constructor(
+    sqlite: SqlConnection & { readonly name?: string },
+    settings: ChangeFeedSettings,
+    logger: Logger,
+    now: () => number = () => performance.now(),
+  ) {
     super(
       {
         after: sqlite.prepare('SELECT seq, topic, key FROM changes WHERE seq > ? ORDER BY seq LIMIT ?'),
@@ -244,6 +260,7 @@ export class SqliteChangeFeed extends TailingChangeFeed {
     );
     this.#oldest = sqlite.prepare('SELECT min(seq) FROM changes').pluck();
     this.#walIndex = sqlite.name ? WalIndexWatch.open(sqlite.name) : null;
+    this.#now = now;
   }
 
   start(): void {
@@ -262,16 +279,15 @@ export class SqliteChangeFeed extends TailingChangeFeed {
 
   /** The request path's look (UserDirectory.byId): once a turn while nothing commits; poll() always looks. */
   override catchUp(): void {
-    if (!this.#quietThisTurn) this.poll();
+    if (!this.#quietThisTurn || this.#now() - this.#quietSince > SHARED_LOOK_MS) this.poll();
   }
 
   protected moved(): boolean {
     // Read before the counters, so a commit landing between the two is seen by them now or by the header next time.
     if (this.#walIndex?.unchanged()) {
-      if (!this.#quietThisTurn) {
-        this.#quietThisTurn = true;
-        setImmediate(this.#newTurn);
-      }
+      if (!this.#quietThisTurn) setImmediate(this.#newTurn);
+      this.#quietThisTurn = true;
+      this.#quietSince = this.#now();
       return false;
     }
     this.#quietThisTurn = false;

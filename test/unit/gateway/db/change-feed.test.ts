@@ -34,13 +34,18 @@ interface Process {
 }
 
 /** Two processes on one database of the engine. */
-async function twoProcesses(t: { after(fn: () => unknown): void }, engine: DatabaseEngine, settings = SETTINGS) {
+async function twoProcesses(
+  t: { after(fn: () => unknown): void },
+  engine: DatabaseEngine,
+  settings = SETTINGS,
+  now?: () => number,
+) {
   if (engine === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'meshgate-feed-'));
     const open = (): Process => {
       const { sqlite } = openDatabase(join(dir, 'feed.db'));
       t.after(() => sqlite.close());
-      return { sql: sqlite, feed: new SqliteChangeFeed(sqlite, settings, silent), settled: async () => {} };
+      return { sql: sqlite, feed: new SqliteChangeFeed(sqlite, settings, silent, now), settled: async () => {} };
     };
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     return { a: open(), b: open() };
@@ -259,7 +264,7 @@ test('sqlite: a look a subscriber takes inside a poll delivers nothing twice', a
 });
 
 test('sqlite: the requests of one turn share a look; a commit reaches every look of a later turn', async (t) => {
-  const { a, b } = await twoProcesses(t, 'sqlite');
+  const { a, b } = await twoProcesses(t, 'sqlite', SETTINGS, () => 0);
   b.feed.poll();
   const users = collect(b.feed, 'users');
   b.feed.catchUp();
@@ -361,4 +366,19 @@ test('postgres: a listener whose connection is cut reconnects and reads what com
   a.feed.publish('routing', 'while-reconnecting');
   await b.settled();
   assert.deepEqual(seen, ['before', 'while-reconnecting']);
+});
+
+test('sqlite: a look is shared for a millisecond at most, however long the turn', async (t) => {
+  let clock = 0;
+  const { a, b } = await twoProcesses(t, 'sqlite', SETTINGS, () => clock);
+  b.feed.poll();
+  const users = collect(b.feed, 'users');
+  b.feed.catchUp();
+  a.feed.publish('users', 'disabled');
+  clock += 1;
+  b.feed.catchUp();
+  assert.deepEqual(users, [], 'within the millisecond the look stands');
+  clock += 0.5;
+  b.feed.catchUp();
+  assert.deepEqual(users, ['disabled'], 'past it, the same turn looks again');
 });
