@@ -5,13 +5,14 @@
  * database. Run with the gateway's memory settings and by Node.js itself (its type stripping: no TypeScript loader,
  * which would add ~11 MB to its RSS). What this costs a request, and how two processes of it scale against nginx, is
  * what Node.js itself allows any gateway written on it.
- *   args: <upstream origin> <port> <processes>; processes > 1 are children each holding a SO_REUSEPORT socket.
+ *   args: <upstream origin> <port> <processes> [connections]; processes > 1 are children each holding a SO_REUSEPORT
+ *   socket; connections bounds each process's upstream pool (default 256; the streams bench opens one a stream).
  */
 import { fork } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { type Dispatcher, Pool } from 'undici';
 
-const [upstream = '', port = '0', processes = '1'] = process.argv.slice(2);
+const [upstream = '', port = '0', processes = '1', connections = '256'] = process.argv.slice(2);
 
 class Pump implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | null = null;
@@ -40,7 +41,7 @@ class Pump implements Dispatcher.DispatchHandler {
 }
 
 function serve(): void {
-  const pool = new Pool(upstream, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+  const pool = new Pool(upstream, { connections: Number(connections), pipelining: 1, keepAliveTimeout: 30_000 });
   const server = createServer((req, res) => {
     const headers = { ...req.headers, 'x-forwarded-for': req.socket.remoteAddress ?? '' };
     const method = req.method as Dispatcher.HttpMethod;

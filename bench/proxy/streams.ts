@@ -2,7 +2,8 @@
  * bench/proxy/streams.ts: many concurrent SSE token streams from one client address, the way a model is used, one
  * run, same box. The upstream (sse-upstream.ts) sends 60 chunks 50 ms apart per stream, each stamped with when it
  * was written. N concurrent streams (BENCH_STREAMS, default 500,2000) go through each target in rotating order:
- * directly, meshgate on defaults as one process and with `--workers 2`, nginx (`worker_processes auto`), HAProxy,
+ * directly, meshgate on defaults as one process and with `--workers 2`, the Node.js floor (node-floor.ts: the least
+ * reverse proxy Node.js can be, one process, a pool without a bound), nginx (`worker_processes auto`), HAProxy,
  * and Caddy when it is installed. Reported per target and N: first-byte p50/p99, chunk delay p99 (write to
  * arrival) and what it adds over direct, CPU per stream-second (every process of the target), RSS per open stream
  * (its workers' RSS mid-stream less before), streams completed and errors.
@@ -143,6 +144,17 @@ async function meshgate(upstream: string, workers: number, checkout?: string): P
   return { url: gateway.url, pid: gateway.pid, token: gateway.token, workers: pids, base: gateway.base };
 }
 
+/** node-floor.ts with the launcher's memory settings, run by Node.js itself, its upstream pool unbounded. */
+async function nodeFloor(upstream: string): Promise<Target> {
+  const port = await freePort();
+  const { proc } = await child('node-floor.ts', [upstream, String(port), '1', '1000000'], {
+    execArgv: ['--max-semi-space-size=4', '--disable-warning=ExperimentalWarning'],
+    env: { ...process.env, MALLOC_ARENA_MAX: '1', MALLOC_TRIM_THRESHOLD_: '131072' },
+  });
+  const pid = proc.pid as number;
+  return { url: `http://127.0.0.1:${port}`, pid, workers: () => [pid] };
+}
+
 function installed(command: string): boolean {
   try {
     execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
@@ -257,6 +269,7 @@ async function main(): Promise<void> {
       'base-meshgate-1': () => meshgate(upstreamUrl, 1, baseline),
       'base-meshgate-2': () => meshgate(upstreamUrl, 2, baseline),
     }),
+    'node-floor-1': () => nodeFloor(upstreamUrl),
     nginx: async () => {
       const started = await startNginx(port, 'auto');
       return { url: started.url, pid: started.pid, workers: () => childrenOf(started.pid) };
