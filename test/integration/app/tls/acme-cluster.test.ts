@@ -140,12 +140,22 @@ test('two PostgreSQL nodes order one certificate, answer each other’s challeng
     },
     { what: 'every node serving the renewed certificate' },
   );
-  // Each certificate is renewed by one order in the whole cluster (a short-lived one may be renewed again since).
-  const outputs = [a, b, c].map((n) => n.gateway.output()).join('\n');
-  const replaced = outputs
-    .split('\n')
-    .filter((line) => line.includes('"msg":"ACME order begun"'))
-    .map((line) => JSON.parse(line).replaces as string | null);
+  // Each certificate is renewed by one order in the whole cluster (a short-lived one may be renewed again since, and
+  // that order may still be under way: each order begun is waited for until it has issued).
+  const begun = (text: string) =>
+    text
+      .split('\n')
+      .filter((line) => line.includes('"msg":"ACME order begun"'))
+      .map((line) => JSON.parse(line).replaces as string | null);
+  let outputs = '';
+  await waitFor(
+    () => {
+      outputs = [a, b, c].map((n) => n.gateway.output()).join('\n');
+      return count(outputs, ISSUED) >= begun(outputs).length;
+    },
+    { what: 'every order begun to issue' },
+  );
+  const replaced = begun(outputs);
   assert.equal(replaced.filter((serial) => serial === null).length, 1, 'one first order');
   assert.ok(replaced.includes(fromA.serialNumber), 'the first certificate was renewed');
   assert.equal(new Set(replaced).size, replaced.length, `one order per certificate renewed: ${replaced.join(', ')}`);
