@@ -16,6 +16,7 @@ import type { ConfigInput } from '../../gateway/config/schema.ts';
 import { pgBridgeSource } from '../../gateway/db/postgres/bridge-source.ts';
 import { testDatabaseSettings } from './engine.ts';
 import { assertNothingLeft, ResourceScope } from './leaks.ts';
+import { waitFor } from './wait.ts';
 
 export const ADMIN_PASSWORD = 'admin-password-for-tests';
 
@@ -58,6 +59,22 @@ export class TestGateway {
     readonly overrides: ConfigInput,
     readonly options: TestGatewayOptions = {},
   ) {}
+
+  /** The access lines written so far (they leave in blocks, at least once a second). */
+  accessLines(): Array<Record<string, unknown>> {
+    return this.logs
+      .join('')
+      .split('\n')
+      .filter((line) => line.includes('"msg":"request"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  /** The access line of the request `requestId`, once it has been written. */
+  accessLine(requestId: string): Promise<Record<string, unknown>> {
+    return waitFor(() => this.accessLines().find((line) => line.req_id === requestId), {
+      what: `the access line of ${requestId}`,
+    });
+  }
 
   /** https://<first hostname>:<port>: the public origin. Requests connect to 127.0.0.1 with that name as SNI. */
   get url(): string {

@@ -25,19 +25,6 @@ async function scrape(gw: TestGateway): Promise<Sample[]> {
   return parsePrometheus(text);
 }
 
-/** The access lines gathered so far (they leave in blocks, at least once a second). */
-function accessLines(gw: TestGateway): Array<Record<string, unknown>> {
-  return gw.logs
-    .join('')
-    .split('\n')
-    .filter((line) => line.includes('"msg":"request"'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-async function accessLineOf(gw: TestGateway, requestId: string): Promise<Record<string, unknown>> {
-  return waitFor(() => accessLines(gw).find((line) => line.req_id === requestId), { what: `line ${requestId}` });
-}
-
 /** A websocket handshake's refusal status. */
 async function refusedUpgrade(gw: TestGateway, url: string, headers: Record<string, string>): Promise<number> {
   const ws = new WebSocket(url, { ca: gw.gateway.caPem, headers });
@@ -135,7 +122,7 @@ test("a dead upstream's failures: one warning naming the request, the rest folde
     assert.equal(res.status, 502);
     ids.push((res.json as { detail: { request_id: string } }).detail.request_id);
   }
-  const line = await accessLineOf(gw, ids[19] as string);
+  const line = await gw.accessLine(ids[19] as string);
   assert.equal(line.failure, 'upstream_unreachable');
   assert.equal(line.deployment, dead.id);
   assert.equal(typeof line.upstream_ms, 'number');
@@ -168,7 +155,7 @@ test('access lines: client, user agent, bytes, upstream time; a forged X-Forward
   });
   assert.equal(res.status, 200, res.text);
   assert.equal((res.json as { bytes: number }).bytes, upload.length);
-  const line = await accessLineOf(gw, String(res.headers['x-request-id']));
+  const line = await gw.accessLine(String(res.headers['x-request-id']));
   assert.equal(line.client, '127.0.0.1', 'the socket peer: the gateway trusts no proxy by default');
   assert.equal(line.ua, hostile, 'the user agent stays one string value');
   assert.notEqual(line.user, 'admin');
@@ -185,6 +172,6 @@ test('behind a trusted proxy the client is the address it forwarded for', async 
     headers: { 'x-forwarded-for': 'spoofed-by-client, 198.51.100.23' },
   });
   assert.equal(res.status, 200);
-  const line = await accessLineOf(gw, String(res.headers['x-request-id']));
+  const line = await gw.accessLine(String(res.headers['x-request-id']));
   assert.equal(line.client, '198.51.100.23');
 });

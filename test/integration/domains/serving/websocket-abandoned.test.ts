@@ -18,19 +18,6 @@ import { parsePrometheus, total } from '../../../helpers/peers/prometheus.ts';
 import { deploy, startDroppingServer, startHoldingServer } from '../../../helpers/upstreams.ts';
 import { waitFor } from '../../../helpers/wait.ts';
 
-function accessLineOf(gw: TestGateway, requestId: string): Promise<Record<string, unknown>> {
-  return waitFor(
-    () =>
-      gw.logs
-        .join('')
-        .split('\n')
-        .filter((line) => line.includes('"msg":"request"'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-        .find((line) => line.req_id === requestId),
-    { what: `the access line of ${requestId}` },
-  );
-}
-
 /**
  * An upstream that holds every websocket handshake unanswered (`held`, `ended` counts those whose connection the
  * gateway closed), or refuses it with 403 under `/refuse`.
@@ -105,7 +92,7 @@ test('a handshake the client abandons before the 101 is logged 499, and let go u
     leaveOnce: () => upstream.held === 1,
   });
   assert.equal(status, null, 'nothing was answered');
-  const line = await accessLineOf(gw, requestId);
+  const line = await gw.accessLine(requestId);
   assert.equal(line.status, 499);
   assert.equal(line.aborted, true);
   assert.equal(line.deployment, d.id);
@@ -128,7 +115,7 @@ test('a handshake the upstream refuses or drops is logged with the status the cl
   for (const d of [refusing, dropping]) {
     const { requestId, status } = await rawRequest(gw, `${d.runtime_path}/ws`, token, { upgrade: true });
     assert.equal(status, 502, d.runtime_path);
-    const line = await accessLineOf(gw, requestId);
+    const line = await gw.accessLine(requestId);
     assert.equal(line.status, 502);
     assert.equal(line.failure, 'upstream_bad_response');
     assert.equal(line.aborted, false);
@@ -145,7 +132,7 @@ test('an ordinary request its client abandons before the head is logged 499 too'
     leaveOnce: () => holding.held === 1,
   });
   assert.equal(status, null);
-  const line = await accessLineOf(gw, requestId);
+  const line = await gw.accessLine(requestId);
   assert.equal(line.status, 499);
   assert.equal(line.aborted, true);
 });

@@ -9,24 +9,10 @@ import { once } from 'node:events';
 import { test } from 'node:test';
 import { request } from 'undici';
 import WebSocket from 'ws';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
+import { startTestGateway } from '../../../helpers/gateway.ts';
 import { startOtlpReceiver } from '../../../helpers/peers/otlp.ts';
 import { parsePrometheus, total } from '../../../helpers/peers/prometheus.ts';
 import { deploy, startAppServer } from '../../../helpers/upstreams.ts';
-import { waitFor } from '../../../helpers/wait.ts';
-
-function accessLineOf(gw: TestGateway, requestId: string): Promise<Record<string, unknown>> {
-  return waitFor(
-    () =>
-      gw.logs
-        .join('')
-        .split('\n')
-        .filter((line) => line.includes('"msg":"request"'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-        .find((line) => line.req_id === requestId),
-    { what: `the access line of ${requestId}` },
-  );
-}
 
 test('a websocket through a runtime URL yields an access line, a metric sample and a span', async (t) => {
   const otlp = await startOtlpReceiver(t);
@@ -51,7 +37,7 @@ test('a websocket through a runtime URL yields an access line, a metric sample a
   ws.close();
   await once(ws, 'close');
 
-  const line = await accessLineOf(gw, requestId);
+  const line = await gw.accessLine(requestId);
   assert.equal(line.status, 101);
   assert.equal(line.method, 'GET');
   assert.equal(line.path, `/runtime/apps/${d.id}/ws`);
@@ -89,7 +75,7 @@ test('a refused upgrade is logged with its reason, and an API path takes no upgr
     assert.equal(res.headers.connection, 'close', 'a refused upgrade ends its connection');
     const requestId = String(res.headers['x-request-id']);
     ws.terminate();
-    const line = await accessLineOf(gw, requestId);
+    const line = await gw.accessLine(requestId);
     assert.equal(line.status, status);
     assert.equal(line.failure, reason);
   }

@@ -8,21 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { connect } from 'node:tls';
-import { startTestGateway, type TestGateway } from '../../../helpers/gateway.ts';
-import { waitFor } from '../../../helpers/wait.ts';
-
-function accessLineOf(gw: TestGateway, requestId: string): Promise<Record<string, unknown>> {
-  return waitFor(
-    () =>
-      gw.logs
-        .join('')
-        .split('\n')
-        .filter((line) => line.includes('"msg":"request"'))
-        .map((line) => JSON.parse(line) as Record<string, unknown>)
-        .find((line) => line.req_id === requestId),
-    { what: `the access line of ${requestId}` },
-  );
-}
+import { startTestGateway } from '../../../helpers/gateway.ts';
 
 test('a body that never finishes is answered 408 on the socket, and its access line says 408', async (t) => {
   const gw = await startTestGateway(t, { limits: { headersTimeoutMs: 400, requestTimeoutMs: 800 } });
@@ -49,7 +35,7 @@ test('a body that never finishes is answered 408 on the socket, and its access l
   );
   await once(socket, 'close');
   assert.match(answer, /^HTTP\/1\.1 408 /, 'the client read a 408');
-  const line = await accessLineOf(gw, requestId);
+  const line = await gw.accessLine(requestId);
   assert.equal(line.status, 408, JSON.stringify(line));
   assert.equal(line.aborted, true);
 });
