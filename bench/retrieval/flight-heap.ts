@@ -16,7 +16,8 @@
  * BENCH_MESHGATE: another checkout's launcher (default this checkout's bin/meshgate); BENCH_GATEWAY_NODE_OPTIONS:
  * more Node flags for the gateway; BENCH_HEAP_SAMPLING=0 skips the profiler; BENCH_GC_LOG: a file for V8's
  * --trace-gc and --trace-incremental-marking lines; BENCH_CPU_PROFILE: a .cpuprofile of the counted reads;
- * BENCH_V8_FLAGS: V8 flags set in the gateway once it runs (v8.setFlagsFromString).
+ * BENCH_V8_FLAGS: V8 flags set in the gateway once it runs (v8.setFlagsFromString); BENCH_IDLE_MS: idle time before
+ * each counted read.
  */
 import { createWriteStream, writeFileSync } from 'node:fs';
 import { flightGet, startFlightClient } from '../../test/helpers/flight.ts';
@@ -25,6 +26,7 @@ import { type Cleanups, cpuSeconds, fillTable, startBenchGateway, threadCpu } fr
 
 const [rows = 3_000_000, reads = 2] = process.argv.slice(2).map(Number);
 const INSPECTOR_PORT = 9000 + (process.pid % 1000);
+const IDLE_MS = Number(process.env.BENCH_IDLE_MS ?? 0);
 const cleanups: Cleanups = [];
 const after = { after: (fn: () => unknown) => cleanups.push(fn) };
 
@@ -115,6 +117,14 @@ async function sampleHeap(call: (method: string, params?: object) => Promise<any
   return lines;
 }
 
+/** The counted reads, each after BENCH_IDLE_MS idle: as between a user's reads (V8's idle-time collections count). */
+async function countedReads(read: () => Promise<void>): Promise<void> {
+  for (let r = 0; r < reads; r++) {
+    if (IDLE_MS > 0) await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    await read();
+  }
+}
+
 async function main(): Promise<void> {
   const pg = await startPostgres(after, { settings: { shared_buffers: '256MB' } });
   await fillTable(pg, 'bench', rows);
@@ -160,7 +170,7 @@ async function main(): Promise<void> {
   if (cpuProfile) await call('Profiler.enable').then(() => call('Profiler.start'));
   const threadsBefore = threadCpu(gw.pid);
   const cpu = cpuSeconds(gw.pid);
-  for (let r = 0; r < reads; r++) await read();
+  await countedReads(read);
   const threadsAfter = threadCpu(gw.pid);
   if (cpuProfile) writeFileSync(cpuProfile, JSON.stringify((await call('Profiler.stop')).profile));
   const cpuPerM = ((cpuSeconds(gw.pid) - cpu) * 1e6) / (rows * reads);
