@@ -31,6 +31,8 @@
  */
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
+import { watchMarking } from './marking-watch.ts';
+import { launchFlag } from './v8-flags.ts';
 
 /** Long enough for the requests queued behind start to be answered first; well before a gateway is called idle. */
 const RELEASE_AFTER_MS = 500;
@@ -49,7 +51,11 @@ const COLLECTION_FLAGS = [
 export function releaseStartupMemory(): void {
   // Not at once: a full collection takes tens of milliseconds, and the first requests (a supervisor's health check,
   // the clients that waited for the ready line) would wait behind it.
-  setTimeout(collectOnce, RELEASE_AFTER_MS).unref();
+  setTimeout(() => {
+    collectOnce();
+    // After the collection: its own major collections, close together, are not a burst.
+    watchMarking();
+  }, RELEASE_AFTER_MS).unref();
 }
 
 /** Two major collections less than this apart: the process is under load (an idle one runs them minutes apart). */
@@ -101,21 +107,4 @@ function regrowUnderLoad(gc: NodeJS.GCFunction): void {
     }
   });
   observer.observe({ entryTypes: ['gc'] });
-}
-
-/**
- * The flag as given at launch, on the command line or in NODE_OPTIONS (V8 takes the last), else V8's default. V8
- * reads `-` or `--` before a name, `_` for `-` within it, and `--no-name` or `--noname` for false.
- */
-export function launchFlag(
-  name: string,
-  v8Default: string,
-  execArgv: readonly string[] = process.execArgv,
-  nodeOptions = process.env.NODE_OPTIONS ?? '',
-): string {
-  const given = [...nodeOptions.split(/\s+/), ...execArgv].filter((arg) => {
-    const bare = /^--?([^=]+)/.exec(arg)?.[1]?.replaceAll('_', '-');
-    return bare === name || bare === `no-${name}` || bare === `no${name}`;
-  });
-  return given.at(-1) ?? v8Default;
 }

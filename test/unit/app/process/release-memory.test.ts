@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { cachedDataVersionTag, getHeapCodeStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { collectOnce, launchFlag } from '../../../../app/process/release-memory.ts';
+import { collectOnce } from '../../../../app/process/release-memory.ts';
+import { launchFlag } from '../../../../app/process/v8-flags.ts';
 
 /**
  * gc() as the launchers' `--expose-gc` gives it; this test's own process is started without the flag, so it reaches
