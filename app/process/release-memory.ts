@@ -27,7 +27,8 @@
  * small: under load it then runs a major collection every second or so where it otherwise runs one in tens of
  * seconds (~8 % more CPU per proxied request, bench/README.md, proxy). So once major collections come close together
  * — a process under load; an idle one runs them minutes apart, if at all — one ordinary collection has V8 size the
- * heap for the load again.
+ * heap for the load again. After it, the marking watch (marking-watch.ts) lets the heap grow for bursts of
+ * allocation that would otherwise have V8 marking back to back.
  */
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';

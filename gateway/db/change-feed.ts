@@ -195,6 +195,9 @@ export abstract class TailingChangeFeed implements ChangeFeed {
   }
 }
 
+/** The longest requests share one look at the WAL-index (SqliteChangeFeed.catchUp). */
+const SHARED_LOOK_MS = 1;
+
 /**
  * SQLite: every poll reads `PRAGMA data_version` (changed by another connection's commit) and `total_changes()`
  * (this connection's own writes) and reads rows only when either moved. SQLite serialises writers, so seq order is
@@ -202,9 +205,6 @@ export abstract class TailingChangeFeed implements ChangeFeed {
  * rows were trimmed unread. In front of those counters, the WAL-index header (wal-index.ts) answers "nothing
  * committed" without a read transaction, which is what most polls (one per authenticated request) find.
  */
-/** The longest requests share one look at the WAL-index (SqliteChangeFeed.catchUp). */
-const SHARED_LOOK_MS = 1;
-
 export class SqliteChangeFeed extends TailingChangeFeed {
   /** Null without a `-shm` file to read, and once closed (its descriptor number may then name another file). */
   #walIndex: WalIndexWatch | null;

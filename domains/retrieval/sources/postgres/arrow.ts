@@ -47,8 +47,8 @@ const HEADER_BYTES = SIGNATURE.length + 8;
 const QUOTE = 0x22;
 /** Bytes of the next chunk first joined to a carried tuple's start; grown eightfold while the tuple goes on. */
 const CARRY_STEP = 4096;
-/** The most the carry's buffer keeps between tuples. */
-const CARRY_KEPT_BYTES = 64 << 10;
+/** The most the carry's buffer keeps between tuples: one grown for a rare huge tuple is let go. */
+const CARRY_KEPT_BYTES = 1 << 20;
 const EMPTY = Buffer.alloc(0);
 /** PostgreSQL's date and timestamp epoch, 2000-01-01, from Arrow's (1970-01-01): in days and in microseconds. */
 const EPOCH_DAYS = 10_957;
@@ -111,7 +111,8 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
   #rows = 0;
   /**
    * The start of a tuple a chunk ended inside: its first #carried bytes. One buffer for the whole read, grown
-   * only for a longer tuple (a new buffer a chunk was most of what the decoder allocated).
+   * only for a longer tuple (a new buffer a chunk was most of what the decoder allocated), and let go after a tuple
+   * that grew it past CARRY_KEPT_BYTES.
    */
   #carry: Buffer = EMPTY;
   #carried = 0;
@@ -156,7 +157,7 @@ export class CopyArrowConverter implements CopyReader<IpcMessage> {
       this.#carried = 0;
       const end = this.#decodeFrom(head.subarray(0, joined), 0, done);
       if (this.#trailerRead || end >= carried) {
-        // A buffer grown for one large tuple is not kept for the rest of the read (up to twice the row limit each).
+        // A buffer grown for one huge tuple is not kept for the rest of the read (up to twice the row limit).
         if (this.#carry.length > CARRY_KEPT_BYTES) this.#carry = EMPTY;
         return Math.max(end - carried, 0);
       }

@@ -217,7 +217,7 @@ export class CopyJsonConverter extends CopyRowReader<JsonRows> {
   #close(): JsonRows {
     const out = this.#out;
     out[this.#o++] = 0x5d;
-    if (this.#o <= COPIED_BATCH_BYTES) {
+    if (this.#o < COPIED_BATCH_BYTES) {
       const batch = { json: Buffer.from(out.subarray(0, this.#o)), ends: this.#ends };
       this.#open(out);
       return batch;

@@ -1,6 +1,6 @@
 /**
  * The growing factor for bursts: raised while major collections come back to back, put back to its launch value
- * once they stop, and never raised by collections seconds apart.
+ * after a while, and never raised by collections seconds apart.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -19,7 +19,7 @@ function majorCollection(): void {
 
 const turn = (ms = 0) => new Promise((resolve) => setTimeout(resolve, ms));
 
-test('major collections back to back raise the factor; with none for the quiet time it goes back', async (t) => {
+test('major collections back to back raise the factor for a while, then it goes back', async (t) => {
   const set: string[] = [];
   const watch = watchMarking((flag) => set.push(flag), 300);
   t.after(() => watch.close());
@@ -46,9 +46,10 @@ test('major collections seconds apart, as a steady load or an idle process runs 
   assert.deepEqual(set, []);
 });
 
-test('closing the watch while raised puts the launch value back', async () => {
+test('closing the watch while raised puts the launch value back', async (t) => {
   const set: string[] = [];
   const watch = watchMarking((flag) => set.push(flag), 60_000);
+  t.after(() => watch.close());
   for (let i = 0; i < 20 && !watch.raised; i++) {
     majorCollection();
     await turn();

@@ -193,6 +193,6 @@ test('batches of one row each hold their own bytes, not a 64 KiB buffer, however
   assert.deepEqual(rowTexts(last), [JSON.stringify(rows.at(-1))]);
   const held = new Set(batches.map((b) => b.json.buffer));
   const bytes = [...held].reduce((n, buffer) => n + buffer.byteLength, 0);
-  // Each batch's buffer is sized from the one before it: the JSON of one row, not 64 KiB each (300 MB here).
+  // Each small batch is a copy of its own bytes: the JSON of one row, not a 64 KiB buffer each (300 MB here).
   assert.ok(bytes < 8 * chunk.length, `${bytes} bytes held for ${chunk.length} bytes of COPY`);
 });
